@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs everything tessel needs on a fresh Debian 12 machine: the C++ toolchain's
+# libraries from Debian, and the Python packages the tests and model generators use.
+# Idempotent: a second run installs nothing new.
+set -euo pipefail
+
+debs=(cmake ninja-build g++ ccache pkg-config
+      protobuf-compiler libprotobuf-dev libonnx-dev libonnx-testdata
+      libgtest-dev libgmock-dev libcli11-dev nlohmann-json3-dev libfmt-dev
+      clang-14 libclang-rt-14-dev python3-numpy)
+
+missing=()
+for p in "${debs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  SUDO=""; [[ $(id -u) -ne 0 ]] && SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# Python: onnx builds the models, onnxruntime is the independent oracle in tests.
+py=${PYTHON:-python3}
+if ! $py -c "import onnx, onnxruntime, numpy" 2>/dev/null; then
+  $py -m pip install -q --disable-pip-version-check "numpy<2.3" "onnx==1.17.0" "onnxruntime==1.20.1"
+fi
+echo "setup: dependencies present"

@@ -1,0 +1,102 @@
+// `tessel bench-op`: tessel's generated kernel against cuDNN / cuBLASLt on the workloads of
+// CSV files, in one process, on the same inputs. Prints a table and the geometric mean of the
+// speed ratios; writes JSON.
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+#include "bench/bench.h"
+#include "bench/report.h"
+#include "cli/commands.h"
+#include "cli/op_kernels.h"
+#include "core/error.h"
+
+namespace tessel::cli {
+namespace {
+
+// A compiled kernel plus the split-K workspace it needs, kept alive by the enqueue closure.
+struct Prepared {
+  std::unique_ptr<codegen::cuda::ContractionKernel> kernel;
+  runtime::cuda::DeviceBuffer workspace;
+  bool swapped = false;
+};
+
+bench::TesselKernel make_kernel(const contraction::IndexMaps& maps, bool tensor_cores) {
+  std::string arch;
+  tune::DeviceInfoLite device = target_device(&arch);
+  OpPlan plan = plan_op(maps, device, tensor_cores);
+  auto p = std::make_shared<Prepared>();
+  p->kernel = codegen::cuda::ContractionKernel::build(*plan.match.contraction, plan.epilogue,
+                                                      plan.schedule, arch);
+  if (size_t ws = p->kernel->source().workspace_bytes) p->workspace = runtime::cuda::DeviceBuffer(ws);
+  p->swapped = plan.match.contraction->operands_swapped;
+  bench::TesselKernel k;
+  k.description = plan.schedule.name();
+  if (!plan.tensor_cores && !plan.notes.empty()) k.description += " (" + plan.notes[0] + ")";
+  k.enqueue = [p](const bench::Operands& ops, void* stream) {
+    codegen::cuda::KernelArgs args;
+    args.a = p->swapped ? ops.b : ops.a;
+    args.b = p->swapped ? ops.a : ops.b;
+    args.c = ops.c;
+    args.workspace = p->workspace.ptr();
+    p->kernel->launch(args, stream);
+  };
+  return k;
+}
+
+}  // namespace
+
+Action add_bench_op(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "bench-op", "Time tessel's kernels against cuDNN/cuBLASLt on conv2d and GEMM workloads");
+  struct Opts {
+    std::vector<std::string> conv_files, gemm_files;
+    std::string filter, json;
+    int reps = 100, warmup = 10;
+    bool no_tensor_cores = false;
+  };
+  auto o = std::make_shared<Opts>();
+  cmd->add_option("--conv2d", o->conv_files, "conv2d workload CSV (shared/workloads/conv2d.csv format)");
+  cmd->add_option("--gemm", o->gemm_files, "GEMM workload CSV (shared/workloads/gemm.csv format)");
+  cmd->add_option("--filter", o->filter, "only workloads whose name contains this");
+  cmd->add_option("--json", o->json, "write all measurements as JSON here");
+  cmd->add_option("--reps", o->reps, "timed runs per implementation (median reported)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--warmup", o->warmup, "untimed runs first")->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--no-tensor-cores", o->no_tensor_cores, "use the SIMT (CUDA core) generator");
+  return [cmd, o]() {
+    if (!cmd->parsed()) return -1;
+    TESSEL_USER_CHECK(!o->conv_files.empty() || !o->gemm_files.empty())
+        << "bench-op: give at least one --conv2d or --gemm workload file";
+    std::vector<bench::ConvWorkload> convs;
+    std::vector<bench::GemmWorkload> gemms;
+    for (const std::string& f : o->conv_files)
+      for (auto& w : bench::read_conv_workloads(f))
+        if (w.name.find(o->filter) != std::string::npos) convs.push_back(w);
+    for (const std::string& f : o->gemm_files)
+      for (auto& w : bench::read_gemm_workloads(f))
+        if (w.name.find(o->filter) != std::string::npos) gemms.push_back(w);
+    bench::BenchOptions bopts;
+    bopts.reps = o->reps;
+    bopts.warmup = o->warmup;
+    bench::Bench b(bopts);
+    const bool tc = !o->no_tensor_cores;
+    std::vector<bench::BenchResult> results;
+    for (const auto& w : convs) {
+      results.push_back(b.run(w, [&](const bench::ConvWorkload& x) { return make_kernel(conv_maps(x), tc); }));
+      std::fprintf(stderr, "  %-34s done\n", w.name.c_str());
+    }
+    for (const auto& w : gemms) {
+      results.push_back(b.run(w, [&](const bench::GemmWorkload& x) { return make_kernel(gemm_maps(x), tc); }));
+      std::fprintf(stderr, "  %-34s done\n", w.name.c_str());
+    }
+    const double peak = bench::Bench::measured_peak_tflops();
+    bench::print_table(std::cout, results, peak);
+    if (!o->json.empty()) bench::write_json(o->json, b, results, peak);
+    bool all_correct = true;
+    for (const auto& r : results) all_correct &= r.tessel.ran && r.tessel.correct;
+    return all_correct ? 0 : 1;
+  };
+}
+
+}  // namespace tessel::cli

@@ -1,0 +1,109 @@
+// `tessel codegen`: for one workload, the Contraction the matcher derived, the Schedule
+// chosen, the generated CUDA source and, with a GPU's toolchain present, the SASS
+// instruction mix (HMMA, LDSM, LDGSTS) of the compiled kernel. How a person debugs a kernel.
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+
+#include "bench/workloads.h"
+#include "cli/commands.h"
+#include "cli/op_kernels.h"
+#include "core/error.h"
+#include "runtime/cuda/cuda_api.h"
+
+namespace tessel::cli {
+namespace {
+
+// Counts SASS opcodes of interest in `cuobjdump --dump-sass` output of the cubin; empty when
+// cuobjdump is not available.
+std::map<std::string, int> sass_mix(const std::string& cubin) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("tessel_sass_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  fs::path bin = dir / "kernel.cubin";
+  std::ofstream(bin, std::ios::binary).write(cubin.data(), static_cast<std::streamsize>(cubin.size()));
+  std::string cmd = "cuobjdump --dump-sass " + bin.string() + " 2>/dev/null";
+  std::map<std::string, int> mix;
+  if (FILE* p = popen(cmd.c_str(), "r")) {
+    char line[1024];
+    const std::regex op(R"(^\s+/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)[.\s;])");
+    while (std::fgets(line, sizeof line, p)) {
+      std::cmatch m;
+      if (std::regex_search(line, m, op)) {
+        std::string name = m[1];
+        for (const char* key : {"HMMA", "HGMMA", "LDSM", "LDGSTS", "LDG", "STG", "STS", "LDS", "FFMA", "BAR", "LDL", "STL"})
+          if (name == key) mix[name]++;
+      }
+    }
+    pclose(p);
+  }
+  fs::remove_all(dir);
+  return mix;
+}
+
+}  // namespace
+
+Action add_codegen(CLI::App& app) {
+  auto* cmd = app.add_subcommand("codegen", "Show the Contraction, Schedule, CUDA source and SASS mix of one workload");
+  struct Opts {
+    std::string conv_file, gemm_file, name;
+    bool no_tensor_cores = false, no_source = false;
+    std::string arch;
+  };
+  auto o = std::make_shared<Opts>();
+  cmd->add_option("--conv2d", o->conv_file, "conv2d workload CSV");
+  cmd->add_option("--gemm", o->gemm_file, "GEMM workload CSV");
+  cmd->add_option("--workload", o->name, "workload name in the file")->required();
+  cmd->add_option("--arch", o->arch, "compile for this arch (default: the GPU present, else sm_90a)");
+  cmd->add_flag("--no-tensor-cores", o->no_tensor_cores, "use the SIMT generator");
+  cmd->add_flag("--no-source", o->no_source, "do not print the generated source");
+  return [cmd, o]() {
+    if (!cmd->parsed()) return -1;
+    TESSEL_USER_CHECK(o->conv_file.empty() != o->gemm_file.empty())
+        << "codegen: give exactly one of --conv2d or --gemm";
+    contraction::IndexMaps maps;
+    bool found = false;
+    if (!o->conv_file.empty()) {
+      for (const auto& w : bench::read_conv_workloads(o->conv_file))
+        if (w.name == o->name) maps = conv_maps(w), found = true;
+    } else {
+      for (const auto& w : bench::read_gemm_workloads(o->gemm_file))
+        if (w.name == o->name) maps = gemm_maps(w), found = true;
+    }
+    TESSEL_USER_CHECK(found) << "codegen: no workload named '" << o->name << "'";
+    std::string arch;
+    tune::DeviceInfoLite device = target_device(&arch);
+    if (!o->arch.empty()) arch = o->arch;
+    OpPlan plan = plan_op(maps, device, !o->no_tensor_cores);
+    std::printf("== index maps\n%s\n", maps.str().c_str());
+    std::printf("== contraction\n%s\n", plan.match.contraction->str().c_str());
+    std::printf("== tensor cores: %s\n", plan.tensor_cores ? "yes" : "no");
+    for (const std::string& n : plan.notes) std::printf("   remark: %s\n", n.c_str());
+    std::printf("== schedule %s (%d threads)\n", plan.schedule.name().c_str(), plan.schedule.threads());
+    codegen::cuda::KernelSource src =
+        codegen::cuda::emit(*plan.match.contraction, plan.epilogue, plan.schedule);
+    std::printf("== launch grid (%u,%u,%u) block (%u,%u,%u) smem %u B workspace %zu B\n", src.grid[0],
+                src.grid[1], src.grid[2], src.block[0], src.block[1], src.block[2], src.smem_bytes,
+                src.workspace_bytes);
+    if (!o->no_source) std::printf("== source (%s)\n%s\n", src.name.c_str(), src.source.c_str());
+    runtime::cuda::CompileOptions copts;
+    copts.arch = arch;
+    copts.headers = src.headers;
+    runtime::cuda::CompiledKernel k = runtime::cuda::compile(src.source, src.name, copts);
+    std::printf("== compiled for %s: %zu bytes of cubin%s\n", arch.c_str(), k.cubin.size(),
+                k.from_cache ? " (from cache)" : "");
+    auto mix = sass_mix(k.cubin);
+    if (mix.empty()) {
+      std::printf("== SASS mix: cuobjdump not available\n");
+    } else {
+      std::printf("== SASS mix:");
+      for (const auto& [op, count] : mix) std::printf(" %s=%d", op.c_str(), count);
+      std::printf("\n");
+    }
+    return 0;
+  };
+}
+
+}  // namespace tessel::cli

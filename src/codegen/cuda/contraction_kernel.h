@@ -1,0 +1,76 @@
+// Generated contraction kernels: from (Contraction, Epilogue, Schedule) to CUDA C++ source,
+// and from source to a launchable kernel.
+//
+// Generated code instantiates a few hand-checked templates (kernels/*.cuh, embedded into the
+// binary at build time); the emitter only writes the problem-specific parts: compile-time
+// extents, the index arithmetic of the operand gathers, the epilogue steps and the store map.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "contraction/contraction.h"
+#include "contraction/epilogue.h"
+#include "runtime/cuda/cuda_api.h"
+#include "tune/schedule.h"
+
+namespace tessel::codegen::cuda {
+
+// Why `schedule` cannot implement the problem (empty when it can). Cheap: no compile. The
+// tuner prunes with it; the default-schedule chooser must only return schedules that pass.
+// Instructions: kMmaSync (sm_80+; warp_m x warp_n is a warp's tile), kWgmma (sm_90a only;
+// warp_m x warp_n is a warpgroup's tile, 4 warps: m a multiple of 64, n 64/128/256, block_k
+// a multiple of 64, 3-5 stages), kSimt (any f16/bf16/f32 operands; no split-K).
+std::optional<std::string> can_implement(const contraction::Contraction& c,
+                                         const contraction::Epilogue& e,
+                                         const tune::Schedule& s);
+
+struct KernelSource {
+  std::string name;    // entry point, extern "C"
+  std::string source;  // complete translation unit, readable
+  std::vector<std::pair<std::string, std::string>> headers;  // template headers it includes
+  unsigned grid[3] = {1, 1, 1};
+  unsigned block[3] = {1, 1, 1};
+  unsigned smem_bytes = 0;
+  size_t workspace_bytes = 0;  // split-K partials
+};
+
+// Throws InternalError if can_implement() says no.
+KernelSource emit(const contraction::Contraction& c, const contraction::Epilogue& e,
+                  const tune::Schedule& s);
+
+// Device pointers of one launch, each 16-byte aligned. `extra` holds epilogue operands in
+// EpilogueStep::operand order: scale and bias are f32 vectors indexed by output channel (the
+// output's innermost index, so a grouped conv's g*cog + n), the residual has the output's
+// dtype and layout (store map included). `workspace` (split-K only) holds
+// KernelSource::workspace_bytes and must be zeroed once before the first launch: its tile
+// counters are left zero by every launch, so it can be reused without clearing, though not by
+// two launches in flight at once.
+struct KernelArgs {
+  uint64_t a = 0, b = 0, c = 0;
+  std::vector<uint64_t> extra;
+  uint64_t workspace = 0;
+};
+
+// A compiled, loaded kernel. build() throws UserError for a wgmma schedule on an arch other
+// than sm_90a, and where no CUDA device exists (Module::load).
+class ContractionKernel {
+ public:
+  static std::unique_ptr<ContractionKernel> build(const contraction::Contraction& c,
+                                                  const contraction::Epilogue& e,
+                                                  const tune::Schedule& s,
+                                                  const std::string& arch);
+  void launch(const KernelArgs& args, void* stream) const;
+  const KernelSource& source() const { return source_; }
+  const std::string& cubin() const { return cubin_; }
+
+ private:
+  KernelSource source_;
+  std::string cubin_;
+  std::shared_ptr<runtime::cuda::Module> module_;
+  void* function_ = nullptr;
+};
+
+}  // namespace tessel::codegen::cuda

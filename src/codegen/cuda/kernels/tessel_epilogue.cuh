@@ -1,0 +1,100 @@
+// Epilogue machinery shared by tessel's contraction kernels: the element-wise activation
+// functions the generated epilogue calls, and the store of a staged fp32 slab through the
+// problem's store map with vectorised global stores.
+//
+// Why stage through shared memory: an mma.sync accumulator fragment gives each thread two
+// adjacent columns of a row (4-byte stores, 8 rows per warp instruction, half of every 32-byte
+// sector wasted). Staging a slab of the tile in shared memory lets each thread read kStoreVec
+// output elements that are contiguous in the *output* buffer, whatever the store map, and
+// write them with one 8/16-byte store. The same pass reads the residual with the same vectors.
+//
+// Contract with generated code (struct Problem):
+//   using Out; using Index;  static constexpr int kM, kN;
+//   static constexpr int kStoreVec;      // elements per store (contiguous in the output)
+//   static constexpr int kStoreNStride;  // distance in n between those elements (1, or
+//                                        // block^2 for depth_to_space CRD)
+//   static constexpr int kResidual;      // epilogue operand index of the residual, or -1
+//   static Index store_offset(int batch, int m, int n);  // element offset in the output
+//   static int channel(int batch, int n);                // index into scale / bias vectors
+//   static float epilogue(const KernelParams&, float v, int channel, float residual);
+#pragma once
+
+#include "tessel_tile.cuh"
+
+namespace tessel {
+
+__device__ __forceinline__ float sigmoid_f(float v) { return 1.0f / (1.0f + __expf(-v)); }
+__device__ __forceinline__ float hardswish_f(float v) {
+  return v * fminf(fmaxf(v * (1.0f / 6.0f) + 0.5f, 0.0f), 1.0f);
+}
+__device__ __forceinline__ float clip_f(float v, float lo, float hi) {
+  return fminf(fmaxf(v, lo), hi);
+}
+__device__ __forceinline__ float load_f32(const void* p, int i) {
+  return __ldg(static_cast<const float*>(p) + i);
+}
+
+// Loads / stores kVec consecutive elements of type T as one access.
+template <typename T, int kVec>
+struct OutVector {
+  static constexpr int kBytes = kVec * int(sizeof(T));
+  using Raw = typename Vec<kBytes>::type;
+  union {
+    Raw raw;
+    T elem[kVec];
+  };
+  __device__ __forceinline__ void load(const void* base, long long offset) {
+    raw = *reinterpret_cast<const Raw*>(static_cast<const T*>(base) + offset);
+  }
+  __device__ __forceinline__ void store(void* base, long long offset) const {
+    *reinterpret_cast<Raw*>(static_cast<T*>(base) + offset) = raw;
+  }
+};
+
+// Stores a (kRows, kCols) fp32 slab staged in shared memory (row pitch `pitch` floats) whose
+// element (r, c) is C[batch, m_base + r, n_base + c]. kGroup threads cooperate (`t` is this
+// thread's index among them). Chunks of kStoreVec outputs:
+//   chunk q -> row q / kChunksPerRow; within a row, the columns form runs of
+//   kStoreVec*kStoreNStride, each split into kStoreNStride chunks whose elements are
+//   kStoreNStride apart in n (and adjacent in the output).
+template <typename P, int kRows, int kCols, int kGroup>
+__device__ __forceinline__ void store_slab(const KernelParams& p, const float* slab, int pitch,
+                                           int batch, int m_base, int n_base, int t) {
+  constexpr int kV = P::kStoreVec;
+  constexpr int kS = P::kStoreNStride;
+  constexpr int kChunksPerRow = kCols / kV;
+  constexpr int kChunks = kRows * kChunksPerRow;
+  static_assert(kCols % (kV * kS) == 0, "store vectors tile the slab");
+  using Out = typename P::Out;
+#pragma unroll
+  for (int q0 = 0; q0 < kChunks; q0 += kGroup) {
+    const int q = q0 + t;
+    if (kChunks % kGroup != 0 && q >= kChunks) break;
+    const int r = q / kChunksPerRow;
+    const int cq = q % kChunksPerRow;
+    const int c = (cq / kS) * (kV * kS) + cq % kS;
+    const int m = m_base + r;
+    const int n = n_base + c;
+    if (m >= P::kM || n >= P::kN) continue;
+    const typename P::Index off = P::store_offset(batch, m, n);
+    float residual[kV];
+    if constexpr (P::kResidual >= 0) {
+      OutVector<Out, kV> rv;
+      rv.load(p.extra[P::kResidual], off);
+#pragma unroll
+      for (int i = 0; i < kV; ++i) residual[i] = to_float(rv.elem[i]);
+    } else {
+#pragma unroll
+      for (int i = 0; i < kV; ++i) residual[i] = 0.0f;
+    }
+    OutVector<Out, kV> ov;
+#pragma unroll
+    for (int i = 0; i < kV; ++i) {
+      const float v = slab[r * pitch + c + i * kS];
+      ov.elem[i] = from_float<Out>(P::epilogue(p, v, P::channel(batch, n + i * kS), residual[i]));
+    }
+    ov.store(p.c, off);
+  }
+}
+
+}  // namespace tessel

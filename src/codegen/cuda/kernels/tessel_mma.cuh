@@ -1,0 +1,249 @@
+// The Tensor Core contraction kernel (sm_80+, runs on Hopper): mma.sync m16n8k16 with fp32
+// accumulators, ldmatrix fragment loads from XOR-swizzled shared memory, a multi-stage
+// cp.async pipeline fed by the generated operand gathers, register double-buffered
+// fragments, optional split-K with an in-kernel fixup, and a shared-memory staged epilogue.
+//
+//   C[b, m, n] = epilogue( sum_k A(b, m, k) * B(b, n, k) )
+//
+// One CTA computes a (kBlockM, kBlockN) tile; its warps each own a (kWarpM, kWarpN) sub-tile
+// of kMI x kNI mma tiles (16x8). The generated `struct Problem` supplies extents, schedule
+// constants, GatherA / GatherB (tessel_tile.cuh) and the epilogue / store map
+// (tessel_epilogue.cuh).
+#pragma once
+
+#include "tessel_epilogue.cuh"
+#include "tessel_split_k.cuh"
+
+namespace tessel {
+
+// ---- Fragment traits of mma.m16n8k16 (PTX ISA 9.7.14.5.8) ---------------------------------
+// lane = 4*g + t (g = lane / 4 in 0..7, t = lane % 4 in 0..3); each u32 holds two 16-bit
+// elements, the lower k (or n) first.
+//   A (T32,V8) -> (M16,K16):  a[0]: (g,   2t..2t+1)   a[1]: (g+8, 2t..2t+1)
+//                             a[2]: (g,   2t+8..+9)   a[3]: (g+8, 2t+8..+9)
+//   B (T32,V4) -> (K16,N8):   b[0]: (2t..2t+1, g)     b[1]: (2t+8..2t+9, g)
+//   C (T32,V4) -> (M16,N8):   c[0..1]: (g, 2t..2t+1)  c[2..3]: (g+8, 2t..2t+1)
+// ldmatrix.x4 produces exactly these registers when lane l addresses:
+//   A K-major  (smem rows m, cols k), no trans:  row m0 + l%16,           chunk k0/8 + l/16
+//   A MN-major (smem rows k, cols m), .trans:    row k0 + l%8 + 8*(l/16), chunk m0/8 + (l/8)%2
+//   B K-major  (smem rows n, cols k), no trans:  row n0 + l%8 + 8*(l/16), chunk k0/8 + (l/8)%2
+//   B MN-major (smem rows k, cols n), .trans:    row k0 + l%8 + 8*((l/8)%2), chunk n0/8 + l/16
+// (for B one x4 covers two n8 tiles: registers {0,1} are the b of n0..n0+7 and {2,3} of
+// n0+8..n0+15). Derivation: matrix i is addressed by lanes 8i..8i+7 and lands in register i;
+// the placement above makes matrix i the 8x8 block that register i of the fragment holds.
+
+template <typename P>
+struct MmaKernel {
+  using Element = typename P::Element;
+  static constexpr int kBM = P::kBlockM, kBN = P::kBlockN, kBK = P::kBlockK;
+  static constexpr int kWM = P::kWarpM, kWN = P::kWarpN;
+  static constexpr int kStages = P::kStages;
+  static constexpr int kWarpsM = kBM / kWM, kWarpsN = kBN / kWN;
+  static constexpr int kThreads = 32 * kWarpsM * kWarpsN;
+  static constexpr int kMI = kWM / 16, kNI = kWN / 8, kKSteps = kBK / 16;
+  static constexpr int kTilesM = (P::kM + kBM - 1) / kBM;
+  static constexpr int kTilesN = (P::kN + kBN - 1) / kBN;
+  static constexpr int kKTiles = (P::kK + kBK - 1) / kBK;
+  static_assert(kKSteps >= 2, "register double-buffering needs two k16 steps per k-tile");
+  static_assert(kNI % 2 == 0, "B fragments are loaded two n8 tiles at a time");
+
+  // smem A: (kBM, kBK, kStages) if K-major, else (kBK, kBM, kStages); likewise B.
+  using TileA = SwizzledTile<P::kAKMajor ? kBM : kBK, P::kAKMajor ? kBK : kBM>;
+  using TileB = SwizzledTile<P::kBKMajor ? kBN : kBK, P::kBKMajor ? kBK : kBN>;
+  using LoaderA = TileLoader<typename P::GatherA, P::kAKMajor ? kBM : kBK,
+                             P::kAKMajor ? kBK : kBM, P::kAVec, kThreads>;
+  using LoaderB = TileLoader<typename P::GatherB, P::kBKMajor ? kBN : kBK,
+                             P::kBKMajor ? kBK : kBN, P::kBVec, kThreads>;
+  static constexpr int kPipelineBytes = kStages * (TileA::kBytes + TileB::kBytes);
+
+  // Epilogue staging: each warp stages one 16-row slab of its accumulators at a time,
+  // (M16, kWN) fp32 with a pitch of kWN + 8 floats. The +8 makes float2 writes of a fragment
+  // conflict-free: a half-warp writes rows g=0..3 at columns 2t, and 8*g + 2t covers all 32
+  // banks once (pitch % 32 == 8 for kWN % 32 == 0; kWN == 16 gives pitch 24, also distinct).
+  static constexpr int kSlabPitch = kWN + 8;
+  static constexpr int kEpilogueBytes = kWarpsM * kWarpsN * 16 * kSlabPitch * 4;
+  // + 16 bytes for the split-K arrival flag: dynamic, so that the kernel has no static shared
+  // memory (static + dynamic > 48 KiB needs the opt-in the launcher sizes for dynamic alone).
+  static constexpr int kSmemBytes =
+      (kPipelineBytes > kEpilogueBytes ? kPipelineBytes : kEpilogueBytes) + (P::kSplitK > 1 ? 16 : 0);
+
+  // Per-lane byte offsets of the ldmatrix addresses within one stage (see the table above).
+  // K-major operands vary the chunk with the k16 step (offset per step; the 16-row shift of
+  // the next m16/n16 tile keeps the swizzle key, so it is a constant added later). MN-major
+  // operands vary the chunk with the m16/n16 tile (offset per tile; the next k16 step is a
+  // 16-row shift, again a constant).
+  struct FragmentOffsets {
+    u32 a[P::kAKMajor ? kKSteps : kMI];
+    u32 b[P::kBKMajor ? kKSteps : kNI / 2];
+  };
+
+  __device__ __forceinline__ static FragmentOffsets fragment_offsets(int lane, int wm, int wn) {
+    FragmentOffsets f;
+    if constexpr (P::kAKMajor) {
+#pragma unroll
+      for (int ks = 0; ks < kKSteps; ++ks)
+        f.a[ks] = TileA::offset(wm * kWM + lane % 16, ks * 2 + lane / 16);
+    } else {
+#pragma unroll
+      for (int mi = 0; mi < kMI; ++mi)
+        f.a[mi] = TileA::offset(lane % 8 + 8 * (lane / 16), (wm * kWM + mi * 16) / 8 + (lane / 8) % 2);
+    }
+    if constexpr (P::kBKMajor) {
+#pragma unroll
+      for (int ks = 0; ks < kKSteps; ++ks)
+        f.b[ks] = TileB::offset(wn * kWN + lane % 8 + 8 * (lane / 16), ks * 2 + (lane / 8) % 2);
+    } else {
+#pragma unroll
+      for (int nj = 0; nj < kNI / 2; ++nj)
+        f.b[nj] = TileB::offset(lane % 8 + 8 * ((lane / 8) % 2), (wn * kWN + nj * 16) / 8 + lane / 16);
+    }
+    return f;
+  }
+
+  // Loads the A and B fragments of k16 step `ks` of the stage at `sa` / `sb`.
+  __device__ __forceinline__ static void load_fragments(u32 (&af)[kMI][4], u32 (&bf)[kNI][2],
+                                                        const FragmentOffsets& f, u32 sa, u32 sb,
+                                                        int ks) {
+#pragma unroll
+    for (int mi = 0; mi < kMI; ++mi) {
+      if constexpr (P::kAKMajor) {
+        ldmatrix_x4(af[mi], sa + f.a[ks] + u32(mi * 16 * TileA::kRowBytes));
+      } else {
+        ldmatrix_x4_trans(af[mi], sa + f.a[mi] + u32(ks * 16 * TileA::kRowBytes));
+      }
+    }
+#pragma unroll
+    for (int nj = 0; nj < kNI / 2; ++nj) {
+      u32 r[4];
+      if constexpr (P::kBKMajor) {
+        ldmatrix_x4(r, sb + f.b[ks] + u32(nj * 16 * TileB::kRowBytes));
+      } else {
+        ldmatrix_x4_trans(r, sb + f.b[nj] + u32(ks * 16 * TileB::kRowBytes));
+      }
+      bf[2 * nj][0] = r[0];
+      bf[2 * nj][1] = r[1];
+      bf[2 * nj + 1][0] = r[2];
+      bf[2 * nj + 1][1] = r[3];
+    }
+  }
+
+  static constexpr int kAcc = kMI * kNI * 4;
+  static constexpr long long kTileCount = (long long)kTilesM * kTilesN * P::kBatch;
+
+  __device__ __forceinline__ static void run(const KernelParams& p) {
+    extern __shared__ __align__(128) unsigned char smem[];
+    const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+    const int wm = warp % kWarpsM, wn = warp / kWarpsM;
+    const CtaCoord cta =
+        rasterize<kTilesM, kTilesN, P::kBatch, P::kSplitK, P::kRaster>(blockIdx.x);
+    const int m0 = cta.tile_m * kBM, n0 = cta.tile_n * kBN;
+    // This split's range of k-tiles (the emitter sizes splits so that none is empty).
+    const int kt_begin = cta.split * P::kKTilesPerSplit;
+    const int kt_count = min(P::kKTilesPerSplit, kKTiles - kt_begin);
+    const int k_begin = kt_begin * kBK;
+
+    LoaderA la;
+    LoaderB lb;
+    if constexpr (P::kAKMajor) la.init(p, cta.batch, m0, k_begin, tid);
+    else la.init(p, cta.batch, k_begin, m0, tid);
+    if constexpr (P::kBKMajor) lb.init(p, cta.batch, n0, k_begin, tid);
+    else lb.init(p, cta.batch, k_begin, n0, tid);
+
+    const u32 smem_a = smem_addr(smem);
+    const u32 smem_b = smem_a + kStages * TileA::kBytes;
+    auto stage_a = [&](int s) { return smem_a + u32(s * TileA::kBytes); };
+    auto stage_b = [&](int s) { return smem_b + u32(s * TileB::kBytes); };
+
+    // Prologue: fill kStages-1 stages. Groups are committed even when empty so that
+    // "wait until at most kStages-2 groups are pending" always means "the oldest stage landed".
+#pragma unroll
+    for (int s = 0; s < kStages - 1; ++s) {
+      if (s < kt_count) {
+        la.issue(stage_a(s));
+        lb.issue(stage_b(s));
+        la.finish(stage_a(s));
+        lb.finish(stage_b(s));
+      }
+      cp_async_commit();
+    }
+
+    const FragmentOffsets fo = fragment_offsets(lane, wm, wn);
+    float acc[kMI][kNI][4] = {};
+    u32 af[2][kMI][4], bf[2][kNI][2];
+
+    cp_async_wait<kStages - 2>();
+    __syncthreads();
+    int read_stage = 0, write_stage = kStages - 1;
+    load_fragments(af[0], bf[0], fo, stage_a(0), stage_b(0), 0);
+
+    // Iteration kt computes k-tile kt from stage kt % kStages and refills stage
+    // (kt + kStages - 1) % kStages, which was last read in iteration kt - 1, before the
+    // barrier that ended it.
+    for (int kt = 0; kt < kt_count; ++kt) {
+      const bool prefetch = kt + kStages - 1 < kt_count;
+#pragma unroll
+      for (int ks = 0; ks < kKSteps; ++ks) {
+        if (ks == kKSteps - 1) {
+          if (prefetch) {
+            la.finish(stage_a(write_stage));
+            lb.finish(stage_b(write_stage));
+          }
+          write_stage = write_stage + 1 == kStages ? 0 : write_stage + 1;
+          // Stage kt+1 has landed (its group is the oldest pending) and is visible to all
+          // warps; every warp is done reading stage kt-1's slot before anyone refills it.
+          cp_async_wait<kStages - 2>();
+          __syncthreads();
+          read_stage = read_stage + 1 == kStages ? 0 : read_stage + 1;
+        }
+        // Double-buffering: fragments of the next k16 step load while this step's mmas run.
+        const int next = ks + 1 == kKSteps ? 0 : ks + 1;
+        load_fragments(af[(ks + 1) % 2], bf[(ks + 1) % 2], fo, stage_a(read_stage),
+                       stage_b(read_stage), next);
+        if (ks == 0) {
+          if (prefetch) {
+            la.issue(stage_a(write_stage));
+            lb.issue(stage_b(write_stage));
+          }
+          cp_async_commit();
+        }
+#pragma unroll
+        for (int mi = 0; mi < kMI; ++mi)
+#pragma unroll
+          for (int ni = 0; ni < kNI; ++ni)
+            MmaM16N8K16<Element>::fma(acc[mi][ni], af[ks % 2][mi], bf[ks % 2][ni]);
+      }
+    }
+    cp_async_wait<0>();
+    __syncthreads();  // the pipeline's shared memory is reused for the epilogue below
+
+    if constexpr (P::kSplitK > 1) {
+      const long long tile = ((long long)cta.batch * kTilesM + cta.tile_m) * kTilesN + cta.tile_n;
+      u32* arrived = reinterpret_cast<u32*>(smem + kSmemBytes - 16);
+      if (!split_k_fixup<kAcc, kThreads, P::kSplitK>(p, &acc[0][0][0], tile, kTileCount, cta.split,
+                                                     tid, arrived)) {
+        return;
+      }
+    }
+
+    // Epilogue: per warp, one (M16, kWN) slab at a time.
+    //   (T32, V(kNI*4)) -> (M16, kWN): c[ni][0..1] at (g, ni*8 + 2t), c[ni][2..3] at (g+8, ...)
+    float* slab = reinterpret_cast<float*>(smem) + warp * 16 * kSlabPitch;
+    const int g = lane / 4, t = lane % 4;
+#pragma unroll
+    for (int mi = 0; mi < kMI; ++mi) {
+#pragma unroll
+      for (int ni = 0; ni < kNI; ++ni) {
+        *reinterpret_cast<float2*>(slab + g * kSlabPitch + ni * 8 + 2 * t) =
+            make_float2(acc[mi][ni][0], acc[mi][ni][1]);
+        *reinterpret_cast<float2*>(slab + (g + 8) * kSlabPitch + ni * 8 + 2 * t) =
+            make_float2(acc[mi][ni][2], acc[mi][ni][3]);
+      }
+      __syncwarp();
+      store_slab<P, 16, kWN, 32>(p, slab, kSlabPitch, cta.batch, m0 + wm * kWM + mi * 16,
+                                 n0 + wn * kWN, lane);
+      __syncwarp();
+    }
+  }
+};
+
+}  // namespace tessel

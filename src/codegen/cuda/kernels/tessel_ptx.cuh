@@ -1,0 +1,187 @@
+// Raw PTX instructions used by tessel's generated contraction kernels, one small function or
+// struct each, kept apart from their traits (which thread holds which fragment element lives
+// with the kernels that use them, tessel_mma_mainloop.cuh).
+//
+// Self-contained on purpose: NVRTC compiles these with no include path, so fp16 and bf16 are
+// handled as raw 16-bit patterns and converted with cvt instructions, not cuda_fp16.h.
+// PTX ISA references (PTX ISA 8.x, "Parallel Synchronization and Communication Instructions"
+// and "Warp Level Matrix Multiply-Accumulate Instructions"):
+//   mma.sync m16n8k16          9.7.14.5.8  (sm_80+)
+//   ldmatrix                   9.7.14.5.15 (sm_75+)
+//   cp.async / commit / wait   9.7.9.25    (sm_80+)
+#pragma once
+
+namespace tessel {
+
+using u16 = unsigned short;
+using u32 = unsigned int;
+using u64 = unsigned long long;
+
+// Element tags: the kernels are written over storage types; these name the arithmetic.
+struct f16 {
+  u16 bits;
+};
+struct bf16 {
+  u16 bits;
+};
+
+// ---- Conversions ------------------------------------------------------------------------
+__device__ __forceinline__ float to_float(f16 x) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(x.bits));
+  return f;
+}
+__device__ __forceinline__ float to_float(bf16 x) { return __uint_as_float(u32(x.bits) << 16); }
+__device__ __forceinline__ float to_float(float x) { return x; }
+
+template <typename T>
+__device__ __forceinline__ T from_float(float f);
+template <>
+__device__ __forceinline__ f16 from_float<f16>(float f) {
+  f16 r;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(r.bits) : "f"(f));
+  return r;
+}
+template <>
+__device__ __forceinline__ bf16 from_float<bf16>(float f) {
+  bf16 r;
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(r.bits) : "f"(f));
+  return r;
+}
+template <>
+__device__ __forceinline__ float from_float<float>(float f) {
+  return f;
+}
+
+// ---- Shared-memory addresses --------------------------------------------------------------
+__device__ __forceinline__ u32 smem_addr(const void* p) {
+  return static_cast<u32>(__cvta_generic_to_shared(p));
+}
+
+// ---- mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.{f16,bf16}.f32 ----------------------
+// D = A * B + D with A 16x16 (row), B 16x8 (col), D 16x8 fp32. Operand registers as produced
+// by ldmatrix (see MmaFragments in tessel_mma_mainloop.cuh for the element placement).
+template <typename T>
+struct MmaM16N8K16;
+
+template <>
+struct MmaM16N8K16<f16> {
+  __device__ __forceinline__ static void fma(float (&d)[4], const u32 (&a)[4], const u32 (&b)[2]) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+        "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  }
+};
+
+template <>
+struct MmaM16N8K16<bf16> {
+  __device__ __forceinline__ static void fma(float (&d)[4], const u32 (&a)[4], const u32 (&b)[2]) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+        "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  }
+};
+
+// ---- ldmatrix.sync.aligned.m8n8.x4[.trans].shared.b16 -------------------------------------
+// Four 8x8 b16 matrices; lanes 8i..8i+7 give the 16-byte row addresses of matrix i. Without
+// .trans lane l receives in r[i] the elements (row l/4, cols 2*(l%4), 2*(l%4)+1) of matrix i;
+// with .trans it receives (rows 2*(l%4), 2*(l%4)+1, col l/4), i.e. the transpose.
+__device__ __forceinline__ void ldmatrix_x4(u32 (&r)[4], u32 addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(u32 (&r)[4], u32 addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+
+// ---- cp.async with zero fill ---------------------------------------------------------------
+// Copies Bytes from global to shared without a register round trip. When `valid` is false the
+// source size is 0: nothing is read and the destination is zero-filled, which is how padding
+// and out-of-range rows/columns become zeros. `src` must still be a mapped address, so callers
+// pass the operand's base pointer for invalid elements. 16 bytes use .cg (bypass L1) unless
+// kL1: an operand whose rows one CTA reads again at nearby k (a convolution window, shifted by
+// one pixel per kw) is cached in L1 (.ca) so that the re-reads do not go to L2. 8 and 4 bytes
+// only exist as .ca.
+template <int Bytes, bool kL1 = false>
+struct CpAsync;
+
+template <>
+struct CpAsync<16, false> {
+  __device__ __forceinline__ static void copy(u32 dst, const void* src, bool valid) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
+                 "r"(valid ? 16 : 0));
+  }
+};
+template <>
+struct CpAsync<16, true> {
+  __device__ __forceinline__ static void copy(u32 dst, const void* src, bool valid) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
+                 "r"(valid ? 16 : 0));
+  }
+};
+template <bool kL1>
+struct CpAsync<8, kL1> {
+  __device__ __forceinline__ static void copy(u32 dst, const void* src, bool valid) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(dst), "l"(src),
+                 "r"(valid ? 8 : 0));
+  }
+};
+template <bool kL1>
+struct CpAsync<4, kL1> {
+  __device__ __forceinline__ static void copy(u32 dst, const void* src, bool valid) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src),
+                 "r"(valid ? 4 : 0));
+  }
+};
+
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+
+// Waits until at most N of this thread's committed groups are still in flight.
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+
+// ---- Plain loads and stores of 1..16 bytes -------------------------------------------------
+// A vector of Bytes bytes as one register-sized unit, so that a contiguous run of elements
+// moves with one instruction.
+template <int Bytes>
+struct Vec;
+template <>
+struct Vec<2> {
+  using type = u16;
+};
+template <>
+struct Vec<4> {
+  using type = u32;
+};
+template <>
+struct Vec<8> {
+  using type = uint2;
+};
+template <>
+struct Vec<16> {
+  using type = uint4;
+};
+
+// Read-only global load through the non-coherent path (operands are never written by the
+// kernel that reads them).
+template <int Bytes>
+__device__ __forceinline__ typename Vec<Bytes>::type ld_global_nc(const void* p) {
+  return __ldg(reinterpret_cast<const typename Vec<Bytes>::type*>(p));
+}
+template <>
+__device__ __forceinline__ u16 ld_global_nc<2>(const void* p) {
+  u16 v;
+  asm volatile("ld.global.nc.u16 %0, [%1];\n" : "=h"(v) : "l"(p));
+  return v;
+}
+
+}  // namespace tessel

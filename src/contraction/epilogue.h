@@ -1,0 +1,56 @@
+// Epilogues as data: per-element steps applied to the fp32 accumulator C[m, n] before the
+// store, and the store map that places (m, n) in the output buffer.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
+
+namespace tessel::contraction {
+
+enum class EpilogueOpKind {
+  kScale,        // v *= scale[n]             (per output channel; operand = vector index)
+  kBias,         // v += bias[n]
+  kRelu,         // max(v, 0)
+  kLeakyRelu,    // v < 0 ? alpha * v : v
+  kClip,         // min(max(v, alpha), beta)  (relu6: alpha = 0, beta = 6)
+  kSigmoid,      // 1 / (1 + exp(-v))
+  kHardSwish,    // v * clip(v / 6 + 0.5, 0, 1)
+  kSilu,         // v * sigmoid(v)
+  kResidualAdd,  // v += R[store_index(m, n)]  (R has the output's layout and dtype)
+};
+
+struct EpilogueStep {
+  EpilogueOpKind kind;
+  float alpha = 0.0f;
+  float beta = 0.0f;
+  int operand = -1;  // index into the kernel's extra pointer operands, for scale/bias/residual
+};
+
+// Where C[b, m, n] goes. m is decomposed as (image, oh, ow) for conv-like outputs of shape
+// [images, out_h, out_w, n] (NHWC); for GEMMs out_h = 1 and out_w = M.
+struct StoreMap {
+  enum class Kind {
+    kPlain,          // out[m, n] row-major with row stride `ld` (>= n)
+    kChannelSlice,   // out[m, channel_offset + n] in a buffer of `ld` channels (zero-copy concat)
+    kDepthToSpace,   // NHWC depth_to_space by `block`: n = c*block^2 + i*block + j (CRD) or
+                     // (i*block + j)*C + c (DCR); out[img, oh*block+i, ow*block+j, c]
+  };
+  Kind kind = Kind::kPlain;
+  int64_t ld = 0;              // 0: ld = n
+  int64_t channel_offset = 0;
+  int64_t out_h = 1, out_w = 0;  // conv output spatial extents (kDepthToSpace needs them)
+  int block = 1;
+  bool dcr = false;
+};
+
+struct Epilogue {
+  std::vector<EpilogueStep> steps;
+  StoreMap store;
+  DType out_dtype = DType::kF16;
+  std::string str() const;
+};
+
+}  // namespace tessel::contraction

@@ -1,0 +1,34 @@
+// Element types of tensors, and the facts about each (size, name, class) as one table.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace tessel {
+
+enum class DType : uint8_t { kF32, kF16, kBF16, kF64, kI8, kU8, kI32, kI64, kBool };
+
+struct DTypeInfo {
+  DType dtype;
+  std::string_view name;  // textual IR and CLI spelling: "f32", "i64", ...
+  size_t size;            // bytes per element
+  bool is_float;
+  bool is_signed;
+  int onnx_type;          // onnx::TensorProto_DataType
+};
+
+const DTypeInfo& dtype_info(DType t);
+inline size_t dtype_size(DType t) { return dtype_info(t).size; }
+inline std::string_view dtype_name(DType t) { return dtype_info(t).name; }
+inline bool is_float(DType t) { return dtype_info(t).is_float; }
+inline bool is_integer(DType t) { return !dtype_info(t).is_float && t != DType::kBool; }
+
+std::optional<DType> dtype_from_name(std::string_view name);
+std::optional<DType> dtype_from_onnx(int onnx_type);
+// ONNX's name of an ONNX element type ("DOUBLE", "STRING", ...), for error messages.
+std::string onnx_type_name(int onnx_type);
+
+}  // namespace tessel

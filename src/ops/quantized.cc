@@ -1,0 +1,167 @@
+// The quantized op family: QuantizeLinear and DequantizeLinear here (per-tensor, and per-axis
+// since opset 13); the integer contractions (QLinearConv, QLinearMatMul, ConvInteger,
+// MatMulInteger) in quant_contractions.cc.
+#include <cmath>
+
+#include "core/error.h"
+#include "core/half.h"
+#include "ops/all_ops.h"
+#include "ops/nn_common.h"
+#include "ops/quant_common.h"
+
+namespace tessel::ops {
+namespace {
+
+// Where element i of x finds its scale and zero point: (i / inner) % count, i.e. its index
+// along `axis` for per-axis quantization, and always 0 (count = 1) for per-tensor.
+struct AxisParams {
+  int64_t count = 1;
+  int64_t inner = 1;
+  int64_t slot(int64_t i) const { return (i / inner) % count; }
+};
+
+// Validates scale (input 1) and the optional zero point (input 2) against x (input 0):
+// a single value is per-tensor; a 1-D tensor of x.shape[axis] values is per-axis (opset 13+).
+AxisParams plan_axis_params(const ir::InferContext& ctx, const char* scale_name,
+                            const char* zp_name) {
+  const ir::Node& node = ctx.node();
+  require_float_input(ctx, 1, scale_name);
+  if (ctx.has_input(2)) {
+    TESSEL_USER_CHECK(ctx.shape(2) == ctx.shape(1))
+        << node.label() << ": zero point " << zp_name << " has shape " << shape_str(ctx.shape(2))
+        << ", expected the shape of " << scale_name << " " << shape_str(ctx.shape(1));
+  }
+  TESSEL_USER_CHECK(!node.has_attr("block_size") || node.get_int("block_size", 0) == 0)
+      << node.label() << ": blocked quantization (block_size, opset 21) is not supported";
+  const Shape& x = ctx.shape(0);
+  const Shape& s = ctx.shape(1);
+  if (s.size() <= 1 && numel(s) == 1) return {};
+  TESSEL_USER_CHECK(ctx.opset() >= 13)
+      << node.label() << ": " << scale_name << " has shape " << shape_str(s)
+      << ", expected a scalar: per-axis quantization needs opset 13 (model has opset "
+      << ctx.opset() << ")";
+  const int64_t rank = static_cast<int64_t>(x.size());
+  const int64_t axis_attr = node.get_int("axis", 1);
+  TESSEL_USER_CHECK(axis_attr >= -rank && axis_attr < rank)
+      << node.label() << ": axis " << axis_attr << " out of range for input of shape "
+      << shape_str(x);
+  const int64_t axis = axis_attr < 0 ? axis_attr + rank : axis_attr;
+  TESSEL_USER_CHECK(s == Shape{x[axis]})
+      << node.label() << ": " << scale_name << " has shape " << shape_str(s)
+      << ", expected a scalar or [" << x[axis] << "] (one value per index of axis " << axis
+      << " of " << shape_str(x) << ")";
+  AxisParams p;
+  p.count = x[axis];
+  for (int64_t d = axis + 1; d < rank; ++d) p.inner *= x[d];
+  return p;
+}
+
+// Recomputes the parameter layout at run time from shapes and attributes (they were
+// validated by infer()).
+AxisParams axis_params_of(const ir::KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const Tensor& s = ctx.input(1);
+  if (s.numel() == 1) return {};
+  int64_t axis = ctx.node().get_int("axis", 1);
+  if (axis < 0) axis += x.rank();
+  AxisParams p;
+  p.count = x.dim(axis);
+  for (int64_t d = axis + 1; d < x.rank(); ++d) p.inner *= x.dim(d);
+  return p;
+}
+
+// ---- QuantizeLinear: y = saturate(round_half_even(x / y_scale) + y_zero_point) -------------
+
+void infer_quantize(ir::InferContext& ctx) {
+  DType x = ctx.dtype(0);
+  TESSEL_USER_CHECK(is_float(x) || x == DType::kI32)
+      << ctx.node().label() << ": input x has dtype " << dtype_name(x)
+      << ", expected f32, f16, bf16, f64 or i32";
+  plan_axis_params(ctx, "y_scale", "y_zero_point");
+  DType out = DType::kU8;  // the default without a zero point
+  if (ctx.has_input(2)) {
+    require_quant_dtype(ctx, 2, "y_zero_point");
+    out = ctx.dtype(2);
+  }
+  ctx.set_output(0, out, ctx.shape(0));
+}
+
+// x / scale rounded the way ONNX's reference computes it: in x's own float precision (so a
+// quotient that is a tie in f32 stays a tie), in double for i32 and f64.
+double quantize_quotient(DType x_dtype, double x, double scale) {
+  switch (x_dtype) {
+    case DType::kF32:
+      return static_cast<float>(x) / static_cast<float>(scale);
+    case DType::kF16:
+      return half_to_float(float_to_half(static_cast<float>(x) / static_cast<float>(scale)));
+    case DType::kBF16:
+      return bf16_to_float(float_to_bf16(static_cast<float>(x) / static_cast<float>(scale)));
+    default:
+      return x / scale;
+  }
+}
+
+void compute_quantize(ir::KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const Tensor& scale = ctx.input(1);
+  const Tensor* zp = ctx.has_input(2) ? &ctx.input(2) : nullptr;
+  Tensor& y = ctx.output(0);
+  const AxisParams p = axis_params_of(ctx);
+  const QuantRange range = quant_range(y.dtype());
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const int64_t slot = p.slot(i);
+    const double q = quantize_quotient(x.dtype(), x.get_f64(i), scale.get_f64(slot));
+    y.set_i64(i, quantize_value(q, zp ? zp->get_i64(slot) : 0, range));
+  }
+}
+
+// ---- DequantizeLinear: y = (x - x_zero_point) * x_scale, in the scale's dtype ---------------
+
+void infer_dequantize(ir::InferContext& ctx) {
+  DType x = ctx.dtype(0);
+  TESSEL_USER_CHECK(x == DType::kU8 || x == DType::kI8 || x == DType::kI32)
+      << ctx.node().label() << ": input x has dtype " << dtype_name(x)
+      << ", expected u8, i8 or i32";
+  plan_axis_params(ctx, "x_scale", "x_zero_point");
+  if (ctx.has_input(2)) require_same_dtype(ctx, 0, 2, "x", "x_zero_point");
+  ctx.set_output(0, ctx.dtype(1), ctx.shape(0));
+}
+
+void compute_dequantize(ir::KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const Tensor& scale = ctx.input(1);
+  const Tensor* zp = ctx.has_input(2) ? &ctx.input(2) : nullptr;
+  Tensor& y = ctx.output(0);
+  const AxisParams p = axis_params_of(ctx);
+  // ONNX's reference subtracts and multiplies in f32 (x.astype(float32)), then casts to the
+  // scale's dtype; f64 scales compute in double.
+  const bool f64 = scale.dtype() == DType::kF64;
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const int64_t slot = p.slot(i);
+    const double zero = zp ? static_cast<double>(zp->get_i64(slot)) : 0.0;
+    if (f64) {
+      y.set_f64(i, (static_cast<double>(x.get_i64(i)) - zero) * scale.get_f64(slot));
+    } else {
+      const float d = static_cast<float>(x.get_i64(i)) - static_cast<float>(zero);
+      y.set_f64(i, d * static_cast<float>(scale.get_f64(slot)));
+    }
+  }
+}
+
+}  // namespace
+
+void register_quantized_ops(ir::OpRegistry& r) {
+  r.add({.name = "QuantizeLinear",
+         .min_inputs = 2,
+         .max_inputs = 3,
+         .infer = infer_quantize,
+         .compute = compute_quantize});
+  r.add({.name = "DequantizeLinear",
+         .min_inputs = 2,
+         .max_inputs = 3,
+         .infer = infer_dequantize,
+         .compute = compute_dequantize});
+  register_quant_contraction_ops(r);
+}
+
+}  // namespace tessel::ops

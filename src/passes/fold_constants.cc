@@ -1,0 +1,59 @@
+// Evaluates nodes whose inputs are all constant at compile time.
+#include "core/error.h"
+#include "ir/op_registry.h"
+#include "passes/passes.h"
+#include "passes/rewrite_util.h"
+
+namespace tessel::passes {
+namespace {
+
+// Folding must not turn a small graph into a huge constant (ConstantOfShape, Expand).
+constexpr int64_t kMaxFoldedElements = int64_t{1} << 26;
+
+}  // namespace
+
+ir::Graph fold_constants(ir::Graph g) {
+  const ir::OpRegistry& registry = ir::OpRegistry::global();
+  std::vector<char> erase(g.nodes.size(), 0);
+  bool changed = false;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const ir::Node& n = g.nodes[i];
+    const ir::OpSchema* schema = registry.find(n.op);
+    if (!schema || !schema->foldable) continue;
+    bool all_constant = true;
+    std::vector<const ir::TensorType*> types;
+    std::vector<const Tensor*> values;
+    for (ir::ValueId v : n.inputs) {
+      if (v == ir::kNoValue) {
+        types.push_back(nullptr);
+        values.push_back(nullptr);
+        continue;
+      }
+      all_constant &= g.value(v).is_constant();
+      types.push_back(&g.value(v).type);
+      values.push_back(g.value(v).data.get());
+    }
+    if (!all_constant) continue;
+    int64_t out_elems = 0;
+    for (ir::ValueId v : n.outputs) out_elems += numel(g.type(v).shape);
+    if (out_elems > kMaxFoldedElements) continue;
+    std::vector<ir::TensorType> out_types = ir::infer_node(*schema, n, types, values, g.opset);
+    std::vector<Tensor> outs;
+    for (const ir::TensorType& t : out_types) outs.emplace_back(t.dtype, t.shape);
+    ir::KernelContext ctx(n, values, outs, g.opset);
+    schema->compute(ctx);
+    for (size_t k = 0; k < n.outputs.size(); ++k) {
+      ir::Value& out = g.value(n.outputs[k]);
+      TESSEL_ICHECK(out.type == out_types[k]) << n.label() << ": folded type " << out_types[k].str()
+                                              << " differs from inferred " << out.type.str();
+      out.data = std::make_shared<const Tensor>(std::move(outs[k]));
+    }
+    erase[i] = 1;
+    changed = true;
+  }
+  if (!changed) return g;
+  erase_nodes(g, erase);
+  return g;
+}
+
+}  // namespace tessel::passes

@@ -1,0 +1,35 @@
+// The pass pipeline: passes registered by name, run as a flat list, with an IR dump after
+// any pass on request.
+#pragma once
+
+#include <functional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace tessel::passes {
+
+using Pass = std::function<ir::Graph(ir::Graph)>;
+
+struct PassInfo {
+  std::string name;
+  std::string summary;
+  Pass run;
+};
+
+// Every pass, in the order of the default pipeline.
+const std::vector<PassInfo>& all_passes();
+const PassInfo* find_pass(const std::string& name);
+
+struct PipelineOptions {
+  bool print_after_all = false;
+  std::ostream* log = nullptr;  // where --print-after-all dumps go
+};
+
+// Runs the named passes in order, verifying the graph after each one.
+ir::Graph run_passes(ir::Graph g, const std::vector<std::string>& names,
+                     const PipelineOptions& options = {});
+
+}  // namespace tessel::passes

@@ -1,0 +1,43 @@
+#include "passes/rewrite_util.h"
+
+#include <algorithm>
+
+namespace tessel::passes {
+
+bool replace_all_uses(ir::Graph& g, ir::ValueId from, ir::ValueId to) {
+  bool from_is_output = std::count(g.outputs.begin(), g.outputs.end(), from) > 0;
+  if (from_is_output) {
+    bool to_is_fixed = g.value(to).is_constant() ||
+                       std::count(g.inputs.begin(), g.inputs.end(), to) > 0 ||
+                       std::count(g.outputs.begin(), g.outputs.end(), to) > 0;
+    if (to_is_fixed) return false;
+    std::string name = g.value(from).name;
+    g.value(from).name = g.unique_value_name(name + ".replaced");
+    g.value(to).name = name;
+  }
+  for (ir::Node& n : g.nodes)
+    for (ir::ValueId& v : n.inputs)
+      if (v == from) v = to;
+  for (ir::ValueId& v : g.outputs)
+    if (v == from) v = to;
+  return true;
+}
+
+void erase_nodes(ir::Graph& g, const std::vector<char>& erase) {
+  std::vector<ir::Node> kept;
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    if (!erase[i]) kept.push_back(std::move(g.nodes[i]));
+  g.nodes = std::move(kept);
+  g.compact();
+}
+
+std::vector<int> use_counts(const ir::Graph& g) {
+  std::vector<int> uses(g.values.size(), 0);
+  for (const ir::Node& n : g.nodes)
+    for (ir::ValueId v : n.inputs)
+      if (v != ir::kNoValue) ++uses[static_cast<size_t>(v)];
+  for (ir::ValueId v : g.outputs) ++uses[static_cast<size_t>(v)];
+  return uses;
+}
+
+}  // namespace tessel::passes

@@ -1,0 +1,22 @@
+// Small helpers shared by the rewriting passes.
+#pragma once
+
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace tessel::passes {
+
+// Replaces every read of `from` (node inputs and graph outputs) with `to`. When `from` is a
+// graph output, `to` takes over its name, so the model's output names do not change.
+// Returns false (and changes nothing) when that is impossible: `to` is a graph input, a
+// constant, or itself a graph output.
+bool replace_all_uses(ir::Graph& g, ir::ValueId from, ir::ValueId to);
+
+// Removes the nodes whose flag is set, then values nobody refers to.
+void erase_nodes(ir::Graph& g, const std::vector<char>& erase);
+
+// Number of readers of each value, counting graph outputs as readers.
+std::vector<int> use_counts(const ir::Graph& g);
+
+}  // namespace tessel::passes

@@ -1,0 +1,249 @@
+// The benchmark's device side: the reference kernels against a float64 CPU computation, the
+// cuDNN and cuBLASLt baselines against the references (which checks their layout mapping), and
+// the driver end to end. Skipped, with the reason, where no GPU is present.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "bench/baselines.h"
+#include "bench/bench.h"
+#include "bench/reference.h"
+#include "core/half.h"
+#include "runtime/cuda/cuda_api.h"
+
+namespace tessel::bench {
+namespace {
+
+namespace rt = runtime::cuda;
+
+class BenchGpu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string reason;
+    if (!rt::cuda_available(&reason)) GTEST_SKIP() << "no CUDA device: " << reason;
+  }
+};
+
+// A device buffer of `n` random fp16 values and its host copy as floats.
+struct Input {
+  rt::DeviceBuffer buf;
+  std::vector<float> host;
+  Input(size_t n, uint64_t seed) : buf(n * 2), host(n) {
+    fill_uniform_f16(buf.ptr(), n, seed, nullptr);
+    std::vector<uint16_t> bits(n);
+    buf.download(bits.data(), n * 2);
+    for (size_t i = 0; i < n; ++i) host[i] = half_to_float(bits[i]);
+  }
+};
+
+std::vector<float> download_f32(const rt::DeviceBuffer& b, size_t n) {
+  std::vector<float> v(n);
+  b.download(v.data(), n * sizeof(float));
+  return v;
+}
+
+// Direct float64 conv2d, NHWC / (co,kh,kw,ci/g), written independently of the kernel.
+std::vector<double> cpu_conv(const ConvWorkload& c, const std::vector<float>& x,
+                             const std::vector<float>& w) {
+  const int64_t cig = c.ci / c.groups, cog = c.co / c.groups;
+  std::vector<double> y(c.y_elems(), 0.0);
+  for (int64_t n = 0; n < c.n; ++n)
+    for (int64_t oh = 0; oh < c.oh(); ++oh)
+      for (int64_t ow = 0; ow < c.ow(); ++ow)
+        for (int64_t co = 0; co < c.co; ++co) {
+          double acc = 0;
+          for (int64_t r = 0; r < c.kh; ++r)
+            for (int64_t s = 0; s < c.kw; ++s)
+              for (int64_t ci = 0; ci < cig; ++ci) {
+                const int64_t ih = oh * c.stride - c.pad + r * c.dilation;
+                const int64_t iw = ow * c.stride - c.pad + s * c.dilation;
+                if (ih < 0 || ih >= c.h || iw < 0 || iw >= c.w) continue;
+                const int64_t g = co / cog;
+                acc += double(x[((n * c.h + ih) * c.w + iw) * c.ci + g * cig + ci]) *
+                       w[((co * c.kh + r) * c.kw + s) * cig + ci];
+              }
+          y[((n * c.oh() + oh) * c.ow() + ow) * c.co + co] = acc;
+        }
+  return y;
+}
+
+std::vector<double> cpu_gemm(const GemmWorkload& g, const std::vector<float>& a,
+                             const std::vector<float>& b) {
+  std::vector<double> c(g.c_elems(), 0.0);
+  for (int64_t m = 0; m < g.m; ++m)
+    for (int64_t n = 0; n < g.n; ++n) {
+      double acc = 0;
+      for (int64_t k = 0; k < g.k; ++k) {
+        const float av = g.layout == GemmLayout::kTN ? a[k * g.m + m] : a[m * g.k + k];
+        const float bv = g.layout == GemmLayout::kNT ? b[n * g.k + k] : b[k * g.n + n];
+        acc += double(av) * bv;
+      }
+      c[m * g.n + n] = acc;
+    }
+  return c;
+}
+
+double max_rel_diff(const std::vector<float>& got, const std::vector<double>& want) {
+  double worst = 0, scale = 0;
+  for (double v : want) scale = std::max(scale, std::abs(v));
+  for (size_t i = 0; i < want.size(); ++i)
+    worst = std::max(worst, std::abs(got[i] - want[i]) / scale);
+  return worst;
+}
+
+ConvWorkload conv(int64_t n, int64_t h, int64_t w, int64_t ci, int64_t co, int64_t k,
+                  int64_t stride, int64_t pad, int64_t dilation, int64_t groups) {
+  ConvWorkload c;
+  c.name = "test";
+  c.n = n, c.h = h, c.w = w, c.ci = ci, c.co = co, c.kh = k, c.kw = k;
+  c.stride = stride, c.pad = pad, c.dilation = dilation, c.groups = groups;
+  return c;
+}
+
+GemmWorkload gemm(int64_t m, int64_t n, int64_t k, GemmLayout layout) {
+  GemmWorkload g;
+  g.name = "test";
+  g.m = m, g.n = n, g.k = k, g.layout = layout;
+  return g;
+}
+
+TEST_F(BenchGpu, FillIsSeededUniformAndNonZero) {
+  Input a(1 << 16, 1), b(1 << 16, 1), c(1 << 16, 2);
+  EXPECT_EQ(a.host, b.host);
+  EXPECT_NE(a.host, c.host);
+  double sum = 0;
+  int zeros = 0;
+  for (float v : a.host) {
+    ASSERT_GE(v, -1.0f);
+    ASSERT_LE(v, 1.0f);  // 1 - 2^-24 rounds to 1 in fp16
+    sum += v;
+    zeros += v == 0;
+  }
+  EXPECT_NEAR(sum / a.host.size(), 0.0, 0.01);  // the mean of U(-1, 1); sd 0.0023 here
+  EXPECT_LT(zeros, 10);
+}
+
+TEST_F(BenchGpu, ConvReferenceMatchesFloat64) {
+  for (const ConvWorkload& c : {
+           conv(2, 7, 6, 4, 6, 3, 2, 1, 2, 2),    // groups, dilation
+           conv(1, 9, 9, 8, 5, 3, 1, 1, 1, 1),    // odd co
+           conv(3, 5, 5, 16, 16, 1, 1, 0, 1, 16)  // depthwise 1x1
+       }) {
+    Input x(c.x_elems(), 3), w(c.w_elems(), 4);
+    rt::DeviceBuffer y(c.y_elems() * sizeof(float));
+    conv2d_reference(c, x.buf.ptr(), w.buf.ptr(), y.ptr(), nullptr);
+    EXPECT_LT(max_rel_diff(download_f32(y, c.y_elems()), cpu_conv(c, x.host, w.host)), 1e-6)
+        << c.shape();
+  }
+}
+
+TEST_F(BenchGpu, GemmReferenceMatchesFloat64InEveryLayout) {
+  for (GemmLayout l : {GemmLayout::kNN, GemmLayout::kNT, GemmLayout::kTN}) {
+    const GemmWorkload g = gemm(5, 7, 33, l);
+    Input a(g.a_elems(), 5), b(g.b_elems(), 6);
+    rt::DeviceBuffer c(g.c_elems() * sizeof(float));
+    gemm_reference(g, a.buf.ptr(), b.buf.ptr(), c.ptr(), nullptr);
+    EXPECT_LT(max_rel_diff(download_f32(c, g.c_elems()), cpu_gemm(g, a.host, b.host)), 1e-6)
+        << layout_name(l);
+  }
+}
+
+TEST_F(BenchGpu, CompareMeasuresRelativeL2AndNaNs) {
+  // ref = (3, 4, 0, 0): ||ref|| = 5. out = (3, 4.5, 0, NaN): error 0.5 on the finite part.
+  const std::vector<float> ref = {3, 4, 0, 0};
+  const std::vector<uint16_t> out = {float_to_half(3), float_to_half(4.5f), float_to_half(0),
+                                     0xffff};
+  rt::DeviceBuffer r(16), o(8);
+  r.upload(ref.data(), 16);
+  o.upload(out.data(), 8);
+  Comparison c = compare_f16(o.ptr(), r.ptr(), 4);
+  EXPECT_DOUBLE_EQ(c.rel_l2, 0.1);
+  EXPECT_DOUBLE_EQ(c.max_abs, 0.5);
+  EXPECT_EQ(c.nonfinite, 1u);
+}
+
+TEST_F(BenchGpu, CudnnMatchesTheReference) {
+  for (const ConvWorkload& c :
+       {conv(2, 14, 14, 64, 32, 3, 1, 1, 1, 1), conv(1, 15, 17, 32, 64, 3, 2, 1, 1, 1),
+        conv(2, 8, 8, 32, 32, 3, 1, 2, 2, 4), conv(1, 32, 32, 3, 16, 7, 2, 3, 1, 1)}) {
+    Input x(c.x_elems(), 7), w(c.w_elems(), 8);
+    rt::DeviceBuffer y(c.y_elems() * 2), ref(c.y_elems() * sizeof(float));
+    conv2d_reference(c, x.buf.ptr(), w.buf.ptr(), ref.ptr(), nullptr);
+    const Operands ops{x.buf.ptr(), w.buf.ptr(), y.ptr()};
+    CudnnConv cudnn(c, ops);
+    y.fill_bytes(0xff);
+    cudnn.enqueue(ops, nullptr);
+    Comparison cmp = compare_f16(y.ptr(), ref.ptr(), c.y_elems());
+    EXPECT_EQ(cmp.nonfinite, 0u) << c.shape();
+    EXPECT_LT(cmp.rel_l2, 2e-3) << c.shape() << " " << cudnn.algorithm();
+  }
+}
+
+TEST_F(BenchGpu, CublasLtMatchesTheReferenceInEveryLayout) {
+  for (GemmLayout l : {GemmLayout::kNN, GemmLayout::kNT, GemmLayout::kTN}) {
+    // Non-square and distinct m, n, k, so that any transposition mix-up changes the result
+    // or the shapes.
+    const GemmWorkload g = gemm(72, 40, 136, l);
+    Input a(g.a_elems(), 9), b(g.b_elems(), 10);
+    rt::DeviceBuffer c(g.c_elems() * 2), ref(g.c_elems() * sizeof(float));
+    gemm_reference(g, a.buf.ptr(), b.buf.ptr(), ref.ptr(), nullptr);
+    CublasLtGemm lt(g);
+    c.fill_bytes(0xff);
+    lt.enqueue({a.buf.ptr(), b.buf.ptr(), c.ptr()}, nullptr);
+    Comparison cmp = compare_f16(c.ptr(), ref.ptr(), g.c_elems());
+    EXPECT_EQ(cmp.nonfinite, 0u) << layout_name(l);
+    EXPECT_LT(cmp.rel_l2, 2e-3) << layout_name(l) << " " << lt.algorithm();
+  }
+}
+
+TEST_F(BenchGpu, DriverChecksAndTimesBothSides) {
+  BenchOptions o;
+  o.warmup = 2;
+  o.reps = 5;
+  Bench bench(o);
+  const GemmWorkload g = gemm(256, 128, 64, GemmLayout::kNT);
+
+  // cuBLASLt standing in for tessel: correct, and about as fast as itself.
+  BenchResult same = bench.run(g, [](const GemmWorkload& w) {
+    auto lt = std::make_shared<CublasLtGemm>(w);
+    return TesselKernel{[lt](const Operands& ops, void* s) { lt->enqueue(ops, s); }, "lt"};
+  });
+  EXPECT_TRUE(same.library.ran) << same.library.description;
+  EXPECT_TRUE(same.library.correct);
+  EXPECT_TRUE(same.tessel.ran) << same.tessel.description;
+  EXPECT_TRUE(same.tessel.correct);
+  EXPECT_EQ(same.tessel.description, "lt");
+  EXPECT_GT(same.ratio(), 0.5);
+  EXPECT_LT(same.ratio(), 2.0);
+  // 256*128*64*2 B of operands and outputs fit L2 many times: rotation is on.
+  EXPECT_GE(same.buffer_sets, 2);
+
+  // A kernel that writes nothing leaves the NaN poison: every output is flagged.
+  BenchResult lazy = bench.run(g, [](const GemmWorkload&) {
+    return TesselKernel{[](const Operands&, void*) {}, "no-op"};
+  });
+  EXPECT_TRUE(lazy.tessel.ran);
+  EXPECT_FALSE(lazy.tessel.correct);
+  EXPECT_EQ(lazy.tessel.nonfinite, g.c_elems());
+
+  BenchResult unsupported = bench.run(g, [](const GemmWorkload&) {
+    return TesselKernel{nullptr, "k=64 too small"};
+  });
+  EXPECT_FALSE(unsupported.tessel.ran);
+  EXPECT_EQ(unsupported.tessel.description, "k=64 too small");
+  EXPECT_TRUE(unsupported.library.ran);
+
+  BenchResult throws =
+      bench.run(g, [](const GemmWorkload&) -> TesselKernel { throw InternalError("codegen bug"); });
+  EXPECT_FALSE(throws.tessel.ran);
+  EXPECT_EQ(throws.tessel.description, "failed to build: codegen bug");
+
+  const double peak = Bench::measured_peak_tflops();
+  EXPECT_GT(peak, 50.0);    // any Tensor Core GPU tessel targets
+  EXPECT_LT(peak, 5000.0);  // and no GPU yet
+  EXPECT_EQ(Bench::measured_peak_tflops(), peak) << "measured once per process";
+}
+
+}  // namespace
+}  // namespace tessel::bench

@@ -1,0 +1,133 @@
+// End-to-end tests of the `tessel` command: exit codes and the one-line error contract.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace {
+
+struct Result {
+  int code;
+  std::string out;  // stdout and stderr together
+};
+
+Result run_tessel(const std::string& args) {
+  std::string cmd = std::string(TESSEL_BINARY_DIR) + "/src/cli/tessel " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  Result r{-1, ""};
+  if (!p) return r;
+  std::array<char, 4096> buf;
+  while (size_t n = fread(buf.data(), 1, buf.size(), p)) r.out.append(buf.data(), n);
+  int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
+}
+
+std::filesystem::path temp_dir() {
+  auto d = std::filesystem::temp_directory_path() /
+           ("tessel_cli_test_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(d);
+  return d;
+}
+
+std::string write_file(const std::string& name, const std::string& contents) {
+  auto path = temp_dir() / name;
+  std::ofstream(path, std::ios::binary) << contents;
+  return path.string();
+}
+
+// A user error: exit code 2 and exactly one line, starting "error:" and containing `needle`.
+void expect_user_error(const std::string& args, const std::string& needle) {
+  Result r = run_tessel(args);
+  EXPECT_EQ(r.code, 2) << args << "\n" << r.out;
+  EXPECT_EQ(r.out.rfind("error: ", 0), 0u) << r.out;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+  EXPECT_NE(r.out.find(needle), std::string::npos) << "missing '" << needle << "' in " << r.out;
+}
+
+const char* kTir = R"(graph @g opset 17 {
+  input %x : f32[1,2,2,2]
+  %y = Relu(%x) : f32[1,2,2,2] @"relu"
+  %z = Relu(%y) : f32[1,2,2,2] @"dead"
+  output %y
+}
+)";
+
+TEST(Cli, MissingFile) { expect_user_error("inspect /nonexistent/model.onnx", "/nonexistent/model.onnx: cannot open file"); }
+
+TEST(Cli, NotAnOnnxFile) {
+  std::string path = write_file("garbage.onnx", std::string("\x08\x96\x01 this is not protobuf \xff\xfe", 28));
+  expect_user_error("inspect " + path, path);
+}
+
+TEST(Cli, EmptyFileIsNotAModel) {
+  std::string path = write_file("empty.onnx", "");
+  expect_user_error("run " + path, path);
+}
+
+TEST(Cli, BadCommandLine) {
+  Result r = run_tessel("run");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.out.rfind("error: ", 0), 0u) << r.out;
+  expect_user_error("frobnicate", "frobnicate");
+}
+
+TEST(Cli, BadNpyInput) {
+  std::string tir = write_file("relu.tir", kTir);
+  std::string npy = write_file("bad.npy", "\x93NUMPY garbage");
+  expect_user_error("run " + tir + " --input x=" + npy, "bad.npy");
+}
+
+TEST(Cli, WrongInputShape) {
+  std::string tir = write_file("relu2.tir", kTir);
+  // A valid .npy of the wrong shape: f32[3].
+  std::string npy("\x93NUMPY\x01\x00", 8);
+  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }";
+  header.append((64 - (10 + header.size() + 1) % 64) % 64, ' ');
+  header += '\n';
+  npy += static_cast<char>(header.size());
+  npy += '\0';
+  npy += header;
+  npy.append(12, '\0');
+  std::string path = write_file("wrong.npy", npy);
+  expect_user_error("run " + tir + " --input x=" + path, "input 'x': expected f32[1,2,2,2], got f32[3]");
+}
+
+TEST(Cli, UnknownInputName) {
+  std::string tir = write_file("relu3.tir", kTir);
+  expect_user_error("run " + tir + " --input nope=a.npy", "no input named 'nope'");
+}
+
+TEST(Cli, OptRunsPassesAndPrintsIr) {
+  std::string tir = write_file("dce.tir", kTir);
+  Result r = run_tessel("opt --passes=dce " + tir);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("@\"relu\""), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("@\"dead\""), std::string::npos) << r.out;
+  expect_user_error("opt --passes=nosuchpass " + tir, "unknown pass 'nosuchpass'");
+}
+
+TEST(Cli, TirSyntaxErrorNamesLine) {
+  std::string tir = write_file("broken.tir", "graph @g opset 17 {\n  input %x : f32[1]\n  output %q\n}\n");
+  expect_user_error("opt " + tir, "broken.tir:3:10: use of undefined value %q");
+}
+
+TEST(Cli, RunWritesOutputsAsNpy) {
+  std::string tir = write_file("relu4.tir", kTir);
+  std::string out = (temp_dir() / "outs").string();
+  Result r = run_tessel("run " + tir + " --seed 3 --output-dir " + out);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_TRUE(std::filesystem::exists(out + "/y.npy")) << r.out;
+  EXPECT_NE(r.out.find("median"), std::string::npos);
+}
+
+TEST(Cli, HelpExitsZero) {
+  EXPECT_EQ(run_tessel("--help").code, 0);
+  EXPECT_EQ(run_tessel("run --help").code, 0);
+}
+
+}  // namespace

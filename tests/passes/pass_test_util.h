@@ -1,0 +1,21 @@
+// Before/Expected testing of passes: parse Before, run the pass, compare with Expected
+// structurally (names of values and nodes do not matter), and check that the CPU reference
+// executor computes the same outputs before and after on random inputs.
+#pragma once
+
+#include <string>
+
+#include "ir/graph.h"
+#include "passes/pipeline.h"
+
+namespace tessel::testing {
+
+void expect_pass_result(const std::string& pass, const std::string& before,
+                        const std::string& expected);
+
+// Runs both graphs on the same seeded random inputs and checks the outputs agree within
+// rtol/atol.
+void expect_same_numerics(const ir::Graph& a, const ir::Graph& b, double rtol = 1e-5,
+                          double atol = 1e-6);
+
+}  // namespace tessel::testing
