@@ -42,5 +42,21 @@ if [[ $what == all || $what == bench ]]; then
     --json "$OUT/bench_op.json" > "$OUT/bench_op.txt" 2> "$OUT/bench_op.err" || status=1
   cat "$OUT/bench_op.txt"
   tail -3 "$OUT/bench_op.err"
+  echo "== PyTorch on the same workloads (bench/pytorch_ops.py), for reference"
+  python3 bench/pytorch_ops.py "$W/conv2d.csv" "$W/gemm.csv" "$filter" > "$OUT/pytorch.csv" 2> "$OUT/pytorch.err"
+  python3 - "$OUT/bench_op.json" "$OUT/pytorch.csv" <<'PY'
+import csv, json, math, sys
+bench = json.load(open(sys.argv[1]))["workloads"]
+torch_us = {r[0]: float(r[1]) for r in csv.reader(open(sys.argv[2])) if len(r) == 2}
+def geo(xs):
+    return math.exp(sum(map(math.log, xs)) / len(xs))
+for op in ("conv2d", "gemm"):
+    ok = [w for w in bench if w["op"] == op and w["tessel"]["correct"] and w["library"]["ran"]]
+    lib = [w["library"]["median_us"] / w["tessel"]["median_us"] for w in ok]
+    pt = [torch_us[w["name"]] / w["tessel"]["median_us"] for w in ok if w["name"] in torch_us]
+    if lib:
+        print(f"{op}: library/tessel geomean {geo(lib):.3f} (min {min(lib):.2f}) over {len(lib)}; "
+              f"PyTorch/tessel geomean {geo(pt) if pt else 0:.3f} (min {min(pt) if pt else 0:.2f})")
+PY
 fi
 exit $status

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <sstream>
+#include <vector>
 
 namespace tessel::bench {
 namespace {
@@ -78,9 +79,30 @@ const char* algo_name(cudnnConvolutionFwdAlgo_t a) {
   return "?";
 }
 
+// "tensor-op" where the algorithm runs on Tensor Cores.
+const char* math_name(cudnnMathType_t m) {
+  switch (m) {
+    case CUDNN_DEFAULT_MATH:
+      return "default-math";
+    case CUDNN_TENSOR_OP_MATH:
+      return "tensor-op";
+    case CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION:
+      return "tensor-op-conversion";
+    case CUDNN_FMA_MATH:
+      return "fma";
+  }
+  return "?";
+}
+
 // The algorithm search may try workspaces up to this size; larger ones are not worth a
 // baseline (tessel's kernels use none or a small split-K buffer).
 constexpr size_t kMaxConvWorkspace = size_t{1} << 30;
+// The least workspace the search gets. cudnnGetConvolutionForwardWorkspaceSize answers for
+// one engine per algorithm, while Find tries several, and a Tensor Core engine may need more
+// than the answer: on an H100 with cuDNN 9.14, every 1x1 stride-1 conv whose choice came back
+// with 0 B was IMPLICIT_GEMM without Tensor Cores (10-20x slower than PyTorch's cuDNN call),
+// while the 1x1 convs given a search workspace chose Tensor Core engines that take a few KiB.
+constexpr size_t kMinSearchWorkspace = size_t{64} << 20;
 constexpr size_t kGemmWorkspace = size_t{32} << 20;
 
 }  // namespace
@@ -103,6 +125,9 @@ struct CudnnConv::Descriptors {
 CudnnConv::CudnnConv(const ConvWorkload& c, const Operands& operands)
     : d_(std::make_unique<Descriptors>()) {
   cudnnHandle_t h = cudnn_handle();
+  // The handle keeps the stream of the last enqueue, which may be a graph's stream destroyed
+  // since; the search runs on the default stream.
+  TESSEL_CUDNN_CHECK(cudnnSetStream(h, nullptr));
   auto i = [](int64_t v) { return static_cast<int>(v); };  // the parser bounds them to int
   TESSEL_CUDNN_CHECK(cudnnCreateTensorDescriptor(&d_->x));
   TESSEL_CUDNN_CHECK(cudnnCreateTensorDescriptor(&d_->y));
@@ -118,6 +143,8 @@ CudnnConv::CudnnConv(const ConvWorkload& c, const Operands& operands)
                                                      i(c.stride), i(c.dilation), i(c.dilation),
                                                      CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
   TESSEL_CUDNN_CHECK(cudnnSetConvolutionGroupCount(d_->conv, i(c.groups)));
+  // Tensor Core math allowed (fp16 data needs no conversion, so ALLOW_CONVERSION would add
+  // nothing); the search also measures the algorithms without it.
   TESSEL_CUDNN_CHECK(cudnnSetConvolutionMathType(d_->conv, CUDNN_TENSOR_OP_MATH));
   int on = 0, oc = 0, oh = 0, ow = 0;
   TESSEL_CUDNN_CHECK(
@@ -128,39 +155,64 @@ CudnnConv::CudnnConv(const ConvWorkload& c, const Operands& operands)
   TESSEL_CUDNN_CHECK(
       cudnnSetTensor4dDescriptor(d_->y, CUDNN_TENSOR_NHWC, CUDNN_DATA_HALF, on, oc, oh, ow));
 
-  // Give the search the workspace that the hungriest algorithm asks for (up to a cap), so
-  // that it measures every algorithm it can run.
-  size_t search_bytes = 0;
+  // Give the search the workspace that the hungriest algorithm asks for (up to a cap), and
+  // never less than kMinSearchWorkspace, so that it measures every engine it can run. What
+  // each algorithm asked for goes into the report with what the search measured.
+  std::ostringstream search;
+  search << "GetWorkspaceSize:";
+  size_t search_bytes = kMinSearchWorkspace;
   for (int a = 0; a < CUDNN_CONVOLUTION_FWD_ALGO_COUNT; ++a) {
+    const auto algo = static_cast<cudnnConvolutionFwdAlgo_t>(a);
     size_t bytes = 0;
-    if (cudnnGetConvolutionForwardWorkspaceSize(h, d_->x, d_->w, d_->conv, d_->y,
-                                                static_cast<cudnnConvolutionFwdAlgo_t>(a),
-                                                &bytes) == CUDNN_STATUS_SUCCESS &&
-        bytes <= kMaxConvWorkspace)
-      search_bytes = std::max(search_bytes, bytes);
+    const cudnnStatus_t st =
+        cudnnGetConvolutionForwardWorkspaceSize(h, d_->x, d_->w, d_->conv, d_->y, algo, &bytes);
+    search << " " << algo_name(algo) << " ";
+    if (st != CUDNN_STATUS_SUCCESS) {
+      search << cudnnGetErrorString(st) << ";";
+      continue;
+    }
+    search << bytes << " B;";
+    if (bytes <= kMaxConvWorkspace) search_bytes = std::max(search_bytes, bytes);
   }
   rt::DeviceBuffer search_workspace(search_bytes);
-  cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+  // An algorithm may come back once per math type, so there can be more results than
+  // algorithms; asking for fewer than the maximum could cut the list.
+  int max_results = 0;
+  TESSEL_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithmMaxCount(h, &max_results));
+  std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(
+      std::max<size_t>(static_cast<size_t>(max_results), CUDNN_CONVOLUTION_FWD_ALGO_COUNT));
   int returned = 0;
-  TESSEL_CUDNN_CHECK(cudnnSetStream(h, nullptr));
   TESSEL_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(
       h, d_->x, reinterpret_cast<void*>(operands.a), d_->w, reinterpret_cast<void*>(operands.b),
-      d_->conv, d_->y, reinterpret_cast<void*>(operands.c), CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
-      &returned, perf, reinterpret_cast<void*>(search_workspace.ptr()), search_bytes));
-  // Results come sorted by time, failures last.
+      d_->conv, d_->y, reinterpret_cast<void*>(operands.c), static_cast<int>(perf.size()),
+      &returned, perf.data(), reinterpret_cast<void*>(search_workspace.ptr()), search_bytes));
+  perf.resize(static_cast<size_t>(std::max(returned, 0)));
+
+  // Results come sorted by time, failures last. Every one is kept for the report: when the
+  // choice looks wrong, the list says what else cuDNN measured.
+  search << " Find with " << search_bytes << " B of workspace:";
   const cudnnConvolutionFwdAlgoPerf_t* best = nullptr;
-  for (int k = 0; k < returned && !best; ++k)
-    if (perf[k].status == CUDNN_STATUS_SUCCESS && perf[k].memory <= search_bytes) best = &perf[k];
-  if (!best)
-    throw LibraryError("cuDNN has no forward algorithm for " + c.name + " (" + c.shape() + ")");
+  for (const cudnnConvolutionFwdAlgoPerf_t& p : perf) {
+    search << " " << algo_name(p.algo) << " " << math_name(p.mathType);
+    if (p.status == CUDNN_STATUS_SUCCESS) {
+      search << " " << p.time << " ms " << p.memory << " B;";
+      if (!best && p.memory <= search_bytes) best = &p;
+    } else {
+      search << " " << cudnnGetErrorString(p.status) << ";";
+    }
+  }
+  search_ = search.str();
+  if (!best) {
+    throw LibraryError("cuDNN has no forward algorithm for " + c.name + " (" + c.shape() + "); " +
+                       search_);
+  }
 
   d_->algo = best->algo;
   // The math type the algorithm was measured with is the one it must run with.
   TESSEL_CUDNN_CHECK(cudnnSetConvolutionMathType(d_->conv, best->mathType));
   workspace_ = rt::DeviceBuffer(best->memory);
   std::ostringstream name;
-  name << algo_name(best->algo)
-       << (best->mathType == CUDNN_DEFAULT_MATH ? " default-math" : " tensor-op") << ", workspace "
+  name << algo_name(best->algo) << " " << math_name(best->mathType) << ", workspace "
        << best->memory << " B";
   algorithm_ = name.str();
 }

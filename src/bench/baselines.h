@@ -28,6 +28,8 @@ class LibraryError : public Error {
 
 // cuDNN's legacy convolution API (cudnnConvolutionForward): NHWC fp16 tensors, fp32 compute,
 // Tensor Core math, the algorithm that cudnnFindConvolutionForwardAlgorithmEx measured fastest.
+// enqueue() sets the stream on cuDNN's handle before the call, so it can be captured into a
+// CUDA graph on the capturing stream.
 class CudnnConv {
  public:
   // Runs the algorithm search on `operands` (it overwrites operands.c).
@@ -39,16 +41,21 @@ class CudnnConv {
   void enqueue(const Operands& operands, void* stream) const;
   // "IMPLICIT_PRECOMP_GEMM tensor-op, workspace 0 B"
   const std::string& algorithm() const { return algorithm_; }
+  // For the report: each algorithm's cudnnGetConvolutionForwardWorkspaceSize, then every
+  // result of the search, fastest first: "GetWorkspaceSize: IMPLICIT_GEMM 0 B; ... Find with
+  // 67108864 B of workspace: IMPLICIT_PRECOMP_GEMM tensor-op 0.0123 ms 2048 B; ..."
+  const std::string& search() const { return search_; }
 
  private:
   struct Descriptors;  // cuDNN handles, kept out of this header
   std::unique_ptr<Descriptors> d_;
   runtime::cuda::DeviceBuffer workspace_;
-  std::string algorithm_;
+  std::string algorithm_, search_;
 };
 
 // cuBLASLt matmul: fp16 A, B, C, CUBLAS_COMPUTE_32F, the heuristic's first algorithm with up
 // to 32 MiB of workspace. Row-major C = A B is computed as the column-major C^T = B^T A^T.
+// enqueue() passes its stream to cublasLtMatmul, so it can be captured into a CUDA graph.
 class CublasLtGemm {
  public:
   explicit CublasLtGemm(const GemmWorkload& g);

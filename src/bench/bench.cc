@@ -2,7 +2,9 @@
 #include "bench/bench.h"
 
 #include <algorithm>
+#include <cmath>
 #include <memory>
+#include <optional>
 #include <utility>
 
 #include "bench/reference.h"
@@ -17,15 +19,34 @@ namespace rt = runtime::cuda;
 constexpr int kMaxBufferSets = 256;
 constexpr size_t kSetAlignment = 256;  // every operand starts 256-byte aligned, like cudaMalloc
 constexpr size_t kHalf = 2;
+// Graph timing: a replay of about this length makes the replay's own launch and events
+// negligible, yet up to kMaxLaunchesPerGraph short kernels still share one replay.
+constexpr double kTargetReplayUs = 200;
+constexpr int kMaxLaunchesPerGraph = 50;
+// Event-timed runs that estimate one run's length before a graph is sized (the least of them
+// is taken: event overhead only ever lengthens a run).
+constexpr int kPilotRuns = 3;
 
-// One workload, whatever its op: operand sizes, its reference, its library baseline.
+// A library implementation set up for one workload (algorithm search, workspace).
+struct LibrarySetup {
+  Enqueue enqueue;
+  std::string algorithm;  // "IMPLICIT_PRECOMP_GEMM tensor-op, workspace 2048 B"
+  std::string search;     // what its algorithm search measured, where it says
+};
+
+struct LibraryCandidate {
+  std::string name;  // "cuDNN", "cuBLASLt", "cuBLASLt as GEMM (1x1)"
+  // Sets up the baseline (it may search algorithms on, and overwrite, the operands given).
+  std::function<LibrarySetup(const Operands&)> setup;
+};
+
+// One workload, whatever its op: operand sizes, its reference, its library baselines.
 struct Problem {
   std::string op, name, shape;
   double flops = 0;
   size_t elems[3] = {0, 0, 0};  // fp16 elements of a, b, c
   std::function<void(const Operands&, uint64_t ref_f32)> reference;
-  // Sets up the baseline (it may search algorithms on, and overwrite, the operands given).
-  std::function<std::pair<Enqueue, std::string>(const Operands&)> library;
+  std::vector<LibraryCandidate> libraries;
 };
 
 // `count` copies of a problem's operands, each in its own slice of three device buffers.
@@ -69,25 +90,82 @@ int buffer_sets(size_t set_bytes, size_t l2) {
   return static_cast<int>(std::clamp<size_t>(sets, 2, kMaxBufferSets));
 }
 
-// Checks and times one implementation. Any tessel::Error (a library call, the driver, a
-// kernel that fails to build) is reported in the measurement rather than ending the run.
-Measurement measure(const Enqueue& enqueue, const OperandSets& sets, uint64_t ref, size_t out_elems,
-                    const BenchOptions& o) {
+// What a measurement needs besides the implementation: the operands and the reference.
+struct Bed {
+  OperandSets& sets;
+  uint64_t ref;      // fp32 reference output of set 0
+  size_t out_elems;  // fp16 outputs per set
+};
+
+// Compares set 0's output with the reference (after all work queued so far).
+void check(Measurement& m, const Bed& bed, double tolerance) {
+  const Comparison c = compare_f16(bed.sets[0].c, bed.ref, bed.out_elems);
+  m.rel_l2 = c.rel_l2;
+  m.max_abs = c.max_abs;
+  m.nonfinite = c.nonfinite;
+  m.correct = c.nonfinite == 0 && c.rel_l2 <= tolerance;
+}
+
+void set_times(Measurement& m, const std::vector<float>& sorted_ms) {
+  m.median_us = 1e3 * sorted_ms[sorted_ms.size() / 2];
+  m.min_us = 1e3 * sorted_ms.front();
+}
+
+// Graph timing (see bench.h). Returns false, with the reason in `why`, where the work cannot
+// be captured; any other failure throws.
+bool measure_with_graph(Measurement& m, const Enqueue& enqueue, const Bed& bed,
+                        const BenchOptions& o, std::string* why) {
+  int next = 0;
+  const auto rotating = [&](void* stream) { enqueue(bed.sets[next++ % bed.sets.count()], stream); };
+  // These first runs happen outside any capture, so modules load and libraries set themselves
+  // up here rather than inside the graph.
+  const std::vector<float> pilot = rt::time_with_events(rotating, /*warmup=*/1, kPilotRuns);
+  std::unique_ptr<rt::CapturedGraph> graph;
+  try {
+    next = 0;  // the graph's first launch writes set 0, which the check reads
+    graph = std::make_unique<rt::CapturedGraph>(
+        rotating, launches_per_graph(1e3 * pilot.front(), bed.sets.count()));
+  } catch (const Error& e) {
+    *why = e.what();
+    return false;
+  }
+  bed.sets.poison_outputs();
+  graph->replay();
+  graph->synchronize();
+  check(m, bed, o.tolerance);
+  set_times(m, rt::time_graph_replays(*graph, o.warmup, o.reps));
+  m.timing = Timing::kGraph;
+  m.launches_per_graph = graph->launches();
+  return true;
+}
+
+// Event timing: a plain checked run on set 0, then runs rotating over the sets.
+void measure_with_events(Measurement& m, const Enqueue& enqueue, const Bed& bed,
+                         const BenchOptions& o) {
+  bed.sets.poison_outputs();
+  enqueue(bed.sets[0], nullptr);
+  check(m, bed, o.tolerance);
+  int next = 0;
+  set_times(m, rt::time_with_events(
+                   [&](void* stream) { enqueue(bed.sets[next++ % bed.sets.count()], stream); },
+                   o.warmup, o.reps));
+  m.timing = Timing::kEvents;
+}
+
+// Checks and times one implementation; `what` describes it. Any tessel::Error (a library
+// call, the driver, a kernel that fails to build) is reported in the measurement rather than
+// ending the run.
+Measurement measure(const Enqueue& enqueue, const Bed& bed, const BenchOptions& o,
+                    const std::string& what) {
   Measurement m;
   try {
-    enqueue(sets[0], nullptr);
-    const Comparison c = compare_f16(sets[0].c, ref, out_elems);
-    m.rel_l2 = c.rel_l2;
-    m.max_abs = c.max_abs;
-    m.nonfinite = c.nonfinite;
-    m.correct = c.nonfinite == 0 && c.rel_l2 <= o.tolerance;
-
-    int next = 0;
-    const std::vector<float> ms = rt::time_with_events(
-        [&](void* stream) { enqueue(sets[next++ % sets.count()], stream); }, o.warmup, o.reps);
-    m.median_us = 1e3 * ms[ms.size() / 2];
-    m.min_us = 1e3 * ms.front();
+    std::string capture_failure;
+    if (o.timing == Timing::kEvents || !measure_with_graph(m, enqueue, bed, o, &capture_failure))
+      measure_with_events(m, enqueue, bed, o);
     m.ran = true;
+    m.description = what;
+    if (!capture_failure.empty())
+      m.description += " (timed with events: graph capture failed: " + capture_failure + ")";
   } catch (const Error& e) {
     m = Measurement{};
     m.description = std::string("failed: ") + e.what();
@@ -108,15 +186,21 @@ BenchResult run_problem(const Problem& p, const std::function<TesselKernel()>& m
   sets.fill(o.seed);
   rt::DeviceBuffer ref(p.elems[2] * sizeof(float));
   p.reference(sets[0], ref.ptr());
+  const Bed bed{sets, ref.ptr(), p.elems[2]};
 
-  try {
-    auto [enqueue, algorithm] = p.library(sets[0]);
-    sets.poison_outputs();  // the algorithm search wrote the output
-    r.library = measure(enqueue, sets, ref.ptr(), p.elems[2], o);
-    if (r.library.ran) r.library.description = algorithm;
-  } catch (const Error& e) {  // no algorithm for the shape, or out of memory for its search
-    r.library.description = e.what();
+  for (const LibraryCandidate& lib : p.libraries) {
+    Measurement m;
+    try {
+      // Set up one at a time: a candidate's workspace is freed before the next one's search.
+      const LibrarySetup setup = lib.setup(sets[0]);
+      m = measure(setup.enqueue, bed, o, lib.name + ": " + setup.algorithm);
+      m.search = setup.search;
+    } catch (const Error& e) {  // no algorithm for the shape, or out of memory for its search
+      m.description = lib.name + ": " + e.what();
+    }
+    r.library_candidates.push_back(std::move(m));
   }
+  r.library = pick_library(r.library_candidates);
 
   TesselKernel tessel;
   try {
@@ -128,13 +212,40 @@ BenchResult run_problem(const Problem& p, const std::function<TesselKernel()>& m
     r.tessel.description = tessel.description.empty() ? "not supported" : tessel.description;
     return r;
   }
-  sets.poison_outputs();
-  r.tessel = measure(tessel.enqueue, sets, ref.ptr(), p.elems[2], o);
-  if (r.tessel.ran) r.tessel.description = tessel.description;
+  r.tessel = measure(tessel.enqueue, bed, o, tessel.description);
   return r;
 }
 
 }  // namespace
+
+std::string_view timing_name(Timing t) { return t == Timing::kGraph ? "graph" : "events"; }
+
+int launches_per_graph(double run_us, int buffer_sets) {
+  TESSEL_ICHECK(buffer_sets >= 1) << "launches_per_graph: " << buffer_sets << " buffer sets";
+  // A run estimated at 0 µs (or less) gets the most launches, not a division by zero.
+  const double wanted = run_us > 0 ? std::ceil(kTargetReplayUs / run_us) : kMaxLaunchesPerGraph;
+  const int launches = static_cast<int>(std::clamp<double>(wanted, 1, kMaxLaunchesPerGraph));
+  // Whole passes over the sets: a replay then ends on the last set and the next one starts on
+  // the first, so every set is always followed by all the others before its next use.
+  return (launches + buffer_sets - 1) / buffer_sets * buffer_sets;
+}
+
+Measurement pick_library(const std::vector<Measurement>& candidates) {
+  const Measurement* best = nullptr;
+  for (const Measurement& m : candidates) {
+    if (!m.ran) continue;
+    // A correct result beats a wrong one whatever their speed; then the faster wins.
+    if (!best || (m.correct && !best->correct) ||
+        (m.correct == best->correct && m.median_us < best->median_us))
+      best = &m;
+  }
+  if (best) return *best;
+  Measurement none;
+  for (const Measurement& m : candidates)
+    none.description += (none.description.empty() ? "" : "; ") + m.description;
+  if (candidates.empty()) none.description = "no library baseline";
+  return none;
+}
 
 double BenchResult::ratio() const {
   if (!tessel.ran || !library.ran || tessel.median_us <= 0) return 0;
@@ -164,11 +275,21 @@ BenchResult Bench::run(const ConvWorkload& w, const ConvProvider& tessel) {
   p.reference = [&](const Operands& o, uint64_t ref) {
     conv2d_reference(w, o.a, o.b, ref, nullptr);
   };
-  p.library = [&](const Operands& o) {
-    auto conv = std::make_shared<CudnnConv>(w, o);
-    Enqueue enqueue = [conv](const Operands& ops, void* stream) { conv->enqueue(ops, stream); };
-    return std::make_pair(enqueue, conv->algorithm());
-  };
+  p.libraries.push_back({"cuDNN", [&](const Operands& o) {
+                           auto conv = std::make_shared<CudnnConv>(w, o);
+                           return LibrarySetup{
+                               [conv](const Operands& ops, void* s) { conv->enqueue(ops, s); },
+                               conv->algorithm(), conv->search()};
+                         }});
+  if (const std::optional<GemmWorkload> g = as_gemm(w)) {
+    // x, w and y as they lie are A (n*h*w, ci), B stored (co, ci) and C (n*h*w, co).
+    p.libraries.push_back({"cuBLASLt as GEMM (1x1)", [g = *g](const Operands&) {
+                             auto gemm = std::make_shared<CublasLtGemm>(g);
+                             return LibrarySetup{
+                                 [gemm](const Operands& ops, void* s) { gemm->enqueue(ops, s); },
+                                 gemm->algorithm(), ""};
+                           }});
+  }
   const auto make_tessel = [&] { return tessel(w); };
   return run_problem(p, make_tessel, options_, device_.l2_bytes);
 }
@@ -183,11 +304,12 @@ BenchResult Bench::run(const GemmWorkload& w, const GemmProvider& tessel) {
   p.elems[1] = w.b_elems();
   p.elems[2] = w.c_elems();
   p.reference = [&](const Operands& o, uint64_t ref) { gemm_reference(w, o.a, o.b, ref, nullptr); };
-  p.library = [&](const Operands&) {
-    auto gemm = std::make_shared<CublasLtGemm>(w);
-    Enqueue enqueue = [gemm](const Operands& ops, void* stream) { gemm->enqueue(ops, stream); };
-    return std::make_pair(enqueue, gemm->algorithm());
-  };
+  p.libraries.push_back({"cuBLASLt", [&](const Operands&) {
+                           auto gemm = std::make_shared<CublasLtGemm>(w);
+                           return LibrarySetup{
+                               [gemm](const Operands& ops, void* s) { gemm->enqueue(ops, s); },
+                               gemm->algorithm(), ""};
+                         }});
   const auto make_tessel = [&] { return tessel(w); };
   return run_problem(p, make_tessel, options_, device_.l2_bytes);
 }

@@ -1,18 +1,37 @@
 // The op benchmark behind `tessel bench-op`: for each conv2d or GEMM workload it runs tessel's
-// kernel and the library baseline (cuDNN, cuBLASLt) on the same seeded random fp16 operands,
-// checks both against a naive fp32-accumulating reference computed on the device, and times
-// both with CUDA events.
+// kernel and the library baselines (cuDNN, cuBLASLt) on the same seeded random fp16 operands,
+// checks each against a naive fp32-accumulating reference computed on the device, and times
+// each the same way.
 //
-// Method (see also runtime/cuda time_with_events):
+// Method:
 //  - inputs are uniform in [-1, 1), seeded, never zeros; outputs are poisoned with NaN before
 //    the checked run, so an unwritten element fails the check;
 //  - a result is correct when it has no NaN/Inf and its relative L2 error against the fp32
 //    reference is within the tolerance (1e-2 for fp16 outputs);
-//  - timing: warm-up runs, then the median of `reps` event-timed runs; when one operand set
-//    fits in L2, runs rotate over enough sets to exceed twice the L2 size, so neither side is
-//    timed on a warm cache;
+//  - when one operand set fits in L2, runs rotate over enough sets to exceed twice the L2
+//    size, so no side is timed on a warm cache;
+//  - timing (Timing::kGraph, the default): a few runs, outside any capture (so modules load
+//    and libraries set up lazily there), are timed with events, and the least of them is the
+//    run's length T. Then L = clamp(ceil(200 µs / T), 1, 50) consecutive runs, rounded up to
+//    a whole number of passes over the operand sets (so the rotation carries on seamlessly
+//    from one replay to the next), are captured into a CUDA graph on a stream of their own.
+//    The checked run is the graph's first replay (set 0's output, poisoned before it): what
+//    is timed is what was checked. Then `warmup` replays, and `reps` replays each between
+//    events; a replay's time / L is one per-launch sample, and median and min are over those
+//    samples. Per-run event timing counts several µs of launch and event overhead, as much
+//    as a small kernel; replays leave only the launch-to-launch latency inside a graph. Both
+//    sides are captured the same way (cuDNN and cuBLASLt run on the capturing stream). Where
+//    capture fails, the implementation is timed with events instead, its description says
+//    why, and the table flags the workload;
+//  - timing (Timing::kEvents): the checked run is a plain run on set 0, then `warmup` runs and
+//    the median of `reps` runs, each between its own events (runtime/cuda time_with_events);
 //  - "% of peak" is relative to the fp16 Tensor Core rate measured once per process on an
 //    8192^3 cuBLASLt GEMM, not the datasheet.
+//
+// The library side of a workload is the faster of its candidates: cuDNN's best algorithm for
+// a conv2d, and for a 1x1 stride-1 unpadded ungrouped conv (a plain GEMM, see as_gemm) also
+// cuBLASLt on the same buffers; cuBLASLt for a GEMM. Each candidate is checked and timed on
+// its own, and all of them are reported.
 //
 // tessel's side comes in as a callable so that this library does not depend on the code
 // generator: the caller turns a workload into a TesselKernel.
@@ -20,6 +39,7 @@
 
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "bench/baselines.h"
@@ -41,22 +61,38 @@ struct TesselKernel {
 using ConvProvider = std::function<TesselKernel(const ConvWorkload&)>;
 using GemmProvider = std::function<TesselKernel(const GemmWorkload&)>;
 
+enum class Timing { kGraph, kEvents };   // see the method above
+std::string_view timing_name(Timing t);  // "graph", "events"
+
 struct BenchOptions {
-  int warmup = 10;
-  int reps = 100;
+  int warmup = 10;          // untimed runs, or graph replays
+  int reps = 100;           // timed runs, or graph replays
   double tolerance = 1e-2;  // relative L2 error allowed against the fp32 reference
   uint64_t seed = 1;
+  Timing timing = Timing::kGraph;
 };
 
 // One implementation on one workload.
 struct Measurement {
-  bool ran = false;      // false: unsupported or failed; `description` says which
-  bool correct = false;  // no NaN/Inf, relative L2 error within tolerance
-  double median_us = 0, min_us = 0;
+  bool ran = false;                  // false: unsupported or failed; `description` says which
+  bool correct = false;              // no NaN/Inf, relative L2 error within tolerance
+  double median_us = 0, min_us = 0;  // per launch
   double rel_l2 = 0, max_abs = 0;
   uint64_t nonfinite = 0;
-  std::string description;  // kernel or algorithm; or why it did not run
+  std::string description;         // kernel or algorithm; or why it did not run
+  Timing timing = Timing::kGraph;  // how it was timed (events where capture failed)
+  int launches_per_graph = 0;      // with Timing::kGraph
+  std::string search;              // a library's algorithm search results, for the JSON
 };
+
+// Graph timing's launches per replay for runs of `run_us` each, rotating over `buffer_sets`
+// operand sets: clamp(ceil(200 / run_us), 1, 50), rounded up to a multiple of buffer_sets.
+int launches_per_graph(double run_us, int buffer_sets);
+
+// The library measurement a result reports, among the candidates: the fastest correct one;
+// failing that, the fastest that ran; failing that, one that did not run, whose description
+// lists every candidate's failure.
+Measurement pick_library(const std::vector<Measurement>& candidates);
 
 struct BenchResult {
   std::string op;     // "conv2d" or "gemm"
@@ -64,7 +100,10 @@ struct BenchResult {
   std::string shape;  // e.g. "n1 56x56x64 -> 128 k1x1 s1 p0 d1 g1"
   double flops = 0;
   int buffer_sets = 1;  // operand sets rotated through while timing
-  Measurement tessel, library;
+  Measurement tessel;
+  Measurement library;  // pick_library(library_candidates)
+  // cuDNN, or cuBLASLt, and for a conv that is a GEMM also cuBLASLt: each checked and timed.
+  std::vector<Measurement> library_candidates;
 
   // library time / tessel time (> 1: tessel is faster); 0 unless both ran.
   double ratio() const;

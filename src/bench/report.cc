@@ -45,6 +45,11 @@ std::string note(const BenchResult& r) {
   if (r.tessel.ran && !r.tessel.correct) parts.push_back(wrong(r.tessel));
   if (!r.library.ran) parts.push_back("library: " + r.library.description);
   if (r.library.ran && !r.library.correct) parts.push_back("library " + wrong(r.library));
+  // A side whose graph capture failed was timed with events: its overhead is in its time.
+  if (r.tessel.ran && r.library.ran && r.tessel.timing != r.library.timing) {
+    parts.push_back("timed differently: tessel " + std::string(timing_name(r.tessel.timing)) +
+                    ", library " + std::string(timing_name(r.library.timing)));
+  }
   std::string s;
   for (const std::string& p : parts) s += (s.empty() ? "" : "; ") + p;
   return first_line(s, kNoteWidth);
@@ -63,6 +68,9 @@ nlohmann::json measurement_json(const BenchResult& r, const Measurement& m, doub
   j["rel_l2"] = m.rel_l2;
   j["max_abs_err"] = m.max_abs;
   j["nonfinite"] = m.nonfinite;
+  j["timing"] = timing_name(m.timing);
+  if (m.timing == Timing::kGraph) j["launches_per_graph"] = m.launches_per_graph;
+  if (!m.search.empty()) j["search"] = m.search;
   return j;
 }
 
@@ -122,12 +130,18 @@ nlohmann::json to_json(const Bench& bench, const std::vector<BenchResult>& resul
                     {"cublaslt", cublaslt_version()},
                     {"nvrtc", runtime::cuda::nvrtc_version()}};
   const BenchOptions& o = bench.options();
-  j["options"] = {
-      {"warmup", o.warmup}, {"reps", o.reps}, {"tolerance", o.tolerance}, {"seed", o.seed}};
+  j["options"] = {{"warmup", o.warmup},
+                  {"reps", o.reps},
+                  {"tolerance", o.tolerance},
+                  {"seed", o.seed},
+                  {"timing", timing_name(o.timing)}};
   j["peak_fp16_tflops"] = peak_tflops;
   j["geomean_ratio"] = geomean_ratio(results);
   nlohmann::json workloads = nlohmann::json::array();
   for (const BenchResult& r : results) {
+    nlohmann::json candidates = nlohmann::json::array();
+    for (const Measurement& m : r.library_candidates)
+      candidates.push_back(measurement_json(r, m, peak_tflops));
     workloads.push_back({{"op", r.op},
                          {"name", r.name},
                          {"shape", r.shape},
@@ -135,7 +149,8 @@ nlohmann::json to_json(const Bench& bench, const std::vector<BenchResult>& resul
                          {"buffer_sets", r.buffer_sets},
                          {"ratio", r.ratio()},
                          {"tessel", measurement_json(r, r.tessel, peak_tflops)},
-                         {"library", measurement_json(r, r.library, peak_tflops)}});
+                         {"library", measurement_json(r, r.library, peak_tflops)},
+                         {"library_candidates", std::move(candidates)}});
   }
   j["workloads"] = std::move(workloads);
   return j;

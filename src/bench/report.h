@@ -16,12 +16,14 @@ namespace tessel::bench {
 double geomean_ratio(const std::vector<BenchResult>& results);
 
 // One line per workload: tessel and library median µs, ratio, tessel's TFLOP/s and % of
-// `peak_tflops`, its error, and a note (why it did not run, WRONG, the library's failure);
+// `peak_tflops`, its error, and a note (why it did not run, WRONG, the library's failure,
+// sides timed by different methods);
 // then the geometric mean of the ratios.
 void print_table(std::ostream& os, const std::vector<BenchResult>& results, double peak_tflops);
 
 // Everything about a run: device, library versions, options, peak, each workload's
-// measurements of both sides, and the geometric mean.
+// measurements of both sides (the library's pick, and every library candidate with its own
+// times), and the geometric mean.
 nlohmann::json to_json(const Bench& bench, const std::vector<BenchResult>& results,
                        double peak_tflops);
 

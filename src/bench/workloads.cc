@@ -114,6 +114,17 @@ std::string ConvWorkload::shape() const {
   return os.str();
 }
 
+std::optional<GemmWorkload> as_gemm(const ConvWorkload& c) {
+  if (c.kh != 1 || c.kw != 1 || c.stride != 1 || c.pad != 0 || c.groups != 1) return std::nullopt;
+  GemmWorkload g;
+  g.name = c.name;
+  g.m = c.n * c.h * c.w;
+  g.n = c.co;
+  g.k = c.ci;
+  g.layout = GemmLayout::kNT;
+  return g;
+}
+
 std::string_view layout_name(GemmLayout l) {
   switch (l) {
     case GemmLayout::kNN:

@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -48,6 +49,12 @@ struct GemmWorkload {
   // "512x64x512 NN"
   std::string shape() const;
 };
+
+// The GEMM that a conv2d is, where it is one: a 1x1 convolution with stride 1, no padding and
+// one group reads each input pixel once, so with x NHWC as A (n*h*w, ci) row-major and the
+// weight (co, 1, 1, ci) as B stored (co, ci), y NHWC is C (n*h*w, co) = A B: layout NT, on
+// the very same buffers. (Dilation does not move a 1x1 tap.) nullopt for any other conv.
+std::optional<GemmWorkload> as_gemm(const ConvWorkload& c);
 
 // Parse CSV text; `source` names it in error messages (a file name). Text without any
 // workload is a UserError too.

@@ -28,7 +28,11 @@ bench::TesselKernel make_kernel(const contraction::IndexMaps& maps, bool tensor_
   auto p = std::make_shared<Prepared>();
   p->kernel = codegen::cuda::ContractionKernel::build(*plan.match.contraction, plan.epilogue,
                                                       plan.schedule, arch);
-  if (size_t ws = p->kernel->source().workspace_bytes) p->workspace = runtime::cuda::DeviceBuffer(ws);
+  if (size_t ws = p->kernel->source().workspace_bytes) {
+    p->workspace = runtime::cuda::DeviceBuffer(ws);
+    // Split-K kernels expect their workspace zeroed, and leave it zeroed after every launch.
+    p->workspace.fill_bytes(0);
+  }
   p->swapped = plan.match.contraction->operands_swapped;
   bench::TesselKernel k;
   k.description = plan.schedule.name();
@@ -53,17 +57,28 @@ Action add_bench_op(CLI::App& app) {
     std::vector<std::string> conv_files, gemm_files;
     std::string filter, json;
     int reps = 100, warmup = 10;
+    std::string timing = "graph";
     bool no_tensor_cores = false;
+    bool no_peak = false;
   };
   auto o = std::make_shared<Opts>();
-  cmd->add_option("--conv2d", o->conv_files, "conv2d workload CSV (shared/workloads/conv2d.csv format)");
+  cmd->add_option("--conv2d", o->conv_files,
+                  "conv2d workload CSV (shared/workloads/conv2d.csv format)");
   cmd->add_option("--gemm", o->gemm_files, "GEMM workload CSV (shared/workloads/gemm.csv format)");
   cmd->add_option("--filter", o->filter, "only workloads whose name contains this");
   cmd->add_option("--json", o->json, "write all measurements as JSON here");
-  cmd->add_option("--reps", o->reps, "timed runs per implementation (median reported)")
+  cmd->add_option("--reps", o->reps,
+                  "timed runs (graph replays) per implementation (median reported)")
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--warmup", o->warmup, "untimed runs first")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--warmup", o->warmup, "untimed runs (graph replays) first")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--timing", o->timing,
+                  "graph: replays of a CUDA graph of many launches, per launch (default); "
+                  "events: each run between its own events")
+      ->check(CLI::IsMember({"graph", "events"}));
   cmd->add_flag("--no-tensor-cores", o->no_tensor_cores, "use the SIMT (CUDA core) generator");
+  cmd->add_flag("--no-peak", o->no_peak,
+                "skip measuring the fp16 peak (the 8192^3 GEMM), e.g. under a profiler");
   return [cmd, o]() {
     if (!cmd->parsed()) return -1;
     TESSEL_USER_CHECK(!o->conv_files.empty() || !o->gemm_files.empty())
@@ -79,18 +94,21 @@ Action add_bench_op(CLI::App& app) {
     bench::BenchOptions bopts;
     bopts.reps = o->reps;
     bopts.warmup = o->warmup;
+    bopts.timing = o->timing == "events" ? bench::Timing::kEvents : bench::Timing::kGraph;
     bench::Bench b(bopts);
     const bool tc = !o->no_tensor_cores;
     std::vector<bench::BenchResult> results;
     for (const auto& w : convs) {
-      results.push_back(b.run(w, [&](const bench::ConvWorkload& x) { return make_kernel(conv_maps(x), tc); }));
+      results.push_back(
+          b.run(w, [&](const bench::ConvWorkload& x) { return make_kernel(conv_maps(x), tc); }));
       std::fprintf(stderr, "  %-34s done\n", w.name.c_str());
     }
     for (const auto& w : gemms) {
-      results.push_back(b.run(w, [&](const bench::GemmWorkload& x) { return make_kernel(gemm_maps(x), tc); }));
+      results.push_back(
+          b.run(w, [&](const bench::GemmWorkload& x) { return make_kernel(gemm_maps(x), tc); }));
       std::fprintf(stderr, "  %-34s done\n", w.name.c_str());
     }
-    const double peak = bench::Bench::measured_peak_tflops();
+    const double peak = o->no_peak ? 0.0 : bench::Bench::measured_peak_tflops();
     bench::print_table(std::cout, results, peak);
     if (!o->json.empty()) bench::write_json(o->json, b, results, peak);
     bool all_correct = true;

@@ -13,6 +13,7 @@
 #include "ops/all_ops.h"
 #include "ops/broadcast.h"
 #include "ops/elementwise_data.h"
+#include "ops/more_ops.h"
 #include "ops/tensor_util.h"
 
 namespace tessel::ops {
@@ -345,6 +346,7 @@ void register_elementwise_ops(ir::OpRegistry& r) {
   add_binary<MulOp>(r, "Mul");
   add_binary<DivOp>(r, "Div");
   register_elementwise_data_ops(r);
+  register_elementwise_math_ops(r);
 }
 
 }  // namespace tessel::ops

@@ -1,12 +1,15 @@
-// The reduce op family: Softmax, LogSoftmax and ReduceMean. Kernels accumulate in double and
-// round once on store.
+// The reduce op family: Softmax, LogSoftmax and ReduceMean, and the helpers every Reduce* op
+// shares (reduce_common.h); the other reductions are in reduce_more.cc. Kernels accumulate in
+// double and round once on store.
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "core/error.h"
 #include "ops/all_ops.h"
+#include "ops/more_ops.h"
 #include "ops/nn_common.h"
+#include "ops/reduce_common.h"
 
 namespace tessel::ops {
 namespace {
@@ -79,18 +82,36 @@ void compute_softmax(ir::KernelContext& ctx) {
 
 // ---- ReduceMean -----------------------------------------------------------------------------
 
-// The reduced axes: the 'axes' attribute before opset 18, the optional input 1 since. An
-// empty list reduces every axis, or none with noop_with_empty_axes (opset 18).
-struct ReducePlan {
-  std::vector<bool> reduced;  // per input dim
-  Shape out_shape;
-};
+void infer_reduce_mean(ir::InferContext& ctx) {
+  const ir::Node& node = ctx.node();
+  DType t = ctx.dtype(0);
+  TESSEL_USER_CHECK(is_float(t) || t == DType::kI32 || t == DType::kI64)
+      << node.label() << ": input data has dtype " << dtype_name(t)
+      << ", expected f32, f16, bf16, f64, i32 or i64";
+  ctx.set_output(0, t, plan_reduce(node, ctx.shape(0), infer_reduce_axes(ctx, 18)).out_shape);
+}
+
+void compute_reduce_mean(ir::KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const ReducePlan p = plan_reduce(ctx.node(), x.shape(), reduce_axes(ctx));
+  Tensor& y = ctx.output(0);
+  std::vector<double> sum(static_cast<size_t>(y.numel()), 0.0);
+  for_each_reduced(x.shape(), p, [&](int64_t out, int64_t in) { sum[out] += x.get_f64(in); });
+  // Integer means truncate toward zero, as numpy's astype in ONNX's reference does. A
+  // reduction over zero elements is 0 / 0 = NaN.
+  for (int64_t i = 0; i < y.numel(); ++i) y.set_f64(i, sum[i] / static_cast<double>(p.count));
+}
+
+}  // namespace
+
+// ---- shared by the Reduce* ops (reduce_common.h) --------------------------------------------
 
 ReducePlan plan_reduce(const ir::Node& node, const Shape& in, const std::vector<int64_t>& axes) {
   const int64_t rank = static_cast<int64_t>(in.size());
   const bool keepdims = node.get_int("keepdims", 1) != 0;
   const bool noop = node.get_int("noop_with_empty_axes", 0) != 0;
   ReducePlan p;
+  p.identity = axes.empty() && noop;
   p.reduced.assign(in.size(), axes.empty() && !noop);
   for (int64_t a : axes) {
     TESSEL_USER_CHECK(a >= -rank && a < rank)
@@ -102,77 +123,34 @@ ReducePlan plan_reduce(const ir::Node& node, const Shape& in, const std::vector<
   for (int64_t d = 0; d < rank; ++d) {
     if (!p.reduced[d]) {
       p.out_shape.push_back(in[d]);
-    } else if (keepdims) {
-      p.out_shape.push_back(1);
+    } else {
+      p.count *= in[d];
+      if (keepdims) p.out_shape.push_back(1);
     }
   }
   return p;
 }
 
-std::vector<int64_t> reduce_axes(const ir::Node& node, const Tensor* axes_input) {
-  if (axes_input) return axes_input->to_i64_vector();
-  return node.get_ints("axes");
-}
-
-void infer_reduce_mean(ir::InferContext& ctx) {
+std::vector<int64_t> infer_reduce_axes(const ir::InferContext& ctx, int64_t axes_input_since) {
   const ir::Node& node = ctx.node();
-  DType t = ctx.dtype(0);
-  TESSEL_USER_CHECK(is_float(t) || t == DType::kI32 || t == DType::kI64)
-      << node.label() << ": input data has dtype " << dtype_name(t)
-      << ", expected f32, f16, bf16, f64, i32 or i64";
-  const Tensor* axes_input = nullptr;
-  if (ctx.opset() >= 18) {
-    TESSEL_USER_CHECK(!node.has_attr("axes"))
-        << node.label() << ": 'axes' is input 1 since opset 18, not an attribute";
-    if (ctx.has_input(1)) {
-      TESSEL_USER_CHECK(ctx.dtype(1) == DType::kI64 && ctx.rank(1) == 1)
-          << node.label() << ": input axes has type " << ctx.input(1).str()
-          << ", expected a 1-D i64 tensor";
-      axes_input = &ctx.require_value(1, "axes");
-    }
-  } else {
-    TESSEL_USER_CHECK(!ctx.has_input(1))
-        << node.label() << ": 'axes' is an attribute before opset 18, not an input";
+  if (ctx.opset() < axes_input_since) {
+    TESSEL_USER_CHECK(!ctx.has_input(1)) << node.label() << ": 'axes' is an attribute before opset "
+                                         << axes_input_since << ", not an input";
+    return node.get_ints("axes");
   }
-  ReducePlan p = plan_reduce(node, ctx.shape(0), reduce_axes(node, axes_input));
-  ctx.set_output(0, t, p.out_shape);
+  TESSEL_USER_CHECK(!node.has_attr("axes")) << node.label() << ": 'axes' is input 1 since opset "
+                                            << axes_input_since << ", not an attribute";
+  if (!ctx.has_input(1)) return {};
+  TESSEL_USER_CHECK(ctx.dtype(1) == DType::kI64 && ctx.rank(1) == 1)
+      << node.label() << ": input axes has type " << ctx.input(1).str()
+      << ", expected a 1-D i64 tensor";
+  return ctx.require_value(1, "axes").to_i64_vector();
 }
 
-void compute_reduce_mean(ir::KernelContext& ctx) {
-  const Tensor& x = ctx.input(0);
-  const ReducePlan p = plan_reduce(
-      ctx.node(), x.shape(), reduce_axes(ctx.node(), ctx.has_input(1) ? &ctx.input(1) : nullptr));
-  const size_t rank = x.shape().size();
-  // Stride of each input dim in the output (0 along reduced dims).
-  std::vector<int64_t> out_strides(rank, 0);
-  int64_t count = 1;
-  for (int64_t d = static_cast<int64_t>(rank) - 1, s = 1; d >= 0; --d) {
-    if (p.reduced[d]) {
-      count *= x.dim(d);
-    } else {
-      out_strides[d] = s;
-      s *= x.dim(d);
-    }
-  }
-  Tensor& y = ctx.output(0);
-  std::vector<double> sum(static_cast<size_t>(y.numel()), 0.0);
-  std::vector<int64_t> coord(rank, 0);
-  int64_t out = 0;
-  for (int64_t i = 0; i < x.numel(); ++i) {
-    sum[out] += x.get_f64(i);
-    for (int64_t d = static_cast<int64_t>(rank) - 1; d >= 0; --d) {
-      out += out_strides[d];
-      if (++coord[d] < x.dim(d)) break;
-      out -= out_strides[d] * x.dim(d);
-      coord[d] = 0;
-    }
-  }
-  // Integer means truncate toward zero, as numpy's astype in ONNX's reference does. A
-  // reduction over zero elements is 0 / 0 = NaN.
-  for (int64_t i = 0; i < y.numel(); ++i) y.set_f64(i, sum[i] / static_cast<double>(count));
+std::vector<int64_t> reduce_axes(const ir::KernelContext& ctx) {
+  if (ctx.has_input(1)) return ctx.input(1).to_i64_vector();
+  return ctx.node().get_ints("axes");
 }
-
-}  // namespace
 
 void register_reduce_ops(ir::OpRegistry& r) {
   r.add({.name = "Softmax", .infer = infer_softmax, .compute = compute_softmax<false>});
@@ -182,6 +160,7 @@ void register_reduce_ops(ir::OpRegistry& r) {
          .max_inputs = 2,
          .infer = infer_reduce_mean,
          .compute = compute_reduce_mean});
+  register_reduce_more_ops(r);
 }
 
 }  // namespace tessel::ops

@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "ops/all_ops.h"
+#include "ops/more_ops.h"
 #include "ops/tensor_copy.h"
 #include "ops/tensor_families.h"
 #include "ops/tensor_util.h"
@@ -273,6 +274,7 @@ void register_tensor_ops(ir::OpRegistry& r) {
   add_space_depth(r, "SpaceToDepth", space_to_depth_plan);
   register_tensor_indexing_ops(r);
   register_resize_ops(r);
+  register_tensor_generate_ops(r);
 }
 
 }  // namespace tessel::ops

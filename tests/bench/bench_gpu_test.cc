@@ -9,6 +9,7 @@
 #include "bench/baselines.h"
 #include "bench/bench.h"
 #include "bench/reference.h"
+#include "bench/report.h"
 #include "core/half.h"
 #include "runtime/cuda/cuda_api.h"
 
@@ -211,6 +212,9 @@ TEST_F(BenchGpu, DriverChecksAndTimesBothSides) {
   });
   EXPECT_TRUE(same.library.ran) << same.library.description;
   EXPECT_TRUE(same.library.correct);
+  EXPECT_EQ(same.library.description.rfind("cuBLASLt: algo ", 0), 0u) << same.library.description;
+  ASSERT_EQ(same.library_candidates.size(), 1u);
+  EXPECT_EQ(same.library_candidates[0].description, same.library.description);
   EXPECT_TRUE(same.tessel.ran) << same.tessel.description;
   EXPECT_TRUE(same.tessel.correct);
   EXPECT_EQ(same.tessel.description, "lt");
@@ -218,6 +222,12 @@ TEST_F(BenchGpu, DriverChecksAndTimesBothSides) {
   EXPECT_LT(same.ratio(), 2.0);
   // 256*128*64*2 B of operands and outputs fit L2 many times: rotation is on.
   EXPECT_GE(same.buffer_sets, 2);
+  // Both sides timed by graph replays of whole passes over the operand sets.
+  for (const Measurement* m : {&same.tessel, &same.library}) {
+    EXPECT_EQ(m->timing, Timing::kGraph) << m->description;
+    EXPECT_GE(m->launches_per_graph, same.buffer_sets);
+    EXPECT_EQ(m->launches_per_graph % same.buffer_sets, 0);
+  }
 
   // A kernel that writes nothing leaves the NaN poison: every output is flagged.
   BenchResult lazy = bench.run(g, [](const GemmWorkload&) {
@@ -239,10 +249,105 @@ TEST_F(BenchGpu, DriverChecksAndTimesBothSides) {
   EXPECT_FALSE(throws.tessel.ran);
   EXPECT_EQ(throws.tessel.description, "failed to build: codegen bug");
 
+  // The JSON carries the library's candidates and how each side was timed.
+  const nlohmann::json j = to_json(bench, {same}, 0);
+  EXPECT_EQ(j["options"]["timing"], "graph");
+  const nlohmann::json& w = j["workloads"][0];
+  EXPECT_EQ(w["library_candidates"].size(), 1u);
+  EXPECT_EQ(w["library"]["timing"], "graph");
+  EXPECT_EQ(w["tessel"]["launches_per_graph"], same.tessel.launches_per_graph);
+
   const double peak = Bench::measured_peak_tflops();
   EXPECT_GT(peak, 50.0);    // any Tensor Core GPU tessel targets
   EXPECT_LT(peak, 5000.0);  // and no GPU yet
   EXPECT_EQ(Bench::measured_peak_tflops(), peak) << "measured once per process";
+}
+
+TEST_F(BenchGpu, EventTimingIsStillAvailable) {
+  BenchOptions o;
+  o.warmup = 2;
+  o.reps = 5;
+  o.timing = Timing::kEvents;
+  Bench bench(o);
+  const GemmWorkload g = gemm(128, 64, 256, GemmLayout::kNN);
+  BenchResult r = bench.run(g, [](const GemmWorkload& w) {
+    auto lt = std::make_shared<CublasLtGemm>(w);
+    return TesselKernel{[lt](const Operands& ops, void* s) { lt->enqueue(ops, s); }, "lt"};
+  });
+  for (const Measurement* m : {&r.tessel, &r.library}) {
+    EXPECT_TRUE(m->ran && m->correct) << m->description;
+    EXPECT_EQ(m->timing, Timing::kEvents);
+    EXPECT_EQ(m->launches_per_graph, 0);
+    EXPECT_GT(m->median_us, 0.0);
+  }
+}
+
+// cuDNN is timed through graphs: cudnnConvolutionForward must be captured on the stream set
+// on its handle, and compute the conv only when replayed.
+TEST_F(BenchGpu, CudnnCallsAreCapturedAndReplayed) {
+  const ConvWorkload c = conv(2, 14, 14, 64, 32, 3, 1, 1, 1, 1);
+  Input x(c.x_elems(), 13), w(c.w_elems(), 14);
+  rt::DeviceBuffer y(c.y_elems() * 2), ref(c.y_elems() * sizeof(float));
+  conv2d_reference(c, x.buf.ptr(), w.buf.ptr(), ref.ptr(), nullptr);
+  const Operands ops{x.buf.ptr(), w.buf.ptr(), y.ptr()};
+  CudnnConv cudnn(c, ops);
+  EXPECT_NE(cudnn.search().find("Find with"), std::string::npos) << cudnn.search();
+  cudnn.enqueue(ops, nullptr);  // first run outside capture, as the benchmark does
+  {
+    y.fill_bytes(0xff);
+    rt::CapturedGraph graph([&](void* stream) { cudnn.enqueue(ops, stream); }, 2);
+    EXPECT_GE(graph.node_count(), 2u);
+    EXPECT_EQ(compare_f16(y.ptr(), ref.ptr(), c.y_elems()).nonfinite, c.y_elems())
+        << "capturing ran the conv";
+    graph.replay();
+    graph.synchronize();
+    const Comparison cmp = compare_f16(y.ptr(), ref.ptr(), c.y_elems());
+    EXPECT_EQ(cmp.nonfinite, 0u);
+    EXPECT_LT(cmp.rel_l2, 2e-3) << cudnn.algorithm();
+  }
+  // cuDNN's handle still names the graph's stream, destroyed with the graph; a new search
+  // must not trip on it.
+  CudnnConv again(c, ops);
+  y.fill_bytes(0xff);
+  again.enqueue(ops, nullptr);
+  EXPECT_EQ(compare_f16(y.ptr(), ref.ptr(), c.y_elems()).nonfinite, 0u);
+}
+
+// A 1x1 stride-1 conv has two library candidates, cuDNN and cuBLASLt on the same buffers as a
+// GEMM; both are checked and timed, and the faster correct one is the library's time.
+TEST_F(BenchGpu, OneByOneConvsAlsoRunCublasLtAsAGemm) {
+  BenchOptions o;
+  o.warmup = 2;
+  o.reps = 5;
+  Bench bench(o);
+  const ConvWorkload c = conv(2, 14, 14, 64, 32, 1, 1, 0, 1, 1);
+  // tessel's stand-in is the GEMM too, built independently here from the conv's shape.
+  BenchResult r = bench.run(c, [](const ConvWorkload& w) {
+    GemmWorkload g = gemm(w.n * w.h * w.w, w.co, w.ci, GemmLayout::kNT);
+    auto lt = std::make_shared<CublasLtGemm>(g);
+    return TesselKernel{[lt](const Operands& ops, void* s) { lt->enqueue(ops, s); }, "lt"};
+  });
+  EXPECT_TRUE(r.tessel.ran && r.tessel.correct) << r.tessel.description;
+  ASSERT_EQ(r.library_candidates.size(), 2u);
+  const Measurement& cudnn = r.library_candidates[0];
+  const Measurement& gemm = r.library_candidates[1];
+  EXPECT_EQ(cudnn.description.rfind("cuDNN: ", 0), 0u) << cudnn.description;
+  EXPECT_EQ(gemm.description.rfind("cuBLASLt as GEMM (1x1): algo ", 0), 0u) << gemm.description;
+  for (const Measurement* m : {&cudnn, &gemm}) {
+    EXPECT_TRUE(m->ran && m->correct) << m->description;
+    EXPECT_LT(m->rel_l2, 2e-3) << m->description;
+  }
+  EXPECT_NE(cudnn.search.find("Find with"), std::string::npos) << cudnn.search;
+  const Measurement& faster = gemm.median_us < cudnn.median_us ? gemm : cudnn;
+  EXPECT_EQ(r.library.description, faster.description);
+  EXPECT_DOUBLE_EQ(r.library.median_us, faster.median_us);
+
+  // Any other conv has cuDNN alone.
+  BenchResult three = bench.run(conv(1, 8, 8, 16, 16, 3, 1, 1, 1, 1), [](const ConvWorkload&) {
+    return TesselKernel{nullptr, "not here"};
+  });
+  ASSERT_EQ(three.library_candidates.size(), 1u);
+  EXPECT_EQ(three.library.description.rfind("cuDNN: ", 0), 0u) << three.library.description;
 }
 
 }  // namespace

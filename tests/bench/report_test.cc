@@ -98,6 +98,23 @@ TEST(BenchReport, TableShowsNumbersAndWhyNot) {
   EXPECT_NE(footer.find("measured fp16 peak 400.0 TFLOP/s"), std::string::npos) << footer;
 }
 
+TEST(BenchReport, TableFlagsSidesTimedDifferently) {
+  Measurement events = ran(12, 1e-4, true);
+  events.timing = Timing::kEvents;  // its graph capture failed
+  std::vector<BenchResult> results = {result("mixed", ran(10, 1e-4, true), events),
+                                      result("same", ran(10, 1e-4, true), ran(12, 1e-4, true))};
+  std::ostringstream os;
+  print_table(os, results, /*peak_tflops=*/0);
+  std::istringstream lines(os.str());
+  std::string header, mixed, same;
+  std::getline(lines, header);
+  std::getline(lines, mixed);
+  std::getline(lines, same);
+  EXPECT_NE(mixed.find("timed differently: tessel graph, library events"), std::string::npos)
+      << mixed;
+  EXPECT_EQ(same.find("timed differently"), std::string::npos) << same;
+}
+
 // The device helpers must build for every arch tessel targets, on a machine without a GPU.
 TEST(BenchReference, SourceCompilesForSm80AndSm90a) {
   runtime::cuda::set_cache_dir("");

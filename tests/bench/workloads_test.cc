@@ -157,6 +157,38 @@ TEST(GemmWorkloads, MalformedLinesNameFileAndLine) {
   EXPECT_EQ(gemm_error(""), "g.csv: no gemm workloads");
 }
 
+TEST(ConvWorkloads, OneByOneStrideOneConvsAreGemms) {
+  // resnet50_l3_1x1_512_256_b32: x (32*28*28, 512) times the weight (256, 512) transposed.
+  std::vector<ConvWorkload> w = parse_conv_workloads(
+      "l3,32,28,28,512,256,1,1,1,0,1,1\n"
+      "dilated,2,7,9,64,32,1,1,1,0,3,1\n"  // a 1x1 tap is where it is, dilated or not
+      "ds,32,28,28,512,1024,1,1,2,0,1,1\n"
+      "padded,1,8,8,16,16,1,1,1,1,1,1\n"
+      "grouped,1,8,8,16,16,1,1,1,0,1,2\n"
+      "3x3,1,8,8,16,16,3,3,1,1,1,1\n"
+      "1x3,1,8,8,16,16,1,3,1,0,1,1\n",
+      "x.csv");
+  ASSERT_EQ(w.size(), 7u);
+  const std::optional<GemmWorkload> g = as_gemm(w[0]);
+  ASSERT_TRUE(g.has_value());
+  EXPECT_EQ(g->m, 32 * 28 * 28);
+  EXPECT_EQ(g->n, 256);
+  EXPECT_EQ(g->k, 512);
+  EXPECT_EQ(g->layout, GemmLayout::kNT);
+  EXPECT_EQ(g->name, "l3");
+  // The same operands and the same work: A is x, B the weight, C is y, element for element.
+  EXPECT_EQ(g->a_elems(), w[0].x_elems());
+  EXPECT_EQ(g->b_elems(), w[0].w_elems());
+  EXPECT_EQ(g->c_elems(), w[0].y_elems());
+  EXPECT_DOUBLE_EQ(g->flops(), w[0].flops());
+
+  const std::optional<GemmWorkload> d = as_gemm(w[1]);
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->m, 2 * 7 * 9);
+  EXPECT_EQ(d->c_elems(), w[1].y_elems());
+  for (size_t i = 2; i < w.size(); ++i) EXPECT_FALSE(as_gemm(w[i]).has_value()) << w[i].name;
+}
+
 TEST(Workloads, FilesAreReadAndMissingFilesReported) {
   const std::filesystem::path path =
       std::filesystem::path(::testing::TempDir()) / "tessel_bench_gemm.csv";

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <memory>
 #include <random>
+#include <set>
 #include <sstream>
 #include <thread>
 #include <unistd.h>
@@ -307,6 +308,33 @@ TEST_F(ContractionGpuTest, RandomProblemsMatchCpuReference) {
   }
   EXPECT_GE(tc, 120) << "most random problems should take a Tensor Core path";
   if (hopper) EXPECT_GE(wg, 30) << "wgmma kernels among them on Hopper";
+}
+
+// A small representative subset for compute-sanitizer (memcheck, racecheck), where kernels
+// run orders of magnitude slower: one problem per (instruction, store map, split-K) kind,
+// taken from the fixed problems, smallest first.
+TEST_F(ContractionGpuTest, SanitizerSubsetMatchesCpuReference) {
+  std::mt19937 rng(7);
+  std::vector<TestProblem> all = fixed_problems(info_.arch() == "sm_90a");
+  std::sort(all.begin(), all.end(), [](const TestProblem& a, const TestProblem& b) {
+    return a.c.flops() < b.c.flops();
+  });
+  std::vector<TestProblem> ps;
+  std::set<std::string> kinds;
+  for (TestProblem& p : all) {
+    std::string kind = std::to_string(static_cast<int>(p.s.instruction)) + "/" +
+                       std::to_string(static_cast<int>(p.e.store.kind)) + "/" +
+                       std::to_string(p.s.split_k > 1) + "/" + std::to_string(p.is_conv);
+    if (kinds.insert(kind).second) ps.push_back(std::move(p));
+  }
+  ASSERT_GE(ps.size(), 6u);
+  std::vector<std::string> errors;
+  auto kernels = build_all(ps, info_.arch(), errors);
+  for (size_t i = 0; i < ps.size(); ++i) {
+    ASSERT_TRUE(kernels[i]) << ps[i].name() << ": build failed: " << errors[i];
+    SCOPED_TRACE(ps[i].name());
+    run_and_check(ps[i], *kernels[i], rng);
+  }
 }
 
 // ---- Largest public workloads against a naive GPU kernel ----------------------------------

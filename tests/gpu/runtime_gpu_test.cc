@@ -1,14 +1,17 @@
-// The CUDA runtime layer on a real device: memory, module loading, launches, event timing.
-// Skipped, with the reason, where no GPU is present.
+// The CUDA runtime layer on a real device: memory, module loading, launches, event timing,
+// graph capture and replay timing. Skipped, with the reason, where no GPU is present.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <numeric>
 #include <thread>
 #include <vector>
 
+#include "bench/baselines.h"
+#include "bench/reference.h"
 #include "runtime/cuda/cuda_api.h"
 
 namespace tessel::runtime::cuda {
@@ -202,6 +205,151 @@ TEST_F(GpuRuntime, HostEnqueueCostIsNotTimed) {
       3, 40);
   EXPECT_GE(ms[ms.size() / 2], 0.005f);
   EXPECT_LT(ms[ms.size() / 2], 0.05f) << "the host's 300 us leaked into the device time";
+}
+
+// Spins for a number of SM clock cycles: at the device's highest clock that takes
+// cycles / clock_khz ms, and longer at any lower clock, never less.
+constexpr const char* kSpinCycles = R"(
+extern "C" __global__ void spin_cycles(long long cycles) {
+  const long long t0 = clock64();
+  while (clock64() - t0 < cycles) {
+  }
+}
+)";
+
+TEST_F(GpuRuntime, GraphReplaysTimeEachLaunch) {
+  void* f = kernel(kSpinCycles, "spin_cycles");
+  const DeviceInfo info = device_info(0);
+  const long long cycles = info.clock_khz / 100;  // 10 us at the highest clock
+  const int launches = 20;
+  const auto spin = [&](long long n) {
+    return [f, n](void* stream) {
+      long long arg = n;
+      void* args[] = {&arg};
+      LaunchConfig c;
+      c.stream = stream;
+      launch(f, c, args);  // the driver copies the argument: `arg` may go out of scope
+    };
+  };
+  // The reference: one kernel spinning as long as all launches together, timed with events,
+  // whose few µs of overhead are small next to its 200 µs.
+  const std::vector<float> whole = time_with_events(spin(cycles * launches), 3, 10);
+  const double reference_ms = whole[whole.size() / 2] / launches;
+
+  CapturedGraph graph(spin(cycles), launches);
+  EXPECT_EQ(graph.launches(), launches);
+  EXPECT_EQ(graph.node_count(), static_cast<size_t>(launches)) << "one kernel node per launch";
+  const std::vector<float> ms = time_graph_replays(graph, 3, 20);
+  ASSERT_EQ(ms.size(), 20u);
+  EXPECT_TRUE(std::is_sorted(ms.begin(), ms.end()));
+  // Per launch, not per replay (which would be 20 times as long): at least the kernel's own
+  // 10 µs, and at most the reference plus a launch-to-launch gap of a few µs.
+  EXPECT_GE(ms.front(), 0.0099f);
+  EXPECT_GE(ms.front(), 0.95 * reference_ms);
+  EXPECT_LE(ms[ms.size() / 2], 1.02 * reference_ms + 0.003);
+
+  // Per-run event timing of the same 10 µs kernel, for the log: the overhead graphs remove.
+  const std::vector<float> single = time_with_events(spin(cycles), 3, 20);
+  std::printf("10 us spin: graph %.2f us/launch, events %.2f us/run, reference %.2f us\n",
+              1e3 * ms[ms.size() / 2], 1e3 * single[single.size() / 2], 1e3 * reference_ms);
+}
+
+constexpr const char* kAddOne = R"(
+extern "C" __global__ void add_one(int* counter) { atomicAdd(counter, 1); }
+)";
+
+TEST_F(GpuRuntime, CaptureRecordsWithoutRunningAndReplaysRunEverything) {
+  void* f = kernel(kAddOne, "add_one");
+  DeviceBuffer counter(sizeof(int));
+  counter.fill_bytes(0);
+  uint64_t ptr = counter.ptr();
+  int calls = 0;
+  CapturedGraph graph(
+      [&](void* stream) {
+        ++calls;
+        void* args[] = {&ptr};
+        LaunchConfig c;
+        c.stream = stream;
+        launch(f, c, args);
+      },
+      5);
+  EXPECT_EQ(calls, 5);
+  EXPECT_EQ(graph.node_count(), 5u);
+  synchronize();
+  int value = -1;
+  counter.download(&value, sizeof(value));
+  EXPECT_EQ(value, 0) << "capturing ran the kernels";
+  graph.replay();
+  graph.replay();
+  graph.synchronize();
+  counter.download(&value, sizeof(value));
+  EXPECT_EQ(value, 10);
+  // Replays are ordered after default-stream work queued before them (the graph's stream
+  // is a blocking one): the memset lands first, then one replay adds 5.
+  counter.fill_bytes(0);
+  graph.replay();
+  graph.synchronize();
+  counter.download(&value, sizeof(value));
+  EXPECT_EQ(value, 5);
+}
+
+TEST_F(GpuRuntime, FailedCaptureThrowsAndLeavesTheDeviceUsable) {
+  void* f = kernel(kAddOne, "add_one");
+  DeviceBuffer counter(sizeof(int));
+  counter.fill_bytes(0);
+  uint64_t ptr = counter.ptr();
+  const auto add = [&](void* stream) {
+    void* args[] = {&ptr};
+    LaunchConfig c;
+    c.stream = stream;
+    launch(f, c, args);
+  };
+  // Synchronizing the context is illegal while this thread captures: the capture fails, and
+  // the error comes out of the constructor.
+  EXPECT_THROW(CapturedGraph(
+                   [&](void* stream) {
+                     add(stream);
+                     synchronize();
+                   },
+                   2),
+               Error);
+  synchronize();  // not left capturing, nor with a sticky error
+  CapturedGraph graph(add, 3);
+  graph.replay();
+  graph.synchronize();
+  int value = -1;
+  counter.download(&value, sizeof(value));
+  EXPECT_EQ(value, 3) << "only the good graph's launches ran";
+}
+
+// cuBLASLt is timed through graphs too: its matmul must be captured as kernels that compute
+// the product only when replayed.
+TEST_F(GpuRuntime, CublasLtCallsAreCapturedAndReplayed) {
+  bench::GemmWorkload g;
+  g.name = "capture";
+  g.m = 96, g.n = 80, g.k = 264, g.layout = bench::GemmLayout::kNN;
+  DeviceBuffer a(g.a_elems() * 2), b(g.b_elems() * 2), c(g.c_elems() * 2),
+      ref(g.c_elems() * sizeof(float));
+  bench::fill_uniform_f16(a.ptr(), g.a_elems(), 11, nullptr);
+  bench::fill_uniform_f16(b.ptr(), g.b_elems(), 12, nullptr);
+  bench::gemm_reference(g, a.ptr(), b.ptr(), ref.ptr(), nullptr);
+  bench::CublasLtGemm lt(g);
+  const bench::Operands ops{a.ptr(), b.ptr(), c.ptr()};
+  // A first call outside capture, as the benchmark makes: kernels load on first use.
+  lt.enqueue(ops, nullptr);
+  c.fill_bytes(0xff);  // NaN
+  CapturedGraph graph([&](void* stream) { lt.enqueue(ops, stream); }, 3);
+  EXPECT_GE(graph.node_count(), 3u) << "at least a kernel per matmul";
+  EXPECT_EQ(bench::compare_f16(c.ptr(), ref.ptr(), g.c_elems()).nonfinite, g.c_elems())
+      << "capturing ran the matmul";
+  graph.replay();
+  graph.synchronize();
+  const bench::Comparison after = bench::compare_f16(c.ptr(), ref.ptr(), g.c_elems());
+  EXPECT_EQ(after.nonfinite, 0u);
+  EXPECT_LT(after.rel_l2, 2e-3) << lt.algorithm();
+  const std::vector<float> ms = time_graph_replays(graph, 2, 5);
+  ASSERT_EQ(ms.size(), 5u);
+  EXPECT_GT(ms.front(), 0.0f);
 }
 
 }  // namespace

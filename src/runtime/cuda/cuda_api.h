@@ -81,7 +81,7 @@ CompiledKernel compile(const std::string& source, const std::string& name,
 std::string cache_dir();
 void set_cache_dir(const std::string& dir);  // "" disables the cache
 
-// ---- Driver: modules, launches, memory, events ------------------------------------------
+// ---- Driver: modules, launches, memory, events, graphs -----------------------------------
 // All of these work on device 0's primary context (the one the CUDA runtime, cuDNN and cuBLAS
 // use too); CUDA_VISIBLE_DEVICES chooses the GPU. Driver failures throw DriverError.
 class Module {
@@ -135,5 +135,43 @@ void synchronize();
 // device times of short kernels.
 std::vector<float> time_with_events(const std::function<void(void* stream)>& fn, int warmup,
                                     int reps, void* stream = nullptr);
+
+// The work of `launches` consecutive calls of fn(stream), captured once into a CUDA graph and
+// replayed as a whole on a stream of its own. Replaying removes the per-launch host and
+// launch-latency gaps that event timing of single runs counts for kernels of a few µs.
+//
+// The stream is a blocking one (it orders with the legacy default stream both ways), so work
+// queued on the default stream before a replay (a poisoning memset) is done before it, and
+// work queued there after (a result check) waits for it. Capture is thread-local: `fn` may
+// only enqueue on the stream it is given; anything else (a synchronous copy, an allocation,
+// work on the default stream) fails the capture.
+class CapturedGraph {
+ public:
+  // Calls fn(stream) `launches` times under stream capture; nothing runs yet. Throws
+  // DriverError when capture fails, and rethrows whatever `fn` throws (a library refusing to
+  // run under capture), with the stream left out of capture mode either way.
+  CapturedGraph(const std::function<void(void* stream)>& fn, int launches);
+  ~CapturedGraph();
+  CapturedGraph(const CapturedGraph&) = delete;
+  CapturedGraph& operator=(const CapturedGraph&) = delete;
+
+  void replay();                            // enqueues one replay of the whole graph on stream()
+  void synchronize();                       // waits until every replay enqueued so far has finished
+  void* stream() const { return stream_; }  // CUstream
+  int launches() const { return launches_; }
+  size_t node_count() const { return nodes_; }  // kernels, memsets, ... the capture recorded
+
+ private:
+  void release() noexcept;
+  void* stream_ = nullptr;  // CUstream
+  void* graph_ = nullptr;   // CUgraph
+  void* exec_ = nullptr;    // CUgraphExec
+  int launches_ = 0;
+  size_t nodes_ = 0;
+};
+
+// Times replays of `graph`: `warmup` untimed replays, then `reps` replays each bracketed by
+// events; returns the time per launch (replay time / graph.launches()) of each, in ms, sorted.
+std::vector<float> time_graph_replays(CapturedGraph& graph, int warmup, int reps);
 
 }  // namespace tessel::runtime::cuda

@@ -16,37 +16,48 @@ namespace tessel::runtime::cuda::detail {
 // maps a name to a versioned symbol (cuMemAlloc -> cuMemAlloc_v2), the member gets the
 // versioned name and type too, while cuGetProcAddress is asked for the base name, which is
 // what it expects. Only functions whose signature is unchanged since CUDA 12.0 appear here,
-// so a 12.x driver hands back entry points that match these declarations.
-#define TESSEL_CU_FUNCTIONS(X) \
-  X(cuInit)                    \
-  X(cuDriverGetVersion)        \
-  X(cuGetErrorName)            \
-  X(cuGetErrorString)          \
-  X(cuDeviceGetCount)          \
-  X(cuDeviceGet)               \
-  X(cuDeviceGetName)           \
-  X(cuDeviceGetAttribute)      \
-  X(cuDeviceTotalMem)          \
-  X(cuDevicePrimaryCtxRetain)  \
-  X(cuCtxGetCurrent)           \
-  X(cuCtxSetCurrent)           \
-  X(cuCtxSynchronize)          \
-  X(cuModuleLoadData)          \
-  X(cuModuleUnload)            \
-  X(cuModuleGetFunction)       \
-  X(cuFuncGetAttribute)        \
-  X(cuFuncSetAttribute)        \
-  X(cuLaunchKernel)            \
-  X(cuMemAlloc)                \
-  X(cuMemFree)                 \
-  X(cuMemcpyHtoD)              \
-  X(cuMemcpyDtoH)              \
-  X(cuMemsetD8)                \
-  X(cuStreamSynchronize)       \
-  X(cuEventCreate)             \
-  X(cuEventDestroy)            \
-  X(cuEventRecord)             \
-  X(cuEventSynchronize)        \
+// so a 12.x driver hands back entry points that match these declarations (for graphs that
+// means cuGraphInstantiateWithFlags, not cuGraphInstantiate, whose signature changed in 12.0,
+// and the moded cuStreamBeginCapture_v2 that <cuda.h> maps cuStreamBeginCapture to).
+#define TESSEL_CU_FUNCTIONS(X)   \
+  X(cuInit)                      \
+  X(cuDriverGetVersion)          \
+  X(cuGetErrorName)              \
+  X(cuGetErrorString)            \
+  X(cuDeviceGetCount)            \
+  X(cuDeviceGet)                 \
+  X(cuDeviceGetName)             \
+  X(cuDeviceGetAttribute)        \
+  X(cuDeviceTotalMem)            \
+  X(cuDevicePrimaryCtxRetain)    \
+  X(cuCtxGetCurrent)             \
+  X(cuCtxSetCurrent)             \
+  X(cuCtxSynchronize)            \
+  X(cuModuleLoadData)            \
+  X(cuModuleUnload)              \
+  X(cuModuleGetFunction)         \
+  X(cuFuncGetAttribute)          \
+  X(cuFuncSetAttribute)          \
+  X(cuLaunchKernel)              \
+  X(cuMemAlloc)                  \
+  X(cuMemFree)                   \
+  X(cuMemcpyHtoD)                \
+  X(cuMemcpyDtoH)                \
+  X(cuMemsetD8)                  \
+  X(cuStreamCreate)              \
+  X(cuStreamDestroy)             \
+  X(cuStreamSynchronize)         \
+  X(cuStreamBeginCapture)        \
+  X(cuStreamEndCapture)          \
+  X(cuGraphInstantiateWithFlags) \
+  X(cuGraphGetNodes)             \
+  X(cuGraphLaunch)               \
+  X(cuGraphExecDestroy)          \
+  X(cuGraphDestroy)              \
+  X(cuEventCreate)               \
+  X(cuEventDestroy)              \
+  X(cuEventRecord)               \
+  X(cuEventSynchronize)          \
   X(cuEventElapsedTime)
 
 struct DriverApi {

@@ -7,9 +7,6 @@
 namespace tessel::runtime::cuda {
 namespace {
 
-// A block gets at most 48 KiB of dynamic shared memory unless its function opts in to more.
-constexpr unsigned kDefaultDynamicSmemLimit = 48 * 1024;
-
 std::string dims(const unsigned d[3]) {
   std::ostringstream os;
   os << "(" << d[0] << ", " << d[1] << ", " << d[2] << ")";
@@ -85,9 +82,10 @@ void launch(void* function, const LaunchConfig& config, void** args) {
       << "launch block " << dims(config.block) << " has " << threads
       << " threads; the device allows " << lim.max_threads_per_block;
 
+  // Without opting in, static plus dynamic shared memory must stay within 48 KiB: the
+  // function's default dynamic limit is 48 KiB minus its static size, so compare against it.
   auto f = static_cast<CUfunction>(function);
-  if (config.smem_bytes > kDefaultDynamicSmemLimit)
-    raise_dynamic_smem_limit(api, f, config.smem_bytes);
+  if (config.smem_bytes > 0) raise_dynamic_smem_limit(api, f, config.smem_bytes);
 
   CUresult r = api.cuLaunchKernel(
       f, config.grid[0], config.grid[1], config.grid[2], config.block[0], config.block[1],

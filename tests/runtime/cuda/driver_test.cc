@@ -48,6 +48,9 @@ TEST(Driver, DeviceWorkWithoutADeviceIsAUserError) {
   expect_refusal([] { synchronize(); }, "synchronize");
   expect_refusal([] { Module::load("\177ELF"); }, "Module::load");
   expect_refusal([] { time_with_events([](void*) {}, 1, 1); }, "time_with_events");
+  int calls = 0;
+  expect_refusal([&] { CapturedGraph g([&](void*) { ++calls; }, 4); }, "CapturedGraph");
+  EXPECT_EQ(calls, 0) << "nothing is captured without a device";
   // Nothing to free, so a default or empty buffer needs no device.
   DeviceBuffer empty(0);
   EXPECT_EQ(empty.ptr(), 0u);
