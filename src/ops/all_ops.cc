@@ -1,5 +1,7 @@
 #include "ops/all_ops.h"
 
+#include "ops/tessel_ops.h"
+
 namespace tessel::ops {
 
 void register_all_ops(ir::OpRegistry& r) {
@@ -8,6 +10,7 @@ void register_all_ops(ir::OpRegistry& r) {
   register_nn_ops(r);
   register_quantized_ops(r);
   register_reduce_ops(r);
+  register_tessel_ops(r);
 }
 
 }  // namespace tessel::ops

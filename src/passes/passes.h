@@ -5,6 +5,7 @@
 #pragma once
 
 #include "ir/graph.h"
+#include "passes/options.h"
 
 namespace tessel::passes {
 
@@ -23,5 +24,26 @@ ir::Graph fold_constants(ir::Graph g);
 // Folds an inference BatchNormalization into the Conv that feeds it (when the conv's output
 // has no other reader): W' = W * s[co], b' = (b - mean) * s + beta, s = gamma / sqrt(var + eps).
 ir::Graph fold_batch_norm(ir::Graph g);
+
+// Puts tensors in the GPU kernels' layouts (convert_layout.cc): 4-D activations NHWC with
+// Transposes only at the graph edges and where unavoidable (each interior one says why in its
+// `layout_reason` attribute); Conv -> tessel.Conv with OHWI weights and explicit pads, input
+// channels zero-padded to a multiple of 8; Gemm -> tessel.Gemm with [N, K] weights; pools and
+// DepthToSpace -> their tessel NHWC forms; axes and per-channel constants of the other ops
+// rewritten for NHWC.
+ir::Graph convert_layout(ir::Graph g);
+
+// Chooses storage precision (choose_precision.cc). kFp32 returns g unchanged. kFp16 stores
+// float activations and weights as fp16 with Casts only after graph inputs and before graph
+// outputs (which stay fp32); biases of tessel contractions and other operands that accept any
+// float dtype stay fp32; QDQ / integer ops, ops without fp16 support, and the float tensors
+// tied to them stay fp32.
+ir::Graph choose_precision(ir::Graph g, Precision precision);
+
+// Fuses single-consumer chains after tessel.Conv / tessel.Gemm into their epilogue (relu,
+// leaky_relu, clip, sigmoid, hardswish, silu, residual add) and a following
+// tessel.DepthToSpace into the conv's store (fuse.cc). Other injective chains are left as ONNX
+// ops for the lowering to group.
+ir::Graph fuse(ir::Graph g);
 
 }  // namespace tessel::passes

@@ -13,6 +13,17 @@ const std::vector<PassInfo>& all_passes() {
       {"fold-constants", "evaluate nodes whose inputs are all constant", fold_constants},
       {"fold-batch-norm", "fold inference BatchNormalization into the preceding Conv",
        fold_batch_norm},
+      {"convert-layout",
+       "NHWC activations, OHWI / [N,K] weights, tessel.* ops; transposes only at the edges",
+       convert_layout},
+      // Precision is a parameter of choose_precision; each precision that does something is
+      // a pass name of its own, so that `tessel opt --passes=...` lists can select it. fp32
+      // needs none: it is the model as given.
+      {"choose-precision-fp16",
+       "fp16 storage for activations and weights; fp32 biases, edges and QDQ regions",
+       [](ir::Graph g) { return choose_precision(std::move(g), Precision::kFp16); }},
+      {"fuse",
+       "fold activation / residual / depth_to_space chains into tessel.Conv and tessel.Gemm", fuse},
       {"dce", "remove nodes whose outputs reach no graph output", eliminate_dead_code},
   };
   return kPasses;
@@ -22,6 +33,20 @@ const PassInfo* find_pass(const std::string& name) {
   for (const PassInfo& p : all_passes())
     if (p.name == name) return &p;
   return nullptr;
+}
+
+std::vector<std::string> gpu_pipeline(const CompileOptions& options) {
+  // Layout before precision: ONNX's Conv and Gemm take the bias in X's dtype, tessel.Conv and
+  // tessel.Gemm in fp32 too, so choose-precision can keep biases fp32 only once convert-layout
+  // has made them tessel ops; and convert-layout needs no precision, since its channel
+  // alignment (multiples of 8) suits fp16 and tf32 Tensor Core tiles alike. No second
+  // fold-constants: convert-layout and choose-precision rewrite constants themselves rather
+  // than leave Transposes or Casts of constants behind.
+  std::vector<std::string> names = {"canonicalize", "fold-constants", "fold-batch-norm",
+                                    "convert-layout"};
+  if (options.precision == Precision::kFp16) names.push_back("choose-precision-fp16");
+  names.insert(names.end(), {"fuse", "dce"});
+  return names;
 }
 
 ir::Graph run_passes(ir::Graph g, const std::vector<std::string>& names,

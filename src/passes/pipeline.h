@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "passes/options.h"
 
 namespace tessel::passes {
 
@@ -27,6 +28,11 @@ struct PipelineOptions {
   bool print_after_all = false;
   std::ostream* log = nullptr;  // where --print-after-all dumps go
 };
+
+// The pass names of the GPU pipeline for `options`, in order: canonicalize, fold-constants,
+// fold-batch-norm, convert-layout, choose-precision-fp16 (only for fp16), fuse, dce.
+// plan_memory (plan_memory.h) is an analysis of the result, not a pass.
+std::vector<std::string> gpu_pipeline(const CompileOptions& options);
 
 // Runs the named passes in order, verifying the graph after each one.
 ir::Graph run_passes(ir::Graph g, const std::vector<std::string>& names,

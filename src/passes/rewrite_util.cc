@@ -40,4 +40,22 @@ std::vector<int> use_counts(const ir::Graph& g) {
   return uses;
 }
 
+UniqueNames UniqueNames::of_values(const ir::Graph& g) {
+  UniqueNames n;
+  for (const ir::Value& v : g.values) n.used_.insert(v.name);
+  return n;
+}
+
+UniqueNames UniqueNames::of_nodes(const ir::Graph& g) {
+  UniqueNames n;
+  for (const ir::Node& node : g.nodes) n.used_.insert(node.name);
+  return n;
+}
+
+std::string UniqueNames::fresh(const std::string& base) {
+  std::string name = base;
+  for (int i = 1; !used_.insert(name).second; ++i) name = base + "_" + std::to_string(i);
+  return name;
+}
+
 }  // namespace tessel::passes

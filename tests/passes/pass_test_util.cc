@@ -35,14 +35,14 @@ void expect_same_numerics(const ir::Graph& a, const ir::Graph& b, double rtol, d
 }
 
 void expect_pass_result(const std::string& pass, const std::string& before,
-                        const std::string& expected) {
+                        const std::string& expected, double rtol, double atol) {
   ir::Graph in = ir::parse_graph(before, "before.tir");
   ir::verify(in, ir::OpRegistry::global());
   ir::Graph want = ir::parse_graph(expected, "expected.tir");
   ir::Graph got = passes::run_passes(in, {pass});
   EXPECT_EQ(ir::structural_diff(got, want), "") << "got:\n" << ir::print_graph(got) << "expected:\n"
                                                 << expected;
-  expect_same_numerics(in, got);
+  expect_same_numerics(in, got, rtol, atol);
 }
 
 }  // namespace tessel::testing

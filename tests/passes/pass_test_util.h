@@ -10,8 +10,9 @@
 
 namespace tessel::testing {
 
+// rtol / atol bound the numeric difference before vs after (looser for fp16 passes).
 void expect_pass_result(const std::string& pass, const std::string& before,
-                        const std::string& expected);
+                        const std::string& expected, double rtol = 1e-5, double atol = 1e-6);
 
 // Runs both graphs on the same seeded random inputs and checks the outputs agree within
 // rtol/atol.

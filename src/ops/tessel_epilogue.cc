@@ -1,0 +1,177 @@
+#include "ops/tessel_epilogue.h"
+
+#include <cmath>
+
+#include "core/error.h"
+
+namespace tessel::ops {
+namespace {
+
+struct KindName {
+  EpilogueKind kind;
+  std::string_view name;
+  bool uses_alpha;
+  bool uses_beta;
+};
+
+constexpr KindName kKinds[] = {
+    {EpilogueKind::kRelu, "relu", false, false},
+    {EpilogueKind::kLeakyRelu, "leaky_relu", true, false},
+    {EpilogueKind::kClip, "clip", true, true},
+    {EpilogueKind::kSigmoid, "sigmoid", false, false},
+    {EpilogueKind::kHardSwish, "hardswish", false, false},
+    {EpilogueKind::kSilu, "silu", false, false},
+    {EpilogueKind::kAddResidual, "add_residual", false, false},
+};
+
+const KindName& info(EpilogueKind kind) {
+  for (const KindName& k : kKinds)
+    if (k.kind == kind) return k;
+  TESSEL_ICHECK(false) << "epilogue kind " << static_cast<int>(kind) << " has no name";
+  return kKinds[0];
+}
+
+// Sigmoid in the form whose exp() never overflows.
+double sigmoid(double v) {
+  if (v >= 0) return 1.0 / (1.0 + std::exp(-v));
+  const double e = std::exp(v);
+  return e / (1.0 + e);
+}
+
+// Written so that NaN propagates, as in the ONNX ops these steps replace.
+double clamp_nan(double v, double lo, double hi) {
+  const double t = v < lo ? lo : v;
+  return t > hi ? hi : t;
+}
+
+}  // namespace
+
+std::string_view epilogue_name(EpilogueKind kind) { return info(kind).name; }
+
+std::optional<EpilogueKind> epilogue_kind(std::string_view name) {
+  for (const KindName& k : kKinds)
+    if (k.name == name) return k.kind;
+  return std::nullopt;
+}
+
+std::vector<EpilogueStep> read_epilogue(const ir::Node& node) {
+  std::vector<std::string> names;
+  if (auto it = node.attrs.find("epilogue"); it != node.attrs.end()) {
+    const auto* list = std::get_if<std::vector<std::string>>(&it->second);
+    // An empty list prints as [] and parses back as an (empty) int list.
+    const auto* ints = std::get_if<std::vector<int64_t>>(&it->second);
+    TESSEL_USER_CHECK(list || (ints && ints->empty()))
+        << node.label() << ": attribute 'epilogue' is " << ir::attribute_kind(it->second)
+        << ", expected a list of strings";
+    if (list) names = *list;
+  }
+  const std::vector<double> alpha = node.get_floats("epilogue_alpha");
+  const std::vector<double> beta = node.get_floats("epilogue_beta");
+  auto check_length = [&](const char* key, const std::vector<double>& v) {
+    TESSEL_USER_CHECK(!node.has_attr(key) || v.size() == names.size())
+        << node.label() << ": '" << key << "' has " << v.size() << " values, expected one per "
+        << "epilogue step (" << names.size() << ")";
+  };
+  check_length("epilogue_alpha", alpha);
+  check_length("epilogue_beta", beta);
+
+  std::vector<EpilogueStep> steps;
+  for (size_t i = 0; i < names.size(); ++i) {
+    std::optional<EpilogueKind> kind = epilogue_kind(names[i]);
+    if (!kind) {
+      std::string known;
+      for (const KindName& k : kKinds) known += (known.empty() ? "" : ", ") + std::string(k.name);
+      TESSEL_USER_ERROR() << node.label() << ": unknown epilogue step '" << names[i]
+                          << "' (known: " << known << ")";
+    }
+    const KindName& k = info(*kind);
+    TESSEL_USER_CHECK((!k.uses_alpha || !alpha.empty()) && (!k.uses_beta || !beta.empty()))
+        << node.label() << ": epilogue step '" << k.name << "' needs "
+        << (k.uses_beta ? "'epilogue_alpha' and 'epilogue_beta'" : "'epilogue_alpha'");
+    steps.push_back({*kind, alpha.empty() ? 0.0 : alpha[i], beta.empty() ? 0.0 : beta[i]});
+  }
+  return steps;
+}
+
+void write_epilogue(ir::Node& node, const std::vector<EpilogueStep>& steps) {
+  if (steps.empty()) {
+    node.attrs.erase("epilogue");
+    node.attrs.erase("epilogue_alpha");
+    node.attrs.erase("epilogue_beta");
+    return;
+  }
+  std::vector<std::string> names;
+  std::vector<double> alpha, beta;
+  for (const EpilogueStep& s : steps) {
+    names.emplace_back(epilogue_name(s.kind));
+    alpha.push_back(s.alpha);
+    beta.push_back(s.beta);
+  }
+  node.attrs["epilogue"] = std::move(names);
+  node.attrs["epilogue_alpha"] = std::move(alpha);
+  node.attrs["epilogue_beta"] = std::move(beta);
+}
+
+double apply_epilogue_step(const EpilogueStep& step, double v, double residual) {
+  switch (step.kind) {
+    case EpilogueKind::kRelu:
+      return v < 0 ? 0.0 : v;
+    case EpilogueKind::kLeakyRelu:
+      return v < 0 ? step.alpha * v : v;
+    case EpilogueKind::kClip:
+      return clamp_nan(v, step.alpha, step.beta);
+    case EpilogueKind::kSigmoid:
+      return sigmoid(v);
+    case EpilogueKind::kHardSwish:
+      return v * clamp_nan(v / 6.0 + 0.5, 0.0, 1.0);
+    case EpilogueKind::kSilu:
+      return v * sigmoid(v);
+    case EpilogueKind::kAddResidual:
+      return v + residual;
+  }
+  TESSEL_ICHECK(false) << "unhandled epilogue kind " << static_cast<int>(step.kind);
+  return v;
+}
+
+StoreMap read_store(const ir::Node& node) {
+  StoreMap s;
+  const std::string kind = node.get_string("store", "nhwc");
+  if (kind == "nhwc") {
+    TESSEL_USER_CHECK(!node.has_attr("block") && !node.has_attr("mode"))
+        << node.label() << ": 'block' and 'mode' apply only to store = \"depth_to_space\"";
+    return s;
+  }
+  TESSEL_USER_CHECK(kind == "depth_to_space")
+      << node.label() << ": store '" << kind << "' is not supported (nhwc, depth_to_space)";
+  s.kind = StoreMap::Kind::kDepthToSpace;
+  s.block = node.require_int("block");
+  TESSEL_USER_CHECK(s.block >= 1) << node.label() << ": block " << s.block << " must be positive";
+  const std::string mode = node.get_string("mode", "DCR");
+  TESSEL_USER_CHECK(mode == "DCR" || mode == "CRD")
+      << node.label() << ": mode '" << mode << "' is not supported (DCR, CRD)";
+  s.dcr = mode == "DCR";
+  return s;
+}
+
+void write_store(ir::Node& node, const StoreMap& store) {
+  node.attrs.erase("store");
+  node.attrs.erase("block");
+  node.attrs.erase("mode");
+  if (store.kind == StoreMap::Kind::kNhwc) return;
+  node.attrs["store"] = std::string("depth_to_space");
+  node.attrs["block"] = store.block;
+  node.attrs["mode"] = std::string(store.dcr ? "DCR" : "CRD");
+}
+
+Shape stored_shape(const ir::Node& node, const StoreMap& store, const Shape& pre_store) {
+  TESSEL_ICHECK(pre_store.size() == 4)
+      << node.label() << ": pre-store shape " << shape_str(pre_store);
+  if (store.kind == StoreMap::Kind::kNhwc) return pre_store;
+  const int64_t b = store.block, co = pre_store[3];
+  TESSEL_USER_CHECK(co % (b * b) == 0)
+      << node.label() << ": " << co << " output channels are not divisible by block^2 = " << b * b
+      << " (store = depth_to_space)";
+  return {pre_store[0], pre_store[1] * b, pre_store[2] * b, co / (b * b)};
+}
+
+}  // namespace tessel::ops

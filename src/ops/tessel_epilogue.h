@@ -1,0 +1,76 @@
+// Epilogues and store maps of the tessel contractions (tessel.Conv, tessel.Gemm) as node
+// attributes. They mirror contraction/epilogue.h, the GPU's epilogue-as-data, so that lowering
+// a fused node is a table lookup per step:
+//
+//   epilogue       = ["add_residual", "relu"]   steps applied in order to acc = conv + bias
+//   epilogue_alpha = [0.0, 0.0]                 one per step: leaky_relu's alpha, clip's min
+//   epilogue_beta  = [0.0, 0.0]                 one per step: clip's max
+//   store = "nhwc" | "depth_to_space", block = 2, mode = "DCR" | "CRD"   (tessel.Conv only)
+//
+// The reference kernels (tessel_contraction_ops.cc) and the fuse pass both go through the
+// read/write functions here, so the spelling lives in one place.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace tessel::ops {
+
+enum class EpilogueKind {
+  kRelu,         // max(v, 0)
+  kLeakyRelu,    // v < 0 ? alpha * v : v
+  kClip,         // min(max(v, alpha), beta)
+  kSigmoid,      // 1 / (1 + exp(-v))
+  kHardSwish,    // v * clip(v / 6 + 0.5, 0, 1)
+  kSilu,         // v * sigmoid(v)
+  kAddResidual,  // v + R[i], R shaped like the pre-store output
+};
+
+struct EpilogueStep {
+  EpilogueKind kind;
+  double alpha = 0.0;
+  double beta = 0.0;
+  bool operator==(const EpilogueStep&) const = default;
+};
+
+// "relu", "leaky_relu", "clip", "sigmoid", "hardswish", "silu", "add_residual".
+std::string_view epilogue_name(EpilogueKind kind);
+std::optional<EpilogueKind> epilogue_kind(std::string_view name);
+
+// The steps of a node's 'epilogue' attributes. The alpha/beta lists are optional unless a
+// step reads them (leaky_relu, clip); when given they have one entry per step. A malformed
+// list is a UserError naming the node.
+std::vector<EpilogueStep> read_epilogue(const ir::Node& node);
+// Sets the three attributes (removes them for an empty epilogue, so that an unfused
+// contraction prints without them). alpha/beta are written for every step: a reader of the IR
+// then never has to know which steps use them.
+void write_epilogue(ir::Node& node, const std::vector<EpilogueStep>& steps);
+
+// One step on a value of the fp32 accumulator (computed here in double); `residual` is R at
+// the same position (read only by kAddResidual).
+double apply_epilogue_step(const EpilogueStep& step, double v, double residual);
+
+// Where the pre-store output [N, OH, OW, Co] goes.
+struct StoreMap {
+  enum class Kind { kNhwc, kDepthToSpace };
+  Kind kind = Kind::kNhwc;
+  // kDepthToSpace: out[n, oh*block + i, ow*block + j, c] = y[n, oh, ow, co] with
+  // co = (i*block + j)*C' + c (DCR) or c*block^2 + i*block + j (CRD), C' = Co / block^2.
+  int64_t block = 1;
+  bool dcr = true;
+};
+
+// The store attributes of a tessel.Conv; a bad kind, block or mode is a UserError.
+StoreMap read_store(const ir::Node& node);
+void write_store(ir::Node& node, const StoreMap& store);
+
+// The stored output shape for a pre-store NHWC shape [N, OH, OW, Co]; UserError naming the
+// node when Co is not divisible by block^2.
+Shape stored_shape(const ir::Node& node, const StoreMap& store, const Shape& pre_store);
+
+}  // namespace tessel::ops

@@ -1,0 +1,51 @@
+// The NHWC forms of ONNX's layout-sensitive ops that CNNs use, produced by convert-layout:
+// tessel.MaxPool, tessel.AveragePool, tessel.GlobalAveragePool and tessel.DepthToSpace. Each
+// has its ONNX op's attributes and semantics with X and Y in NHWC [N, H, W, C], and its
+// reference kernel is the ONNX kernel between two transposes. (The pools compute in double
+// and round once, as their ONNX kernels do; tessel.MaxPool has no Indices output.)
+#include "core/error.h"
+#include "ops/nn_common.h"
+#include "ops/tessel_ops.h"
+#include "ops/tessel_reference.h"
+
+namespace tessel::ops {
+namespace {
+
+void add_nhwc_op(ir::OpRegistry& r, const char* name, const char* onnx_op,
+                 std::vector<std::string> allowed) {
+  auto make_stand_in = [onnx_op](const ir::Node& node) {
+    return stand_in(node, onnx_op, node.attrs, 1);
+  };
+  r.add({.name = name,
+         .infer =
+             [allowed, make_stand_in](ir::InferContext& ctx) {
+               const ir::Node& node = ctx.node();
+               check_attributes(node, allowed);
+               require_rank(ctx, 0, "X", 4, 4);
+               const ir::TensorType x{ctx.dtype(0), permute_shape(ctx.shape(0), kNhwcToNchw)};
+               const ir::TensorType y =
+                   infer_stand_in(node, make_stand_in(node), {&x}, ctx.opset())[0];
+               ctx.set_output(0, y.dtype, permute_shape(y.shape, kNchwToNhwc));
+             },
+         .compute =
+             [make_stand_in](ir::KernelContext& ctx) {
+               const Tensor x = permute(ctx.input(0), kNhwcToNchw);
+               const Tensor y =
+                   run_stand_in(ctx.node(), make_stand_in(ctx.node()), {&x}, ctx.opset())[0];
+               store_output(ctx.output(0), permute(y, kNchwToNhwc));
+             }});
+}
+
+}  // namespace
+
+void register_tessel_layout_ops(ir::OpRegistry& r) {
+  add_nhwc_op(r, "tessel.MaxPool", "MaxPool",
+              {"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "strides"});
+  add_nhwc_op(r, "tessel.AveragePool", "AveragePool",
+              {"auto_pad", "ceil_mode", "count_include_pad", "dilations", "kernel_shape", "pads",
+               "strides"});
+  add_nhwc_op(r, "tessel.GlobalAveragePool", "GlobalAveragePool", {});
+  add_nhwc_op(r, "tessel.DepthToSpace", "DepthToSpace", {"blocksize", "mode"});
+}
+
+}  // namespace tessel::ops

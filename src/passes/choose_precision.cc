@@ -1,0 +1,271 @@
+// Chooses the storage precision of every float tensor: fp16 for activations and weights in
+// Precision::kFp16, with fp32 kept where it is needed or free.
+//
+// Which tensors must share a dtype is a property of each op: its "tied" float operands (Conv's
+// X, W, B and Y; Add's A, B and C; ...) must all have one dtype, while a few operands accept
+// any float dtype ("free": the fp32 bias of tessel.Conv / tessel.Gemm, BatchNormalization's
+// statistics, Resize's roi and scales, Dropout's ratio, the input of a Cast or of Shape). Tied
+// non-constant values are joined into classes (union-find); a class becomes fp16 unless one of
+// its values touches an op that must stay fp32:
+//  - QDQ and integer ops (QuantizeLinear, DequantizeLinear, QLinear*, *Integer) and every op
+//    not in the table below: their float operands and, through the ties, the float
+//    neighbours around them stay fp32 (int8 is a pass of its own, later);
+//  - nothing else: pools, Softmax and ReduceMean compute in fp32 internally (their reference
+//    kernels in double or float, the GPU ones in fp32) and only store fp16.
+// Free operands keep their dtype: biases, BN statistics and scales stay fp32 where the op
+// accepts it, so they are added in the fp32 accumulator at full precision. (ONNX's own Conv
+// and Gemm require the bias in X's dtype: convert-layout runs first so that convs and dense
+// layers are tessel ops by then.)
+//
+// The decision is made at the sources only -- constants of fp16 classes are converted (one
+// copy per constant), fp16 graph inputs get a Cast after them, Casts into an fp16 class cast to
+// fp16 -- and type inference carries it through the nodes. Graph outputs of fp16 classes get a
+// Cast back to fp32: the user sees the model's types. The only Casts the pass adds are these
+// edge Casts.
+#include <algorithm>
+#include <numeric>
+#include <string_view>
+#include <unordered_map>
+
+#include "core/error.h"
+#include "ir/infer.h"
+#include "ir/op_registry.h"
+#include "passes/passes.h"
+#include "passes/rewrite_util.h"
+
+namespace tessel::passes {
+namespace {
+
+using ir::kNoValue;
+using ir::ValueId;
+
+// ONNX TensorProto data types, for Cast's `to`.
+constexpr int64_t kOnnxFloat = 1;
+constexpr int64_t kOnnxFloat16 = 10;
+
+struct Fp16Op {
+  std::string_view op;
+  std::vector<int> free_inputs;  // float inputs that keep their dtype
+  // The output's dtype is an attribute (Cast's `to`): it is a source that takes the dtype its
+  // readers want, and the op ties nothing to it.
+  bool free_output = false;
+};
+
+// The ops whose reference (and GPU) kernels store fp16 and compute in fp32, with their free
+// inputs. Integer inputs (shapes, axes, indices) never change and need no entry.
+const std::vector<Fp16Op>& fp16_ops() {
+  static const std::vector<Fp16Op> kOps = {
+      {"tessel.Conv", {2}},
+      {"tessel.Gemm", {2}},
+      {"tessel.MaxPool", {}},
+      {"tessel.AveragePool", {}},
+      {"tessel.GlobalAveragePool", {}},
+      {"tessel.DepthToSpace", {}},
+      {"Conv", {}},
+      {"ConvTranspose", {}},
+      {"Gemm", {}},
+      {"MatMul", {}},
+      {"BatchNormalization", {1, 2, 3, 4}},
+      {"MaxPool", {}},
+      {"AveragePool", {}},
+      {"GlobalAveragePool", {}},
+      {"GlobalMaxPool", {}},
+      {"Relu", {}},
+      {"LeakyRelu", {}},
+      {"Sigmoid", {}},
+      {"HardSigmoid", {}},
+      {"HardSwish", {}},
+      {"Tanh", {}},
+      {"Softplus", {}},
+      {"Elu", {}},
+      {"Clip", {}},
+      {"PRelu", {}},
+      {"Add", {}},
+      {"Sub", {}},
+      {"Mul", {}},
+      {"Div", {}},
+      {"Identity", {}},
+      {"Dropout", {1}},
+      {"Softmax", {}},
+      {"LogSoftmax", {}},
+      {"ReduceMean", {}},
+      {"Resize", {1, 2}},
+      {"Transpose", {}},
+      {"Reshape", {}},
+      {"Flatten", {}},
+      {"Squeeze", {}},
+      {"Unsqueeze", {}},
+      {"Concat", {}},
+      {"Split", {}},
+      {"Slice", {}},
+      {"Pad", {}},
+      {"Gather", {}},
+      {"DepthToSpace", {}},
+      {"SpaceToDepth", {}},
+      {"Shape", {0}},
+      {"Cast", {0}, true},
+  };
+  return kOps;
+}
+
+const Fp16Op* find_fp16_op(const std::string& op) {
+  for (const Fp16Op& o : fp16_ops())
+    if (o.op == op) return &o;
+  return nullptr;
+}
+
+class UnionFind {
+ public:
+  explicit UnionFind(size_t n) : parent_(n) { std::iota(parent_.begin(), parent_.end(), 0); }
+  size_t find(size_t x) {
+    while (parent_[x] != x) x = parent_[x] = parent_[parent_[x]];
+    return x;
+  }
+  void join(size_t a, size_t b) { parent_[find(a)] = find(b); }
+
+ private:
+  std::vector<size_t> parent_;
+};
+
+class PrecisionChooser {
+ public:
+  explicit PrecisionChooser(ir::Graph g)
+      : g_(std::move(g)),
+        classes_(g_.values.size()),
+        tied_(g_.values.size(), 0),
+        pinned_(g_.values.size(), 0) {}
+
+  ir::Graph run() {
+    build_classes();
+    convert_constants();
+    cast_graph_inputs();
+    cast_graph_outputs();
+    ir::infer_types(g_, ir::OpRegistry::global());
+    return std::move(g_);
+  }
+
+ private:
+  bool is_f32(ValueId v) const { return v != kNoValue && g_.type(v).dtype == DType::kF32; }
+  bool is_const(ValueId v) const { return g_.value(v).is_constant(); }
+  // v is stored as fp16: an f32 activation tied by some fp16 op, in a class nothing pins. (A
+  // value no op ties -- read only by Casts, or passed straight to the output -- keeps its
+  // dtype, so running the pass twice changes nothing the second time.)
+  bool fp16(ValueId v) {
+    TESSEL_ICHECK(static_cast<size_t>(v) < tied_.size()) << "fp16() asked about a new value";
+    return is_f32(v) && !is_const(v) && tied_[v] && !pinned_[classes_.find(v)];
+  }
+
+  // The tied f32 operands of n (inputs then outputs); every float operand when n is not an
+  // fp16 op.
+  std::vector<ValueId> tied_operands(const ir::Node& n, const Fp16Op* op) const {
+    std::vector<ValueId> r;
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      const bool free =
+          op && std::count(op->free_inputs.begin(), op->free_inputs.end(), static_cast<int>(i));
+      if (is_f32(n.inputs[i]) && !free) r.push_back(n.inputs[i]);
+    }
+    if (op && op->free_output) return r;
+    for (ValueId v : n.outputs)
+      if (is_f32(v)) r.push_back(v);
+    return r;
+  }
+
+  void build_classes() {
+    std::vector<char> pin(g_.values.size(), 0);
+    for (const ir::Node& n : g_.nodes) {
+      const Fp16Op* op = find_fp16_op(n.op);
+      if (!op) {
+        for (ValueId v : n.inputs)
+          if (is_f32(v)) pin[v] = 1;
+        for (ValueId v : n.outputs)
+          if (is_f32(v)) pin[v] = 1;
+        continue;
+      }
+      ValueId previous = kNoValue;
+      for (ValueId v : tied_operands(n, op)) {
+        if (is_const(v)) continue;  // constants are converted per use, never join classes
+        tied_[v] = 1;
+        if (previous != kNoValue) classes_.join(v, previous);
+        previous = v;
+      }
+    }
+    for (size_t v = 0; v < pin.size(); ++v)
+      if (pin[v]) pinned_[classes_.find(v)] = 1;
+  }
+
+  // Tied f32 constants of nodes whose class is fp16 are replaced by fp16 copies.
+  void convert_constants() {
+    std::unordered_map<ValueId, ValueId> half;
+    UniqueNames names = UniqueNames::of_values(g_);
+    for (ir::Node& n : g_.nodes) {
+      const Fp16Op* op = find_fp16_op(n.op);
+      if (!op) continue;
+      std::vector<ValueId> tied = tied_operands(n, op);
+      auto var = std::find_if(tied.begin(), tied.end(), [&](ValueId v) { return !is_const(v); });
+      if (var == tied.end() || !fp16(*var)) continue;
+      for (size_t i = 0; i < n.inputs.size(); ++i) {
+        const ValueId c = n.inputs[i];
+        if (c == kNoValue || !is_const(c) || std::find(tied.begin(), tied.end(), c) == tied.end())
+          continue;
+        auto [it, inserted] = half.try_emplace(c, kNoValue);
+        if (inserted) {
+          Tensor t = g_.value(c).data->cast(DType::kF16);
+          it->second = g_.add_constant(names.fresh(g_.value(c).name + ".f16"), std::move(t));
+        }
+        n.inputs[i] = it->second;
+      }
+    }
+    for (ir::Node& n : g_.nodes)
+      if (n.op == "Cast" && n.get_int("to", 0) == kOnnxFloat && fp16(n.outputs[0]))
+        n.attrs["to"] = kOnnxFloat16;
+  }
+
+  void cast_graph_inputs() {
+    UniqueNames values = UniqueNames::of_values(g_), nodes = UniqueNames::of_nodes(g_);
+    std::vector<ir::Node> casts;
+    for (ValueId x : g_.inputs) {
+      if (!fp16(x)) continue;
+      const ValueId h =
+          g_.add_value(values.fresh(g_.value(x).name + ".f16"), {DType::kF16, g_.type(x).shape});
+      for (ir::Node& n : g_.nodes) std::replace(n.inputs.begin(), n.inputs.end(), x, h);
+      casts.push_back(ir::Node{
+          "Cast", nodes.fresh(g_.value(x).name + ".to_f16"), {x}, {h}, {{"to", kOnnxFloat16}}});
+    }
+    g_.nodes.insert(g_.nodes.begin(), casts.begin(), casts.end());
+  }
+
+  // The producer of an fp16 graph output y writes a new value; a Cast at the end writes y.
+  void cast_graph_outputs() {
+    UniqueNames values = UniqueNames::of_values(g_), nodes = UniqueNames::of_nodes(g_);
+    std::vector<char> done(g_.values.size(), 0);
+    for (ValueId y : std::vector<ValueId>(g_.outputs)) {
+      if (!fp16(y) || done[y] ||
+          std::find(g_.inputs.begin(), g_.inputs.end(), y) != g_.inputs.end())
+        continue;
+      done[y] = 1;
+      const ValueId h =
+          g_.add_value(values.fresh(g_.value(y).name + ".f16"), {DType::kF16, g_.type(y).shape});
+      for (ir::Node& n : g_.nodes) {
+        std::replace(n.inputs.begin(), n.inputs.end(), y, h);
+        std::replace(n.outputs.begin(), n.outputs.end(), y, h);
+      }
+      g_.add_node("Cast", nodes.fresh(g_.value(y).name + ".to_f32"), {h}, {y},
+                  {{"to", kOnnxFloat}});
+    }
+  }
+
+  ir::Graph g_;
+  UnionFind classes_;
+  std::vector<char> tied_;    // per value: a tied operand of some fp16 op
+  std::vector<char> pinned_;  // per class representative
+};
+
+}  // namespace
+
+ir::Graph choose_precision(ir::Graph g, Precision precision) {
+  if (precision == Precision::kFp32) return g;
+  TESSEL_ICHECK(precision == Precision::kFp16) << "unhandled precision";
+  return PrecisionChooser(std::move(g)).run();
+}
+
+}  // namespace tessel::passes

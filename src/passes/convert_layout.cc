@@ -1,0 +1,579 @@
+// Puts every tensor in the layout the GPU kernels read: 4-D activations NHWC, conv weights
+// OHWI, dense weights [N, K] (K contiguous), with Transposes only at the graph's edges and
+// where no NHWC form exists.
+//
+// Layout propagates forward in one walk over the nodes. Every 4-D activation v of the input
+// graph may have an NHWC twin; v's own id keeps the NCHW value and is materialised (a
+// Transpose from the twin) only where something still reads NCHW: an op without an NHWC form
+// or a graph output. Conv and Gemm always take their tessel form (a conv whose input is NCHW
+// gets a Transpose in front: at a graph input this is the edge transpose). Every other op
+// follows its inputs: it becomes NHWC when one of its activations already is, by
+//  - rewriting its attributes / constant operands: axes of Concat, Split, Slice, Pad, Resize,
+//    Softmax, ReduceMean; per-channel constants broadcast against NCHW ([C,1,1], [1,C,1,1])
+//    of the elementwise ops become NHWC broadcasts ([C]);
+//  - or taking its tessel form: tessel.MaxPool, tessel.AveragePool, tessel.GlobalAveragePool,
+//    tessel.DepthToSpace;
+//  - or, for Flatten/Reshape, reading the NHWC data directly when the flat element order is
+//    the same in both layouts (C == 1 or H == W == 1, the global-pool -> classifier case);
+//  - QuantizeLinear / DequantizeLinear of QDQ models follow like elementwise ops (a per-channel
+//    axis is remapped), so that a QDQ network is NHWC throughout as well.
+// Where none applies (a Flatten of 7x7 maps, an op without NHWC form), a Transpose back to
+// NCHW is inserted and carries the reason in its `layout_reason` attribute, which `tessel opt`
+// prints: interior transposes cost a full pass over memory and must be explainable.
+//
+// Weights are transposed here, at compile time: no runtime op. Biases keep their dtype and
+// shape. Tensor Core alignment: a conv (group 1) whose input channels Ci are not a multiple of
+// 8 (the RGB first layer) gets weights zero-padded to the next multiple and a Pad of its input
+// channels, placed right after the input's edge Transpose so that the lowering fuses both into
+// one kernel. Output channels that are not a multiple of 8 (the super-resolution net's 3-channel
+// tail) are left alone: the GPU kernels predicate the last partial tile along N.
+#include <algorithm>
+#include <cstring>
+#include <string_view>
+#include <unordered_map>
+
+#include "core/error.h"
+#include "ops/conv_geometry.h"
+#include "ops/tessel_reference.h"
+#include "passes/passes.h"
+#include "passes/rewrite_util.h"
+
+namespace tessel::passes {
+namespace {
+
+using ir::kNoValue;
+using ir::ValueId;
+
+constexpr int64_t kChannelAlignment = 8;  // 8 fp16 = 16 bytes: one ldmatrix / cp.async row
+constexpr char kReasonAttr[] = "layout_reason";
+
+// The NHWC position of NCHW axis a.
+int64_t nhwc_axis(int64_t a) { return a == 0 ? 0 : a == 1 ? 3 : a - 1; }
+
+template <size_t N>
+bool is_one_of(const std::string& op, const std::string_view (&ops)[N]) {
+  return std::find(std::begin(ops), std::end(ops), op) != std::end(ops);
+}
+
+// Ops that act per element on input 0 (other inputs, if any, are scalars).
+constexpr std::string_view kUnary[] = {"Relu",      "LeakyRelu", "Sigmoid",  "HardSigmoid",
+                                       "HardSwish", "Tanh",      "Softplus", "Elu",
+                                       "Clip",      "Identity",  "Cast",     "Dropout"};
+// Broadcasting elementwise ops.
+constexpr std::string_view kBinary[] = {"Add", "Sub", "Mul", "Div", "PRelu"};
+// Ops with a tessel NHWC form of the same attributes.
+constexpr std::string_view kWindow[] = {"MaxPool", "AveragePool", "GlobalAveragePool",
+                                        "DepthToSpace"};
+
+std::vector<int64_t> mapped_axes(const ir::Node& n, const std::vector<int64_t>& axes) {
+  std::vector<int64_t> r;
+  for (int64_t a : axes) r.push_back(nhwc_axis(normalize_axis(a, 4, n.label())));
+  return r;
+}
+
+// Per-axis operands of a 4-D op (Resize's scales / sizes, Pad's and Resize's begin/end lists)
+// are permuted by gathering their elements: t'[j] = t[index[j]].
+const std::vector<int64_t> kBeginEndToNhwc = {0, 2, 3, 1, 4, 6, 7, 5};
+
+Tensor gather_elements(const Tensor& t, const std::vector<int64_t>& index) {
+  Tensor r(t.dtype(), {static_cast<int64_t>(index.size())});
+  const size_t e = dtype_size(t.dtype());
+  for (size_t j = 0; j < index.size(); ++j)
+    std::memcpy(r.raw() + j * e, t.raw() + static_cast<size_t>(index[j]) * e, e);
+  return r;
+}
+
+// w with its last dim zero-padded to `to` entries.
+Tensor pad_last_dim(const Tensor& w, int64_t to) {
+  Shape s = w.shape();
+  const int64_t from = s.back();
+  s.back() = to;
+  Tensor r(w.dtype(), s);
+  const size_t esize = dtype_size(w.dtype());
+  const int64_t rows = from == 0 ? 0 : w.numel() / from;
+  for (int64_t i = 0; i < rows; ++i)
+    std::memcpy(r.raw() + i * to * esize, w.raw() + i * from * esize, from * esize);
+  return r;
+}
+
+class LayoutConverter {
+ public:
+  explicit LayoutConverter(ir::Graph g)
+      : g_(std::move(g)),
+        num_original_(g_.values.size()),
+        value_names_(UniqueNames::of_values(g_)),
+        node_names_(UniqueNames::of_nodes(g_)),
+        nhwc_(num_original_, kNoValue),
+        nchw_missing_(num_original_, 0) {}
+
+  ir::Graph run() {
+    std::vector<ir::Node> nodes = std::move(g_.nodes);
+    g_.nodes.clear();
+    for (const ir::Node& n : nodes) {
+      std::string why = n.label() + " has no NHWC form";
+      if (!convert(n, why)) keep(n, why);
+    }
+    for (ValueId v : g_.outputs) to_nchw(v, "");
+    g_.compact();
+    return std::move(g_);
+  }
+
+ private:
+  // ---- value bookkeeping --------------------------------------------------------------------
+
+  // A 4-D activation of the input graph: the values that have a layout.
+  bool tracked(ValueId v) const {
+    return v != kNoValue && static_cast<size_t>(v) < num_original_ && !g_.value(v).is_constant() &&
+           g_.type(v).shape.size() == 4;
+  }
+  bool has_nhwc(ValueId v) const { return tracked(v) && nhwc_[v] != kNoValue; }
+
+  ValueId add_value(const std::string& base, ir::TensorType type) {
+    return g_.add_value(value_names_.fresh(base), std::move(type));
+  }
+  ValueId add_constant(const std::string& base, Tensor t) {
+    return g_.add_constant(value_names_.fresh(base), std::move(t));
+  }
+  ValueId add_i64(const std::string& base, const std::vector<int64_t>& v) {
+    return add_constant(base, Tensor::from_vector<int64_t>({static_cast<int64_t>(v.size())}, v));
+  }
+  void emit(std::string op, const std::string& name, std::vector<ValueId> ins,
+            std::vector<ValueId> outs, ir::Attributes attrs = {}) {
+    g_.add_node(std::move(op), node_names_.fresh(name), std::move(ins), std::move(outs),
+                std::move(attrs));
+  }
+
+  // The NHWC twin of activation v, created by a Transpose on first use.
+  ValueId to_nhwc(ValueId v) {
+    TESSEL_ICHECK(tracked(v)) << "value " << g_.value(v).name << " has no layout";
+    if (nhwc_[v] == kNoValue) {
+      const ir::TensorType& t = g_.type(v);
+      nhwc_[v] = add_value(g_.value(v).name + ".nhwc",
+                           {t.dtype, ops::permute_shape(t.shape, ops::kNchwToNhwc)});
+      emit("Transpose", g_.value(v).name + ".to_nhwc", {v}, {nhwc_[v]},
+           {{"perm", ops::kNchwToNhwc}});
+    }
+    return nhwc_[v];
+  }
+
+  // Makes v's own id hold its NCHW value (a Transpose from the twin) if it does not yet.
+  void to_nchw(ValueId v, const std::string& reason) {
+    if (!tracked(v) || !nchw_missing_[v]) return;
+    ir::Attributes attrs = {{"perm", ops::kNhwcToNchw}};
+    if (!reason.empty()) attrs[kReasonAttr] = reason;
+    emit("Transpose", g_.value(v).name + ".to_nchw", {nhwc_[v]}, {v}, std::move(attrs));
+    nchw_missing_[v] = 0;
+  }
+
+  // A new NHWC value standing for output v of a converted node.
+  ValueId nhwc_output(ValueId v) {
+    TESSEL_ICHECK(tracked(v) && nhwc_[v] == kNoValue) << "output " << g_.value(v).name;
+    const ir::TensorType& t = g_.type(v);
+    nhwc_[v] = add_value(g_.value(v).name + ".nhwc",
+                         {t.dtype, ops::permute_shape(t.shape, ops::kNchwToNhwc)});
+    nchw_missing_[v] = 1;
+    return nhwc_[v];
+  }
+
+  // Constant operand c of a broadcasting op whose output is 4-D NCHW, rewritten to broadcast
+  // against NHWC: right-aligned to rank 4, permuted, leading 1s dropped ([1,C,1,1] -> [C]).
+  ValueId nhwc_constant(ValueId c) {
+    const Tensor& t = *g_.value(c).data;
+    if (t.numel() == 1) return c;  // a scalar broadcasts the same in any layout
+    auto [it, inserted] = nhwc_constants_.try_emplace(c, kNoValue);
+    if (!inserted) return it->second;
+    Shape s4(4 - t.shape().size(), 1);
+    s4.insert(s4.end(), t.shape().begin(), t.shape().end());
+    Tensor p = ops::permute(t.reshaped(s4), ops::kNchwToNhwc);
+    Shape s = p.shape();
+    s.erase(s.begin(), std::find_if(s.begin(), s.end(), [](int64_t d) { return d != 1; }));
+    it->second = add_constant(g_.value(c).name + ".nhwc", p.reshaped(s));
+    return it->second;
+  }
+
+  // An op that stays NCHW: its activations are made NCHW for it.
+  void keep(const ir::Node& n, const std::string& why) {
+    for (ValueId v : n.inputs) to_nchw(v, why);
+    g_.nodes.push_back(n);
+  }
+
+  // ---- conversions: each checks everything before it emits anything -----------------------
+
+  bool convert(const ir::Node& n, std::string& why) {
+    if (n.op == "Conv") return convert_conv(n, why);
+    if (n.op == "Gemm") return convert_gemm(n);
+    // Everything else follows its activations: NHWC only if one of them already is.
+    if (std::none_of(n.inputs.begin(), n.inputs.end(), [&](ValueId v) { return has_nhwc(v); }))
+      return false;
+    if (is_one_of(n.op, kWindow)) return convert_window(n, why);
+    if (is_one_of(n.op, kUnary)) return convert_unary(n);
+    if (is_one_of(n.op, kBinary)) return convert_binary(n, why);
+    if (n.op == "Concat") return convert_concat(n, why);
+    if (n.op == "Split") return convert_split(n);
+    if (n.op == "Slice") return convert_slice(n, why);
+    if (n.op == "Pad") return convert_pad(n, why);
+    if (n.op == "Resize") return convert_resize(n, why);
+    if (n.op == "Softmax" || n.op == "LogSoftmax") return convert_softmax(n, why);
+    if (n.op == "ReduceMean") return convert_reduce_mean(n, why);
+    if (n.op == "Flatten" || n.op == "Reshape") return convert_reshape(n, why);
+    if (n.op == "QuantizeLinear" || n.op == "DequantizeLinear") return convert_quantize(n, why);
+    return false;
+  }
+
+  bool is_const(ValueId v) const { return v != kNoValue && g_.value(v).is_constant(); }
+  ValueId input(const ir::Node& n, size_t i) const {
+    return i < n.inputs.size() ? n.inputs[i] : kNoValue;
+  }
+
+  // Conv -> tessel.Conv: NHWC input, OHWI weights, explicit pads, channels aligned.
+  bool convert_conv(const ir::Node& n, std::string& why) {
+    const ValueId x = n.inputs[0], w = n.inputs[1], b = input(n, 2);
+    if (!tracked(x)) return false;  // 1-D / 3-D convs have no NHWC form
+    if (!is_const(w)) {
+      why = n.label() + ": the weight is not a constant";
+      return false;
+    }
+    const ops::ConvGeometry geo = ops::plan_conv(n, g_.type(x).shape, g_.type(w).shape);
+    Tensor ohwi = ops::permute(*g_.value(w).data, ops::kNchwToNhwc);
+    ValueId in = to_nhwc(x);
+    const int64_t ci = geo.in_channels;
+    if (geo.group == 1 && ci % kChannelAlignment != 0) {
+      const int64_t aligned = (ci + kChannelAlignment - 1) / kChannelAlignment * kChannelAlignment;
+      ohwi = pad_last_dim(ohwi, aligned);
+      in = padded_channels(in, aligned);
+    }
+    ir::Attributes attrs;
+    auto any_not = [](const std::vector<int64_t>& v, int64_t d) {
+      return std::any_of(v.begin(), v.end(), [d](int64_t e) { return e != d; });
+    };
+    if (any_not(geo.strides, 1)) attrs["strides"] = geo.strides;
+    std::vector<int64_t> pads = geo.pad_begin;
+    pads.insert(pads.end(), geo.pad_end.begin(), geo.pad_end.end());
+    if (any_not(pads, 0)) attrs["pads"] = pads;
+    if (any_not(geo.dilations, 1)) attrs["dilations"] = geo.dilations;
+    if (geo.group != 1) attrs["group"] = geo.group;
+    std::vector<ValueId> ins = {in, add_constant(g_.value(w).name + ".ohwi", std::move(ohwi))};
+    if (b != kNoValue) ins.push_back(b);
+    g_.add_node("tessel.Conv", n.name, std::move(ins), {nhwc_output(n.outputs[0])},
+                std::move(attrs));
+    return true;
+  }
+
+  // x (NHWC) with its channels zero-padded to `aligned`; one Pad per value.
+  ValueId padded_channels(ValueId x, int64_t aligned) {
+    auto [it, inserted] = padded_.try_emplace(x, kNoValue);
+    if (!inserted) return it->second;
+    const ir::TensorType& t = g_.type(x);
+    Shape s = t.shape;
+    const int64_t extra = aligned - s[3];
+    s[3] = aligned;
+    it->second = add_value(g_.value(x).name + ".aligned", {t.dtype, s});
+    emit("Pad", g_.value(x).name + ".align_channels",
+         {x, add_i64(g_.value(x).name + ".channel_pads", {0, 0, 0, 0, 0, 0, 0, extra})},
+         {it->second});
+    return it->second;
+  }
+
+  // Gemm -> tessel.Gemm (Y = A W^T + b): weights [N, K], bias [N]. Layout-free, but the same
+  // rewrite as the conv's: the dense weight in the kernel's layout, the bias left in its dtype.
+  bool convert_gemm(const ir::Node& n) {
+    const ValueId a = n.inputs[0], bw = n.inputs[1], c = input(n, 2);
+    if (n.get_int("transA", 0) != 0 || n.get_float("alpha", 1.0) != 1.0) return false;
+    if (c != kNoValue && n.get_float("beta", 1.0) != 1.0) return false;
+    if (!is_const(bw) || g_.type(bw).shape.size() != 2) return false;
+    const bool trans_b = n.get_int("transB", 0) != 0;
+    const int64_t out = g_.type(bw).shape[trans_b ? 0 : 1];
+    ValueId bias = kNoValue;
+    if (c != kNoValue) {
+      // C broadcasts to [M, N]; as a bias it must be one value per column: [N] itself, or a
+      // constant [1, N] or scalar made into one.
+      const Shape& cs = g_.type(c).shape;
+      if (cs == Shape{out}) {
+        bias = c;
+      } else if (is_const(c) && (cs == Shape{1, out} || numel(cs) == 1)) {
+        const Tensor& t = *g_.value(c).data;
+        Tensor v(t.dtype(), {out});
+        for (int64_t i = 0; i < out; ++i) v.set_f64(i, t.get_f64(numel(cs) == 1 ? 0 : i));
+        bias = add_constant(g_.value(c).name + ".vector", std::move(v));
+      } else {
+        return false;
+      }
+    }
+    ValueId w = bw;
+    if (!trans_b)
+      w = add_constant(g_.value(bw).name + ".nk", ops::permute(*g_.value(bw).data, {1, 0}));
+    std::vector<ValueId> ins = {a, w};
+    if (bias != kNoValue) ins.push_back(bias);
+    g_.add_node("tessel.Gemm", n.name, std::move(ins), n.outputs);
+    return true;
+  }
+
+  // MaxPool, AveragePool, GlobalAveragePool, DepthToSpace -> their tessel NHWC forms.
+  bool convert_window(const ir::Node& n, std::string& why) {
+    if (n.outputs.size() != 1) {
+      why = n.label() + ": the Indices output has no NHWC form";
+      return false;
+    }
+    ir::Attributes attrs = n.attrs;
+    attrs.erase("storage_order");  // only orders the Indices output
+    g_.add_node("tessel." + n.op, n.name, {to_nhwc(n.inputs[0])}, {nhwc_output(n.outputs[0])},
+                std::move(attrs));
+    return true;
+  }
+
+  // Per-element ops: same node on the twin.
+  bool convert_unary(const ir::Node& n) {
+    if (n.outputs.size() != 1 || !tracked(n.inputs[0])) return false;
+    ir::Node c = n;
+    c.inputs[0] = to_nhwc(n.inputs[0]);
+    c.outputs[0] = nhwc_output(n.outputs[0]);
+    g_.nodes.push_back(std::move(c));
+    return true;
+  }
+
+  bool convert_binary(const ir::Node& n, std::string& why) {
+    if (!tracked(n.outputs[0])) return false;
+    for (ValueId v : n.inputs) {
+      if (tracked(v) || is_const(v) || numel(g_.type(v).shape) == 1) continue;
+      why = n.label() + ": operand " + g_.value(v).name + " " + g_.type(v).str() +
+            " is an activation of rank < 4";
+      return false;
+    }
+    ir::Node c = n;
+    for (ValueId& v : c.inputs) v = tracked(v) ? to_nhwc(v) : is_const(v) ? nhwc_constant(v) : v;
+    c.outputs[0] = nhwc_output(n.outputs[0]);
+    g_.nodes.push_back(std::move(c));
+    return true;
+  }
+
+  // QuantizeLinear / DequantizeLinear (QDQ models) act per element, with a scale and zero
+  // point per tensor or per channel along `axis`, which is remapped.
+  bool convert_quantize(const ir::Node& n, std::string& why) {
+    if (n.outputs.size() != 1 || n.inputs.size() < 2 || !tracked(n.inputs[0])) return false;
+    if (n.get_int("block_size", 0) != 0) {
+      why = n.label() + ": blocked quantization has no NHWC form";
+      return false;
+    }
+    ir::Node c = n;
+    c.inputs[0] = to_nhwc(n.inputs[0]);
+    if (numel(g_.type(n.inputs[1]).shape) > 1)
+      c.attrs["axis"] = mapped_axes(n, {n.get_int("axis", 1)})[0];
+    c.outputs[0] = nhwc_output(n.outputs[0]);
+    g_.nodes.push_back(std::move(c));
+    return true;
+  }
+
+  bool convert_concat(const ir::Node& n, std::string& why) {
+    for (ValueId v : n.inputs) {
+      if (tracked(v) || (is_const(v) && g_.type(v).shape.size() == 4)) continue;
+      why = n.label() + ": operand " + g_.value(v).name + " is not 4-D";
+      return false;
+    }
+    ir::Node c = n;
+    for (ValueId& v : c.inputs)
+      v = tracked(v) ? to_nhwc(v)
+                     : add_constant(g_.value(v).name + ".nhwc",
+                                    ops::permute(*g_.value(v).data, ops::kNchwToNhwc));
+    c.attrs["axis"] = mapped_axes(n, {n.require_int("axis")})[0];
+    c.outputs[0] = nhwc_output(n.outputs[0]);
+    g_.nodes.push_back(std::move(c));
+    return true;
+  }
+
+  bool convert_split(const ir::Node& n) {
+    if (!tracked(n.inputs[0])) return false;
+    ir::Node c = n;
+    c.inputs[0] = to_nhwc(n.inputs[0]);
+    c.attrs["axis"] = mapped_axes(n, {n.get_int("axis", 0)})[0];
+    for (ValueId& v : c.outputs) v = nhwc_output(v);
+    g_.nodes.push_back(std::move(c));
+    return true;
+  }
+
+  // Slice(data, starts, ends, axes?, steps?): the axes input, made explicit, is remapped.
+  bool convert_slice(const ir::Node& n, std::string& why) {
+    const ValueId axes = input(n, 3);
+    if (!tracked(n.inputs[0]) || n.inputs.size() < 3) return false;
+    if (axes != kNoValue && !is_const(axes)) {
+      why = n.label() + ": the axes input is not a constant";
+      return false;
+    }
+    std::vector<int64_t> list;
+    if (axes != kNoValue) {
+      list = g_.value(axes).data->to_i64_vector();
+    } else {
+      const Shape& starts = g_.type(n.inputs[1]).shape;
+      for (int64_t i = 0; i < (starts.empty() ? 1 : starts[0]); ++i) list.push_back(i);
+    }
+    ir::Node c = n;
+    c.inputs.resize(std::max<size_t>(c.inputs.size(), 4), kNoValue);
+    c.inputs[0] = to_nhwc(n.inputs[0]);
+    c.inputs[3] = add_i64(n.name + ".axes", mapped_axes(n, list));
+    c.outputs[0] = nhwc_output(n.outputs[0]);
+    g_.nodes.push_back(std::move(c));
+    return true;
+  }
+
+  // Pad(data, pads, constant_value?, axes?): remap the axes input if given, else the pads.
+  bool convert_pad(const ir::Node& n, std::string& why) {
+    const ValueId pads = input(n, 1), axes = input(n, 3);
+    if (!tracked(n.inputs[0]) || pads == kNoValue) return false;
+    if (!is_const(pads) || (axes != kNoValue && !is_const(axes))) {
+      why = n.label() + ": pads / axes are not constants";
+      return false;
+    }
+    const Tensor& p = *g_.value(pads).data;
+    if (axes == kNoValue && p.numel() != 8) return false;  // malformed: Pad's check reports it
+    ir::Node c = n;
+    c.inputs[0] = to_nhwc(n.inputs[0]);
+    if (axes != kNoValue) {
+      c.inputs[3] = add_i64(n.name + ".axes", mapped_axes(n, g_.value(axes).data->to_i64_vector()));
+    } else {
+      c.inputs[1] =
+          add_constant(g_.value(pads).name + ".nhwc", gather_elements(p, kBeginEndToNhwc));
+    }
+    c.outputs[0] = nhwc_output(n.outputs[0]);
+    g_.nodes.push_back(std::move(c));
+    return true;
+  }
+
+  // Resize(X, roi?, scales?, sizes?) from opset 11: the `axes` attribute if present, else the
+  // per-axis roi / scales / sizes (which must then be constants) are permuted.
+  bool convert_resize(const ir::Node& n, std::string& why) {
+    if (g_.opset < 11 || !tracked(n.inputs[0])) return false;
+    ir::Node c = n;
+    if (n.has_attr("axes")) {
+      c.attrs["axes"] = mapped_axes(n, n.get_ints("axes"));
+    } else {
+      // roi (input 1): begins and ends, 8 values; scales, sizes: one value per axis. Empty
+      // tensors stand for omitted inputs (opset 11).
+      auto expected = [](size_t i) { return i == 1 ? 8 : 4; };
+      for (size_t i = 1; i < 4; ++i) {
+        const ValueId v = input(n, i);
+        if (v == kNoValue || numel(g_.type(v).shape) == 0) continue;
+        if (!is_const(v)) {
+          why = n.label() + ": roi / scales / sizes are not constants";
+          return false;
+        }
+        if (numel(g_.type(v).shape) != expected(i)) return false;  // Resize's check reports it
+      }
+      for (size_t i = 1; i < 4; ++i) {
+        const ValueId v = input(n, i);
+        if (v == kNoValue || numel(g_.type(v).shape) == 0) continue;
+        c.inputs[i] = add_constant(
+            g_.value(v).name + ".nhwc",
+            gather_elements(*g_.value(v).data, i == 1 ? kBeginEndToNhwc : ops::kNchwToNhwc));
+      }
+    }
+    c.inputs[0] = to_nhwc(n.inputs[0]);
+    c.outputs[0] = nhwc_output(n.outputs[0]);
+    g_.nodes.push_back(std::move(c));
+    return true;
+  }
+
+  bool convert_softmax(const ir::Node& n, std::string& why) {
+    if (g_.opset < 13) {
+      why = n.label() + ": before opset 13 the axis flattens the trailing NCHW dims";
+      return false;
+    }
+    ir::Node c = n;
+    c.inputs[0] = to_nhwc(n.inputs[0]);
+    c.attrs["axis"] = mapped_axes(n, {n.get_int("axis", -1)})[0];
+    c.outputs[0] = nhwc_output(n.outputs[0]);
+    g_.nodes.push_back(std::move(c));
+    return true;
+  }
+
+  // ReduceMean: axes (attribute before opset 18, input since) remapped. Without keepdims the
+  // output has no layout; it is the same tensor in both layouts only when the kept axes come
+  // in the same order.
+  bool convert_reduce_mean(const ir::Node& n, std::string& why) {
+    const bool axes_input = g_.opset >= 18;
+    const ValueId axes_v = input(n, 1);
+    if (axes_input && axes_v != kNoValue && !is_const(axes_v)) {
+      why = n.label() + ": the axes input is not a constant";
+      return false;
+    }
+    const std::vector<int64_t> axes =
+        axes_input
+            ? (axes_v == kNoValue ? std::vector<int64_t>{} : g_.value(axes_v).data->to_i64_vector())
+            : n.get_ints("axes");
+    const bool keepdims = n.get_int("keepdims", 1) != 0;
+    const bool identity = axes.empty() && n.get_int("noop_with_empty_axes", 0) != 0;
+    const std::vector<int64_t> mapped = mapped_axes(n, axes);
+    const bool has_layout = keepdims || identity;
+    if (!has_layout && !axes.empty()) {
+      std::vector<int64_t> kept_nchw, kept_nhwc;
+      // Both lists name NCHW dims: in NCHW order, and in the order NHWC stores them.
+      auto reduced = [&](int64_t nhwc) {
+        return std::find(mapped.begin(), mapped.end(), nhwc) != mapped.end();
+      };
+      for (int64_t d = 0; d < 4; ++d) {
+        if (!reduced(nhwc_axis(d))) kept_nchw.push_back(d);
+        if (!reduced(d)) kept_nhwc.push_back(ops::kNchwToNhwc[d]);
+      }
+      if (kept_nchw != kept_nhwc) {
+        why = n.label() + ": keepdims = 0 would leave the kept axes in NHWC order";
+        return false;
+      }
+    }
+    ir::Node c = n;
+    c.inputs[0] = to_nhwc(n.inputs[0]);
+    if (!axes.empty()) {
+      if (axes_input) {
+        c.inputs[1] = add_i64(n.name + ".axes", mapped);
+      } else {
+        c.attrs["axes"] = mapped;
+      }
+    }
+    if (has_layout) c.outputs[0] = nhwc_output(n.outputs[0]);
+    g_.nodes.push_back(std::move(c));
+    return true;
+  }
+
+  // Flatten / Reshape of an NHWC value whose flat element order equals the NCHW one
+  // (C == 1 or H == W == 1): the same op on the twin, with the output's shape made explicit.
+  bool convert_reshape(const ir::Node& n, std::string& why) {
+    const ValueId x = n.inputs[0];
+    if (!tracked(x)) return false;
+    const Shape& s = g_.type(x).shape;
+    if (!(s[1] == 1 || (s[2] == 1 && s[3] == 1))) {
+      why = n.label() + " mixes channels with " + std::to_string(s[2]) + "x" +
+            std::to_string(s[3]) + " spatial dims: it reads NCHW order";
+      return false;
+    }
+    ir::Node c = n;
+    c.inputs[0] = to_nhwc(x);
+    // Flatten splits the dims at `axis`: for axis 0, 1 and 4 the split of the NHWC dims has
+    // the NCHW one's extents. Other splits, and Reshape (whose 0 entries copy input dims),
+    // become a Reshape to the static output shape. A 4-D result is the NCHW tensor itself.
+    bool same_split = false;
+    if (n.op == "Flatten") {
+      int64_t axis = n.get_int("axis", 1);
+      if (axis < 0) axis += 4;
+      same_split = axis == 0 || axis == 1 || axis == 4;
+    }
+    if (!same_split) {
+      c.op = "Reshape";
+      c.attrs.clear();
+      c.inputs = {c.inputs[0], add_i64(n.name + ".shape", g_.type(n.outputs[0]).shape)};
+    }
+    g_.nodes.push_back(std::move(c));
+    return true;
+  }
+
+  ir::Graph g_;
+  const size_t num_original_;
+  UniqueNames value_names_;
+  UniqueNames node_names_;
+  std::vector<ValueId> nhwc_;       // per original value: its NHWC twin, or kNoValue
+  std::vector<char> nchw_missing_;  // per original value: only the twin holds the data
+  std::unordered_map<ValueId, ValueId> nhwc_constants_;  // broadcast constants, rewritten
+  std::unordered_map<ValueId, ValueId> padded_;          // NHWC value -> channel-aligned copy
+};
+
+}  // namespace
+
+ir::Graph convert_layout(ir::Graph g) { return LayoutConverter(std::move(g)).run(); }
+
+}  // namespace tessel::passes

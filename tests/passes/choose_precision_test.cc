@@ -1,0 +1,149 @@
+#include <gtest/gtest.h>
+
+#include "ir/equal.h"
+#include "ir/parser.h"
+#include "passes/pass_test_util.h"
+#include "passes/passes.h"
+
+namespace tessel {
+namespace {
+
+// fp16 storage: inputs and outputs within 1e-2 of fp32 on inputs in [-1, 1] with O(1) weights.
+constexpr double kRtol = 1e-2;
+constexpr double kAtol = 1e-3;
+
+void expect_fp16(const std::string& before, const std::string& expected) {
+  testing::expect_pass_result("choose-precision-fp16", before, expected, kRtol, kAtol);
+}
+
+// Casts at the edges only; the fp16 weight is converted at compile time; the tessel conv's
+// bias stays fp32 (added to the fp32 accumulator).
+TEST(ChoosePrecision, Fp16InsideCastsAtTheEdgesFp32Bias) {
+  expect_fp16(R"(graph @g opset 17 {
+  input %x : f32[1,2,2,2]
+  const %w : f32[2,1,1,2] = [1.0, -1.0, 0.5, 2.0]
+  const %b : f32[2] = [0.5, -0.5]
+  %c = tessel.Conv(%x, %w, %b) : f32[1,2,2,2] @"conv"
+  %y = Relu(%c) : f32[1,2,2,2] @"relu"
+  output %y
+})",
+              R"(graph @g opset 17 {
+  input %x : f32[1,2,2,2]
+  const %w : f16[2,1,1,2] = [1.0, -1.0, 0.5, 2.0]
+  const %b : f32[2] = [0.5, -0.5]
+  %xh = Cast(%x) {to = 10} : f16[1,2,2,2] @"x.to_f16"
+  %c = tessel.Conv(%xh, %w, %b) : f16[1,2,2,2] @"conv"
+  %yh = Relu(%c) : f16[1,2,2,2] @"relu"
+  %y = Cast(%yh) {to = 1} : f32[1,2,2,2] @"y.to_f32"
+  output %y
+})");
+}
+
+// ONNX's Conv takes its bias in X's dtype, so the bias follows; BatchNormalization's statistics
+// and Resize's scales accept any float and stay fp32; Clip's bounds follow its input.
+TEST(ChoosePrecision, OperandsThatMustFollowAndOperandsThatStay) {
+  expect_fp16(R"(graph @g opset 17 {
+  input %x : f32[1,1,2,2]
+  const %w : f32[1,1,1,1] = [2.0]
+  const %b : f32[1] = [0.5]
+  const %gamma : f32[1] = [1.5]
+  const %beta : f32[1] = [0.25]
+  const %mean : f32[1] = [0.5]
+  const %var : f32[1] = [4.0]
+  const %lo : f32[] = [0.0]
+  const %hi : f32[] = [6.0]
+  const %scales : f32[4] = [1.0, 1.0, 2.0, 2.0]
+  %c = Conv(%x, %w, %b) : f32[1,1,2,2] @"conv"
+  %n = BatchNormalization(%c, %gamma, %beta, %mean, %var) : f32[1,1,2,2] @"bn"
+  %k = Clip(%n, %lo, %hi) : f32[1,1,2,2] @"relu6"
+  %y = Resize(%k, _, %scales) {mode = "nearest"} : f32[1,1,4,4] @"up"
+  output %y
+})",
+              R"(graph @g opset 17 {
+  input %x : f32[1,1,2,2]
+  const %w : f16[1,1,1,1] = [2.0]
+  const %b : f16[1] = [0.5]
+  const %gamma : f32[1] = [1.5]
+  const %beta : f32[1] = [0.25]
+  const %mean : f32[1] = [0.5]
+  const %var : f32[1] = [4.0]
+  const %lo : f16[] = [0.0]
+  const %hi : f16[] = [6.0]
+  const %scales : f32[4] = [1.0, 1.0, 2.0, 2.0]
+  %xh = Cast(%x) {to = 10} : f16[1,1,2,2] @"x.to_f16"
+  %c = Conv(%xh, %w, %b) : f16[1,1,2,2] @"conv"
+  %n = BatchNormalization(%c, %gamma, %beta, %mean, %var) : f16[1,1,2,2] @"bn"
+  %k = Clip(%n, %lo, %hi) : f16[1,1,2,2] @"relu6"
+  %yh = Resize(%k, _, %scales) {mode = "nearest"} : f16[1,1,4,4] @"up"
+  %y = Cast(%yh) {to = 1} : f32[1,1,4,4] @"y.to_f32"
+  output %y
+})");
+}
+
+// A QDQ region and the float tensors tied to it stay fp32; an unrelated branch goes fp16.
+TEST(ChoosePrecision, QdqRegionStaysFp32) {
+  expect_fp16(R"(graph @g opset 17 {
+  input %x : f32[4]
+  input %z : f32[4]
+  const %s : f32[] = [0.125]
+  const %zp : i8[] = [0]
+  %q = QuantizeLinear(%x, %s, %zp) : i8[4] @"q"
+  %d = DequantizeLinear(%q, %s, %zp) : f32[4] @"dq"
+  %y = Relu(%d) : f32[4] @"relu"
+  %w = Sigmoid(%z) : f32[4] @"sigmoid"
+  output %y
+  output %w
+})",
+              R"(graph @g opset 17 {
+  input %x : f32[4]
+  input %z : f32[4]
+  const %s : f32[] = [0.125]
+  const %zp : i8[] = [0]
+  %zh = Cast(%z) {to = 10} : f16[4] @"z.to_f16"
+  %q = QuantizeLinear(%x, %s, %zp) : i8[4] @"q"
+  %d = DequantizeLinear(%q, %s, %zp) : f32[4] @"dq"
+  %y = Relu(%d) : f32[4] @"relu"
+  %wh = Sigmoid(%zh) : f16[4] @"sigmoid"
+  %w = Cast(%wh) {to = 1} : f32[4] @"w.to_f32"
+  output %y
+  output %w
+})");
+}
+
+// A Cast into an fp16 region casts to fp16; an output that other nodes also read is cast once
+// at the end while the readers take the fp16 value.
+TEST(ChoosePrecision, InteriorCastAndOutputWithReaders) {
+  expect_fp16(R"(graph @g opset 17 {
+  input %i : i64[4]
+  input %x : f32[4]
+  %c = Cast(%i) {to = 1} : f32[4] @"cast"
+  %y = Add(%c, %x) : f32[4] @"add"
+  %s = Sigmoid(%y) : f32[4] @"sigmoid"
+  output %y
+  output %s
+})",
+              R"(graph @g opset 17 {
+  input %i : i64[4]
+  input %x : f32[4]
+  %xh = Cast(%x) {to = 10} : f16[4] @"x.to_f16"
+  %c = Cast(%i) {to = 10} : f16[4] @"cast"
+  %yh = Add(%c, %xh) : f16[4] @"add"
+  %sh = Sigmoid(%yh) : f16[4] @"sigmoid"
+  %y = Cast(%yh) {to = 1} : f32[4] @"y.to_f32"
+  %s = Cast(%sh) {to = 1} : f32[4] @"s.to_f32"
+  output %y
+  output %s
+})");
+}
+
+TEST(ChoosePrecision, Fp32IsTheModelAsGiven) {
+  const ir::Graph g = ir::parse_graph(R"(graph @g opset 17 {
+  input %x : f32[4]
+  %y = Relu(%x) : f32[4] @"relu"
+  output %y
+})");
+  EXPECT_EQ(ir::structural_diff(passes::choose_precision(g, passes::Precision::kFp32), g), "");
+}
+
+}  // namespace
+}  // namespace tessel

@@ -1,0 +1,269 @@
+#include <gtest/gtest.h>
+
+#include "ir/parser.h"
+#include "passes/pass_test_util.h"
+
+namespace tessel {
+namespace {
+
+// The RGB first conv: input channels 3 -> padded to 8 right after the input's edge Transpose,
+// weights OIHW [1,3,1,2] -> OHWI [1,1,2,3] -> zero-padded [1,1,2,8]. The Relu follows the
+// conv into NHWC; the graph output gets the edge Transpose back.
+TEST(ConvertLayout, ConvGetsOhwiWeightsAndAlignedChannels) {
+  testing::expect_pass_result("convert-layout", R"(graph @g opset 17 {
+  input %x : f32[1,3,4,4]
+  const %w : f32[1,3,1,2] = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
+  const %b : f32[1] = [0.5]
+  %c = Conv(%x, %w, %b) {kernel_shape = [1, 2], pads = [0, 0, 0, 1]} : f32[1,1,4,4] @"conv"
+  %y = Relu(%c) : f32[1,1,4,4] @"relu"
+  output %y
+})",
+                              R"(graph @g opset 17 {
+  input %x : f32[1,3,4,4]
+  const %w : f32[1,1,2,8] = [1.0, 3.0, 5.0, 0.0, 0.0, 0.0, 0.0, 0.0, 2.0, 4.0, 6.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+  const %pads : i64[8] = [0, 0, 0, 0, 0, 0, 0, 5]
+  const %b : f32[1] = [0.5]
+  %xt = Transpose(%x) {perm = [0, 2, 3, 1]} : f32[1,4,4,3] @"t0"
+  %xp = Pad(%xt, %pads) : f32[1,4,4,8] @"pad"
+  %c = tessel.Conv(%xp, %w, %b) {pads = [0, 0, 0, 1]} : f32[1,4,4,1] @"conv"
+  %r = Relu(%c) : f32[1,4,4,1] @"relu"
+  %y = Transpose(%r) {perm = [0, 3, 1, 2]} : f32[1,1,4,4] @"t1"
+  output %y
+})");
+}
+
+// auto_pad becomes explicit pads (SAME_UPPER, 4x4 with a 2x2 kernel: 1 at the end); a
+// depthwise conv (group = C = 3) keeps its 3 channels: alignment padding is for group 1 only.
+TEST(ConvertLayout, ExplicitPadsAndNoAlignmentForDepthwise) {
+  testing::expect_pass_result("convert-layout", R"(graph @g opset 17 {
+  input %x : f32[1,3,4,4]
+  const %w : f32[3,1,2,2] = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0]
+  %y = Conv(%x, %w) {auto_pad = "SAME_UPPER", group = 3} : f32[1,3,4,4] @"dw"
+  output %y
+})",
+                              R"(graph @g opset 17 {
+  input %x : f32[1,3,4,4]
+  const %w : f32[3,2,2,1] = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0]
+  %xt = Transpose(%x) {perm = [0, 2, 3, 1]} : f32[1,4,4,3] @"t0"
+  %c = tessel.Conv(%xt, %w) {group = 3, pads = [0, 0, 1, 1]} : f32[1,4,4,3] @"dw"
+  %y = Transpose(%c) {perm = [0, 3, 1, 2]} : f32[1,3,4,4] @"t1"
+  output %y
+})");
+}
+
+// Per-channel constants [1,C,1,1] and [C,1,1] broadcast against NHWC as [C]; the global pool
+// takes its NHWC form; Flatten of [N,1,1,C] reads the NHWC data as is (same flat order); the
+// dense layer's weight [K,N] (transB = 0) becomes [N,K]. Only the input edge Transpose remains.
+TEST(ConvertLayout, ClassifierHeadNeedsNoTranspose) {
+  testing::expect_pass_result("convert-layout", R"(graph @g opset 17 {
+  input %x : f32[1,8,2,2]
+  const %w : f32[2,8,1,1] = [1.0, -1.0, 0.5, 0.25, 2.0, -0.5, 1.5, 0.75, -1.0, 0.5, 1.0, -0.25, 0.125, 1.0, -2.0, 0.5]
+  const %s : f32[1,2,1,1] = [2.0, 3.0]
+  const %o : f32[2,1,1] = [0.5, -0.5]
+  const %fc : f32[2,3] = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
+  const %fb : f32[3] = [0.1, 0.2, 0.3]
+  %c = Conv(%x, %w) {kernel_shape = [1, 1]} : f32[1,2,2,2] @"conv"
+  %m = Mul(%c, %s) : f32[1,2,2,2] @"scale"
+  %a = Add(%m, %o) : f32[1,2,2,2] @"shift"
+  %p = GlobalAveragePool(%a) : f32[1,2,1,1] @"pool"
+  %f = Flatten(%p) {axis = 1} : f32[1,2] @"flatten"
+  %y = Gemm(%f, %fc, %fb) : f32[1,3] @"fc"
+  output %y
+})",
+                              R"(graph @g opset 17 {
+  input %x : f32[1,8,2,2]
+  const %w : f32[2,1,1,8] = [1.0, -1.0, 0.5, 0.25, 2.0, -0.5, 1.5, 0.75, -1.0, 0.5, 1.0, -0.25, 0.125, 1.0, -2.0, 0.5]
+  const %s : f32[2] = [2.0, 3.0]
+  const %o : f32[2] = [0.5, -0.5]
+  const %fc : f32[3,2] = [1.0, 4.0, 2.0, 5.0, 3.0, 6.0]
+  const %fb : f32[3] = [0.1, 0.2, 0.3]
+  %xt = Transpose(%x) {perm = [0, 2, 3, 1]} : f32[1,2,2,8] @"t0"
+  %c = tessel.Conv(%xt, %w) : f32[1,2,2,2] @"conv"
+  %m = Mul(%c, %s) : f32[1,2,2,2] @"scale"
+  %a = Add(%m, %o) : f32[1,2,2,2] @"shift"
+  %p = tessel.GlobalAveragePool(%a) : f32[1,1,1,2] @"pool"
+  %f = Flatten(%p) {axis = 1} : f32[1,2] @"flatten"
+  %y = tessel.Gemm(%f, %fc, %fb) : f32[1,3] @"fc"
+  output %y
+})");
+}
+
+// One channel: NHWC [1,2,2,1] has the NCHW flat order, so Flatten reads it directly. (Gemm's
+// weight is already [N,K] with transB = 1; its [1,N] bias becomes [N].)
+TEST(ConvertLayout, FlattenOfOneChannelNeedsNoTranspose) {
+  testing::expect_pass_result("convert-layout", R"(graph @g opset 17 {
+  input %x : f32[1,8,2,2]
+  const %w : f32[1,8,1,1] = [1.0, -1.0, 0.5, 0.25, 2.0, -0.5, 1.5, 0.75]
+  const %fc : f32[2,4] = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]
+  const %fb : f32[1,2] = [0.5, -0.5]
+  %c = Conv(%x, %w) : f32[1,1,2,2] @"conv"
+  %f = Flatten(%c) : f32[1,4] @"flatten"
+  %y = Gemm(%f, %fc, %fb) {transB = 1} : f32[1,2] @"fc"
+  output %y
+})",
+                              R"(graph @g opset 17 {
+  input %x : f32[1,8,2,2]
+  const %w : f32[1,1,1,8] = [1.0, -1.0, 0.5, 0.25, 2.0, -0.5, 1.5, 0.75]
+  const %fc : f32[2,4] = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]
+  const %fb : f32[2] = [0.5, -0.5]
+  %xt = Transpose(%x) {perm = [0, 2, 3, 1]} : f32[1,2,2,8] @"t0"
+  %c = tessel.Conv(%xt, %w) : f32[1,2,2,1] @"conv"
+  %y = Flatten(%c) : f32[1,4] @"flatten"
+  %z = tessel.Gemm(%y, %fc, %fb) : f32[1,2] @"fc"
+  output %z
+})");
+}
+
+// VGG's classifier at 224x224 flattens 7x7 maps: channels and pixels mix, so the Flatten reads
+// NCHW through a Transpose that says why.
+TEST(ConvertLayout, FlattenOfSpatialMapsTransposesBackAndSaysWhy) {
+  testing::expect_pass_result("convert-layout", R"(graph @g opset 17 {
+  input %x : f32[1,8,2,2]
+  const %w : f32[2,8,1,1] = [1.0, -1.0, 0.5, 0.25, 2.0, -0.5, 1.5, 0.75, -1.0, 0.5, 1.0, -0.25, 0.125, 1.0, -2.0, 0.5]
+  %c = Conv(%x, %w) : f32[1,2,2,2] @"conv"
+  %y = Flatten(%c) : f32[1,8] @"flatten"
+  output %y
+})",
+                              R"(graph @g opset 17 {
+  input %x : f32[1,8,2,2]
+  const %w : f32[2,1,1,8] = [1.0, -1.0, 0.5, 0.25, 2.0, -0.5, 1.5, 0.75, -1.0, 0.5, 1.0, -0.25, 0.125, 1.0, -2.0, 0.5]
+  %xt = Transpose(%x) {perm = [0, 2, 3, 1]} : f32[1,2,2,8] @"t0"
+  %ct = tessel.Conv(%xt, %w) : f32[1,2,2,2] @"conv"
+  %c = Transpose(%ct) {layout_reason = "Flatten 'flatten' mixes channels with 2x2 spatial dims: it reads NCHW order", perm = [0, 3, 1, 2]} : f32[1,2,2,2] @"t1"
+  %y = Flatten(%c) : f32[1,8] @"flatten"
+  output %y
+})");
+}
+
+// Ops whose semantics is per axis stay ONNX ops with remapped axes: NCHW axis 1 (C) is NHWC
+// axis 3, 2 (H) is 1, 3 (W) is 2. Pad's [begins, ends] and Resize's scales are permuted; Slice
+// gets explicit axes; ReduceMean over H, W without keepdims leaves [N, C] in both layouts.
+TEST(ConvertLayout, AxesOfPerAxisOpsAreRemapped) {
+  testing::expect_pass_result("convert-layout", R"(graph @g opset 17 {
+  input %x : f32[1,8,4,4]
+  const %w : f32[2,8,1,1] = [1.0, -1.0, 0.5, 0.25, 2.0, -0.5, 1.5, 0.75, -1.0, 0.5, 1.0, -0.25, 0.125, 1.0, -2.0, 0.5]
+  const %pads : i64[8] = [0, 0, 1, 0, 0, 0, 0, 1]
+  const %starts : i64[1] = [1]
+  const %ends : i64[1] = [3]
+  const %axes : i64[1] = [1]
+  const %scales : f32[4] = [1.0, 1.0, 2.0, 2.0]
+  %c = Conv(%x, %w) : f32[1,2,4,4] @"conv"
+  %r = Relu(%c) : f32[1,2,4,4] @"relu"
+  %cat = Concat(%c, %r) {axis = 1} : f32[1,4,4,4] @"cat"
+  %sm = Softmax(%cat) {axis = 1} : f32[1,4,4,4] @"sm"
+  %mp = MaxPool(%sm) {kernel_shape = [2, 2], strides = [2, 2]} : f32[1,4,2,2] @"mp"
+  %pd = Pad(%mp, %pads) : f32[1,4,3,3] @"pad"
+  %sl = Slice(%pd, %starts, %ends, %axes) : f32[1,2,3,3] @"slice"
+  %s1, %s2 = Split(%sl) {axis = 1} : f32[1,1,3,3], f32[1,1,3,3] @"split"
+  %ad = Sub(%s1, %s2) : f32[1,1,3,3] @"sub"
+  %rs = Resize(%ad, _, %scales) {mode = "nearest"} : f32[1,1,6,6] @"resize"
+  %rm = ReduceMean(%rs) {axes = [2, 3], keepdims = 0} : f32[1,1] @"mean"
+  output %rm
+})",
+                              R"(graph @g opset 17 {
+  input %x : f32[1,8,4,4]
+  const %w : f32[2,1,1,8] = [1.0, -1.0, 0.5, 0.25, 2.0, -0.5, 1.5, 0.75, -1.0, 0.5, 1.0, -0.25, 0.125, 1.0, -2.0, 0.5]
+  const %pads : i64[8] = [0, 1, 0, 0, 0, 0, 1, 0]
+  const %starts : i64[1] = [1]
+  const %ends : i64[1] = [3]
+  const %axes : i64[1] = [3]
+  const %scales : f32[4] = [1.0, 2.0, 2.0, 1.0]
+  %xt = Transpose(%x) {perm = [0, 2, 3, 1]} : f32[1,4,4,8] @"t0"
+  %c = tessel.Conv(%xt, %w) : f32[1,4,4,2] @"conv"
+  %r = Relu(%c) : f32[1,4,4,2] @"relu"
+  %cat = Concat(%c, %r) {axis = 3} : f32[1,4,4,4] @"cat"
+  %sm = Softmax(%cat) {axis = 3} : f32[1,4,4,4] @"sm"
+  %mp = tessel.MaxPool(%sm) {kernel_shape = [2, 2], strides = [2, 2]} : f32[1,2,2,4] @"mp"
+  %pd = Pad(%mp, %pads) : f32[1,3,3,4] @"pad"
+  %sl = Slice(%pd, %starts, %ends, %axes) : f32[1,3,3,2] @"slice"
+  %s1, %s2 = Split(%sl) {axis = 3} : f32[1,3,3,1], f32[1,3,3,1] @"split"
+  %ad = Sub(%s1, %s2) : f32[1,3,3,1] @"sub"
+  %rs = Resize(%ad, _, %scales) {mode = "nearest"} : f32[1,6,6,1] @"resize"
+  %rm = ReduceMean(%rs) {axes = [1, 2], keepdims = 0} : f32[1,1] @"mean"
+  output %rm
+})");
+}
+
+// An op without NHWC form gets its input back in NCHW, and the Transpose names it.
+TEST(ConvertLayout, OpWithoutNhwcFormGetsAnExplainedTranspose) {
+  testing::expect_pass_result("convert-layout", R"(graph @g opset 17 {
+  input %x : f32[1,8,2,2]
+  const %w : f32[1,8,1,1] = [1.0, -1.0, 0.5, 0.25, 2.0, -0.5, 1.5, 0.75]
+  %c = Conv(%x, %w) : f32[1,1,2,2] @"conv"
+  %y = GlobalMaxPool(%c) : f32[1,1,1,1] @"gmp"
+  output %y
+})",
+                              R"(graph @g opset 17 {
+  input %x : f32[1,8,2,2]
+  const %w : f32[1,1,1,8] = [1.0, -1.0, 0.5, 0.25, 2.0, -0.5, 1.5, 0.75]
+  %xt = Transpose(%x) {perm = [0, 2, 3, 1]} : f32[1,2,2,8] @"t0"
+  %ct = tessel.Conv(%xt, %w) : f32[1,2,2,1] @"conv"
+  %c = Transpose(%ct) {layout_reason = "GlobalMaxPool 'gmp' has no NHWC form", perm = [0, 3, 1, 2]} : f32[1,1,2,2] @"t1"
+  %y = GlobalMaxPool(%c) : f32[1,1,1,1] @"gmp"
+  output %y
+})");
+}
+
+// A conv whose weight is computed at run time has no tessel form; nothing around it becomes
+// NHWC, so no Transpose appears at all.
+TEST(ConvertLayout, LeavesConvWithRuntimeWeightAlone) {
+  const char* graph = R"(graph @g opset 17 {
+  input %x : f32[1,2,3,3]
+  input %w : f32[2,2,1,1]
+  %c = Conv(%x, %w) : f32[1,2,3,3] @"conv"
+  %y = Relu(%c) : f32[1,2,3,3] @"relu"
+  output %y
+})";
+  testing::expect_pass_result("convert-layout", graph, graph);
+}
+
+// QDQ models: QuantizeLinear / DequantizeLinear follow like elementwise ops; a per-channel
+// axis (1, C) is remapped to 3. A scalar Gemm bias becomes one value per output.
+TEST(ConvertLayout, QdqFollowsAndPerChannelAxisIsRemapped) {
+  testing::expect_pass_result("convert-layout", R"(graph @g opset 17 {
+  input %x : f32[1,8,2,2]
+  const %w : f32[2,8,1,1] = [1.0, -1.0, 0.5, 0.25, 2.0, -0.5, 1.5, 0.75, -1.0, 0.5, 1.0, -0.25, 0.125, 1.0, -2.0, 0.5]
+  const %s : f32[] = [0.125]
+  const %zp : u8[] = [128]
+  const %cs : f32[2] = [0.25, 0.5]
+  const %czp : u8[2] = [128, 128]
+  %c = Conv(%x, %w) : f32[1,2,2,2] @"conv"
+  %q = QuantizeLinear(%c, %s, %zp) : u8[1,2,2,2] @"q"
+  %d = DequantizeLinear(%q, %cs, %czp) {axis = 1} : f32[1,2,2,2] @"dq"
+  output %d
+})",
+                              R"(graph @g opset 17 {
+  input %x : f32[1,8,2,2]
+  const %w : f32[2,1,1,8] = [1.0, -1.0, 0.5, 0.25, 2.0, -0.5, 1.5, 0.75, -1.0, 0.5, 1.0, -0.25, 0.125, 1.0, -2.0, 0.5]
+  const %s : f32[] = [0.125]
+  const %zp : u8[] = [128]
+  const %cs : f32[2] = [0.25, 0.5]
+  const %czp : u8[2] = [128, 128]
+  %xt = Transpose(%x) {perm = [0, 2, 3, 1]} : f32[1,2,2,8] @"t0"
+  %c = tessel.Conv(%xt, %w) : f32[1,2,2,2] @"conv"
+  %q = QuantizeLinear(%c, %s, %zp) : u8[1,2,2,2] @"q"
+  %dt = DequantizeLinear(%q, %cs, %czp) {axis = 3} : f32[1,2,2,2] @"dq"
+  %d = Transpose(%dt) {perm = [0, 3, 1, 2]} : f32[1,2,2,2] @"t1"
+  output %d
+})");
+}
+
+TEST(ConvertLayout, ScalarGemmBiasBecomesAVector) {
+  testing::expect_pass_result("convert-layout", R"(graph @g opset 17 {
+  input %a : f32[2,3]
+  const %w : f32[2,3] = [1.0, -1.0, 0.5, 2.0, -0.5, 0.25]
+  const %c : f32[] = [0.5]
+  %y = Gemm(%a, %w, %c) {transB = 1} : f32[2,2] @"fc"
+  output %y
+})",
+                              R"(graph @g opset 17 {
+  input %a : f32[2,3]
+  const %w : f32[2,3] = [1.0, -1.0, 0.5, 2.0, -0.5, 0.25]
+  const %c : f32[2] = [0.5, 0.5]
+  %y = tessel.Gemm(%a, %w, %c) : f32[2,2] @"fc"
+  output %y
+})");
+}
+
+}  // namespace
+}  // namespace tessel

@@ -1,0 +1,148 @@
+#include <gtest/gtest.h>
+
+#include "passes/pass_test_util.h"
+
+namespace tessel {
+namespace {
+
+// A 1x1 conv over NHWC [1,2,2,2] with bias; the chains below read its output %c.
+std::string conv_then(const std::string& chain, const std::vector<std::string>& outputs = {"%y"},
+                      const std::string& constants = "") {
+  std::string text = R"(graph @g opset 17 {
+  input %x : f32[1,2,2,2]
+  const %w : f32[2,1,1,2] = [1.0, -1.0, 0.5, 2.0]
+  const %b : f32[2] = [0.5, -0.5]
+)" + constants + "  %c = tessel.Conv(%x, %w, %b) : f32[1,2,2,2] @\"conv\"\n" +
+                     chain;
+  for (const std::string& o : outputs) text += "  output " + o + "\n";
+  return text + "}";
+}
+
+std::string fused(const std::string& attrs, const std::string& rest = "") {
+  return R"(graph @g opset 17 {
+  input %x : f32[1,2,2,2]
+  const %w : f32[2,1,1,2] = [1.0, -1.0, 0.5, 2.0]
+  const %b : f32[2] = [0.5, -0.5]
+)" + rest +
+         "  %y = tessel.Conv(%x, %w, %b" + attrs + " : f32[1,2,2,2] @\"conv\"\n  output %y\n}";
+}
+
+TEST(Fuse, ReluBecomesTheEpilogue) {
+  testing::expect_pass_result(
+      "fuse", conv_then("  %y = Relu(%c) : f32[1,2,2,2] @\"relu\"\n"),
+      fused(R"() {epilogue = ["relu"], epilogue_alpha = [0.0], epilogue_beta = [0.0]})"));
+}
+
+// Steps keep their order and parameters. Clip's absent max is the fp32 range, as in Clip's
+// reference kernel.
+TEST(Fuse, ActivationChainInOrder) {
+  testing::expect_pass_result(
+      "fuse",
+      conv_then(R"(  %l = LeakyRelu(%c) {alpha = 0.5} : f32[1,2,2,2] @"leaky"
+  %k = Clip(%l, %lo) : f32[1,2,2,2] @"clip"
+  %h = HardSwish(%k) : f32[1,2,2,2] @"hswish"
+  %y = Sigmoid(%h) : f32[1,2,2,2] @"sigmoid"
+)",
+                {"%y"}, "  const %lo : f32[] = [-1.0]\n"),
+      fused(
+          R"() {epilogue = ["leaky_relu", "clip", "hardswish", "sigmoid"], epilogue_alpha = [0.5, -1.0, 0.0, 0.0], epilogue_beta = [0.0, 3.4028234663852886e+38, 0.0, 0.0]})"));
+}
+
+TEST(Fuse, SiluPattern) {
+  testing::expect_pass_result(
+      "fuse", conv_then(R"(  %s = Sigmoid(%c) : f32[1,2,2,2] @"sigmoid"
+  %y = Mul(%s, %c) : f32[1,2,2,2] @"mul"
+)"),
+      fused(R"() {epilogue = ["silu"], epilogue_alpha = [0.0], epilogue_beta = [0.0]})"));
+}
+
+// The residual branch is computed after the conv: the fused conv takes the Add's place, after
+// the branch, and reads it as R. Then the ReLU of the ResNet block.
+TEST(Fuse, ResidualComputedAfterTheConv) {
+  testing::expect_pass_result(
+      "fuse", conv_then(R"(  %r = Sigmoid(%x) : f32[1,2,2,2] @"branch"
+  %s = Add(%r, %c) : f32[1,2,2,2] @"add"
+  %y = Relu(%s) : f32[1,2,2,2] @"relu"
+)"),
+      fused(
+          R"(, %r) {epilogue = ["add_residual", "relu"], epilogue_alpha = [0.0, 0.0], epilogue_beta = [0.0, 0.0]})",
+          "  %r = Sigmoid(%x) : f32[1,2,2,2] @\"branch\"\n"));
+}
+
+// Each intermediate value must have the chain as its only reader, and a graph output is read by
+// the user: nothing fuses here.
+TEST(Fuse, SharedOrOutputValuesStop) {
+  const std::string shared = conv_then(R"(  %y = Relu(%c) : f32[1,2,2,2] @"relu"
+  %z = Sigmoid(%c) : f32[1,2,2,2] @"sigmoid"
+  %s = Add(%y, %z) : f32[1,2,2,2] @"add"
+)",
+                                       {"%s"});
+  testing::expect_pass_result("fuse", shared, shared);
+  const std::string output = conv_then("  %y = Relu(%c) : f32[1,2,2,2] @\"relu\"\n", {"%y", "%c"});
+  testing::expect_pass_result("fuse", output, output);
+}
+
+// A bound known only at run time is no epilogue parameter; a constant residual is a bias, not
+// a residual (and is left to the lowering).
+TEST(Fuse, RuntimeClipBoundAndConstantAddStay) {
+  const std::string clip = R"(graph @g opset 17 {
+  input %x : f32[1,2,2,2]
+  input %hi : f32[]
+  const %w : f32[2,1,1,2] = [1.0, -1.0, 0.5, 2.0]
+  %c = tessel.Conv(%x, %w) : f32[1,2,2,2] @"conv"
+  %y = Clip(%c, _, %hi) : f32[1,2,2,2] @"clip"
+  output %y
+})";
+  testing::expect_pass_result("fuse", clip, clip);
+  const std::string add = R"(graph @g opset 17 {
+  input %x : f32[1,2,2,2]
+  const %w : f32[2,1,1,2] = [1.0, -1.0, 0.5, 2.0]
+  const %k : f32[1,2,2,2] = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]
+  %c = tessel.Conv(%x, %w) : f32[1,2,2,2] @"conv"
+  %y = Add(%c, %k) : f32[1,2,2,2] @"add"
+  output %y
+})";
+  testing::expect_pass_result("fuse", add, add);
+}
+
+// The subpixel layer: LeakyRelu, then DepthToSpace as the conv's store. The store ends the
+// chain: the ReLU after it stays.
+TEST(Fuse, DepthToSpaceBecomesTheStore) {
+  const char* head = R"(graph @g opset 17 {
+  input %x : f32[1,2,2,2]
+  const %w : f32[8,1,1,2] = [1.0, -1.0, 0.5, 2.0, -0.5, 0.25, 1.5, -2.0, 0.75, 1.0, -1.5, 0.5, 2.0, 0.125, -0.25, 1.0]
+)";
+  testing::expect_pass_result(
+      "fuse", std::string(head) + R"(  %c = tessel.Conv(%x, %w) : f32[1,2,2,8] @"conv"
+  %l = LeakyRelu(%c) {alpha = 0.1} : f32[1,2,2,8] @"leaky"
+  %d = tessel.DepthToSpace(%l) {blocksize = 2, mode = "CRD"} : f32[1,4,4,2] @"d2s"
+  %y = Relu(%d) : f32[1,4,4,2] @"relu"
+  output %y
+})",
+      std::string(head) +
+          R"(  %d = tessel.Conv(%x, %w) {block = 2, epilogue = ["leaky_relu"], epilogue_alpha = [0.1], epilogue_beta = [0.0], mode = "CRD", store = "depth_to_space"} : f32[1,4,4,2] @"conv"
+  %y = Relu(%d) : f32[1,4,4,2] @"relu"
+  output %y
+})");
+}
+
+TEST(Fuse, GemmTakesAnEpilogue) {
+  testing::expect_pass_result("fuse", R"(graph @g opset 17 {
+  input %a : f32[2,3]
+  const %w : f32[2,3] = [1.0, -1.0, 0.5, 2.0, -0.5, 0.25]
+  const %b : f32[2] = [0.5, -0.5]
+  %c = tessel.Gemm(%a, %w, %b) : f32[2,2] @"fc"
+  %y = Relu(%c) : f32[2,2] @"relu"
+  output %y
+})",
+                              R"(graph @g opset 17 {
+  input %a : f32[2,3]
+  const %w : f32[2,3] = [1.0, -1.0, 0.5, 2.0, -0.5, 0.25]
+  const %b : f32[2] = [0.5, -0.5]
+  %y = tessel.Gemm(%a, %w, %b) {epilogue = ["relu"], epilogue_alpha = [0.0], epilogue_beta = [0.0]} : f32[2,2] @"fc"
+  output %y
+})");
+}
+
+}  // namespace
+}  // namespace tessel

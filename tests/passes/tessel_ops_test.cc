@@ -1,0 +1,315 @@
+// The tessel.* ops (src/ops/tessel_*.cc): hand-computed values, agreement with the ONNX ops
+// they generalise (through explicit Transpose nodes, independently of any pass), and the
+// errors their schemas raise. They live beside the pass tests because the passes are their
+// only producers.
+#include <gtest/gtest.h>
+
+#include "ir/infer.h"
+#include "ir/parser.h"
+#include "passes/pass_test_util.h"
+#include "runtime/cpu/executor.h"
+
+namespace tessel {
+namespace {
+
+// Runs a graph on the given input values (converted to each input's dtype) and returns output
+// 0 as doubles, after checking that the declared output type is the inferred one.
+std::vector<double> run(const std::string& text, const std::vector<std::vector<double>>& inputs) {
+  ir::Graph g = ir::parse_graph(text);
+  ir::Graph inferred = g;
+  ir::infer_types(inferred, ir::OpRegistry::global());
+  EXPECT_EQ(inferred.type(inferred.outputs[0]).str(), g.type(g.outputs[0]).str());
+  std::vector<Tensor> ins;
+  for (size_t i = 0; i < g.inputs.size(); ++i) {
+    const ir::TensorType& t = g.type(g.inputs[i]);
+    ins.push_back(Tensor::from_doubles(t.dtype, t.shape, inputs.at(i)));
+  }
+  const Tensor out = runtime::cpu::run_graph(g, ins).at(0);
+  std::vector<double> r;
+  for (int64_t i = 0; i < out.numel(); ++i) r.push_back(out.get_f64(i));
+  return r;
+}
+
+// The UserError that type inference raises on the graph, or "" if none.
+std::string infer_error(const std::string& text) {
+  ir::Graph g = ir::parse_graph(text);
+  try {
+    ir::infer_types(g, ir::OpRegistry::global());
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+using V = std::vector<double>;
+
+// y[co] = sum_ci x[ci] * w[co, 0, 0, ci] + b[co] with OHWI w: co0 = 1+2, co1 = 1-2,
+// co2 = 0.5+4 (+1 bias).
+constexpr char kPointwise[] = R"(graph @g opset 17 {
+  input %x : f32[1,1,1,2]
+  const %w : f32[3,1,1,2] = [1.0, 1.0, 1.0, -1.0, 0.5, 2.0]
+  const %b : f32[3] = [0.0, 0.0, 1.0]
+  %y = tessel.Conv(%x, %w, %b) EPILOGUE : f32[1,1,1,3] @"c"
+  output %y
+})";
+
+std::string with(std::string text, const std::string& key, const std::string& value) {
+  return text.replace(text.find(key), key.size(), value);
+}
+
+TEST(TesselConv, OhwiWeightsAndBias) {
+  EXPECT_EQ(run(with(kPointwise, "EPILOGUE", ""), {{1, 2}}), (V{3, -1, 5.5}));
+}
+
+TEST(TesselConv, ClipStep) {
+  const std::string attrs =
+      R"({epilogue = ["clip"], epilogue_alpha = [0.0], epilogue_beta = [4.0]})";
+  EXPECT_EQ(run(with(kPointwise, "EPILOGUE", attrs), {{1, 2}}), (V{3, 0, 4}));
+}
+
+// 3x3 image 1..9, kernel [[1, 0], [0, -1]], stride 2, pads [t, l, b, r] = [0, 0, 1, 1]:
+// windows at (0,0): 1 - 5, (0,2): 3 - pad, (2,0): 7 - pad, (2,2): 9. Then leaky_relu(0.5).
+TEST(TesselConv, PadsAreTopLeftBottomRight) {
+  const char* text = R"(graph @g opset 17 {
+  input %x : f32[1,3,3,1]
+  const %w : f32[1,2,2,1] = [1.0, 0.0, 0.0, -1.0]
+  %y = tessel.Conv(%x, %w) {strides = [2, 2], pads = [0, 0, 1, 1], epilogue = ["leaky_relu"], epilogue_alpha = [0.5], epilogue_beta = [0.0]} : f32[1,2,2,1] @"c"
+  output %y
+})";
+  EXPECT_EQ(run(text, {{1, 2, 3, 4, 5, 6, 7, 8, 9}}), (V{-2, 3, 7, 9}));
+}
+
+// [3, -1, 5.5] + R [-5, 2, 0] = [-2, 1, 5.5], then relu.
+TEST(TesselConv, ResidualThenRelu) {
+  const char* text = R"(graph @g opset 17 {
+  input %x : f32[1,1,1,2]
+  input %r : f32[1,1,1,3]
+  const %w : f32[3,1,1,2] = [1.0, 1.0, 1.0, -1.0, 0.5, 2.0]
+  const %b : f32[3] = [0.0, 0.0, 1.0]
+  %y = tessel.Conv(%x, %w, %b, %r) {epilogue = ["add_residual", "relu"]} : f32[1,1,1,3] @"c"
+  output %y
+})";
+  EXPECT_EQ(run(text, {{1, 2}, {-5, 2, 0}}), (V{0, 1, 5.5}));
+}
+
+// An identity 1x1 conv over 8 channels [0..7], stored by depth_to_space with block 2 (C' = 2).
+// DCR: out[i, j, c] = y[(2i + j) * 2 + c] -> 0..7 in order.
+// CRD: out[i, j, c] = y[4c + 2i + j]      -> (0,0): [0, 4], (0,1): [1, 5], (1,0): [2, 6], ...
+std::string depth_to_space_conv(const std::string& mode) {
+  std::string w;
+  for (int o = 0; o < 8; ++o)
+    for (int i = 0; i < 8; ++i) w += std::string(w.empty() ? "" : ", ") + (o == i ? "1.0" : "0.0");
+  return R"(graph @g opset 17 {
+  input %x : f32[1,1,1,8]
+  const %w : f32[8,1,1,8] = [)" +
+         w + R"(]
+  %y = tessel.Conv(%x, %w) {store = "depth_to_space", block = 2, mode = ")" +
+         mode +
+         R"("} : f32[1,2,2,2] @"c"
+  output %y
+})";
+}
+
+TEST(TesselConv, DepthToSpaceStore) {
+  const V x = {0, 1, 2, 3, 4, 5, 6, 7};
+  EXPECT_EQ(run(depth_to_space_conv("DCR"), {x}), (V{0, 1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_EQ(run(depth_to_space_conv("CRD"), {x}), (V{0, 4, 1, 5, 2, 6, 3, 7}));
+}
+
+// fp16 activations and weights with an fp32 bias; the output is fp16, rounded once. With
+// x = [1, 2^-11], w = [1, 1], b = 2^-11 the exact result 1 + 2^-10 is an fp16 number; rounding
+// the sum x.w = 1 + 2^-11 to fp16 first (a tie, to even: 1) would give 1 + 2^-11 -> 1 again.
+TEST(TesselConv, Fp16WithFp32BiasRoundsOnce) {
+  const char* text = R"(graph @g opset 17 {
+  input %x : f16[1,1,1,2]
+  const %w : f16[1,1,1,2] = [1.0, 1.0]
+  const %b : f32[1] = [0.00048828125]
+  %y = tessel.Conv(%x, %w, %b) : f16[1,1,1,1] @"c"
+  output %y
+})";
+  EXPECT_EQ(run(text, {{1.0, 0.00048828125}}), (V{1.0009765625}));
+}
+
+// Against ONNX's Conv (NCHW, OIHW) with every window attribute, the layouts converted by
+// explicit Transposes (the weight's at run time, so no pass is involved).
+TEST(TesselConv, MatchesOnnxConvWithGroupsStridesDilations) {
+  std::string w, b;
+  for (int i = 0; i < 4 * 2 * 3 * 2; ++i)
+    w += std::string(i ? ", " : "") + std::to_string((i * 37 % 17 - 8) / 8.0);
+  const char* attrs = "group = 2, strides = [2, 1], pads = [1, 0, 2, 1], dilations = [1, 2]";
+  const std::string onnx = std::string(R"(graph @g opset 17 {
+  input %x : f32[2,4,7,6]
+  const %w : f32[4,2,3,2] = [)") +
+                           w + R"(]
+  const %b : f32[4] = [0.5, -0.25, 1.0, 0.0]
+  %y = Conv(%x, %w, %b) {)" +
+                           attrs + R"(} : f32[2,4,4,5] @"c"
+  output %y
+})";
+  const std::string tessel = std::string(R"(graph @g opset 17 {
+  input %x : f32[2,4,7,6]
+  const %w : f32[4,2,3,2] = [)") +
+                             w + R"(]
+  const %b : f32[4] = [0.5, -0.25, 1.0, 0.0]
+  %xt = Transpose(%x) {perm = [0, 2, 3, 1]} : f32[2,7,6,4] @"xt"
+  %wt = Transpose(%w) {perm = [0, 2, 3, 1]} : f32[4,3,2,2] @"wt"
+  %yt = tessel.Conv(%xt, %wt, %b) {)" +
+                             attrs + R"(} : f32[2,4,5,4] @"c"
+  %y = Transpose(%yt) {perm = [0, 3, 1, 2]} : f32[2,4,4,5] @"yt"
+  output %y
+})";
+  testing::expect_same_numerics(ir::parse_graph(onnx), ir::parse_graph(tessel));
+}
+
+// The depth_to_space store (a 6-D view transpose of the NHWC result) against the conv followed
+// by tessel.DepthToSpace (ONNX's NCHW DepthToSpace between transposes): two implementations.
+TEST(TesselConv, DepthToSpaceStoreMatchesSeparateOp) {
+  std::string w;
+  for (int i = 0; i < 8 * 3 * 3 * 2; ++i)
+    w += std::string(i ? ", " : "") + std::to_string((i * 29 % 13 - 6) / 6.0);
+  for (const char* mode : {"DCR", "CRD"}) {
+    const std::string head = std::string(R"(graph @g opset 17 {
+  input %x : f32[1,3,4,2]
+  const %w : f32[8,3,3,2] = [)") +
+                             w + "]\n";
+    const std::string fused =
+        head +
+        R"(  %y = tessel.Conv(%x, %w) {pads = [1, 1, 1, 1], store = "depth_to_space", block = 2, mode = ")" +
+        mode + R"("} : f32[1,6,8,2] @"c"
+  output %y
+})";
+    const std::string separate =
+        head + R"(  %c = tessel.Conv(%x, %w) {pads = [1, 1, 1, 1]} : f32[1,3,4,8] @"c"
+  %y = tessel.DepthToSpace(%c) {blocksize = 2, mode = ")" +
+        mode + R"("} : f32[1,6,8,2] @"d"
+  output %y
+})";
+    testing::expect_same_numerics(ir::parse_graph(fused), ir::parse_graph(separate));
+  }
+}
+
+TEST(TesselConv, Errors) {
+  const std::string base = kPointwise;
+  EXPECT_EQ(infer_error(with(base, "EPILOGUE", R"({auto_pad = "SAME_UPPER"})")),
+            "tessel.Conv 'c': unknown attribute 'auto_pad' (expected strides, pads, dilations, "
+            "group, epilogue, epilogue_alpha, epilogue_beta, store, block, mode)");
+  EXPECT_EQ(infer_error(with(base, "EPILOGUE", R"({epilogue = ["add_residual"]})")),
+            "tessel.Conv 'c': epilogue step 'add_residual' needs the residual input R");
+  EXPECT_EQ(infer_error(with(base, "EPILOGUE", R"({epilogue = ["gelu"]})")),
+            "tessel.Conv 'c': unknown epilogue step 'gelu' (known: relu, leaky_relu, clip, "
+            "sigmoid, hardswish, silu, add_residual)");
+  EXPECT_EQ(infer_error(with(base, "EPILOGUE", R"({epilogue = ["clip"], epilogue_alpha = [0.0]})")),
+            "tessel.Conv 'c': epilogue step 'clip' needs 'epilogue_alpha' and 'epilogue_beta'");
+  EXPECT_EQ(
+      infer_error(with(base, "EPILOGUE", R"({epilogue = ["relu"], epilogue_alpha = [0.0, 1.0]})")),
+      "tessel.Conv 'c': 'epilogue_alpha' has 2 values, expected one per epilogue step (1)");
+  EXPECT_EQ(infer_error(with(base, "EPILOGUE", R"({store = "depth_to_space", block = 2})")),
+            "tessel.Conv 'c': 3 output channels are not divisible by block^2 = 4 (store = "
+            "depth_to_space)");
+  EXPECT_EQ(infer_error(with(base, "EPILOGUE", R"({store = "depth_to_space", block = 0})")),
+            "tessel.Conv 'c': block 0 must be positive");
+  EXPECT_EQ(
+      infer_error(with(base, "EPILOGUE", R"({store = "depth_to_space", block = 1, mode = "RCD"})")),
+      "tessel.Conv 'c': mode 'RCD' is not supported (DCR, CRD)");
+  EXPECT_EQ(infer_error(with(base, "EPILOGUE", R"({block = 2})")),
+            "tessel.Conv 'c': 'block' and 'mode' apply only to store = \"depth_to_space\"");
+  EXPECT_EQ(infer_error(with(base, "EPILOGUE", R"({epilogue = [1, 2]})")),
+            "tessel.Conv 'c': attribute 'epilogue' is ints, expected a list of strings");
+  EXPECT_EQ(infer_error(with(base, "EPILOGUE", R"({store = "nchw"})")),
+            "tessel.Conv 'c': store 'nchw' is not supported (nhwc, depth_to_space)");
+  // The ONNX Conv's own check, reported for the tessel node.
+  EXPECT_EQ(infer_error(with(with(base, "f32[1,1,1,2]", "f32[1,1,1,4]"), "EPILOGUE", "")),
+            "tessel.Conv 'c': weight W [3,1,1,2] has 2 input channels per group, expected 4 / "
+            "group 1");
+  EXPECT_EQ(infer_error(with(base, "EPILOGUE", R"({strides = [0, 1]})")),
+            "tessel.Conv 'c': attribute 'strides' value 0 must be >= 1 (checked as ONNX Conv on "
+            "the NCHW view)");
+  // Bias: f32 or X's dtype, one per output channel.
+  EXPECT_EQ(infer_error(with(with(base, "f32[3] = [0.0, 0.0, 1.0]", "f64[3] = [0.0, 0.0, 1.0]"),
+                             "EPILOGUE", "")),
+            "tessel.Conv 'c': bias B has dtype f64, expected f32");
+  EXPECT_EQ(infer_error(with(with(base, "f32[3] = [0.0, 0.0, 1.0]", "f32[2] = [0.0, 1.0]"),
+                             "EPILOGUE", "")),
+            "tessel.Conv 'c': bias B has shape [2], expected [3] (one value per output channel)");
+}
+
+TEST(TesselConv, ResidualMustMatchThePreStoreOutput) {
+  const char* text = R"(graph @g opset 17 {
+  input %x : f32[1,1,1,2]
+  input %r : f32[1,1,1,2]
+  const %w : f32[3,1,1,2] = [1.0, 1.0, 1.0, -1.0, 0.5, 2.0]
+  %y = tessel.Conv(%x, %w, _, %r) {epilogue = ["add_residual"]} : f32[1,1,1,3] @"c"
+  output %y
+})";
+  EXPECT_EQ(infer_error(text),
+            "tessel.Conv 'c': residual R is f32[1,1,1,2], expected "
+            "f32[1,1,1,3] (the output before the store)");
+  EXPECT_EQ(infer_error(with(text, R"( {epilogue = ["add_residual"]})", "")),
+            "tessel.Conv 'c': residual input R is given, so the epilogue needs exactly one "
+            "'add_residual' step, it has 0");
+}
+
+// A [1,2] x W[3,2]^T + b = [3, -1, 5.5]; + R [1, 1, -6] = [4, 0, -0.5]; relu.
+TEST(TesselGemm, BiasResidualRelu) {
+  const char* text = R"(graph @g opset 17 {
+  input %a : f32[1,2]
+  input %r : f32[1,3]
+  const %w : f32[3,2] = [1.0, 1.0, 1.0, -1.0, 0.5, 2.0]
+  const %b : f32[3] = [0.0, 0.0, 1.0]
+  %y = tessel.Gemm(%a, %w, %b, %r) {epilogue = ["add_residual", "relu"]} : f32[1,3] @"fc"
+  output %y
+})";
+  EXPECT_EQ(run(text, {{1, 2}, {1, 1, -6}}), (V{4, 0, 0}));
+  EXPECT_EQ(infer_error(with(text, R"({epilogue)", R"({store = "nhwc", epilogue)")),
+            "tessel.Gemm 'fc': unknown attribute 'store' (expected epilogue, epilogue_alpha, "
+            "epilogue_beta)");
+}
+
+// NHWC [1,2,2,2]: channel 0 is [1, 2, 3, 4] and channel 1 is [8, 7, 6, 5] over the 2x2 image.
+std::string nhwc_op(const std::string& op, const std::string& attrs, const std::string& out) {
+  return R"(graph @g opset 17 {
+  input %x : f32[1,2,2,2]
+  %y = )" +
+         op + "(%x) " + attrs + " : " + out + R"( @"p"
+  output %y
+})";
+}
+
+TEST(TesselLayoutOps, PoolsReduceEachChannel) {
+  const V x = {1, 8, 2, 7, 3, 6, 4, 5};
+  EXPECT_EQ(run(nhwc_op("tessel.MaxPool", "{kernel_shape = [2, 2]}", "f32[1,1,1,2]"), {x}),
+            (V{4, 8}));
+  EXPECT_EQ(run(nhwc_op("tessel.AveragePool", "{kernel_shape = [2, 2]}", "f32[1,1,1,2]"), {x}),
+            (V{2.5, 6.5}));
+  EXPECT_EQ(run(nhwc_op("tessel.GlobalAveragePool", "", "f32[1,1,1,2]"), {x}), (V{2.5, 6.5}));
+  // Pads and strides are ONNX's: 2x2 windows at stride 2 over the image padded by 1 each
+  // cover one pixel, so the result is the input.
+  EXPECT_EQ(
+      run(nhwc_op("tessel.MaxPool",
+                  "{kernel_shape = [2, 2], pads = [1, 1, 1, 1], strides = [2, 2]}", "f32[1,2,2,2]"),
+          {x}),
+      (V{1, 8, 2, 7, 3, 6, 4, 5}));
+}
+
+TEST(TesselLayoutOps, DepthToSpace) {
+  const char* text = R"(graph @g opset 17 {
+  input %x : f32[1,1,1,8]
+  %y = tessel.DepthToSpace(%x) {blocksize = 2, mode = "CRD"} : f32[1,2,2,2] @"d"
+  output %y
+})";
+  EXPECT_EQ(run(text, {{0, 1, 2, 3, 4, 5, 6, 7}}), (V{0, 4, 1, 5, 2, 6, 3, 7}));
+}
+
+TEST(TesselLayoutOps, Errors) {
+  EXPECT_EQ(infer_error(nhwc_op("tessel.MaxPool", "{kernel_shape = [2, 2], storage_order = 1}",
+                                "f32[1,1,1,2]")),
+            "tessel.MaxPool 'p': unknown attribute 'storage_order' (expected auto_pad, ceil_mode, "
+            "dilations, kernel_shape, pads, strides)");
+  // The ONNX op's check, reported for the tessel node.
+  EXPECT_EQ(infer_error(nhwc_op("tessel.MaxPool", "{kernel_shape = [2]}", "f32[1,1,1,2]")),
+            "tessel.MaxPool 'p': kernel_shape [2] has 1 values, expected 2 for input X [1,2,2,2] "
+            "(checked as ONNX MaxPool on the NCHW view)");
+}
+
+}  // namespace
+}  // namespace tessel
