@@ -1,0 +1,159 @@
+// Window kernels over NHWC activations: pools and depthwise/grouped convolution. One work
+// item is one output pixel's run of kVec consecutive channels, so that a warp reads and
+// writes whole 16-byte channel vectors of neighbouring pixels (NHWC makes channels the
+// contiguous dim). Accumulation is fp32 for every storage type.
+//
+// Problem supplies the compile-time geometry:
+//   using T;  kN, kH, kW, kC (input), kOH, kOW, kCo (output, pre-store), kKH, kKW, kSH, kSW,
+//   kPT, kPL (begin pads), kDH, kDW, kVec; and per kernel the members named below.
+#pragma once
+
+#include "tessel_op_common.cuh"
+
+namespace tessel {
+
+// Decomposes an item into (n, oh, ow, first channel c0).
+template <typename P, int kChannels>
+struct PixelItem {
+  int n, oh, ow, c0;
+  __device__ __forceinline__ explicit PixelItem(i64 i) {
+    constexpr int kGroups = kChannels / P::kVec;
+    c0 = static_cast<int>(i % kGroups) * P::kVec;
+    i /= kGroups;
+    ow = static_cast<int>(i % P::kOW);
+    i /= P::kOW;
+    oh = static_cast<int>(i % P::kOH);
+    n = static_cast<int>(i / P::kOH);
+  }
+};
+
+// MaxPool (P::kMax) or AveragePool. Taps outside the input are skipped; the average divides
+// by kKH * kKW when P::kCountIncludePad, else by the taps inside the input (0 taps: 0/0 = NaN,
+// and a max over no taps is P::kLowest, as the reference kernels define).
+template <typename P>
+struct Pool {
+  using T = typename P::T;
+  static constexpr i64 kItems = i64(P::kN) * P::kOH * P::kOW * (P::kC / P::kVec);
+
+  __device__ __forceinline__ static void item(const OpParams& p, i64 i) {
+    const PixelItem<P, P::kC> it(i);
+    const T* x = static_cast<const T*>(p.in[0]) + i64(it.n) * P::kH * P::kW * P::kC + it.c0;
+    float acc[P::kVec];
+#pragma unroll
+    for (int v = 0; v < P::kVec; ++v) acc[v] = P::kMax ? P::kLowest : 0.f;
+    int taps = 0;
+#pragma unroll
+    for (int kh = 0; kh < P::kKH; ++kh) {
+      const int ih = it.oh * P::kSH - P::kPT + kh * P::kDH;
+      if (ih < 0 || ih >= P::kH) continue;
+#pragma unroll
+      for (int kw = 0; kw < P::kKW; ++kw) {
+        const int iw = it.ow * P::kSW - P::kPL + kw * P::kDW;
+        if (iw < 0 || iw >= P::kW) continue;
+        Frag<T, P::kVec> f;
+        f.load(x + (i64(ih) * P::kW + iw) * P::kC);
+        ++taps;
+#pragma unroll
+        for (int v = 0; v < P::kVec; ++v) {
+          const float e = to_float(f.v[v]);
+          // NaN propagates through a max as in the reference (std::max keeps the first NaN
+          // only by accident; an explicit test keeps it deterministically).
+          acc[v] = P::kMax ? (e > acc[v] || e != e ? e : acc[v]) : acc[v] + e;
+        }
+      }
+    }
+    Frag<T, P::kVec> y;
+    const float scale = P::kMax ? 1.f : 1.f / (P::kCountIncludePad ? float(P::kKH * P::kKW) : float(taps));
+#pragma unroll
+    for (int v = 0; v < P::kVec; ++v) y.v[v] = from_float<T>(P::kMax ? acc[v] : acc[v] * scale);
+    T* out = static_cast<T*>(p.out[0]) + ((i64(it.n) * P::kOH + it.oh) * P::kOW + it.ow) * P::kC + it.c0;
+    y.store(out);
+  }
+};
+
+// GlobalAveragePool: one item per (n, channel vector), summing the H*W pixels in fp32.
+template <typename P>
+struct GlobalAveragePool {
+  using T = typename P::T;
+  static constexpr i64 kItems = i64(P::kN) * (P::kC / P::kVec);
+
+  __device__ __forceinline__ static void item(const OpParams& p, i64 i) {
+    const int c0 = static_cast<int>(i % (P::kC / P::kVec)) * P::kVec;
+    const i64 n = i / (P::kC / P::kVec);
+    const T* x = static_cast<const T*>(p.in[0]) + n * P::kH * P::kW * P::kC + c0;
+    float acc[P::kVec] = {};
+    for (int px = 0; px < P::kH * P::kW; ++px) {
+      Frag<T, P::kVec> f;
+      f.load(x + i64(px) * P::kC);
+#pragma unroll
+      for (int v = 0; v < P::kVec; ++v) acc[v] += to_float(f.v[v]);
+    }
+    Frag<T, P::kVec> y;
+#pragma unroll
+    for (int v = 0; v < P::kVec; ++v) y.v[v] = from_float<T>(acc[v] * (1.f / float(P::kH * P::kW)));
+    y.store(static_cast<T*>(p.out[0]) + n * P::kC + c0);
+  }
+};
+
+// Grouped convolution, NHWC input [N, H, W, C], OHWI weights [Co, KH, KW, kCig]. Output
+// channel co belongs to group co / kCog and reads input channels group * kCig + [0, kCig).
+// An item is kVec consecutive output channels of one pixel. In the depthwise case
+// (kCig == 1, kCog == 1) the kVec channels read kVec consecutive input channels: one
+// 16-byte load per tap. P::bias(p, co), P::epilogue(v, n, oh, ow, co) and
+// P::store_offset(n, oh, ow, co) finish each output (bias, fused steps, store map).
+template <typename P>
+struct GroupedConv {
+  using T = typename P::T;
+  static constexpr bool kDepthwise = P::kCig == 1 && P::kCog == 1;
+  static constexpr i64 kItems = i64(P::kN) * P::kOH * P::kOW * (P::kCo / P::kVec);
+
+  __device__ __forceinline__ static void item(const OpParams& p, i64 i) {
+    const PixelItem<P, P::kCo> it(i);
+    const T* x = static_cast<const T*>(p.in[0]) + i64(it.n) * P::kH * P::kW * P::kC;
+    const T* w = static_cast<const T*>(p.in[1]);
+    float acc[P::kVec] = {};
+#pragma unroll
+    for (int kh = 0; kh < P::kKH; ++kh) {
+      const int ih = it.oh * P::kSH - P::kPT + kh * P::kDH;
+      if (ih < 0 || ih >= P::kH) continue;
+#pragma unroll
+      for (int kw = 0; kw < P::kKW; ++kw) {
+        const int iw = it.ow * P::kSW - P::kPL + kw * P::kDW;
+        if (iw < 0 || iw >= P::kW) continue;
+        const T* px = x + (i64(ih) * P::kW + iw) * P::kC;
+        if constexpr (kDepthwise) {
+          Frag<T, P::kVec> f;
+          f.load(px + it.c0);
+#pragma unroll
+          for (int v = 0; v < P::kVec; ++v)
+            acc[v] += to_float(f.v[v]) * to_float(w[(i64(it.c0 + v) * P::kKH + kh) * P::kKW + kw]);
+        } else {
+#pragma unroll
+          for (int v = 0; v < P::kVec; ++v) {
+            const int co = it.c0 + v;
+            const T* xg = px + (co / P::kCog) * P::kCig;
+            const T* wc = w + ((i64(co) * P::kKH + kh) * P::kKW + kw) * P::kCig;
+            for (int k = 0; k < P::kCig; ++k) acc[v] += to_float(xg[k]) * to_float(wc[k]);
+          }
+        }
+      }
+    }
+    T* y = static_cast<T*>(p.out[0]);
+    if constexpr (P::kVectorStore) {
+      Frag<T, P::kVec> f;
+#pragma unroll
+      for (int v = 0; v < P::kVec; ++v)
+        f.v[v] = from_float<T>(P::epilogue(p, acc[v] + P::bias(p, it.c0 + v), it.n, it.oh, it.ow, it.c0 + v));
+      f.store(y + P::store_offset(it.n, it.oh, it.ow, it.c0));
+    } else {
+#pragma unroll
+      for (int v = 0; v < P::kVec; ++v) {
+        const int co = it.c0 + v;
+        y[P::store_offset(it.n, it.oh, it.ow, co)] =
+            from_float<T>(P::epilogue(p, acc[v] + P::bias(p, co), it.n, it.oh, it.ow, co));
+      }
+    }
+  }
+};
+
+}  // namespace tessel

@@ -1,0 +1,197 @@
+// The non-contraction op kernels on the GPU against the CPU reference executor: each case is
+// a one-node graph run by runtime::cpu::run_graph and by its generated kernel on the same
+// random inputs (never zero, so a kernel that drops a term shows), with the outputs poisoned
+// (0xff bytes: NaN for floats) before the launch, so that an element the kernel never writes
+// fails. Odd shapes exercise the narrow-vector and tail paths.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "codegen/cuda/op_kernels.h"
+#include "ir/infer.h"
+#include "ir/op_registry.h"
+#include "runtime/cpu/executor.h"
+#include "runtime/cuda/cuda_api.h"
+
+namespace tessel::codegen::cuda {
+namespace {
+
+namespace rt = runtime::cuda;
+
+struct Input {
+  ir::TensorType type;
+  Tensor constant;  // defined: a constant input (uploaded like any other, per the ABI)
+};
+Input act(DType t, Shape s) { return {{t, std::move(s)}, {}}; }
+Input ints(std::vector<int64_t> v) {
+  const int64_t n = static_cast<int64_t>(v.size());
+  return {{DType::kI64, {n}}, Tensor::from_vector<int64_t>({n}, v)};
+}
+
+// Values in ±[0.25, 2]: non-zero, of both signs, exact-ish in f16.
+Tensor random_tensor(const ir::TensorType& t, std::mt19937& rng) {
+  std::uniform_real_distribution<double> mag(0.25, 2.0);
+  std::bernoulli_distribution neg(0.5);
+  std::vector<double> v(static_cast<size_t>(numel(t.shape)));
+  for (double& x : v) x = t.dtype == DType::kBool ? 1.0 : (neg(rng) ? -1 : 1) * mag(rng);
+  return Tensor::from_doubles(t.dtype, t.shape, v);
+}
+
+// sqrt(sum (a - b)^2 / sum b^2); NaN anywhere (a poisoned, unwritten element) fails.
+double relative_l2(const Tensor& got, const Tensor& want) {
+  double num = 0, den = 0;
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    const double a = got.get_f64(i), b = want.get_f64(i);
+    if (std::isnan(a) != std::isnan(b)) return INFINITY;
+    if (std::isnan(b)) continue;
+    num += (a - b) * (a - b);
+    den += b * b;
+  }
+  return den == 0 ? std::sqrt(num) : std::sqrt(num / den);
+}
+
+void check_op(const std::string& op, const std::vector<Input>& inputs, ir::Attributes attrs = {},
+              int outputs = 1) {
+  std::string why;
+  if (!rt::cuda_available(&why)) GTEST_SKIP() << "no CUDA device: " << why;
+  ir::Graph g;
+  std::mt19937 rng(1234);
+  std::vector<ir::ValueId> ins;
+  std::vector<Tensor> all, graph_inputs;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const std::string name = "in" + std::to_string(i);
+    if (inputs[i].constant.defined()) {
+      ins.push_back(g.add_constant(name, inputs[i].constant));
+      all.push_back(inputs[i].constant);
+    } else {
+      ins.push_back(g.add_value(name, inputs[i].type));
+      g.inputs.push_back(ins.back());
+      all.push_back(random_tensor(inputs[i].type, rng));
+      graph_inputs.push_back(all.back());
+    }
+  }
+  std::vector<ir::ValueId> outs;
+  for (int i = 0; i < outputs; ++i) outs.push_back(g.add_value("out" + std::to_string(i), {}));
+  g.add_node(op, "node", ins, outs, std::move(attrs));
+  g.outputs = outs;
+  ir::infer_types(g, ir::OpRegistry::global());
+  const std::vector<Tensor> want = runtime::cpu::run_graph(g, graph_inputs);
+
+  const std::optional<std::string> cannot = can_emit_op(g, g.nodes[0]);
+  ASSERT_FALSE(cannot) << *cannot;
+  const OpKernelSource ks = emit_op(g, g.nodes[0]);
+  rt::CompileOptions options;
+  options.arch = rt::device_info().arch();
+  options.headers = ks.headers;
+  const auto module = rt::Module::load(rt::compile(ks.source, ks.name + ".cu", options).cubin);
+  void* fn = module->function(ks.name);
+
+  struct Params {
+    uint64_t in[8];
+    uint64_t out[4];
+  } params{};
+  std::vector<rt::DeviceBuffer> in_bufs, out_bufs;
+  for (size_t i = 0; i < all.size(); ++i) {
+    in_bufs.emplace_back(std::max<size_t>(all[i].nbytes(), 16));
+    in_bufs.back().upload(all[i].raw(), all[i].nbytes());
+    params.in[i] = in_bufs.back().ptr();
+  }
+  for (int j = 0; j < outputs; ++j) {
+    out_bufs.emplace_back(std::max<size_t>(want[j].nbytes(), 16));
+    out_bufs.back().fill_bytes(0xff);
+    params.out[j] = out_bufs.back().ptr();
+  }
+  void* args[] = {&params};
+  rt::LaunchConfig config;
+  for (int d = 0; d < 3; ++d) config.grid[d] = ks.grid[d], config.block[d] = ks.block[d];
+  config.smem_bytes = ks.smem_bytes;
+  rt::launch(fn, config, args);
+  rt::synchronize();
+  for (int j = 0; j < outputs; ++j) {
+    Tensor got(want[j].dtype(), want[j].shape());
+    out_bufs[j].download(got.raw(), got.nbytes());
+    const double tol = want[j].dtype() == DType::kF16 || want[j].dtype() == DType::kBF16 ? 1e-2 : 1e-5;
+    EXPECT_LE(relative_l2(got, want[j]), tol) << op << " output " << j << "\n" << ks.source;
+  }
+}
+
+using Ints = std::vector<int64_t>;
+
+TEST(OpKernelsGpu, Cast) {
+  check_op("Cast", {act(DType::kF32, {1, 3, 16, 24})}, {{"to", int64_t{10}}});
+  check_op("Cast", {act(DType::kF16, {1, 3, 5, 7})}, {{"to", int64_t{1}}});
+}
+
+TEST(OpKernelsGpu, CopiesAndReshapes) {
+  check_op("Flatten", {act(DType::kF16, {2, 5, 1, 1})}, {{"axis", int64_t{1}}});
+  check_op("Reshape", {act(DType::kF32, {3, 7}), ints({7, 3})});
+}
+
+TEST(OpKernelsGpu, Transpose) {
+  check_op("Transpose", {act(DType::kF16, {2, 3, 17, 33})}, {{"perm", Ints{0, 2, 3, 1}}});
+  check_op("Transpose", {act(DType::kF16, {1, 40, 37, 3})}, {{"perm", Ints{0, 3, 1, 2}}});
+  check_op("Transpose", {act(DType::kF16, {2, 3, 4, 8})}, {{"perm", Ints{0, 2, 1, 3}}});
+  check_op("Transpose", {act(DType::kF32, {2, 3, 4, 5})}, {{"perm", Ints{3, 1, 0, 2}}});
+}
+
+TEST(OpKernelsGpu, Pad) {
+  check_op("Pad", {act(DType::kF16, {1, 5, 7, 3}), ints({0, 0, 0, 0, 0, 0, 0, 5})});
+  check_op("Pad", {act(DType::kF32, {2, 3, 5}), ints({0, 1, 2, 1, 0, 3}), act(DType::kF32, {})});
+}
+
+TEST(OpKernelsGpu, ConcatSplitSlice) {
+  check_op("Concat", {act(DType::kF16, {1, 3, 3, 64}), act(DType::kF16, {1, 3, 3, 96}), act(DType::kF16, {1, 3, 3, 24})},
+           {{"axis", int64_t{3}}});
+  check_op("Concat", {act(DType::kF16, {1, 7, 7, 3}), act(DType::kF16, {1, 7, 7, 5})}, {{"axis", int64_t{3}}});
+  check_op("Split", {act(DType::kF32, {2, 6, 5})}, {{"axis", int64_t{1}}}, 2);
+  check_op("Slice", {act(DType::kF32, {4, 10}), ints({1, 9}), ints({4, 0}), ints({0, 1}), ints({1, -2})});
+}
+
+TEST(OpKernelsGpu, Elementwise) {
+  check_op("Add", {act(DType::kF16, {1, 8, 8, 32}), act(DType::kF16, {32})});
+  check_op("Mul", {act(DType::kF32, {2, 3, 5}), act(DType::kF32, {2, 1, 5})});
+  check_op("Clip", {act(DType::kF32, {3, 7}), act(DType::kF32, {}), act(DType::kF32, {})});
+  check_op("HardSwish", {act(DType::kF16, {1, 5, 5, 24})});
+  check_op("LeakyRelu", {act(DType::kF16, {3, 5})}, {{"alpha", 0.1}});
+  check_op("Sigmoid", {act(DType::kF32, {17})});
+}
+
+TEST(OpKernelsGpu, Pools) {
+  check_op("tessel.MaxPool", {act(DType::kF16, {1, 9, 9, 24})},
+           {{"kernel_shape", Ints{3, 3}}, {"strides", Ints{2, 2}}, {"ceil_mode", int64_t{1}}});
+  check_op("tessel.MaxPool", {act(DType::kF16, {1, 32, 32, 64})},
+           {{"kernel_shape", Ints{3, 3}}, {"strides", Ints{2, 2}}, {"pads", Ints{1, 1, 1, 1}}});
+  for (int64_t include : {0, 1})
+    check_op("tessel.AveragePool", {act(DType::kF32, {2, 7, 7, 6})},
+             {{"kernel_shape", Ints{3, 3}}, {"pads", Ints{1, 1, 1, 1}}, {"count_include_pad", include}});
+  check_op("tessel.AveragePool", {act(DType::kF16, {1, 8, 8, 5})},
+           {{"kernel_shape", Ints{2, 2}}, {"strides", Ints{3, 3}}, {"ceil_mode", int64_t{1}}, {"pads", Ints{1, 1, 0, 0}}});
+  check_op("tessel.GlobalAveragePool", {act(DType::kF16, {2, 5, 5, 40})});
+  check_op("tessel.GlobalAveragePool", {act(DType::kF32, {1, 3, 4, 7})});
+}
+
+TEST(OpKernelsGpu, DepthToSpace) {
+  check_op("tessel.DepthToSpace", {act(DType::kF16, {1, 4, 5, 32})}, {{"blocksize", int64_t{2}}, {"mode", std::string("CRD")}});
+  check_op("tessel.DepthToSpace", {act(DType::kF32, {2, 3, 3, 12})}, {{"blocksize", int64_t{2}}, {"mode", std::string("DCR")}});
+}
+
+TEST(OpKernelsGpu, DepthwiseAndGroupedConv) {
+  check_op("tessel.Conv", {act(DType::kF16, {1, 16, 16, 96}), act(DType::kF16, {96, 3, 3, 1}), act(DType::kF32, {96})},
+           {{"group", int64_t{96}}, {"pads", Ints{1, 1, 1, 1}}, {"strides", Ints{2, 2}},
+            {"epilogue", std::vector<std::string>{"clip"}}, {"epilogue_alpha", std::vector<double>{0.0}},
+            {"epilogue_beta", std::vector<double>{6.0}}});
+  check_op("tessel.Conv", {act(DType::kF16, {1, 7, 9, 20}), act(DType::kF16, {20, 3, 3, 1})},
+           {{"group", int64_t{20}}, {"pads", Ints{1, 1, 1, 1}}});
+  check_op("tessel.Conv", {act(DType::kF32, {1, 5, 6, 8}), act(DType::kF32, {4, 3, 3, 4}), act(DType::kF32, {4}),
+                           act(DType::kF32, {1, 5, 6, 4})},
+           {{"group", int64_t{2}}, {"pads", Ints{1, 1, 1, 1}},
+            {"epilogue", std::vector<std::string>{"add_residual", "relu"}}, {"store", std::string("depth_to_space")},
+            {"block", int64_t{2}}, {"mode", std::string("CRD")}});
+  check_op("tessel.Conv", {act(DType::kF16, {1, 6, 6, 16}), act(DType::kF16, {32, 3, 3, 1}), act(DType::kF16, {32})},
+           {{"group", int64_t{16}}, {"pads", Ints{1, 1, 1, 1}}, {"store", std::string("depth_to_space")},
+            {"block", int64_t{2}}, {"mode", std::string("DCR")}});
+}
+
+}  // namespace
+}  // namespace tessel::codegen::cuda
