@@ -3,7 +3,7 @@
 // (Add, Sub, Mul, Div). Identity, Dropout, Cast and Constant live in elementwise_data.cc.
 //
 // Kernels are templated on the element type and instantiated only for the dtypes each op
-// accepts; f16 and bf16 are computed in f32 (see compute_widened).
+// accepts; f16 and bf16 are computed in f32 (see compute_widened in elementwise_common.h).
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "ops/all_ops.h"
 #include "ops/broadcast.h"
+#include "ops/elementwise_common.h"
 #include "ops/elementwise_data.h"
 #include "ops/more_ops.h"
 #include "ops/tensor_util.h"
@@ -23,33 +24,6 @@ constexpr DType kReluTypes[] = {DType::kF32, DType::kF16, DType::kBF16, DType::k
                                 DType::kI8,  DType::kI32, DType::kI64};
 constexpr DType kPReluTypes[] = {DType::kF32, DType::kF16, DType::kBF16,
                                  DType::kF64, DType::kI32, DType::kI64};
-
-bool is_16bit_float(DType t) { return t == DType::kF16 || t == DType::kBF16; }
-
-// The host has no 16-bit float arithmetic: f16/bf16 inputs are widened to f32, the kernel runs
-// in f32 and the result is rounded once on store, as numpy and onnxruntime do. body(ins, out)
-// sees the widened inputs (an undefined Tensor for an omitted one) and an output whose dtype
-// is the widened one.
-template <typename Body>
-void compute_widened(ir::KernelContext& ctx, Body&& body) {
-  std::vector<Tensor> ins;
-  for (int i = 0; i < ctx.num_inputs(); ++i) {
-    if (!ctx.has_input(i)) {
-      ins.emplace_back();
-      continue;
-    }
-    const Tensor& t = ctx.input(i);
-    ins.push_back(is_16bit_float(t.dtype()) ? t.cast(DType::kF32) : t);
-  }
-  Tensor& out = ctx.output(0);
-  if (!is_16bit_float(out.dtype())) {
-    body(ins, out);
-    return;
-  }
-  Tensor wide(DType::kF32, out.shape());
-  body(ins, wide);
-  out = wide.cast(out.dtype());
-}
 
 // min(max(v, lo), hi), written so that NaN propagates (std::min/std::max would drop it) and
 // so that lo > hi yields hi, as ONNX's Clip specifies.
@@ -197,33 +171,6 @@ void compute_clip(ir::KernelContext& ctx) {
 }
 
 // ---- binary (broadcasting) ------------------------------------------------------------------
-
-// out = op(a, b) with numpy broadcasting; out has the broadcast shape.
-template <typename T, typename Op>
-void binary_loop(const Tensor& a, const Tensor& b, Tensor& out, Op op) {
-  const T* pa = a.data<T>();
-  const T* pb = b.data<T>();
-  T* po = out.data<T>();
-  const BroadcastRuns<2> runs(out.shape(), {&a.shape(), &b.shape()});
-  runs.for_each([&](int64_t o, int64_t n, const auto& off, const auto& step) {
-    const T* x = pa + off[0];
-    const T* y = pb + off[1];
-    T* z = po + o;
-    // Separate loops per broadcast pattern so that the compiler vectorises each.
-    if (step[0] && step[1]) {
-      for (int64_t j = 0; j < n; ++j) z[j] = op(x[j], y[j]);
-    } else if (step[0]) {
-      const T c = *y;
-      for (int64_t j = 0; j < n; ++j) z[j] = op(x[j], c);
-    } else if (step[1]) {
-      const T c = *x;
-      for (int64_t j = 0; j < n; ++j) z[j] = op(c, y[j]);
-    } else {
-      const T v = op(*x, *y);
-      for (int64_t j = 0; j < n; ++j) z[j] = v;
-    }
-  });
-}
 
 // Integer arithmetic wraps around as in numpy (two's complement), computed in the unsigned
 // type because signed overflow is undefined in C++.

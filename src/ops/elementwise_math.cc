@@ -4,8 +4,9 @@
 // Every binary and variadic op broadcasts as numpy does.
 //
 // As in elementwise.cc, f16 and bf16 are widened to f32, computed there and rounded once on
-// store; integer arithmetic wraps around (two's complement) as numpy's does. Each op accepts
-// the union of the types ONNX allows it over opsets 11-18, restricted to tessel's dtypes.
+// store (elementwise_common.h); integer arithmetic wraps around (two's complement) as numpy's
+// does. Each op accepts the union of the types ONNX allows it over opsets 11-18, restricted to
+// tessel's dtypes.
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -15,6 +16,7 @@
 
 #include "core/error.h"
 #include "ops/broadcast.h"
+#include "ops/elementwise_common.h"
 #include "ops/more_ops.h"
 #include "ops/tensor_util.h"
 
@@ -36,23 +38,6 @@ constexpr DType kAllTypes[] = {DType::kF32, DType::kF16, DType::kBF16, DType::kF
 constexpr int kVariadic = std::numeric_limits<int32_t>::max();
 
 // ---- dtype plumbing -------------------------------------------------------------------------
-
-bool is_16bit_float(DType t) { return t == DType::kF16 || t == DType::kBF16; }
-
-// The host has no 16-bit float arithmetic: f16/bf16 are read as f32.
-Tensor widened(const Tensor& t) { return is_16bit_float(t.dtype()) ? t.cast(DType::kF32) : t; }
-
-// Runs body(y) with y the output in its widened dtype, then rounds it into `out` once.
-template <typename Body>
-void store_widened(Tensor& out, Body&& body) {
-  if (!is_16bit_float(out.dtype())) {
-    body(out);
-    return;
-  }
-  Tensor wide(DType::kF32, out.shape());
-  body(wide);
-  out = wide.cast(out.dtype());
-}
 
 template <typename T>
 T wrap_neg(T x) {
@@ -80,19 +65,6 @@ T from_double(double v) {
 }
 
 // ---- broadcasting loops ---------------------------------------------------------------------
-
-// out = op(a, b) elementwise with numpy broadcasting; out has the broadcast shape.
-template <typename TA, typename TB, typename TO, typename Op>
-void broadcast_binary(const Tensor& a, const Tensor& b, Tensor& out, const Op& op) {
-  const TA* pa = a.data<TA>();
-  const TB* pb = b.data<TB>();
-  TO* po = out.data<TO>();
-  const BroadcastRuns<2> runs(out.shape(), {&a.shape(), &b.shape()});
-  runs.for_each([&](int64_t o, int64_t n, const auto& off, const auto& step) {
-    for (int64_t j = 0; j < n; ++j)
-      po[o + j] = static_cast<TO>(op(pa[off[0] + j * step[0]], pb[off[1] + j * step[1]]));
-  });
-}
 
 // out = `in` broadcast to out's shape.
 template <typename T>
@@ -288,7 +260,7 @@ void register_mod(ir::OpRegistry& r) {
                                << ctx.node().label() << ": integer modulus by zero (element " << i
                                << " of the divisor)";
                        }
-                       broadcast_binary<T, T, T>(a, b, y, op);
+                       binary_loop<T>(a, b, y, op);
                      });
                });
              }});
@@ -339,7 +311,7 @@ void add_variadic(ir::OpRegistry& r, const char* name, std::span<const DType> ty
                    // acc has the output's shape, so each element is read before it is
                    // overwritten at the same offset.
                    for (int i = 1; i < ctx.num_inputs(); ++i)
-                     broadcast_binary<T, T, T>(acc, widened(ctx.input(i)), acc, Op{});
+                     binary_loop<T>(acc, widened(ctx.input(i)), acc, Op{});
                    if constexpr (std::is_floating_point_v<T>) {
                      if (mean) {
                        T* p = acc.data<T>();

@@ -39,6 +39,8 @@ ir::Graph one_node(const std::string& op, const std::vector<Input>& inputs, ir::
   return g;
 }
 
+using Ints = std::vector<int64_t>;
+
 Input act(DType t, Shape s) { return {{t, std::move(s)}, {}}; }
 Input ints(std::vector<int64_t> v) {
   const int64_t n = static_cast<int64_t>(v.size());
@@ -147,6 +149,26 @@ TEST_F(OpKernelsTest, GroupedConvWithEpilogueAndStoreMap) {
                    "kCig = 4, kCog = 2");
 }
 
+TEST_F(OpKernelsTest, SoftmaxTakesOneWarpPerContiguousRow) {
+  // Last axis (opset 17 default -1): 6 rows of 1000 logits, 8 warps (rows) per block.
+  const OpKernelSource rows =
+      emit_and_compile(one_node("Softmax", {act(DType::kF16, {2, 3, 1000})}), "kOuter = 6, kN = 1000, kInner = 1");
+  EXPECT_NE(rows.source.find("SoftmaxRows<Problem>::run"), std::string::npos);
+  EXPECT_EQ(rows.grid[0], 1u);
+  // A middle axis is strided: one thread per (outer, inner) pair.
+  const OpKernelSource strided = emit_and_compile(
+      one_node("Softmax", {act(DType::kF32, {2, 5, 3})}, {{"axis", int64_t{1}}}), "kOuter = 2, kN = 5, kInner = 3");
+  EXPECT_NE(strided.source.find("SoftmaxStrided<Problem>"), std::string::npos);
+}
+
+TEST_F(OpKernelsTest, ReduceMeanSplitsKeptAndReducedDims) {
+  // NHWC spatial mean: kept N, C (strides 3136, 1), reduced H, W (strides 448, 64).
+  emit_and_compile(one_node("ReduceMean", {act(DType::kF16, {1, 7, 7, 64})}, {{"axes", Ints{1, 2}}}),
+                   "kKeptExtent[] = {1, 64, 1}, kKeptStride[] = {3136, 1, 0}");
+  emit_and_compile(one_node("ReduceMean", {act(DType::kF32, {3, 4})}, {{"keepdims", int64_t{0}}}),
+                   "kOutElems = 1, kCount = 12");
+}
+
 TEST_F(OpKernelsTest, UnsupportedNodesSayWhy) {
   auto reason = [](const ir::Graph& g) {
     const std::optional<std::string> why = can_emit_op(g, g.nodes[0]);
@@ -156,8 +178,11 @@ TEST_F(OpKernelsTest, UnsupportedNodesSayWhy) {
             "Pad 'node': only mode 'constant' has a GPU kernel");
   EXPECT_EQ(reason(one_node("tessel.Conv", {act(DType::kF16, {1, 4, 4, 8}), act(DType::kF16, {8, 1, 1, 8})})),
             "tessel.Conv 'node': group 1 convolutions are contractions (contraction_kernel.h)");
-  EXPECT_EQ(reason(one_node("Softmax", {act(DType::kF32, {2, 10})})),
-            "Softmax 'node': op Softmax has no GPU op kernel");
+  EXPECT_EQ(reason(one_node("LogSoftmax", {act(DType::kF32, {2, 10})})),
+            "LogSoftmax 'node': op LogSoftmax has no GPU op kernel");
+  EXPECT_EQ(reason(one_node("ReduceMean", {act(DType::kI32, {2, 10})}, {{"axes", Ints{1}}})),
+            "ReduceMean 'node': input dtype i32 has no GPU kernel (f32, f16, bf16; integer means "
+            "need exact accumulation)");
   EXPECT_EQ(reason(one_node("Cast", {act(DType::kF32, {2})}, {{"to", int64_t{11}}})),
             "Cast 'node': output dtype f64 has no GPU kernel (f32, f16, bf16, i64, i32, bool)");
 }

@@ -148,6 +148,20 @@ TEST(OpKernelsGpu, ConcatSplitSlice) {
   check_op("Slice", {act(DType::kF32, {4, 10}), ints({1, 9}), ints({4, 0}), ints({0, 1}), ints({1, -2})});
 }
 
+TEST(OpKernelsGpu, Softmax) {
+  check_op("Softmax", {act(DType::kF16, {4, 1000})});                  // warp per row, n > 32
+  check_op("Softmax", {act(DType::kF32, {37, 10})});                   // n < 32: idle lanes
+  check_op("Softmax", {act(DType::kF32, {2, 5, 3})}, {{"axis", int64_t{1}}});  // strided axis
+  check_op("Softmax", {act(DType::kF16, {3, 4, 6})}, {{"axis", int64_t{0}}});
+}
+
+TEST(OpKernelsGpu, ReduceMean) {
+  check_op("ReduceMean", {act(DType::kF16, {2, 7, 7, 24})}, {{"axes", Ints{1, 2}}});
+  check_op("ReduceMean", {act(DType::kF32, {3, 4, 5})}, {{"axes", Ints{-1, 0}}, {"keepdims", int64_t{0}}});
+  check_op("ReduceMean", {act(DType::kF32, {3, 4, 5})});  // all axes
+  check_op("ReduceMean", {act(DType::kF32, {2, 6})}, {{"axes", Ints{1}}});
+}
+
 TEST(OpKernelsGpu, Elementwise) {
   check_op("Add", {act(DType::kF16, {1, 8, 8, 32}), act(DType::kF16, {32})});
   check_op("Mul", {act(DType::kF32, {2, 3, 5}), act(DType::kF32, {2, 1, 5})});

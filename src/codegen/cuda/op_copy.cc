@@ -11,16 +11,10 @@
 #include <array>
 #include <numeric>
 
-#include "codegen/cuda/op_kernels.h"
+#include "codegen/cuda/op_emit.h"
 #include "core/error.h"
 
 namespace tessel::codegen::cuda::op_detail {
-
-std::optional<std::string> cuda_type(DType t);
-std::string type_of(DType t);
-OpKernelSource make_source(const ir::Node& n, const std::string& kind, const std::string& header,
-                           const std::string& problem, const std::string& call,
-                           int64_t blocks_needed, int threads);
 
 namespace {
 

@@ -6,12 +6,15 @@
 //                      tessel.DepthToSpace, Reshape/Flatten/Squeeze/Unsqueeze/Identity
 //   op_elementwise.cc  unary and broadcasting n-ary float math
 //   op_window.cc       tessel.MaxPool/AveragePool/GlobalAveragePool, grouped tessel.Conv
+//   op_reduce.cc       Softmax (any axis), ReduceMean (any axes)
 #include "codegen/cuda/op_kernels.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
+#include "codegen/cuda/op_emit.h"
 #include "core/error.h"
 
 namespace tessel::codegen::cuda {
@@ -19,17 +22,6 @@ namespace tessel::codegen::cuda {
 const std::vector<std::pair<std::string, std::string>>& embedded_headers();
 
 namespace op_detail {
-
-// Declared again by each family file (there is no internal header among the op files).
-std::optional<std::string> check_copy(const ir::Graph& g, const ir::Node& n);
-OpKernelSource emit_copy(const ir::Graph& g, const ir::Node& n);
-std::optional<std::string> check_elementwise(const ir::Graph& g, const ir::Node& n);
-OpKernelSource emit_elementwise(const ir::Graph& g, const ir::Node& n);
-std::optional<std::string> check_window(const ir::Graph& g, const ir::Node& n);
-OpKernelSource emit_window(const ir::Graph& g, const ir::Node& n);
-bool is_copy_op(const std::string& op);
-bool is_elementwise_op(const std::string& op);
-bool is_window_op(const std::string& op);
 
 std::optional<std::string> cuda_type(DType t) {
   switch (t) {
@@ -49,6 +41,14 @@ std::string type_of(DType t) {
   return *s;
 }
 
+std::string float_literal(double d) {
+  const float f = static_cast<float>(d);
+  if (std::isinf(f)) return f > 0 ? "__int_as_float(0x7f800000)" : "__int_as_float(0xff800000)";
+  std::string s = fmt::format("{:.9g}", f);
+  if (s.find_first_of(".e") == std::string::npos) s += ".0";  // "6" is an int; "6f" no literal
+  return s + "f";
+}
+
 // 64-bit FNV-1a: kernel names are a hash of their source, so equal nodes share a cubin in the
 // kernel cache and different ones never collide in one module.
 uint64_t fnv1a(const std::string& s) {
@@ -57,11 +57,6 @@ uint64_t fnv1a(const std::string& s) {
   return h;
 }
 
-// The translation unit: a comment naming the node, the family's template header, the
-// generated `struct Problem` (in an anonymous namespace: every kernel has its own), and the
-// extern "C" entry point whose body is `call` (e.g. "tessel::for_each_item<Pool<Problem>>(p);").
-// The grid covers `blocks_needed` blocks of `threads`, capped: the kernels loop grid-stride,
-// and a few waves of resident blocks saturate any current GPU's memory system.
 OpKernelSource make_source(const ir::Node& n, const std::string& kind, const std::string& header,
                            const std::string& problem, const std::string& call,
                            int64_t blocks_needed, int threads) {
@@ -99,6 +94,7 @@ std::optional<std::string> can_emit_op(const ir::Graph& g, const ir::Node& n) {
   if (is_copy_op(n.op)) return check_copy(g, n);
   if (is_elementwise_op(n.op)) return check_elementwise(g, n);
   if (is_window_op(n.op)) return check_window(g, n);
+  if (is_reduce_op(n.op)) return check_reduce(g, n);
   return n.label() + ": op " + n.op + " has no GPU op kernel";
 }
 
@@ -107,6 +103,7 @@ OpKernelSource emit_op(const ir::Graph& g, const ir::Node& n) {
   TESSEL_ICHECK(!why) << "emit_op called for a node it cannot emit: " << *why;
   if (is_copy_op(n.op)) return emit_copy(g, n);
   if (is_elementwise_op(n.op)) return emit_elementwise(g, n);
+  if (is_reduce_op(n.op)) return emit_reduce(g, n);
   return emit_window(g, n);
 }
 

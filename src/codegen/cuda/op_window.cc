@@ -7,28 +7,15 @@
 
 #include <cmath>
 
-#include "codegen/cuda/op_kernels.h"
+#include "codegen/cuda/op_emit.h"
 #include "core/error.h"
 #include "ops/tessel_epilogue.h"
 
 namespace tessel::codegen::cuda::op_detail {
 
-std::string type_of(DType t);
-OpKernelSource make_source(const ir::Node& n, const std::string& kind, const std::string& header,
-                           const std::string& problem, const std::string& call,
-                           int64_t blocks_needed, int threads);
-
 namespace {
 
 constexpr int kThreads = 128;
-
-std::string float_literal(double d) {
-  const float f = static_cast<float>(d);
-  if (std::isinf(f)) return f > 0 ? "__int_as_float(0x7f800000)" : "__int_as_float(0xff800000)";
-  std::string s = fmt::format("{:.9g}", f);
-  if (s.find_first_of(".e") == std::string::npos) s += ".0";  // "6" is an int; "6f" no literal
-  return s + "f";
-}
 
 // The largest V <= 16 bytes of T dividing `channels` (the fragment never crosses a pixel).
 int channel_vector(DType t, int64_t channels) {
