@@ -53,8 +53,9 @@ struct Contraction {
   std::string str() const;  // multi-line description for `tessel codegen`
 };
 
-// Why a contraction cannot use Tensor Cores (or cannot be a contraction at all). The text is
-// user output: `tessel explain` prints it per layer.
+// Why a contraction cannot use Tensor Cores (or cannot be a contraction at all), or a note on
+// how an eligible one is read (e.g. "A: ci=3 is not a multiple of 8: 2-byte loads; pad it to 8
+// for full-width loads"). The text is user output: `tessel explain` prints it per layer.
 struct Remark {
   std::string text;
 };
@@ -62,7 +63,8 @@ struct Remark {
 struct MatchResult {
   std::optional<Contraction> contraction;  // empty: not a contraction (see remarks)
   bool tensor_cores = false;               // eligible for the mma.sync/wgmma generator
-  std::vector<Remark> remarks;             // reasons for every "no" above
+  std::vector<Remark> remarks;             // reasons for every "no" above, and notes on
+                                           // narrow (2-byte) loads of eligible operands
 };
 
 // Derives the Contraction from index maps: classifies dims (in A, B and C: batch; A and C:
@@ -87,9 +89,12 @@ struct MatchResult {
 MatchResult match(const IndexMaps& maps);
 
 // The Tensor Core conditions match() reports in MatchResult::tensor_cores, evaluated on the
-// Contraction's own fields: both operands f16, both bf16 or both i8; a_vec and b_vec >= 2
-// (the kernel handles vectors of 2, 4 and 8); batch, M, N, K >= 1; C's contiguous dim is an
-// N dim (n_dims is empty only for a single-element C).
+// Contraction's own fields: both operands f16, both bf16 or both i8; each operand's
+// contiguous tensor dim stepped by 1 by one of its K or M (A) / N (B) dims; vectors of at least 2
+// bytes (a_vec, b_vec >= 1 for 16-bit types, >= 2 for i8: the kernels load 4 to 16 bytes with
+// cp.async and 2-byte vectors through registers, so ci=3 convs qualify, at a lower load
+// rate); batch, M, N, K >= 1; C's contiguous dim is an N dim (n_dims is empty only for a
+// single-element C).
 bool tensor_core_eligible(const Contraction& c);
 
 }  // namespace tessel::contraction

@@ -12,7 +12,8 @@
 //      every other output dim is batch.
 //   4. Per operand: its contiguous dim (majorness), the widest aligned vector along it, and
 //      whether it is a plain strided matrix.
-//   5. Tensor Core eligibility, one remark per failed condition.
+//   5. Tensor Core eligibility, one remark per failed condition, and a note where an eligible
+//      operand is read one element at a time (ci=3: 2-byte loads).
 #include <algorithm>
 #include <optional>
 #include <sstream>
@@ -68,7 +69,12 @@ struct OperandFacts {
   Major major = Major::kK;
   int vec = 1;
   bool gather = false;
-  std::optional<std::string> vec_problem;  // set when vec < 2: why, as a remark
+  // No loop walks the operand contiguously along its M/N or K dims: not for Tensor Cores.
+  std::optional<std::string> no_vectors;
+  // Why vectors are a single element ("A: ci=3 is not a multiple of 8"), and the fix
+  // ("pad it to 8") where padding is one.
+  std::optional<std::string> scalar_why;
+  std::optional<std::string> pad_to;
 };
 
 // `name` is "A" or "B"; `groups` are the operand's batch, M-or-N and K groups; `mn` is the
@@ -104,14 +110,14 @@ OperandFacts analyze_operand(const char* name, const Access& x, const std::vecto
     why << "no loop walks it with unit stride";
     if (d_star >= 0) why << " (its innermost index is " << affine_str(x.index[d_star], dims) << ")";
     why << ": Tensor Cores load contiguous vectors (SIMT kernel used)";
-    f.vec_problem = why.str();
+    f.no_vectors = why.str();
     return f;
   }
   const IterDim& contiguous = dims[j_star];
   if (role[j_star] == Role::kBatch) {
     why << "its contiguous dim '" << contiguous.name << "' is a batch dim: Tensor Cores load "
         << name << " along " << mn << " or K (SIMT kernel used)";
-    f.vec_problem = why.str();
+    f.no_vectors = why.str();
     return f;
   }
   f.major = role[j_star] == Role::kK ? Major::kK : Major::kMN;
@@ -126,36 +132,58 @@ OperandFacts analyze_operand(const char* name, const Access& x, const std::vecto
     int p = largest_pow2_dividing(value, max_vec);
     if (p >= f.vec) return;
     f.vec = p;
-    if (f.vec < 2 && !f.vec_problem) {
+    if (f.vec < 2 && !f.scalar_why) {
       describe();
-      f.vec_problem = why.str();
+      f.scalar_why = why.str();
     }
   };
   limit(contiguous.extent, [&] {
     int64_t padded = (contiguous.extent + max_vec - 1) / max_vec * max_vec;
-    why << contiguous.name << "=" << contiguous.extent << " is not a multiple of " << max_vec
-        << ": pad it to " << padded << " for Tensor Cores (SIMT kernel used)";
+    why << contiguous.name << "=" << contiguous.extent << " is not a multiple of " << max_vec;
+    f.pad_to = "pad it to " + std::to_string(padded);
   });
   limit(x.shape[d_star], [&] {
     why << "its contiguous tensor dim has extent " << x.shape[d_star]
-        << ", so vectors would straddle rows (SIMT kernel used)";
+        << ", so vectors would straddle rows";
   });
   for (size_t j = 0; j < dims.size(); ++j) {
     int64_t c = x.index[d_star].coeffs[j];
     if (static_cast<int>(j) == j_star || role[j] == Role::kNone || c == 0) continue;
     limit(c, [&] {
       why << "dim '" << dims[j].name << "' moves " << c << " elements along the contiguous dim '"
-          << contiguous.name << "', so vectors would be misaligned (SIMT kernel used)";
+          << contiguous.name << "', so vectors would be misaligned";
     });
   }
   limit(x.index[d_star].offset, [&] {
     why << "offset " << x.index[d_star].offset << " on the contiguous dim '" << contiguous.name
-        << "' misaligns vectors (SIMT kernel used)";
+        << "' misaligns vectors";
   });
   return f;
 }
 
 bool tensor_core_dtype(DType t) { return t == DType::kF16 || t == DType::kBF16 || t == DType::kI8; }
+
+// The Tensor Core kernels' loaders move 4 to 16 bytes per cp.async, and 2-byte vectors
+// through registers (ld.global + st.shared, one k-tile ahead): so a 16-bit operand can be
+// read one element at a time, an 8-bit one needs pairs.
+bool loads_tensor_cores_take(int vec, DType t) {
+  return vec * static_cast<int>(dtype_size(t)) >= 2;
+}
+
+// The Tensor Core loaders read an operand in vectors along its K dims or its M (A) / N (B)
+// dims: one of those must step the operand's contiguous tensor dim (its innermost of extent
+// > 1) by 1. analyze_operand's "no_vectors" cases are exactly the operands without one.
+bool walked_along_gemm_dims(const Access& x, const std::vector<int>& k_dims,
+                            const std::vector<int>& rows) {
+  int d_star = -1;
+  for (int d = static_cast<int>(x.shape.size()) - 1; d >= 0 && d_star < 0; --d)
+    if (x.shape[d] > 1) d_star = d;
+  if (d_star < 0) return false;
+  for (const std::vector<int>* group : {&k_dims, &rows})
+    for (int j : *group)
+      if (x.index[d_star].coeffs[j] == 1) return true;
+  return false;
+}
 
 DType accumulator_for(DType t) {
   switch (t) {
@@ -182,8 +210,12 @@ MatchResult not_a_contraction(std::string why) {
 
 bool tensor_core_eligible(const Contraction& c) {
   bool scalar_c = c.batch_dims.empty() && c.m_dims.empty() && c.n_dims.empty();
-  return tensor_core_dtype(c.a_dtype) && c.a_dtype == c.b_dtype && c.a_vec >= 2 && c.b_vec >= 2 &&
-         c.batch >= 1 && c.m >= 1 && c.n >= 1 && c.k >= 1 && (!c.n_dims.empty() || scalar_c);
+  return tensor_core_dtype(c.a_dtype) && c.a_dtype == c.b_dtype &&
+         walked_along_gemm_dims(c.maps.a, c.k_dims, c.m_dims) &&
+         walked_along_gemm_dims(c.maps.b, c.k_dims, c.n_dims) &&
+         loads_tensor_cores_take(c.a_vec, c.a_dtype) &&
+         loads_tensor_cores_take(c.b_vec, c.b_dtype) && c.batch >= 1 && c.m >= 1 && c.n >= 1 &&
+         c.k >= 1 && (!c.n_dims.empty() || scalar_c);
 }
 
 MatchResult match(const IndexMaps& input) {
@@ -309,32 +341,48 @@ MatchResult match(const IndexMaps& input) {
   c.a_gather = a.gather;
   c.b_gather = b.gather;
 
-  // 5. Tensor Core eligibility: one remark per failed condition.
+  // 5. Tensor Core eligibility: one remark per failed condition (a refusal), plus notes on
+  // how eligible operands are read.
   MatchResult r;
-  auto remark = [&](std::string text) { r.remarks.push_back({std::move(text)}); };
+  int refusals = 0;
+  auto refuse = [&](std::string text) {
+    r.remarks.push_back({std::move(text)});
+    ++refusals;
+  };
+  auto note = [&](std::string text) { r.remarks.push_back({std::move(text)}); };
   const std::string a_type(dtype_name(c.a_dtype)), b_type(dtype_name(c.b_dtype));
   if (c.a_dtype == c.b_dtype && !tensor_core_dtype(c.a_dtype)) {
-    remark("dtype " + a_type + " operands: Tensor Cores take f16/bf16/i8");
+    refuse("dtype " + a_type + " operands: Tensor Cores take f16/bf16/i8");
   } else if (c.a_dtype != c.b_dtype) {
     for (auto [name, t] : {std::pair{"A", c.a_dtype}, std::pair{"B", c.b_dtype}})
       if (!tensor_core_dtype(t))
-        remark("dtype " + std::string(dtype_name(t)) + " operand " + name +
+        refuse("dtype " + std::string(dtype_name(t)) + " operand " + name +
                ": Tensor Cores take f16/bf16/i8");
-    remark("A is " + a_type + " but B is " + b_type + ": Tensor Cores multiply equal types");
+    refuse("A is " + a_type + " but B is " + b_type + ": Tensor Cores multiply equal types");
   }
   if (!outputs.empty() && c.n_dims.empty()) {
     const int innermost = outputs.back();
-    remark("C's contiguous dim '" + dims[innermost].name + "' is a batch dim (it indexes " +
+    refuse("C's contiguous dim '" + dims[innermost].name + "' is a batch dim (it indexes " +
            (indexes(c.maps.a, innermost) ? "both A and B" : "neither A nor B") +
            "): Tensor Core tiles store C as rows of N (SIMT kernel used)");
   }
-  if (a.vec_problem) remark(*a.vec_problem);
-  if (b.vec_problem) remark(*b.vec_problem);
+  for (const auto& [f, t] : {std::pair{&a, c.a_dtype}, std::pair{&b, c.b_dtype}}) {
+    if (f->no_vectors) {
+      refuse(*f->no_vectors);
+    } else if (f->scalar_why && tensor_core_dtype(t) && loads_tensor_cores_take(f->vec, t)) {
+      // Tensor Cores can read it, one element per load: say so, and how to widen the loads.
+      note(*f->scalar_why + ": " + std::to_string(f->vec * dtype_size(t)) + "-byte loads" +
+           (f->pad_to ? "; " + *f->pad_to + " for full-width loads" : ""));
+    } else if (f->scalar_why) {
+      refuse(*f->scalar_why + (f->pad_to ? ": " + *f->pad_to + " for Tensor Cores" : "") +
+             " (SIMT kernel used)");
+    }
+  }
   // (An empty output returned above: only K can be 0 here.)
-  if (c.k == 0) remark("K=0: an empty reduction, C is the epilogue of zeros");
+  if (c.k == 0) refuse("K=0: an empty reduction, C is the epilogue of zeros");
 
   r.tensor_cores = tensor_core_eligible(c);
-  TESSEL_ICHECK(r.tensor_cores == r.remarks.empty())
+  TESSEL_ICHECK(r.tensor_cores == (refusals == 0))
       << "Tensor Core eligibility and its remarks disagree for\n"
       << c.maps.str();
   r.contraction = std::move(c);

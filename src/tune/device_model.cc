@@ -7,19 +7,21 @@ namespace tessel::tune {
 namespace {
 
 // Sorted by cc. Columns: cc, threads/SM, CTAs/SM, registers/SM, then per SM per clock:
-// mma.sync flops, fp32 FMA flops, L2 bytes, DRAM bytes.
+// mma.sync flops, wgmma flops, fp32 FMA flops, L2 bytes, DRAM bytes; then the boost clock.
 //  sm_80 (A100 80GB): 312 TFLOP/s / (108 SMs * 1.41 GHz) = 2048; L2 5120 B/clk (whitepaper)
 //        / 108; DRAM 2.0 TB/s / (108 * 1.41 GHz).
 //  sm_86 (A10): 125 TFLOP/s / (72 * 1.695 GHz) = 1024; DRAM 600 GB/s -> 5.
 //  sm_89 (L4, L40S, RTX 4090): 121 TFLOP/s / (58 * 2.04 GHz) = 1024; DRAM 2.4..3.1.
-//  sm_90 (H100 SXM): mma.sync sustains about 5/8 of the 4096-flop wgmma peak
-//        (989 TFLOP/s / (132 * 1.83 GHz)); DRAM 3.35 TB/s / (132 * 1.83 GHz).
-// L2 rates of sm_86, sm_89 and sm_90 are not published per clock: estimates.
+//  sm_90 (H100 SXM): wgmma 989 TFLOP/s / (132 * 1.83 GHz) = 4096; mma.sync issues at half
+//        that rate. Clock: the 1980 MHz the measured H100 reports as its maximum; DRAM
+//        3.35 TB/s / (132 * 1.98 GHz). L2: fitted to the H100 measurements of
+//        estimate.cc (per-k-tile operand traffic of the generated kernels).
+// L2 rates of sm_86 and sm_89 are not published per clock: estimates.
 constexpr std::array<ArchFacts, 4> kArchFacts = {{
-    {80, 2048, 32, 65536, 2048, 128, 47, 13},
-    {86, 1536, 16, 65536, 1024, 256, 32, 5},
-    {89, 1536, 24, 65536, 1024, 256, 32, 3},
-    {90, 2048, 32, 65536, 2560, 256, 40, 14},
+    {80, 2048, 32, 65536, 2048, 0, 128, 47, 13, 1410},
+    {86, 1536, 16, 65536, 1024, 0, 256, 32, 5, 1695},
+    {89, 1536, 24, 65536, 1024, 0, 256, 32, 3, 2040},
+    {90, 2048, 32, 65536, 2048, 4096, 256, 33, 13, 1980},
 }};
 
 constexpr bool sorted_by_cc() {
@@ -39,6 +41,10 @@ const ArchFacts& arch_facts(const DeviceInfoLite& device) {
   for (const ArchFacts& f : kArchFacts)
     if (f.cc <= cc) best = &f;
   return *best;
+}
+
+bool has_wgmma(const DeviceInfoLite& device) {
+  return device.cc_major == 9 && device.cc_minor == 0;
 }
 
 int resident_ctas(const DeviceInfoLite& device, int threads, int regs_per_thread,
