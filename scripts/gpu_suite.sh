@@ -11,6 +11,7 @@ OUT=${OUT:-/tmp/tessel_out}
 mkdir -p "$OUT"
 export LD_LIBRARY_PATH="$ROOT/.device/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 export TESSEL_CACHE_DIR=/tmp/tessel_cache
+export TESSEL_WORKLOADS_DIR="$ROOT/.device/workloads"  # for the largest-workload GPU test
 BIN=$ROOT/.device/bin
 W=$ROOT/.device/workloads
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader

@@ -113,7 +113,7 @@ TEST_F(OpKernelsTest, ElementwiseBroadcastReusesScalars) {
                    "merged extents [64, 32]", {"sm_80", "sm_90a"});
   // Clip with scalar bounds as inputs: each loaded once per fragment.
   emit_and_compile(one_node("Clip", {act(DType::kF32, {3, 7}), act(DType::kF32, {}), act(DType::kF32, {})}),
-                   "x0 < x1 ? x1 : (x0 > x2 ? x2 : x0)");
+                   "((x0 < x1 ? x1 : x0) > x2 ? x2 : (x0 < x1 ? x1 : x0))");
 }
 
 TEST_F(OpKernelsTest, PoolsAndDepthToSpace) {

@@ -38,7 +38,8 @@ const std::map<std::string, std::string>& op_table() {
       {"Floor", "floorf(x0)"},
       {"Ceil", "ceilf(x0)"},
       {"Erf", "erff(x0)"},
-      {"Clip", "x0 < {lo} ? {lo} : (x0 > {hi} ? {hi} : x0)"},
+      // min(max(x, lo), hi), so that lo > hi yields hi as ONNX specifies (and NaN stays NaN).
+      {"Clip", "((x0 < {lo} ? {lo} : x0) > {hi} ? {hi} : (x0 < {lo} ? {lo} : x0))"},
       {"Add", "x0 + x1"},
       {"Sub", "x0 - x1"},
       {"Mul", "x0 * x1"},
