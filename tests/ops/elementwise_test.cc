@@ -15,6 +15,8 @@ namespace {
 
 using testing::all_close;
 using testing::run_op;
+using testing::run1;
+using testing::user_error;
 
 Tensor f32(Shape shape, const std::vector<float>& v) {
   return Tensor::from_vector(std::move(shape), v);
@@ -42,23 +44,7 @@ std::vector<uint16_t> bits_of(const Tensor& t) {
   return std::vector<uint16_t>(t.data_u16(), t.data_u16() + t.numel());
 }
 
-// The message of the UserError that f throws; fails the test if it throws none.
-template <typename F>
-std::string user_error(F&& f) {
-  try {
-    f();
-  } catch (const UserError& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected a UserError";
-  return "";
-}
-#define EXPECT_CONTAINS(text, part) EXPECT_NE((text).find(part), std::string::npos) << (text)
 
-Tensor run1(const std::string& op, const std::vector<Tensor>& in, ir::Attributes attrs = {},
-            int64_t opset = 17) {
-  return run_op(op, in, std::move(attrs), 1, opset)[0];
-}
 
 // ---- activations -------------------------------------------------------------------------
 

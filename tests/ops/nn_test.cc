@@ -16,6 +16,7 @@ namespace {
 
 using testing::all_close;
 using testing::run_op;
+using testing::expect_user_error;
 using Ints = std::vector<int64_t>;
 
 Tensor f32(Shape s, std::vector<float> v) { return Tensor::from_vector<float>(std::move(s), v); }
@@ -35,18 +36,6 @@ Tensor random_tensor(DType t, Shape s, uint32_t seed) {
   return r;
 }
 
-// Runs fn, expecting a UserError whose message names the node and contains `fragment`.
-void expect_user_error(const std::function<void()>& fn, const std::string& label,
-                       const std::string& fragment) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected a UserError mentioning '" << fragment << "'";
-  } catch (const UserError& e) {
-    std::string msg = e.what();
-    EXPECT_NE(msg.find(label), std::string::npos) << msg;
-    EXPECT_NE(msg.find(fragment), std::string::npos) << msg;
-  }
-}
 
 struct ConvCfg {
   Ints strides, dilations, pads;  // pads: begins then ends, ONNX order

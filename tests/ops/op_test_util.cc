@@ -30,6 +30,23 @@ std::vector<Tensor> run_op(const std::string& op, const std::vector<Tensor>& inp
   return runtime::cpu::run_graph(g, given);
 }
 
+Tensor run1(const std::string& op, const std::vector<Tensor>& inputs, ir::Attributes attrs,
+            int64_t opset) {
+  return run_op(op, inputs, std::move(attrs), 1, opset)[0];
+}
+
+void expect_user_error(const std::function<void()>& fn, const std::string& label,
+                       const std::string& fragment) {
+  try {
+    fn();
+    ADD_FAILURE() << "expected a UserError mentioning '" << fragment << "'";
+  } catch (const UserError& e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find(label), std::string::npos) << msg;
+    EXPECT_NE(msg.find(fragment), std::string::npos) << msg;
+  }
+}
+
 bool all_close(const Tensor& a, const Tensor& b, double rtol, double atol) {
   if (a.shape() != b.shape()) return false;
   for (int64_t i = 0; i < a.numel(); ++i) {

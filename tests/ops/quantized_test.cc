@@ -11,6 +11,7 @@ namespace {
 
 using testing::all_close;
 using testing::run_op;
+using testing::expect_user_error;
 using I64s = std::vector<int64_t>;
 
 Tensor f32(Shape s, std::vector<float> v) { return Tensor::from_vector<float>(std::move(s), v); }
@@ -27,17 +28,6 @@ Tensor pattern(DType t, Shape s, int64_t mul, int64_t mod, int64_t offset) {
   return r;
 }
 
-void expect_user_error(const std::function<void()>& fn, const std::string& label,
-                       const std::string& fragment) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected a UserError mentioning '" << fragment << "'";
-  } catch (const UserError& e) {
-    std::string msg = e.what();
-    EXPECT_NE(msg.find(label), std::string::npos) << msg;
-    EXPECT_NE(msg.find(fragment), std::string::npos) << msg;
-  }
-}
 
 // ---- QuantizeLinear -------------------------------------------------------------------------
 

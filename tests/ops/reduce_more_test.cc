@@ -15,6 +15,8 @@ namespace {
 
 using testing::all_close;
 using testing::run_op;
+using testing::run1;
+using testing::user_error;
 using I64s = std::vector<int64_t>;
 
 template <typename T>
@@ -25,22 +27,7 @@ Tensor f32(Shape shape, const std::vector<float>& v) { return t<float>(std::move
 Tensor axes(const I64s& v) { return t<int64_t>({static_cast<int64_t>(v.size())}, v); }
 I64s ints_of(const Tensor& x) { return x.to_i64_vector(); }
 
-Tensor run1(const std::string& op, const std::vector<Tensor>& in, ir::Attributes attrs = {},
-            int64_t opset = 17) {
-  return run_op(op, in, std::move(attrs), 1, opset)[0];
-}
 
-template <typename F>
-std::string user_error(F&& f) {
-  try {
-    f();
-  } catch (const UserError& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected a UserError";
-  return "";
-}
-#define EXPECT_CONTAINS(text, part) EXPECT_NE((text).find(part), std::string::npos) << (text)
 
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 constexpr float kInf = std::numeric_limits<float>::infinity();

@@ -13,6 +13,7 @@ namespace {
 
 using testing::all_close;
 using testing::run_op;
+using testing::expect_user_error;
 using Ints = std::vector<int64_t>;
 
 Tensor f32(Shape s, std::vector<float> v) { return Tensor::from_vector<float>(std::move(s), v); }
@@ -23,17 +24,6 @@ Tensor log_of(const Tensor& t) {
   return r;
 }
 
-void expect_user_error(const std::function<void()>& fn, const std::string& label,
-                       const std::string& fragment) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected a UserError mentioning '" << fragment << "'";
-  } catch (const UserError& e) {
-    std::string msg = e.what();
-    EXPECT_NE(msg.find(label), std::string::npos) << msg;
-    EXPECT_NE(msg.find(fragment), std::string::npos) << msg;
-  }
-}
 
 // x (1, 2, 2) = [[0, ln 3], [ln 2, ln 2]], so exp(x) = [[1, 3], [2, 2]].
 Tensor softmax_input() {

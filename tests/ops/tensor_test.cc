@@ -16,6 +16,8 @@ namespace {
 
 using testing::all_close;
 using testing::run_op;
+using testing::run1;
+using testing::user_error;
 
 constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
 constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
@@ -35,22 +37,7 @@ Tensor iota_f32(Shape shape) {
 }
 std::vector<float> values(const Tensor& t) { return t.to_f32_vector(); }
 
-template <typename F>
-std::string user_error(F&& f) {
-  try {
-    f();
-  } catch (const UserError& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected a UserError";
-  return "";
-}
-#define EXPECT_CONTAINS(text, part) EXPECT_NE((text).find(part), std::string::npos) << (text)
 
-Tensor run1(const std::string& op, const std::vector<Tensor>& in, ir::Attributes attrs = {},
-            int64_t opset = 17) {
-  return run_op(op, in, std::move(attrs), 1, opset)[0];
-}
 
 // ---- Shape, Flatten, Reshape, Squeeze, Unsqueeze ---------------------------------------------
 
