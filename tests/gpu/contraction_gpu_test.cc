@@ -307,7 +307,9 @@ TEST_F(ContractionGpuTest, RandomProblemsMatchCpuReference) {
     }
   }
   EXPECT_GE(tc, 120) << "most random problems should take a Tensor Core path";
-  if (hopper) EXPECT_GE(wg, 30) << "wgmma kernels among them on Hopper";
+  if (hopper) {
+    EXPECT_GE(wg, 30) << "wgmma kernels among them on Hopper";
+  }
 }
 
 // A small representative subset for compute-sanitizer (memcheck, racecheck), where kernels
