@@ -1,0 +1,134 @@
+// contraction_of: tessel.Conv / tessel.Gemm attributes -> index maps + GPU epilogue.
+#include "runtime/cuda_engine/lowering.h"
+
+#include <algorithm>
+
+#include "contraction/ops_maps.h"
+#include "core/error.h"
+#include "ops/tessel_epilogue.h"
+
+namespace tessel::runtime::cuda_engine {
+namespace {
+
+using contraction::EpilogueOpKind;
+
+EpilogueOpKind gpu_kind(ops::EpilogueKind k) {
+  switch (k) {
+    case ops::EpilogueKind::kRelu: return EpilogueOpKind::kRelu;
+    case ops::EpilogueKind::kLeakyRelu: return EpilogueOpKind::kLeakyRelu;
+    case ops::EpilogueKind::kClip: return EpilogueOpKind::kClip;
+    case ops::EpilogueKind::kSigmoid: return EpilogueOpKind::kSigmoid;
+    case ops::EpilogueKind::kHardSwish: return EpilogueOpKind::kHardSwish;
+    case ops::EpilogueKind::kSilu: return EpilogueOpKind::kSilu;
+    case ops::EpilogueKind::kAddResidual: return EpilogueOpKind::kResidualAdd;
+  }
+  TESSEL_ICHECK(false) << "unhandled epilogue kind " << static_cast<int>(k);
+  return EpilogueOpKind::kRelu;
+}
+
+bool has_input(const ir::Node& n, int i) {
+  return static_cast<int>(n.inputs.size()) > i && n.inputs[i] != ir::kNoValue;
+}
+
+// Bias, then the node's steps; operands numbered in the order they are first read.
+contraction::Epilogue epilogue_of(const ir::Graph& g, const ir::Node& n,
+                                  std::vector<int>& extra_inputs) {
+  contraction::Epilogue e;
+  e.out_dtype = g.type(n.outputs.at(0)).dtype;
+  if (has_input(n, kBiasInput)) {
+    e.steps.push_back({.kind = EpilogueOpKind::kBias, .operand = int(extra_inputs.size())});
+    extra_inputs.push_back(kBiasInput);
+  }
+  for (const ops::EpilogueStep& s : ops::read_epilogue(n)) {
+    contraction::EpilogueStep step{.kind = gpu_kind(s.kind),
+                                   .alpha = static_cast<float>(s.alpha),
+                                   .beta = static_cast<float>(s.beta)};
+    if (s.kind == ops::EpilogueKind::kAddResidual) {
+      TESSEL_USER_CHECK(has_input(n, kResidualInput))
+          << n.label() << ": epilogue step 'add_residual' needs the residual input R";
+      step.operand = static_cast<int>(extra_inputs.size());
+      extra_inputs.push_back(kResidualInput);
+    }
+    e.steps.push_back(step);
+  }
+  return e;
+}
+
+// Two entries of an ints attribute, or its default.
+std::vector<int64_t> pair_attr(const ir::Node& n, const char* key, size_t count, int64_t def) {
+  std::vector<int64_t> v = n.get_ints(key, std::vector<int64_t>(count, def));
+  TESSEL_USER_CHECK(v.size() == count)
+      << n.label() << ": attribute '" << key << "' has " << v.size() << " values, expected "
+      << count;
+  return v;
+}
+
+ContractionSpec conv_spec(const ir::Graph& g, const ir::Node& n) {
+  const ir::TensorType& x = g.type(n.inputs.at(0));
+  const ir::TensorType& w = g.type(n.inputs.at(1));
+  const ir::TensorType& y = g.type(n.outputs.at(0));
+  TESSEL_USER_CHECK(x.shape.size() == 4 && w.shape.size() == 4)
+      << n.label() << ": expected NHWC X and OHWI W of rank 4, got " << x.str() << " and "
+      << w.str();
+  contraction::Conv2dParams p;
+  p.n = x.shape[0], p.h = x.shape[1], p.w = x.shape[2], p.ci = x.shape[3];
+  p.co = w.shape[0], p.kh = w.shape[1], p.kw = w.shape[2];
+  const std::vector<int64_t> strides = pair_attr(n, "strides", 2, 1);
+  const std::vector<int64_t> dilations = pair_attr(n, "dilations", 2, 1);
+  const std::vector<int64_t> pads = pair_attr(n, "pads", 4, 0);
+  p.stride_h = strides[0], p.stride_w = strides[1];
+  p.dilation_h = dilations[0], p.dilation_w = dilations[1];
+  p.pad_top = pads[0], p.pad_left = pads[1], p.pad_bottom = pads[2], p.pad_right = pads[3];
+  p.groups = n.get_int("group", 1);
+  TESSEL_USER_CHECK(p.groups >= 1 && p.ci % p.groups == 0 && p.co % p.groups == 0 &&
+                    w.shape[3] * p.groups == p.ci)
+      << n.label() << ": group " << p.groups << " does not split X " << x.str() << " and W "
+      << w.str();
+
+  ContractionSpec spec;
+  spec.maps = contraction::conv2d_nhwc_maps(p, {x.dtype, w.dtype, y.dtype});
+  spec.epilogue = epilogue_of(g, n, spec.extra_inputs);
+  const ops::StoreMap store = ops::read_store(n);
+  if (store.kind == ops::StoreMap::Kind::kDepthToSpace) {
+    // The op reads R in the pre-store layout, the GPU epilogue in the stored one.
+    TESSEL_USER_CHECK(std::find(spec.extra_inputs.begin(), spec.extra_inputs.end(),
+                                kResidualInput) == spec.extra_inputs.end())
+        << n.label() << ": a residual add before a depth_to_space store has no GPU epilogue "
+        << "(the kernel reads R in the stored layout)";
+    spec.epilogue.store.kind = contraction::StoreMap::Kind::kDepthToSpace;
+    spec.epilogue.store.out_h = p.out_h();
+    spec.epilogue.store.out_w = p.out_w();
+    spec.epilogue.store.block = static_cast<int>(store.block);
+    spec.epilogue.store.dcr = store.dcr;
+  }
+  return spec;
+}
+
+ContractionSpec gemm_spec(const ir::Graph& g, const ir::Node& n) {
+  const ir::TensorType& a = g.type(n.inputs.at(0));
+  const ir::TensorType& w = g.type(n.inputs.at(1));
+  const ir::TensorType& y = g.type(n.outputs.at(0));
+  TESSEL_USER_CHECK(a.shape.size() == 2 && w.shape.size() == 2 && a.shape[1] == w.shape[1])
+      << n.label() << ": expected A [M, K] and W [N, K], got " << a.str() << " and " << w.str();
+  ContractionSpec spec;
+  spec.maps = contraction::gemm_maps(a.shape[0], w.shape[0], a.shape[1],
+                                     {.trans_a = false, .trans_b = true},
+                                     {a.dtype, w.dtype, y.dtype});
+  spec.epilogue = epilogue_of(g, n, spec.extra_inputs);
+  return spec;
+}
+
+}  // namespace
+
+bool is_contraction_op(const ir::Node& n) {
+  return n.op == "tessel.Conv" || n.op == "tessel.Gemm";
+}
+
+ContractionSpec contraction_of(const ir::Graph& g, const ir::Node& n) {
+  TESSEL_ICHECK(is_contraction_op(n)) << n.label() << " is not a tessel contraction";
+  TESSEL_USER_CHECK(n.inputs.size() >= 2 && n.outputs.size() == 1)
+      << n.label() << ": expected inputs (X, W, B?, R?) and one output";
+  return n.op == "tessel.Conv" ? conv_spec(g, n) : gemm_spec(g, n);
+}
+
+}  // namespace tessel::runtime::cuda_engine

@@ -1,0 +1,162 @@
+// build_node_kernels: the choice of generator and schedule per node (serial, cheap, where every
+// user-facing error is raised), then compilation on a thread pool.
+#include "runtime/cuda_engine/node_kernels.h"
+
+#include <algorithm>
+#include <atomic>
+#include <exception>
+#include <functional>
+#include <map>
+#include <thread>
+
+#include "codegen/cuda/op_kernels.h"
+#include "contraction/contraction.h"
+#include "core/error.h"
+#include "runtime/cuda_engine/lowering.h"
+#include "tune/default_schedule.h"
+
+namespace tessel::runtime::cuda_engine {
+namespace {
+
+namespace rt = runtime::cuda;
+namespace cg = codegen::cuda;
+
+// A contraction to build: the generator's three inputs.
+struct ContractionJob {
+  contraction::Contraction c;
+  contraction::Epilogue e;
+  tune::Schedule s;
+};
+
+tune::DeviceInfoLite lite(const rt::DeviceInfo& d) {
+  tune::DeviceInfoLite r;
+  r.sm_count = d.sm_count;
+  r.smem_per_block = d.smem_per_block_optin;
+  r.cc_major = d.cc_major;
+  r.cc_minor = d.cc_minor;
+  return r;
+}
+
+std::string remarks_text(const contraction::MatchResult& m) {
+  std::string r;
+  for (const contraction::Remark& x : m.remarks) r += (r.empty() ? "" : "; ") + x.text;
+  return r.empty() ? "no reason given" : r;
+}
+
+// Grouped convolutions go to the op kernels: the Tensor Core generator declines them (their
+// contiguous channel is a batch dim), and the SIMT contraction is slower than the direct
+// grouped kernel for the few channels per group of depthwise layers.
+bool lowered_as_contraction(const ir::Node& n) {
+  return is_contraction_op(n) && (n.op == "tessel.Gemm" || n.get_int("group", 1) == 1);
+}
+
+// Picks the schedule: the cost model's default on Tensor Cores where match() allows, else
+// SIMT. A Tensor Core schedule the generator refuses falls back to SIMT rather than failing.
+ContractionJob plan_contraction(const ir::Graph& g, const ir::Node& n,
+                                const EngineOptions& options, const tune::DeviceInfoLite& device,
+                                NodeKernel& k) {
+  ContractionSpec spec = contraction_of(g, n);
+  const contraction::MatchResult m = contraction::match(spec.maps);
+  TESSEL_USER_CHECK(m.contraction)
+      << n.label() << ": cannot be lowered to a contraction kernel: " << remarks_text(m);
+  ContractionJob job{*m.contraction, std::move(spec.epilogue), {}};
+  job.s = options.tensor_cores && m.tensor_cores ? tune::default_schedule(job.c, device)
+                                                 : tune::simt_schedule(job.c);
+  std::optional<std::string> why = cg::can_implement(job.c, job.e, job.s);
+  if (why && job.s.instruction != tune::Instruction::kSimt) {
+    job.s = tune::simt_schedule(job.c);
+    why = cg::can_implement(job.c, job.e, job.s);
+  }
+  TESSEL_USER_CHECK(!why) << n.label() << ": cannot be lowered to a contraction kernel: " << *why;
+  k.operands_swapped = job.c.operands_swapped;
+  k.extra_inputs = std::move(spec.extra_inputs);
+  k.tensor_cores = job.s.instruction != tune::Instruction::kSimt;
+  return job;
+}
+
+// Runs every job on min(hardware_concurrency, jobs) threads; rethrows the first failure in job
+// order once all have finished, so the error does not depend on thread timing.
+void run_parallel(const std::vector<std::function<void()>>& jobs) {
+  std::vector<std::exception_ptr> errors(jobs.size());
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t i = next++; i < jobs.size(); i = next++) {
+      try {
+        jobs[i]();
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+    }
+  };
+  const size_t threads =
+      std::min<size_t>(std::max(1u, std::thread::hardware_concurrency()), jobs.size());
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (std::thread& t : pool) t.join();
+  for (const std::exception_ptr& e : errors)
+    if (e) std::rethrow_exception(e);
+}
+
+}  // namespace
+
+std::vector<NodeKernel> build_node_kernels(const ir::Graph& g, const EngineOptions& options,
+                                           const rt::DeviceInfo& device) {
+  const tune::DeviceInfoLite dev = lite(device);
+  const std::string arch = device.arch();
+  std::vector<NodeKernel> kernels(g.nodes.size());
+
+  // Distinct kernels, keyed by what determines their generated code, and the nodes using each.
+  std::map<std::string, std::pair<ContractionJob, std::vector<int>>> contractions;
+  std::map<std::string, std::pair<cg::OpKernelSource, std::vector<int>>> ops;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const ir::Node& n = g.nodes[i];
+    NodeKernel& k = kernels[i];
+    k.node = static_cast<int>(i);
+    if (lowered_as_contraction(n)) {
+      ContractionJob job = plan_contraction(g, n, options, dev, k);
+      const std::string key = job.c.key() + "|" + job.e.str() + "|" +
+                              std::string(dtype_name(job.e.out_dtype)) + "|" + job.s.name();
+      auto [it, fresh] = contractions.try_emplace(key, std::move(job), std::vector<int>{});
+      it->second.second.push_back(static_cast<int>(i));
+    } else {
+      const std::optional<std::string> why = cg::can_emit_op(g, n);
+      TESSEL_USER_CHECK(!why) << n.label() << ": no GPU kernel: " << *why;
+      cg::OpKernelSource ks = cg::emit_op(g, n);
+      for (int d = 0; d < 3; ++d) k.config.grid[d] = ks.grid[d], k.config.block[d] = ks.block[d];
+      k.config.smem_bytes = ks.smem_bytes;
+      const std::string key = ks.name;  // a hash of the source (op_kernels.cc)
+      auto [it, fresh] = ops.try_emplace(key, std::move(ks), std::vector<int>{});
+      it->second.second.push_back(static_cast<int>(i));
+    }
+  }
+
+  std::vector<std::function<void()>> jobs;
+  for (auto& [key, entry] : contractions) {
+    jobs.push_back([&entry = entry, &kernels, &arch] {
+      const ContractionJob& job = entry.first;
+      std::shared_ptr<const cg::ContractionKernel> built =
+          cg::ContractionKernel::build(job.c, job.e, job.s, arch);
+      for (int node : entry.second) kernels[node].contraction = built;
+    });
+  }
+  for (auto& [key, entry] : ops) {
+    jobs.push_back([&entry = entry, &kernels, &arch] {
+      const cg::OpKernelSource& ks = entry.first;
+      rt::CompileOptions copts;
+      copts.arch = arch;
+      copts.headers = ks.headers;
+      std::shared_ptr<rt::Module> module =
+          rt::Module::load(rt::compile(ks.source, ks.name + ".cu", copts).cubin);
+      void* function = module->function(ks.name);
+      for (int node : entry.second) {
+        kernels[node].module = module;
+        kernels[node].function = function;
+      }
+    });
+  }
+  run_parallel(jobs);
+  return kernels;
+}
+
+}  // namespace tessel::runtime::cuda_engine

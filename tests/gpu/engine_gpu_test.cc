@@ -1,0 +1,271 @@
+// The whole-model GPU engine against the CPU reference executor: small networks in textual IR
+// shaped like the model zoo's (a ResNet stage, the super-resolution net's subpixel tail, a
+// MobileNet depthwise block), then the generated small zoo models themselves. Each runs
+// Engine::run and runtime::cpu::run_graph on the same random inputs (never zero) and compares
+// by relative L2: 2e-2 in fp16, 1e-3 in fp32. Skipped where no CUDA device is present.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <random>
+#include <unistd.h>
+
+#include "frontend/onnx/importer.h"
+#include "ir/infer.h"
+#include "ir/op_registry.h"
+#include "ir/parser.h"
+#include "runtime/cpu/executor.h"
+#include "runtime/cuda/cuda_api.h"
+#include "runtime/cuda_engine/engine.h"
+
+namespace tessel::runtime::cuda_engine {
+namespace {
+
+namespace rt = runtime::cuda;
+
+// Textual IR with seeded uniform random constants.
+class IrWriter {
+ public:
+  explicit IrWriter(unsigned seed) : rng_(seed) {}
+  void input(const std::string& name, const std::string& type) {
+    head_ += "  input %" + name + " : " + type + "\n";
+  }
+  void constant(const std::string& name, const Shape& shape, double lo, double hi) {
+    std::uniform_real_distribution<double> uni(lo, hi);
+    std::string values;
+    char buf[32];
+    for (int64_t i = 0; i < numel(shape); ++i) {
+      std::snprintf(buf, sizeof buf, "%.6e", uni(rng_));
+      values += (i ? ", " : "") + std::string(buf);
+    }
+    head_ += "  const %" + name + " : f32" + shape_str(shape) + " = [" + values + "]\n";
+  }
+  void node(const std::string& line) { body_ += "  " + line + "\n"; }
+  ir::Graph graph(const std::string& output) const {
+    ir::Graph g =
+        ir::parse_graph("graph @g opset 17 {\n" + head_ + body_ + "  output %" + output + "\n}\n");
+    ir::infer_types(g, ir::OpRegistry::global());
+    return g;
+  }
+
+ private:
+  std::mt19937 rng_;
+  std::string head_, body_;
+};
+
+void conv_weight(IrWriter& w, const std::string& name, int64_t co, int64_t ci, int64_t k) {
+  const double bound = std::sqrt(6.0 / static_cast<double>(ci * k * k));
+  w.constant(name, {co, ci, k, k}, -bound, bound);
+}
+void batch_norm_params(IrWriter& w, const std::string& p, int64_t c) {
+  w.constant(p + "_gamma", {c}, 0.5, 1.5);
+  w.constant(p + "_beta", {c}, -0.2, 0.2);
+  w.constant(p + "_mean", {c}, -0.2, 0.2);
+  w.constant(p + "_var", {c}, 0.5, 1.5);
+}
+std::string bn(const std::string& out, const std::string& in, const std::string& p,
+               const std::string& type) {
+  return "%" + out + " = BatchNormalization(%" + in + ", %" + p + "_gamma, %" + p + "_beta, %" +
+         p + "_mean, %" + p + "_var) : " + type + " @\"" + out + "\"";
+}
+
+// conv-bn-relu, maxpool, a residual block, global pool, flatten, dense; 16 channels so that
+// the 3x3 convs and the dense layer are Tensor Core contractions.
+ir::Graph resnet_like() {
+  IrWriter w(7);
+  w.input("x", "f32[2,3,12,10]");
+  conv_weight(w, "w1", 16, 3, 3);
+  conv_weight(w, "w2", 16, 16, 3);
+  conv_weight(w, "w3", 16, 16, 3);
+  for (const char* p : {"bn1", "bn2", "bn3"}) batch_norm_params(w, p, 16);
+  w.constant("fc_w", {24, 16}, -0.5, 0.5);
+  w.constant("fc_b", {24}, -0.1, 0.1);
+  const std::string big = "f32[2,16,12,10]", small = "f32[2,16,6,5]";
+  w.node("%c1 = Conv(%x, %w1) {pads = [1, 1, 1, 1]} : " + big + " @\"conv1\"");
+  w.node(bn("b1", "c1", "bn1", big));
+  w.node("%r1 = Relu(%b1) : " + big + " @\"relu1\"");
+  w.node("%p = MaxPool(%r1) {kernel_shape = [2, 2], strides = [2, 2]} : " + small + " @\"pool\"");
+  w.node("%c2 = Conv(%p, %w2) {pads = [1, 1, 1, 1]} : " + small + " @\"conv2\"");
+  w.node(bn("b2", "c2", "bn2", small));
+  w.node("%r2 = Relu(%b2) : " + small + " @\"relu2\"");
+  w.node("%c3 = Conv(%r2, %w3) {pads = [1, 1, 1, 1]} : " + small + " @\"conv3\"");
+  w.node(bn("b3", "c3", "bn3", small));
+  w.node("%s = Add(%b3, %p) : " + small + " @\"add\"");
+  w.node("%r3 = Relu(%s) : " + small + " @\"relu3\"");
+  w.node("%g = GlobalAveragePool(%r3) : f32[2,16,1,1] @\"gap\"");
+  w.node("%f = Flatten(%g) {axis = 1} : f32[2,16] @\"flatten\"");
+  w.node("%y = Gemm(%f, %fc_w, %fc_b) {transB = 1} : f32[2,24] @\"fc\"");
+  return w.graph("y");
+}
+
+// The subpixel tail: leaky ReLU and residual epilogues, two depth_to_space CRD stores, a
+// 3-channel output conv.
+ir::Graph sr_like() {
+  IrWriter w(11);
+  w.input("x", "f32[1,3,6,10]");
+  struct Conv {
+    const char* name;
+    int64_t co, ci;
+  };
+  for (const Conv& c : {Conv{"head", 16, 3}, Conv{"body0", 16, 16}, Conv{"body1", 16, 16},
+                        Conv{"up", 64, 16}, Conv{"up2", 32, 16}, Conv{"tail", 3, 8}}) {
+    conv_weight(w, std::string(c.name) + "_w", c.co, c.ci, 3);
+    w.constant(std::string(c.name) + "_b", {c.co}, -0.1, 0.1);
+  }
+  auto conv = [&](const char* out, const char* in, const char* p, const std::string& type) {
+    w.node(std::string("%") + out + " = Conv(%" + in + ", %" + p + "_w, %" + p +
+           "_b) {pads = [1, 1, 1, 1]} : " + type + " @\"" + p + "\"");
+  };
+  conv("h", "x", "head", "f32[1,16,6,10]");
+  conv("c0", "h", "body0", "f32[1,16,6,10]");
+  w.node("%l = LeakyRelu(%c0) {alpha = 0.1} : f32[1,16,6,10] @\"leaky\"");
+  conv("c1", "l", "body1", "f32[1,16,6,10]");
+  w.node("%s = Add(%c1, %h) : f32[1,16,6,10] @\"add\"");
+  conv("u", "s", "up", "f32[1,64,6,10]");
+  w.node("%d = DepthToSpace(%u) {blocksize = 2, mode = \"CRD\"} : f32[1,16,12,20] @\"d2s\"");
+  conv("u2", "d", "up2", "f32[1,32,12,20]");
+  w.node("%d2 = DepthToSpace(%u2) {blocksize = 2, mode = \"CRD\"} : f32[1,8,24,40] @\"d2s2\"");
+  conv("y", "d2", "tail", "f32[1,3,24,40]");
+  return w.graph("y");
+}
+
+// MobileNetV2's inverted residual: 1x1 expand + BN + ReLU6, depthwise 3x3 stride 1 + BN +
+// ReLU6 (a grouped tessel.Conv on the op kernels), 1x1 project + BN, residual add.
+ir::Graph depthwise_block() {
+  IrWriter w(5);
+  w.input("x", "f32[1,16,9,7]");
+  conv_weight(w, "we", 48, 16, 1);
+  conv_weight(w, "wd", 48, 1, 3);
+  conv_weight(w, "wp", 16, 48, 1);
+  batch_norm_params(w, "bne", 48);
+  batch_norm_params(w, "bnd", 48);
+  batch_norm_params(w, "bnp", 16);
+  w.constant("lo", {}, 0.0, 0.0);
+  w.constant("hi", {}, 6.0, 6.0);
+  const std::string wide = "f32[1,48,9,7]", narrow = "f32[1,16,9,7]";
+  w.node("%e = Conv(%x, %we) : " + wide + " @\"expand\"");
+  w.node(bn("be", "e", "bne", wide));
+  w.node("%re = Clip(%be, %lo, %hi) : " + wide + " @\"relu6_e\"");
+  w.node("%d = Conv(%re, %wd) {group = 48, pads = [1, 1, 1, 1]} : " + wide + " @\"dw\"");
+  w.node(bn("bd", "d", "bnd", wide));
+  w.node("%rd = Clip(%bd, %lo, %hi) : " + wide + " @\"relu6_d\"");
+  w.node("%p = Conv(%rd, %wp) : " + narrow + " @\"project\"");
+  w.node(bn("bp", "p", "bnp", narrow));
+  w.node("%y = Add(%bp, %x) : " + narrow + " @\"add\"");
+  return w.graph("y");
+}
+
+std::vector<Tensor> random_inputs(const ir::Graph& g, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> mag(0.25, 1.0);
+  std::bernoulli_distribution neg(0.5);
+  std::vector<Tensor> r;
+  for (ir::ValueId v : g.inputs) {
+    const ir::TensorType& t = g.type(v);
+    std::vector<double> x(static_cast<size_t>(numel(t.shape)));
+    for (double& e : x) e = (neg(rng) ? -1 : 1) * mag(rng);
+    r.push_back(Tensor::from_doubles(t.dtype, t.shape, x));
+  }
+  return r;
+}
+
+// sqrt(sum (a - b)^2 / sum b^2); a NaN in the result (an unwritten element) fails.
+double relative_l2(const Tensor& got, const Tensor& want) {
+  EXPECT_EQ(got.type_str(), want.type_str());
+  double num = 0, den = 0;
+  for (int64_t i = 0; i < std::min(got.numel(), want.numel()); ++i) {
+    const double a = got.get_f64(i), b = want.get_f64(i);
+    if (std::isnan(a)) return INFINITY;
+    num += (a - b) * (a - b);
+    den += b * b;
+  }
+  return den == 0 ? std::sqrt(num) : std::sqrt(num / den);
+}
+
+// Compiles `g`, then runs it twice on different inputs (the second run checks that each run
+// uploads its inputs and that replays leave nothing behind), each against the CPU.
+Engine check_model(const ir::Graph& g, passes::Precision precision, double tolerance) {
+  Engine e = Engine::compile(g, {.precision = precision});
+  for (unsigned seed : {1u, 2u}) {
+    const std::vector<Tensor> inputs = random_inputs(g, seed);
+    const std::vector<Tensor> want = cpu::run_graph(g, inputs);
+    const std::vector<Tensor> got = e.run(inputs);
+    EXPECT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < std::min(got.size(), want.size()); ++i)
+      EXPECT_LE(relative_l2(got[i], want[i]), tolerance) << "output " << i << ", seed " << seed;
+  }
+  EXPECT_EQ(e.stats().kernels, static_cast<int>(e.graph().nodes.size()));
+  EXPECT_GT(e.stats().arena_bytes, 0);
+  return e;
+}
+
+class EngineGpu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why;
+    if (!rt::cuda_available(&why)) GTEST_SKIP() << "no CUDA device: " << why;
+    sm80_ = rt::device_info().cc_major >= 8;
+  }
+  bool sm80_ = false;  // mma.sync m16n8k16 exists: Tensor Core kernels are expected
+};
+
+TEST_F(EngineGpu, ResNetLikeFp16) {
+  const Engine e = check_model(resnet_like(), passes::Precision::kFp16, 2e-2);
+  // conv1 (channels padded to 8), conv2, conv3 and the dense layer.
+  if (sm80_) EXPECT_GE(e.stats().tensor_core_kernels, 3);
+}
+
+TEST_F(EngineGpu, ResNetLikeFp32) {
+  const Engine e = check_model(resnet_like(), passes::Precision::kFp32, 1e-3);
+  EXPECT_EQ(e.stats().tensor_core_kernels, 0);  // f32 operands: SIMT
+}
+
+TEST_F(EngineGpu, SuperResolutionLikeFp16) {
+  const Engine e = check_model(sr_like(), passes::Precision::kFp16, 2e-2);
+  if (sm80_) EXPECT_GE(e.stats().tensor_core_kernels, 5);
+}
+
+TEST_F(EngineGpu, DepthwiseBlockFp16) {
+  const Engine e = check_model(depthwise_block(), passes::Precision::kFp16, 2e-2);
+  int grouped = 0;
+  for (const ir::Node& n : e.graph().nodes)
+    grouped += n.op == "tessel.Conv" && n.get_int("group", 1) > 1;
+  EXPECT_EQ(grouped, 1);
+}
+
+TEST_F(EngineGpu, WrongInputIsAUserError) {
+  Engine e = Engine::compile(depthwise_block());
+  Tensor bad(DType::kF32, {1, 16, 9, 8});
+  EXPECT_THROW(e.run({bad}), UserError);
+}
+
+// The generated small zoo (tools/models/gen_models.py --small), where python can make it.
+TEST_F(EngineGpu, SmallZooModelsFp16) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("tessel_engine_zoo_" + std::to_string(getpid()));
+  const std::string models = "resnet50,mobilenet_v2,vgg16,sr_net";
+  const std::string cmd = "python3 " TESSEL_SOURCE_DIR "/tools/models/gen_models.py --out " +
+                          dir.string() + " --small --models " + models + " > /dev/null 2>&1";
+  if (std::system(cmd.c_str()) != 0) {
+    std::filesystem::remove_all(dir);
+    GTEST_SKIP() << "could not generate the zoo models: " << cmd;
+  }
+  for (const char* name : {"resnet50", "mobilenet_v2", "vgg16", "sr_net"}) {
+    SCOPED_TRACE(name);
+    ir::Graph g = onnx::import_model((dir / (std::string(name) + ".onnx")).string());
+    ir::infer_types(g, ir::OpRegistry::global());
+    const std::vector<Tensor> inputs = random_inputs(g, 3);
+    const std::vector<Tensor> want = cpu::run_graph(g, inputs);
+    Engine e = Engine::compile(g);
+    const std::vector<Tensor> got = e.run(inputs);
+    ASSERT_EQ(got.size(), want.size());
+    EXPECT_LE(relative_l2(got[0], want[0]), 2e-2);
+    if (sm80_) EXPECT_GT(e.stats().tensor_core_kernels, 0);
+  }
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace tessel::runtime::cuda_engine
