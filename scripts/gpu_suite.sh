@@ -32,7 +32,7 @@ if [[ $what == all || $what == sanitize ]]; then
     compute-sanitizer --tool $tool --error-exitcode 9 "$BIN/gpu_tests" \
       --gtest_filter='*Sanitize*' > "$OUT/sanitizer_$tool.log" 2>&1
     rc=$?
-    echo "$tool: exit $rc, $(grep -c 'ERROR SUMMARY: 0 errors' "$OUT/sanitizer_$tool.log") clean summaries"
+    echo "$tool: exit $rc; $(grep -E 'SUMMARY' "$OUT/sanitizer_$tool.log" | tail -1)"
     [[ $rc -ne 0 ]] && status=1
   done
 fi
