@@ -18,6 +18,7 @@ Action add_run(CLI::App& app);
 Action add_opt(CLI::App& app);
 Action add_bench_op(CLI::App& app);
 Action add_codegen(CLI::App& app);
+Action add_explain(CLI::App& app);
 
 // Options shared by commands that load a model.
 struct ModelOptions {

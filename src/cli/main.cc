@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
       tessel::cli::add_opt(app),
       tessel::cli::add_bench_op(app),
       tessel::cli::add_codegen(app),
+      tessel::cli::add_explain(app),
   };
   // CLI11 reports an unknown first word as "a subcommand is required"; name it instead.
   if (argc > 1 && argv[1][0] != '-') {

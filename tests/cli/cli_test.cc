@@ -125,6 +125,86 @@ TEST(Cli, RunWritesOutputsAsNpy) {
   EXPECT_NE(r.out.find("median"), std::string::npos);
 }
 
+// A constant of `count` small distinct values, in textual IR list syntax.
+std::string weights(int count) {
+  std::string r = "[";
+  for (int i = 0; i < count; ++i) r += (i ? ", " : "") + std::to_string((i % 7 - 3) * 0.125);
+  return r + "]";
+}
+
+// The line of `explain`'s output that starts with node name `name`; empty when there is none.
+std::string line_of(const std::string& out, const std::string& name) {
+  size_t pos = 0;
+  while (pos < out.size()) {
+    size_t end = out.find('\n', pos);
+    std::string line = out.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
+    if (line.rfind(name + " ", 0) == 0) return line;
+    if (end == std::string::npos) break;
+    pos = end + 1;
+  }
+  return "";
+}
+
+// Two chains: an RGB conv (3 -> 8 channels, 3x3) then a max pool and a relu, which stays a
+// node of its own (nothing fuses into a pool); and a 64 -> 64 1x1 conv whose relu fuses into
+// its epilogue.
+std::string explain_tir() {
+  return "graph @g opset 17 {\n"
+         "  input %x : f32[1,3,8,8]\n"
+         "  input %u : f32[1,64,4,4]\n"
+         "  const %wa : f32[8,3,3,3] = " + weights(8 * 3 * 3 * 3) + "\n"
+         "  const %wb : f32[64,64,1,1] = " + weights(64 * 64) + "\n"
+         "  %a = Conv(%x, %wa) {kernel_shape = [3, 3], pads = [1, 1, 1, 1]} : f32[1,8,8,8] @\"conv_a\"\n"
+         "  %p = MaxPool(%a) {kernel_shape = [2, 2], strides = [2, 2]} : f32[1,8,4,4] @\"pool\"\n"
+         "  %y = Relu(%p) : f32[1,8,4,4] @\"relu_p\"\n"
+         "  %b = Conv(%u, %wb) {kernel_shape = [1, 1]} : f32[1,64,4,4] @\"conv_b\"\n"
+         "  %z = Relu(%b) : f32[1,64,4,4] @\"relu_b\"\n"
+         "  output %y\n"
+         "  output %z\n"
+         "}\n";
+}
+
+TEST(Cli, ExplainSaysHowEachNodeRuns) {
+  std::string tir = write_file("explain.tir", explain_tir());
+  Result r = run_tessel("explain " + tir);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(line_of(r.out, "conv_b").find("tessel.Conv"), std::string::npos) << r.out;
+  EXPECT_NE(line_of(r.out, "conv_b").find("Tensor Cores ("), std::string::npos) << r.out;
+  EXPECT_NE(line_of(r.out, "pool").find("f16[1,4,4,8]"), std::string::npos) << r.out;
+  EXPECT_NE(line_of(r.out, "pool").find("CUDA kernel"), std::string::npos) << r.out;
+  EXPECT_NE(line_of(r.out, "relu_p").find("CUDA kernel"), std::string::npos) << r.out;
+  EXPECT_EQ(line_of(r.out, "relu_b"), "") << "relu_b fuses into conv_b\n" << r.out;
+  EXPECT_NE(r.out.find("graph edge: NCHW<->NHWC"), std::string::npos) << r.out;
+  EXPECT_NE(line_of(r.out, "x.to_nhwc").find("f16[1,8,8,3]"), std::string::npos) << r.out;
+  // convert-layout pads the RGB conv's 3 input channels to 8 for Tensor Cores.
+  EXPECT_NE(line_of(r.out, "x.nhwc.align_channels").find("Pad                f16[1,8,8,8]"),
+            std::string::npos) << r.out;
+  EXPECT_NE(line_of(r.out, "conv_a").find("Tensor Cores ("), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("    epilogue: relu -> store f16"), std::string::npos) << r.out;
+  // The target line, 13 node lines, a layout line per Transpose, an epilogue line per conv
+  // (no matcher notes: the padded conv_a loads 16 bytes), the summary.
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1 + 13 + 4 + 2 + 1) << r.out;
+  // fp16: a Cast and a Transpose per input and per output, the Pad, the two convs (relu_b
+  // fused into conv_b), the pool and relu_p.
+  EXPECT_NE(r.out.find("summary: 13 nodes, 2 on Tensor Cores, 0 SIMT contractions, 11 other "
+                       "kernels, 0 unsupported, 4 layout changes, 1 fused epilogues\n"),
+            std::string::npos) << r.out;
+
+  // fp32 operands do not qualify for Tensor Cores: both convs run SIMT and say why.
+  r = run_tessel("explain " + tir + " --precision fp32");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(line_of(r.out, "conv_b").find("SIMT: dtype f32 operands"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("summary: 9 nodes, 0 on Tensor Cores, 2 SIMT contractions, 7 other "
+                       "kernels, 0 unsupported, 4 layout changes, 1 fused epilogues\n"),
+            std::string::npos) << r.out;
+}
+
+TEST(Cli, ExplainMissingFileIsOneLineError) {
+  expect_user_error("explain /nonexistent/model.onnx", "/nonexistent/model.onnx: cannot open file");
+  std::string tir = write_file("explain2.tir", kTir);
+  expect_user_error("explain " + tir + " --precision fp8", "--precision");
+}
+
 TEST(Cli, HelpExitsZero) {
   EXPECT_EQ(run_tessel("--help").code, 0);
   EXPECT_EQ(run_tessel("run --help").code, 0);

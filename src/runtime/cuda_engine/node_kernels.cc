@@ -43,37 +43,6 @@ std::string remarks_text(const contraction::MatchResult& m) {
   return r.empty() ? "no reason given" : r;
 }
 
-// Grouped convolutions go to the op kernels: the Tensor Core generator declines them (their
-// contiguous channel is a batch dim), and the SIMT contraction is slower than the direct
-// grouped kernel for the few channels per group of depthwise layers.
-bool lowered_as_contraction(const ir::Node& n) {
-  return is_contraction_op(n) && (n.op == "tessel.Gemm" || n.get_int("group", 1) == 1);
-}
-
-// Picks the schedule: the cost model's default on Tensor Cores where match() allows, else
-// SIMT. A Tensor Core schedule the generator refuses falls back to SIMT rather than failing.
-ContractionJob plan_contraction(const ir::Graph& g, const ir::Node& n,
-                                const EngineOptions& options, const tune::DeviceInfoLite& device,
-                                NodeKernel& k) {
-  ContractionSpec spec = contraction_of(g, n);
-  const contraction::MatchResult m = contraction::match(spec.maps);
-  TESSEL_USER_CHECK(m.contraction)
-      << n.label() << ": cannot be lowered to a contraction kernel: " << remarks_text(m);
-  ContractionJob job{*m.contraction, std::move(spec.epilogue), {}};
-  job.s = options.tensor_cores && m.tensor_cores ? tune::default_schedule(job.c, device)
-                                                 : tune::simt_schedule(job.c);
-  std::optional<std::string> why = cg::can_implement(job.c, job.e, job.s);
-  if (why && job.s.instruction != tune::Instruction::kSimt) {
-    job.s = tune::simt_schedule(job.c);
-    why = cg::can_implement(job.c, job.e, job.s);
-  }
-  TESSEL_USER_CHECK(!why) << n.label() << ": cannot be lowered to a contraction kernel: " << *why;
-  k.operands_swapped = job.c.operands_swapped;
-  k.extra_inputs = std::move(spec.extra_inputs);
-  k.tensor_cores = job.s.instruction != tune::Instruction::kSimt;
-  return job;
-}
-
 // Runs every job on min(hardware_concurrency, jobs) threads; rethrows the first failure in job
 // order once all have finished, so the error does not depend on thread timing.
 void run_parallel(const std::vector<std::function<void()>>& jobs) {
@@ -100,6 +69,42 @@ void run_parallel(const std::vector<std::function<void()>>& jobs) {
 
 }  // namespace
 
+// Grouped convolutions go to the op kernels: the Tensor Core generator declines them (their
+// contiguous channel is a batch dim), and the SIMT contraction is slower than the direct
+// grouped kernel for the few channels per group of depthwise layers.
+bool lowered_as_contraction(const ir::Node& n) {
+  return is_contraction_op(n) && (n.op == "tessel.Gemm" || n.get_int("group", 1) == 1);
+}
+
+// Picks the schedule: the cost model's default on Tensor Cores where match() allows, else
+// SIMT. A Tensor Core schedule the generator refuses falls back to SIMT rather than failing.
+ContractionPlan plan_contraction(const ir::Graph& g, const ir::Node& n,
+                                 const EngineOptions& options, const tune::DeviceInfoLite& device) {
+  ContractionSpec spec = contraction_of(g, n);
+  ContractionPlan plan;
+  plan.match = contraction::match(spec.maps);
+  plan.epilogue = std::move(spec.epilogue);
+  plan.extra_inputs = std::move(spec.extra_inputs);
+  if (!plan.match.contraction) {
+    plan.error = "cannot be lowered to a contraction kernel: " + remarks_text(plan.match);
+    return plan;
+  }
+  const contraction::Contraction& c = *plan.match.contraction;
+  if (!options.tensor_cores)
+    plan.simt_reason = "Tensor Cores turned off (EngineOptions::tensor_cores)";
+  else if (!plan.match.tensor_cores)
+    plan.simt_reason = plan.match.remarks.empty() ? "no reason given" : plan.match.remarks[0].text;
+  plan.schedule = plan.simt_reason.empty() ? tune::default_schedule(c, device) : tune::simt_schedule(c);
+  std::optional<std::string> why = cg::can_implement(c, plan.epilogue, plan.schedule);
+  if (why && plan.schedule.instruction != tune::Instruction::kSimt) {
+    plan.simt_reason = "the Tensor Core generator refuses " + plan.schedule.name() + ": " + *why;
+    plan.schedule = tune::simt_schedule(c);
+    why = cg::can_implement(c, plan.epilogue, plan.schedule);
+  }
+  if (why) plan.error = "cannot be lowered to a contraction kernel: " + *why;
+  return plan;
+}
+
 std::vector<NodeKernel> build_node_kernels(const ir::Graph& g, const EngineOptions& options,
                                            const rt::DeviceInfo& device) {
   const tune::DeviceInfoLite dev = lite(device);
@@ -114,7 +119,12 @@ std::vector<NodeKernel> build_node_kernels(const ir::Graph& g, const EngineOptio
     NodeKernel& k = kernels[i];
     k.node = static_cast<int>(i);
     if (lowered_as_contraction(n)) {
-      ContractionJob job = plan_contraction(g, n, options, dev, k);
+      ContractionPlan plan = plan_contraction(g, n, options, dev);
+      TESSEL_USER_CHECK(!plan.error) << n.label() << ": " << *plan.error;
+      k.operands_swapped = plan.match.contraction->operands_swapped;
+      k.extra_inputs = std::move(plan.extra_inputs);
+      k.tensor_cores = plan.schedule.instruction != tune::Instruction::kSimt;
+      ContractionJob job{*plan.match.contraction, std::move(plan.epilogue), plan.schedule};
       const std::string key = job.c.key() + "|" + job.e.str() + "|" +
                               std::string(dtype_name(job.e.out_dtype)) + "|" + job.s.name();
       auto [it, fresh] = contractions.try_emplace(key, std::move(job), std::vector<int>{});

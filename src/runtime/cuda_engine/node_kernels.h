@@ -5,13 +5,17 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "codegen/cuda/contraction_kernel.h"
+#include "contraction/contraction.h"
 #include "ir/graph.h"
 #include "runtime/cuda/cuda_api.h"
 #include "runtime/cuda_engine/engine.h"
+#include "tune/device_model.h"
+#include "tune/schedule.h"
 
 namespace tessel::runtime::cuda_engine {
 
@@ -29,6 +33,29 @@ struct NodeKernel {
   void* function = nullptr;
   runtime::cuda::LaunchConfig config;
 };
+
+// The choice of generator and schedule that build_node_kernels makes, exposed so that
+// `tessel explain` reports the engine's own decisions without a GPU or a compiler.
+
+// True for the nodes lowered by the contraction generator: tessel.Gemm and tessel.Conv with
+// group 1 (grouped convolutions go to the op kernels, can_emit_op).
+bool lowered_as_contraction(const ir::Node& n);
+
+// A contraction node's plan, computed without compiling anything.
+struct ContractionPlan {
+  contraction::MatchResult match;   // match() on the node's maps: remarks and notes
+  contraction::Epilogue epilogue;   // ContractionSpec::epilogue
+  std::vector<int> extra_inputs;    // ContractionSpec::extra_inputs
+  tune::Schedule schedule;          // the schedule built; meaningless when `error` is set
+  std::string simt_reason;          // why SIMT, when the schedule is SIMT
+  std::optional<std::string> error; // why the node cannot be lowered at all (no node label)
+};
+
+// Tensor Cores (the cost model's default schedule for `device`) where match() and `options`
+// allow, else SIMT; a Tensor Core schedule the generator refuses falls back to SIMT. Requires
+// lowered_as_contraction(n).
+ContractionPlan plan_contraction(const ir::Graph& g, const ir::Node& n,
+                                 const EngineOptions& options, const tune::DeviceInfoLite& device);
 
 // One NodeKernel per node, in node order, built for `device`. A node that cannot be lowered is
 // a UserError naming it with the generator's reason; this is found before anything compiles.
