@@ -16,27 +16,7 @@ import numpy as np
 import torch
 import torchvision
 
-
-def timed_graph(fn, reps=50):
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(5):
-            fn()
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        fn()
-    ts = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        g.replay()
-        b.record()
-        b.synchronize()
-        ts.append(a.elapsed_time(b))
-    ts.sort()
-    return ts[len(ts) // 2]
+from torch_timing import graph_ms_per_call
 
 
 def main():
@@ -63,7 +43,7 @@ def main():
         m16 = model.half().to(memory_format=torch.channels_last)
         x16 = x.half().to(memory_format=torch.channels_last)
         with torch.no_grad():
-            ms = timed_graph(lambda: m16(x16))
+            ms = graph_ms_per_call(lambda: m16(x16))
         print(f"{name},{ms:.4f}", flush=True)
 
 
