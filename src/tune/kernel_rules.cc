@@ -118,7 +118,8 @@ std::optional<std::string> check_schedule(const Contraction& c, const Schedule& 
     return fmt::format("warp tile {}x{} does not divide block tile {}x{}", s.warp_m, s.warp_n,
                        s.block_m, s.block_n);
   }
-  if (s.threads() > kMaxThreads) return fmt::format("{} threads per CTA", s.threads());
+  if (s.threads() > kMaxThreads)
+    return fmt::format("{} threads per CTA (at most {})", s.threads(), kMaxThreads);
   if (s.raster < 1) return "raster group must be >= 1";
   if (auto r = check_instruction(s)) return r;
   if (auto r = check_operand(c, s, 'A')) return r;

@@ -215,17 +215,17 @@ void expect_rejected(const TestProblem& p, const std::string& reason) {
 TEST(CanImplement, RejectsIllegalSchedulesWithReasons) {
   const TestProblem conv = conv_problem(conv_params(1, 28, 28, 64, 64, 3, 1, 1));
   expect_rejected(with(conv, tc_schedule(128, 128, 32, 48, 64, 3)), "does not divide block tile");
-  expect_rejected(with(conv, tc_schedule(128, 128, 32, 64, 64, 6)), "6 pipeline stages (2 to 5)");
-  expect_rejected(with(conv, tc_schedule(128, 128, 16, 64, 64, 3)), "cannot be swizzled");
+  expect_rejected(with(conv, tc_schedule(128, 128, 32, 64, 64, 6)), "6 stages (2 to 5)");
+  expect_rejected(with(conv, tc_schedule(128, 128, 16, 64, 64, 3)), "block_k=16: mma.sync needs a multiple of 32");
   expect_rejected(with(conv, tc_schedule(128, 128, 32, 64, 8, 3)), "mma.sync needs multiples of 16");
   expect_rejected(with(conv, tc_schedule(256, 256, 32, 16, 16, 3)), "threads per CTA (at most 1024)");
   expect_rejected(with(conv, tc_schedule(256, 256, 64, 64, 64, 5)), "bytes of shared memory");
   expect_rejected(with(conv, tc_schedule(128, 128, 32, 64, 64, 3, 7)), "leaves a split empty");
   expect_rejected(with(conv, tc_schedule(128, 128, 32, 64, 64, 3, 100)), "split_k=100 with 18 k-tiles");
-  expect_rejected(with(conv, wgmma_schedule(128, 128, 32, 64, 128, 4)), "cannot be swizzled (need a multiple of 64)");
-  expect_rejected(with(conv, wgmma_schedule(128, 96, 64, 64, 96, 4)), "wgmma needs m a multiple of 64 and n of 64, 128 or 256");
-  expect_rejected(with(conv, wgmma_schedule(128, 256, 64, 128, 256, 4)), "needs 256 accumulator registers");
-  expect_rejected(with(conv, wgmma_schedule(128, 128, 64, 64, 128, 2)), "2 pipeline stages (3 to 5 for wgmma)");
+  expect_rejected(with(conv, wgmma_schedule(128, 128, 32, 64, 128, 4)), "block_k=32: wgmma reads k in 64-element rows");
+  expect_rejected(with(conv, wgmma_schedule(128, 96, 64, 64, 96, 4)), "wgmma needs m a multiple of 64 and n 64, 128 or 256");
+  expect_rejected(with(conv, wgmma_schedule(128, 256, 64, 128, 256, 4)), "needs more than 128 accumulators per thread");
+  expect_rejected(with(conv, wgmma_schedule(128, 128, 64, 64, 128, 2)), "2 stages (3 to 5 for wgmma)");
   tune::Schedule simt_split = simt_schedule(64, 64, 16, 32, 16, 8, 8);
   simt_split.split_k = 2;
   expect_rejected(with(conv, simt_split), "does not split K");

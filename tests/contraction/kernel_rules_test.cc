@@ -67,7 +67,7 @@ TEST(CheckSchedule, TilesAndInstructions) {
   EXPECT_EQ(why(c, s), "warp tile 48x64 does not divide block tile 128x128");
   s = Schedule{};
   s.warp_m = s.warp_n = 16;  // 64 warps
-  EXPECT_EQ(why(c, s), "2048 threads per CTA");
+  EXPECT_EQ(why(c, s), "2048 threads per CTA (at most 1024)");
   s = Schedule{};
   s.block_m = 120;
   s.warp_m = 24;

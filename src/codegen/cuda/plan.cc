@@ -9,6 +9,7 @@
 #include "codegen/cuda/kernel_plan.h"
 #include "core/dtype.h"
 #include "core/shape.h"
+#include "tune/kernel_rules.h"
 
 namespace tessel::codegen::cuda {
 namespace {
@@ -276,7 +277,6 @@ std::optional<std::string> make_plan(const Contraction& c, const Epilogue& e, co
   p->e = &e;
   p->s = s;
   const bool tc = s.instruction != Instruction::kSimt;
-  const bool wgmma = s.instruction == Instruction::kWgmma;
   if (c.m < 1 || c.n < 1 || c.k < 1 || c.batch < 1) return "empty contraction";
   if (c.m >= kInt32Safe || c.n >= kInt32Safe || c.k >= kInt32Safe || c.batch >= kInt32Safe) {
     return "an extent of M, N, K or batch does not fit 31 bits";
@@ -300,40 +300,10 @@ std::optional<std::string> make_plan(const Contraction& c, const Epilogue& e, co
   if (auto r = check_output_map(c)) return r;
   if (c.k_dims.empty()) return "contraction without K dims (an outer product)";
 
-  // Tiles and warps.
-  if (s.block_m < 1 || s.block_n < 1 || s.block_k < 1 || s.warp_m < 1 || s.warp_n < 1) return "non-positive tile";
-  if (s.block_m % s.warp_m != 0 || s.block_n % s.warp_n != 0) {
-    return fmt::format("warp tile {}x{} does not divide block tile {}x{}", s.warp_m, s.warp_n,
-                       s.block_m, s.block_n);
-  }
-  // For wgmma, warp_m x warp_n is the tile of a warpgroup (4 warps).
-  p->threads = wgmma ? 128 * (s.block_m / s.warp_m) * (s.block_n / s.warp_n) : s.threads();
-  if (p->threads > 1024) return fmt::format("{} threads per CTA (at most 1024)", p->threads);
-  if (wgmma) {
-    if (s.warp_m % 64 != 0 || (s.warp_n != 64 && s.warp_n != 128 && s.warp_n != 256)) {
-      return fmt::format("warpgroup tile {}x{}: wgmma needs m a multiple of 64 and n of 64, 128 or 256",
-                         s.warp_m, s.warp_n);
-    }
-    if (s.warp_m / 64 * s.warp_n / 2 > 128) {
-      return fmt::format("warpgroup tile {}x{} needs {} accumulator registers per thread (at most 128)",
-                         s.warp_m, s.warp_n, s.warp_m / 64 * s.warp_n / 2);
-    }
-    if (s.stages < 3 || s.stages > 5) return fmt::format("{} pipeline stages (3 to 5 for wgmma)", s.stages);
-  } else if (tc) {
-    if (s.warp_m % 16 != 0 || s.warp_n % 16 != 0) {
-      return fmt::format("warp tile {}x{}: mma.sync needs multiples of 16", s.warp_m, s.warp_n);
-    }
-    if (s.stages < 2 || s.stages > 5) return fmt::format("{} pipeline stages (2 to 5)", s.stages);
-  } else {
-    // Lanes form 4 x 8 (warp_n % 32 == 0) or 8 x 4; thread tiles are whole float4s.
-    const bool wide = s.warp_n % 32 == 0;
-    if (s.warp_n % 16 != 0 || s.warp_m % (wide ? 16 : 32) != 0) {
-      return fmt::format("SIMT warp tile {}x{}: needs 16x32 or 32x16 multiples (float4 thread tiles)",
-                         s.warp_m, s.warp_n);
-    }
-    if (s.split_k != 1) return "the SIMT kernel does not split K";
-  }
-  if (s.raster < 1) return "raster group must be >= 1";
+  // The schedule's own legality (tiles, warps, instruction rules, loaders, split-K) has one
+  // definition, shared with the schedule space and the default pick.
+  if (auto r = tune::check_schedule(c, s)) return r;
+  p->threads = s.threads();
   if (auto r = plan_operand(c, s, s.instruction, p->threads, 'A', s.a_vec, &p->a)) return r;
   if (auto r = plan_operand(c, s, s.instruction, p->threads, 'B', s.b_vec, &p->b)) return r;
 
@@ -341,13 +311,7 @@ std::optional<std::string> make_plan(const Contraction& c, const Epilogue& e, co
   p->tiles_m = (c.m + s.block_m - 1) / s.block_m;
   p->tiles_n = (c.n + s.block_n - 1) / s.block_n;
   p->k_tiles = (c.k + s.block_k - 1) / s.block_k;
-  if (s.split_k < 1 || s.split_k > p->k_tiles) {
-    return fmt::format("split_k={} with {} k-tiles", s.split_k, p->k_tiles);
-  }
   p->k_tiles_per_split = static_cast<int>((p->k_tiles + s.split_k - 1) / s.split_k);
-  if ((p->k_tiles + p->k_tiles_per_split - 1) / p->k_tiles_per_split != s.split_k) {
-    return fmt::format("split_k={} over {} k-tiles leaves a split empty", s.split_k, p->k_tiles);
-  }
   const uint64_t tiles = static_cast<uint64_t>(p->tiles_m * p->tiles_n * c.batch);
   p->grid_x = tiles * static_cast<uint64_t>(s.split_k);
   if (p->grid_x > 0x7fffffffull) return fmt::format("{} CTAs exceed the grid limit", p->grid_x);
@@ -355,19 +319,9 @@ std::optional<std::string> make_plan(const Contraction& c, const Epilogue& e, co
   if (auto r = check_epilogue(e, p)) return r;
   if (auto r = plan_store(c, e, s, p)) return r;
 
-  // Shared memory: mirrors MmaKernel / SimtKernel::kSmemBytes (the generated code
-  // static_asserts the equality).
-  const int warps = p->threads / 32;
-  int64_t pipeline = 0, epilogue = 0, extra = 0;
-  if (tc) {
-    pipeline = int64_t{s.stages} * (s.block_m + s.block_n) * s.block_k * 2;
-    epilogue = int64_t{warps} * 16 * (s.warp_n + 8) * 4;
-    extra = (wgmma ? 1024 : 0) + (s.split_k > 1 ? 16 : 0);  // atom alignment; split-K flag
-  } else {
-    pipeline = int64_t{s.block_k} * ((s.block_m + 4) + (s.block_n + 4)) * 4;
-    epilogue = int64_t{warps} * s.warp_m * (s.warp_n + 4) * 4;
-  }
-  const int64_t smem = std::max(pipeline, epilogue) + extra;
+  // Shared memory: tune::smem_bytes mirrors MmaKernel / SimtKernel::kSmemBytes (the
+  // generated code static_asserts the equality).
+  const int64_t smem = static_cast<int64_t>(tune::smem_bytes(c, s));
   if (smem > kMaxSmemBytes) {
     return fmt::format("{} bytes of shared memory (at most {})", smem, kMaxSmemBytes);
   }
