@@ -117,6 +117,16 @@ Shape ConvGeometry::out_shape() const {
   return s;
 }
 
+void plan_window_into(const ir::Node& node, ConvGeometry& g, bool ceil_mode) {
+  WindowAttrs attrs = read_window_attrs(node, g.in_spatial.size());
+  WindowPlan plan = plan_forward_window(node, attrs, g.in_spatial, g.kernel, ceil_mode);
+  g.out_spatial = plan.out;
+  g.strides = attrs.strides;
+  g.dilations = attrs.dilations;
+  g.pad_begin = plan.pad_begin;
+  g.pad_end = plan.pad_end;
+}
+
 ConvGeometry plan_conv(const ir::Node& node, const Shape& x, const Shape& w, const char* x_name,
                        const char* w_name) {
   check_conv_shapes(node, x, w, x_name, w_name);
@@ -138,13 +148,7 @@ ConvGeometry plan_conv(const ir::Node& node, const Shape& x, const Shape& w, con
   g.in_spatial.assign(x.begin() + 2, x.end());
   g.kernel.assign(w.begin() + 2, w.end());
   check_kernel_shape_attr(node, g.kernel, w_name);
-  WindowAttrs attrs = read_window_attrs(node, g.spatial_rank());
-  WindowPlan plan = plan_forward_window(node, attrs, g.in_spatial, g.kernel, false);
-  g.out_spatial = plan.out;
-  g.strides = attrs.strides;
-  g.dilations = attrs.dilations;
-  g.pad_begin = plan.pad_begin;
-  g.pad_end = plan.pad_end;
+  plan_window_into(node, g, false);
   return g;
 }
 

@@ -68,6 +68,11 @@ struct ConvGeometry {
   Shape out_shape() const;  // (N, M, out...)
 };
 
+// Fills g's output extents, strides, dilations and pads from node's window attributes
+// (strides, dilations, pads, auto_pad), given g.in_spatial and g.kernel: the forward window
+// shared by Conv and the pools.
+void plan_window_into(const ir::Node& node, ConvGeometry& g, bool ceil_mode);
+
 // Validates and resolves Conv's (and ConvInteger's, QLinearConv's) attributes against the
 // shapes of x and w: ranks, C == w[1] * group, M divisible by group, kernel_shape matching w.
 // `x_name` / `w_name` are the ONNX input names used in error messages.

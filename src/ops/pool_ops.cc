@@ -31,13 +31,7 @@ ConvGeometry plan_pool(const ir::Node& node, const Shape& x) {
   int64_t ceil_mode = node.get_int("ceil_mode", 0);
   TESSEL_USER_CHECK(ceil_mode == 0 || ceil_mode == 1)
       << node.label() << ": ceil_mode is " << ceil_mode << ", expected 0 or 1";
-  WindowAttrs attrs = read_window_attrs(node, g.in_spatial.size());
-  WindowPlan plan = plan_forward_window(node, attrs, g.in_spatial, g.kernel, ceil_mode == 1);
-  g.out_spatial = plan.out;
-  g.strides = attrs.strides;
-  g.dilations = attrs.dilations;
-  g.pad_begin = plan.pad_begin;
-  g.pad_end = plan.pad_end;
+  plan_window_into(node, g, ceil_mode == 1);
   return g;
 }
 
