@@ -15,6 +15,7 @@
 #include "frontend/onnx/importer.h"
 #include "ir/infer.h"
 #include "ir/op_registry.h"
+#include "ir/ir_writer.h"
 #include "ir/parser.h"
 #include "runtime/cpu/executor.h"
 #include "runtime/cuda/cuda_api.h"
@@ -25,51 +26,10 @@ namespace {
 
 namespace rt = runtime::cuda;
 
-// Textual IR with seeded uniform random constants.
-class IrWriter {
- public:
-  explicit IrWriter(unsigned seed) : rng_(seed) {}
-  void input(const std::string& name, const std::string& type) {
-    head_ += "  input %" + name + " : " + type + "\n";
-  }
-  void constant(const std::string& name, const Shape& shape, double lo, double hi) {
-    std::uniform_real_distribution<double> uni(lo, hi);
-    std::string values;
-    char buf[32];
-    for (int64_t i = 0; i < numel(shape); ++i) {
-      std::snprintf(buf, sizeof buf, "%.6e", uni(rng_));
-      values += (i ? ", " : "") + std::string(buf);
-    }
-    head_ += "  const %" + name + " : f32" + shape_str(shape) + " = [" + values + "]\n";
-  }
-  void node(const std::string& line) { body_ += "  " + line + "\n"; }
-  ir::Graph graph(const std::string& output) const {
-    ir::Graph g =
-        ir::parse_graph("graph @g opset 17 {\n" + head_ + body_ + "  output %" + output + "\n}\n");
-    ir::infer_types(g, ir::OpRegistry::global());
-    return g;
-  }
-
- private:
-  std::mt19937 rng_;
-  std::string head_, body_;
-};
-
-void conv_weight(IrWriter& w, const std::string& name, int64_t co, int64_t ci, int64_t k) {
-  const double bound = std::sqrt(6.0 / static_cast<double>(ci * k * k));
-  w.constant(name, {co, ci, k, k}, -bound, bound);
-}
-void batch_norm_params(IrWriter& w, const std::string& p, int64_t c) {
-  w.constant(p + "_gamma", {c}, 0.5, 1.5);
-  w.constant(p + "_beta", {c}, -0.2, 0.2);
-  w.constant(p + "_mean", {c}, -0.2, 0.2);
-  w.constant(p + "_var", {c}, 0.5, 1.5);
-}
-std::string bn(const std::string& out, const std::string& in, const std::string& p,
-               const std::string& type) {
-  return "%" + out + " = BatchNormalization(%" + in + ", %" + p + "_gamma, %" + p + "_beta, %" +
-         p + "_mean, %" + p + "_var) : " + type + " @\"" + out + "\"";
-}
+using testing::batch_norm_params;
+using testing::bn;
+using testing::conv_weight;
+using testing::IrWriter;
 
 // conv-bn-relu, maxpool, a residual block, global pool, flatten, dense; 16 channels so that
 // the 3x3 convs and the dense layer are Tensor Core contractions.
@@ -214,7 +174,9 @@ class EngineGpu : public ::testing::Test {
 TEST_F(EngineGpu, ResNetLikeFp16) {
   const Engine e = check_model(resnet_like(), passes::Precision::kFp16, 2e-2);
   // conv1 (channels padded to 8), conv2, conv3 and the dense layer.
-  if (sm80_) EXPECT_GE(e.stats().tensor_core_kernels, 3);
+  if (sm80_) {
+    EXPECT_GE(e.stats().tensor_core_kernels, 3);
+  }
 }
 
 TEST_F(EngineGpu, ResNetLikeFp32) {
@@ -224,7 +186,9 @@ TEST_F(EngineGpu, ResNetLikeFp32) {
 
 TEST_F(EngineGpu, SuperResolutionLikeFp16) {
   const Engine e = check_model(sr_like(), passes::Precision::kFp16, 2e-2);
-  if (sm80_) EXPECT_GE(e.stats().tensor_core_kernels, 5);
+  if (sm80_) {
+    EXPECT_GE(e.stats().tensor_core_kernels, 5);
+  }
 }
 
 TEST_F(EngineGpu, DepthwiseBlockFp16) {
@@ -262,7 +226,9 @@ TEST_F(EngineGpu, SmallZooModelsFp16) {
     const std::vector<Tensor> got = e.run(inputs);
     ASSERT_EQ(got.size(), want.size());
     EXPECT_LE(relative_l2(got[0], want[0]), 2e-2);
-    if (sm80_) EXPECT_GT(e.stats().tensor_core_kernels, 0);
+    if (sm80_) {
+      EXPECT_GT(e.stats().tensor_core_kernels, 0);
+    }
   }
   std::filesystem::remove_all(dir);
 }

@@ -11,6 +11,7 @@
 
 #include "ir/equal.h"
 #include "ir/infer.h"
+#include "ir/ir_writer.h"
 #include "ir/parser.h"
 #include "ops/tessel_epilogue.h"
 #include "passes/pass_test_util.h"
@@ -20,50 +21,10 @@
 namespace tessel {
 namespace {
 
-// Textual IR with seeded uniform random constants (weights too large to write by hand).
-class IrWriter {
- public:
-  explicit IrWriter(unsigned seed) : rng_(seed) {}
-
-  void input(const std::string& name, const std::string& type) {
-    head_ += "  input %" + name + " : " + type + "\n";
-  }
-  void constant(const std::string& name, const Shape& shape, double lo, double hi) {
-    std::uniform_real_distribution<double> uni(lo, hi);
-    std::string values;
-    char buf[32];
-    for (int64_t i = 0; i < numel(shape); ++i) {
-      std::snprintf(buf, sizeof buf, "%.6e", uni(rng_));
-      values += (i ? ", " : "") + std::string(buf);
-    }
-    head_ += "  const %" + name + " : f32" + shape_str(shape) + " = [" + values + "]\n";
-  }
-  void node(const std::string& line) { body_ += "  " + line + "\n"; }
-  std::string text(const std::string& output) const {
-    return "graph @g opset 17 {\n" + head_ + body_ + "  output %" + output + "\n}\n";
-  }
-
- private:
-  std::mt19937 rng_;
-  std::string head_, body_;
-};
-
-// He-uniform conv weights and inference batch-norm statistics near identity.
-void conv_weight(IrWriter& w, const std::string& name, int64_t co, int64_t ci, int64_t k) {
-  const double bound = std::sqrt(6.0 / static_cast<double>(ci * k * k));
-  w.constant(name, {co, ci, k, k}, -bound, bound);
-}
-void batch_norm_params(IrWriter& w, const std::string& p, int64_t c) {
-  w.constant(p + "_gamma", {c}, 0.5, 1.5);
-  w.constant(p + "_beta", {c}, -0.2, 0.2);
-  w.constant(p + "_mean", {c}, -0.2, 0.2);
-  w.constant(p + "_var", {c}, 0.5, 1.5);
-}
-std::string bn(const std::string& out, const std::string& in, const std::string& p,
-               const std::string& type) {
-  return "%" + out + " = BatchNormalization(%" + in + ", %" + p + "_gamma, %" + p + "_beta, %" + p +
-         "_mean, %" + p + "_var) : " + type + " @\"" + out + "\"";
-}
+using testing::batch_norm_params;
+using testing::bn;
+using testing::conv_weight;
+using testing::IrWriter;
 
 ir::Graph resnet_like() {
   IrWriter w(7);
