@@ -4,10 +4,13 @@
 
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <random>
 #include <string>
 #include <vector>
 
+#include "core/tensor.h"
 #include "ir/graph.h"
+#include "passes/options.h"
 
 namespace tessel::cli {
 
@@ -19,6 +22,9 @@ Action add_opt(CLI::App& app);
 Action add_bench_op(CLI::App& app);
 Action add_codegen(CLI::App& app);
 Action add_explain(CLI::App& app);
+Action add_compile(CLI::App& app);
+Action add_bench(CLI::App& app);
+Action add_profile(CLI::App& app);
 
 // Options shared by commands that load a model.
 struct ModelOptions {
@@ -26,10 +32,21 @@ struct ModelOptions {
   int64_t batch = 0;
   std::vector<std::string> input_shapes;  // "name=1x3x224x224"
 };
-void add_model_options(CLI::App& cmd, ModelOptions& o);
+// `what`: the model argument's help text.
+void add_model_options(CLI::App& cmd, ModelOptions& o,
+                       const std::string& what = "ONNX model (.onnx) or textual IR (.tir)");
 // Loads an .onnx model or a .tir textual graph (types inferred and verified).
 ir::Graph load_model(const ModelOptions& o);
 
-std::string human_count(double v);  // 25.6M, 4.1G
+// --precision fp16|fp32, the GPU storage precision.
+CLI::Option* add_precision_option(CLI::App& cmd, std::string& precision);
+passes::Precision parse_precision(const std::string& precision);
+
+// Seeded random data for a model input: uniform [-1, 1) for floats, small non-negative integers
+// otherwise.
+Tensor random_tensor(const ir::TensorType& t, std::mt19937_64& rng);
+
+std::string human_count(double v);   // 25.6M, 4.1G
+std::string human_bytes(int64_t b);  // 1.5 MiB, 800.0 KiB, 512 B
 
 }  // namespace tessel::cli

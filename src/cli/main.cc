@@ -6,11 +6,13 @@
 
 #include "cli/commands.h"
 #include "core/error.h"
+#include "runtime/cuda_engine/engine_plan.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"tessel: an inference compiler for convolutional networks on Tensor Cores"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "tessel 0.1.0");
+  app.set_version_flag("--version",
+                       std::string("tessel ") + tessel::runtime::cuda_engine::kTesselVersion);
   std::vector<tessel::cli::Action> actions = {
       tessel::cli::add_inspect(app),
       tessel::cli::add_run(app),
@@ -18,6 +20,9 @@ int main(int argc, char** argv) {
       tessel::cli::add_bench_op(app),
       tessel::cli::add_codegen(app),
       tessel::cli::add_explain(app),
+      tessel::cli::add_compile(app),
+      tessel::cli::add_bench(app),
+      tessel::cli::add_profile(app),
   };
   // CLI11 reports an unknown first word as "a subcommand is required"; name it instead.
   if (argc > 1 && argv[1][0] != '-') {

@@ -1,4 +1,6 @@
+// Loading models and the helpers the commands share.
 #include <fstream>
+#include <random>
 
 #include "cli/commands.h"
 #include "core/error.h"
@@ -8,8 +10,8 @@
 
 namespace tessel::cli {
 
-void add_model_options(CLI::App& cmd, ModelOptions& o) {
-  cmd.add_option("model", o.path, "ONNX model (.onnx) or textual IR (.tir)")->required();
+void add_model_options(CLI::App& cmd, ModelOptions& o, const std::string& what) {
+  cmd.add_option("model", o.path, what)->required();
   cmd.add_option("--batch", o.batch, "batch size for inputs whose first dimension is symbolic");
   cmd.add_option("--input-shape", o.input_shapes, "static shape of an input, e.g. input=1x3x224x224");
 }
@@ -64,6 +66,39 @@ ir::Graph load_model(const ModelOptions& o) {
     opts.input_shapes[spec.substr(0, eq)] = parse_dims(spec.substr(eq + 1), "--input-shape");
   }
   return onnx::import_model(o.path, opts);
+}
+
+CLI::Option* add_precision_option(CLI::App& cmd, std::string& precision) {
+  return cmd.add_option("--precision", precision, "GPU storage precision: fp16 or fp32")
+      ->check(CLI::IsMember({"fp16", "fp32"}));
+}
+
+passes::Precision parse_precision(const std::string& precision) {
+  return precision == "fp32" ? passes::Precision::kFp32 : passes::Precision::kFp16;
+}
+
+Tensor random_tensor(const ir::TensorType& t, std::mt19937_64& rng) {
+  Tensor r(t.dtype, t.shape);
+  std::uniform_real_distribution<double> uni(-1.0, 1.0);
+  std::uniform_int_distribution<int> small(0, 9);
+  for (int64_t i = 0; i < r.numel(); ++i) {
+    if (is_float(t.dtype))
+      r.set_f64(i, uni(rng));
+    else
+      r.set_i64(i, small(rng));
+  }
+  return r;
+}
+
+std::string human_bytes(int64_t b) {
+  char buf[32];
+  if (b >= (int64_t{1} << 20))
+    std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(b) / (1 << 20));
+  else if (b >= 1024)
+    std::snprintf(buf, sizeof buf, "%.1f KiB", static_cast<double>(b) / 1024);
+  else
+    std::snprintf(buf, sizeof buf, "%lld B", static_cast<long long>(b));
+  return buf;
 }
 
 std::string human_count(double v) {

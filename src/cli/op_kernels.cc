@@ -3,6 +3,7 @@
 #include "contraction/ops_maps.h"
 #include "core/error.h"
 #include "runtime/cuda/cuda_api.h"
+#include "runtime/cuda_engine/target.h"
 #include "tune/default_schedule.h"
 
 namespace tessel::cli {
@@ -53,23 +54,12 @@ OpPlan plan_op(const contraction::IndexMaps& maps, const tune::DeviceInfoLite& d
 }
 
 tune::DeviceInfoLite target_device(std::string* arch) {
-  tune::DeviceInfoLite d;
-  if (runtime::cuda::cuda_available()) {
-    runtime::cuda::DeviceInfo info = runtime::cuda::device_info(0);
-    d.sm_count = info.sm_count;
-    d.smem_per_block = info.smem_per_block_optin;
-    d.cc_major = info.cc_major;
-    d.cc_minor = info.cc_minor;
-    if (arch) *arch = info.arch();
-    return d;
-  }
-  // No GPU here: plan for an H100 SXM (132 SMs, 227 KiB of shared memory per block).
-  d.sm_count = 132;
-  d.smem_per_block = 227 * 1024;
-  d.cc_major = 9;
-  d.cc_minor = 0;
-  if (arch) *arch = "sm_90a";
-  return d;
+  namespace eng = runtime::cuda_engine;
+  const eng::TargetInfo t = runtime::cuda::cuda_available()
+                                ? eng::target_of_device(runtime::cuda::device_info(0))
+                                : eng::target_for_arch("sm_90a");
+  if (arch) *arch = t.arch;
+  return t.lite();
 }
 
 }  // namespace tessel::cli

@@ -33,8 +33,8 @@ contraction::IndexMaps gemm_maps(const bench::GemmWorkload& w);
 OpPlan plan_op(const contraction::IndexMaps& maps, const tune::DeviceInfoLite& device,
                bool allow_tensor_cores);
 
-// The device the plans are made for: the GPU present, or an H100's facts when there is none
-// (so `tessel codegen` works on a machine without a GPU).
+// The device the plans are made for: the GPU present, or the known sm_90a target (an H100,
+// runtime/cuda_engine/target.h) when there is none, so `tessel codegen` works without a GPU.
 tune::DeviceInfoLite target_device(std::string* arch);
 
 }  // namespace tessel::cli

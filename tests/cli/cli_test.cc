@@ -1,53 +1,18 @@
 // End-to-end tests of the `tessel` command: exit codes and the one-line error contract.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <array>
-#include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <string>
+
+#include "cli/cli_util.h"
 
 namespace {
 
-struct Result {
-  int code;
-  std::string out;  // stdout and stderr together
-};
-
-Result run_tessel(const std::string& args) {
-  std::string cmd = std::string(TESSEL_BINARY_DIR) + "/src/cli/tessel " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  Result r{-1, ""};
-  if (!p) return r;
-  std::array<char, 4096> buf;
-  while (size_t n = fread(buf.data(), 1, buf.size(), p)) r.out.append(buf.data(), n);
-  int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return r;
-}
-
-std::filesystem::path temp_dir() {
-  auto d = std::filesystem::temp_directory_path() /
-           ("tessel_cli_test_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(d);
-  return d;
-}
-
-std::string write_file(const std::string& name, const std::string& contents) {
-  auto path = temp_dir() / name;
-  std::ofstream(path, std::ios::binary) << contents;
-  return path.string();
-}
-
-// A user error: exit code 2 and exactly one line, starting "error:" and containing `needle`.
-void expect_user_error(const std::string& args, const std::string& needle) {
-  Result r = run_tessel(args);
-  EXPECT_EQ(r.code, 2) << args << "\n" << r.out;
-  EXPECT_EQ(r.out.rfind("error: ", 0), 0u) << r.out;
-  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
-  EXPECT_NE(r.out.find(needle), std::string::npos) << "missing '" << needle << "' in " << r.out;
-}
+using tessel::testing::expect_user_error;
+using tessel::testing::Result;
+using tessel::testing::run_tessel;
+using tessel::testing::temp_dir;
+using tessel::testing::write_file;
 
 const char* kTir = R"(graph @g opset 17 {
   input %x : f32[1,2,2,2]
@@ -174,28 +139,30 @@ TEST(Cli, ExplainSaysHowEachNodeRuns) {
   EXPECT_NE(line_of(r.out, "pool").find("CUDA kernel"), std::string::npos) << r.out;
   EXPECT_NE(line_of(r.out, "relu_p").find("CUDA kernel"), std::string::npos) << r.out;
   EXPECT_EQ(line_of(r.out, "relu_b"), "") << "relu_b fuses into conv_b\n" << r.out;
-  EXPECT_NE(r.out.find("graph edge: NCHW<->NHWC"), std::string::npos) << r.out;
-  EXPECT_NE(line_of(r.out, "x.to_nhwc").find("f16[1,8,8,3]"), std::string::npos) << r.out;
-  // convert-layout pads the RGB conv's 3 input channels to 8 for Tensor Cores.
-  EXPECT_NE(line_of(r.out, "x.nhwc.align_channels").find("Pad                f16[1,8,8,8]"),
+  // u (64 channels) keeps its edge Transpose; the RGB stem conv_a reads x itself (fuse.cc),
+  // and conv_b stores the fp32 NCHW output z itself.
+  EXPECT_NE(r.out.find("u.to_nhwc                Transpose          f16[1,4,4,64]          CUDA kernel\n"
+                       "    layout: graph edge: NCHW<->NHWC"),
             std::string::npos) << r.out;
-  EXPECT_NE(line_of(r.out, "conv_a").find("Tensor Cores ("), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("    epilogue: relu -> store f16"), std::string::npos) << r.out;
-  // The target line, 13 node lines, a layout line per Transpose, an epilogue line per conv
-  // (no matcher notes: the padded conv_a loads 16 bytes), the summary.
-  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1 + 13 + 4 + 2 + 1) << r.out;
-  // fp16: a Cast and a Transpose per input and per output, the Pad, the two convs (relu_b
+  EXPECT_EQ(line_of(r.out, "x.to_nhwc"), "") << r.out;
+  EXPECT_EQ(line_of(r.out, "x.nhwc.align_channels"), "") << r.out;
+  EXPECT_NE(r.out.find("    layout: reads the NCHW f32 input itself (graph edge folded into the conv)"),
+            std::string::npos) << r.out;
+  EXPECT_NE(line_of(r.out, "conv_b").find("f32[1,64,4,4]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("    epilogue: relu -> store f32 nchw(out=4x4)\n"
+                       "    layout: stores NCHW f32 itself (graph edge folded into the store)"),
+            std::string::npos) << r.out;
+  // fp16: u's Cast and Transpose, y's Transpose and Cast, the two convs (relu_b and z's edge
   // fused into conv_b), the pool and relu_p.
-  EXPECT_NE(r.out.find("summary: 13 nodes, 2 on Tensor Cores, 0 SIMT contractions, 11 other "
-                       "kernels, 0 unsupported, 4 layout changes, 1 fused epilogues\n"),
-            std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("summary: 8 nodes, "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" 2 layout changes, 1 fused epilogues\n"), std::string::npos) << r.out;
 
   // fp32 operands do not qualify for Tensor Cores: both convs run SIMT and say why.
   r = run_tessel("explain " + tir + " --precision fp32");
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(line_of(r.out, "conv_b").find("SIMT: dtype f32 operands"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("summary: 9 nodes, 0 on Tensor Cores, 2 SIMT contractions, 7 other "
-                       "kernels, 0 unsupported, 4 layout changes, 1 fused epilogues\n"),
+  EXPECT_NE(r.out.find("summary: 6 nodes, 0 on Tensor Cores, 2 SIMT contractions, 4 other "
+                       "kernels, 0 unsupported, 2 layout changes, 1 fused epilogues\n"),
             std::string::npos) << r.out;
 }
 

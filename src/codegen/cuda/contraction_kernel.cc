@@ -1,36 +1,56 @@
-// ContractionKernel: emit -> NVRTC (with the embedded kernel templates) -> module -> launch.
+// compile_contraction: emit -> NVRTC (with the embedded kernel templates) -> cubin;
+// ContractionKernel: that cubin loaded as a module, and launched.
 #include "codegen/cuda/contraction_kernel.h"
+
+#include <cstddef>
 
 #include "codegen/cuda/kernels/tessel_params.cuh"
 #include "core/error.h"
 
 namespace tessel::codegen::cuda {
 
-static_assert(sizeof(KernelParams) == 8 * sizeof(uint64_t), "KernelParams is eight 64-bit words");
+static_assert(sizeof(KernelParams) == kParamWords * sizeof(uint64_t),
+              "KernelParams is kParamWords 64-bit words");
+static_assert(offsetof(KernelParams, a) == kParamWordA * sizeof(uint64_t) &&
+                  offsetof(KernelParams, b) == kParamWordB * sizeof(uint64_t) &&
+                  offsetof(KernelParams, c) == kParamWordC * sizeof(uint64_t) &&
+                  offsetof(KernelParams, workspace) == kParamWordWorkspace * sizeof(uint64_t) &&
+                  offsetof(KernelParams, extra) == kParamWordExtra * sizeof(uint64_t) &&
+                  kParamWordExtra + kMaxEpilogueOperands == kParamWords,
+              "the kParamWord* indices follow KernelParams");
+
+CompiledContraction compile_contraction(const contraction::Contraction& c,
+                                        const contraction::Epilogue& e, const tune::Schedule& s,
+                                        const std::string& arch) {
+  TESSEL_USER_CHECK(s.instruction != tune::Instruction::kWgmma || arch == "sm_90a")
+      << "wgmma kernels need sm_90a (Hopper), not " << arch;
+  CompiledContraction k;
+  k.source = emit(c, e, s);
+  runtime::cuda::CompileOptions options;
+  options.arch = arch;
+  options.headers = k.source.headers;
+  k.cubin = runtime::cuda::compile(k.source.source, k.source.name + ".cu", options).cubin;
+  return k;
+}
 
 std::unique_ptr<ContractionKernel> ContractionKernel::build(const contraction::Contraction& c,
                                                             const contraction::Epilogue& e,
                                                             const tune::Schedule& s,
                                                             const std::string& arch) {
-  TESSEL_USER_CHECK(s.instruction != tune::Instruction::kWgmma || arch == "sm_90a")
-      << "wgmma kernels need sm_90a (Hopper), not " << arch;
   std::unique_ptr<ContractionKernel> k(new ContractionKernel());
-  k->source_ = emit(c, e, s);
-  runtime::cuda::CompileOptions options;
-  options.arch = arch;
-  options.headers = k->source_.headers;
-  k->cubin_ = runtime::cuda::compile(k->source_.source, k->source_.name + ".cu", options).cubin;
-  k->module_ = runtime::cuda::Module::load(k->cubin_);
-  k->function_ = k->module_->function(k->source_.name);
+  k->compiled_ = compile_contraction(c, e, s, arch);
+  k->module_ = runtime::cuda::Module::load(k->compiled_.cubin);
+  k->function_ = k->module_->function(k->compiled_.source.name);
   return k;
 }
 
 void ContractionKernel::launch(const KernelArgs& args, void* stream) const {
+  const KernelSource& src = compiled_.source;
   TESSEL_ICHECK(args.extra.size() <= static_cast<size_t>(kMaxEpilogueOperands))
-      << "kernel " << source_.name << " takes at most " << kMaxEpilogueOperands
+      << "kernel " << src.name << " takes at most " << kMaxEpilogueOperands
       << " epilogue operands, got " << args.extra.size();
-  TESSEL_ICHECK(source_.workspace_bytes == 0 || args.workspace != 0)
-      << "kernel " << source_.name << " needs a split-K workspace of " << source_.workspace_bytes
+  TESSEL_ICHECK(src.workspace_bytes == 0 || args.workspace != 0)
+      << "kernel " << src.name << " needs a split-K workspace of " << src.workspace_bytes
       << " bytes";
   auto ptr = [](uint64_t p) { return reinterpret_cast<void*>(static_cast<uintptr_t>(p)); };
   KernelParams params{};
@@ -42,10 +62,10 @@ void ContractionKernel::launch(const KernelArgs& args, void* stream) const {
   void* kernel_args[] = {&params};
   runtime::cuda::LaunchConfig config;
   for (int i = 0; i < 3; ++i) {
-    config.grid[i] = source_.grid[i];
-    config.block[i] = source_.block[i];
+    config.grid[i] = src.grid[i];
+    config.block[i] = src.block[i];
   }
-  config.smem_bytes = source_.smem_bytes;
+  config.smem_bytes = src.smem_bytes;
   config.stream = stream;
   runtime::cuda::launch(function_, config, kernel_args);
 }

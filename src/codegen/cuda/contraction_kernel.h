@@ -54,8 +54,30 @@ struct KernelArgs {
   uint64_t workspace = 0;
 };
 
-// A compiled, loaded kernel. build() throws UserError for a wgmma schedule on an arch other
-// than sm_90a, and where no CUDA device exists (Module::load).
+// The same parameter block as 64-bit words (KernelParams in kernels/tessel_params.cuh, checked
+// against it in contraction_kernel.cc), for launchers that fill it word by word: a serialized
+// engine stores each launch's parameters this way.
+inline constexpr int kParamWordA = 0;
+inline constexpr int kParamWordB = 1;
+inline constexpr int kParamWordC = 2;
+inline constexpr int kParamWordWorkspace = 3;
+inline constexpr int kParamWordExtra = 4;  // extra[i] is word kParamWordExtra + i
+inline constexpr int kParamWords = 8;
+
+// A kernel compiled for `arch` but not loaded: what a serialized engine stores. Compiling needs
+// NVRTC only, so this works on a machine without a GPU (cross-compiling for another one).
+struct CompiledContraction {
+  KernelSource source;
+  std::string cubin;
+};
+
+// UserError for a wgmma schedule on an arch other than sm_90a.
+CompiledContraction compile_contraction(const contraction::Contraction& c,
+                                        const contraction::Epilogue& e, const tune::Schedule& s,
+                                        const std::string& arch);
+
+// A compiled, loaded kernel. build() throws what compile_contraction() throws, and a UserError
+// where no CUDA device exists (Module::load).
 class ContractionKernel {
  public:
   static std::unique_ptr<ContractionKernel> build(const contraction::Contraction& c,
@@ -63,12 +85,11 @@ class ContractionKernel {
                                                   const tune::Schedule& s,
                                                   const std::string& arch);
   void launch(const KernelArgs& args, void* stream) const;
-  const KernelSource& source() const { return source_; }
-  const std::string& cubin() const { return cubin_; }
+  const KernelSource& source() const { return compiled_.source; }
+  const std::string& cubin() const { return compiled_.cubin; }
 
  private:
-  KernelSource source_;
-  std::string cubin_;
+  CompiledContraction compiled_;
   std::shared_ptr<runtime::cuda::Module> module_;
   void* function_ = nullptr;
 };

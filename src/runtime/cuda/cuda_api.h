@@ -127,6 +127,14 @@ class DeviceBuffer {
   size_t size_ = 0;
 };
 
+// Free and total device memory of device 0, as the driver reports them (cuMemGetInfo): what
+// every process has allocated, and the driver's own reservations, counted as used.
+struct MemoryInfo {
+  size_t free = 0;
+  size_t total = 0;
+};
+MemoryInfo memory_info();
+
 void synchronize();
 
 // Times `fn` (which enqueues work on `stream`) with CUDA events: `warmup` runs, then `reps`

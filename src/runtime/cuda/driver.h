@@ -40,6 +40,7 @@ namespace tessel::runtime::cuda::detail {
   X(cuFuncSetAttribute)          \
   X(cuLaunchKernel)              \
   X(cuMemAlloc)                  \
+  X(cuMemGetInfo)                \
   X(cuMemFree)                   \
   X(cuMemcpyHtoD)                \
   X(cuMemcpyDtoH)                \

@@ -1,4 +1,4 @@
-// DeviceBuffer: device memory owned by RAII.
+// DeviceBuffer: device memory owned by RAII; memory_info: what the device has free.
 #include <utility>
 
 #include "runtime/cuda/cuda_api.h"
@@ -55,6 +55,12 @@ void DeviceBuffer::download(void* dst, size_t bytes) const {
 void DeviceBuffer::fill_bytes(uint8_t value) {
   if (size_ == 0) return;
   TESSEL_CU_CHECK(detail::bind_context().cuMemsetD8(ptr_, value, size_));
+}
+
+MemoryInfo memory_info() {
+  MemoryInfo m;
+  TESSEL_CU_CHECK(detail::bind_context().cuMemGetInfo(&m.free, &m.total));
+  return m;
 }
 
 }  // namespace tessel::runtime::cuda

@@ -1,0 +1,89 @@
+// `tessel profile`: the device time of each kernel of a model's engine, with its work, rate and
+// share of the whole, as a table and optionally a Chrome trace (chrome://tracing, Perfetto).
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "cli/gpu_engine.h"
+#include "core/error.h"
+#include "runtime/cuda/cuda_api.h"
+#include "runtime/cuda_engine/engine_report.h"
+#include "runtime/cuda_engine/target.h"
+
+namespace tessel::cli {
+namespace {
+
+namespace eng = runtime::cuda_engine;
+
+// One complete ("X") event per launch, laid end to end on one track, with the table's fields.
+nlohmann::json chrome_trace(const eng::ProfileReport& r) {
+  nlohmann::json events = nlohmann::json::array();
+  for (const eng::KernelRow& row : r.rows) {
+    const eng::PlanLaunch& l = *row.launch;
+    nlohmann::json args = {{"index", row.index},     {"op", l.op},
+                           {"entry", l.entry},       {"time_us", row.us},
+                           {"percent", row.percent}, {"flops", l.flops},
+                           {"tflops", row.tflops},   {"bytes", l.bytes},
+                           {"gbps", row.gbps},       {"instruction", l.instruction},
+                           {"schedule", l.schedule}};
+    if (row.percent_of_peak) args["percent_of_peak"] = *row.percent_of_peak;
+    events.push_back({{"name", l.node},
+                      {"cat", l.op},
+                      {"ph", "X"},
+                      {"ts", row.start_us},
+                      {"dur", row.us},
+                      {"pid", 0},
+                      {"tid", 0},
+                      {"args", args}});
+  }
+  return {{"traceEvents", events}, {"displayTimeUnit", "ns"}};
+}
+
+}  // namespace
+
+Action add_profile(CLI::App& app) {
+  auto* cmd = app.add_subcommand("profile", "Time each kernel of a model on the GPU");
+  struct Opts {
+    GpuEngineOptions gpu;
+    int reps = 20;
+    uint64_t seed = 0;
+    std::string trace;
+  };
+  auto o = std::make_shared<Opts>();
+  add_model_options(*cmd, o->gpu.model, "ONNX model (.onnx), textual IR (.tir) or engine (.tsl)");
+  CLI::Option* precision = add_precision_option(*cmd, o->gpu.precision);
+  cmd->add_option("--reps", o->reps, "timed replays per kernel (the median is reported)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--seed", o->seed, "seed for the random inputs");
+  cmd->add_option("--trace", o->trace, "write a Chrome trace (JSON) of the kernels here");
+  return [cmd, o, precision]() {
+    if (!cmd->parsed()) return -1;
+    o->gpu.precision_given = precision->count() > 0;
+    ProgressBar progress;
+    eng::Engine engine = open_gpu_engine(o->gpu, progress);
+    const eng::EnginePlan& plan = engine.plan();
+    std::mt19937_64 rng(o->seed);
+    std::vector<Tensor> inputs;
+    for (const eng::PlanTensor& t : plan.inputs)
+      inputs.push_back(random_tensor({t.dtype, t.shape}, rng));
+    engine.run(inputs);
+    const std::vector<float> replay = engine.time_replays(/*warmup=*/5, o->reps);
+    const std::vector<float> launches = engine.profile_launches(o->reps);
+    const runtime::cuda::DeviceInfo device = runtime::cuda::device_info();
+    const eng::ProfileReport report = eng::make_profile_report(
+        plan, launches, replay[replay.size() / 2], eng::find_known_target(device.arch()));
+    std::printf("model %s on %s: %s, %s\n", o->gpu.model.path.c_str(), device.name.c_str(),
+                engine_summary(engine.stats()).c_str(), eng::precision_name(plan.precision));
+    std::fputs(eng::format_profile(report).c_str(), stdout);
+    if (!o->trace.empty()) {
+      std::ofstream f(o->trace);
+      TESSEL_USER_CHECK(f.good()) << o->trace << ": cannot open for writing";
+      f << chrome_trace(report).dump(1) << "\n";
+      std::printf("wrote %s\n", o->trace.c_str());
+    }
+    return 0;
+  };
+}
+
+}  // namespace tessel::cli

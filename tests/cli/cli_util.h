@@ -1,0 +1,68 @@
+// Helpers of the tests that run the `tessel` command: run it, capture its output, and check
+// the one-line error contract.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace tessel::testing {
+
+struct Result {
+  int code;
+  std::string out;  // stdout and stderr together
+};
+
+// The binary under test: $TESSEL_BIN where set (test binaries copied to another machine, as
+// scripts/pack_device.sh does), else the build tree's.
+inline std::string tessel_binary() {
+  const char* bin = std::getenv("TESSEL_BIN");
+  return bin && *bin ? bin : std::string(TESSEL_BINARY_DIR) + "/src/cli/tessel";
+}
+
+// Runs `tessel <args>`; `env` is prepended to the command line ("TESSEL_CACHE_DIR=/tmp/x").
+inline Result run_tessel(const std::string& args, const std::string& env = "") {
+  std::string cmd = env + (env.empty() ? "" : " ") + tessel_binary() + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  Result r{-1, ""};
+  if (!p) return r;
+  std::array<char, 4096> buf;
+  while (size_t n = fread(buf.data(), 1, buf.size(), p)) r.out.append(buf.data(), n);
+  int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
+}
+
+// A directory of this test process's own.
+inline std::filesystem::path temp_dir() {
+  auto d =
+      std::filesystem::temp_directory_path() / ("tessel_cli_test_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(d);
+  return d;
+}
+
+inline std::string write_file(const std::string& name, const std::string& contents) {
+  auto path = temp_dir() / name;
+  std::ofstream(path, std::ios::binary) << contents;
+  return path.string();
+}
+
+// A user error: exit code 2 and exactly one line, starting "error:" and containing `needle`.
+inline void expect_user_error(const std::string& args, const std::string& needle,
+                              const std::string& env = "") {
+  Result r = run_tessel(args, env);
+  EXPECT_EQ(r.code, 2) << args << "\n" << r.out;
+  EXPECT_EQ(r.out.rfind("error: ", 0), 0u) << r.out;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+  EXPECT_NE(r.out.find(needle), std::string::npos) << "missing '" << needle << "' in " << r.out;
+}
+
+}  // namespace tessel::testing

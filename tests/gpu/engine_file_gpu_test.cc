@@ -1,0 +1,204 @@
+// Engine files on a GPU: the plan of a model written to a .tsl file and loaded back computes
+// bitwise the outputs of the engine compiled in memory, close to the CPU reference; per-launch
+// profiling and replay timing measure what they say; a plan compiled for another GPU is refused;
+// and `tessel compile/run/bench/profile` work end to end. Skipped where no CUDA device is present.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "cli/cli_util.h"
+#include "ir/ir_writer.h"
+#include "ir/printer.h"
+#include "runtime/cpu/executor.h"
+#include "runtime/cuda/cuda_api.h"
+#include "runtime/cuda_engine/engine.h"
+#include "runtime/cuda_engine/engine_file.h"
+#include "runtime/cuda_engine/engine_report.h"
+#include "runtime/cuda_engine/target.h"
+
+namespace tessel::runtime::cuda_engine {
+namespace {
+
+namespace rt = runtime::cuda;
+
+// conv-bn-relu, max pool, a residual conv, global pool and a dense layer over a batch of 2:
+// Tensor Core contractions, op kernels, a residual epilogue and a constant-heavy tail.
+ir::Graph small_net() {
+  testing::IrWriter w(19);
+  w.input("x", "f32[2,3,10,12]");
+  testing::conv_weight(w, "w1", 16, 3, 3);
+  testing::conv_weight(w, "w2", 16, 16, 3);
+  testing::batch_norm_params(w, "bn1", 16);
+  w.constant("fc_w", {10, 16}, -0.5, 0.5);
+  w.constant("fc_b", {10}, -0.1, 0.1);
+  const std::string big = "f32[2,16,10,12]", small = "f32[2,16,5,6]";
+  w.node("%c1 = Conv(%x, %w1) {pads = [1, 1, 1, 1]} : " + big + " @\"conv1\"");
+  w.node(testing::bn("b1", "c1", "bn1", big));
+  w.node("%r1 = Relu(%b1) : " + big + " @\"relu1\"");
+  w.node("%p = MaxPool(%r1) {kernel_shape = [2, 2], strides = [2, 2]} : " + small + " @\"pool\"");
+  w.node("%c2 = Conv(%p, %w2) {pads = [1, 1, 1, 1]} : " + small + " @\"conv2\"");
+  w.node("%s = Add(%c2, %p) : " + small + " @\"add\"");
+  w.node("%r2 = Relu(%s) : " + small + " @\"relu2\"");
+  w.node("%g = GlobalAveragePool(%r2) : f32[2,16,1,1] @\"gap\"");
+  w.node("%f = Flatten(%g) {axis = 1} : f32[2,16] @\"flatten\"");
+  w.node("%y = Gemm(%f, %fc_w, %fc_b) {transB = 1} : f32[2,10] @\"fc\"");
+  return w.graph("y");
+}
+
+std::vector<Tensor> random_inputs(const ir::Graph& g, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> uni(-1.0, 1.0);
+  std::vector<Tensor> r;
+  for (ir::ValueId v : g.inputs) {
+    const ir::TensorType& t = g.type(v);
+    std::vector<double> x(static_cast<size_t>(numel(t.shape)));
+    for (double& e : x) e = uni(rng);
+    r.push_back(Tensor::from_doubles(t.dtype, t.shape, x));
+  }
+  return r;
+}
+
+double relative_l2(const Tensor& got, const Tensor& want) {
+  double num = 0, den = 0;
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    const double a = got.get_f64(i), b = want.get_f64(i);
+    if (std::isnan(a)) return INFINITY;
+    num += (a - b) * (a - b);
+    den += b * b;
+  }
+  return std::sqrt(num / den);
+}
+
+class EngineFileGpu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why;
+    if (!rt::cuda_available(&why)) GTEST_SKIP() << "no CUDA device: " << why;
+    dir_ = std::filesystem::temp_directory_path() /
+           ("tessel_engine_file_gpu_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override {
+    if (!dir_.empty()) std::filesystem::remove_all(dir_);
+  }
+  std::filesystem::path dir_;
+};
+
+TEST_F(EngineFileGpu, LoadedFileMatchesTheEngineCompiledInMemory) {
+  const ir::Graph g = small_net();
+  Engine in_memory = Engine::compile(g);
+  const std::string path = (dir_ / "small.tsl").string();
+  write_engine_file(compile_plan(g, {}, target_of_device(rt::device_info())).plan, path);
+  Engine loaded = Engine::load(read_engine_file(path), path);
+  EXPECT_EQ(loaded.plan(), in_memory.plan());
+  EXPECT_EQ(loaded.stats().kernels, static_cast<int>(loaded.plan().launches.size()));
+  EXPECT_EQ(loaded.stats().device_bytes, in_memory.stats().device_bytes);
+  EXPECT_GT(in_memory.stats().compile_ms, 0);
+  EXPECT_EQ(loaded.stats().compile_ms, 0);
+  EXPECT_THROW(loaded.graph(), InternalError);
+  for (unsigned seed : {1u, 2u}) {
+    const std::vector<Tensor> inputs = random_inputs(g, seed);
+    const std::vector<Tensor> a = in_memory.run(inputs);
+    const std::vector<Tensor> b = loaded.run(inputs);
+    const std::vector<Tensor> want = cpu::run_graph(g, inputs);
+    ASSERT_EQ(a.size(), 1u);
+    ASSERT_EQ(b.size(), 1u);
+    ASSERT_EQ(a[0].type_str(), b[0].type_str());
+    EXPECT_EQ(std::memcmp(a[0].raw(), b[0].raw(), a[0].nbytes()), 0) << "seed " << seed;
+    EXPECT_LE(relative_l2(b[0], want[0]), 2e-2) << "seed " << seed;
+  }
+}
+
+TEST_F(EngineFileGpu, ProfileAndReplayTimes) {
+  const ir::Graph g = small_net();
+  Engine e = Engine::compile(g);
+  e.run(random_inputs(g, 3));
+  const std::vector<float> launches = e.profile_launches(5);
+  ASSERT_EQ(launches.size(), e.plan().launches.size());
+  for (float ms : launches) EXPECT_GT(ms, 0);
+  const LatencyStats s = latency_stats(e.time_replays(3, 30), e.plan().batch);
+  EXPECT_GT(s.median_ms, 0);
+  EXPECT_GE(s.p90_ms, s.median_ms);
+  EXPECT_NEAR(s.throughput_per_s, 2 * 1e3 / s.median_ms, 1e-6 * s.throughput_per_s);
+  const ProfileReport r = make_profile_report(e.plan(), launches, s.median_ms,
+                                              find_known_target(rt::device_info().arch()));
+  const std::string table = format_profile(r);
+  for (const PlanLaunch& l : e.plan().launches) EXPECT_NE(table.find(l.node), std::string::npos);
+  // Profiling leaves nothing a later run depends on.
+  const std::vector<Tensor> inputs = random_inputs(g, 4);
+  EXPECT_LE(relative_l2(e.run(inputs)[0], cpu::run_graph(g, inputs)[0]), 2e-2);
+
+  const rt::MemoryInfo m = rt::memory_info();
+  EXPECT_GT(m.total, 0u);
+  EXPECT_LE(m.free, m.total);
+}
+
+TEST_F(EngineFileGpu, PlanForAnotherGpuIsRefused) {
+  const std::string here = rt::device_info().arch();
+  const std::string other = here == "sm_90a" ? "sm_80" : "sm_90a";
+  const EnginePlan plan = compile_plan(small_net(), {}, target_for_arch(other)).plan;
+  try {
+    Engine::load(plan, "other.tsl");
+    FAIL() << "a plan for " << other << " loaded on " << here;
+  } catch (const UserError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("other.tsl was compiled for " + other + " (", 0), 0u)
+        << e.what();
+  }
+}
+
+TEST_F(EngineFileGpu, CommandLine) {
+  using testing::run_tessel;
+  const std::string tir = (dir_ / "small.tir").string();
+  std::ofstream(tir) << ir::print_graph(small_net());
+  const std::string tsl = (dir_ / "small.tsl").string();
+  testing::Result r = run_tessel("compile " + tir + " -o " + tsl);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const EnginePlan plan = read_engine_file(tsl);
+
+  r = run_tessel("run " + tsl + " --device cuda --seed 5");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("loaded from " + tsl), std::string::npos) << r.out;
+
+  const std::string json = (dir_ / "bench.json").string();
+  r = run_tessel("bench " + tsl + " --warmup 2 --reps 20 --json " + json);
+  ASSERT_EQ(r.code, 0) << r.out;
+  nlohmann::json b = nlohmann::json::parse(std::ifstream(json));
+  EXPECT_GT(b["median_ms"].get<double>(), 0);
+  EXPECT_GE(b["p90_ms"].get<double>(), b["median_ms"].get<double>());
+  EXPECT_EQ(b["batch"].get<int64_t>(), 2);
+  EXPECT_NEAR(b["throughput_per_s"].get<double>(), 2e3 / b["median_ms"].get<double>(), 1e-3);
+  EXPECT_EQ(b["peak_device_bytes"].get<uint64_t>(), device_bytes(plan));
+  EXPECT_TRUE(b["compile_ms"].is_null());
+  r = run_tessel("bench " + tir + " --warmup 2 --reps 20 --json " + json);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_GT(nlohmann::json::parse(std::ifstream(json))["compile_ms"].get<double>(), 0);
+
+  const std::string trace = (dir_ / "trace.json").string();
+  r = run_tessel("profile " + tsl + " --reps 5 --trace " + trace);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(
+      r.out.find("sum of the " + std::to_string(plan.launches.size()) + " kernels' own times"),
+      std::string::npos)
+      << r.out;
+  const nlohmann::json t = nlohmann::json::parse(std::ifstream(trace));
+  ASSERT_EQ(t["traceEvents"].size(), plan.launches.size());
+  double end = 0;
+  for (size_t i = 0; i < plan.launches.size(); ++i) {
+    const nlohmann::json& ev = t["traceEvents"][i];
+    EXPECT_EQ(ev["ph"], "X");
+    EXPECT_EQ(ev["name"], plan.launches[i].node);
+    EXPECT_GT(ev["dur"].get<double>(), 0);
+    EXPECT_NEAR(ev["ts"].get<double>(), end, 1e-6 * (end + 1));  // laid end to end
+    end = ev["ts"].get<double>() + ev["dur"].get<double>();
+    EXPECT_EQ(ev["args"]["flops"].get<int64_t>(), plan.launches[i].flops);
+  }
+}
+
+}  // namespace
+}  // namespace tessel::runtime::cuda_engine
