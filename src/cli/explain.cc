@@ -13,6 +13,7 @@
 #include "cli/op_kernels.h"
 #include "codegen/cuda/op_kernels.h"
 #include "core/error.h"
+#include "ops/tessel_epilogue.h"
 #include "passes/pipeline.h"
 #include "runtime/cuda_engine/node_kernels.h"
 
@@ -52,12 +53,27 @@ bool to_graph_output(const ir::Graph& g, const std::vector<std::vector<int>>& us
 }
 
 // An epilogue fuses work of other nodes when it does more than the contraction's own bias:
-// an activation, a scale, a residual add, or a store other than the plain one.
-bool fuses_other_nodes(const contraction::Epilogue& e) {
+// an activation, a scale, a residual add, a store other than the plain one, or a Cast.
+bool fuses_other_nodes(const contraction::Epilogue& e, DType c_dtype) {
   const bool steps = std::any_of(e.steps.begin(), e.steps.end(), [](const contraction::EpilogueStep& s) {
     return s.kind != contraction::EpilogueOpKind::kBias;
   });
-  return steps || e.store.kind != contraction::StoreMap::Kind::kPlain;
+  return steps || e.store.kind != contraction::StoreMap::Kind::kPlain || e.out_dtype != c_dtype;
+}
+
+// The graph-edge layout and dtype changes a conv does itself (fuse.cc): "" when none.
+std::string folded_layouts(const ir::Graph& g, const ir::Node& n) {
+  std::string s;
+  if (n.op != "tessel.Conv") return s;
+  if (ops::read_nchw_input(n)) {
+    s += "\n    layout: reads the NCHW " + std::string(dtype_name(g.type(n.inputs.at(0)).dtype)) +
+         " input itself (graph edge folded into the conv)";
+  }
+  if (ops::read_store(n).nchw()) {
+    s += "\n    layout: stores NCHW " + std::string(dtype_name(g.type(n.outputs.at(0)).dtype)) +
+         " itself (graph edge folded into the store)";
+  }
+  return s;
 }
 
 // "Tensor Cores (wgmma) <schedule>" or "SIMT: <why>", then the matcher's remarks, indented.
@@ -80,7 +96,9 @@ std::string explain_contraction(const ir::Graph& g, const ir::Node& n,
   }
   if (!plan.error) {
     how += "\n    epilogue: " + plan.epilogue.str();
-    if (fuses_other_nodes(plan.epilogue)) ++sum.fused_epilogues;
+    const DType c_dtype =
+        plan.match.contraction ? plan.match.contraction->maps.c.dtype : plan.epilogue.out_dtype;
+    if (fuses_other_nodes(plan.epilogue, c_dtype)) ++sum.fused_epilogues;
   }
   for (const contraction::Remark& r : plan.match.remarks) how += "\n    note: " + r.text;
   return how;
@@ -127,7 +145,7 @@ Action add_explain(CLI::App& app) {
       ++sum.nodes;
       std::string how;
       if (eng::lowered_as_contraction(n)) {
-        how = explain_contraction(g, n, options, device, sum);
+        how = explain_contraction(g, n, options, device, sum) + folded_layouts(g, n);
       } else if (const std::optional<std::string> why = codegen::cuda::can_emit_op(g, n)) {
         ++sum.unsupported;
         how = "not supported on the GPU: " + *why;

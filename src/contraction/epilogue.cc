@@ -58,8 +58,13 @@ std::string store_str(const StoreMap& s) {
       os << "channel_slice(offset=" << s.channel_offset << ", ld=" << s.ld << ")";
       break;
     case StoreMap::Kind::kDepthToSpace:
-      os << "depth_to_space(block=" << s.block << ", " << (s.dcr ? "DCR" : "CRD")
-         << ", out=" << s.out_h << "x" << s.out_w << ")";
+    case StoreMap::Kind::kDepthToSpaceNchw:
+      os << (s.kind == StoreMap::Kind::kDepthToSpace ? "depth_to_space" : "depth_to_space_nchw")
+         << "(block=" << s.block << ", " << (s.dcr ? "DCR" : "CRD") << ", out=" << s.out_h << "x"
+         << s.out_w << ")";
+      break;
+    case StoreMap::Kind::kNchw:
+      os << "nchw(out=" << s.out_h << "x" << s.out_w << ")";
       break;
   }
   return os.str();

@@ -33,19 +33,28 @@ struct EpilogueStep {
 // [images, out_h, out_w, n] (NHWC); for GEMMs out_h = 1 and out_w = M.
 struct StoreMap {
   enum class Kind {
-    kPlain,          // out[m, n] row-major with row stride `ld` (>= n)
-    kChannelSlice,   // out[m, channel_offset + n] in a buffer of `ld` channels (zero-copy concat)
-    kDepthToSpace,   // NHWC depth_to_space by `block`: n = c*block^2 + i*block + j (CRD) or
-                     // (i*block + j)*C + c (DCR); out[img, oh*block+i, ow*block+j, c]
+    kPlain,         // out[m, n] row-major with row stride `ld` (>= n)
+    kChannelSlice,  // out[m, channel_offset + n] in a buffer of `ld` channels (zero-copy concat)
+    kDepthToSpace,  // NHWC depth_to_space by `block`: n = c*block^2 + i*block + j (CRD) or
+                    // (i*block + j)*C + c (DCR); out[img, oh*block+i, ow*block+j, c]
+    kNchw,          // channels first: out[img, n, oh, ow] (a graph output in ONNX's layout)
+    kDepthToSpaceNchw,  // kDepthToSpace channels first: out[img, c, oh*block+i, ow*block+j]
   };
+  // The NCHW kinds are contiguous along m (within an image row), not along n: the kernels
+  // store them with consecutive threads walking m (tessel_epilogue.cuh). They take no ld,
+  // channel_offset or batch dims.
   Kind kind = Kind::kPlain;
-  int64_t ld = 0;              // 0: ld = n
+  int64_t ld = 0;  // 0: ld = n
   int64_t channel_offset = 0;
-  int64_t out_h = 1, out_w = 0;  // conv output spatial extents (kDepthToSpace needs them)
+  int64_t out_h = 1, out_w = 0;  // conv output spatial extents (depth_to_space and NCHW)
   int block = 1;
   bool dcr = false;
 };
 
+// The stored value is C's (maps.c.dtype: the contraction's own dtype) converted to out_dtype.
+// Where C's dtype is a 16-bit float and out_dtype another dtype, the kernel rounds the fp32
+// result to C's dtype first, as the Cast it replaces would (a fused "store f32" of an fp16
+// conv writes exactly the fp16 values widened).
 struct Epilogue {
   std::vector<EpilogueStep> steps;
   StoreMap store;

@@ -340,6 +340,17 @@ MatchResult match(const IndexMaps& input) {
   c.b_vec = b.vec;
   c.a_gather = a.gather;
   c.b_gather = b.gather;
+  // The loaders walk k in k_dims order, so a K-major operand moves in vectors only along the
+  // innermost K dim. Where its contiguous dim is another K dim (an NCHW stem: A orders K as
+  // (ci, kh, kw), while B is contiguous along ci) it is read element by element.
+  auto along_inner_k = [&](const Access& x) {
+    if (c.k_dims.empty() || x.index.empty()) return false;
+    const auto& coeffs = x.index.back().coeffs;
+    const size_t inner = static_cast<size_t>(c.k_dims.back());
+    return inner < coeffs.size() && coeffs[inner] == 1;
+  };
+  if (c.a_major == Major::kK && !along_inner_k(c.maps.a)) c.a_vec = 1;
+  if (c.b_major == Major::kK && !along_inner_k(c.maps.b)) c.b_vec = 1;
 
   // 5. Tensor Core eligibility: one remark per failed condition (a refusal), plus notes on
   // how eligible operands are read.

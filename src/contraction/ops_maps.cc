@@ -90,6 +90,15 @@ IndexMaps conv2d_nhwc_maps(const Conv2dParams& p, OperandDTypes types) {
   return std::move(maps);
 }
 
+IndexMaps conv2d_nchw_input_maps(const Conv2dParams& p, OperandDTypes types) {
+  IndexMaps maps = conv2d_nhwc_maps(p, types);
+  // A's NHWC indices (b, h, w, c) in NCHW order; the dims are unchanged.
+  std::vector<AffineIndex>& a = maps.a.index;
+  maps.a.shape = {p.n, p.ci, p.h, p.w};
+  a = {a[0], a[3], a[1], a[2]};
+  return maps;
+}
+
 std::optional<GemmLayout> parse_gemm_layout(std::string_view name) {
   if (name.size() != 2) return std::nullopt;
   auto flag = [](char ch) -> std::optional<bool> {

@@ -52,6 +52,14 @@ struct Conv2dParams {
 // eligible.
 IndexMaps conv2d_nhwc_maps(const Conv2dParams& p, OperandDTypes types = {});
 
+// conv2d_nhwc_maps with A read channels first, as the graph's NCHW input of a stem conv
+// (ops/tessel_epilogue.h, input_layout = "nchw"): dims, B and C as there, and
+//   A[b, cig*g + ci, s_h*oh + d_h*kh - pad_top, s_w*ow + d_w*kw - pad_left]
+// A's contiguous dim is indexed by ow and kw: with dilation 1 match() reads it K-major along
+// kw, in vectors no wider than the kernel width allows. An fp32 A (a graph input read as it
+// is) is no Tensor Core operand: the SIMT kernel takes it.
+IndexMaps conv2d_nchw_input_maps(const Conv2dParams& p, OperandDTypes types = {});
+
 // GEMM C[m, n] = sum_k A[m, k] B[k, n], each input stored as is ('N') or transposed ('T'):
 // NN: A (m, k), B (k, n); NT: B stored (n, k); TN: A stored (k, m). ONNX Gemm's transA and
 // transB are exactly these flags.

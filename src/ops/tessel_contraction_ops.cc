@@ -2,20 +2,27 @@
 // for the conv, a store map (tessel_epilogue.h).
 //
 //   tessel.Conv(X, W, B?, R?) -> Y
-//     X  NHWC [N, H, W, Ci]            f32 / f16 / bf16 / f64
-//     W  OHWI [Co, KH, KW, Ci/group]   X's dtype
-//     B  [Co], f32 or X's dtype        (fp32 biases of fp16 convs: added to the fp32 accumulator)
-//     R  [N, OH, OW, Co], X's dtype    read by the one "add_residual" step, and only by it
-//     Y  NHWC, X's dtype: [N, OH, OW, Co], or [N, OH*b, OW*b, Co/b^2] for the depth_to_space store
+//     W  OHWI [Co, KH, KW, Ci/group]   f32 / f16 / bf16 / f64: the node's dtype
+//     X  NHWC [N, H, W, Ci]            W's dtype
+//        or, with input_layout = "nchw", NCHW [N, Ci, H, W] in any float dtype, converted to
+//        W's dtype as it is read (the graph-edge Cast + Transpose folded into the conv)
+//     B  [Co], f32 or W's dtype        (fp32 biases of fp16 convs: added to the fp32 accumulator)
+//     R  [N, OH, OW, Co], W's dtype    read by the one "add_residual" step, and only by it
+//     Y  the pre-store y [N, OH, OW, Co] through the store map (tessel_epilogue.h): NHWC y, NCHW
+//        [N, Co, OH, OW], or depth_to_space's [N, OH*b, OW*b, Co/b^2] in NHWC or NCHW; in
+//        out_dtype if given, else W's dtype
 //     attributes: strides, pads ([t, l, b, r]), dilations, group as in ONNX's Conv (pads are
 //     explicit: convert-layout resolves auto_pad); epilogue, epilogue_alpha, epilogue_beta;
-//     store, block, mode.
+//     store, block, mode; out_dtype; input_layout.
 //   tessel.Gemm(A, W, B?, R?) -> Y
-//     A [M, K]; W [N, K] (ONNX Gemm with transB = 1); B [N]; R [M, N]; Y [M, N]; epilogue only.
+//     A [M, K]; W [N, K] (ONNX Gemm with transB = 1); B [N]; R [M, N]; Y [M, N]; epilogue and
+//     out_dtype only.
 //
 // Reference kernels: the operands are widened to f64 (exact for every input dtype), the ONNX
 // op runs through the registry in NCHW, and bias, epilogue and store are applied in double
-// before one rounding to Y's dtype, which is what the GPU's fp32 epilogue approximates.
+// before one rounding to W's dtype -- what the GPU's fp32 epilogue approximates -- and, with
+// out_dtype, the conversion to it. So folding a Cast into out_dtype, or a Cast and Transpose
+// into input_layout, changes no number.
 #include "core/error.h"
 #include "ops/nn_common.h"
 #include "ops/tessel_epilogue.h"
@@ -28,14 +35,14 @@ namespace {
 constexpr int kBias = 2;
 constexpr int kResidual = 3;
 
-// Bias B: one value per output channel, f32 or the activation dtype.
+// Bias B: one value per output channel, f32 or the node's dtype (W's).
 void check_bias(const ir::InferContext& ctx, int64_t out_channels) {
   if (!ctx.has_input(kBias)) return;
   const DType t = ctx.dtype(kBias);
-  const DType x = ctx.dtype(0);
+  const DType x = ctx.dtype(1);
   TESSEL_USER_CHECK(t == DType::kF32 || t == x)
       << ctx.node().label() << ": bias B has dtype " << dtype_name(t) << ", expected f32"
-      << (x == DType::kF32 ? "" : " or " + std::string(dtype_name(x)) + " (the dtype of input 0)");
+      << (x == DType::kF32 ? "" : " or " + std::string(dtype_name(x)) + " (the dtype of W)");
   TESSEL_USER_CHECK(ctx.shape(kBias) == Shape{out_channels})
       << ctx.node().label() << ": bias B has shape " << shape_str(ctx.shape(kBias))
       << ", expected [" << out_channels << "] (one value per output channel)";
@@ -54,9 +61,9 @@ void check_residual(const ir::InferContext& ctx, const std::vector<EpilogueStep>
   TESSEL_USER_CHECK(residual_steps == 1)
       << ctx.node().label() << ": residual input R is given, so the epilogue needs exactly one "
       << "'add_residual' step, it has " << residual_steps;
-  TESSEL_USER_CHECK(ctx.dtype(kResidual) == ctx.dtype(0) && ctx.shape(kResidual) == pre_store)
+  TESSEL_USER_CHECK(ctx.dtype(kResidual) == ctx.dtype(1) && ctx.shape(kResidual) == pre_store)
       << ctx.node().label() << ": residual R is " << ctx.input(kResidual).str() << ", expected "
-      << dtype_name(ctx.dtype(0)) << shape_str(pre_store) << " (the output before the store)";
+      << dtype_name(ctx.dtype(1)) << shape_str(pre_store) << " (the output before the store)";
 }
 
 // out[n, h*b + i, w*b + j, c] = y[n, h, w, co] (tessel_epilogue.h, StoreMap): a transpose of a
@@ -70,7 +77,8 @@ Tensor depth_to_space_nhwc(const Tensor& y, const StoreMap& s) {
   return out.reshaped({n, h * b, w * b, c});
 }
 
-// acc (f64, pre-store, channels last) + bias, epilogue steps, store; one rounding to Y.
+// acc (f64, pre-store, channels last) + bias, epilogue steps, store; one rounding to the node's
+// dtype (W's), then the conversion to out_dtype, as a Cast after the node would do it.
 void finish(ir::KernelContext& ctx, Tensor acc, const StoreMap& store) {
   const std::vector<EpilogueStep> steps = read_epilogue(ctx.node());
   const int64_t channels = acc.shape().back();
@@ -83,8 +91,9 @@ void finish(ir::KernelContext& ctx, Tensor acc, const StoreMap& store) {
     for (const EpilogueStep& s : steps) v = apply_epilogue_step(s, v, r);
     a[i] = v;
   }
-  if (store.kind == StoreMap::Kind::kDepthToSpace) acc = depth_to_space_nhwc(acc, store);
-  store_output(ctx.output(0), acc);
+  if (store.depth_to_space()) acc = depth_to_space_nhwc(acc, store);
+  if (store.nchw()) acc = permute(acc, kNhwcToNchw);
+  store_output(ctx.output(0), acc.cast(ctx.input(1).dtype()));
 }
 
 // ---- tessel.Conv ----------------------------------------------------------------------------
@@ -100,28 +109,36 @@ ir::Node conv_stand_in(const ir::Node& node) {
 void infer_conv(ir::InferContext& ctx) {
   const ir::Node& node = ctx.node();
   check_attributes(node, {"strides", "pads", "dilations", "group", "epilogue", "epilogue_alpha",
-                          "epilogue_beta", "store", "block", "mode"});
+                          "epilogue_beta", "store", "block", "mode", "out_dtype", "input_layout"});
+  const bool nchw_input = read_nchw_input(node);
   require_float_input(ctx, 0, "X");
-  require_same_dtype(ctx, 0, 1, "X", "W");
+  require_float_input(ctx, 1, "W");
+  if (!nchw_input) require_same_dtype(ctx, 0, 1, "X", "W");
   require_rank(ctx, 0, "X", 4, 4);
   require_rank(ctx, 1, "W", 4, 4);
+  // OHWI and NHWC permute to ONNX's OIHW and NCHW the same way.
+  const Shape x_nchw = nchw_input ? ctx.shape(0) : permute_shape(ctx.shape(0), kNhwcToNchw);
   // Checked here rather than by the ONNX Conv so that the message shows the OHWI shape.
   const int64_t group = node.get_int("group", 1);
-  TESSEL_USER_CHECK(group < 1 || ctx.shape(1)[3] * group == ctx.shape(0)[3])
+  TESSEL_USER_CHECK(group < 1 || ctx.shape(1)[3] * group == x_nchw[1])
       << node.label() << ": weight W " << shape_str(ctx.shape(1)) << " has " << ctx.shape(1)[3]
-      << " input channels per group, expected " << ctx.shape(0)[3] << " / group " << group;
-  // OHWI and NHWC permute to ONNX's OIHW and NCHW the same way.
-  const ir::TensorType x{ctx.dtype(0), permute_shape(ctx.shape(0), kNhwcToNchw)};
+      << " input channels per group, expected " << x_nchw[1] << " / group " << group;
+  const ir::TensorType x{ctx.dtype(1), x_nchw};
   const ir::TensorType w{ctx.dtype(1), permute_shape(ctx.shape(1), kNhwcToNchw)};
   const ir::TensorType y = infer_stand_in(node, conv_stand_in(node), {&x, &w}, ctx.opset())[0];
   const Shape pre_store = permute_shape(y.shape, kNchwToNhwc);
   check_bias(ctx, pre_store[3]);
   check_residual(ctx, read_epilogue(node), pre_store);
-  ctx.set_output(0, ctx.dtype(0), stored_shape(node, read_store(node), pre_store));
+  ctx.set_output(0, read_out_dtype(node).value_or(ctx.dtype(1)),
+                 stored_shape(node, read_store(node), pre_store));
 }
 
 void compute_conv(ir::KernelContext& ctx) {
-  const Tensor x = permute(ctx.input(0).cast(DType::kF64), kNhwcToNchw);
+  // X as the convolution reads it: converted to W's dtype (as the folded Cast did), NCHW.
+  const DType t = ctx.input(1).dtype();
+  const Tensor& in = ctx.input(0);
+  Tensor x = (in.dtype() == t ? in : in.cast(t)).cast(DType::kF64);
+  if (!read_nchw_input(ctx.node())) x = permute(x, kNhwcToNchw);
   const Tensor w = permute(ctx.input(1).cast(DType::kF64), kNhwcToNchw);
   const Tensor y = run_stand_in(ctx.node(), conv_stand_in(ctx.node()), {&x, &w}, ctx.opset())[0];
   finish(ctx, permute(y, kNchwToNhwc), read_store(ctx.node()));
@@ -135,14 +152,14 @@ ir::Node gemm_stand_in(const ir::Node& node) {
 
 void infer_gemm(ir::InferContext& ctx) {
   const ir::Node& node = ctx.node();
-  check_attributes(node, {"epilogue", "epilogue_alpha", "epilogue_beta"});
+  check_attributes(node, {"epilogue", "epilogue_alpha", "epilogue_beta", "out_dtype"});
   require_float_input(ctx, 0, "A");
   require_same_dtype(ctx, 0, 1, "A", "W");
   const ir::TensorType y =
       infer_stand_in(node, gemm_stand_in(node), {&ctx.input(0), &ctx.input(1)}, ctx.opset())[0];
   check_bias(ctx, y.shape[1]);
   check_residual(ctx, read_epilogue(node), y.shape);
-  ctx.set_output(0, ctx.dtype(0), y.shape);
+  ctx.set_output(0, read_out_dtype(node).value_or(ctx.dtype(1)), y.shape);
 }
 
 void compute_gemm(ir::KernelContext& ctx) {

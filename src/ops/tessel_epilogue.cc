@@ -31,6 +31,19 @@ const KindName& info(EpilogueKind kind) {
   return kKinds[0];
 }
 
+// The 'store' attribute's spellings.
+struct StoreName {
+  StoreMap::Kind kind;
+  std::string_view name;
+};
+
+constexpr StoreName kStores[] = {
+    {StoreMap::Kind::kNhwc, "nhwc"},
+    {StoreMap::Kind::kNchw, "nchw"},
+    {StoreMap::Kind::kDepthToSpace, "depth_to_space"},
+    {StoreMap::Kind::kDepthToSpaceNchw, "depth_to_space_nchw"},
+};
+
 // Sigmoid in the form whose exp() never overflows.
 double sigmoid(double v) {
   if (v >= 0) return 1.0 / (1.0 + std::exp(-v));
@@ -136,14 +149,21 @@ double apply_epilogue_step(const EpilogueStep& step, double v, double residual) 
 StoreMap read_store(const ir::Node& node) {
   StoreMap s;
   const std::string kind = node.get_string("store", "nhwc");
-  if (kind == "nhwc") {
+  const StoreName* name = nullptr;
+  for (const StoreName& k : kStores)
+    if (k.name == kind) name = &k;
+  if (!name) {
+    std::string known;
+    for (const StoreName& k : kStores) known += (known.empty() ? "" : ", ") + std::string(k.name);
+    TESSEL_USER_ERROR() << node.label() << ": store '" << kind << "' is not supported (" << known
+                        << ")";
+  }
+  s.kind = name->kind;
+  if (!s.depth_to_space()) {
     TESSEL_USER_CHECK(!node.has_attr("block") && !node.has_attr("mode"))
-        << node.label() << ": 'block' and 'mode' apply only to store = \"depth_to_space\"";
+        << node.label() << ": 'block' and 'mode' apply only to the depth_to_space stores";
     return s;
   }
-  TESSEL_USER_CHECK(kind == "depth_to_space")
-      << node.label() << ": store '" << kind << "' is not supported (nhwc, depth_to_space)";
-  s.kind = StoreMap::Kind::kDepthToSpace;
   s.block = node.require_int("block");
   TESSEL_USER_CHECK(s.block >= 1) << node.label() << ": block " << s.block << " must be positive";
   const std::string mode = node.get_string("mode", "DCR");
@@ -158,7 +178,9 @@ void write_store(ir::Node& node, const StoreMap& store) {
   node.attrs.erase("block");
   node.attrs.erase("mode");
   if (store.kind == StoreMap::Kind::kNhwc) return;
-  node.attrs["store"] = std::string("depth_to_space");
+  for (const StoreName& k : kStores)
+    if (k.kind == store.kind) node.attrs["store"] = std::string(k.name);
+  if (!store.depth_to_space()) return;
   node.attrs["block"] = store.block;
   node.attrs["mode"] = std::string(store.dcr ? "DCR" : "CRD");
 }
@@ -166,12 +188,42 @@ void write_store(ir::Node& node, const StoreMap& store) {
 Shape stored_shape(const ir::Node& node, const StoreMap& store, const Shape& pre_store) {
   TESSEL_ICHECK(pre_store.size() == 4)
       << node.label() << ": pre-store shape " << shape_str(pre_store);
-  if (store.kind == StoreMap::Kind::kNhwc) return pre_store;
-  const int64_t b = store.block, co = pre_store[3];
-  TESSEL_USER_CHECK(co % (b * b) == 0)
-      << node.label() << ": " << co << " output channels are not divisible by block^2 = " << b * b
-      << " (store = depth_to_space)";
-  return {pre_store[0], pre_store[1] * b, pre_store[2] * b, co / (b * b)};
+  Shape nhwc = pre_store;
+  if (store.depth_to_space()) {
+    const int64_t b = store.block, co = pre_store[3];
+    TESSEL_USER_CHECK(co % (b * b) == 0)
+        << node.label() << ": " << co << " output channels are not divisible by block^2 = "
+        << b * b << " (store = depth_to_space)";
+    nhwc = {pre_store[0], pre_store[1] * b, pre_store[2] * b, co / (b * b)};
+  }
+  if (!store.nchw()) return nhwc;
+  return {nhwc[0], nhwc[3], nhwc[1], nhwc[2]};
+}
+
+std::optional<DType> read_out_dtype(const ir::Node& node) {
+  if (!node.has_attr("out_dtype")) return std::nullopt;
+  const std::string name = node.get_string("out_dtype", "");
+  const std::optional<DType> t = dtype_from_name(name);
+  TESSEL_USER_CHECK(t && is_float(*t))
+      << node.label() << ": out_dtype '" << name << "' is not a float dtype (f32, f16, bf16, f64)";
+  return t;
+}
+
+void write_out_dtype(ir::Node& node, std::optional<DType> dtype) {
+  node.attrs.erase("out_dtype");
+  if (dtype) node.attrs["out_dtype"] = std::string(dtype_name(*dtype));
+}
+
+bool read_nchw_input(const ir::Node& node) {
+  const std::string layout = node.get_string("input_layout", "nhwc");
+  TESSEL_USER_CHECK(layout == "nhwc" || layout == "nchw")
+      << node.label() << ": input_layout '" << layout << "' is not supported (nhwc, nchw)";
+  return layout == "nchw";
+}
+
+void write_nchw_input(ir::Node& node, bool nchw) {
+  node.attrs.erase("input_layout");
+  if (nchw) node.attrs["input_layout"] = std::string("nchw");
 }
 
 }  // namespace tessel::ops

@@ -1,14 +1,19 @@
-// Epilogues and store maps of the tessel contractions (tessel.Conv, tessel.Gemm) as node
-// attributes. They mirror contraction/epilogue.h, the GPU's epilogue-as-data, so that lowering
-// a fused node is a table lookup per step:
+// Epilogues, store maps and graph-edge layouts of the tessel contractions (tessel.Conv,
+// tessel.Gemm) as node attributes. They mirror contraction/epilogue.h, the GPU's
+// epilogue-as-data, so that lowering a fused node is a table lookup per step:
 //
 //   epilogue       = ["add_residual", "relu"]   steps applied in order to acc = conv + bias
 //   epilogue_alpha = [0.0, 0.0]                 one per step: leaky_relu's alpha, clip's min
 //   epilogue_beta  = [0.0, 0.0]                 one per step: clip's max
-//   store = "nhwc" | "depth_to_space", block = 2, mode = "DCR" | "CRD"   (tessel.Conv only)
+//   store = "nhwc" | "nchw" | "depth_to_space" | "depth_to_space_nchw"      (tessel.Conv only)
+//   block = 2, mode = "DCR" | "CRD"             the depth_to_space stores' parameters
+//   out_dtype = "f32"                           Y's dtype when it is not the node's own
+//   input_layout = "nhwc" | "nchw"              X's layout                  (tessel.Conv only)
 //
-// The reference kernels (tessel_contraction_ops.cc) and the fuse pass both go through the
-// read/write functions here, so the spelling lives in one place.
+// The last three let the first and last convolution of a network do the layout and dtype
+// changes at the graph's edges themselves (fuse.cc), instead of standalone Transpose / Cast /
+// Pad kernels. The reference kernels (tessel_contraction_ops.cc), the fuse pass and the GPU
+// lowering all go through the read/write functions here, so the spelling lives in one place.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +22,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/dtype.h"
 #include "ir/graph.h"
 
 namespace tessel::ops {
@@ -55,14 +61,24 @@ void write_epilogue(ir::Node& node, const std::vector<EpilogueStep>& steps);
 // the same position (read only by kAddResidual).
 double apply_epilogue_step(const EpilogueStep& step, double v, double residual);
 
-// Where the pre-store output [N, OH, OW, Co] goes.
+// Where the pre-store output y [N, OH, OW, Co] goes.
 struct StoreMap {
-  enum class Kind { kNhwc, kDepthToSpace };
+  enum class Kind {
+    kNhwc,              // out = y
+    kNchw,              // out[n, co, oh, ow] = y[n, oh, ow, co]: Transpose(perm [0, 3, 1, 2])
+    kDepthToSpace,      // out[n, oh*block + i, ow*block + j, c] = y[n, oh, ow, co] with
+                        // co = (i*block + j)*C' + c (DCR) or c*block^2 + i*block + j (CRD),
+                        // C' = Co / block^2
+    kDepthToSpaceNchw,  // out[n, c, oh*block + i, ow*block + j] = y[n, oh, ow, co], co as above
+  };
   Kind kind = Kind::kNhwc;
-  // kDepthToSpace: out[n, oh*block + i, ow*block + j, c] = y[n, oh, ow, co] with
-  // co = (i*block + j)*C' + c (DCR) or c*block^2 + i*block + j (CRD), C' = Co / block^2.
-  int64_t block = 1;
+  int64_t block = 1;  // the depth_to_space kinds only
   bool dcr = true;
+
+  bool depth_to_space() const {
+    return kind == Kind::kDepthToSpace || kind == Kind::kDepthToSpaceNchw;
+  }
+  bool nchw() const { return kind == Kind::kNchw || kind == Kind::kDepthToSpaceNchw; }
 };
 
 // The store attributes of a tessel.Conv; a bad kind, block or mode is a UserError.
@@ -72,5 +88,18 @@ void write_store(ir::Node& node, const StoreMap& store);
 // The stored output shape for a pre-store NHWC shape [N, OH, OW, Co]; UserError naming the
 // node when Co is not divisible by block^2.
 Shape stored_shape(const ir::Node& node, const StoreMap& store, const Shape& pre_store);
+
+// 'out_dtype': the dtype Y is stored in, or nullopt when absent (Y then has the node's own
+// dtype, W's). The value is computed as without the attribute -- rounded to W's dtype -- and
+// then converted, exactly as a Cast after the node would: the fold of that Cast changes no
+// number. A name that is not a float dtype is a UserError naming the node.
+std::optional<DType> read_out_dtype(const ir::Node& node);
+void write_out_dtype(ir::Node& node, std::optional<DType> dtype);
+
+// 'input_layout' of a tessel.Conv: false for "nhwc" (the default, X [N, H, W, C] in W's
+// dtype), true for "nchw" (X [N, C, H, W] in any float dtype, converted to W's dtype as it is
+// read, as a Cast and a Transpose before the node would). Anything else is a UserError.
+bool read_nchw_input(const ir::Node& node);
+void write_nchw_input(ir::Node& node, bool nchw);
 
 }  // namespace tessel::ops

@@ -6,8 +6,24 @@
 //                                                range, as in the Clip reference kernel
 //   Mul(v, Sigmoid(v))                         -> silu (v read by exactly those two)
 //   Add(v, r), r any tensor of v's type        -> add_residual, r becomes input R (one per node)
-//   tessel.DepthToSpace (tessel.Conv only)     -> store = depth_to_space; nothing after it
-// The conv's bias was already input B (convert-layout); Gemm's likewise.
+//   tessel.DepthToSpace (tessel.Conv only)     -> store = depth_to_space; no step after it
+// The conv's bias was already input B (convert-layout); Gemm's likewise. Then the graph edge's
+// layout and dtype changes, in either order, where the epilogue reads no residual (R is given
+// in the pre-store layout and dtype, the GPU kernel reads it at the stored positions):
+//   Transpose(perm [0, 3, 1, 2])               -> store = nchw (or depth_to_space_nchw)
+//   Cast to f16, bf16 or f32                   -> out_dtype; dropped if it is the identity
+// both for convs of group 1 only (grouped convs run on the window kernel, whose store is NHWC
+// in the input's dtype); tessel.Gemm takes the Cast. So the last conv of a network writes the
+// NCHW fp32 graph output itself.
+//
+// The stems, from the other side: X_nchw -> [Cast] -> Transpose(perm [0, 2, 3, 1]) -> [Pad of
+// zero channels] -> tessel.Conv becomes a tessel.Conv with input_layout = "nchw" reading X_nchw
+// in its own dtype, its weights cut back to the unpadded channels (the padded channels of X
+// were zeros, so they added nothing). Only where the conv's loads stay cheap: stride 1,
+// dilation 1, group 1 and at most kMaxStemChannels channels -- a super-resolution net's first
+// 3x3 conv over RGB, not ResNet's 7x7 stride-2 stem, whose NCHW gather would be slower than
+// the transpose it saves. A Cast, Transpose or Pad that some other node also reads stays. A
+// Cast to its dtype before a conv that already reads NCHW goes too (the pipeline run twice).
 //
 // Order: the fused node takes the place of the last node it absorbs, not of the contraction.
 // Every operand it reads is an operand of some absorbed node or of the contraction, all of
@@ -17,12 +33,13 @@
 // and the position of every surviving value's producer, are preserved.
 //
 // Injective chains that no contraction absorbs (a Relu after a pool, a residual Add of two
-// pool outputs, the edge Transpose + Pad + Cast) stay ONNX ops in place: the lowering groups
-// maximal single-consumer chains of injective ops into one generated kernel, so marking them
-// here would only duplicate that analysis. Run after convert-layout (which creates the tessel
-// contractions) and choose-precision.
+// pool outputs, the edge Cast + Transpose + Pad before ResNet's stem) stay ONNX ops in place:
+// the lowering groups maximal single-consumer chains of injective ops into one generated
+// kernel, so marking them here would only duplicate that analysis. Run after convert-layout
+// (which creates the tessel contractions) and choose-precision.
 #include <algorithm>
 #include <cfloat>
+#include <cstring>
 #include <optional>
 
 #include "ops/tessel_epilogue.h"
@@ -36,6 +53,21 @@ using ir::kNoValue;
 using ir::ValueId;
 using ops::EpilogueKind;
 using ops::EpilogueStep;
+using StoreKind = ops::StoreMap::Kind;
+
+// Stems with more input channels than this keep their NHWC input: their NCHW gather reads one
+// element per tap and channel, which only pays where the channels are few.
+constexpr int64_t kMaxStemChannels = 16;
+
+bool is_transpose(const ir::Node& n, const std::vector<int64_t>& perm) {
+  return n.op == "Transpose" && n.inputs.size() == 1 && n.outputs.size() == 1 &&
+         n.get_ints("perm") == perm;
+}
+
+bool group_one(const ir::Node& conv) { return conv.get_int("group", 1) == 1; }
+
+// The dtypes the GPU's contraction kernels store (codegen/cuda/plan.cc, check_epilogue).
+bool storable(DType t) { return t == DType::kF16 || t == DType::kBF16 || t == DType::kF32; }
 
 class Fuser {
  public:
@@ -126,14 +158,22 @@ class Fuser {
     return r;
   }
 
+  // A Cast of v between the dtypes the GPU stores.
+  bool is_float_cast(const ir::Node& n, ValueId v) const {
+    return n.op == "Cast" && n.inputs.size() == 1 && n.inputs[0] == v &&
+           storable(g_.type(v).dtype) && storable(g_.type(n.outputs[0]).dtype);
+  }
+
   bool fuse_from(size_t i) {
     ir::Node fused = g_.nodes[i];
     const bool conv = fused.op == "tessel.Conv";
     std::vector<EpilogueStep> steps = ops::read_epilogue(fused);
     ops::StoreMap store = conv ? ops::read_store(fused) : ops::StoreMap{};
+    std::optional<DType> out_dtype = ops::read_out_dtype(fused);
     ValueId v = fused.outputs[0];
     std::vector<int> chain;
-    while (store.kind == ops::StoreMap::Kind::kNhwc) {
+    // The epilogue proper acts on the NHWC value in the node's dtype.
+    while (store.kind == StoreKind::kNhwc && !out_dtype) {
       if (auto sm = silu(v)) {
         steps.push_back({EpilogueKind::kSilu});
         chain.push_back(sm->first);
@@ -151,9 +191,27 @@ class Fuser {
         fused.inputs.resize(3, kNoValue);  // B may be omitted; R is input 3
         fused.inputs.push_back(r);
       } else if (conv && next.op == "tessel.DepthToSpace") {
-        store.kind = ops::StoreMap::Kind::kDepthToSpace;
+        store.kind = StoreKind::kDepthToSpace;
         store.block = next.require_int("blocksize");
         store.dcr = next.get_string("mode", "DCR") == "DCR";
+      } else {
+        break;
+      }
+      chain.push_back(u);
+      v = next.outputs[0];
+    }
+    const bool has_residual = std::any_of(steps.begin(), steps.end(), [](const EpilogueStep& s) {
+      return s.kind == EpilogueKind::kAddResidual;
+    });
+    const bool edge_stores = !has_residual && (!conv || group_one(fused));
+    for (int u; edge_stores && (u = sole_user(v)) >= 0;) {
+      const ir::Node& next = g_.nodes[u];
+      if (conv && !store.nchw() && is_transpose(next, {0, 3, 1, 2})) {
+        store.kind = store.depth_to_space() ? StoreKind::kDepthToSpaceNchw : StoreKind::kNchw;
+      } else if (is_float_cast(next, v) && g_.type(next.outputs[0]).dtype == g_.type(v).dtype) {
+        // The identity: choose-precision, run again, casts a graph output already stored fp32.
+      } else if (!out_dtype && is_float_cast(next, v)) {
+        out_dtype = g_.type(next.outputs[0]).dtype;
       } else {
         break;
       }
@@ -164,6 +222,7 @@ class Fuser {
     fused.outputs[0] = v;
     ops::write_epilogue(fused, steps);
     if (conv) ops::write_store(fused, store);
+    ops::write_out_dtype(fused, out_dtype);
     absorbed_[i] = 1;
     for (int c : chain) absorbed_[c] = 1;
     // The SiLU pair is pushed Sigmoid first, but the Mul comes after it: take the last index.
@@ -178,8 +237,127 @@ class Fuser {
   std::vector<std::optional<ir::Node>> placed_;  // a fused node, at the index it replaces
 };
 
+// The stem rewrite (see the top of the file): one conv at a time, each removing the Cast,
+// Transpose and Pad that only it reads.
+class StemFolder {
+ public:
+  explicit StemFolder(ir::Graph g)
+      : g_(std::move(g)),
+        uses_(use_counts(g_)),
+        producers_(g_.producers()),
+        erased_(g_.nodes.size(), 0) {}
+
+  ir::Graph run() {
+    bool changed = false;
+    for (size_t i = 0; i < g_.nodes.size(); ++i)
+      if (g_.nodes[i].op == "tessel.Conv") changed |= fold(g_.nodes[i]);
+    if (changed) erase_nodes(g_, erased_);  // also drops the values nobody reads any more
+    return std::move(g_);
+  }
+
+ private:
+  // The node writing v when v has no other reader than the one asking (and is no graph
+  // output), or -1.
+  int sole_producer(ValueId v) const {
+    const int p = producers_[static_cast<size_t>(v)];
+    const bool sole = p >= 0 && uses_[static_cast<size_t>(v)] == 1;
+    return sole && !erased_[static_cast<size_t>(p)] ? p : -1;
+  }
+
+  const Tensor* constant(ValueId v) const {
+    return v == kNoValue ? nullptr : g_.value(v).data.get();
+  }
+
+  // Pad(x, pads) that appends zero channels to an NHWC x: constant mode, value 0 (or absent),
+  // pads [0, 0, 0, 0, 0, 0, 0, extra], no axes.
+  bool is_zero_channel_pad(const ir::Node& n) const {
+    if (n.op != "Pad" || n.get_string("mode", "constant") != "constant") return false;
+    if (n.inputs.size() > 3 && n.inputs[3] != kNoValue) return false;
+    if (n.inputs.size() > 2 && n.inputs[2] != kNoValue) {
+      const Tensor* value = constant(n.inputs[2]);
+      if (!value || value->numel() != 1 || value->get_f64(0) != 0.0) return false;
+    }
+    const Tensor* pads = n.inputs.size() > 1 ? constant(n.inputs[1]) : nullptr;
+    if (!pads || pads->dtype() != DType::kI64 || pads->numel() != 8) return false;
+    const std::vector<int64_t> p = pads->to_i64_vector();
+    return std::all_of(p.begin(), p.end() - 1, [](int64_t e) { return e == 0; }) && p[7] >= 0;
+  }
+
+  bool fold(ir::Node& conv) {
+    if (!group_one(conv) || conv.inputs.size() < 2) return false;
+    bool changed = false;
+    if (!ops::read_nchw_input(conv)) {
+      if (!fold_layout(conv)) return false;
+      changed = true;
+    }
+    return fold_cast(conv) || changed;
+  }
+
+  // The Transpose to NHWC and the channel Pad before a stem.
+  bool fold_layout(ir::Node& conv) {
+    for (const char* key : {"strides", "dilations"}) {
+      const std::vector<int64_t> v = conv.get_ints(key, {1, 1});
+      if (std::any_of(v.begin(), v.end(), [](int64_t e) { return e != 1; })) return false;
+    }
+    ValueId x = conv.inputs[0];
+    const int pad = sole_producer(x);
+    const bool padded = pad >= 0 && is_zero_channel_pad(g_.nodes[pad]);
+    if (padded) x = g_.nodes[pad].inputs[0];
+    const int transpose = sole_producer(x);
+    if (transpose < 0 || !is_transpose(g_.nodes[transpose], {0, 2, 3, 1})) return false;
+    const int64_t channels = g_.type(x).shape.at(3);
+    if (channels > kMaxStemChannels) return false;
+    // Unpadded, a 1x1 window over one channel would leave nothing to contract (K = 1).
+    const Shape& w_shape = g_.type(conv.inputs[1]).shape;
+    if (channels * w_shape.at(1) * w_shape.at(2) == 1) return false;
+    if (padded) {
+      const Tensor* weights = constant(conv.inputs[1]);
+      if (!weights) return false;  // a run-time weight cannot be cut back here
+      conv.inputs[1] =
+          g_.add_constant(g_.unique_value_name(g_.value(conv.inputs[1]).name + ".unpadded"),
+                          leading_channels(*weights, channels));
+      erased_[static_cast<size_t>(pad)] = 1;
+    }
+    erased_[static_cast<size_t>(transpose)] = 1;
+    conv.inputs[0] = g_.nodes[transpose].inputs[0];
+    ops::write_nchw_input(conv, true);
+    return true;
+  }
+
+  // The Cast to the conv's dtype before an NCHW conv: the conv converts X as it reads it, the
+  // same rounding. Kept where the GPU kernels would have to read a dtype they do not (f64, u8).
+  bool fold_cast(ir::Node& conv) {
+    const int cast = sole_producer(conv.inputs[0]);
+    if (cast < 0 || g_.nodes[cast].op != "Cast") return false;
+    const ValueId source = g_.nodes[cast].inputs[0];
+    if (!storable(g_.type(source).dtype) ||
+        g_.type(conv.inputs[0]).dtype != g_.type(conv.inputs[1]).dtype) {
+      return false;
+    }
+    conv.inputs[0] = source;
+    erased_[static_cast<size_t>(cast)] = 1;
+    return true;
+  }
+
+  // w [Co, KH, KW, C'] cut to its first `channels` input channels, bytes copied as they are.
+  static Tensor leading_channels(const Tensor& w, int64_t channels) {
+    const Shape& s = w.shape();
+    Tensor out(w.dtype(), {s[0], s[1], s[2], channels});
+    const size_t row = static_cast<size_t>(channels) * dtype_size(w.dtype());
+    const size_t pitch = static_cast<size_t>(s[3]) * dtype_size(w.dtype());
+    for (int64_t r = 0; r < s[0] * s[1] * s[2]; ++r)
+      std::memcpy(out.raw() + r * row, w.raw() + r * pitch, row);
+    return out;
+  }
+
+  ir::Graph g_;
+  std::vector<int> uses_;
+  std::vector<int> producers_;
+  std::vector<char> erased_;
+};
+
 }  // namespace
 
-ir::Graph fuse(ir::Graph g) { return Fuser(std::move(g)).run(); }
+ir::Graph fuse(ir::Graph g) { return StemFolder(Fuser(std::move(g)).run()).run(); }
 
 }  // namespace tessel::passes

@@ -192,7 +192,8 @@ TEST(TesselConv, Errors) {
   const std::string base = kPointwise;
   EXPECT_EQ(infer_error(with(base, "EPILOGUE", R"({auto_pad = "SAME_UPPER"})")),
             "tessel.Conv 'c': unknown attribute 'auto_pad' (expected strides, pads, dilations, "
-            "group, epilogue, epilogue_alpha, epilogue_beta, store, block, mode)");
+            "group, epilogue, epilogue_alpha, epilogue_beta, store, block, mode, out_dtype, "
+            "input_layout)");
   EXPECT_EQ(infer_error(with(base, "EPILOGUE", R"({epilogue = ["add_residual"]})")),
             "tessel.Conv 'c': epilogue step 'add_residual' needs the residual input R");
   EXPECT_EQ(infer_error(with(base, "EPILOGUE", R"({epilogue = ["gelu"]})")),
@@ -212,11 +213,12 @@ TEST(TesselConv, Errors) {
       infer_error(with(base, "EPILOGUE", R"({store = "depth_to_space", block = 1, mode = "RCD"})")),
       "tessel.Conv 'c': mode 'RCD' is not supported (DCR, CRD)");
   EXPECT_EQ(infer_error(with(base, "EPILOGUE", R"({block = 2})")),
-            "tessel.Conv 'c': 'block' and 'mode' apply only to store = \"depth_to_space\"");
+            "tessel.Conv 'c': 'block' and 'mode' apply only to the depth_to_space stores");
   EXPECT_EQ(infer_error(with(base, "EPILOGUE", R"({epilogue = [1, 2]})")),
             "tessel.Conv 'c': attribute 'epilogue' is ints, expected a list of strings");
-  EXPECT_EQ(infer_error(with(base, "EPILOGUE", R"({store = "nchw"})")),
-            "tessel.Conv 'c': store 'nchw' is not supported (nhwc, depth_to_space)");
+  EXPECT_EQ(infer_error(with(base, "EPILOGUE", R"({store = "nhcw"})")),
+            "tessel.Conv 'c': store 'nhcw' is not supported (nhwc, nchw, depth_to_space, "
+            "depth_to_space_nchw)");
   // The ONNX Conv's own check, reported for the tessel node.
   EXPECT_EQ(infer_error(with(with(base, "f32[1,1,1,2]", "f32[1,1,1,4]"), "EPILOGUE", "")),
             "tessel.Conv 'c': weight W [3,1,1,2] has 2 input channels per group, expected 4 / "
@@ -262,7 +264,7 @@ TEST(TesselGemm, BiasResidualRelu) {
   EXPECT_EQ(run(text, {{1, 2}, {1, 1, -6}}), (V{4, 0, 0}));
   EXPECT_EQ(infer_error(with(text, R"({epilogue)", R"({store = "nhwc", epilogue)")),
             "tessel.Gemm 'fc': unknown attribute 'store' (expected epilogue, epilogue_alpha, "
-            "epilogue_beta)");
+            "epilogue_beta, out_dtype)");
 }
 
 // NHWC [1,2,2,2]: channel 0 is [1, 2, 3, 4] and channel 1 is [8, 7, 6, 5] over the 2x2 image.

@@ -34,7 +34,7 @@ bool has_input(const ir::Node& n, int i) {
 contraction::Epilogue epilogue_of(const ir::Graph& g, const ir::Node& n,
                                   std::vector<int>& extra_inputs) {
   contraction::Epilogue e;
-  e.out_dtype = g.type(n.outputs.at(0)).dtype;
+  e.out_dtype = g.type(n.outputs.at(0)).dtype;  // out_dtype, or W's dtype
   if (has_input(n, kBiasInput)) {
     e.steps.push_back({.kind = EpilogueOpKind::kBias, .operand = int(extra_inputs.size())});
     extra_inputs.push_back(kBiasInput);
@@ -54,6 +54,22 @@ contraction::Epilogue epilogue_of(const ir::Graph& g, const ir::Node& n,
   return e;
 }
 
+// The GPU epilogue reads R at the stored positions in the stored dtype (contraction/epilogue.h),
+// the op in the pre-store layout and in the node's dtype: the two agree only for a plain store
+// in the node's dtype.
+void check_residual_store(const ir::Graph& g, const ir::Node& n, const ContractionSpec& spec,
+                          bool plain_store) {
+  const bool residual = std::find(spec.extra_inputs.begin(), spec.extra_inputs.end(),
+                                  kResidualInput) != spec.extra_inputs.end();
+  if (!residual) return;
+  TESSEL_USER_CHECK(plain_store)
+      << n.label() << ": a residual add before a " << n.get_string("store", "nhwc")
+      << " store has no GPU epilogue (the kernel reads R in the stored layout)";
+  TESSEL_USER_CHECK(spec.epilogue.out_dtype == g.type(n.inputs.at(1)).dtype)
+      << n.label() << ": a residual add with out_dtype " << dtype_name(spec.epilogue.out_dtype)
+      << " has no GPU epilogue (the kernel reads R in the stored dtype)";
+}
+
 // Two entries of an ints attribute, or its default.
 std::vector<int64_t> pair_attr(const ir::Node& n, const char* key, size_t count, int64_t def) {
   std::vector<int64_t> v = n.get_ints(key, std::vector<int64_t>(count, def));
@@ -66,12 +82,15 @@ std::vector<int64_t> pair_attr(const ir::Node& n, const char* key, size_t count,
 ContractionSpec conv_spec(const ir::Graph& g, const ir::Node& n) {
   const ir::TensorType& x = g.type(n.inputs.at(0));
   const ir::TensorType& w = g.type(n.inputs.at(1));
-  const ir::TensorType& y = g.type(n.outputs.at(0));
+  const bool nchw_input = ops::read_nchw_input(n);
   TESSEL_USER_CHECK(x.shape.size() == 4 && w.shape.size() == 4)
-      << n.label() << ": expected NHWC X and OHWI W of rank 4, got " << x.str() << " and "
-      << w.str();
+      << n.label() << ": expected " << (nchw_input ? "NCHW" : "NHWC")
+      << " X and OHWI W of rank 4, got " << x.str() << " and " << w.str();
+  // X's [N, H, W, C] in its memory order.
+  const std::vector<int> nhwc =
+      nchw_input ? std::vector<int>{0, 2, 3, 1} : std::vector<int>{0, 1, 2, 3};
   contraction::Conv2dParams p;
-  p.n = x.shape[0], p.h = x.shape[1], p.w = x.shape[2], p.ci = x.shape[3];
+  p.n = x.shape[nhwc[0]], p.h = x.shape[nhwc[1]], p.w = x.shape[nhwc[2]], p.ci = x.shape[nhwc[3]];
   p.co = w.shape[0], p.kh = w.shape[1], p.kw = w.shape[2];
   const std::vector<int64_t> strides = pair_attr(n, "strides", 2, 1);
   const std::vector<int64_t> dilations = pair_attr(n, "dilations", 2, 1);
@@ -86,20 +105,36 @@ ContractionSpec conv_spec(const ir::Graph& g, const ir::Node& n) {
       << w.str();
 
   ContractionSpec spec;
-  spec.maps = contraction::conv2d_nhwc_maps(p, {x.dtype, w.dtype, y.dtype});
+  // C in the node's dtype (W's): the epilogue converts it to out_dtype. An NCHW X keeps its
+  // own dtype: the kernel converts it as it reads it.
+  const contraction::OperandDTypes types{x.dtype, w.dtype, w.dtype};
+  spec.maps = nchw_input ? contraction::conv2d_nchw_input_maps(p, types)
+                         : contraction::conv2d_nhwc_maps(p, types);
   spec.epilogue = epilogue_of(g, n, spec.extra_inputs);
   const ops::StoreMap store = ops::read_store(n);
-  if (store.kind == ops::StoreMap::Kind::kDepthToSpace) {
-    // The op reads R in the pre-store layout, the GPU epilogue in the stored one.
-    TESSEL_USER_CHECK(std::find(spec.extra_inputs.begin(), spec.extra_inputs.end(),
-                                kResidualInput) == spec.extra_inputs.end())
-        << n.label() << ": a residual add before a depth_to_space store has no GPU epilogue "
-        << "(the kernel reads R in the stored layout)";
-    spec.epilogue.store.kind = contraction::StoreMap::Kind::kDepthToSpace;
-    spec.epilogue.store.out_h = p.out_h();
-    spec.epilogue.store.out_w = p.out_w();
-    spec.epilogue.store.block = static_cast<int>(store.block);
-    spec.epilogue.store.dcr = store.dcr;
+  check_residual_store(g, n, spec, store.kind == ops::StoreMap::Kind::kNhwc);
+  contraction::StoreMap& st = spec.epilogue.store;
+  switch (store.kind) {
+    case ops::StoreMap::Kind::kNhwc:
+      st.kind = contraction::StoreMap::Kind::kPlain;
+      break;
+    case ops::StoreMap::Kind::kNchw:
+      st.kind = contraction::StoreMap::Kind::kNchw;
+      break;
+    case ops::StoreMap::Kind::kDepthToSpace:
+      st.kind = contraction::StoreMap::Kind::kDepthToSpace;
+      break;
+    case ops::StoreMap::Kind::kDepthToSpaceNchw:
+      st.kind = contraction::StoreMap::Kind::kDepthToSpaceNchw;
+      break;
+  }
+  if (store.kind != ops::StoreMap::Kind::kNhwc) {
+    st.out_h = p.out_h();
+    st.out_w = p.out_w();
+  }
+  if (store.depth_to_space()) {
+    st.block = static_cast<int>(store.block);
+    st.dcr = store.dcr;
   }
   return spec;
 }
@@ -107,14 +142,14 @@ ContractionSpec conv_spec(const ir::Graph& g, const ir::Node& n) {
 ContractionSpec gemm_spec(const ir::Graph& g, const ir::Node& n) {
   const ir::TensorType& a = g.type(n.inputs.at(0));
   const ir::TensorType& w = g.type(n.inputs.at(1));
-  const ir::TensorType& y = g.type(n.outputs.at(0));
   TESSEL_USER_CHECK(a.shape.size() == 2 && w.shape.size() == 2 && a.shape[1] == w.shape[1])
       << n.label() << ": expected A [M, K] and W [N, K], got " << a.str() << " and " << w.str();
   ContractionSpec spec;
   spec.maps = contraction::gemm_maps(a.shape[0], w.shape[0], a.shape[1],
                                      {.trans_a = false, .trans_b = true},
-                                     {a.dtype, w.dtype, y.dtype});
+                                     {a.dtype, w.dtype, w.dtype});
   spec.epilogue = epilogue_of(g, n, spec.extra_inputs);
+  check_residual_store(g, n, spec, true);
   return spec;
 }
 

@@ -27,12 +27,15 @@ struct ContractionSpec {
 // True for the nodes contraction_of() translates: tessel.Conv (any group) and tessel.Gemm.
 bool is_contraction_op(const ir::Node& n);
 
-// conv2d_nhwc_maps / gemm_maps (layout NT: A [M, K] x W [N, K]) from the node's operand types
-// and attributes (strides, pads [t, l, b, r], dilations, group), and the epilogue: a kBias step
-// first when B is given (the ops add it to the accumulator before every step), then the node's
-// steps in order, add_residual reading R; the store map plain, or depth_to_space over the
-// pre-store [N, OH, OW, Co]. Requires inferred types; a malformed attribute is a UserError
-// naming the node.
+// conv2d_nhwc_maps (conv2d_nchw_input_maps for input_layout = "nchw") / gemm_maps (layout NT:
+// A [M, K] x W [N, K]) from the node's operand types and attributes (strides, pads [t, l, b, r],
+// dilations, group), C in the node's dtype (W's), and the epilogue: a kBias step first when B
+// is given (the ops add it to the accumulator before every step), then the node's steps in
+// order, add_residual reading R; the store map plain, NCHW, or depth_to_space (NHWC or NCHW)
+// over the pre-store [N, OH, OW, Co]; out_dtype the output's dtype. A residual add with any
+// other store, or with an out_dtype, is a UserError: the kernel reads R in the stored layout
+// and dtype, the op in the pre-store ones. Requires inferred types; a malformed attribute is a
+// UserError naming the node.
 ContractionSpec contraction_of(const ir::Graph& g, const ir::Node& n);
 
 }  // namespace tessel::runtime::cuda_engine

@@ -7,16 +7,21 @@
 // sector wasted). Staging a slab of the tile in shared memory lets each thread read kStoreVec
 // output elements that are contiguous in the *output* buffer, whatever the store map, and
 // write them with one 8/16-byte store. The same pass reads the residual with the same vectors.
+// Channels-last outputs are contiguous along n: consecutive threads walk the slab's columns.
+// Channels-first (NCHW) outputs are contiguous along m, within an image row: consecutive
+// threads walk its rows, and vectors run down a column.
 //
 // Contract with generated code (struct Problem):
 //   using Out; using Index;  static constexpr int kM, kN;
+//   static constexpr bool kStoreAlongM;  // the output is contiguous along m, not n
 //   static constexpr int kStoreVec;      // elements per store (contiguous in the output)
-//   static constexpr int kStoreNStride;  // distance in n between those elements (1, or
-//                                        // block^2 for depth_to_space CRD)
+//   static constexpr int kStoreNStride;  // along n: distance in n between those elements (1,
+//                                        // or block^2 for depth_to_space CRD); along m: 1
 //   static constexpr int kResidual;      // epilogue operand index of the residual, or -1
 //   static Index store_offset(int batch, int m, int n);  // element offset in the output
 //   static int channel(int batch, int n);                // index into scale / bias vectors
 //   static float epilogue(const KernelParams&, float v, int channel, float residual);
+//   static float rounded(float v);       // v rounded to C's dtype where Out is another one
 #pragma once
 
 #include "tessel_tile.cuh"
@@ -51,49 +56,94 @@ struct OutVector {
   }
 };
 
+// The residual's kV elements at output offset `off` (zeros without a residual).
+template <typename P, int kV>
+__device__ __forceinline__ void load_residual(const KernelParams& p, typename P::Index off,
+                                              float (&residual)[kV]) {
+  if constexpr (P::kResidual >= 0) {
+    OutVector<typename P::Out, kV> rv;
+    rv.load(p.extra[P::kResidual], off);
+#pragma unroll
+    for (int i = 0; i < kV; ++i) residual[i] = to_float(rv.elem[i]);
+  } else {
+#pragma unroll
+    for (int i = 0; i < kV; ++i) residual[i] = 0.0f;
+  }
+}
+
+// Output element of the fp32 result v at channel ch.
+template <typename P>
+__device__ __forceinline__ typename P::Out finish_element(const KernelParams& p, float v, int ch,
+                                                          float residual) {
+  return from_float<typename P::Out>(P::rounded(P::epilogue(p, v, ch, residual)));
+}
+
 // Stores a (kRows, kCols) fp32 slab staged in shared memory (row pitch `pitch` floats) whose
 // element (r, c) is C[batch, m_base + r, n_base + c]. kGroup threads cooperate (`t` is this
-// thread's index among them). Chunks of kStoreVec outputs:
+// thread's index among them).
+//
+// Along n, chunks of kStoreVec outputs:
 //   chunk q -> row q / kChunksPerRow; within a row, the columns form runs of
 //   kStoreVec*kStoreNStride, each split into kStoreNStride chunks whose elements are
 //   kStoreNStride apart in n (and adjacent in the output).
+// Along m, chunks of kStoreVec consecutive rows of one column:
+//   chunk q -> column q / kRunsPerColumn, rows (q % kRunsPerColumn) * kStoreVec + [0, kStoreVec).
+//   The plan makes kStoreVec divide the output width and the slab's rows and m_base, so that a
+//   chunk never leaves an image row and is aligned there, and is all inside M or all outside.
 template <typename P, int kRows, int kCols, int kGroup>
 __device__ __forceinline__ void store_slab(const KernelParams& p, const float* slab, int pitch,
                                            int batch, int m_base, int n_base, int t) {
   constexpr int kV = P::kStoreVec;
-  constexpr int kS = P::kStoreNStride;
-  constexpr int kChunksPerRow = kCols / kV;
-  constexpr int kChunks = kRows * kChunksPerRow;
-  static_assert(kCols % (kV * kS) == 0, "store vectors tile the slab");
   using Out = typename P::Out;
+  if constexpr (P::kStoreAlongM) {
+    constexpr int kRunsPerColumn = kRows / kV;
+    constexpr int kChunks = kRunsPerColumn * kCols;
+    static_assert(kRows % kV == 0, "store vectors tile the slab's columns");
 #pragma unroll
-  for (int q0 = 0; q0 < kChunks; q0 += kGroup) {
-    const int q = q0 + t;
-    if (kChunks % kGroup != 0 && q >= kChunks) break;
-    const int r = q / kChunksPerRow;
-    const int cq = q % kChunksPerRow;
-    const int c = (cq / kS) * (kV * kS) + cq % kS;
-    const int m = m_base + r;
-    const int n = n_base + c;
-    if (m >= P::kM || n >= P::kN) continue;
-    const typename P::Index off = P::store_offset(batch, m, n);
-    float residual[kV];
-    if constexpr (P::kResidual >= 0) {
-      OutVector<Out, kV> rv;
-      rv.load(p.extra[P::kResidual], off);
+    for (int q0 = 0; q0 < kChunks; q0 += kGroup) {
+      const int q = q0 + t;
+      if (kChunks % kGroup != 0 && q >= kChunks) break;
+      const int c = q / kRunsPerColumn;
+      const int r = q % kRunsPerColumn * kV;
+      const int m = m_base + r;
+      const int n = n_base + c;
+      if (m >= P::kM || n >= P::kN) continue;
+      const typename P::Index off = P::store_offset(batch, m, n);
+      const int ch = P::channel(batch, n);
+      float residual[kV];
+      load_residual<P, kV>(p, off, residual);
+      OutVector<Out, kV> ov;
 #pragma unroll
-      for (int i = 0; i < kV; ++i) residual[i] = to_float(rv.elem[i]);
-    } else {
-#pragma unroll
-      for (int i = 0; i < kV; ++i) residual[i] = 0.0f;
+      for (int i = 0; i < kV; ++i)
+        ov.elem[i] = finish_element<P>(p, slab[(r + i) * pitch + c], ch, residual[i]);
+      ov.store(p.c, off);
     }
-    OutVector<Out, kV> ov;
+  } else {
+    constexpr int kS = P::kStoreNStride;
+    constexpr int kChunksPerRow = kCols / kV;
+    constexpr int kChunks = kRows * kChunksPerRow;
+    static_assert(kCols % (kV * kS) == 0, "store vectors tile the slab");
 #pragma unroll
-    for (int i = 0; i < kV; ++i) {
-      const float v = slab[r * pitch + c + i * kS];
-      ov.elem[i] = from_float<Out>(P::epilogue(p, v, P::channel(batch, n + i * kS), residual[i]));
+    for (int q0 = 0; q0 < kChunks; q0 += kGroup) {
+      const int q = q0 + t;
+      if (kChunks % kGroup != 0 && q >= kChunks) break;
+      const int r = q / kChunksPerRow;
+      const int cq = q % kChunksPerRow;
+      const int c = (cq / kS) * (kV * kS) + cq % kS;
+      const int m = m_base + r;
+      const int n = n_base + c;
+      if (m >= P::kM || n >= P::kN) continue;
+      const typename P::Index off = P::store_offset(batch, m, n);
+      float residual[kV];
+      load_residual<P, kV>(p, off, residual);
+      OutVector<Out, kV> ov;
+#pragma unroll
+      for (int i = 0; i < kV; ++i) {
+        ov.elem[i] = finish_element<P>(p, slab[r * pitch + c + i * kS],
+                                       P::channel(batch, n + i * kS), residual[i]);
+      }
+      ov.store(p.c, off);
     }
-    ov.store(p.c, off);
   }
 }
 
