@@ -10,6 +10,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "ops/resize.h"
 #include "ops/tensor_copy.h"
 #include "ops/tensor_families.h"
 #include "ops/tensor_util.h"
@@ -225,10 +226,7 @@ int64_t round_nearest(double x, NearestMode mode, double scale) {
   return 0;
 }
 
-struct Tap {
-  int64_t index;
-  double weight;
-};
+using Tap = ResizeTap;
 
 // The input taps of every output coordinate along dimension d: one for nearest, up to two for
 // linear, none where tf_crop_and_resize extrapolates. Indices outside the input are clamped
@@ -345,17 +343,22 @@ void infer_resize(ir::InferContext& ctx) {
   ctx.set_output(0, ctx.dtype(0), plan_for(node, ctx.opset(), ctx.shape(0), ops).out);
 }
 
+// Resize-10's inputs are (X, scales); from opset 11 on they are (X, roi, scales[, sizes]).
+// input(i): the value of node input i, nullptr where absent.
+template <typename Input>
+ResizeOperands operands_of(const ir::Node& node, int64_t opset, Input&& input) {
+  const bool legacy = node.op == "Upsample" || opset < 11;
+  return legacy ? ResizeOperands{nullptr, input(1), nullptr}
+                : ResizeOperands{input(1), input(2), input(3)};
+}
+
 void compute_resize(ir::KernelContext& ctx) {
   const ir::Node& node = ctx.node();
   const Tensor& x = ctx.input(0);
   Tensor& out = ctx.output(0);
-  auto input = [&](int i) { return ctx.has_input(i) ? &ctx.input(i) : nullptr; };
-  // Resize-10's inputs are (X, scales); from opset 11 on they are (X, roi, scales[, sizes]).
-  const bool legacy = node.op == "Upsample" || ctx.opset() < 11;
-  const ResizeOperands ops = legacy ? ResizeOperands{nullptr, input(1), nullptr}
-                                    : ResizeOperands{input(1), input(2), input(3)};
-  const ResizePlan plan =
-      legacy ? legacy_plan(node, x.shape(), ops.scales) : resize_plan(node, x.shape(), ops);
+  const ResizeOperands ops = operands_of(
+      node, ctx.opset(), [&](int i) { return ctx.has_input(i) ? &ctx.input(i) : nullptr; });
+  const ResizePlan plan = plan_for(node, ctx.opset(), x.shape(), ops);
   TESSEL_ICHECK(plan.out == out.shape())
       << node.label() << ": planned " << shape_str(plan.out) << ", allocated " << out.type_str();
   const std::vector<double> roi = roi_per_dim(node, plan, ops.roi);
@@ -366,6 +369,21 @@ void compute_resize(ir::KernelContext& ctx) {
 }
 
 }  // namespace
+
+ResizeSampling resize_sampling(const ir::Node& node, int64_t opset, const Shape& in,
+                               const std::vector<const Tensor*>& operands) {
+  const ResizeOperands ops = operands_of(node, opset, [&](int i) -> const Tensor* {
+    return static_cast<size_t>(i) < operands.size() ? operands[static_cast<size_t>(i)] : nullptr;
+  });
+  const ResizePlan plan = plan_for(node, opset, in, ops);
+  const std::vector<double> roi = roi_per_dim(node, plan, ops.roi);
+  ResizeSampling s;
+  s.linear = plan.linear;
+  s.extrapolation = plan.extrapolation;
+  s.out = plan.out;
+  for (size_t d = 0; d < in.size(); ++d) s.taps.push_back(axis_taps(plan, d, in[d], roi));
+  return s;
+}
 
 void register_resize_ops(ir::OpRegistry& r) {
   r.add({.name = "Resize",

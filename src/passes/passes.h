@@ -46,4 +46,17 @@ ir::Graph choose_precision(ir::Graph g, Precision precision);
 // ops for the lowering to group.
 ir::Graph fuse(ir::Graph g);
 
+// A conv storing depth_to_space CRD computes its channels in DCR order (weights and bias
+// permuted at compile time) and stores DCR: contiguous channel vectors in the GPU epilogue.
+ir::Graph depth_to_space_dcr(ir::Graph g);
+
+// Marks every channel Concat input that can be stored in place: a value written by a tessel.Gemm
+// or a group-1 tessel.Conv with the plain NHWC store and no residual operand (the GPU epilogue
+// reads R at the store index, which a channel slice would stride), or by a Concat whose inputs
+// are all in place (nested concats), read by this Concat alone and only once, concatenated
+// along its last axis, neither it nor the Concat's output a graph output. Any `in_place`
+// attribute found is recomputed, so running it again changes nothing.
+// plan_memory (plan_memory.h) honours the flags.
+ir::Graph concat_into_slices(ir::Graph g);
+
 }  // namespace tessel::passes

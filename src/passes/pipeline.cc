@@ -4,6 +4,7 @@
 #include "ir/infer.h"
 #include "ir/printer.h"
 #include "passes/passes.h"
+#include "passes/plan_memory.h"
 
 namespace tessel::passes {
 
@@ -23,8 +24,14 @@ const std::vector<PassInfo>& all_passes() {
        "fp16 storage for activations and weights; fp32 biases, edges and QDQ regions",
        [](ir::Graph g) { return choose_precision(std::move(g), Precision::kFp16); }},
       {"fuse",
-       "fold activation / residual / depth_to_space chains into tessel.Conv and tessel.Gemm", fuse},
+       "fold epilogue, depth_to_space and edge-layout chains into tessel.Conv / tessel.Gemm", fuse},
+      {"depth-to-space-dcr",
+       "convs storing depth_to_space CRD permute their weights to store DCR (contiguous vectors)",
+       depth_to_space_dcr},
       {"dce", "remove nodes whose outputs reach no graph output", eliminate_dead_code},
+      {"concat-into-slices",
+       "contractions feeding a channel Concat store into its slices (Concat in_place flags)",
+       concat_into_slices},
   };
   return kPasses;
 }
@@ -45,7 +52,9 @@ std::vector<std::string> gpu_pipeline(const CompileOptions& options) {
   std::vector<std::string> names = {"canonicalize", "fold-constants", "fold-batch-norm",
                                     "convert-layout"};
   if (options.precision == Precision::kFp16) names.push_back("choose-precision-fp16");
-  names.insert(names.end(), {"fuse", "dce"});
+  // Slices last: fuse has settled each contraction's epilogue and store, and dce has removed the
+  // dead readers that would make a producer look shared.
+  names.insert(names.end(), {"fuse", "depth-to-space-dcr", "dce", "concat-into-slices"});
   return names;
 }
 

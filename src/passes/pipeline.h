@@ -30,7 +30,8 @@ struct PipelineOptions {
 };
 
 // The pass names of the GPU pipeline for `options`, in order: canonicalize, fold-constants,
-// fold-batch-norm, convert-layout, choose-precision-fp16 (only for fp16), fuse, dce.
+// fold-batch-norm, convert-layout, choose-precision-fp16 (only for fp16), fuse,
+// depth-to-space-dcr, dce, concat-into-slices.
 // plan_memory (plan_memory.h) is an analysis of the result, not a pass.
 std::vector<std::string> gpu_pipeline(const CompileOptions& options);
 

@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "core/error.h"
+#include "passes/rewrite_util.h"
 
 namespace tessel::passes {
 namespace {
@@ -15,10 +16,22 @@ using ir::ValueId;
 
 // Ops whose output 0 may overwrite their input 0: each output element depends only on the
 // input element at the same flat index (unary elementwise ops), or they move no data at all
-// (reshapes).
+// (reshapes that are not views, is_view_alias: the GPU copies them, flat index to flat index).
 constexpr std::string_view kInPlaceOps[] = {
     "Relu", "LeakyRelu", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh",    "Softplus", "Elu",
     "Clip", "Identity",  "Dropout", "Cast",        "Reshape",   "Flatten", "Squeeze",  "Unsqueeze"};
+
+// Ops whose output has the input's elements in the same order: a view needs no data movement.
+constexpr std::string_view kViewOps[] = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity"};
+
+template <size_t N>
+bool is_one_of(const std::string& op, const std::string_view (&ops)[N]) {
+  return std::find(std::begin(ops), std::end(ops), op) != std::end(ops);
+}
+
+bool contains(const std::vector<ValueId>& list, ValueId v) {
+  return std::find(list.begin(), list.end(), v) != list.end();
+}
 
 int64_t aligned(int64_t bytes) {
   return (bytes + MemoryPlan::kAlignment - 1) / MemoryPlan::kAlignment * MemoryPlan::kAlignment;
@@ -97,18 +110,137 @@ class Arena {
   int64_t end_ = 0;
 };
 
-bool in_place_op(const ir::Node& n) {
-  return std::find(std::begin(kInPlaceOps), std::end(kInPlaceOps), n.op) != std::end(kInPlaceOps);
+bool in_place_op(const ir::Node& n) { return is_one_of(n.op, kInPlaceOps); }
+
+// Which buffer holds each value: base[v] is v itself unless v is a storage alias (a view, or a
+// Concat input stored in place); channel_offset[v] is -1 except for a channel slice. A base's
+// buffer is in use from first[base] to last[base]: the union of the live ranges sharing it.
+struct Storage {
+  std::vector<ValueId> base;
+  std::vector<int64_t> channel_offset;
+  std::vector<int> first, last;
+
+  bool is_alias(ValueId v) const { return base[v] != v; }
+};
+
+Storage storage_of(const ir::Graph& g, const std::vector<LiveRange>& ranges) {
+  // The direct relations first: a view's output lives in its input, an in-place Concat input in
+  // the Concat's output at a channel offset, and that output may itself be an in-place input
+  // of an outer Concat (a Concat whose inputs are all in place writes nothing of its own).
+  std::vector<ValueId> parent(g.values.size(), kNoValue);
+  std::vector<int64_t> offset_in_parent(g.values.size(), -1);
+  for (const ir::Node& n : g.nodes) {
+    if (is_view_alias(g, n)) parent[n.outputs[0]] = n.inputs[0];
+    for (const ChannelSlice& slice : in_place_inputs(g, n)) {
+      parent[slice.value] = n.outputs[0];
+      offset_in_parent[slice.value] = slice.channel_offset;
+    }
+  }
+  // Then each value's base at the end of its chain. A chain is all views or all slices: a
+  // slice is read by its Concat alone, so no view reads it, and in_place_inputs refuses views.
+  Storage s;
+  s.base.resize(g.values.size());
+  s.channel_offset.assign(g.values.size(), -1);
+  for (size_t v = 0; v < g.values.size(); ++v) {
+    ValueId b = static_cast<ValueId>(v);
+    for (; parent[b] != kNoValue; b = parent[b])
+      if (offset_in_parent[b] >= 0)
+        s.channel_offset[v] = std::max<int64_t>(s.channel_offset[v], 0) + offset_in_parent[b];
+    s.base[v] = b;
+  }
+  s.first.assign(g.values.size(), 0);
+  s.last.assign(g.values.size(), 0);
+  std::vector<char> seen(g.values.size(), 0);
+  for (size_t v = 0; v < g.values.size(); ++v) {
+    if (!ranges[v].planned) continue;
+    const ValueId b = s.base[v];
+    s.first[b] = seen[b] ? std::min(s.first[b], ranges[v].first) : ranges[v].first;
+    s.last[b] = seen[b] ? std::max(s.last[b], ranges[v].last) : ranges[v].last;
+    seen[b] = 1;
+  }
+  return s;
 }
 
 }  // namespace
 
+std::vector<ChannelSlice> in_place_inputs(const ir::Graph& g, const ir::Node& concat) {
+  const auto it = concat.attrs.find(kInPlaceAttr);
+  if (concat.op != "Concat" || it == concat.attrs.end()) return {};
+  const auto* flags = std::get_if<std::vector<int64_t>>(&it->second);
+  TESSEL_USER_CHECK(
+      flags && flags->size() == concat.inputs.size() &&
+      std::all_of(flags->begin(), flags->end(), [](int64_t f) { return f == 0 || f == 1; }))
+      << concat.label() << ": attribute '" << kInPlaceAttr
+      << "' must hold a 0 or 1 for each of its " << concat.inputs.size() << " inputs";
+  if (std::count(flags->begin(), flags->end(), 1) == 0) return {};
+  const ValueId out = concat.outputs.at(0);
+  const int64_t rank = static_cast<int64_t>(g.type(out).shape.size());
+  TESSEL_USER_CHECK(rank >= 1 &&
+                    normalize_axis(concat.require_int("axis"), rank, concat.label()) == rank - 1)
+      << concat.label() << ": inputs stored in place need a concatenation along the last axis";
+  TESSEL_USER_CHECK(!contains(g.outputs, out))
+      << concat.label() << ": a graph output cannot have inputs stored in place";
+  const std::vector<int> uses = use_counts(g);
+  const std::vector<int> producers = g.producers();
+  std::vector<ChannelSlice> slices;
+  int64_t offset = 0;
+  for (size_t k = 0; k < concat.inputs.size(); ++k) {
+    const ValueId v = concat.inputs[k];
+    TESSEL_USER_CHECK(v != kNoValue) << concat.label() << ": input " << k << " is omitted";
+    if ((*flags)[k] == 1) {
+      TESSEL_USER_CHECK(!g.value(v).is_constant() && producers[v] >= 0 && uses[v] == 1)
+          << concat.label() << ": input " << k << " (%" << g.value(v).name << ") is marked '"
+          << kInPlaceAttr << "' but is not a node's output read by this Concat alone";
+      // Its producer must store it: a view is its input's bytes, and a Concat that copies some
+      // inputs writes them into a dense buffer of its own.
+      const ir::Node& p = g.nodes[static_cast<size_t>(producers[v])];
+      TESSEL_USER_CHECK(!is_view_alias(g, p) &&
+                        (p.op != "Concat" || in_place_inputs(g, p).size() == p.inputs.size()))
+          << concat.label() << ": input " << k << " (%" << g.value(v).name << ") is marked '"
+          << kInPlaceAttr << "', but " << p.label() << " cannot store it into a channel slice";
+      slices.push_back({static_cast<int>(k), v, offset});
+    }
+    offset += g.type(v).shape.back();
+  }
+  return slices;
+}
+
+std::optional<SliceOf> channel_slice_of(const ir::Graph& g, ValueId v) {
+  std::optional<SliceOf> slice;
+  // Up through nested Concats: the offsets add up in the outermost buffer.
+  for (bool found = true; found;) {
+    found = false;
+    for (const ir::Node& n : g.nodes) {
+      if (n.op != "Concat" || !contains(n.inputs, v)) continue;
+      for (const ChannelSlice& s : in_place_inputs(g, n)) {
+        if (s.value != v) continue;
+        const int64_t inner = slice ? slice->channel_offset : 0;
+        slice = SliceOf{n.outputs[0], inner + s.channel_offset, g.type(n.outputs[0]).shape.back()};
+        v = n.outputs[0];
+        found = true;
+      }
+      break;  // an in-place value has this Concat as its only reader
+    }
+  }
+  return slice;
+}
+
+bool is_view_alias(const ir::Graph& g, const ir::Node& n) {
+  if (!is_one_of(n.op, kViewOps) || n.inputs.empty() || n.outputs.size() != 1) return false;
+  const ValueId x = n.inputs[0], y = n.outputs[0];
+  if (x == kNoValue || g.value(x).is_constant()) return false;
+  if (contains(g.inputs, x) || contains(g.outputs, x) || contains(g.outputs, y)) return false;
+  return g.type(x).dtype == g.type(y).dtype && numel(g.type(x).shape) == numel(g.type(y).shape);
+}
+
 MemoryPlan plan_memory(const ir::Graph& g) {
   const std::vector<LiveRange> ranges = live_ranges(g);
+  const Storage storage = storage_of(g, ranges);
   const int num_nodes = static_cast<int>(g.nodes.size());
   MemoryPlan plan;
   plan.buffers.resize(g.values.size());
-  // dies[t + 1]: the values last read at step t (t = -1: graph inputs nobody reads).
+  // dies[t + 1]: the bases whose buffers are last used at step t (t = -1: graph inputs nobody
+  // reads).
   std::vector<std::vector<ValueId>> dies(static_cast<size_t>(num_nodes) + 2);
   for (size_t v = 0; v < g.values.size(); ++v) {
     if (!ranges[v].planned) continue;
@@ -116,13 +248,21 @@ MemoryPlan plan_memory(const ir::Graph& g) {
     b.bytes = value_bytes(g, static_cast<ValueId>(v));
     b.first = ranges[v].first;
     b.last = ranges[v].last;
-    dies[static_cast<size_t>(b.last + 1)].push_back(static_cast<ValueId>(v));
+    if (storage.is_alias(static_cast<ValueId>(v))) {
+      b.alias_of = storage.base[v];
+      b.channel_offset = storage.channel_offset[v];
+    } else {
+      dies[static_cast<size_t>(storage.last[v] + 1)].push_back(static_cast<ValueId>(v));
+    }
   }
+  std::vector<char> placed(g.values.size(), 0);
   std::vector<char> handed_over(g.values.size(), 0);  // its bytes now belong to an in-place output
   Arena arena;
   int64_t live = 0;
-  auto place = [&](ValueId v, int t) {
+  // A base: at the first step its buffer is in use, in place over a dying input or in a hole.
+  auto place_base = [&](ValueId v, int t) {
     BufferPlan& b = plan.buffers[v];
+    placed[v] = 1;
     if (b.bytes == 0) {  // an empty tensor needs no bytes
       b.offset = 0;
       return;
@@ -130,20 +270,26 @@ MemoryPlan plan_memory(const ir::Graph& g) {
     if (t >= 0 && g.nodes[t].outputs[0] == v && in_place_op(g.nodes[t]) &&
         !g.nodes[t].inputs.empty()) {
       const ValueId x = g.nodes[t].inputs[0];
-      const bool graph_input = std::count(g.inputs.begin(), g.inputs.end(), x) > 0;
-      if (x != kNoValue && ranges[x].planned && !graph_input && ranges[x].last == t &&
-          plan.buffers[x].bytes == b.bytes && !handed_over[x]) {
-        b.offset = plan.buffers[x].offset;
+      const ValueId bx = x == kNoValue ? kNoValue : storage.base[x];
+      if (bx != kNoValue && ranges[x].planned && !contains(g.inputs, bx) &&
+          storage.channel_offset[x] < 0 && storage.last[bx] == t &&
+          plan.buffers[bx].bytes == b.bytes && !handed_over[bx]) {
+        b.offset = plan.buffers[bx].offset;
         b.reuses = x;
-        handed_over[x] = 1;
+        handed_over[bx] = 1;
         return;
       }
     }
     b.offset = arena.allocate(aligned(b.bytes));
     live += aligned(b.bytes);
   };
+  auto place = [&](ValueId v, int t) {
+    const ValueId base = storage.base[v];
+    if (!placed[base]) place_base(base, t);
+    plan.buffers[v].offset = plan.buffers[base].offset;
+  };
   for (int t = -1; t < num_nodes; ++t) {
-    // Values last read before step t are free for the outputs of step t.
+    // Buffers last used before step t are free for the values of step t.
     if (t >= 0) {
       for (ValueId v : dies[static_cast<size_t>(t)]) {
         if (handed_over[v] || plan.buffers[v].bytes == 0) continue;
@@ -151,11 +297,8 @@ MemoryPlan plan_memory(const ir::Graph& g) {
         live -= aligned(plan.buffers[v].bytes);
       }
     }
-    if (t < 0) {
-      for (ValueId v : g.inputs) place(v, t);
-    } else {
-      for (ValueId v : g.nodes[t].outputs) place(v, t);
-    }
+    for (ValueId v : t < 0 ? g.inputs : g.nodes[t].outputs)
+      if (ranges[v].planned) place(v, t);
     plan.peak_live_bytes = std::max(plan.peak_live_bytes, live);
   }
   plan.arena_bytes = arena.size();
@@ -167,8 +310,14 @@ std::string verify_plan(const ir::Graph& g, const MemoryPlan& plan) {
     return "the plan has " + std::to_string(plan.buffers.size()) + " buffers for " +
            std::to_string(g.values.size()) + " values";
   const std::vector<LiveRange> ranges = live_ranges(g);
+  const Storage storage = storage_of(g, ranges);
   auto name = [&](size_t v) { return "%" + g.values[v].name; };
-  std::vector<size_t> placed;
+  auto alias_str = [&](ValueId base, int64_t channel) {
+    if (base == kNoValue) return std::string("no alias");
+    return (channel < 0 ? "a view of " : "channel " + std::to_string(channel) + " of ") +
+           name(static_cast<size_t>(base));
+  };
+  std::vector<size_t> bases;
   for (size_t v = 0; v < g.values.size(); ++v) {
     const BufferPlan& b = plan.buffers[v];
     if (!ranges[v].planned) {
@@ -186,33 +335,48 @@ std::string verify_plan(const ir::Graph& g, const MemoryPlan& plan) {
         b.offset + aligned(b.bytes) > plan.arena_bytes)
       return name(v) + ": offset " + std::to_string(b.offset) + " (" + std::to_string(b.bytes) +
              " bytes) is unaligned or outside the arena of " + std::to_string(plan.arena_bytes);
+    const bool alias = storage.is_alias(static_cast<ValueId>(v));
+    const ValueId want_base = alias ? storage.base[v] : kNoValue;
+    if (b.alias_of != want_base || (alias && b.channel_offset != storage.channel_offset[v]))
+      return name(v) + " is planned as " + alias_str(b.alias_of, b.channel_offset) +
+             ", the graph makes it " + alias_str(want_base, storage.channel_offset[v]);
+    if (alias) {
+      if (b.offset != plan.buffers[want_base].offset || b.reuses != kNoValue)
+        return name(v) + " is not placed at the offset of its base " + name(want_base);
+      continue;
+    }
     if (b.reuses != kNoValue) {
       const ValueId x = b.reuses;
+      const ValueId bx = storage.base[x];
       const bool by_node = b.first >= 0 && !g.nodes[static_cast<size_t>(b.first)].inputs.empty();
       if (!by_node || g.nodes[static_cast<size_t>(b.first)].inputs[0] != x ||
-          ranges[x].last != b.first || plan.buffers[x].offset != b.offset ||
-          plan.buffers[x].bytes != b.bytes)
+          storage.channel_offset[x] >= 0 || storage.last[bx] != b.first ||
+          plan.buffers[bx].offset != b.offset || plan.buffers[bx].bytes != b.bytes)
         return name(v) + " reuses " + name(x) + ", which is not a same-size input dying at " +
                "its producer";
     }
-    placed.push_back(v);
+    bases.push_back(v);
   }
-  for (size_t i = 0; i < placed.size(); ++i) {
-    for (size_t j = i + 1; j < placed.size(); ++j) {
-      const size_t a = placed[i], c = placed[j];
+  for (size_t i = 0; i < bases.size(); ++i) {
+    for (size_t j = i + 1; j < bases.size(); ++j) {
+      const size_t a = bases[i], c = bases[j];
       const BufferPlan& x = plan.buffers[a];
       const BufferPlan& y = plan.buffers[c];
-      const bool in_time = x.first <= y.last && y.first <= x.last;
+      const int xf = storage.first[a], xl = storage.last[a], yf = storage.first[c],
+                yl = storage.last[c];
+      const bool in_time = xf <= yl && yf <= xl;
       const bool in_space = x.bytes > 0 && y.bytes > 0 && x.offset < y.offset + y.bytes &&
                             y.offset < x.offset + x.bytes;
       if (!in_time || !in_space) continue;
-      const bool in_place = (y.reuses == static_cast<ValueId>(a) && x.last == y.first) ||
-                            (x.reuses == static_cast<ValueId>(c) && y.last == x.first);
-      if (!in_place)
-        return name(a) + " (live [" + std::to_string(x.first) + ", " + std::to_string(x.last) +
-               "], bytes " + std::to_string(x.offset) + "+" + std::to_string(x.bytes) + ") and " +
-               name(c) + " (live [" + std::to_string(y.first) + ", " + std::to_string(y.last) +
-               "], bytes " + std::to_string(y.offset) + "+" + std::to_string(y.bytes) + ") overlap";
+      auto over = [&](const BufferPlan& out, size_t in, int in_last, int out_first) {
+        return out.reuses != kNoValue && storage.base[out.reuses] == static_cast<ValueId>(in) &&
+               in_last == out_first;
+      };
+      if (!over(y, a, xl, yf) && !over(x, c, yl, xf))
+        return name(a) + " (live [" + std::to_string(xf) + ", " + std::to_string(xl) + "], bytes " +
+               std::to_string(x.offset) + "+" + std::to_string(x.bytes) + ") and " + name(c) +
+               " (live [" + std::to_string(yf) + ", " + std::to_string(yl) + "], bytes " +
+               std::to_string(y.offset) + "+" + std::to_string(y.bytes) + ") overlap";
     }
   }
   return "";

@@ -28,8 +28,9 @@ MODELS = ["sr_net", "mobilenet_v2"]
 # passes::gpu_pipeline(options) in src/passes/pipeline.cc, for each precision.
 PIPELINES = {
     "fp16": "canonicalize,fold-constants,fold-batch-norm,convert-layout,choose-precision-fp16,"
-            "fuse,dce",
-    "fp32": "canonicalize,fold-constants,fold-batch-norm,convert-layout,fuse,dce",
+            "fuse,depth-to-space-dcr,dce,concat-into-slices",
+    "fp32": "canonicalize,fold-constants,fold-batch-norm,convert-layout,fuse,depth-to-space-dcr,"
+            "dce,concat-into-slices",
 }
 TOLERANCE = {"fp16": 2e-2, "fp32": 1e-4}
 # In these models every one of these ops follows a conv and must be fused into it (or folded).

@@ -210,6 +210,9 @@ std::vector<Segment> segments_of(const ir::Graph& g, const ir::Node& n) {
     std::vector<Segment> segs;
     int64_t offset = 0;
     const size_t parts = concat ? n.inputs.size() : n.outputs.size();
+    // A Concat's inputs flagged `in_place` (passes/plan_memory.h) were stored into their
+    // channels by their producers: only the others are copied.
+    const std::vector<int64_t> in_place = concat ? n.get_ints("in_place", {}) : std::vector<int64_t>{};
     for (size_t k = 0; k < parts; ++k) {
       Segment s = identity_segment(g, n, concat ? static_cast<int>(k) : 0, concat ? 0 : static_cast<int>(k));
       s.dims = g.type(concat ? n.inputs[k] : n.outputs[k]).shape;
@@ -217,7 +220,8 @@ std::vector<Segment> segments_of(const ir::Graph& g, const ir::Node& n) {
       (concat ? s.dst_stride : s.src_stride) = whole_st;
       (concat ? s.dst_base : s.src_base) = offset * whole_st[axis];
       offset += s.dims[axis];
-      if (numel(s.dims) > 0) segs.push_back(std::move(s));
+      const bool stored = k < in_place.size() && in_place[k] == 1;
+      if (numel(s.dims) > 0 && !stored) segs.push_back(std::move(s));
     }
     return segs;
   }

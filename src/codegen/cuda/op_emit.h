@@ -44,6 +44,10 @@ bool is_window_op(const std::string& op);
 std::optional<std::string> check_window(const ir::Graph& g, const ir::Node& n);
 OpKernelSource emit_window(const ir::Graph& g, const ir::Node& n);
 
+bool is_resize_op(const std::string& op);  // Resize / Upsample (op_resize.cc)
+std::optional<std::string> check_resize(const ir::Graph& g, const ir::Node& n);
+OpKernelSource emit_resize(const ir::Graph& g, const ir::Node& n);
+
 bool is_reduce_op(const std::string& op);
 std::optional<std::string> check_reduce(const ir::Graph& g, const ir::Node& n);
 OpKernelSource emit_reduce(const ir::Graph& g, const ir::Node& n);

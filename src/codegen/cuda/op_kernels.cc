@@ -7,6 +7,7 @@
 //   op_elementwise.cc  unary and broadcasting n-ary float math
 //   op_window.cc       tessel.MaxPool/AveragePool/GlobalAveragePool, grouped tessel.Conv
 //   op_reduce.cc       Softmax (any axis), ReduceMean (any axes)
+//   op_resize.cc       Resize / Upsample, nearest and linear, from the reference's sampling
 #include "codegen/cuda/op_kernels.h"
 
 #include <fmt/format.h>
@@ -95,6 +96,7 @@ std::optional<std::string> can_emit_op(const ir::Graph& g, const ir::Node& n) {
   if (is_elementwise_op(n.op)) return check_elementwise(g, n);
   if (is_window_op(n.op)) return check_window(g, n);
   if (is_reduce_op(n.op)) return check_reduce(g, n);
+  if (is_resize_op(n.op)) return check_resize(g, n);
   return n.label() + ": op " + n.op + " has no GPU op kernel";
 }
 
@@ -104,6 +106,7 @@ OpKernelSource emit_op(const ir::Graph& g, const ir::Node& n) {
   if (is_copy_op(n.op)) return emit_copy(g, n);
   if (is_elementwise_op(n.op)) return emit_elementwise(g, n);
   if (is_reduce_op(n.op)) return emit_reduce(g, n);
+  if (is_resize_op(n.op)) return emit_resize(g, n);
   return emit_window(g, n);
 }
 

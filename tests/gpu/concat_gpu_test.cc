@@ -1,0 +1,304 @@
+// Zero-copy concat and views on the GPU engine, against the CPU reference executor: networks in
+// ONNX form (NCHW) with channel Concats whose conv branches store straight into their slices of
+// the concat buffer (concat_into_slices, plan_memory.h), one whose pool branch is still copied,
+// nested Concats (Inception-v3's Mixed_7b), a SqueezeNet fire module, dense layers
+// concatenated along the columns, and Flatten / Reshape views that launch nothing. Each runs
+// Engine::run and runtime::cpu::run_graph on two different random inputs (a slice nobody
+// writes would show the first run's data in the second), fp16 and fp32.
+//
+// The ConcatLowering tests need no GPU: the contraction plans of the slice producers as the
+// engine builds them, the Concat's copy kernel, and every network compiled for sm_90a.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <random>
+
+#include "codegen/cuda/op_kernels.h"
+#include "contraction/epilogue.h"
+#include "ir/infer.h"
+#include "ir/ir_writer.h"
+#include "ir/op_registry.h"
+#include "passes/pipeline.h"
+#include "passes/plan_memory.h"
+#include "runtime/cpu/executor.h"
+#include "runtime/cuda/cuda_api.h"
+#include "runtime/cuda_engine/engine.h"
+#include "runtime/cuda_engine/node_kernels.h"
+#include "runtime/cuda_engine/target.h"
+
+namespace tessel::runtime::cuda_engine {
+namespace {
+
+namespace rt = runtime::cuda;
+using testing::conv_weight;
+using testing::IrWriter;
+
+// "%out = Relu(Conv(%in, %w)) : type" as two lines, the conv named `name`.
+void conv_relu(IrWriter& w, const std::string& out, const std::string& in,
+               const std::string& weight, const std::string& attrs, const std::string& type) {
+  w.node("%" + out + "_c = Conv(%" + in + ", %" + weight + ") " + attrs + " : " + type + " @\"" +
+         out + "\"");
+  w.node("%" + out + " = Relu(%" + out + "_c) : " + type + " @\"" + out + "_relu\"");
+}
+
+// Inception-v3's Mixed_5b ("A"): 1x1, 1x1 -> 3x3, 1x1 -> 3x3 -> 3x3, and avg pool -> 1x1
+// branches; every branch ends in a conv, so the Concat has nothing left to copy.
+ir::Graph inception_a() {
+  IrWriter w(31);
+  w.input("x", "f32[1,16,7,7]");
+  conv_weight(w, "w1", 8, 16, 1);
+  conv_weight(w, "w2a", 8, 16, 1);
+  conv_weight(w, "w2b", 16, 8, 3);
+  conv_weight(w, "w3a", 8, 16, 1);
+  conv_weight(w, "w3b", 8, 8, 3);
+  conv_weight(w, "w3c", 8, 8, 3);
+  conv_weight(w, "wp", 8, 16, 1);
+  conv_weight(w, "wy", 8, 40, 1);
+  const std::string t8 = "f32[1,8,7,7]", pad = "{pads = [1, 1, 1, 1]}";
+  conv_relu(w, "b1", "x", "w1", "", t8);
+  conv_relu(w, "b2a", "x", "w2a", "", t8);
+  conv_relu(w, "b2", "b2a", "w2b", pad, "f32[1,16,7,7]");
+  conv_relu(w, "b3a", "x", "w3a", "", t8);
+  conv_relu(w, "b3b", "b3a", "w3b", pad, t8);
+  conv_relu(w, "b3", "b3b", "w3c", pad, t8);
+  w.node(
+      "%pool = AveragePool(%x) {kernel_shape = [3, 3], pads = [1, 1, 1, 1]} : f32[1,16,7,7] "
+      "@\"pool\"");
+  conv_relu(w, "bp", "pool", "wp", "", t8);
+  w.node("%c = Concat(%b1, %b2, %b3, %bp) {axis = 1} : f32[1,40,7,7] @\"concat\"");
+  w.node("%y = Conv(%c, %wy) : f32[1,8,7,7] @\"next\"");
+  return w.graph("y");
+}
+
+// Mixed_6a ("B", a reduction): a stride-2 3x3 branch, a 1x1 -> 3x3 -> stride-2 3x3 tower, and a
+// stride-2 max pool of the input, which no contraction writes: the Concat copies that one.
+ir::Graph inception_b() {
+  IrWriter w(32);
+  w.input("x", "f32[2,16,9,9]");
+  conv_weight(w, "w1", 24, 16, 3);
+  conv_weight(w, "w2a", 8, 16, 1);
+  conv_weight(w, "w2b", 16, 8, 3);
+  conv_weight(w, "w2c", 16, 16, 3);
+  conv_weight(w, "wy", 8, 56, 1);
+  conv_relu(w, "b1", "x", "w1", "{strides = [2, 2]}", "f32[2,24,4,4]");
+  conv_relu(w, "b2a", "x", "w2a", "", "f32[2,8,9,9]");
+  conv_relu(w, "b2b", "b2a", "w2b", "{pads = [1, 1, 1, 1]}", "f32[2,16,9,9]");
+  conv_relu(w, "b2", "b2b", "w2c", "{strides = [2, 2]}", "f32[2,16,4,4]");
+  w.node("%pool = MaxPool(%x) {kernel_shape = [3, 3], strides = [2, 2]} : f32[2,16,4,4] @\"pool\"");
+  w.node("%c = Concat(%b1, %b2, %pool) {axis = 1} : f32[2,56,4,4] @\"concat\"");
+  w.node("%y = Conv(%c, %wy) : f32[2,8,4,4] @\"next\"");
+  return w.graph("y");
+}
+
+// Mixed_7b ("E"): two branches end in a Concat of a 1x3 and a 3x1 conv, concatenated again with
+// the 1x1 and pool branches. The inner Concats copy nothing, so all six convs store into the
+// outer buffer.
+ir::Graph inception_e() {
+  IrWriter w(33);
+  w.input("x", "f32[1,16,5,5]");
+  conv_weight(w, "w1", 8, 16, 1);
+  conv_weight(w, "w2", 8, 16, 1);
+  w.constant("w2a", {8, 8, 1, 3}, -0.5, 0.5);
+  w.constant("w2b", {8, 8, 3, 1}, -0.5, 0.5);
+  conv_weight(w, "w3", 8, 16, 1);
+  w.constant("w3a", {16, 8, 1, 3}, -0.5, 0.5);
+  w.constant("w3b", {8, 8, 3, 1}, -0.5, 0.5);
+  conv_weight(w, "wp", 8, 16, 1);
+  conv_weight(w, "wy", 16, 56, 1);
+  const std::string t8 = "f32[1,8,5,5]", h = "{pads = [0, 1, 0, 1]}", v = "{pads = [1, 0, 1, 0]}";
+  conv_relu(w, "b1", "x", "w1", "", t8);
+  conv_relu(w, "b2", "x", "w2", "", t8);
+  conv_relu(w, "b2a", "b2", "w2a", h, t8);
+  conv_relu(w, "b2b", "b2", "w2b", v, t8);
+  w.node("%cat2 = Concat(%b2a, %b2b) {axis = 1} : f32[1,16,5,5] @\"cat2\"");
+  conv_relu(w, "b3", "x", "w3", "", t8);
+  conv_relu(w, "b3a", "b3", "w3a", h, "f32[1,16,5,5]");
+  conv_relu(w, "b3b", "b3", "w3b", v, t8);
+  w.node("%cat3 = Concat(%b3a, %b3b) {axis = 1} : f32[1,24,5,5] @\"cat3\"");
+  w.node(
+      "%pool = AveragePool(%x) {kernel_shape = [3, 3], pads = [1, 1, 1, 1]} : f32[1,16,5,5] "
+      "@\"pool\"");
+  conv_relu(w, "bp", "pool", "wp", "", t8);
+  w.node("%c = Concat(%b1, %cat2, %cat3, %bp) {axis = 1} : f32[1,56,5,5] @\"concat\"");
+  w.node("%y = Conv(%c, %wy) : f32[1,16,5,5] @\"next\"");
+  return w.graph("y");
+}
+
+// SqueezeNet's fire module: squeeze 1x1, expand 1x1 and 3x3, concatenated.
+ir::Graph fire() {
+  IrWriter w(34);
+  w.input("x", "f32[1,32,10,6]");
+  conv_weight(w, "ws", 8, 32, 1);
+  conv_weight(w, "we1", 16, 8, 1);
+  conv_weight(w, "we3", 16, 8, 3);
+  conv_weight(w, "wy", 8, 32, 1);
+  conv_relu(w, "s", "x", "ws", "", "f32[1,8,10,6]");
+  conv_relu(w, "e1", "s", "we1", "", "f32[1,16,10,6]");
+  conv_relu(w, "e3", "s", "we3", "{pads = [1, 1, 1, 1]}", "f32[1,16,10,6]");
+  w.node("%c = Concat(%e1, %e3) {axis = 1} : f32[1,32,10,6] @\"concat\"");
+  w.node("%y = Conv(%c, %wy) : f32[1,8,10,6] @\"next\"");
+  return w.graph("y");
+}
+
+// Views and dense layers: conv, global pool, Flatten and a Reshape round trip (views: no
+// launch), two Gemms concatenated along the columns into a third.
+ir::Graph dense_heads() {
+  IrWriter w(35);
+  w.input("x", "f32[4,24,3,3]");
+  conv_weight(w, "wc", 32, 24, 3);
+  w.constant("wa", {16, 32}, -0.3, 0.3);
+  w.constant("ba", {16}, -0.1, 0.1);
+  w.constant("wb", {8, 32}, -0.3, 0.3);
+  w.constant("wy", {8, 24}, -0.3, 0.3);
+  w.node("const %shape : i64[3] = [4, 4, 8]");
+  w.node("const %flat : i64[2] = [4, 32]");
+  conv_relu(w, "f", "x", "wc", "{pads = [1, 1, 1, 1]}", "f32[4,32,3,3]");
+  w.node("%g = GlobalAveragePool(%f) : f32[4,32,1,1] @\"gap\"");
+  w.node("%v = Flatten(%g) {axis = 1} : f32[4,32] @\"flatten\"");
+  w.node("%r = Reshape(%v, %shape) : f32[4,4,8] @\"reshape\"");
+  w.node("%v2 = Reshape(%r, %flat) : f32[4,32] @\"reshape_back\"");
+  w.node("%a = Gemm(%v2, %wa, %ba) {transB = 1} : f32[4,16] @\"fc_a\"");
+  w.node("%b = Gemm(%v2, %wb) {transB = 1} : f32[4,8] @\"fc_b\"");
+  w.node("%c = Concat(%a, %b) {axis = 1} : f32[4,24] @\"concat\"");
+  w.node("%y = Gemm(%c, %wy) {transB = 1} : f32[4,8] @\"fc_y\"");
+  return w.graph("y");
+}
+
+std::vector<Tensor> random_inputs(const ir::Graph& g, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> mag(0.25, 1.0);
+  std::bernoulli_distribution neg(0.5);
+  std::vector<Tensor> r;
+  for (ir::ValueId v : g.inputs) {
+    const ir::TensorType& t = g.type(v);
+    std::vector<double> x(static_cast<size_t>(numel(t.shape)));
+    for (double& e : x) e = (neg(rng) ? -1 : 1) * mag(rng);
+    r.push_back(Tensor::from_doubles(t.dtype, t.shape, x));
+  }
+  return r;
+}
+
+// sqrt(sum (a - b)^2 / sum b^2); a NaN fails.
+double relative_l2(const Tensor& got, const Tensor& want) {
+  double num = 0, den = 0;
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    const double a = got.get_f64(i), b = want.get_f64(i);
+    if (std::isnan(a)) return INFINITY;
+    num += (a - b) * (a - b);
+    den += b * b;
+  }
+  return std::sqrt(num / den);
+}
+
+// in_place flags of each Concat of the compiled graph, by node name.
+std::map<std::string, std::vector<int64_t>> concat_flags(const ir::Graph& g) {
+  std::map<std::string, std::vector<int64_t>> r;
+  for (const ir::Node& n : g.nodes)
+    if (n.op == "Concat") r[n.name] = n.get_ints(passes::kInPlaceAttr, {});
+  return r;
+}
+
+// The nodes that launch nothing: views, and Concats with every input stored in place.
+int silent_nodes(const ir::Graph& g) {
+  int r = 0;
+  for (const ir::Node& n : g.nodes)
+    r += passes::is_view_alias(g, n) ||
+         (n.op == "Concat" && passes::in_place_inputs(g, n).size() == n.inputs.size());
+  return r;
+}
+
+class ConcatGpu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why;
+    if (!rt::cuda_available(&why)) GTEST_SKIP() << "no CUDA device: " << why;
+  }
+
+  // Compiles g for both precisions, checks the Concats' flags and the launch count, and runs
+  // it twice against the CPU.
+  void check(const ir::Graph& g, const std::map<std::string, std::vector<int64_t>>& flags,
+             int silent) {
+    for (passes::Precision precision : {passes::Precision::kFp16, passes::Precision::kFp32}) {
+      const bool half = precision == passes::Precision::kFp16;
+      SCOPED_TRACE(half ? "fp16" : "fp32");
+      Engine e = Engine::compile(g, {.precision = precision});
+      EXPECT_EQ(concat_flags(e.graph()), flags);
+      EXPECT_EQ(silent_nodes(e.graph()), silent);
+      EXPECT_EQ(e.stats().kernels, static_cast<int>(e.graph().nodes.size()) - silent);
+      EXPECT_EQ(passes::verify_plan(e.graph(), passes::plan_memory(e.graph())), "");
+      for (unsigned seed : {1u, 2u}) {
+        const std::vector<Tensor> inputs = random_inputs(g, seed);
+        const Tensor want = cpu::run_graph(g, inputs)[0];
+        const Tensor got = e.run(inputs)[0];
+        EXPECT_LE(relative_l2(got, want), half ? 2e-2 : 1e-3) << "seed " << seed;
+      }
+    }
+  }
+};
+
+// No GPU needed: each slice producer's contraction stores into its channels of the concat
+// buffer (ld = the buffer's channels), and only those.
+TEST(ConcatLowering, SliceProducersGetTheChannelSliceStore) {
+  ir::Graph g = passes::run_passes(inception_b(), passes::gpu_pipeline({}));
+  const tune::DeviceInfoLite h100{132, 227 * 1024, 9, 0};
+  std::map<std::string, std::pair<int64_t, int64_t>> slices;  // conv name -> (offset, ld)
+  for (const ir::Node& n : g.nodes) {
+    if (!lowered_as_contraction(n)) continue;
+    const ContractionPlan plan = plan_contraction(g, n, {}, h100);
+    ASSERT_FALSE(plan.error) << n.label() << ": " << *plan.error;
+    const contraction::StoreMap& store = plan.epilogue.store;
+    if (store.kind == contraction::StoreMap::Kind::kChannelSlice)
+      slices[n.name] = {store.channel_offset, store.ld};
+  }
+  // Mixed_6a: b1's 24 channels at 0, b2's 16 at 24, of 56; the pool's 16 are copied at 40.
+  EXPECT_EQ(slices, (std::map<std::string, std::pair<int64_t, int64_t>>{{"b1", {0, 56}},
+                                                                        {"b2", {24, 56}}}));
+}
+
+// No GPU needed: the Concat's own kernel copies only the input not stored in place (the pool
+// branch, input 2); the conv branches' channels are their producers' to write.
+TEST(ConcatLowering, ConcatKernelCopiesOnlyTheOtherInputs) {
+  const ir::Graph g = passes::run_passes(inception_b(), passes::gpu_pipeline({}));
+  for (const ir::Node& n : g.nodes) {
+    if (n.op != "Concat") continue;
+    const codegen::cuda::OpKernelSource ks = codegen::cuda::emit_op(g, n);
+    EXPECT_NE(ks.source.find("static_cast<const f16*>(p.in[2])"), std::string::npos) << ks.source;
+    EXPECT_EQ(ks.source.find("p.in[0]"), std::string::npos) << ks.source;
+    EXPECT_EQ(ks.source.find("p.in[1]"), std::string::npos) << ks.source;
+  }
+}
+
+// No GPU needed either: every network lowers and compiles for an H100 with NVRTC, with one
+// launch per node that moves data.
+TEST(ConcatLowering, NetworksCompileForSm90a) {
+  const TargetInfo h100 = target_for_arch("sm_90a");
+  for (const auto& [name, g] : {std::pair{"inception_a", inception_a()},
+                                {"inception_b", inception_b()},
+                                {"inception_e", inception_e()},
+                                {"fire", fire()},
+                                {"dense_heads", dense_heads()}}) {
+    SCOPED_TRACE(name);
+    const CompiledPlan c = compile_plan(g, {}, h100);
+    EXPECT_EQ(c.plan.launches.size(),
+              c.graph.nodes.size() - static_cast<size_t>(silent_nodes(c.graph)));
+  }
+}
+
+TEST_F(ConcatGpu, InceptionABranchesAllInPlace) {
+  check(inception_a(), {{"concat", {1, 1, 1, 1}}}, 1);
+}
+
+TEST_F(ConcatGpu, InceptionBPoolBranchCopied) { check(inception_b(), {{"concat", {1, 1, 0}}}, 0); }
+
+TEST_F(ConcatGpu, InceptionENestedConcats) {
+  check(inception_e(), {{"cat2", {1, 1}}, {"cat3", {1, 1}}, {"concat", {1, 1, 1, 1}}}, 3);
+}
+
+TEST_F(ConcatGpu, FireModule) { check(fire(), {{"concat", {1, 1}}}, 1); }
+
+// Flatten and both Reshapes are views; the dense layers store into the Concat's columns.
+TEST_F(ConcatGpu, ViewsAndDenseColumns) { check(dense_heads(), {{"concat", {1, 1}}}, 4); }
+
+}  // namespace
+}  // namespace tessel::runtime::cuda_engine

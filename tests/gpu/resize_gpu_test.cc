@@ -1,0 +1,220 @@
+// The GPU Resize kernel (codegen/cuda/op_resize.cc) against the CPU reference executor: one-node
+// NHWC Resize graphs (the form convert-layout gives them: scales [1, sh, sw, 1]) run by
+// runtime::cpu::run_graph and by the generated kernel on the same random inputs (never zero),
+// with the output poisoned (0xff bytes: NaN for floats, -1 for integers) before the launch so
+// that an element the kernel never writes fails. Then a small network with an upsample, compiled
+// without a GPU (ResizeLowering) and run through the whole engine. The GPU tests skip where no
+// CUDA device is present.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "codegen/cuda/op_kernels.h"
+#include "ir/infer.h"
+#include "ir/ir_writer.h"
+#include "ir/op_registry.h"
+#include "runtime/cpu/executor.h"
+#include "runtime/cuda/cuda_api.h"
+#include "runtime/cuda_engine/engine.h"
+#include "runtime/cuda_engine/target.h"
+
+namespace tessel {
+namespace {
+
+namespace rt = runtime::cuda;
+
+// Floats in ±[0.25, 2]; integers in ±[1, 100].
+Tensor random_tensor(const ir::TensorType& t, std::mt19937& rng) {
+  std::uniform_real_distribution<double> mag(0.25, 2.0);
+  std::uniform_int_distribution<int> whole(1, 100);
+  std::bernoulli_distribution neg(0.5);
+  std::vector<double> v(static_cast<size_t>(numel(t.shape)));
+  for (double& x : v) x = (neg(rng) ? -1 : 1) * (is_float(t.dtype) ? mag(rng) : whole(rng));
+  return Tensor::from_doubles(t.dtype, t.shape, v);
+}
+
+// Largest |got - want| / max(1, |want|); NaN (an unwritten element) is infinite.
+double max_error(const Tensor& got, const Tensor& want) {
+  double worst = 0;
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    const double a = got.get_f64(i), b = want.get_f64(i);
+    if (std::isnan(a)) return INFINITY;
+    worst = std::max(worst, std::fabs(a - b) / std::max(1.0, std::fabs(b)));
+  }
+  return worst;
+}
+
+struct Resize {
+  ir::Attributes attrs;
+  std::vector<double> scales = {};
+  std::vector<int64_t> sizes = {};
+  std::vector<double> roi = {};
+};
+
+// Runs Resize(x) on the CPU and with its generated kernel; the largest relative error.
+void check_resize(const ir::TensorType& x, const Resize& r) {
+  std::string why;
+  if (!rt::cuda_available(&why)) GTEST_SKIP() << "no CUDA device: " << why;
+  ir::Graph g;
+  std::vector<ir::ValueId> ins = {g.add_value("x", x)};
+  g.inputs.push_back(ins[0]);
+  auto floats = [](const std::vector<double>& v) {
+    return Tensor::from_doubles(DType::kF32, {static_cast<int64_t>(v.size())}, v);
+  };
+  ins.push_back(r.roi.empty() ? ir::kNoValue : g.add_constant("roi", floats(r.roi)));
+  ins.push_back(r.scales.empty() ? ir::kNoValue : g.add_constant("scales", floats(r.scales)));
+  if (!r.sizes.empty())
+    ins.push_back(g.add_constant(
+        "sizes", Tensor::from_vector<int64_t>({static_cast<int64_t>(r.sizes.size())}, r.sizes)));
+  const ir::ValueId y = g.add_value("y", {});
+  g.add_node("Resize", "resize", ins, {y}, r.attrs);
+  g.outputs = {y};
+  ir::infer_types(g, ir::OpRegistry::global());
+  std::mt19937 rng(99);
+  const Tensor input = random_tensor(x, rng);
+  const Tensor want = runtime::cpu::run_graph(g, {input})[0];
+
+  const std::optional<std::string> cannot = codegen::cuda::can_emit_op(g, g.nodes[0]);
+  ASSERT_FALSE(cannot) << *cannot;
+  const codegen::cuda::OpKernelSource ks = codegen::cuda::emit_op(g, g.nodes[0]);
+  rt::CompileOptions options;
+  options.arch = rt::device_info().arch();
+  options.headers = ks.headers;
+  const auto module = rt::Module::load(rt::compile(ks.source, ks.name + ".cu", options).cubin);
+  struct Params {
+    uint64_t in[8];
+    uint64_t out[4];
+  } params{};
+  rt::DeviceBuffer in_buf(std::max<size_t>(input.nbytes(), 16)),
+      out_buf(std::max<size_t>(want.nbytes(), 16));
+  in_buf.upload(input.raw(), input.nbytes());
+  out_buf.fill_bytes(0xff);
+  params.in[0] = in_buf.ptr();  // roi, scales and sizes are compiled in: never read
+  params.out[0] = out_buf.ptr();
+  void* args[] = {&params};
+  rt::LaunchConfig config;
+  for (int d = 0; d < 3; ++d) config.grid[d] = ks.grid[d], config.block[d] = ks.block[d];
+  rt::launch(module->function(ks.name), config, args);
+  rt::synchronize();
+  Tensor got(want.dtype(), want.shape());
+  out_buf.download(got.raw(), got.nbytes());
+  // Nearest moves elements: exact. Linear: fp32 arithmetic against the reference's double, each
+  // rounded once to the storage type, so they may differ by an f16 ulp (2^-10 relative).
+  const bool linear = std::get<std::string>(r.attrs.at("mode")) == "linear";
+  const double tol = !linear ? 0 : x.dtype == DType::kF16 ? 2e-3 : 1e-5;
+  EXPECT_LE(max_error(got, want), tol) << ks.source;
+}
+
+ir::Attributes modes(const std::string& mode, const std::string& coord,
+                     const std::string& nearest = "round_prefer_floor") {
+  return {{"mode", mode}, {"coordinate_transformation_mode", coord}, {"nearest_mode", nearest}};
+}
+
+TEST(ResizeGpu, NearestAsymmetricFloorX2) {
+  check_resize({DType::kF16, {1, 5, 7, 16}},
+               {modes("nearest", "asymmetric", "floor"), {1, 2, 2, 1}});
+  check_resize({DType::kF32, {2, 5, 7, 4}},
+               {modes("nearest", "asymmetric", "floor"), {1, 2, 2, 1}});
+}
+
+TEST(ResizeGpu, LinearHalfPixelX2) {
+  check_resize({DType::kF16, {1, 6, 5, 8}}, {modes("linear", "half_pixel"), {1, 2, 2, 1}});
+  check_resize({DType::kF32, {2, 5, 7, 3}}, {modes("linear", "half_pixel"), {1, 2, 2, 1}});
+}
+
+TEST(ResizeGpu, LinearAlignCorners) {
+  check_resize({DType::kF16, {1, 5, 6, 8}}, {modes("linear", "align_corners"), {}, {1, 9, 11, 8}});
+  check_resize({DType::kF32, {1, 4, 4, 12}}, {modes("linear", "align_corners"), {1, 2, 2, 1}});
+}
+
+TEST(ResizeGpu, Downsample) {
+  check_resize({DType::kF16, {1, 8, 10, 8}}, {modes("nearest", "half_pixel"), {1, 0.5, 0.5, 1}});
+  check_resize({DType::kF32, {1, 9, 11, 4}},
+               {modes("linear", "pytorch_half_pixel"), {}, {1, 4, 5, 4}});
+}
+
+// in * scale not whole: 7 x 1.5 -> 10, 9 x 1.7 -> 15 (floor), and the half_pixel_symmetric
+// correction for the rounding.
+TEST(ResizeGpu, NonIntegerScale) {
+  check_resize({DType::kF16, {1, 7, 9, 8}}, {modes("linear", "half_pixel"), {1, 1.5, 1.7, 1}});
+  check_resize({DType::kF32, {1, 7, 9, 8}},
+               {modes("linear", "half_pixel_symmetric"), {1, 1.5, 1.7, 1}});
+  check_resize({DType::kF16, {1, 7, 9, 8}},
+               {modes("nearest", "tf_half_pixel_for_nn", "round_prefer_ceil"), {1, 1.5, 1.7, 1}});
+}
+
+// Odd extents everywhere; a resized innermost dimension (one element per item); ceil rounding.
+TEST(ResizeGpu, OddSizes) {
+  check_resize({DType::kF32, {2, 7, 9, 5}}, {modes("nearest", "half_pixel", "ceil"), {1, 3, 3, 1}});
+  check_resize({DType::kF16, {3, 5}}, {modes("linear", "half_pixel"), {}, {3, 8}});
+  check_resize({DType::kI32, {1, 3, 5, 6}}, {modes("nearest", "asymmetric"), {1, 2, 3, 1}});
+}
+
+TEST(ResizeGpu, CropAndResizeExtrapolates) {
+  Resize r{
+      modes("linear", "tf_crop_and_resize"), {}, {1, 5, 6, 4}, {0, 0.2, 0.1, 0, 1, 1.3, 1.2, 1}};
+  r.attrs["extrapolation_value"] = 7.5;
+  check_resize({DType::kF32, {1, 6, 7, 4}}, r);
+}
+
+// conv -> relu -> bilinear x2 upsample -> conv, in ONNX form (NCHW).
+ir::Graph upsample_net() {
+  testing::IrWriter w(21);
+  w.input("x", "f32[1,24,6,5]");
+  testing::conv_weight(w, "w1", 16, 24, 3);
+  testing::conv_weight(w, "w2", 8, 16, 3);
+  w.node("const %scales : f32[4] = [1.0, 1.0, 2.0, 2.0]");
+  w.node("%c1 = Conv(%x, %w1) {pads = [1, 1, 1, 1]} : f32[1,16,6,5] @\"conv1\"");
+  w.node("%r1 = Relu(%c1) : f32[1,16,6,5] @\"relu\"");
+  w.node(
+      "%up = Resize(%r1, _, %scales) {coordinate_transformation_mode = \"half_pixel\", "
+      "mode = \"linear\"} : f32[1,16,12,10] @\"upsample\"");
+  w.node("%y = Conv(%up, %w2) {pads = [1, 1, 1, 1]} : f32[1,8,12,10] @\"conv2\"");
+  return w.graph("y");
+}
+
+// No GPU needed: the network lowers and compiles for an H100, the Resize as a kernel of its own
+// between the two convs, with no layout change around it.
+TEST(ResizeLowering, UpsampleNetworkCompilesForSm90a) {
+  const runtime::cuda_engine::CompiledPlan c = runtime::cuda_engine::compile_plan(
+      upsample_net(), {}, runtime::cuda_engine::target_for_arch("sm_90a"));
+  const ir::Graph& out = c.graph;
+  const std::vector<int> producers = out.producers();
+  const std::vector<std::vector<int>> users = out.users();
+  int resizes = 0;
+  for (const ir::Node& n : out.nodes) {
+    if (n.op != "Resize") continue;
+    ++resizes;
+    EXPECT_EQ(out.type(n.inputs[0]).shape, (Shape{1, 6, 5, 16}));  // NHWC
+    EXPECT_EQ(out.nodes[static_cast<size_t>(producers[n.inputs[0]])].op, "tessel.Conv");
+    for (int u : users[n.outputs[0]])
+      EXPECT_EQ(out.nodes[static_cast<size_t>(u)].op, "tessel.Conv");
+  }
+  EXPECT_EQ(resizes, 1);
+  EXPECT_EQ(c.plan.launches.size(), out.nodes.size());
+}
+
+// The same network through the engine against the CPU.
+TEST(ResizeGpu, UpsampleInANetwork) {
+  std::string why;
+  if (!rt::cuda_available(&why)) GTEST_SKIP() << "no CUDA device: " << why;
+  const ir::Graph g = upsample_net();
+  for (passes::Precision precision : {passes::Precision::kFp16, passes::Precision::kFp32}) {
+    runtime::cuda_engine::Engine e =
+        runtime::cuda_engine::Engine::compile(g, {.precision = precision});
+    std::mt19937 rng(5);
+    const Tensor input = random_tensor(g.type(g.inputs[0]), rng);
+    const Tensor want = runtime::cpu::run_graph(g, {input})[0];
+    const Tensor got = e.run({input})[0];
+    double num = 0, den = 0;
+    for (int64_t i = 0; i < want.numel(); ++i) {
+      num += (got.get_f64(i) - want.get_f64(i)) * (got.get_f64(i) - want.get_f64(i));
+      den += want.get_f64(i) * want.get_f64(i);
+    }
+    EXPECT_LE(std::sqrt(num / den), precision == passes::Precision::kFp16 ? 2e-2 : 1e-3);
+  }
+}
+
+}  // namespace
+}  // namespace tessel
