@@ -10,6 +10,7 @@
 #include "cli/commands.h"
 #include "cli/op_kernels.h"
 #include "core/error.h"
+#include "tune/default_schedule.h"
 
 namespace tessel::cli {
 namespace {
@@ -21,10 +22,20 @@ struct Prepared {
   bool swapped = false;
 };
 
-bench::TesselKernel make_kernel(const contraction::IndexMaps& maps, bool tensor_cores) {
+// `schedule`: a Schedule::name() to use instead of the default pick (for sweeps); a workload
+// it cannot implement reports why instead of a time.
+bench::TesselKernel make_kernel(const contraction::IndexMaps& maps, bool tensor_cores,
+                                const std::string& schedule) {
   std::string arch;
   tune::DeviceInfoLite device = target_device(&arch);
   OpPlan plan = plan_op(maps, device, tensor_cores);
+  if (!schedule.empty() && plan.match.contraction) {
+    const std::optional<tune::Schedule> s = tune::parse_schedule(schedule, *plan.match.contraction);
+    if (!s) return {{}, schedule + ": not a schedule name for this workload"};
+    if (auto why = codegen::cuda::can_implement(*plan.match.contraction, plan.epilogue, *s))
+      return {{}, schedule + ": " + *why};
+    plan.schedule = *s;
+  }
   auto p = std::make_shared<Prepared>();
   p->kernel = codegen::cuda::ContractionKernel::build(*plan.match.contraction, plan.epilogue,
                                                       plan.schedule, arch);
@@ -58,6 +69,7 @@ Action add_bench_op(CLI::App& app) {
     std::string filter, json;
     int reps = 100, warmup = 10;
     std::string timing = "graph";
+    std::string schedule;
     bool no_tensor_cores = false;
     bool no_peak = false;
   };
@@ -77,6 +89,8 @@ Action add_bench_op(CLI::App& app) {
                   "events: each run between its own events")
       ->check(CLI::IsMember({"graph", "events"}));
   cmd->add_flag("--no-tensor-cores", o->no_tensor_cores, "use the SIMT (CUDA core) generator");
+  cmd->add_option("--schedule", o->schedule,
+                  "use this schedule (a name as `tessel codegen` prints it) instead of the default");
   cmd->add_flag("--no-peak", o->no_peak,
                 "skip measuring the fp16 peak (the 8192^3 GEMM), e.g. under a profiler");
   return [cmd, o]() {
@@ -100,12 +114,12 @@ Action add_bench_op(CLI::App& app) {
     std::vector<bench::BenchResult> results;
     for (const auto& w : convs) {
       results.push_back(
-          b.run(w, [&](const bench::ConvWorkload& x) { return make_kernel(conv_maps(x), tc); }));
+          b.run(w, [&](const bench::ConvWorkload& x) { return make_kernel(conv_maps(x), tc, o->schedule); }));
       std::fprintf(stderr, "  %-34s done\n", w.name.c_str());
     }
     for (const auto& w : gemms) {
       results.push_back(
-          b.run(w, [&](const bench::GemmWorkload& x) { return make_kernel(gemm_maps(x), tc); }));
+          b.run(w, [&](const bench::GemmWorkload& x) { return make_kernel(gemm_maps(x), tc, o->schedule); }));
       std::fprintf(stderr, "  %-34s done\n", w.name.c_str());
     }
     const double peak = o->no_peak ? 0.0 : bench::Bench::measured_peak_tflops();

@@ -1,6 +1,7 @@
 #include "tune/default_schedule.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <limits>
 #include <tuple>
 
@@ -147,6 +148,49 @@ Schedule pick(const std::vector<Ranked>& ranked) {
 
 }  // namespace
 
+Schedule halo_schedule(const Contraction& c, int tile_h, int tile_w, int warp_m, int warp_n,
+                       int ctas) {
+  Schedule s;
+  s.instruction = Instruction::kMmaSync;
+  s.mainloop = Mainloop::kHalo;
+  s.tile_w = tile_w;
+  s.block_m = tile_h * tile_w;
+  s.warp_m = warp_m;
+  s.warp_n = warp_n;
+  s.block_n = warp_n > 0 ? static_cast<int>((c.n + warp_n - 1) / warp_n * warp_n) : 0;
+  const std::optional<contraction::ConvWindow> w = contraction::conv_window(c);
+  s.block_k = w ? halo_k_padded(*w) : 0;
+  s.ctas = ctas;
+  return s;
+}
+
+std::optional<Schedule> parse_schedule(const std::string& name, const Contraction& c) {
+  int a = 0, b = 0, d = 0, e = 0, f = 0, g = 0, h = 0, i = 0, j = 0, v1 = 8, v2 = 8, used = 0;
+  if (std::sscanf(name.c_str(), "halo_%dx%d_n%d_w%dx%d_c%d%n", &a, &b, &d, &e, &f, &g, &used) == 6 &&
+      used == static_cast<int>(name.size())) {
+    Schedule s = halo_schedule(c, a, b, e, f, g);
+    if (s.block_n != d) return std::nullopt;  // the name's N tile must be this problem's
+    return s;
+  }
+  char kind[8] = {};
+  const int n = std::sscanf(name.c_str(), "%7[a-z]_%dx%dx%d_s%d_w%dx%d_sk%d_r%d%n", kind, &a, &b,
+                            &d, &e, &f, &g, &h, &i, &used);
+  if (n != 9) return std::nullopt;
+  if (used != static_cast<int>(name.size()) &&
+      (std::sscanf(name.c_str() + used, "_v%dx%d%n", &v1, &v2, &j) != 2 ||
+       used + j != static_cast<int>(name.size())))
+    return std::nullopt;
+  Schedule s;
+  const std::string k = kind;
+  if (k == "tc") s.instruction = Instruction::kMmaSync;
+  else if (k == "wgmma") s.instruction = Instruction::kWgmma;
+  else if (k == "simt") s.instruction = Instruction::kSimt;
+  else return std::nullopt;
+  s.block_m = a, s.block_n = b, s.block_k = d, s.stages = e, s.warp_m = f, s.warp_n = g;
+  s.split_k = h, s.raster = i, s.a_vec = v1, s.b_vec = v2;
+  return s;
+}
+
 Schedule simt_schedule(const Contraction& c) {
   Schedule s;
   s.instruction = Instruction::kSimt;
@@ -158,8 +202,10 @@ Schedule simt_schedule(const Contraction& c) {
   s.stages = 2;
   s.split_k = 1;
   s.raster = 1;
-  s.a_vec = c.a_vec;
-  s.b_vec = c.b_vec;
+  // At most 4 elements per load: a 16-column K-major tile (or 16-row MN-major one) over 256
+  // threads needs 16 * vec rows per pass to fit its 64 (check_schedule's loader rule).
+  s.a_vec = std::min(c.a_vec, 4);
+  s.b_vec = std::min(c.b_vec, 4);
   return s;
 }
 
@@ -191,7 +237,53 @@ std::vector<Schedule> enumerate_schedules(const Contraction& c, const DeviceInfo
   return space;
 }
 
+namespace {
+
+// The halo kernel's pick, where it applies. Measured on an H100 (docs/performance.md, the
+// EDSR workloads): it beats the implicit-GEMM kernels 1.2-2.9x on large stride-1 3x3 convs of
+// 16-64 input channels (body 64->64 at 720p 191 vs 262 µs, 64->128 356 vs 392 µs, 32->64 at
+// 1440p 452 vs 554 µs, 16->3 at 4K 340 vs 1145 µs). Per N tile: N <= 8 (an RGB output) takes
+// 32x16-pixel tiles in 8 warps of 64x8 (bandwidth-bound: big tiles re-read less halo), N <= 16
+// 16x16 tiles in 4 warps of 64x16, both with several CTAs per SM; N <= 64
+// 16x16 tiles in 8 warps of 64x32; wider N 8x16 tiles in 4 warps of 64x64 (the weights take
+// most of shared memory). The CTAs are persistent: as many as are resident at once (with
+// ~128 registers per thread, the kernels' order of magnitude). Only where the spatial tiles
+// are many (>= 4 per SM): below that, the implicit-GEMM kernels' smaller tiles and split-K
+// fill the SMs better, and the halo kernel was not measured there; except for a stem reading
+// the f32 NCHW input, which only the halo kernel takes on Tensor Cores.
+std::optional<Schedule> default_halo(const Contraction& c, const DeviceInfoLite& device) {
+  if (device.cc_major < 8 || !contraction::conv_window(c)) return std::nullopt;
+  constexpr int kRegs = 128;
+  // {N from, N to, tile_h, tile_w, warp_m, warp_n}, in order of preference.
+  const int candidates[][6] = {{1, 8, 32, 16, 64, 8},
+                               {9, 16, 16, 16, 64, 16},
+                               {17, 64, 16, 16, 64, 32},
+                               {17, 64, 8, 16, 64, 32},
+                               {65, 128, 8, 16, 64, 64},
+                               {65, 128, 4, 32, 64, 64}};
+  for (const auto& [n_from, n_to, th, tw, wm, wn] : candidates) {
+    if (c.n < n_from || c.n > n_to) continue;
+    Schedule s = halo_schedule(c, th, tw, wm, wn, 0);
+    if (check_schedule(c, s) || smem_bytes(c, s) > device.smem_per_block) continue;
+    const int resident = resident_ctas(device, s.threads(), kRegs, smem_bytes(c, s));
+    const std::optional<HaloLayout> layout = halo_layout(c, s);
+    // A stem's f32 NCHW input has no other Tensor Core kernel: the halo kernel however few
+    // its tiles (the alternative is SIMT).
+    const bool only_tensor_core_path = !contraction::tensor_core_eligible(c);
+    if (resident < 1 || !layout ||
+        (layout->tiles < 4 * int64_t{device.sm_count} && !only_tensor_core_path))
+      continue;
+    s.ctas = resident * device.sm_count;
+    return s;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 Schedule default_schedule(const Contraction& c, const DeviceInfoLite& device) {
+  // Before the eligibility test: the halo kernel also takes a stem's f32 NCHW input.
+  if (std::optional<Schedule> halo = default_halo(c, device)) return *halo;
   if (!contraction::tensor_core_eligible(c) || device.cc_major < 8) return simt_schedule(c);
   const double launch = launch_cycles(device);
   const bool hopper = device.cc_major == 9;

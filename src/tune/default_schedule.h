@@ -2,6 +2,8 @@
 // compiler makes without measuring, ranked by the cost model (estimate.h).
 #pragma once
 
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "contraction/contraction.h"
@@ -15,6 +17,17 @@ namespace tessel::tune {
 // The CUDA-core fallback for contractions that are not Tensor Core eligible: 64x64x16 CTA
 // tiles of 256 threads (8 warps of 32x16, 4x4 outputs per thread), double-buffered.
 Schedule simt_schedule(const contraction::Contraction& c);
+
+// A halo schedule (Mainloop::kHalo, tessel_halo.cuh) for a stride-1 NHWC convolution: output
+// tiles of tile_h x tile_w pixels, warp tiles warp_m x warp_n, block_n = N rounded up to
+// warp_n, block_k = the padded K (kernel_h * kernel_w * channels rounded up to 16), `ctas`
+// persistent CTAs (0: one per tile). Whether it is legal is check_schedule's to say.
+Schedule halo_schedule(const contraction::Contraction& c, int tile_h, int tile_w, int warp_m,
+                       int warp_n, int ctas);
+
+// The schedule a name (Schedule::name()) spells, for `c` (a halo name leaves block_k to
+// `c`'s window); nothing when the text is no schedule name. Legality is check_schedule's.
+std::optional<Schedule> parse_schedule(const std::string& name, const contraction::Contraction& c);
 
 // The legal action space for the tuner. mma.sync (sm_80+): CTA tiles from 256x128 / 128x256
 // down to 32x32 (and the skinny 128x32, 32x128, 256x32) x warp tiles 64x64, 64x32, 32x64,

@@ -108,9 +108,89 @@ Reason check_instruction(const Schedule& s) {
   return "unknown instruction";
 }
 
+Reason check_halo(const Contraction& c, const Schedule& s, HaloLayout* out) {
+  if (s.instruction != Instruction::kMmaSync) return "the halo kernel runs on mma.sync only";
+  const std::optional<contraction::ConvWindow> w = contraction::conv_window(c);
+  if (!w) return "the halo kernel needs a stride-1, dilation-1, group-1 NHWC convolution";
+  if (c.b_dtype != DType::kF16 && c.b_dtype != DType::kBF16)
+    return fmt::format("the halo kernel needs f16 or bf16 weights, not {}", dtype_name(c.b_dtype));
+  if (w->nchw_input) {
+    // A stem reading the graph's NCHW input: any float dtype, converted while it is staged.
+    if (c.a_dtype != DType::kF32 && c.a_dtype != c.b_dtype)
+      return fmt::format("halo kernel: NCHW input of dtype {}", dtype_name(c.a_dtype));
+    if (w->channels > 16)
+      return fmt::format("halo kernel: an NCHW input of {} channels (at most 16: a stem's)",
+                         w->channels);
+  } else {
+    if (c.a_dtype != c.b_dtype)
+      return fmt::format("halo kernel: operands of two dtypes ({}, {})", dtype_name(c.a_dtype),
+                         dtype_name(c.b_dtype));
+    if (w->channels % 8 != 0)
+      return fmt::format("halo kernel: {} input channels (a multiple of 8 for 16-byte loads)",
+                         w->channels);
+  }
+  if (s.tile_w <= 0 || s.tile_w % 16 != 0 || s.block_m % s.tile_w != 0)
+    return fmt::format("halo tile width {} (a multiple of 16 dividing block_m={})", s.tile_w,
+                       s.block_m);
+  if (w->out_w % s.tile_w != 0)
+    return fmt::format("halo tile width {} does not divide the output width {}", s.tile_w,
+                       w->out_w);
+  if (s.warp_m % 16 != 0 || (s.warp_n % 16 != 0 && s.warp_n != 8))
+    return fmt::format("warp tile {}x{}: the halo kernel needs m a multiple of 16 and n 8 or a "
+                       "multiple of 16", s.warp_m, s.warp_n);
+  if (s.block_n < c.n || s.block_n - c.n >= s.warp_n)
+    return fmt::format("halo block_n={} must cover N={} with less than one warp tile to spare",
+                       s.block_n, c.n);
+  if (s.split_k != 1) return "the halo kernel does not split K";
+  if (s.ctas < 0) return "negative CTA count";
+
+  HaloLayout& l = *out;
+  l.window = *w;
+  l.channels_padded = static_cast<int>((w->channels + 7) / 8 * 8);
+  l.halo_h = s.tile_h() + static_cast<int>(w->kernel_h) - 1;
+  l.halo_w = s.tile_w + static_cast<int>(w->kernel_w) - 1;
+  l.pixel_pitch = ((l.channels_padded / 8) | 1) * 16;
+  l.halo_bytes = (l.halo_h * l.halo_w * l.pixel_pitch + 127) / 128 * 128;
+  l.k_padded = halo_k_padded(*w);
+  if (s.block_k != l.k_padded)
+    return fmt::format("halo block_k={} must be the padded K={}", s.block_k, l.k_padded);
+  l.weight_pitch = l.k_padded * 2 + 16;
+  l.weight_bytes = (s.block_n * l.weight_pitch + 127) / 128 * 128;
+  l.epilogue_bytes = s.warps() * 16 * (s.warp_n + 8) * 4;
+  l.buffer_bytes = std::max(l.halo_bytes, (l.epilogue_bytes + 127) / 128 * 128);
+  l.tiles = w->images * ((w->out_h + s.tile_h() - 1) / s.tile_h()) * (w->out_w / s.tile_w);
+  return std::nullopt;
+}
+
 }  // namespace
 
+int halo_k_padded(const contraction::ConvWindow& w) {
+  const int64_t k = w.kernel_h * w.kernel_w * ((w.channels + 7) / 8 * 8);
+  return static_cast<int>((k + 15) / 16 * 16);
+}
+
+std::optional<HaloLayout> halo_layout(const Contraction& c, const Schedule& s, std::string* why) {
+  HaloLayout l;
+  Reason r = s.mainloop == Mainloop::kHalo ? check_halo(c, s, &l) : Reason("not a halo schedule");
+  if (r) {
+    if (why) *why = *r;
+    return std::nullopt;
+  }
+  return l;
+}
+
 std::optional<std::string> check_schedule(const Contraction& c, const Schedule& s) {
+  if (s.mainloop == Mainloop::kHalo) {
+    if (s.block_m < 1 || s.block_n < 1 || s.warp_m < 1 || s.warp_n < 1) return "non-positive tile";
+    if (s.block_m % s.warp_m != 0 || s.block_n % s.warp_n != 0) {
+      return fmt::format("warp tile {}x{} does not divide block tile {}x{}", s.warp_m, s.warp_n,
+                         s.block_m, s.block_n);
+    }
+    if (s.threads() > kMaxThreads)
+      return fmt::format("{} threads per CTA (at most {})", s.threads(), kMaxThreads);
+    HaloLayout l;
+    return check_halo(c, s, &l);
+  }
   if (s.block_m < 1 || s.block_n < 1 || s.block_k < 1 || s.warp_m < 1 || s.warp_n < 1) {
     return "non-positive tile";
   }
@@ -135,6 +215,10 @@ std::optional<std::string> check_schedule(const Contraction& c, const Schedule& 
 }
 
 size_t smem_bytes(const Contraction& c, const Schedule& s) {
+  if (s.mainloop == Mainloop::kHalo) {
+    const std::optional<HaloLayout> l = halo_layout(c, s);
+    return l ? l->smem_bytes() : 0;
+  }
   const size_t bm = s.block_m, bn = s.block_n, bk = s.block_k;
   const size_t warps = s.warps();
   if (s.instruction == Instruction::kSimt) {

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "contraction/contraction.h"
+#include "contraction/conv_window.h"
 #include "tune/schedule.h"
 
 namespace tessel::tune {
@@ -35,5 +36,38 @@ std::optional<std::string> check_schedule(const contraction::Contraction& c, con
 // per warp); plus the wgmma swizzle-atom alignment (1 KiB) and the split-K arrival flag.
 // SIMT kernels: double-buffered fp32 tiles, and per-warp staging of the whole warp tile.
 size_t smem_bytes(const contraction::Contraction& c, const Schedule& s);
+
+// The shared-memory layout of a kHalo kernel (codegen/cuda/kernels/tessel_halo.cuh), the one
+// definition the rules, the generator and the estimate use. Channels are padded to 8 (one
+// 16-byte chunk); K runs over (tap, chunk) pairs, two per k16 step of mma.sync, so a 3-channel
+// stem spends 72 of its padded K on 27 real values instead of 144. Halo pixels and weight rows
+// are padded to an odd number of 16-byte chunks: the 8 rows one ldmatrix phase reads (8
+// consecutive pixels of a window, or 8 output channels) then fall on 8 distinct bank quads,
+// whatever pixel the window starts at.
+struct HaloLayout {
+  contraction::ConvWindow window;
+  int channels_padded = 0;      // channels rounded up to 8
+  int halo_h = 0, halo_w = 0;   // tile + kernel - 1
+  int pixel_pitch = 0;          // bytes per halo pixel
+  int halo_bytes = 0;           // the input pixels of one tile, 128-byte rounded
+  // One of the two buffers: a tile's pixels, then (once every warp has read them) the
+  // epilogue's staging slabs, while the other buffer receives the next tile's pixels.
+  int buffer_bytes = 0;
+  int k_padded = 0;             // halo_k_padded(window)
+  int weight_pitch = 0;         // bytes per weight row (output channel)
+  int weight_bytes = 0;         // block_n rows
+  int epilogue_bytes = 0;       // one 16-row fp32 staging slab per warp
+  int64_t tiles = 0;            // images x ceil(out_h / tile_h) x (out_w / tile_w)
+  size_t smem_bytes() const { return size_t(weight_bytes) + 2 * size_t(buffer_bytes); }
+};
+
+// The K a halo kernel computes over: kernel_h * kernel_w * channels rounded up to 8, rounded
+// up to 16 (the weights are zero beyond the real K).
+int halo_k_padded(const contraction::ConvWindow& w);
+
+// The layout of a kHalo schedule for `c`, or why there is none (also when `c` is no stride-1
+// NHWC convolution, or `s` is not kHalo).
+std::optional<HaloLayout> halo_layout(const contraction::Contraction& c, const Schedule& s,
+                                      std::string* why = nullptr);
 
 }  // namespace tessel::tune

@@ -8,6 +8,11 @@ std::string Schedule::name() const {
   // "tc_128x128x32_s3_w64x64_sk1_r8"; vector widths are appended only when narrower than
   // the full 8 (e.g. "_v4x8"), so the common names stay short and every schedule's is unique.
   std::ostringstream os;
+  if (mainloop == Mainloop::kHalo) {
+    os << "halo_" << tile_h() << "x" << tile_w << "_n" << block_n << "_w" << warp_m << "x" << warp_n
+       << "_c" << ctas;
+    return os.str();
+  }
   switch (instruction) {
     case Instruction::kMmaSync:
       os << "tc";

@@ -378,3 +378,104 @@ TEST(ContractionKernel, CompilesThroughTheRuntimeAndItsCache) {
 
 }  // namespace
 }  // namespace tessel::codegen::cuda::testing
+
+// ---- Halo kernel ----------------------------------------------------------------------------
+namespace tessel::codegen::cuda::testing {
+namespace {
+
+class HaloCompiles : public ::testing::TestWithParam<TestProblem> {};
+
+// The halo kernel gathers A with plain ldmatrix (no .trans: both operands K-major in shared
+// memory), loads only with 16-byte cp.async (.ca for the halo, whose pixels neighbouring
+// tiles read again) and needs no operand gathers or split-K.
+TEST_P(HaloCompiles, ForSm80AndSm90a) {
+  const TestProblem& p = GetParam();
+  const auto why = can_implement(p.c, p.e, p.s);
+  ASSERT_FALSE(why) << *why;
+  const KernelSource ks = emit(p.c, p.e, p.s);
+  EXPECT_TRUE(has(ks.source, "HaloConvKernel<Problem>::run(p)"));
+  EXPECT_FALSE(has(ks.source, "struct GatherA"));
+  EXPECT_EQ(ks.workspace_bytes, 0u);
+  for (const char* arch : {"sm_80", "sm_90a"}) {
+    SCOPED_TRACE(arch);
+    const Compiled out = nvrtc_compile(ks, arch);
+    ASSERT_TRUE(out.ok) << out.log << "\n" << ks.source;
+    const std::string type = p.c.a_dtype == DType::kBF16 ? "bf16" : "f16";
+    EXPECT_TRUE(has(out.ptx, "mma.sync.aligned.m16n8k16.row.col.f32." + type + "." + type + ".f32"));
+    EXPECT_TRUE(has(out.ptx, "ldmatrix.sync.aligned.m8n8.x4.shared.b16"));
+    EXPECT_FALSE(has(out.ptx, ".trans"));
+    const auto w = contraction::conv_window(p.c);
+    ASSERT_TRUE(w);
+    // NHWC pixels by cp.async.ca (neighbouring tiles read them again), NCHW ones through
+    // registers; weights by cp.async.cg (read once), or by element for a 3-channel stem.
+    EXPECT_EQ(has(out.ptx, "cp.async.ca.shared.global"), !w->nchw_input);
+    EXPECT_EQ(has(out.ptx, "st.shared.v4.u32"), w->nchw_input);
+    EXPECT_EQ(has(out.ptx, "cp.async.cg.shared.global"), w->channels % 8 == 0);
+  }
+}
+
+std::string halo_name(const ::testing::TestParamInfo<TestProblem>& info) {
+  std::string n = info.param.name();
+  for (char& ch : n)
+    if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  return n;
+}
+INSTANTIATE_TEST_SUITE_P(Halo, HaloCompiles, ::testing::ValuesIn(halo_problems()), halo_name);
+
+TEST(HaloSchedule, LaunchesPersistentCtasOverSpatialTiles) {
+  // 720p, 64 -> 64: 8x16 tiles = 90 x 80 = 7200 tiles, walked by 132 CTAs.
+  const TestProblem p = conv_problem(conv_params(1, 720, 1280, 64, 64, 3, 1, 1));
+  const tune::Schedule s = tune::halo_schedule(p.c, 8, 16, 64, 32, 132);
+  EXPECT_EQ(s.name(), "halo_8x16_n64_w64x32_c132");
+  EXPECT_EQ(s.block_k, 576);
+  const KernelSource ks = emit(p.c, p.e, s);
+  EXPECT_EQ(ks.grid[0], 132u);
+  EXPECT_EQ(ks.block[0], 128u);
+  // 64 rows x (576*2 + 16) B of weights + 2 buffers of 10*18 px x 144 B (128-rounded), each
+  // larger than the 4 warps' staging slabs (4 x 16 x 40 floats) it also holds.
+  EXPECT_EQ(ks.smem_bytes, 64u * 1168 + 2 * 25984);
+  EXPECT_EQ(tune::parse_schedule(s.name(), p.c), s);
+  EXPECT_EQ(emit(p.c, p.e, tune::halo_schedule(p.c, 8, 16, 64, 32, 0)).grid[0], 7200u);
+}
+
+TEST(HaloSchedule, RejectsWhatTheKernelCannotDoWithReasons) {
+  auto halo = [](TestProblem p, int th, int tw, int wm, int wn) {
+    p.s = tune::halo_schedule(p.c, th, tw, wm, wn, 0);
+    return p;
+  };
+  const TestProblem conv = conv_problem(conv_params(1, 32, 64, 64, 64, 3, 1, 1));
+  expect_rejected(halo(conv_problem(conv_params(1, 32, 64, 64, 64, 3, 2, 1)), 8, 16, 32, 32),
+                  "needs a stride-1, dilation-1, group-1 NHWC convolution");
+  expect_rejected(halo(conv_problem(conv_params(1, 32, 64, 64, 64, 3, 1, 2, 2)), 8, 16, 32, 32),
+                  "needs a stride-1, dilation-1, group-1 NHWC convolution");
+  expect_rejected(halo(conv_problem(conv_params(1, 32, 64, 64, 64, 3, 1, 1, 1, 2)), 8, 16, 32, 32),
+                  "needs a stride-1, dilation-1, group-1 NHWC convolution");
+  expect_rejected(halo(gemm_problem(64, 64, 64, "NT"), 8, 16, 32, 32),
+                  "needs a stride-1, dilation-1, group-1 NHWC convolution");
+  expect_rejected(halo(conv_problem(conv_params(1, 32, 64, 4, 64, 3, 1, 1)), 8, 16, 32, 32),
+                  "4 input channels (a multiple of 8");
+  const TestProblem nchw32 = [] {
+    TestProblem p;
+    finish(p, contraction::conv2d_nchw_input_maps(conv_params(1, 32, 64, 32, 64, 3, 1, 1),
+                                                  {DType::kF32, DType::kF16, DType::kF16}),
+           DType::kF16);
+    return p;
+  }();
+  expect_rejected(halo(nchw32, 8, 16, 32, 32), "an NCHW input of 32 channels (at most 16");
+  expect_rejected(halo(conv_problem(conv_params(1, 32, 56, 64, 64, 3, 1, 1)), 8, 16, 32, 32),
+                  "halo tile width 16 does not divide the output width 56");
+  expect_rejected(halo(conv, 8, 24, 32, 32), "halo tile width 24");
+  expect_rejected(halo(conv, 8, 16, 32, 24), "the halo kernel needs m a multiple of 16 and n 8 or");
+  // Weights 128 x 1168 B and 2 buffers of 18*18 px x 144 B exceed 227 KiB.
+  expect_rejected(halo(conv_problem(conv_params(1, 32, 64, 64, 128, 3, 1, 1)), 16, 16, 64, 64),
+                  "bytes of shared memory");
+  TestProblem wg = halo(conv, 8, 16, 32, 32);
+  wg.s.instruction = tune::Instruction::kWgmma;
+  expect_rejected(wg, "the halo kernel runs on mma.sync only");
+  TestProblem narrow = halo(conv, 8, 16, 32, 32);
+  narrow.s.block_n = 32;
+  expect_rejected(narrow, "must cover N=64");
+}
+
+}  // namespace
+}  // namespace tessel::codegen::cuda::testing

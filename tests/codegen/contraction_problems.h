@@ -13,6 +13,7 @@
 #include "contraction/epilogue.h"
 #include "contraction/ops_maps.h"
 #include "core/error.h"
+#include "tune/default_schedule.h"
 #include "tune/schedule.h"
 
 namespace tessel::codegen::cuda::testing {
@@ -31,7 +32,7 @@ struct TestProblem {
   std::string name() const {
     std::string ep;
     for (const auto& st : e.steps) ep += "_" + step_name(st.kind);
-    const char* store[] = {"", "_slice", "_d2s"};
+    const char* store[] = {"", "_slice", "_d2s", "_nchw", "_d2snchw"};  // by StoreMap::Kind
     std::string st = store[static_cast<int>(e.store.kind)];
     if (e.store.kind == contraction::StoreMap::Kind::kDepthToSpace) st += e.store.dcr ? "dcr" : "crd";
     return std::string(dtype_name(c.a_dtype)) + "_" + what + "_" + s.name() + ep + st + "_" +
@@ -148,6 +149,58 @@ inline contraction::EpilogueStep step(contraction::EpilogueOpKind kind, float al
   s.beta = beta;
   s.operand = kind == K::kScale ? 0 : kind == K::kBias ? 1 : kind == K::kResidualAdd ? 2 : -1;
   return s;
+}
+
+// Halo-kernel problems (tessel_halo.cuh): each feature of the kernel at a small scale. `ctas`
+// below the tile count makes the persistent CTAs walk several tiles (and both halo buffers).
+inline std::vector<TestProblem> halo_problems() {
+  using K = contraction::EpilogueOpKind;
+  std::vector<TestProblem> v;
+  auto add = [&](TestProblem p, int th, int tw, int wm, int wn, int ctas,
+                 std::vector<contraction::EpilogueStep> steps) {
+    p.s = tune::halo_schedule(p.c, th, tw, wm, wn, ctas);
+    p.e.steps = std::move(steps);
+    v.push_back(std::move(p));
+  };
+  // The SR net's body conv: bias, leaky relu, residual; 3 CTAs over 15 tiles, odd height.
+  add(conv_problem(conv_params(1, 20, 48, 64, 64, 3, 1, 1)), 8, 16, 64, 32, 3,
+      {step(K::kBias), step(K::kLeakyRelu, 0.1f), step(K::kResidualAdd)});
+  // 64 -> 128 into depth_to_space CRD (the SR tail), 2 images, one CTA per tile.
+  {
+    TestProblem p = conv_problem(conv_params(2, 9, 32, 64, 128, 3, 1, 1));
+    p.e.store.kind = contraction::StoreMap::Kind::kDepthToSpace;
+    p.e.store.block = 2;
+    p.e.store.dcr = false;
+    p.e.store.out_h = 9;
+    p.e.store.out_w = 32;
+    add(std::move(p), 4, 16, 32, 64, 0, {step(K::kBias)});
+  }
+  // 16 -> 3 (the SR tail's RGB conv): N padded to one 8-wide warp tile, or one 16-wide.
+  add(conv_problem(conv_params(1, 16, 32, 16, 3, 3, 1, 1)), 8, 32, 64, 8, 2, {step(K::kBias)});
+  add(conv_problem(conv_params(1, 16, 32, 16, 3, 3, 1, 1)), 16, 16, 64, 16, 0, {step(K::kRelu)});
+  // 8 input channels (the padded stem): channels padded to 16 in shared memory.
+  add(conv_problem(conv_params(1, 12, 16, 8, 64, 3, 1, 1)), 16, 16, 64, 64, 0, {step(K::kRelu)});
+  // 5x5, pad 2, bf16, f32 out; 32 -> 48 (N not a multiple of the warp tile).
+  add(conv_problem(conv_params(2, 11, 16, 32, 48, 5, 1, 2), DType::kBF16, DType::kF32), 4, 16, 32, 32,
+      5, {step(K::kScale), step(K::kBias)});
+  // Stems reading an NCHW input: the graph's f32 input with 3 channels (weights loaded by
+  // element, 2 persistent CTAs), and an f16 one with 8 channels over 2 images.
+  auto nchw = [](const contraction::Conv2dParams& cp, DType in) {
+    TestProblem p;
+    p.is_conv = true;
+    p.conv = cp;
+    p.what = "nchw_conv" + std::to_string(cp.kh) + "x" + std::to_string(cp.kw) + "_n" +
+             std::to_string(cp.n) + "_h" + std::to_string(cp.h) + "_w" + std::to_string(cp.w) +
+             "_ci" + std::to_string(cp.ci) + "_co" + std::to_string(cp.co);
+    finish(p, contraction::conv2d_nchw_input_maps(cp, {in, DType::kF16, DType::kF16}), DType::kF16);
+    return p;
+  };
+  add(nchw(conv_params(1, 20, 32, 3, 64, 3, 1, 1), DType::kF32), 16, 16, 64, 32, 2,
+      {step(K::kBias), step(K::kRelu)});
+  add(nchw(conv_params(2, 9, 16, 8, 32, 3, 1, 1), DType::kF16), 4, 16, 32, 32, 0, {step(K::kBias)});
+  // 'valid' 3x3 (no padding): the window never leaves the image.
+  add(conv_problem(conv_params(1, 18, 34, 32, 32, 3, 1, 0)), 8, 16, 32, 32, 0, {});
+  return v;
 }
 
 }  // namespace tessel::codegen::cuda::testing

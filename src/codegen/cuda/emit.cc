@@ -13,6 +13,7 @@
 #include "codegen/cuda/kernel_plan.h"
 #include "core/error.h"
 #include "core/shape.h"
+#include "tune/kernel_rules.h"
 
 namespace tessel::codegen::cuda {
 
@@ -103,17 +104,59 @@ std::string batch_decomposition(const Contraction& c, const std::string& indent)
   return out;
 }
 
+// The value's rounding before the store converts it to Out: to C's dtype where that is a
+// 16-bit float and Out another dtype (contraction/epilogue.h), else none.
+std::string emit_rounding(const KernelPlan& plan) {
+  const DType c = plan.c->maps.c.dtype;
+  const DType out = plan.e->out_dtype;
+  std::string s;
+  std::string body = "return v;";
+  if (c != out && (c == DType::kF16 || c == DType::kBF16)) {
+    s = fmt::format("  // C is {}, stored as {}: rounded to {} first, as the Cast it replaces\n",
+                    dtype_name(c), dtype_name(out), dtype_name(c));
+    body = fmt::format("return to_float(from_float<{}>(v));", kernel_element_type(c));
+  }
+  return s + "  __device__ __forceinline__ static float rounded(float v) { " + body + " }\n";
+}
+
+// NCHW offsets: out[img, ch, y, x] of an (out_h * b) x (out_w * b) image, b = 1 for kNchw.
+void emit_nchw_offset(const KernelPlan& plan, std::ostringstream& o) {
+  const StoreMap& st = plan.e->store;
+  const int64_t h = st.out_h, w = st.out_w;
+  o << fmt::format("    const int img = m / {}, oh = m / {} % {}, ow = m % {};\n", h * w, w, h, w);
+  if (st.kind == StoreMap::Kind::kNchw) {
+    o << "    // NCHW: out[img, n, oh, ow]; consecutive m are adjacent within an image row\n";
+    o << fmt::format("    return (Index(img) * {} + n) * {} + oh * {} + ow;\n", plan.out_channels, h * w, w);
+    return;
+  }
+  const int64_t b = st.block, ch = plan.out_channels;
+  o << fmt::format("    // depth_to_space {} by {}, NCHW: n -> (channel, i, j); out[img, channel, oh*{}+i, ow*{}+j]\n",
+                   st.dcr ? "DCR" : "CRD", b, b, b);
+  if (st.dcr) {
+    o << fmt::format("    const int i = n / {}, j = n / {} % {}, ch = n % {};\n", b * ch, ch, b, ch);
+  } else {
+    o << fmt::format("    const int ch = n / {}, i = n / {} % {}, j = n % {};\n", b * b, b, b, b);
+  }
+  o << fmt::format("    return ((Index(img) * {} + ch) * {} + oh * {} + i) * {} + ow * {} + j;\n", ch, h * b, b,
+                   w * b, b);
+}
+
 std::string emit_store(const KernelPlan& plan) {
   const Contraction& c = *plan.c;
   const StoreMap& st = plan.e->store;
+  const bool along_m = st.kind == StoreMap::Kind::kNchw || st.kind == StoreMap::Kind::kDepthToSpaceNchw;
   std::ostringstream o;
+  o << fmt::format("  static constexpr bool kStoreAlongM = {};  // output contiguous along m (NCHW)\n", along_m);
   o << fmt::format("  static constexpr int kStoreVec = {};      // output elements per store\n", plan.store_vec);
   o << fmt::format("  static constexpr int kStoreNStride = {};  // n distance between them\n", plan.store_n_stride);
   o << fmt::format("  static constexpr int kResidual = {};      // epilogue operand of the residual\n",
                    plan.residual_operand);
+  o << emit_rounding(plan);
   const std::string unused_batch = c.batch_dims.empty() ? "int" : "int batch";
   o << "  __device__ __forceinline__ static Index store_offset(" << unused_batch << ", int m, int n) {\n";
-  if (st.kind == StoreMap::Kind::kDepthToSpace) {
+  if (along_m) {
+    emit_nchw_offset(plan, o);
+  } else if (st.kind == StoreMap::Kind::kDepthToSpace) {
     const int64_t b = st.block, h = st.out_h, w = st.out_w, ch = c.n / (b * b);
     o << fmt::format("    // depth_to_space {} by {}: n -> (channel, i, j); out[img, oh*{}+i, ow*{}+j, channel]\n",
                      st.dcr ? "DCR" : "CRD", b, b, b);
@@ -168,6 +211,29 @@ std::string describe(const KernelPlan& plan) {
   return o.str();
 }
 
+// The convolution window and shared-memory layout of a halo kernel (tessel_halo.cuh's part of
+// the Problem contract), from tune::halo_layout: host and device use the same numbers.
+std::string emit_halo_geometry(const KernelPlan& plan) {
+  const std::optional<tune::HaloLayout> l = tune::halo_layout(*plan.c, plan.s);
+  TESSEL_ICHECK(l) << "emit_halo_geometry without a halo layout";
+  const contraction::ConvWindow& w = l->window;
+  std::ostringstream o;
+  o << fmt::format("  // halo convolution: X {} ({} images, {}x{}, {} channels), {}x{} window, pad top/left {}/{}\n",
+                   w.nchw_input ? "NCHW" : "NHWC", w.images, w.in_h, w.in_w, w.channels, w.kernel_h,
+                   w.kernel_w, w.pad_top, w.pad_left);
+  o << fmt::format("  static constexpr int kImages = {}, kInH = {}, kInW = {}, kC = {};\n", w.images,
+                   w.in_h, w.in_w, w.channels);
+  o << fmt::format("  static constexpr bool kInputNchw = {};\n", w.nchw_input);
+  o << fmt::format("  static constexpr int kOutH = {}, kOutW = {}, kR = {}, kS = {}, kPadT = {}, kPadL = {};\n",
+                   w.out_h, w.out_w, w.kernel_h, w.kernel_w, w.pad_top, w.pad_left);
+  o << fmt::format("  static constexpr int kTileH = {}, kTileW = {};\n", plan.s.tile_h(), plan.s.tile_w);
+  o << fmt::format("  static constexpr int kCP = {}, kPixelPitch = {}, kBufferBytes = {};\n",
+                   l->channels_padded, l->pixel_pitch, l->buffer_bytes);
+  o << fmt::format("  static constexpr int kKP = {}, kWeightPitch = {}, kWeightBytes = {};\n",
+                   l->k_padded, l->weight_pitch, l->weight_bytes);
+  return o.str();
+}
+
 uint64_t fnv1a(const std::string& s) {
   uint64_t h = 1469598103934665603ull;
   for (unsigned char ch : s) {
@@ -185,13 +251,23 @@ KernelSource emit(const Contraction& c, const Epilogue& e, const tune::Schedule&
   TESSEL_ICHECK(!reason) << "emit() called with a schedule that cannot implement the problem: " << *reason;
   const bool tc = s.instruction != tune::Instruction::kSimt;
   const bool wgmma = s.instruction == tune::Instruction::kWgmma;
-  const char* kernel = wgmma ? "WgmmaKernel" : tc ? "MmaKernel" : "SimtKernel";
-  const char* header = wgmma ? "tessel_wgmma.cuh" : tc ? "tessel_mma.cuh" : "tessel_simt.cuh";
+  const bool halo = s.mainloop == tune::Mainloop::kHalo;
+  const char* kernel =
+      halo ? "HaloConvKernel" : wgmma ? "WgmmaKernel" : tc ? "MmaKernel" : "SimtKernel";
+  const char* header = halo    ? "tessel_halo.cuh"
+                       : wgmma ? "tessel_wgmma.cuh"
+                       : tc    ? "tessel_mma.cuh"
+                               : "tessel_simt.cuh";
 
   std::ostringstream body;
   body << "struct Problem {\n";
+  if (halo) body << emit_halo_geometry(plan);
   body << fmt::format("  using Index = {};\n", plan.index64 ? "long long" : "int");
-  if (tc) body << fmt::format("  using Element = {};\n", kernel_element_type(c.a_dtype));
+  if (halo) {
+    body << fmt::format("  using Element = {};   // the mma operands\n", kernel_element_type(c.b_dtype));
+    body << fmt::format("  using ElementA = {};  // X as stored, converted while staged\n",
+                        kernel_element_type(c.a_dtype));
+  } else if (tc) body << fmt::format("  using Element = {};\n", kernel_element_type(c.a_dtype));
   else {
     body << fmt::format("  using ElementA = {};\n", kernel_element_type(c.a_dtype));
     body << fmt::format("  using ElementB = {};\n", kernel_element_type(c.b_dtype));
@@ -210,6 +286,7 @@ KernelSource emit(const Contraction& c, const Epilogue& e, const tune::Schedule&
   body << fmt::format("  static constexpr bool kAKMajor = {}, kBKMajor = {};\n", plan.a.k_major, plan.b.k_major);
   body << fmt::format("  static constexpr int kAVec = {}, kBVec = {};\n\n", plan.a.vec, plan.b.vec);
   for (const OperandPlan* op : {&plan.a, &plan.b}) {
+    if (halo) break;  // the halo kernel addresses X and W itself
     std::istringstream g(emit_gather(plan, *op));
     for (std::string line; std::getline(g, line);) {
       body << (line.empty() || line[0] == '#' ? "" : "  ") << line << "\n";

@@ -8,6 +8,7 @@
 #include "codegen/cuda/contraction_kernel.h"
 #include "codegen/cuda/kernel_plan.h"
 #include "core/dtype.h"
+#include "core/error.h"
 #include "core/shape.h"
 #include "tune/kernel_rules.h"
 
@@ -198,6 +199,31 @@ Reason plan_operand(const Contraction& c, const Schedule& s, Instruction instr, 
   return std::nullopt;
 }
 
+// The channels-first stores, contiguous along m within an image row (tessel_epilogue.cuh
+// stores them walking m). A vector of v consecutive m stays in one row, aligned, when v divides
+// the output width; it tiles the kernels' slabs (16 rows at multiples of 16 for the Tensor Core
+// kernels, warp_m rows at multiples of warp_m for SIMT) when v divides warp_m and 16. The
+// depth_to_space form puts consecutive m `block` elements apart: scalar stores.
+Reason plan_nchw_store(const Contraction& c, const Epilogue& e, const Schedule& s, KernelPlan* p) {
+  const StoreMap& st = e.store;
+  const bool d2s = st.kind == StoreMap::Kind::kDepthToSpaceNchw;
+  const int64_t b2 = d2s ? int64_t{st.block} * st.block : 1;
+  if (st.ld != 0 || st.channel_offset != 0) return "an NCHW store takes no ld or channel offset";
+  if (c.batch != 1) return "NCHW store of a batched contraction";
+  if (st.block < 1 || c.n % b2 != 0) {
+    return fmt::format("depth_to_space block {} does not divide N={} into block^2 groups", st.block, c.n);
+  }
+  if (st.out_h < 1 || st.out_w < 1 || c.m % (st.out_h * st.out_w) != 0) {
+    return fmt::format("NCHW store: M={} is not images x {} x {}", c.m, st.out_h, st.out_w);
+  }
+  p->out_channels = c.n / b2;
+  p->store_n_stride = 1;
+  int v = d2s ? 1 : 16 / static_cast<int>(dtype_size(e.out_dtype));
+  while (v > 1 && (st.out_w % v != 0 || s.warp_m % v != 0 || 16 % v != 0)) v /= 2;
+  p->store_vec = v;
+  return std::nullopt;
+}
+
 Reason plan_store(const Contraction& c, const Epilogue& e, const Schedule& s, KernelPlan* p) {
   const StoreMap& st = e.store;
   const int out_size = static_cast<int>(dtype_size(e.out_dtype));
@@ -233,6 +259,9 @@ Reason plan_store(const Contraction& c, const Epilogue& e, const Schedule& s, Ke
       p->store_n_stride = st.dcr ? 1 : static_cast<int>(b2);
       break;
     }
+    case StoreMap::Kind::kNchw:
+    case StoreMap::Kind::kDepthToSpaceNchw:
+      return plan_nchw_store(c, e, s, p);
   }
   p->out_channels = ld;
   if (s.warp_n % p->store_n_stride != 0) {
@@ -282,7 +311,7 @@ std::optional<std::string> make_plan(const Contraction& c, const Epilogue& e, co
     return "an extent of M, N, K or batch does not fit 31 bits";
   }
   if (c.acc_dtype != DType::kF32) return fmt::format("accumulator {} (f32 expected)", dtype_name(c.acc_dtype));
-  if (tc) {
+  if (tc && s.mainloop != tune::Mainloop::kHalo) {  // the halo kernel's are check_schedule's
     if (c.a_dtype != c.b_dtype || (c.a_dtype != DType::kF16 && c.a_dtype != DType::kBF16)) {
       return fmt::format("Tensor Cores need f16 or bf16 operands of one type (A {}, B {})",
                          dtype_name(c.a_dtype), dtype_name(c.b_dtype));
@@ -304,16 +333,29 @@ std::optional<std::string> make_plan(const Contraction& c, const Epilogue& e, co
   // definition, shared with the schedule space and the default pick.
   if (auto r = tune::check_schedule(c, s)) return r;
   p->threads = s.threads();
-  if (auto r = plan_operand(c, s, s.instruction, p->threads, 'A', s.a_vec, &p->a)) return r;
-  if (auto r = plan_operand(c, s, s.instruction, p->threads, 'B', s.b_vec, &p->b)) return r;
+  uint64_t tiles = 0;
+  if (s.mainloop == tune::Mainloop::kHalo) {
+    // No operand gathers: the halo kernel addresses X and W itself (tessel_halo.cuh). Its
+    // tiles are spatial; `ctas` persistent CTAs walk them.
+    const std::optional<tune::HaloLayout> layout = tune::halo_layout(c, s);
+    TESSEL_ICHECK(layout) << "check_schedule accepted a halo schedule without a layout";
+    p->tiles_m = layout->tiles;
+    p->tiles_n = 1;
+    p->k_tiles = p->k_tiles_per_split = 1;
+    tiles = static_cast<uint64_t>(layout->tiles);
+    p->grid_x = s.ctas > 0 ? std::min<uint64_t>(tiles, static_cast<uint64_t>(s.ctas)) : tiles;
+  } else {
+    if (auto r = plan_operand(c, s, s.instruction, p->threads, 'A', s.a_vec, &p->a)) return r;
+    if (auto r = plan_operand(c, s, s.instruction, p->threads, 'B', s.b_vec, &p->b)) return r;
 
-  // K split and grid.
-  p->tiles_m = (c.m + s.block_m - 1) / s.block_m;
-  p->tiles_n = (c.n + s.block_n - 1) / s.block_n;
-  p->k_tiles = (c.k + s.block_k - 1) / s.block_k;
-  p->k_tiles_per_split = static_cast<int>((p->k_tiles + s.split_k - 1) / s.split_k);
-  const uint64_t tiles = static_cast<uint64_t>(p->tiles_m * p->tiles_n * c.batch);
-  p->grid_x = tiles * static_cast<uint64_t>(s.split_k);
+    // K split and grid.
+    p->tiles_m = (c.m + s.block_m - 1) / s.block_m;
+    p->tiles_n = (c.n + s.block_n - 1) / s.block_n;
+    p->k_tiles = (c.k + s.block_k - 1) / s.block_k;
+    p->k_tiles_per_split = static_cast<int>((p->k_tiles + s.split_k - 1) / s.split_k);
+    tiles = static_cast<uint64_t>(p->tiles_m * p->tiles_n * c.batch);
+    p->grid_x = tiles * static_cast<uint64_t>(s.split_k);
+  }
   if (p->grid_x > 0x7fffffffull) return fmt::format("{} CTAs exceed the grid limit", p->grid_x);
 
   if (auto r = check_epilogue(e, p)) return r;
@@ -334,7 +376,8 @@ std::optional<std::string> make_plan(const Contraction& c, const Epilogue& e, co
 
   // Flat offsets: 32-bit arithmetic unless some tensor is too large for it.
   int64_t biggest = std::max(numel(c.maps.a.shape, "A"), numel(c.maps.b.shape, "B"));
-  const int64_t b2 = e.store.kind == StoreMap::Kind::kDepthToSpace ? int64_t{e.store.block} * e.store.block : 1;
+  const bool d2s = e.store.kind == StoreMap::Kind::kDepthToSpace || e.store.kind == StoreMap::Kind::kDepthToSpaceNchw;
+  const int64_t b2 = d2s ? int64_t{e.store.block} * e.store.block : 1;
   biggest = std::max(biggest, c.batch * c.m * b2 * p->out_channels + c.maps.c.shape.back());
   p->index64 = biggest >= kInt32Safe;
   return std::nullopt;

@@ -1,7 +1,8 @@
 // The kernel of each node of a compiled graph: which generator lowers it (the contraction
-// generator or op_kernels.h), its schedule, and the compiled, loaded result. NVRTC dominates
-// compile time, so building runs on a pool of hardware_concurrency threads and identical
-// kernels (equal generated source) are built once.
+// generator or op_kernels.h), its schedule, and the cubin NVRTC built for the target. Nothing
+// here needs a GPU: loading the cubins is Engine::load's business. NVRTC dominates compile
+// time, so building runs on a pool of hardware_concurrency threads and identical kernels
+// (equal generated source) are built once.
 #pragma once
 
 #include <memory>
@@ -10,28 +11,36 @@
 #include <vector>
 
 #include "codegen/cuda/contraction_kernel.h"
+#include "codegen/cuda/op_kernels.h"
 #include "contraction/contraction.h"
 #include "ir/graph.h"
-#include "runtime/cuda/cuda_api.h"
 #include "runtime/cuda_engine/engine.h"
 #include "tune/device_model.h"
 #include "tune/schedule.h"
 
 namespace tessel::runtime::cuda_engine {
 
+// An op kernel compiled for the target.
+struct CompiledOpKernel {
+  codegen::cuda::OpKernelSource source;
+  std::string cubin;
+};
+
 struct NodeKernel {
   int node = -1;  // index into the graph's nodes
 
-  // A contraction (tessel.Conv with group 1, tessel.Gemm).
-  std::shared_ptr<const codegen::cuda::ContractionKernel> contraction;
+  // A contraction (tessel.Conv with group 1, tessel.Gemm). Nodes sharing a kernel share the
+  // pointer.
+  std::shared_ptr<const codegen::cuda::CompiledContraction> contraction;
   bool operands_swapped = false;  // Contraction::operands_swapped: input 0 binds to b
   std::vector<int> extra_inputs;  // ContractionSpec::extra_inputs
-  bool tensor_cores = false;      // scheduled on mma.sync or wgmma
+  tune::Schedule schedule;        // the contraction's schedule
 
   // Any other node: an op kernel (OpParams ABI, op_kernels.h).
-  std::shared_ptr<runtime::cuda::Module> module;
-  void* function = nullptr;
-  runtime::cuda::LaunchConfig config;
+  std::shared_ptr<const CompiledOpKernel> op;
+
+  // A node with neither (one that needs no launch) is skipped by the engine.
+  bool launches() const { return contraction || op; }
 };
 
 // The choice of generator and schedule that build_node_kernels makes, exposed so that
@@ -57,9 +66,10 @@ struct ContractionPlan {
 ContractionPlan plan_contraction(const ir::Graph& g, const ir::Node& n,
                                  const EngineOptions& options, const tune::DeviceInfoLite& device);
 
-// One NodeKernel per node, in node order, built for `device`. A node that cannot be lowered is
-// a UserError naming it with the generator's reason; this is found before anything compiles.
+// One NodeKernel per node, in node order, compiled for `target` (no GPU needed). A node that
+// cannot be lowered is a UserError naming it with the generator's reason; this is found
+// before anything compiles. Reports "compiling kernels" progress through options.progress.
 std::vector<NodeKernel> build_node_kernels(const ir::Graph& g, const EngineOptions& options,
-                                           const runtime::cuda::DeviceInfo& device);
+                                           const TargetInfo& target);
 
 }  // namespace tessel::runtime::cuda_engine
