@@ -1,0 +1,53 @@
+"""tessel's output against PyTorch's fp32 output: relative L2 error and, for classifiers, top-1
+agreement, with the bar a model must clear. One definition for scripts/gpu_models.sh's report
+(bench/models_report.py) and tests/gpu/torchvision_models_test.py. numpy only."""
+import math
+
+import numpy as np
+
+MAX_REL_L2 = 1e-2          # fp16 storage against an fp32 reference
+MIN_TOP1_FRACTION = 31 / 32  # same top-1 class on at least 31 of 32 images
+
+
+def rel_l2(got, ref):
+    """||got - ref|| / ||ref|| in float64 (nan when got has a nan; 0/0 reads as 0)."""
+    got = np.asarray(got, np.float64).ravel()
+    ref = np.asarray(ref, np.float64).ravel()
+    denom = np.linalg.norm(ref)
+    return float(np.linalg.norm(got - ref) / (denom if denom > 0 else 1.0))
+
+
+def top1_needed(images):
+    """Images that must keep their top-1 class: 31 of 32, and every one of fewer than 32."""
+    return math.ceil(MIN_TOP1_FRACTION * images)
+
+
+def check(got, ref):
+    """A dict: `ok`, and `problem` (a sentence) or `rel_l2`; for an (images, classes) output also
+    `top1_same`, `top1_of`, `top1_needed` and `ref_classes` (distinct top-1 classes in the
+    reference: with one class for all images, top-1 agreement would say little)."""
+    got, ref = np.asarray(got), np.asarray(ref)
+    if got.shape != ref.shape:
+        return {"ok": False, "problem": "output shape %s, expected %s" % (got.shape, ref.shape)}
+    r = {"rel_l2": rel_l2(got, ref)}
+    ok = math.isfinite(r["rel_l2"]) and r["rel_l2"] <= MAX_REL_L2
+    if ref.ndim == 2 and ref.shape[1] > 1:
+        ref_top1 = ref.argmax(axis=1)
+        same = int((got.argmax(axis=1) == ref_top1).sum())
+        r.update(top1_same=same, top1_of=int(ref.shape[0]), top1_needed=top1_needed(ref.shape[0]),
+                 ref_classes=int(np.unique(ref_top1).size))
+        ok = ok and same >= r["top1_needed"]
+    r["ok"] = bool(ok)
+    return r
+
+
+def summary(r):
+    """One line for a check() result: 'rel L2 1.3e-03 (<= 1e-02), same top-1 32/32 (>= 31; the
+    reference has 27 classes)'."""
+    if "problem" in r:
+        return r["problem"]
+    s = "rel L2 %.2e (<= %.0e)" % (r["rel_l2"], MAX_REL_L2)
+    if "top1_same" in r:
+        s += ", same top-1 %d/%d (>= %d; the reference has %d classes)" % (
+            r["top1_same"], r["top1_of"], r["top1_needed"], r["ref_classes"])
+    return s

@@ -1,0 +1,146 @@
+#!/usr/bin/env python3
+"""The table of scripts/gpu_models.sh, from its work directory:
+
+    DIR/torch_models.csv    name,batch,eager_graph_ms,compile_ms      (bench/torch_models.py)
+    DIR/tessel.csv          name,batch,compile_cold_s,compile_warm_s,status   (the script)
+    DIR/<name>_b<batch>.bench.json      `tessel bench --json`: median_ms, p90_ms,
+                                        throughput_per_s, peak_device_bytes
+    DIR/<name>_b<batch>.ref.npy, DIR/<name>_b<batch>.out/output.npy   PyTorch fp32, tessel
+    DIR/<name>_b<batch>.torch16.npy     PyTorch's own fp16 output (for comparison)
+
+One row per line of tessel.csv. Writes the markdown table (printed too) and every number as
+JSON; exits 1 when a run failed or missed the accuracy bar (bench/accuracy.py).
+
+    models_report.py --work DIR --md FILE --json FILE [--device TEXT]
+"""
+import argparse
+import csv
+import json
+import math
+import os
+import sys
+
+import numpy as np
+
+import accuracy
+
+BENCH_KEYS = ("median_ms", "p90_ms", "throughput_per_s", "peak_device_bytes")
+
+
+def read_csv(path):
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return [r for r in csv.reader(f) if r]
+
+
+def number(text):
+    try:
+        return float(text)
+    except ValueError:
+        return math.nan
+
+
+def collect(work):
+    """One dict per run, in the order tessel.csv lists them."""
+    torch_ms = {(r[0], int(r[1])): (number(r[2]), number(r[3]))
+                for r in read_csv(os.path.join(work, "torch_models.csv")) if len(r) == 4}
+    runs = []
+    for name, batch, cold, warm, status in read_csv(os.path.join(work, "tessel.csv")):
+        batch = int(batch)
+        base = os.path.join(work, "%s_b%d" % (name, batch))
+        eager, compiled = torch_ms.get((name, batch), (math.nan, math.nan))
+        r = {"model": name, "batch": batch, "status": status,
+             "compile_cold_s": number(cold), "compile_warm_s": number(warm),
+             "torch_eager_graph_ms": eager, "torch_compile_ms": compiled}
+        bench = {}
+        if os.path.exists(base + ".bench.json"):
+            with open(base + ".bench.json") as f:
+                bench = json.load(f)
+        for k in BENCH_KEYS:
+            r[k] = float(bench[k]) if k in bench else math.nan
+        out, ref = os.path.join(base + ".out", "output.npy"), base + ".ref.npy"
+        if os.path.exists(ref):
+            for key, path in (("accuracy", out), ("torch_fp16_accuracy", base + ".torch16.npy")):
+                if os.path.exists(path):
+                    r[key] = accuracy.check(np.load(path), np.load(ref))
+        runs.append(r)
+    return runs
+
+
+def fmt(v, spec):
+    return "—" if v is None or math.isnan(v) else format(v, spec)
+
+
+def speedup(peer_ms, tessel_ms):
+    return "—" if math.isnan(peer_ms) or math.isnan(tessel_ms) else "%.2fx" % (peer_ms / tessel_ms)
+
+
+def table(runs, device):
+    lines = [
+        "Device: %s. tessel: fp16 (`tessel bench` on the compiled .tsl); PyTorch: fp16, "
+        "channels_last, cudnn.benchmark, eager replayed as a CUDA graph and "
+        "torch.compile(mode=\"reduce-overhead\") (CUDA events around each call, so its "
+        "Python-side dispatch counts); medians. Accuracy: tessel against PyTorch's fp32 output "
+        "on the same input. Speed-up: PyTorch ms / tessel ms." % (device or "?"),
+        "",
+        "| model | batch | tessel median ms | p90 ms | PyTorch eager+graph ms | torch.compile ms "
+        "| speed-up vs eager / compile | rel L2 | same top-1 | compile cold s | compile warm s "
+        "| peak MiB |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    notes = []
+    for r in runs:
+        acc = r.get("accuracy", {})
+        top1 = ("%d/%d" % (acc["top1_same"], acc["top1_of"])) if "top1_same" in acc else "—"
+        lines.append("| %s | %d | %s | %s | %s | %s | %s / %s | %s | %s | %s | %s | %s |" % (
+            r["model"], r["batch"], fmt(r["median_ms"], ".3f"), fmt(r["p90_ms"], ".3f"),
+            fmt(r["torch_eager_graph_ms"], ".3f"), fmt(r["torch_compile_ms"], ".3f"),
+            speedup(r["torch_eager_graph_ms"], r["median_ms"]),
+            speedup(r["torch_compile_ms"], r["median_ms"]),
+            fmt(acc.get("rel_l2", math.nan), ".1e"), top1,
+            fmt(r["compile_cold_s"], ".2f"), fmt(r["compile_warm_s"], ".2f"),
+            fmt(r["peak_device_bytes"] / 2**20, ".0f")))
+        what = "%s b%d" % (r["model"], r["batch"])
+        if r["status"] != "ok":
+            notes.append("%s: %s (see models.log)" % (what, r["status"]))
+        elif not acc:
+            notes.append("%s: no tessel output to compare" % what)
+        else:
+            note = "%s: tessel %s%s" % (what, accuracy.summary(acc),
+                                        "" if acc["ok"] else ": FAILS the bar")
+            if "torch_fp16_accuracy" in r:
+                note += "; PyTorch's own fp16: " + accuracy.summary(r["torch_fp16_accuracy"])
+            notes.append(note)
+    bar = ("Accuracy bar: rel L2 <= %.0e, same top-1 on >= %d of 32 images."
+           % (accuracy.MAX_REL_L2, accuracy.top1_needed(32)))
+    return "\n".join(lines + ["", bar] + ["- " + n for n in notes]) + "\n"
+
+
+def no_nan(v):
+    """JSON without NaN (not valid JSON): null instead."""
+    if isinstance(v, dict):
+        return {k: no_nan(x) for k, x in v.items()}
+    return None if isinstance(v, float) and math.isnan(v) else v
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--md", required=True)
+    ap.add_argument("--json", required=True)
+    ap.add_argument("--device", default="")
+    args = ap.parse_args()
+    runs = collect(args.work)
+    md = table(runs, args.device)
+    with open(args.md, "w") as f:
+        f.write(md)
+    with open(args.json, "w") as f:
+        json.dump({"device": args.device, "runs": [no_nan(r) for r in runs]}, f, indent=1)
+    sys.stdout.write(md)
+    bad = [r for r in runs if r["status"] != "ok" or not r.get("accuracy", {}).get("ok")]
+    return 1 if bad or not runs else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
