@@ -15,6 +15,7 @@
 #include "core/error.h"
 #include "ops/tessel_epilogue.h"
 #include "passes/pipeline.h"
+#include "passes/plan_memory.h"
 #include "runtime/cuda_engine/node_kernels.h"
 
 namespace tessel::cli {
@@ -100,7 +101,10 @@ std::string explain_contraction(const ir::Graph& g, const ir::Node& n,
         plan.match.contraction ? plan.match.contraction->maps.c.dtype : plan.epilogue.out_dtype;
     if (fuses_other_nodes(plan.epilogue, c_dtype)) ++sum.fused_epilogues;
   }
-  for (const contraction::Remark& r : plan.match.remarks) how += "\n    note: " + r.text;
+  // The matcher's remarks explain why the GEMM kernels cannot take a node; where the halo
+  // kernel took it anyway (an NCHW stem), they describe a path not taken.
+  if (plan.schedule.mainloop != tune::Mainloop::kHalo)
+    for (const contraction::Remark& r : plan.match.remarks) how += "\n    note: " + r.text;
   return how;
 }
 
@@ -149,6 +153,10 @@ Action add_explain(CLI::App& app) {
       } else if (const std::optional<std::string> why = codegen::cuda::can_emit_op(g, n)) {
         ++sum.unsupported;
         how = "not supported on the GPU: " + *why;
+      } else if (passes::is_view_alias(g, n) ||
+                 (n.op == "Concat" &&
+                  passes::in_place_inputs(g, n).size() == n.inputs.size())) {
+        how = "no kernel: its output aliases its input's memory (memory plan)";
       } else {
         ++sum.other_kernels;
         how = "CUDA kernel";

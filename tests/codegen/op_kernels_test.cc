@@ -178,6 +178,10 @@ TEST_F(OpKernelsTest, UnsupportedNodesSayWhy) {
             "Pad 'node': only mode 'constant' has a GPU kernel");
   EXPECT_EQ(reason(one_node("tessel.Conv", {act(DType::kF16, {1, 4, 4, 8}), act(DType::kF16, {8, 1, 1, 8})})),
             "tessel.Conv 'node': group 1 convolutions are contractions (contraction_kernel.h)");
+  EXPECT_EQ(reason(one_node("tessel.Conv", {act(DType::kF16, {1, 4, 4, 8}), act(DType::kF16, {8, 1, 1, 4})},
+                            {{"group", int64_t{2}}, {"store", std::string("nchw")}})),
+            "tessel.Conv 'node': a grouped convolution with an NCHW store, out_dtype or "
+            "input_layout (only group-1 convolutions take them)");
   EXPECT_EQ(reason(one_node("LogSoftmax", {act(DType::kF32, {2, 10})})),
             "LogSoftmax 'node': op LogSoftmax has no GPU op kernel");
   EXPECT_EQ(reason(one_node("ReduceMean", {act(DType::kI32, {2, 10})}, {{"axes", Ints{1}}})),

@@ -167,6 +167,13 @@ std::optional<std::string> check_window(const ir::Graph& g, const ir::Node& n) {
     if (n.get_int("group", 1) == 1)
       return n.label() + ": group 1 convolutions are contractions (contraction_kernel.h)";
     if (g.type(n.inputs[1]).shape.size() != 4) return n.label() + ": expected OHWI weights";
+    // The grouped kernel reads NHWC and stores NHWC (or depth_to_space) in the output's
+    // dtype; the edge folds (ops/tessel_epilogue.h) are the contraction generator's alone.
+    const std::string store = n.get_string("store", "nhwc");
+    if (store == "nchw" || store == "depth_to_space_nchw" || n.has_attr("out_dtype") ||
+        n.has_attr("input_layout"))
+      return n.label() + ": a grouped convolution with an NCHW store, out_dtype or input_layout "
+                         "(only group-1 convolutions take them)";
     return std::nullopt;
   }
   if (n.op == "tessel.GlobalAveragePool") return std::nullopt;
