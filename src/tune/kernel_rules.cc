@@ -132,9 +132,6 @@ Reason check_halo(const Contraction& c, const Schedule& s, HaloLayout* out) {
   if (s.tile_w <= 0 || s.tile_w % 16 != 0 || s.block_m % s.tile_w != 0)
     return fmt::format("halo tile width {} (a multiple of 16 dividing block_m={})", s.tile_w,
                        s.block_m);
-  if (w->out_w % s.tile_w != 0)
-    return fmt::format("halo tile width {} does not divide the output width {}", s.tile_w,
-                       w->out_w);
   if (s.warp_m % 16 != 0 || (s.warp_n % 16 != 0 && s.warp_n != 8))
     return fmt::format("warp tile {}x{}: the halo kernel needs m a multiple of 16 and n 8 or a "
                        "multiple of 16", s.warp_m, s.warp_n);
@@ -158,7 +155,8 @@ Reason check_halo(const Contraction& c, const Schedule& s, HaloLayout* out) {
   l.weight_bytes = (s.block_n * l.weight_pitch + 127) / 128 * 128;
   l.epilogue_bytes = s.warps() * 16 * (s.warp_n + 8) * 4;
   l.buffer_bytes = std::max(l.halo_bytes, (l.epilogue_bytes + 127) / 128 * 128);
-  l.tiles = w->images * ((w->out_h + s.tile_h() - 1) / s.tile_h()) * (w->out_w / s.tile_w);
+  l.tiles = w->images * ((w->out_h + s.tile_h() - 1) / s.tile_h()) *
+            ((w->out_w + s.tile_w - 1) / s.tile_w);
   return std::nullopt;
 }
 

@@ -57,7 +57,7 @@ struct HaloLayout {
   int weight_pitch = 0;         // bytes per weight row (output channel)
   int weight_bytes = 0;         // block_n rows
   int epilogue_bytes = 0;       // one 16-row fp32 staging slab per warp
-  int64_t tiles = 0;            // images x ceil(out_h / tile_h) x (out_w / tile_w)
+  int64_t tiles = 0;            // images x ceil(out_h / tile_h) x ceil(out_w / tile_w)
   size_t smem_bytes() const { return size_t(weight_bytes) + 2 * size_t(buffer_bytes); }
 };
 

@@ -198,6 +198,19 @@ inline std::vector<TestProblem> halo_problems() {
   add(nchw(conv_params(1, 20, 32, 3, 64, 3, 1, 1), DType::kF32), 16, 16, 64, 32, 2,
       {step(K::kBias), step(K::kRelu)});
   add(nchw(conv_params(2, 9, 16, 8, 32, 3, 1, 1), DType::kF16), 4, 16, 32, 32, 0, {step(K::kBias)});
+  // Widths that are no multiple of the tile: the right-edge slabs store 5 (and 8) pixels, with
+  // a residual read into registers, and with a depth_to_space store.
+  add(conv_problem(conv_params(2, 7, 37, 32, 64, 3, 1, 1)), 4, 16, 64, 32, 3,
+      {step(K::kBias), step(K::kResidualAdd)});
+  {
+    TestProblem p = conv_problem(conv_params(1, 6, 40, 16, 32, 3, 1, 1));
+    p.e.store.kind = contraction::StoreMap::Kind::kDepthToSpace;
+    p.e.store.block = 2;
+    p.e.store.dcr = true;
+    p.e.store.out_h = 6;
+    p.e.store.out_w = 40;
+    add(std::move(p), 4, 32, 32, 32, 0, {step(K::kBias)});
+  }
   // 'valid' 3x3 (no padding): the window never leaves the image.
   add(conv_problem(conv_params(1, 18, 34, 32, 32, 3, 1, 0)), 8, 16, 32, 32, 0, {});
   return v;

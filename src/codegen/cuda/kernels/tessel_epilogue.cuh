@@ -90,9 +90,13 @@ __device__ __forceinline__ typename P::Out finish_element(const KernelParams& p,
 //   chunk q -> column q / kRunsPerColumn, rows (q % kRunsPerColumn) * kStoreVec + [0, kStoreVec).
 //   The plan makes kStoreVec divide the output width and the slab's rows and m_base, so that a
 //   chunk never leaves an image row and is aligned there, and is all inside M or all outside.
+// `rows` (<= kRows) limits the rows stored: the halo kernel's slab is 16 pixels of one image
+// row, of which fewer than 16 may lie inside the image (a whole run of kStoreVec along m
+// either way, since the vector divides the output width).
 template <typename P, int kRows, int kCols, int kGroup>
 __device__ __forceinline__ void store_slab(const KernelParams& p, const float* slab, int pitch,
-                                           int batch, int m_base, int n_base, int t) {
+                                           int batch, int m_base, int n_base, int t,
+                                           int rows = kRows) {
   constexpr int kV = P::kStoreVec;
   using Out = typename P::Out;
   if constexpr (P::kStoreAlongM) {
@@ -107,7 +111,7 @@ __device__ __forceinline__ void store_slab(const KernelParams& p, const float* s
       const int r = q % kRunsPerColumn * kV;
       const int m = m_base + r;
       const int n = n_base + c;
-      if (m >= P::kM || n >= P::kN) continue;
+      if (r >= rows || m >= P::kM || n >= P::kN) continue;
       const typename P::Index off = P::store_offset(batch, m, n);
       const int ch = P::channel(batch, n);
       float residual[kV];
@@ -132,7 +136,7 @@ __device__ __forceinline__ void store_slab(const KernelParams& p, const float* s
       const int c = (cq / kS) * (kV * kS) + cq % kS;
       const int m = m_base + r;
       const int n = n_base + c;
-      if (m >= P::kM || n >= P::kN) continue;
+      if (r >= rows || m >= P::kM || n >= P::kN) continue;
       const typename P::Index off = P::store_offset(batch, m, n);
       float residual[kV];
       load_residual<P, kV>(p, off, residual);

@@ -16,8 +16,9 @@
 //     tap (r, s) for 16 output pixels is read straight from the halo at pixel offset
 //     r * halo_w + s. Every k16 step's addresses are compile-time offsets from a per-lane base.
 // The epilogue and store map are the contraction kernels' (tessel_epilogue.cuh): an m16 tile
-// is 16 pixels of one output row (tile_w % 16 == 0 and out_w % tile_w == 0), i.e. 16
-// consecutive flat m, exactly a slab of store_slab.
+// is 16 pixels of one output row (tile_w % 16 == 0), i.e. 16 consecutive flat m, exactly a
+// slab of store_slab; at the right edge of an image whose width is no multiple of tile_w the
+// slab's pixels past the edge are not stored (the halo there reads zeros).
 //
 // Contract with generated code (struct Problem), beyond tessel_epilogue.cuh's:
 //   using Element;                                  // f16 or bf16: W, and X once staged
@@ -58,7 +59,7 @@ struct HaloConvKernel {
   static constexpr int kTaps = P::kR * P::kS;
   static constexpr int kHalves = kTaps * kChunks;
   static constexpr int kKSteps = P::kKP / 16;
-  static constexpr int kTilesX = P::kOutW / kTW;
+  static constexpr int kTilesX = (P::kOutW + kTW - 1) / kTW;
   static constexpr int kTilesY = (P::kOutH + kTH - 1) / kTH;
   static constexpr int kTiles = P::kImages * kTilesY * kTilesX;
   static constexpr int kSlabPitch = kWN + 8;        // as tessel_mma.cuh: conflict-free float2
@@ -67,7 +68,7 @@ struct HaloConvKernel {
   static constexpr int kSmemBytes = P::kWeightBytes + 2 * P::kBufferBytes;
   static_assert(kHaloPixels * P::kPixelPitch <= P::kBufferBytes && kEpilogueBytes <= P::kBufferBytes,
                 "a buffer holds a tile's pixels or the staging slabs");
-  static_assert(kTW % 16 == 0 && P::kOutW % kTW == 0, "an m16 tile is 16 pixels of one output row");
+  static_assert(kTW % 16 == 0, "an m16 tile is 16 pixels of one output row");
   static_assert(kBM % kWM == 0 && kBN % kWN == 0, "warp tiles divide the CTA tile");
   // B fragments load two n8 tiles at a time (ldmatrix.x4), or one for a warp tile 8 wide
   // (ldmatrix.x2: an RGB output pads N to 8 rather than 16).
@@ -180,28 +181,36 @@ struct HaloConvKernel {
 
   // Output coordinates of chunk j of this lane in the slab whose first pixel is flat m_base.
   __device__ __forceinline__ static bool chunk_position(int j, int lane, int m_base, int n_base,
-                                                        int& r, int& c, int& m, int& n) {
+                                                        int rows, int& r, int& c, int& m, int& n) {
     const int q = j * 32 + lane;
     r = q / (kWN / kV);
     c = q % (kWN / kV) * kV;
     m = m_base + r;
     n = n_base + c;
-    return q < kSlabChunks && m < P::kM && n < P::kN;
+    return q < kSlabChunks && r < rows && m < P::kM && n < P::kN;
+  }
+
+  // The pixels of m16 tile `mi` inside the image: 16, or fewer at the right edge (0: none,
+  // including rows past the bottom edge, which would alias the next image in flat m).
+  __device__ __forceinline__ static int slab_rows(int tile, int wm, int mi, int& m_base) {
+    const int tx = tile % kTilesX, ty = tile / kTilesX % kTilesY, img = tile / (kTilesX * kTilesY);
+    const int pixel = wm * kWM + mi * 16;
+    const int oy = ty * kTH + pixel / kTW, ox = tx * kTW + pixel % kTW;
+    m_base = (img * P::kOutH + oy) * P::kOutW + ox;
+    if (oy >= P::kOutH || ox >= P::kOutW) return 0;
+    return P::kOutW - ox < 16 ? P::kOutW - ox : 16;
   }
 
   __device__ __forceinline__ static void load_residuals(const KernelParams& p, int tile, int wm, int wn,
                                                         int lane, ResidualVector (&rv)[kMI][kLaneChunks]) {
-    const int tx = tile % kTilesX, ty = tile / kTilesX % kTilesY, img = tile / (kTilesX * kTilesY);
 #pragma unroll
     for (int mi = 0; mi < kMI; ++mi) {
-      const int pixel = wm * kWM + mi * 16;
-      const int oy = ty * kTH + pixel / kTW;
-      if (oy >= P::kOutH) continue;
-      const int m_base = (img * P::kOutH + oy) * P::kOutW + tx * kTW + pixel % kTW;
+      int m_base;
+      const int rows = slab_rows(tile, wm, mi, m_base);
 #pragma unroll
       for (int j = 0; j < kLaneChunks; ++j) {
         int r, c, m, n;
-        if (chunk_position(j, lane, m_base, wn * kWN, r, c, m, n))
+        if (chunk_position(j, lane, m_base, wn * kWN, rows, r, c, m, n))
           rv[mi][j].load(p.extra[P::kResidual], P::store_offset(0, m, n));
       }
     }
@@ -209,12 +218,12 @@ struct HaloConvKernel {
 
   // store_slab with the residual from registers.
   __device__ __forceinline__ static void store_with_residual(const KernelParams& p, const float* slab,
-                                                             int m_base, int n_base, int lane,
+                                                             int m_base, int n_base, int rows, int lane,
                                                              const ResidualVector (&rv)[kLaneChunks]) {
 #pragma unroll
     for (int j = 0; j < kLaneChunks; ++j) {
       int r, c, m, n;
-      if (!chunk_position(j, lane, m_base, n_base, r, c, m, n)) continue;
+      if (!chunk_position(j, lane, m_base, n_base, rows, r, c, m, n)) continue;
       OutVector<typename P::Out, kV> ov;
 #pragma unroll
       for (int i = 0; i < kV; ++i)
@@ -340,18 +349,16 @@ struct HaloConvKernel {
       mainloop<0>(acc, af, bf, o, halo, smem_w);
 
       // Epilogue: per m16 tile (16 pixels of one output row), stage the accumulators in this
-      // buffer (every warp is done reading its pixels after the barrier) and store them
-      // through the store map. Rows past the image's bottom edge (a partial last tile row)
-      // would alias the next image's first rows in flat m: skipped.
+      // buffer (every warp is done reading its pixels after the barrier) and store the pixels
+      // inside the image (slab_rows) through the store map.
       __syncthreads();
       float* slab = reinterpret_cast<float*>(smem + P::kWeightBytes + buffer * P::kBufferBytes) +
                     warp * 16 * kSlabPitch;
-      const int tx = tile % kTilesX, ty = tile / kTilesX % kTilesY, img = tile / (kTilesX * kTilesY);
 #pragma unroll
       for (int mi = 0; mi < kMI; ++mi) {
-        const int pixel = wm * kWM + mi * 16;
-        const int oy = ty * kTH + pixel / kTW;
-        if (oy >= P::kOutH) continue;  // uniform across the warp
+        int m;
+        const int rows = slab_rows(tile, wm, mi, m);
+        if (rows == 0) continue;  // uniform across the warp
 #pragma unroll
         for (int ni = 0; ni < kNI; ++ni) {
           *reinterpret_cast<float2*>(slab + g * kSlabPitch + ni * 8 + 2 * (lane % 4)) =
@@ -360,11 +367,10 @@ struct HaloConvKernel {
               make_float2(acc[mi][ni][2], acc[mi][ni][3]);
         }
         __syncwarp();
-        const int m = (img * P::kOutH + oy) * P::kOutW + tx * kTW + pixel % kTW;
         if constexpr (kResidualInRegisters)
-          store_with_residual(p, slab, m, wn * kWN, lane, residual[mi]);
+          store_with_residual(p, slab, m, wn * kWN, rows, lane, residual[mi]);
         else
-          store_slab<P, 16, kWN, 32>(p, slab, kSlabPitch, 0, m, wn * kWN, lane);
+          store_slab<P, 16, kWN, 32>(p, slab, kSlabPitch, 0, m, wn * kWN, lane, rows);
         __syncwarp();
       }
       if constexpr (P::kInputNchw) {
