@@ -47,11 +47,7 @@ Action add_bench(CLI::App& app) {
     const runtime::cuda::MemoryInfo after = runtime::cuda::memory_info();
     const eng::EnginePlan& plan = engine.plan();
 
-    std::mt19937_64 rng(o->seed);
-    std::vector<Tensor> inputs;
-    for (const eng::PlanTensor& t : plan.inputs)
-      inputs.push_back(random_tensor({t.dtype, t.shape}, rng));
-    engine.run(inputs);
+    engine.run(random_engine_inputs(engine, o->seed));
     const eng::LatencyStats lat =
         eng::latency_stats(engine.time_replays(o->warmup, o->reps), plan.batch);
     const eng::EngineStats& st = engine.stats();

@@ -1,6 +1,8 @@
 // open_gpu_engine: an engine file loaded, or a model compiled, for the GPU present.
 #include "cli/gpu_engine.h"
 
+#include <random>
+
 #include "core/error.h"
 #include "runtime/cuda/cuda_api.h"
 #include "runtime/cuda_engine/engine_file.h"
@@ -27,6 +29,14 @@ eng::Engine open_gpu_engine(const GpuEngineOptions& o, ProgressBar& progress) {
   options.precision = parse_precision(o.precision);
   options.progress = progress.callback();
   return eng::Engine::compile(g, options);
+}
+
+std::vector<Tensor> random_engine_inputs(const eng::Engine& engine, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<Tensor> inputs;
+  for (const eng::PlanTensor& t : engine.plan().inputs)
+    inputs.push_back(random_tensor({t.dtype, t.shape}, rng));
+  return inputs;
 }
 
 std::string engine_summary(const eng::EngineStats& s) {

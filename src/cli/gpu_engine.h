@@ -3,7 +3,9 @@
 // engine file (runtime/cuda_engine/engine_file.h) without compiling anything.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "cli/commands.h"
 #include "cli/progress.h"
@@ -21,6 +23,9 @@ struct GpuEngineOptions {
 // reported as such on any machine; compile-time options (--batch, --input-shape, --precision)
 // given with one are a UserError. Then "no CUDA device: ..." without a GPU.
 runtime::cuda_engine::Engine open_gpu_engine(const GpuEngineOptions& o, ProgressBar& progress);
+
+// Seeded random inputs (random_tensor) for every input of the engine, in its order.
+std::vector<Tensor> random_engine_inputs(const runtime::cuda_engine::Engine& engine, uint64_t seed);
 
 // "5 kernels (1 on Tensor Cores), arena 1.0 KiB, constants 512 B"
 std::string engine_summary(const runtime::cuda_engine::EngineStats& s);

@@ -63,11 +63,7 @@ Action add_profile(CLI::App& app) {
     ProgressBar progress;
     eng::Engine engine = open_gpu_engine(o->gpu, progress);
     const eng::EnginePlan& plan = engine.plan();
-    std::mt19937_64 rng(o->seed);
-    std::vector<Tensor> inputs;
-    for (const eng::PlanTensor& t : plan.inputs)
-      inputs.push_back(random_tensor({t.dtype, t.shape}, rng));
-    engine.run(inputs);
+    engine.run(random_engine_inputs(engine, o->seed));
     const std::vector<float> replay = engine.time_replays(/*warmup=*/5, o->reps);
     const std::vector<float> launches = engine.profile_launches(o->reps);
     const runtime::cuda::DeviceInfo device = runtime::cuda::device_info();

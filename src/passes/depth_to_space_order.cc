@@ -13,7 +13,6 @@
 // if any), and no residual (a residual is read in the pre-store layout, which the permutation
 // would change).
 #include <algorithm>
-#include <vector>
 
 #include "ops/tessel_epilogue.h"
 #include "passes/passes.h"
@@ -63,7 +62,7 @@ ir::Graph depth_to_space_dcr(ir::Graph g) {
     store.dcr = true;
     ops::write_store(n, store);
   }
-  erase_nodes(g, std::vector<char>(g.nodes.size(), 0));  // drops the CRD constants left unused
+  g.compact();  // drops the CRD constants left unused
   return g;
 }
 

@@ -4,7 +4,6 @@
 // SIMT); can_implement() rejects illegal schedules with a reason; the generated source has
 // the gathers, checks and store arithmetic the index maps call for.
 #include <gtest/gtest.h>
-#include <nvrtc.h>
 
 #include <unistd.h>
 
@@ -13,6 +12,7 @@
 #include <vector>
 
 #include "codegen/contraction_problems.h"
+#include "codegen/nvrtc_test_util.h"
 #include "runtime/cuda/cuda_api.h"
 
 namespace tessel::codegen::cuda::testing {
@@ -22,43 +22,6 @@ using contraction::EpilogueOpKind;
 using contraction::StoreMap;
 using K = contraction::EpilogueOpKind;
 
-// NVRTC straight, so that the test sees the PTX (the runtime wrapper returns only the cubin).
-struct Compiled {
-  bool ok = false;
-  std::string log, ptx, cubin;
-};
-
-Compiled nvrtc_compile(const KernelSource& ks, const std::string& arch) {
-  Compiled out;
-  std::vector<const char*> names, texts;
-  for (const auto& [n, t] : ks.headers) {
-    names.push_back(n.c_str());
-    texts.push_back(t.c_str());
-  }
-  nvrtcProgram prog;
-  if (nvrtcCreateProgram(&prog, ks.source.c_str(), (ks.name + ".cu").c_str(),
-                         static_cast<int>(names.size()), texts.data(), names.data()) != NVRTC_SUCCESS) {
-    out.log = "nvrtcCreateProgram failed";
-    return out;
-  }
-  const std::string arch_opt = "--gpu-architecture=" + arch;
-  const char* opts[] = {arch_opt.c_str(), "-std=c++17", "-default-device"};
-  out.ok = nvrtcCompileProgram(prog, 3, opts) == NVRTC_SUCCESS;
-  size_t n = 0;
-  nvrtcGetProgramLogSize(prog, &n);
-  out.log.resize(n);
-  nvrtcGetProgramLog(prog, out.log.data());
-  if (out.ok) {
-    nvrtcGetPTXSize(prog, &n);
-    out.ptx.resize(n);
-    nvrtcGetPTX(prog, out.ptx.data());
-    nvrtcGetCUBINSize(prog, &n);
-    out.cubin.resize(n);
-    nvrtcGetCUBIN(prog, out.cubin.data());
-  }
-  nvrtcDestroyProgram(&prog);
-  return out;
-}
 
 bool has(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
 

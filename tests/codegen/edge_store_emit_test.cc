@@ -5,12 +5,12 @@
 // output width allows in their PTX; the store arithmetic is in the source; can_implement
 // rejects what the store cannot do.
 #include <gtest/gtest.h>
-#include <nvrtc.h>
 
 #include <string>
 #include <vector>
 
 #include "codegen/contraction_problems.h"
+#include "codegen/nvrtc_test_util.h"
 
 namespace tessel::codegen::cuda::testing {
 namespace {
@@ -23,33 +23,9 @@ bool has(const std::string& s, const std::string& what) { return s.find(what) !=
 // The PTX of `ks` for `arch` (NVRTC straight: the runtime wrapper returns only the cubin); the
 // test fails with the log if it does not compile.
 std::string ptx_of(const KernelSource& ks, const std::string& arch) {
-  std::vector<const char*> names, texts;
-  for (const auto& [n, t] : ks.headers) {
-    names.push_back(n.c_str());
-    texts.push_back(t.c_str());
-  }
-  nvrtcProgram prog;
-  EXPECT_EQ(nvrtcCreateProgram(&prog, ks.source.c_str(), (ks.name + ".cu").c_str(),
-                               static_cast<int>(names.size()), texts.data(), names.data()),
-            NVRTC_SUCCESS);
-  const std::string arch_opt = "--gpu-architecture=" + arch;
-  const char* opts[] = {arch_opt.c_str(), "-std=c++17", "-default-device"};
-  const bool ok = nvrtcCompileProgram(prog, 3, opts) == NVRTC_SUCCESS;
-  size_t n = 0;
-  std::string text;
-  if (ok) {
-    nvrtcGetPTXSize(prog, &n);
-    text.resize(n);
-    nvrtcGetPTX(prog, text.data());
-  } else {
-    nvrtcGetProgramLogSize(prog, &n);
-    text.resize(n);
-    nvrtcGetProgramLog(prog, text.data());
-    ADD_FAILURE() << arch << ":\n" << text << "\n" << ks.source;
-    text.clear();
-  }
-  nvrtcDestroyProgram(&prog);
-  return text;
+  const Compiled out = nvrtc_compile(ks, arch);
+  if (!out.ok) ADD_FAILURE() << arch << ":\n" << out.log << "\n" << ks.source;
+  return out.ptx;
 }
 
 // `p` stored NCHW (or depth_to_space by 2, CRD, then NCHW), with schedule `s` and `steps`.

@@ -10,12 +10,11 @@
 // engine builds them, the Concat's copy kernel, and every network compiled for sm_90a.
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <map>
-#include <random>
 
 #include "codegen/cuda/op_kernels.h"
 #include "contraction/epilogue.h"
+#include "gpu/gpu_test_util.h"
 #include "ir/infer.h"
 #include "ir/ir_writer.h"
 #include "ir/op_registry.h"
@@ -33,6 +32,8 @@ namespace {
 namespace rt = runtime::cuda;
 using testing::conv_weight;
 using testing::IrWriter;
+using testing::random_inputs;
+using testing::relative_l2;
 
 // "%out = Relu(Conv(%in, %w)) : type" as two lines, the conv named `name`.
 void conv_relu(IrWriter& w, const std::string& out, const std::string& in,
@@ -163,32 +164,6 @@ ir::Graph dense_heads() {
   w.node("%c = Concat(%a, %b) {axis = 1} : f32[4,24] @\"concat\"");
   w.node("%y = Gemm(%c, %wy) {transB = 1} : f32[4,8] @\"fc_y\"");
   return w.graph("y");
-}
-
-std::vector<Tensor> random_inputs(const ir::Graph& g, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<double> mag(0.25, 1.0);
-  std::bernoulli_distribution neg(0.5);
-  std::vector<Tensor> r;
-  for (ir::ValueId v : g.inputs) {
-    const ir::TensorType& t = g.type(v);
-    std::vector<double> x(static_cast<size_t>(numel(t.shape)));
-    for (double& e : x) e = (neg(rng) ? -1 : 1) * mag(rng);
-    r.push_back(Tensor::from_doubles(t.dtype, t.shape, x));
-  }
-  return r;
-}
-
-// sqrt(sum (a - b)^2 / sum b^2); a NaN fails.
-double relative_l2(const Tensor& got, const Tensor& want) {
-  double num = 0, den = 0;
-  for (int64_t i = 0; i < want.numel(); ++i) {
-    const double a = got.get_f64(i), b = want.get_f64(i);
-    if (std::isnan(a)) return INFINITY;
-    num += (a - b) * (a - b);
-    den += b * b;
-  }
-  return std::sqrt(num / den);
 }
 
 // in_place flags of each Concat of the compiled graph, by node name.

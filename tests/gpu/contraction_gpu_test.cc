@@ -6,8 +6,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <atomic>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -15,12 +13,12 @@
 #include <random>
 #include <set>
 #include <sstream>
-#include <thread>
 #include <unistd.h>
 
 #include "codegen/contraction_problems.h"
 #include "codegen/contraction_reference.h"
 #include "core/half.h"
+#include "gpu/gpu_test_util.h"
 #include "runtime/cuda/cuda_api.h"
 #include "tune/default_schedule.h"
 
@@ -28,6 +26,8 @@ namespace tessel::codegen::cuda::testing {
 namespace {
 
 namespace rt = runtime::cuda;
+using ::tessel::testing::build_all;
+using ::tessel::testing::upload;
 using contraction::EpilogueOpKind;
 using contraction::StoreMap;
 
@@ -49,35 +49,6 @@ class ContractionGpuTest : public ::testing::Test {
   }
   rt::DeviceInfo info_;
 };
-
-rt::DeviceBuffer upload(const std::vector<char>& bytes) {
-  rt::DeviceBuffer b(std::max<size_t>(bytes.size(), 16));
-  b.upload(bytes.data(), bytes.size());
-  return b;
-}
-
-// Builds every kernel in parallel (NVRTC is the slow part); nullptr + message on failure.
-std::vector<std::unique_ptr<ContractionKernel>> build_all(const std::vector<TestProblem>& ps,
-                                                          const std::string& arch,
-                                                          std::vector<std::string>& errors) {
-  std::vector<std::unique_ptr<ContractionKernel>> ks(ps.size());
-  errors.assign(ps.size(), "");
-  std::atomic<size_t> next{0};
-  auto worker = [&] {
-    for (size_t i; (i = next++) < ps.size();) {
-      try {
-        ks[i] = ContractionKernel::build(ps[i].c, ps[i].e, ps[i].s, arch);
-      } catch (const std::exception& e) {
-        errors[i] = e.what();
-      }
-    }
-  };
-  std::vector<std::thread> pool;
-  const unsigned n = std::max(1u, std::min(16u, std::thread::hardware_concurrency()));
-  for (unsigned t = 0; t < n; ++t) pool.emplace_back(worker);
-  for (auto& t : pool) t.join();
-  return ks;
-}
 
 // Runs one problem on random data and compares with the CPU reference.
 void run_and_check(const TestProblem& p, const ContractionKernel& k, std::mt19937& rng) {

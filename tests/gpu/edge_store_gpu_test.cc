@@ -12,17 +12,16 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <random>
-#include <thread>
 
 #include "codegen/contraction_problems.h"
 #include "codegen/contraction_reference.h"
 #include "core/half.h"
+#include "gpu/gpu_test_util.h"
 #include "ir/infer.h"
 #include "ir/ir_writer.h"
 #include "ir/parser.h"
@@ -35,6 +34,8 @@ namespace tessel::codegen::cuda::testing {
 namespace {
 
 namespace rt = runtime::cuda;
+using ::tessel::testing::build_all;
+using ::tessel::testing::upload;
 using contraction::StoreMap;
 using K = contraction::EpilogueOpKind;
 
@@ -49,12 +50,6 @@ class EdgeStoreGpu : public ::testing::Test {
   bool hopper() const { return arch_ == "sm_90a"; }
   std::string arch_;
 };
-
-rt::DeviceBuffer upload(const std::vector<char>& bytes) {
-  rt::DeviceBuffer b(std::max<size_t>(bytes.size(), 16));
-  b.upload(bytes.data(), bytes.size());
-  return b;
-}
 
 // Element i = (n, y, x, ch) of an NHWC [N, H, W, C] buffer: its NCHW position
 // ((n*C + ch)*H + y)*W + x.
@@ -91,29 +86,6 @@ std::string describe(const TestProblem& p) {
   if (p.e.store.kind == StoreMap::Kind::kDepthToSpaceNchw) s += "_d2s_nchw";
   for (const auto& st : p.e.steps) s += "_" + TestProblem::step_name(st.kind);
   return s;
-}
-
-// Builds every kernel in parallel (NVRTC is the slow part); nullptr + message on failure.
-std::vector<std::unique_ptr<ContractionKernel>> build_all(const std::vector<TestProblem>& ps,
-                                                          const std::string& arch,
-                                                          std::vector<std::string>& errors) {
-  std::vector<std::unique_ptr<ContractionKernel>> ks(ps.size());
-  errors.assign(ps.size(), "");
-  std::atomic<size_t> next{0};
-  auto worker = [&] {
-    for (size_t i; (i = next++) < ps.size();) {
-      try {
-        ks[i] = ContractionKernel::build(ps[i].c, ps[i].e, ps[i].s, arch);
-      } catch (const std::exception& e) {
-        errors[i] = e.what();
-      }
-    }
-  };
-  std::vector<std::thread> pool;
-  const unsigned n = std::max(1u, std::min(16u, std::thread::hardware_concurrency()));
-  for (unsigned t = 0; t < n; ++t) pool.emplace_back(worker);
-  for (auto& t : pool) t.join();
-  return ks;
 }
 
 // Runs `p` twice on random data (the output poisoned each time) and compares with the CPU

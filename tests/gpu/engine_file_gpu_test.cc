@@ -5,14 +5,13 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <random>
 
 #include "cli/cli_util.h"
+#include "gpu/gpu_test_util.h"
 #include "ir/ir_writer.h"
 #include "ir/printer.h"
 #include "runtime/cpu/executor.h"
@@ -26,6 +25,8 @@ namespace tessel::runtime::cuda_engine {
 namespace {
 
 namespace rt = runtime::cuda;
+using testing::random_inputs;
+using testing::relative_l2;
 
 // conv-bn-relu, max pool, a residual conv, global pool and a dense layer over a batch of 2:
 // Tensor Core contractions, op kernels, a residual epilogue and a constant-heavy tail.
@@ -49,30 +50,6 @@ ir::Graph small_net() {
   w.node("%f = Flatten(%g) {axis = 1} : f32[2,16] @\"flatten\"");
   w.node("%y = Gemm(%f, %fc_w, %fc_b) {transB = 1} : f32[2,10] @\"fc\"");
   return w.graph("y");
-}
-
-std::vector<Tensor> random_inputs(const ir::Graph& g, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<double> uni(-1.0, 1.0);
-  std::vector<Tensor> r;
-  for (ir::ValueId v : g.inputs) {
-    const ir::TensorType& t = g.type(v);
-    std::vector<double> x(static_cast<size_t>(numel(t.shape)));
-    for (double& e : x) e = uni(rng);
-    r.push_back(Tensor::from_doubles(t.dtype, t.shape, x));
-  }
-  return r;
-}
-
-double relative_l2(const Tensor& got, const Tensor& want) {
-  double num = 0, den = 0;
-  for (int64_t i = 0; i < want.numel(); ++i) {
-    const double a = got.get_f64(i), b = want.get_f64(i);
-    if (std::isnan(a)) return INFINITY;
-    num += (a - b) * (a - b);
-    den += b * b;
-  }
-  return std::sqrt(num / den);
 }
 
 class EngineFileGpu : public ::testing::Test {

@@ -5,16 +5,15 @@
 // by relative L2: 2e-2 in fp16, 1e-3 in fp32. Skipped where no CUDA device is present.
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <random>
 #include <unistd.h>
 
 #include "frontend/onnx/importer.h"
 #include "ir/infer.h"
 #include "ir/op_registry.h"
+#include "gpu/gpu_test_util.h"
 #include "ir/ir_writer.h"
 #include "ir/parser.h"
 #include "runtime/cpu/executor.h"
@@ -31,6 +30,8 @@ using testing::batch_norm_params;
 using testing::bn;
 using testing::conv_weight;
 using testing::IrWriter;
+using testing::random_inputs;
+using testing::relative_l2;
 
 // conv-bn-relu, maxpool, a residual block, global pool, flatten, dense; 16 channels so that
 // the 3x3 convs and the dense layer are Tensor Core contractions.
@@ -116,33 +117,6 @@ ir::Graph depthwise_block() {
   w.node(bn("bp", "p", "bnp", narrow));
   w.node("%y = Add(%bp, %x) : " + narrow + " @\"add\"");
   return w.graph("y");
-}
-
-std::vector<Tensor> random_inputs(const ir::Graph& g, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<double> mag(0.25, 1.0);
-  std::bernoulli_distribution neg(0.5);
-  std::vector<Tensor> r;
-  for (ir::ValueId v : g.inputs) {
-    const ir::TensorType& t = g.type(v);
-    std::vector<double> x(static_cast<size_t>(numel(t.shape)));
-    for (double& e : x) e = (neg(rng) ? -1 : 1) * mag(rng);
-    r.push_back(Tensor::from_doubles(t.dtype, t.shape, x));
-  }
-  return r;
-}
-
-// sqrt(sum (a - b)^2 / sum b^2); a NaN in the result (an unwritten element) fails.
-double relative_l2(const Tensor& got, const Tensor& want) {
-  EXPECT_EQ(got.type_str(), want.type_str());
-  double num = 0, den = 0;
-  for (int64_t i = 0; i < std::min(got.numel(), want.numel()); ++i) {
-    const double a = got.get_f64(i), b = want.get_f64(i);
-    if (std::isnan(a)) return INFINITY;
-    num += (a - b) * (a - b);
-    den += b * b;
-  }
-  return den == 0 ? std::sqrt(num) : std::sqrt(num / den);
 }
 
 // Compiles `g`, then runs it twice on different inputs (the second run checks that each run

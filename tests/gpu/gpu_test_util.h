@@ -1,0 +1,84 @@
+// Helpers shared by the GPU tests: random graph inputs, the relative-L2 comparison of engine
+// outputs with the CPU executor's, and parallel builds of generated contraction kernels.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "codegen/contraction_problems.h"
+#include "core/tensor.h"
+#include "ir/graph.h"
+#include "runtime/cuda/cuda_api.h"
+
+namespace tessel::testing {
+
+// One tensor per graph input, magnitudes in [0.25, 1] with random signs: never zero, so an
+// unwritten output or a dropped term shows.
+inline std::vector<Tensor> random_inputs(const ir::Graph& g, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> mag(0.25, 1.0);
+  std::bernoulli_distribution neg(0.5);
+  std::vector<Tensor> r;
+  for (ir::ValueId v : g.inputs) {
+    const ir::TensorType& t = g.type(v);
+    std::vector<double> x(static_cast<size_t>(numel(t.shape)));
+    for (double& e : x) e = (neg(rng) ? -1 : 1) * mag(rng);
+    r.push_back(Tensor::from_doubles(t.dtype, t.shape, x));
+  }
+  return r;
+}
+
+// sqrt(sum (a - b)^2 / sum b^2) over tensors of one type; a NaN in `got` (a poisoned,
+// unwritten element) gives infinity.
+inline double relative_l2(const Tensor& got, const Tensor& want) {
+  EXPECT_EQ(got.type_str(), want.type_str());
+  double num = 0, den = 0;
+  for (int64_t i = 0; i < std::min(got.numel(), want.numel()); ++i) {
+    const double a = got.get_f64(i), b = want.get_f64(i);
+    if (std::isnan(a)) return INFINITY;
+    num += (a - b) * (a - b);
+    den += b * b;
+  }
+  return den == 0 ? std::sqrt(num) : std::sqrt(num / den);
+}
+
+// A device copy of `bytes` (at least 16 bytes, so an empty operand still has an address).
+inline runtime::cuda::DeviceBuffer upload(const std::vector<char>& bytes) {
+  runtime::cuda::DeviceBuffer b(std::max<size_t>(bytes.size(), 16));
+  b.upload(bytes.data(), bytes.size());
+  return b;
+}
+
+// Builds every problem's kernel in parallel (NVRTC is the slow part); nullptr and the message
+// in `errors` where a build fails.
+inline std::vector<std::unique_ptr<codegen::cuda::ContractionKernel>> build_all(
+    const std::vector<codegen::cuda::testing::TestProblem>& ps, const std::string& arch,
+    std::vector<std::string>& errors) {
+  std::vector<std::unique_ptr<codegen::cuda::ContractionKernel>> ks(ps.size());
+  errors.assign(ps.size(), "");
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t i; (i = next++) < ps.size();) {
+      try {
+        ks[i] = codegen::cuda::ContractionKernel::build(ps[i].c, ps[i].e, ps[i].s, arch);
+      } catch (const std::exception& e) {
+        errors[i] = e.what();
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  const unsigned n = std::max(1u, std::min(16u, std::thread::hardware_concurrency()));
+  for (unsigned t = 0; t < n; ++t) pool.emplace_back(worker);
+  for (auto& t : pool) t.join();
+  return ks;
+}
+
+}  // namespace tessel::testing
