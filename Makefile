@@ -11,7 +11,8 @@ setup:
 	bash scripts/setup.sh
 
 configure: setup
-	cmake -S . -B $(BUILD) -G Ninja $(CMAKE_FLAGS) > $(BUILD).configure.log 2>&1 || (cat $(BUILD).configure.log; exit 1)
+	mkdir -p $(BUILD)
+	cmake -S . -B $(BUILD) -G Ninja $(CMAKE_FLAGS) > $(BUILD)/configure.log 2>&1 || (cat $(BUILD)/configure.log; exit 1)
 
 build: configure
 	cmake --build $(BUILD) -j $(JOBS)
@@ -23,4 +24,4 @@ test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 900
 
 clean:
-	rm -rf $(BUILD) $(BUILD).configure.log
+	rm -rf $(BUILD)

@@ -7,7 +7,7 @@ set -euo pipefail
 BUILD=${1:-build}
 rm -rf .device
 mkdir -p .device/bin .device/lib .device/workloads
-for b in src/cli/tessel tests/gpu_tests tests/codegen_tests tests/cuda_tests tests/bench_tests; do
+for b in src/cli/tessel tests/gpu_tests tests/kernels_tests tests/device_tests tests/bench_tests; do
   [[ -x "$BUILD/$b" ]] && cp "$BUILD/$b" .device/bin/
 done
 # Libraries outside the CUDA toolkit and glibc/libstdc++ that the binaries link.

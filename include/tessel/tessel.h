@@ -1,10 +1,17 @@
-// tessel's public C++ API: load an ONNX model, run it, inspect the compiled graph.
+// tessel's public C++ API: compile, load and run a model. The CLI is written on it, and so is
+// the Python module.
 //
-//   tessel::Session s = tessel::Session::load("resnet50.onnx", {.batch = 8});
-//   std::vector<tessel::Tensor> out = s.run({input});
+//   tessel::Options o;
+//   o.batch = 8;
+//   tessel::Session s = tessel::Session::open("resnet50.onnx", o);  // compiles for the GPU here
+//   std::vector<tessel::Tensor> y = s.run({x});
 //
-// Errors in the user's input (bad model, unsupported op, wrong input shape) are thrown as
-// tessel::UserError with a message naming what and where.
+//   tessel::compile_file("resnet50.onnx", "resnet50.tsl", o, "sm_90a");  // no GPU needed
+//   tessel::Session e = tessel::Session::open("resnet50.tsl");          // loads, compiles nothing
+//
+// Errors in the user's input (a bad model, an unsupported op, a wrong input shape, a missing
+// file, an engine file for another GPU) are thrown as tessel::UserError with one line naming
+// what and where; tessel::InternalError is a compiler bug.
 #pragma once
 
 #include <map>
@@ -12,31 +19,95 @@
 #include <string>
 #include <vector>
 
+#include "core/dtype.h"
 #include "core/error.h"
+#include "core/progress.h"
 #include "core/tensor.h"
 #include "ir/graph.h"
 
 namespace tessel {
 
-struct SessionOptions {
-  int64_t batch = 0;                          // fixes a symbolic batch dimension
-  std::map<std::string, Shape> input_shapes;  // static shapes for symbolic inputs
-  std::string device = "cpu";                 // "cpu": the reference executor
+namespace runtime {
+class Engine;
+}  // namespace runtime
+
+enum class Device {
+  kCpu,   // the reference executor: every op, in the model's precision; the correctness oracle
+  kCuda,  // the compiled engine on the GPU, run as one CUDA graph
 };
+
+// The public API's options, in one struct.
+struct Options {
+  Device device = Device::kCuda;
+  Precision precision = Precision::kFp16;  // GPU storage precision
+  bool tensor_cores = true;                // false: every contraction on the SIMT kernel
+  int64_t batch = 0;                       // fixes a symbolic batch dimension
+  std::map<std::string, Shape> input_shapes;  // static shapes for symbolic inputs
+  ProgressFn progress = nullptr;              // long steps: passes, compiling, loading
+};
+
+// An input or output of a session.
+struct TensorInfo {
+  std::string name;
+  DType dtype = DType::kF32;
+  Shape shape;
+};
+
+// An ONNX model (.onnx) or a textual IR graph (.tir), imported with types inferred and
+// verified; batch and input_shapes of `options` fix symbolic dimensions.
+ir::Graph load_graph(const std::string& path, const Options& options = {});
+
+// True when `path` starts with an engine file's magic (a .tsl written by compile_file).
+bool is_engine_file(const std::string& path);
+
+// One kernel launch of a compiled engine: which node it runs and how.
+struct LaunchInfo {
+  std::string node;         // the compiled graph's node
+  std::string op;           // "tessel.Conv"
+  std::string instruction;  // "mma.sync", "wgmma" or "SIMT"
+  std::string schedule;     // a contraction's schedule name; "" for other kernels
+};
+
+struct CompileReport {
+  std::string summary;  // one line: target, precision, batch, kernels, memory, time, file
+  std::vector<LaunchInfo> launches;
+};
+
+// Compiles a model for `target` ("sm_90a", "sm_80", or "" for the GPU present) and writes the
+// engine file. Needs NVRTC, not a GPU, when a target is named.
+CompileReport compile_file(const std::string& model_path, const std::string& engine_path,
+                           const Options& options, const std::string& target = "");
 
 class Session {
  public:
-  static Session load(const std::string& onnx_path, const SessionOptions& options = {});
+  // A model (.onnx, .tir) compiled for options.device, or an engine file (.tsl, GPU only)
+  // loaded as it is (then batch, input_shapes and precision must be left at their defaults).
+  static Session open(const std::string& path, const Options& options = {});
+  // An imported graph.
+  static Session from_graph(const ir::Graph& graph, const Options& options = {});
 
-  const ir::Graph& graph() const { return *graph_; }
-  std::vector<std::string> input_names() const;
-  std::vector<std::string> output_names() const;
-  // One tensor per graph input, in order; returns the outputs in order.
-  std::vector<Tensor> run(const std::vector<Tensor>& inputs) const;
+  Session(Session&&) noexcept;
+  Session& operator=(Session&&) noexcept;
+  ~Session();
+
+  const std::vector<TensorInfo>& inputs() const;
+  const std::vector<TensorInfo>& outputs() const;
+  // One tensor per input, in order and of the input's type; the outputs in order. A mismatched
+  // input is a UserError naming it.
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs);
+
+  Device device() const;
+  double compile_ms() const;  // compiling here, wall clock; 0 for a loaded engine file
+  // The GPU engine (plan, statistics, timing); null on the CPU.
+  runtime::Engine* engine() const;
+  // The graph the CPU runs, or the GPU engine was compiled from after the pass pipeline; null
+  // for a loaded engine file.
+  const ir::Graph* graph() const;
 
  private:
-  std::shared_ptr<const ir::Graph> graph_;
-  SessionOptions options_;
+  struct Impl;
+  explicit Session(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace tessel

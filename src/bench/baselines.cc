@@ -11,7 +11,7 @@
 namespace tessel::bench {
 namespace {
 
-namespace rt = runtime::cuda;
+namespace rt = device;
 
 void check_cudnn(cudnnStatus_t s, const char* call) {
   if (s != CUDNN_STATUS_SUCCESS)

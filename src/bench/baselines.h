@@ -9,7 +9,7 @@
 
 #include "bench/workloads.h"
 #include "core/error.h"
-#include "runtime/cuda/cuda_api.h"
+#include "device/cuda_api.h"
 
 namespace tessel::bench {
 
@@ -49,7 +49,7 @@ class CudnnConv {
  private:
   struct Descriptors;  // cuDNN handles, kept out of this header
   std::unique_ptr<Descriptors> d_;
-  runtime::cuda::DeviceBuffer workspace_;
+  device::DeviceBuffer workspace_;
   std::string algorithm_, search_;
 };
 
@@ -70,7 +70,7 @@ class CublasLtGemm {
  private:
   struct Descriptors;  // cuBLASLt handles
   std::unique_ptr<Descriptors> d_;
-  runtime::cuda::DeviceBuffer workspace_;
+  device::DeviceBuffer workspace_;
   std::string algorithm_;
 };
 

@@ -12,7 +12,7 @@
 namespace tessel::bench {
 namespace {
 
-namespace rt = runtime::cuda;
+namespace rt = device;
 
 // More sets than this would only matter for operands of a few hundred KiB, which 256 sets
 // already spread over far more than L2.

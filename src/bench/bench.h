@@ -44,7 +44,7 @@
 
 #include "bench/baselines.h"
 #include "bench/workloads.h"
-#include "runtime/cuda/cuda_api.h"
+#include "device/cuda_api.h"
 
 namespace tessel::bench {
 
@@ -123,12 +123,12 @@ class Bench {
   // GEMM here, in TFLOP/s. Measured on the first call, then remembered for the process.
   static double measured_peak_tflops();
 
-  const runtime::cuda::DeviceInfo& device() const { return device_; }
+  const device::DeviceInfo& device() const { return device_; }
   const BenchOptions& options() const { return options_; }
 
  private:
   BenchOptions options_;
-  runtime::cuda::DeviceInfo device_;
+  device::DeviceInfo device_;
 };
 
 }  // namespace tessel::bench

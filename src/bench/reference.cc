@@ -9,11 +9,11 @@
 #include <memory>
 #include <mutex>
 
-#include "runtime/cuda/cuda_api.h"
+#include "device/cuda_api.h"
 
 namespace tessel::bench {
 
-namespace rt = runtime::cuda;
+namespace rt = device;
 
 // Header-free on purpose: NVRTC has no built-in cuda_fp16.h, and a toolkit include path would
 // tie the benchmark to where the toolkit is installed. fp16 is converted with PTX cvt.

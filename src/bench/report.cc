@@ -121,14 +121,14 @@ void print_table(std::ostream& os, const std::vector<BenchResult>& results, doub
 
 nlohmann::json to_json(const Bench& bench, const std::vector<BenchResult>& results,
                        double peak_tflops) {
-  const runtime::cuda::DeviceInfo& d = bench.device();
+  const device::DeviceInfo& d = bench.device();
   nlohmann::json j;
   j["device"] = {{"name", d.name},           {"arch", d.arch()},
                  {"sm_count", d.sm_count},   {"l2_bytes", d.l2_bytes},
                  {"clock_khz", d.clock_khz}, {"global_mem", d.global_mem}};
   j["libraries"] = {{"cudnn", cudnn_version()},
                     {"cublaslt", cublaslt_version()},
-                    {"nvrtc", runtime::cuda::nvrtc_version()}};
+                    {"nvrtc", device::nvrtc_version()}};
   const BenchOptions& o = bench.options();
   j["options"] = {{"warmup", o.warmup},
                   {"reps", o.reps},

@@ -8,13 +8,12 @@
 #include "cli/commands.h"
 #include "cli/gpu_engine.h"
 #include "core/error.h"
-#include "runtime/cuda/cuda_api.h"
-#include "runtime/cuda_engine/engine_file.h"
-#include "runtime/cuda_engine/engine_report.h"
+#include "device/cuda_api.h"
+#include "runtime/engine_report.h"
 
 namespace tessel::cli {
 
-namespace eng = runtime::cuda_engine;
+namespace eng = runtime;
 
 Action add_bench(CLI::App& app) {
   auto* cmd = app.add_subcommand(
@@ -35,19 +34,20 @@ Action add_bench(CLI::App& app) {
   return [cmd, o, precision]() {
     if (!cmd->parsed()) return -1;
     o->gpu.precision_given = precision->count() > 0;
-    const bool from_file = eng::is_engine_file(o->gpu.model.path);
+    const bool from_file = is_engine_file(o->gpu.model.path);
     // The driver's view of memory use needs the context the engine will use; taking the first
     // reading after opening it keeps the context's own memory out of the difference.
     std::string why;
-    const bool has_gpu = runtime::cuda::cuda_available(&why);
-    const runtime::cuda::MemoryInfo before =
-        has_gpu ? runtime::cuda::memory_info() : runtime::cuda::MemoryInfo{};
+    const bool has_gpu = device::cuda_available(&why);
+    const device::MemoryInfo before =
+        has_gpu ? device::memory_info() : device::MemoryInfo{};
     ProgressBar progress;
-    eng::Engine engine = open_gpu_engine(o->gpu, progress);
-    const runtime::cuda::MemoryInfo after = runtime::cuda::memory_info();
+    Session session = open_gpu_session(o->gpu, progress);
+    eng::Engine& engine = *session.engine();
+    const device::MemoryInfo after = device::memory_info();
     const eng::EnginePlan& plan = engine.plan();
 
-    engine.run(random_engine_inputs(engine, o->seed));
+    engine.run(random_inputs(session, o->seed));
     const eng::LatencyStats lat =
         eng::latency_stats(engine.time_replays(o->warmup, o->reps), plan.batch);
     const eng::EngineStats& st = engine.stats();
@@ -56,9 +56,9 @@ Action add_bench(CLI::App& app) {
 
     const std::string origin =
         from_file ? "loaded from an engine file"
-                  : "compiled in " + std::to_string(std::lround(st.compile_ms)) + " ms";
+                  : "compiled in " + std::to_string(std::lround(session.compile_ms())) + " ms";
     std::printf("model %s: %s, %s, batch %lld, %s\n", o->gpu.model.path.c_str(),
-                engine_summary(st).c_str(), eng::precision_name(plan.precision),
+                engine_summary(st).c_str(), precision_name(plan.precision),
                 static_cast<long long>(plan.batch), origin.c_str());
     std::printf(
         "latency     median %.3f ms, p90 %.3f ms (%d replays of one CUDA graph after %d warm-up)\n",
@@ -73,8 +73,8 @@ Action add_bench(CLI::App& app) {
     if (!o->json.empty()) {
       nlohmann::json j;
       j["model"] = o->gpu.model.path;
-      j["device"] = runtime::cuda::device_info().name;
-      j["precision"] = eng::precision_name(plan.precision);
+      j["device"] = device::device_info().name;
+      j["precision"] = precision_name(plan.precision);
       j["batch"] = plan.batch;
       j["median_ms"] = lat.median_ms;
       j["p90_ms"] = lat.p90_ms;
@@ -83,7 +83,7 @@ Action add_bench(CLI::App& app) {
       j["warmup"] = o->warmup;
       j["peak_device_bytes"] = st.device_bytes;
       j["driver_used_delta_bytes"] = driver_delta;
-      j["compile_ms"] = from_file ? nlohmann::json(nullptr) : nlohmann::json(st.compile_ms);
+      j["compile_ms"] = from_file ? nlohmann::json(nullptr) : nlohmann::json(session.compile_ms());
       std::ofstream f(o->json);
       TESSEL_USER_CHECK(f.good()) << o->json << ": cannot open for writing";
       f << j.dump(2) << "\n";

@@ -1,6 +1,7 @@
 // `tessel bench-op`: tessel's generated kernel against cuDNN / cuBLASLt on the workloads of
 // CSV files, in one process, on the same inputs. Prints a table and the geometric mean of the
 // speed ratios; writes JSON.
+#include <array>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -10,46 +11,84 @@
 #include "cli/commands.h"
 #include "cli/op_kernels.h"
 #include "core/error.h"
-#include "tune/default_schedule.h"
+#include "device/cuda_api.h"
+#include "kernels/cuda/contraction_kernel.h"
+#include "kernels/cuda/op_kernels.h"
+#include "kernels/default_schedule.h"
 
 namespace tessel::cli {
 namespace {
 
-// A compiled kernel plus the split-K workspace it needs, kept alive by the enqueue closure.
+// What the enqueue closure keeps alive: a compiled contraction and its split-K workspace, or a
+// loaded op kernel (a grouped conv's direct kernel).
 struct Prepared {
-  std::unique_ptr<codegen::cuda::ContractionKernel> kernel;
-  runtime::cuda::DeviceBuffer workspace;
+  std::unique_ptr<kernels::cuda::ContractionKernel> kernel;
+  device::DeviceBuffer workspace;
   bool swapped = false;
+  std::shared_ptr<device::Module> op_module;
+  void* op_function = nullptr;
+  device::LaunchConfig op_launch;
 };
 
-// `schedule`: a Schedule::name() to use instead of the default pick (for sweeps); a workload
-// it cannot implement reports why instead of a time.
-bench::TesselKernel make_kernel(const contraction::IndexMaps& maps, bool tensor_cores,
+// tessel's kernel for a workload, as plan_node decides it for the workload's node. `schedule`:
+// a Schedule::name() to use instead of the default pick (for sweeps); a workload it cannot
+// implement reports why instead of a time.
+bench::TesselKernel make_kernel(const ir::Graph& g, bool tensor_cores,
                                 const std::string& schedule) {
-  std::string arch;
-  tune::DeviceInfoLite device = target_device(&arch);
-  OpPlan plan = plan_op(maps, device, tensor_cores);
-  if (!schedule.empty() && plan.match.contraction) {
-    const std::optional<tune::Schedule> s = tune::parse_schedule(schedule, *plan.match.contraction);
+  const device::DeviceInfo device = planning_target();
+  const std::string arch = device.arch();
+  compiler::Options options;
+  options.tensor_cores = tensor_cores;
+  compiler::NodePlan plan = plan_workload(g, options, device);
+  if (plan.run == compiler::NodeRun::kUnsupported) return {{}, plan.why};
+  auto p = std::make_shared<Prepared>();
+  bench::TesselKernel k;
+  if (plan.run == compiler::NodeRun::kOpKernel) {
+    TESSEL_USER_CHECK(schedule.empty())
+        << g.nodes[0].label() << ": --schedule applies to contractions; this node runs an op "
+        << "kernel";
+    const kernels::cuda::OpKernelSource src = kernels::cuda::emit_op(g, g.nodes[0]);
+    device::CompileOptions copts;
+    copts.arch = arch;
+    copts.headers = src.headers;
+    p->op_module = device::Module::load(device::compile(src.source, src.name + ".cu", copts).cubin);
+    p->op_function = p->op_module->function(src.name);
+    std::copy(src.grid, src.grid + 3, p->op_launch.grid);
+    std::copy(src.block, src.block + 3, p->op_launch.block);
+    p->op_launch.smem_bytes = src.smem_bytes;
+    k.description = "op kernel (" + g.nodes[0].op + ", group " +
+                    std::to_string(g.nodes[0].get_int("group", 1)) + ")";
+    k.enqueue = [p](const bench::Operands& ops, void* stream) {
+      // The op kernels' parameter block (op_kernels.h): { const void* in[8]; void* out[4]; }.
+      std::array<uint64_t, 12> params{};
+      params[0] = ops.a;
+      params[1] = ops.b;
+      params[8] = ops.c;
+      void* args[] = {params.data()};
+      device::LaunchConfig launch = p->op_launch;
+      launch.stream = stream;
+      device::launch(p->op_function, launch, args);
+    };
+    return k;
+  }
+  const contraction::Contraction& c = *plan.match.contraction;
+  if (!schedule.empty()) {
+    const std::optional<kernels::Schedule> s = kernels::parse_schedule(schedule, c);
     if (!s) return {{}, schedule + ": not a schedule name for this workload"};
-    if (auto why = codegen::cuda::can_implement(*plan.match.contraction, plan.epilogue, *s))
-      return {{}, schedule + ": " + *why};
+    if (auto why = kernels::cuda::can_implement(c, plan.epilogue, *s)) return {{}, schedule + ": " + *why};
     plan.schedule = *s;
   }
-  auto p = std::make_shared<Prepared>();
-  p->kernel = codegen::cuda::ContractionKernel::build(*plan.match.contraction, plan.epilogue,
-                                                      plan.schedule, arch);
+  p->kernel = kernels::cuda::ContractionKernel::build(c, plan.epilogue, plan.schedule, arch);
   if (size_t ws = p->kernel->source().workspace_bytes) {
-    p->workspace = runtime::cuda::DeviceBuffer(ws);
+    p->workspace = device::DeviceBuffer(ws);
     // Split-K kernels expect their workspace zeroed, and leave it zeroed after every launch.
     p->workspace.fill_bytes(0);
   }
-  p->swapped = plan.match.contraction->operands_swapped;
-  bench::TesselKernel k;
+  p->swapped = c.operands_swapped;
   k.description = plan.schedule.name();
-  if (!plan.tensor_cores && !plan.notes.empty()) k.description += " (" + plan.notes[0] + ")";
+  if (!plan.tensor_cores() && !plan.why.empty()) k.description += " (" + plan.why + ")";
   k.enqueue = [p](const bench::Operands& ops, void* stream) {
-    codegen::cuda::KernelArgs args;
+    kernels::cuda::KernelArgs args;
     args.a = p->swapped ? ops.b : ops.a;
     args.b = p->swapped ? ops.a : ops.b;
     args.c = ops.c;
@@ -114,12 +153,12 @@ Action add_bench_op(CLI::App& app) {
     std::vector<bench::BenchResult> results;
     for (const auto& w : convs) {
       results.push_back(
-          b.run(w, [&](const bench::ConvWorkload& x) { return make_kernel(conv_maps(x), tc, o->schedule); }));
+          b.run(w, [&](const bench::ConvWorkload& x) { return make_kernel(workload_graph(x), tc, o->schedule); }));
       std::fprintf(stderr, "  %-34s done\n", w.name.c_str());
     }
     for (const auto& w : gemms) {
       results.push_back(
-          b.run(w, [&](const bench::GemmWorkload& x) { return make_kernel(gemm_maps(x), tc, o->schedule); }));
+          b.run(w, [&](const bench::GemmWorkload& x) { return make_kernel(workload_graph(x), tc, o->schedule); }));
       std::fprintf(stderr, "  %-34s done\n", w.name.c_str());
     }
     const double peak = o->no_peak ? 0.0 : bench::Bench::measured_peak_tflops();

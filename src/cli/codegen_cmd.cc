@@ -11,7 +11,9 @@
 #include "cli/commands.h"
 #include "cli/op_kernels.h"
 #include "core/error.h"
-#include "runtime/cuda/cuda_api.h"
+#include "device/cuda_api.h"
+#include "kernels/cuda/contraction_kernel.h"
+#include "kernels/cuda/op_kernels.h"
 
 namespace tessel::cli {
 namespace {
@@ -56,42 +58,57 @@ Action add_codegen(CLI::App& app) {
   cmd->add_option("--conv2d", o->conv_file, "conv2d workload CSV");
   cmd->add_option("--gemm", o->gemm_file, "GEMM workload CSV");
   cmd->add_option("--workload", o->name, "workload name in the file")->required();
-  cmd->add_option("--arch", o->arch, "compile for this arch (default: the GPU present, else sm_90a)");
+  cmd->add_option("--arch", o->arch, "plan and compile for this GPU: sm_90a or sm_80 (default: the GPU present, else sm_90a)");
   cmd->add_flag("--no-tensor-cores", o->no_tensor_cores, "use the SIMT generator");
   cmd->add_flag("--no-source", o->no_source, "do not print the generated source");
   return [cmd, o]() {
     if (!cmd->parsed()) return -1;
     TESSEL_USER_CHECK(o->conv_file.empty() != o->gemm_file.empty())
         << "codegen: give exactly one of --conv2d or --gemm";
-    contraction::IndexMaps maps;
-    bool found = false;
+    std::optional<ir::Graph> g;
     if (!o->conv_file.empty()) {
       for (const auto& w : bench::read_conv_workloads(o->conv_file))
-        if (w.name == o->name) maps = conv_maps(w), found = true;
+        if (w.name == o->name) g = workload_graph(w);
     } else {
       for (const auto& w : bench::read_gemm_workloads(o->gemm_file))
-        if (w.name == o->name) maps = gemm_maps(w), found = true;
+        if (w.name == o->name) g = workload_graph(w);
     }
-    TESSEL_USER_CHECK(found) << "codegen: no workload named '" << o->name << "'";
-    std::string arch;
-    tune::DeviceInfoLite device = target_device(&arch);
-    if (!o->arch.empty()) arch = o->arch;
-    OpPlan plan = plan_op(maps, device, !o->no_tensor_cores);
-    std::printf("== index maps\n%s\n", maps.str().c_str());
-    std::printf("== contraction\n%s\n", plan.match.contraction->str().c_str());
-    std::printf("== tensor cores: %s\n", plan.tensor_cores ? "yes" : "no");
-    for (const std::string& n : plan.notes) std::printf("   remark: %s\n", n.c_str());
-    std::printf("== schedule %s (%d threads)\n", plan.schedule.name().c_str(), plan.schedule.threads());
-    codegen::cuda::KernelSource src =
-        codegen::cuda::emit(*plan.match.contraction, plan.epilogue, plan.schedule);
-    std::printf("== launch grid (%u,%u,%u) block (%u,%u,%u) smem %u B workspace %zu B\n", src.grid[0],
-                src.grid[1], src.grid[2], src.block[0], src.block[1], src.block[2], src.smem_bytes,
-                src.workspace_bytes);
-    if (!o->no_source) std::printf("== source (%s)\n%s\n", src.name.c_str(), src.source.c_str());
-    runtime::cuda::CompileOptions copts;
+    TESSEL_USER_CHECK(g) << "codegen: no workload named '" << o->name << "'";
+    const device::DeviceInfo device = planning_target(o->arch);
+    const std::string arch = device.arch();
+    compiler::Options options;
+    options.tensor_cores = !o->no_tensor_cores;
+    const compiler::NodePlan plan = plan_workload(*g, options, device);
+    std::printf("== node\n%s\n== plan: %s\n", g->nodes[0].label().c_str(), plan.summary().c_str());
+    std::string name, source;
+    std::vector<std::pair<std::string, std::string>> headers;
+    if (plan.run == compiler::NodeRun::kUnsupported) return 1;
+    if (plan.run == compiler::NodeRun::kContraction) {
+      const contraction::Contraction& c = *plan.match.contraction;
+      std::printf("== index maps\n%s\n", c.maps.str().c_str());
+      std::printf("== contraction\n%s\n", c.str().c_str());
+      std::printf("== tensor cores: %s\n", plan.tensor_cores() ? "yes" : "no");
+      for (const contraction::Remark& r : plan.match.remarks)
+        std::printf("   remark: %s\n", r.text.c_str());
+      std::printf("== schedule %s (%d threads)\n", plan.schedule.name().c_str(),
+                  plan.schedule.threads());
+      kernels::cuda::KernelSource src = kernels::cuda::emit(c, plan.epilogue, plan.schedule);
+      std::printf("== launch grid (%u,%u,%u) block (%u,%u,%u) smem %u B workspace %zu B\n",
+                  src.grid[0], src.grid[1], src.grid[2], src.block[0], src.block[1], src.block[2],
+                  src.smem_bytes, src.workspace_bytes);
+      name = src.name, source = src.source, headers = src.headers;
+    } else {
+      kernels::cuda::OpKernelSource src = kernels::cuda::emit_op(*g, g->nodes[0]);
+      std::printf("== launch grid (%u,%u,%u) block (%u,%u,%u) smem %u B\n", src.grid[0],
+                  src.grid[1], src.grid[2], src.block[0], src.block[1], src.block[2],
+                  src.smem_bytes);
+      name = src.name, source = src.source, headers = src.headers;
+    }
+    if (!o->no_source) std::printf("== source (%s)\n%s\n", name.c_str(), source.c_str());
+    device::CompileOptions copts;
     copts.arch = arch;
-    copts.headers = src.headers;
-    runtime::cuda::CompiledKernel k = runtime::cuda::compile(src.source, src.name, copts);
+    copts.headers = headers;
+    device::CompiledKernel k = device::compile(source, name, copts);
     std::printf("== compiled for %s: %zu bytes of cubin%s\n", arch.c_str(), k.cubin.size(),
                 k.from_cache ? " (from cache)" : "");
     auto mix = sass_mix(k.cubin);

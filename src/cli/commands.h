@@ -10,7 +10,8 @@
 
 #include "core/tensor.h"
 #include "ir/graph.h"
-#include "passes/options.h"
+#include "core/units.h"
+#include "tessel/tessel.h"
 
 namespace tessel::cli {
 
@@ -35,18 +36,18 @@ struct ModelOptions {
 // `what`: the model argument's help text.
 void add_model_options(CLI::App& cmd, ModelOptions& o,
                        const std::string& what = "ONNX model (.onnx) or textual IR (.tir)");
+// The public API's options for a model's --batch and --input-shape.
+Options model_api_options(const ModelOptions& o);
 // Loads an .onnx model or a .tir textual graph (types inferred and verified).
 ir::Graph load_model(const ModelOptions& o);
 
 // --precision fp16|fp32, the GPU storage precision.
 CLI::Option* add_precision_option(CLI::App& cmd, std::string& precision);
-passes::Precision parse_precision(const std::string& precision);
+Precision parse_precision(const std::string& precision);
 
 // Seeded random data for a model input: uniform [-1, 1) for floats, small non-negative integers
 // otherwise.
 Tensor random_tensor(const ir::TensorType& t, std::mt19937_64& rng);
 
-std::string human_count(double v);   // 25.6M, 4.1G
-std::string human_bytes(int64_t b);  // 1.5 MiB, 800.0 KiB, 512 B
 
 }  // namespace tessel::cli

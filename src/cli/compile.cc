@@ -1,37 +1,16 @@
-// `tessel compile`: a model compiled into a .tsl engine file (runtime/cuda_engine/engine_file.h)
+// `tessel compile`: a model compiled into a .tsl engine file (runtime/engine_file.h)
 // that `tessel run/bench/profile` load without compiling. Compiling needs NVRTC, not a GPU:
 // --target compiles for a known GPU that is not here.
-#include <cmath>
+#include <nlohmann/json.hpp>
+
 #include <cstdio>
+#include <fstream>
 
 #include "cli/commands.h"
 #include "cli/progress.h"
 #include "core/error.h"
-#include "runtime/cuda/cuda_api.h"
-#include "runtime/cuda_engine/engine.h"
-#include "runtime/cuda_engine/engine_file.h"
-#include "runtime/cuda_engine/target.h"
 
 namespace tessel::cli {
-namespace {
-
-namespace eng = runtime::cuda_engine;
-
-// --target's GPU, else the GPU present; without either, say how to name one.
-eng::TargetInfo compile_target(const std::string& requested) {
-  if (!requested.empty()) return eng::target_for_arch(requested);
-  std::string why;
-  if (runtime::cuda::cuda_available(&why))
-    return eng::target_of_device(runtime::cuda::device_info());
-  std::string known;
-  for (const eng::KnownTarget& t : eng::known_targets())
-    known += (known.empty() ? "--target " : " or --target ") + t.info.arch;
-  TESSEL_USER_ERROR() << "no CUDA device to compile for (" << why << "); pass " << known
-                      << " to compile for a GPU that is not here";
-  return {};
-}
-
-}  // namespace
 
 Action add_compile(CLI::App& app) {
   auto* cmd = app.add_subcommand(
@@ -41,6 +20,7 @@ Action add_compile(CLI::App& app) {
     std::string output;
     std::string precision = "fp16";
     std::string target;
+    std::string launches_json;
   };
   auto o = std::make_shared<Opts>();
   add_model_options(*cmd, o->model);
@@ -48,25 +28,25 @@ Action add_compile(CLI::App& app) {
   add_precision_option(*cmd, o->precision);
   cmd->add_option("--target", o->target,
                   "compile for this GPU: sm_90a (H100) or sm_80 (A100); default: the GPU present");
+  cmd->add_option("--launches-json", o->launches_json,
+                  "also write each kernel launch (node, op, instruction, schedule) as JSON here");
   return [cmd, o]() {
     if (!cmd->parsed()) return -1;
-    const eng::TargetInfo target = compile_target(o->target);
-    const ir::Graph g = load_model(o->model);
     ProgressBar progress;
-    eng::EngineOptions options;
+    Options options = model_api_options(o->model);
     options.precision = parse_precision(o->precision);
     options.progress = progress.callback();
-    const eng::CompiledPlan compiled = eng::compile_plan(g, options, target);
-    eng::write_engine_file(compiled.plan, o->output);
-    const eng::EnginePlan& p = compiled.plan;
-    std::printf(
-        "compiled %s for %s, %s, batch %lld: %zu kernels (%d on Tensor Cores), arena %s, "
-        "constants %s, in %ld ms -> %s\n",
-        o->model.path.c_str(), target.str().c_str(), eng::precision_name(p.precision),
-        static_cast<long long>(p.batch), p.launches.size(), eng::tensor_core_launches(p),
-        human_bytes(static_cast<int64_t>(p.arena_bytes)).c_str(),
-        human_bytes(static_cast<int64_t>(p.constants.size())).c_str(),
-        std::lround(compiled.compile_ms), o->output.c_str());
+    const CompileReport report = compile_file(o->model.path, o->output, options, o->target);
+    std::printf("%s\n", report.summary.c_str());
+    if (!o->launches_json.empty()) {
+      nlohmann::json j = nlohmann::json::array();
+      for (const LaunchInfo& l : report.launches)
+        j.push_back({{"node", l.node}, {"op", l.op}, {"instruction", l.instruction},
+                     {"schedule", l.schedule}});
+      std::ofstream f(o->launches_json);
+      TESSEL_USER_CHECK(f.good()) << o->launches_json << ": cannot open for writing";
+      f << j.dump(1) << "\n";
+    }
     return 0;
   };
 }

@@ -1,27 +1,27 @@
 // `tessel explain`: runs the GPU pass pipeline on a model and says, per node of the compiled
 // graph, how the engine will run it: a contraction on Tensor Cores or SIMT (with the matcher's
 // remarks), an op kernel, or nothing (with the reason), and why each layout change is there.
-// The decisions are the engine's own (node_kernels.h: lowered_as_contraction, plan_contraction;
-// op_kernels.h: can_emit_op), made for the GPU present or an H100 when there is none, so this
-// works on a machine without a GPU and compiles nothing.
+// The decisions are plan_node's (compiler/plan_node.h), the function the engine's compiler
+// asks, made for the GPU present or an H100 when there is none, so this works on a machine
+// without a GPU and compiles nothing.
 #include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+
 #include "cli/commands.h"
 #include "cli/op_kernels.h"
-#include "codegen/cuda/op_kernels.h"
+#include "compiler/plan_node.h"
 #include "core/error.h"
 #include "ops/tessel_epilogue.h"
 #include "passes/pipeline.h"
-#include "passes/plan_memory.h"
-#include "runtime/cuda_engine/node_kernels.h"
 
 namespace tessel::cli {
 namespace {
-
-namespace eng = runtime::cuda_engine;
 
 struct Summary {
   int nodes = 0;
@@ -77,35 +77,34 @@ std::string folded_layouts(const ir::Graph& g, const ir::Node& n) {
   return s;
 }
 
-// "Tensor Cores (wgmma) <schedule>" or "SIMT: <why>", then the matcher's remarks, indented.
-std::string explain_contraction(const ir::Graph& g, const ir::Node& n,
-                                const eng::EngineOptions& options,
-                                const tune::DeviceInfoLite& device, Summary& sum) {
-  const eng::ContractionPlan plan = eng::plan_contraction(g, n, options, device);
-  std::string how;
-  if (plan.error) {
-    ++sum.unsupported;
-    how = "not supported on the GPU: " + *plan.error;
-  } else if (plan.schedule.instruction == tune::Instruction::kSimt) {
-    ++sum.simt;
-    how = "SIMT: " + plan.simt_reason;
-  } else {
-    ++sum.tensor_cores;
-    how = std::string("Tensor Cores (") +
-          (plan.schedule.instruction == tune::Instruction::kWgmma ? "wgmma" : "mma.sync") + ") " +
-          plan.schedule.name();
+// The plan's summary line, then for a contraction its epilogue and the matcher's remarks.
+std::string explain_node(const ir::Graph& g, const ir::Node& n, const compiler::NodePlan& plan,
+                         Summary& sum) {
+  std::string how = plan.summary();
+  switch (plan.run) {
+    case compiler::NodeRun::kUnsupported: ++sum.unsupported; return how;
+    case compiler::NodeRun::kNoKernel: return how;
+    case compiler::NodeRun::kOpKernel: ++sum.other_kernels; return how;
+    case compiler::NodeRun::kContraction: break;
   }
-  if (!plan.error) {
-    how += "\n    epilogue: " + plan.epilogue.str();
-    const DType c_dtype =
-        plan.match.contraction ? plan.match.contraction->maps.c.dtype : plan.epilogue.out_dtype;
-    if (fuses_other_nodes(plan.epilogue, c_dtype)) ++sum.fused_epilogues;
-  }
+  ++(plan.tensor_cores() ? sum.tensor_cores : sum.simt);
+  how += "\n    epilogue: " + plan.epilogue.str();
+  if (fuses_other_nodes(plan.epilogue, plan.match.contraction->maps.c.dtype)) ++sum.fused_epilogues;
   // The matcher's remarks explain why the GEMM kernels cannot take a node; where the halo
   // kernel took it anyway (an NCHW stem), they describe a path not taken.
-  if (plan.schedule.mainloop != tune::Mainloop::kHalo)
+  if (plan.schedule.mainloop != kernels::Mainloop::kHalo)
     for (const contraction::Remark& r : plan.match.remarks) how += "\n    note: " + r.text;
-  return how;
+  return how + folded_layouts(g, n);
+}
+
+const char* run_name(const compiler::NodePlan& p) {
+  switch (p.run) {
+    case compiler::NodeRun::kNoKernel: return "none";
+    case compiler::NodeRun::kContraction: return p.tensor_cores() ? "tensor_cores" : "simt";
+    case compiler::NodeRun::kOpKernel: return "op_kernel";
+    case compiler::NodeRun::kUnsupported: return "unsupported";
+  }
+  return "unsupported";
 }
 
 std::string explain_transpose(const ir::Graph& g, const ir::Node& n, const std::vector<int>& producers,
@@ -124,55 +123,61 @@ Action add_explain(CLI::App& app) {
   struct Opts {
     ModelOptions model;
     std::string precision = "fp16";
+    std::string target;
+    std::string json;
   };
   auto o = std::make_shared<Opts>();
   add_model_options(*cmd, o->model);
-  cmd->add_option("--precision", o->precision, "GPU storage precision: fp16 or fp32")
-      ->check(CLI::IsMember({"fp16", "fp32"}));
+  add_precision_option(*cmd, o->precision);
+  cmd->add_option("--target", o->target,
+                  "plan for this GPU: sm_90a (H100) or sm_80 (A100); default: the GPU present, "
+                  "else sm_90a");
+  cmd->add_option("--json", o->json,
+                  "also write each node's decision (node, op, run, instruction, schedule, why) "
+                  "as JSON here");
   return [cmd, o]() {
     if (!cmd->parsed()) return -1;
     ir::Graph g = load_model(o->model);
-    eng::EngineOptions options;
-    options.precision = o->precision == "fp32" ? passes::Precision::kFp32 : passes::Precision::kFp16;
-    passes::CompileOptions copts;
-    copts.precision = options.precision;
-    g = passes::run_passes(std::move(g), passes::gpu_pipeline(copts));
+    compiler::Options options;
+    options.precision = parse_precision(o->precision);
+    g = passes::run_passes(std::move(g), passes::gpu_pipeline({.precision = options.precision}));
 
-    std::string arch;
-    const tune::DeviceInfoLite device = target_device(&arch);
-    std::printf("target %s (%d SMs), precision %s\n", arch.c_str(), device.sm_count,
+    const device::DeviceInfo device = planning_target(o->target);
+    std::printf("target %s (%d SMs), precision %s\n", device.arch().c_str(), device.sm_count,
                 o->precision.c_str());
     const std::vector<int> producers = g.producers();
     const std::vector<std::vector<int>> users = g.users();
     Summary sum;
+    nlohmann::json decisions = nlohmann::json::array();
     for (const ir::Node& n : g.nodes) {
       ++sum.nodes;
-      std::string how;
-      if (eng::lowered_as_contraction(n)) {
-        how = explain_contraction(g, n, options, device, sum) + folded_layouts(g, n);
-      } else if (const std::optional<std::string> why = codegen::cuda::can_emit_op(g, n)) {
-        ++sum.unsupported;
-        how = "not supported on the GPU: " + *why;
-      } else if (passes::is_view_alias(g, n) ||
-                 (n.op == "Concat" &&
-                  passes::in_place_inputs(g, n).size() == n.inputs.size())) {
-        how = "no kernel: its output aliases its input's memory (memory plan)";
-      } else {
-        ++sum.other_kernels;
-        how = "CUDA kernel";
-      }
+      const compiler::NodePlan plan = compiler::plan_node(g, n, options, device);
+      std::string how = explain_node(g, n, plan, sum);
       if (n.op == "Transpose") {
         ++sum.layout_changes;
         how += "\n    layout: " + explain_transpose(g, n, producers, users);
       }
       const std::string type = n.outputs.empty() ? "-" : g.type(n.outputs[0]).str();
       std::printf("%-24s %-18s %-22s %s\n", n.name.c_str(), n.op.c_str(), type.c_str(), how.c_str());
+      decisions.push_back({{"node", n.name},
+                           {"op", n.op},
+                           {"run", run_name(plan)},
+                           {"instruction", plan.instruction()},
+                           {"schedule", plan.run == compiler::NodeRun::kContraction
+                                            ? plan.schedule.name()
+                                            : std::string()},
+                           {"why", plan.why}});
     }
     std::printf(
         "summary: %d nodes, %d on Tensor Cores, %d SIMT contractions, %d other kernels, "
         "%d unsupported, %d layout changes, %d fused epilogues\n",
         sum.nodes, sum.tensor_cores, sum.simt, sum.other_kernels, sum.unsupported,
         sum.layout_changes, sum.fused_epilogues);
+    if (!o->json.empty()) {
+      std::ofstream f(o->json);
+      TESSEL_USER_CHECK(f.good()) << o->json << ": cannot open for writing";
+      f << decisions.dump(1) << "\n";
+    }
     return 0;
   };
 }

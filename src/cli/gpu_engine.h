@@ -1,6 +1,6 @@
-// The engine behind the commands that run a model on the GPU (run --device cuda, bench,
+// The session behind the commands that run a model on the GPU (run --device cuda, bench,
 // profile): compiled for the GPU present from an .onnx or .tir model, or loaded from a .tsl
-// engine file (runtime/cuda_engine/engine_file.h) without compiling anything.
+// engine file (runtime/engine_file.h) without compiling anything.
 #pragma once
 
 #include <cstdint>
@@ -9,7 +9,8 @@
 
 #include "cli/commands.h"
 #include "cli/progress.h"
-#include "runtime/cuda_engine/engine.h"
+#include "runtime/engine.h"
+#include "tessel/tessel.h"
 
 namespace tessel::cli {
 
@@ -22,12 +23,12 @@ struct GpuEngineOptions {
 // An engine file is read and checked before the GPU is looked for, so that a damaged file is
 // reported as such on any machine; compile-time options (--batch, --input-shape, --precision)
 // given with one are a UserError. Then "no CUDA device: ..." without a GPU.
-runtime::cuda_engine::Engine open_gpu_engine(const GpuEngineOptions& o, ProgressBar& progress);
+Session open_gpu_session(const GpuEngineOptions& o, ProgressBar& progress);
 
-// Seeded random inputs (random_tensor) for every input of the engine, in its order.
-std::vector<Tensor> random_engine_inputs(const runtime::cuda_engine::Engine& engine, uint64_t seed);
+// Seeded random inputs (random_tensor) for every input of the session, in its order.
+std::vector<Tensor> random_inputs(const Session& session, uint64_t seed);
 
 // "5 kernels (1 on Tensor Cores), arena 1.0 KiB, constants 512 B"
-std::string engine_summary(const runtime::cuda_engine::EngineStats& s);
+std::string engine_summary(const runtime::EngineStats& s);
 
 }  // namespace tessel::cli

@@ -6,13 +6,13 @@
 
 #include "cli/commands.h"
 #include "core/error.h"
-#include "runtime/cuda_engine/engine_plan.h"
+#include "runtime/engine_plan.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"tessel: an inference compiler for convolutional networks on Tensor Cores"};
   app.require_subcommand(1);
   app.set_version_flag("--version",
-                       std::string("tessel ") + tessel::runtime::cuda_engine::kTesselVersion);
+                       std::string("tessel ") + tessel::runtime::kTesselVersion);
   std::vector<tessel::cli::Action> actions = {
       tessel::cli::add_inspect(app),
       tessel::cli::add_run(app),

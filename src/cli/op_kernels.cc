@@ -1,65 +1,63 @@
 #include "cli/op_kernels.h"
 
-#include "contraction/ops_maps.h"
 #include "core/error.h"
-#include "runtime/cuda/cuda_api.h"
-#include "runtime/cuda_engine/target.h"
-#include "tune/default_schedule.h"
+#include "device/cuda_api.h"
+#include "ir/infer.h"
+#include "ir/op_registry.h"
 
 namespace tessel::cli {
+namespace {
 
-contraction::IndexMaps conv_maps(const bench::ConvWorkload& w) {
-  contraction::Conv2dParams p;
-  p.n = w.n;
-  p.h = w.h;
-  p.w = w.w;
-  p.ci = w.ci;
-  p.co = w.co;
-  p.kh = w.kh;
-  p.kw = w.kw;
-  p.stride_h = p.stride_w = w.stride;
-  p.pad_top = p.pad_left = p.pad_bottom = p.pad_right = w.pad;
-  p.dilation_h = p.dilation_w = w.dilation;
-  p.groups = w.groups;
-  TESSEL_USER_CHECK(w.ci % w.groups == 0 && w.co % w.groups == 0)
+ir::Graph one_node(const std::string& op, const std::string& name, const ir::TensorType& x,
+                   const ir::TensorType& w, ir::Attributes attrs) {
+  ir::Graph g;
+  const ir::ValueId xv = g.add_value("x", x);
+  const ir::ValueId wv = g.add_value("w", w);
+  g.inputs = {xv, wv};
+  const ir::ValueId y = g.add_value("y", {});
+  g.add_node(op, name, {xv, wv}, {y}, std::move(attrs));
+  g.outputs = {y};
+  ir::infer_types(g, ir::OpRegistry::global());
+  return g;
+}
+
+}  // namespace
+
+ir::Graph workload_graph(const bench::ConvWorkload& w) {
+  TESSEL_USER_CHECK(w.groups >= 1 && w.ci % w.groups == 0 && w.co % w.groups == 0)
       << "workload '" << w.name << "': groups=" << w.groups << " does not divide ci=" << w.ci
       << " and co=" << w.co;
   TESSEL_USER_CHECK(w.oh() > 0 && w.ow() > 0)
       << "workload '" << w.name << "': the kernel window does not fit the padded input";
-  return contraction::conv2d_nhwc_maps(p);
+  ir::Attributes attrs;
+  attrs["strides"] = std::vector<int64_t>{w.stride, w.stride};
+  attrs["pads"] = std::vector<int64_t>{w.pad, w.pad, w.pad, w.pad};
+  attrs["dilations"] = std::vector<int64_t>{w.dilation, w.dilation};
+  attrs["group"] = int64_t{w.groups};
+  return one_node("tessel.Conv", w.name, {DType::kF16, {w.n, w.h, w.w, w.ci}},
+                  {DType::kF16, {w.co, w.kh, w.kw, w.ci / w.groups}}, std::move(attrs));
 }
 
-contraction::IndexMaps gemm_maps(const bench::GemmWorkload& w) {
-  contraction::GemmLayout layout;
-  layout.trans_a = w.layout == bench::GemmLayout::kTN;
-  layout.trans_b = w.layout == bench::GemmLayout::kNT;
-  return contraction::gemm_maps(w.m, w.n, w.k, layout);
+ir::Graph workload_graph(const bench::GemmWorkload& w) {
+  const bool trans_a = w.layout == bench::GemmLayout::kTN;
+  const bool trans_b = w.layout == bench::GemmLayout::kNT;
+  ir::Attributes attrs;
+  attrs["trans_a"] = int64_t{trans_a};
+  attrs["trans_b"] = int64_t{trans_b};
+  const Shape a = trans_a ? Shape{w.k, w.m} : Shape{w.m, w.k};
+  const Shape b = trans_b ? Shape{w.n, w.k} : Shape{w.k, w.n};
+  return one_node("tessel.Gemm", w.name, {DType::kF16, a}, {DType::kF16, b}, std::move(attrs));
 }
 
-OpPlan plan_op(const contraction::IndexMaps& maps, const tune::DeviceInfoLite& device,
-               bool allow_tensor_cores) {
-  OpPlan plan;
-  plan.maps = maps;
-  plan.match = contraction::match(maps);
-  TESSEL_USER_CHECK(plan.match.contraction)
-      << "not a contraction: "
-      << (plan.match.remarks.empty() ? std::string("no reason given") : plan.match.remarks[0].text);
-  const contraction::Contraction& c = *plan.match.contraction;
-  plan.epilogue.out_dtype = maps.c.dtype;
-  for (const contraction::Remark& r : plan.match.remarks) plan.notes.push_back(r.text);
-  if (!allow_tensor_cores) plan.notes.push_back("Tensor Cores turned off (--no-tensor-cores)");
-  plan.tensor_cores = allow_tensor_cores && plan.match.tensor_cores;
-  plan.schedule = plan.tensor_cores ? tune::default_schedule(c, device) : tune::simt_schedule(c);
-  return plan;
+compiler::NodePlan plan_workload(const ir::Graph& g, const compiler::Options& options,
+                                 const device::DeviceInfo& target) {
+  TESSEL_ICHECK(g.nodes.size() == 1) << "a workload graph has one node";
+  return compiler::plan_node(g, g.nodes[0], options, target);
 }
 
-tune::DeviceInfoLite target_device(std::string* arch) {
-  namespace eng = runtime::cuda_engine;
-  const eng::TargetInfo t = runtime::cuda::cuda_available()
-                                ? eng::target_of_device(runtime::cuda::device_info(0))
-                                : eng::target_for_arch("sm_90a");
-  if (arch) *arch = t.arch;
-  return t.lite();
+device::DeviceInfo planning_target(const std::string& requested) {
+  if (!requested.empty()) return device::known_device(requested);
+  return device::cuda_available() ? device::device_info(0) : device::known_device("sm_90a");
 }
 
 }  // namespace tessel::cli

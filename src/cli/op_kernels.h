@@ -1,40 +1,29 @@
-// From a benchmark workload (conv2d or GEMM) to tessel's kernel for it: index maps, the
-// matcher's Contraction and remarks, the default schedule, and the compiled kernel. Shared by
-// `tessel bench-op` and `tessel codegen`.
+// A benchmark workload (conv2d or GEMM) as the node the engine would compile for it, and
+// plan_node's decision for that node: `tessel bench-op` and `tessel codegen` ask the compiler
+// exactly as the engine does (compiler/plan_node.h), so they run what a model would run.
 #pragma once
 
-#include <memory>
 #include <string>
-#include <vector>
 
 #include "bench/workloads.h"
-#include "codegen/cuda/contraction_kernel.h"
-#include "contraction/contraction.h"
-#include "tune/device_model.h"
-#include "tune/schedule.h"
+#include "compiler/plan_node.h"
+#include "device/device_info.h"
+#include "ir/graph.h"
 
 namespace tessel::cli {
 
-struct OpPlan {
-  contraction::IndexMaps maps;
-  contraction::MatchResult match;
-  contraction::Epilogue epilogue;
-  tune::Schedule schedule;
-  bool tensor_cores = false;  // the schedule uses Tensor Cores
-  std::vector<std::string> notes;  // why not, when not
-};
+// fp16 operands laid out as the workload says, X and W (A and W) as graph inputs, one
+// tessel.Conv (NHWC, OHWI weights, any groups) or tessel.Gemm (trans_a / trans_b from the
+// layout) with types inferred. A malformed workload is a UserError naming it.
+ir::Graph workload_graph(const bench::ConvWorkload& w);
+ir::Graph workload_graph(const bench::GemmWorkload& w);
 
-contraction::IndexMaps conv_maps(const bench::ConvWorkload& w);
-contraction::IndexMaps gemm_maps(const bench::GemmWorkload& w);
+// plan_node on the workload graph's one node.
+compiler::NodePlan plan_workload(const ir::Graph& g, const compiler::Options& options,
+                                 const device::DeviceInfo& target);
 
-// Matches the maps and picks the default schedule for `device` (SIMT when the contraction
-// does not qualify for Tensor Cores or `allow_tensor_cores` is false). UserError if the maps
-// are not a contraction at all.
-OpPlan plan_op(const contraction::IndexMaps& maps, const tune::DeviceInfoLite& device,
-               bool allow_tensor_cores);
-
-// The device the plans are made for: the GPU present, or the known sm_90a target (an H100,
-// runtime/cuda_engine/target.h) when there is none, so `tessel codegen` works without a GPU.
-tune::DeviceInfoLite target_device(std::string* arch);
+// The GPU to plan for: a known device named by `requested` (UserError for an unknown one),
+// else the GPU present, else an H100 (sm_90a), so that explain and codegen work without a GPU.
+device::DeviceInfo planning_target(const std::string& requested = "");
 
 }  // namespace tessel::cli

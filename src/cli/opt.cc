@@ -41,7 +41,7 @@ Action add_opt(CLI::App& app) {
     std::stringstream ss(o->passes);
     for (std::string item; std::getline(ss, item, ',');)
       if (!item.empty()) names.push_back(item);
-    passes::PipelineOptions popts;
+    passes::Options popts;
     popts.print_after_all = o->print_after_all;
     popts.log = &std::cerr;
     g = passes::run_passes(std::move(g), names, popts);

@@ -7,14 +7,13 @@
 #include "cli/commands.h"
 #include "cli/gpu_engine.h"
 #include "core/error.h"
-#include "runtime/cuda/cuda_api.h"
-#include "runtime/cuda_engine/engine_report.h"
-#include "runtime/cuda_engine/target.h"
+#include "device/cuda_api.h"
+#include "runtime/engine_report.h"
 
 namespace tessel::cli {
 namespace {
 
-namespace eng = runtime::cuda_engine;
+namespace eng = runtime;
 
 // One complete ("X") event per launch, laid end to end on one track, with the table's fields.
 nlohmann::json chrome_trace(const eng::ProfileReport& r) {
@@ -61,16 +60,17 @@ Action add_profile(CLI::App& app) {
     if (!cmd->parsed()) return -1;
     o->gpu.precision_given = precision->count() > 0;
     ProgressBar progress;
-    eng::Engine engine = open_gpu_engine(o->gpu, progress);
+    Session session = open_gpu_session(o->gpu, progress);
+    eng::Engine& engine = *session.engine();
     const eng::EnginePlan& plan = engine.plan();
-    engine.run(random_engine_inputs(engine, o->seed));
+    engine.run(random_inputs(session, o->seed));
     const std::vector<float> replay = engine.time_replays(/*warmup=*/5, o->reps);
     const std::vector<float> launches = engine.profile_launches(o->reps);
-    const runtime::cuda::DeviceInfo device = runtime::cuda::device_info();
+    const device::DeviceInfo device = device::device_info();
     const eng::ProfileReport report = eng::make_profile_report(
-        plan, launches, replay[replay.size() / 2], eng::find_known_target(device.arch()));
+        plan, launches, replay[replay.size() / 2], device);
     std::printf("model %s on %s: %s, %s\n", o->gpu.model.path.c_str(), device.name.c_str(),
-                engine_summary(engine.stats()).c_str(), eng::precision_name(plan.precision));
+                engine_summary(engine.stats()).c_str(), precision_name(plan.precision));
     std::fputs(eng::format_profile(report).c_str(), stdout);
     if (!o->trace.empty()) {
       std::ofstream f(o->trace);

@@ -1,5 +1,5 @@
 // A progress bar for the steps of a command that may take more than a second (the passes,
-// compiling kernels, loading them), fed by runtime::cuda_engine::ProgressFn reports.
+// compiling kernels, loading them), fed by runtime::ProgressFn reports.
 //
 // On a terminal it redraws one line in place, "compiling kernels [#######.......] 12/40", and
 // clears it when the step ends, so nothing is left behind in the command's output. Anywhere

@@ -12,8 +12,6 @@
 #include "cli/gpu_engine.h"
 #include "core/error.h"
 #include "core/npy.h"
-#include "runtime/cpu/executor.h"
-#include "runtime/cuda_engine/engine_file.h"
 
 namespace tessel::cli {
 namespace {
@@ -47,35 +45,32 @@ Action add_run(CLI::App& app) {
   CLI::Option* precision = add_precision_option(*cmd, o->gpu.precision);
   return [cmd, o, precision]() {
     if (!cmd->parsed()) return -1;
-    namespace eng = runtime::cuda_engine;
     const std::string& path = o->gpu.model.path;
     o->gpu.precision_given = precision->count() > 0;
-    const bool engine_file = eng::is_engine_file(path);
+    const bool engine_file = is_engine_file(path);
     TESSEL_USER_CHECK(!engine_file || o->device == "cuda")
         << path << " is a compiled engine: it runs with --device cuda only";
 
     // The model's inputs and outputs, from the graph (CPU) or the engine's plan (GPU).
-    std::optional<ir::Graph> graph;
-    std::optional<eng::Engine> engine;
-    std::vector<std::pair<std::string, ir::TensorType>> input_types;
-    std::vector<std::string> output_names;
+    std::optional<Session> session;
     if (o->device == "cuda") {
       ProgressBar progress;
-      engine.emplace(open_gpu_engine(o->gpu, progress));
-      for (const eng::PlanTensor& t : engine->plan().inputs)
-        input_types.push_back({t.name, {t.dtype, t.shape}});
-      for (const eng::PlanTensor& t : engine->plan().outputs) output_names.push_back(t.name);
-      const eng::EngineStats& st = engine->stats();
+      session.emplace(open_gpu_session(o->gpu, progress));
       const std::string origin =
           engine_file ? "loaded from " + path
-                      : "compiled in " + std::to_string(std::lround(st.compile_ms)) + " ms";
-      std::printf("engine %s, %s\n", engine_summary(st).c_str(), origin.c_str());
+                      : "compiled in " + std::to_string(std::lround(session->compile_ms())) + " ms";
+      std::printf("engine %s, %s\n", engine_summary(session->engine()->stats()).c_str(),
+                  origin.c_str());
     } else {
-      graph = load_model(o->gpu.model);
-      for (ir::ValueId v : graph->inputs)
-        input_types.push_back({graph->value(v).name, graph->type(v)});
-      for (ir::ValueId v : graph->outputs) output_names.push_back(graph->value(v).name);
+      Options cpu = model_api_options(o->gpu.model);
+      cpu.device = Device::kCpu;
+      session.emplace(Session::open(path, cpu));
     }
+    runtime::Engine* engine = session->engine();
+    std::vector<std::pair<std::string, ir::TensorType>> input_types;
+    std::vector<std::string> output_names;
+    for (const TensorInfo& t : session->inputs()) input_types.push_back({t.name, {t.dtype, t.shape}});
+    for (const TensorInfo& t : session->outputs()) output_names.push_back(t.name);
 
     std::map<std::string, Tensor> given;
     for (const std::string& spec : o->inputs) {
@@ -110,12 +105,12 @@ Action add_run(CLI::App& app) {
       // Device time of graph replays (inputs already uploaded), bracketed by CUDA events.
       for (float t : engine->time_replays(/*warmup=*/std::min(o->repeat, 10), o->repeat))
         ms.push_back(t);
-      timed = std::string("cuda (") + eng::precision_name(engine->plan().precision) +
+      timed = std::string("cuda (") + precision_name(engine->plan().precision) +
               ", one CUDA graph replay)";
     } else {
       for (int r = 0; r < o->repeat; ++r) {
         auto t0 = std::chrono::steady_clock::now();
-        outputs = runtime::cpu::run_graph(*graph, inputs);
+        outputs = session->run(inputs);
         ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
       }
       timed = "cpu (reference executor)";

@@ -57,4 +57,6 @@ std::string onnx_type_name(int onnx_type) {
   return "type#" + std::to_string(onnx_type);
 }
 
+const char* precision_name(Precision p) { return p == Precision::kFp16 ? "fp16" : "fp32"; }
+
 }  // namespace tessel

@@ -31,4 +31,12 @@ std::optional<DType> dtype_from_onnx(int onnx_type);
 // ONNX's name of an ONNX element type ("DOUBLE", "STRING", ...), for error messages.
 std::string onnx_type_name(int onnx_type);
 
+// Storage precision of activations and weights inside a compiled graph. Graph inputs and
+// outputs keep the model's dtypes either way.
+enum class Precision {
+  kFp32,  // the model as given
+  kFp16,  // fp16 storage, fp32 accumulation and epilogues (passes/choose_precision.cc)
+};
+const char* precision_name(Precision p);  // "fp32", "fp16"
+
 }  // namespace tessel

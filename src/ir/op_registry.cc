@@ -59,6 +59,48 @@ void OpRegistry::add(OpSchema schema) {
   schemas_.emplace(std::move(name), std::move(schema));
 }
 
+void OpRegistry::set_facts(const std::string& op, OpFacts facts) {
+  auto it = schemas_.find(op);
+  TESSEL_ICHECK(it != schemas_.end()) << "facts for op " << op << ", which is not registered";
+  it->second.facts = std::move(facts);
+}
+
+const OpFacts& OpRegistry::facts(const std::string& op) const {
+  static const OpFacts kNone;
+  const OpSchema* s = find(op);
+  return s ? s->facts : kNone;
+}
+
+const char* op_kind_name(OpKind k) {
+  switch (k) {
+    case OpKind::kOther: return "other";
+    case OpKind::kElementwise: return "elementwise";
+    case OpKind::kBroadcast: return "broadcast";
+    case OpKind::kContraction: return "contraction";
+    case OpKind::kWindow: return "window";
+    case OpKind::kNormalization: return "normalization";
+    case OpKind::kReduction: return "reduction";
+    case OpKind::kDataMovement: return "data movement";
+    case OpKind::kView: return "view";
+    case OpKind::kQuantization: return "quantization";
+    case OpKind::kShape: return "shape";
+  }
+  return "other";
+}
+
+const char* gpu_kernel_name(GpuKernel k) {
+  switch (k) {
+    case GpuKernel::kNone: return "none";
+    case GpuKernel::kContraction: return "contraction";
+    case GpuKernel::kElementwise: return "elementwise";
+    case GpuKernel::kCopy: return "copy";
+    case GpuKernel::kWindow: return "window";
+    case GpuKernel::kReduce: return "reduce";
+    case GpuKernel::kResize: return "resize";
+  }
+  return "none";
+}
+
 const OpSchema* OpRegistry::find(const std::string& op) const {
   auto it = schemas_.find(op);
   return it == schemas_.end() ? nullptr : &it->second;

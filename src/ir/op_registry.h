@@ -71,6 +71,69 @@ class KernelContext {
   int64_t opset_;
 };
 
+// What an op is, as the compiler's layers need to know it: its kind, how it takes the NHWC
+// layout, whether it may run in fp16 and in place, which GPU kernel family runs it, and how its
+// FLOPs are counted. One table holds them all (ops/op_facts.cc); passes, the kernel generators,
+// `tessel explain` and the profiler read them here instead of keeping op lists of their own.
+enum class OpKind {
+  kOther,
+  kElementwise,   // per element of input 0; other inputs are scalars or attributes
+  kBroadcast,     // elementwise over numpy-broadcast operands
+  kContraction,   // conv, dense, matmul: a Contraction (kernels/contraction)
+  kWindow,        // pools and other sliding windows
+  kNormalization, // batch/layer norm
+  kReduction,     // reductions and softmax
+  kDataMovement,  // copies with a different element order: transpose, concat, pad, slice, ...
+  kView,          // the same elements in the same order: reshape and its kind
+  kQuantization,  // quantize / dequantize and the integer ops
+  kShape,         // computes shapes or constants, folded at compile time
+};
+const char* op_kind_name(OpKind k);
+
+// How an op takes NHWC activations (passes/convert_layout.cc).
+enum class NhwcForm {
+  kNone,        // it reads NCHW: a Transpose back is inserted in front of it
+  kAgnostic,    // per element: it follows its input's layout as it is
+  kBroadcast,   // per element with broadcasting: NCHW per-channel constants become [C]
+  kAxes,        // its axis attributes or axis operands are rewritten for NHWC
+  kTesselForm,  // it becomes its tessel.* NHWC op (OpFacts::tessel_form)
+};
+
+// The GPU kernel family that runs an op (kernels/cuda/op_kernels.h, or the contraction
+// generator); kNone: no GPU kernel.
+enum class GpuKernel { kNone, kContraction, kElementwise, kCopy, kWindow, kReduce, kResize };
+const char* gpu_kernel_name(GpuKernel k);
+
+// How ops/flops.cc counts an op's work: multiply-adds count 2.
+enum class FlopRule {
+  kZero,           // data movement and shape arithmetic
+  kPerOutput,      // one per output element
+  kPerInput,       // one per element of input 0 (global pools, reductions)
+  kConv,           // 2 x output elements x (C_in / group) x kernel extent
+  kConvTranspose,  // 2 x input elements x (C_out / group) x kernel extent
+  kGemm,           // 2 x output elements x K
+  kWindow,         // output elements x kernel extent
+};
+
+struct OpFacts {
+  OpKind kind = OpKind::kOther;
+  NhwcForm nhwc = NhwcForm::kNone;
+  const char* tessel_form = "";  // with NhwcForm::kTesselForm: "tessel.MaxPool"
+  GpuKernel gpu = GpuKernel::kNone;
+  FlopRule flops = FlopRule::kPerOutput;
+  // Output 0 may overwrite input 0: each output element depends only on the input element at
+  // the same flat index, or the op moves no data (passes/plan_memory.cc).
+  bool in_place = false;
+  // Output 0 is input 0's bytes unchanged: no data moves (a view in the memory plan).
+  bool view = false;
+  // Its kernels store fp16 and compute in fp32, so choose-precision may give it fp16 tensors;
+  // fp16_free_inputs keep their dtype (a bias, BN statistics, Resize's scales), and with
+  // fp16_free_output the output's dtype is an attribute (Cast's `to`).
+  bool fp16 = false;
+  std::vector<int> fp16_free_inputs = {};
+  bool fp16_free_output = false;
+};
+
 struct OpSchema {
   std::string name;
   int min_inputs = 1;
@@ -85,6 +148,8 @@ struct OpSchema {
   // Cheap enough and deterministic enough to evaluate at compile time when all inputs are
   // constant (shape arithmetic). Everything except random ops is.
   bool foldable = true;
+  // Set from the one facts table (ops/op_facts.cc) when the registry is built.
+  OpFacts facts = {};
 };
 
 class OpRegistry {
@@ -93,7 +158,11 @@ class OpRegistry {
   static const OpRegistry& global();
 
   void add(OpSchema schema);
+  // Attaches the facts of a registered op; an InternalError for an unknown one.
+  void set_facts(const std::string& op, OpFacts facts);
   const OpSchema* find(const std::string& op) const;
+  // The facts of `op`: the defaults (kOther, no GPU kernel, ...) for an unknown op.
+  const OpFacts& facts(const std::string& op) const;
   std::vector<std::string> names() const;  // sorted
 
  private:

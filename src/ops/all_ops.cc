@@ -1,5 +1,6 @@
 #include "ops/all_ops.h"
 
+#include "ops/op_facts.h"
 #include "ops/tessel_ops.h"
 
 namespace tessel::ops {
@@ -11,6 +12,7 @@ void register_all_ops(ir::OpRegistry& r) {
   register_quantized_ops(r);
   register_reduce_ops(r);
   register_tessel_ops(r);
+  attach_op_facts(r);
 }
 
 }  // namespace tessel::ops

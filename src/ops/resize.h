@@ -1,5 +1,5 @@
 // How a Resize (or Upsample) samples its input: the coordinate mapping of the CPU reference
-// kernel (resize_ops.cc), exposed so that the GPU emitter (codegen/cuda/op_resize.cc) samples
+// kernel (resize_ops.cc), exposed so that the GPU emitter (kernels/cuda/op_resize.cc) samples
 // exactly the same input elements with the same weights instead of re-deriving the ONNX
 // coordinate transforms and rounding modes in a second place.
 //

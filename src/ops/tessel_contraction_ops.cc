@@ -15,8 +15,9 @@
 //     explicit: convert-layout resolves auto_pad); epilogue, epilogue_alpha, epilogue_beta;
 //     store, block, mode; out_dtype; input_layout.
 //   tessel.Gemm(A, W, B?, R?) -> Y
-//     A [M, K]; W [N, K] (ONNX Gemm with transB = 1); B [N]; R [M, N]; Y [M, N]; epilogue and
-//     out_dtype only.
+//     A [M, K] ([K, M] with trans_a = 1); W [N, K] (trans_b = 1, the default: ONNX Gemm with
+//     transB = 1, what convert-layout writes) or [K, N] (trans_b = 0); B [N]; R [M, N];
+//     Y [M, N]; epilogue and out_dtype.
 //
 // Reference kernels: the operands are widened to f64 (exact for every input dtype), the ONNX
 // op runs through the registry in NCHW, and bias, epilogue and store are applied in double
@@ -147,12 +148,20 @@ void compute_conv(ir::KernelContext& ctx) {
 // ---- tessel.Gemm ----------------------------------------------------------------------------
 
 ir::Node gemm_stand_in(const ir::Node& node) {
-  return stand_in(node, "Gemm", {{"transB", int64_t{1}}}, 2);
+  return stand_in(node, "Gemm",
+                  {{"transA", node.get_int("trans_a", 0)}, {"transB", node.get_int("trans_b", 1)}},
+                  2);
 }
 
 void infer_gemm(ir::InferContext& ctx) {
   const ir::Node& node = ctx.node();
-  check_attributes(node, {"epilogue", "epilogue_alpha", "epilogue_beta", "out_dtype"});
+  check_attributes(node,
+                   {"epilogue", "epilogue_alpha", "epilogue_beta", "out_dtype", "trans_a", "trans_b"});
+  for (const char* key : {"trans_a", "trans_b"}) {
+    const int64_t t = node.get_int(key, key[6] == 'a' ? 0 : 1);
+    TESSEL_USER_CHECK(t == 0 || t == 1)
+        << node.label() << ": attribute '" << key << "' is " << t << ", expected 0 or 1";
+  }
   require_float_input(ctx, 0, "A");
   require_same_dtype(ctx, 0, 1, "A", "W");
   const ir::TensorType y =

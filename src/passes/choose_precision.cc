@@ -8,7 +8,7 @@
 // non-constant values are joined into classes (union-find); a class becomes fp16 unless one of
 // its values touches an op that must stay fp32:
 //  - QDQ and integer ops (QuantizeLinear, DequantizeLinear, QLinear*, *Integer) and every op
-//    not in the table below: their float operands and, through the ties, the float
+//    without OpFacts::fp16: their float operands and, through the ties, the float
 //    neighbours around them stay fp32 (int8 is a pass of its own, later);
 //  - nothing else: pools, Softmax and ReduceMean compute in fp32 internally (their reference
 //    kernels in double or float, the GPU ones in fp32) and only store fp16.
@@ -43,75 +43,13 @@ using ir::ValueId;
 constexpr int64_t kOnnxFloat = 1;
 constexpr int64_t kOnnxFloat16 = 10;
 
-struct Fp16Op {
-  std::string_view op;
-  std::vector<int> free_inputs;  // float inputs that keep their dtype
-  // The output's dtype is an attribute (Cast's `to`): it is a source that takes the dtype its
-  // readers want, and the op ties nothing to it.
-  bool free_output = false;
-};
-
 // The ops whose reference (and GPU) kernels store fp16 and compute in fp32, with their free
-// inputs. Integer inputs (shapes, axes, indices) never change and need no entry.
-const std::vector<Fp16Op>& fp16_ops() {
-  static const std::vector<Fp16Op> kOps = {
-      {"tessel.Conv", {2}},
-      {"tessel.Gemm", {2}},
-      {"tessel.MaxPool", {}},
-      {"tessel.AveragePool", {}},
-      {"tessel.GlobalAveragePool", {}},
-      {"tessel.DepthToSpace", {}},
-      {"Conv", {}},
-      {"ConvTranspose", {}},
-      {"Gemm", {}},
-      {"MatMul", {}},
-      {"BatchNormalization", {1, 2, 3, 4}},
-      {"MaxPool", {}},
-      {"AveragePool", {}},
-      {"GlobalAveragePool", {}},
-      {"GlobalMaxPool", {}},
-      {"Relu", {}},
-      {"LeakyRelu", {}},
-      {"Sigmoid", {}},
-      {"HardSigmoid", {}},
-      {"HardSwish", {}},
-      {"Tanh", {}},
-      {"Softplus", {}},
-      {"Elu", {}},
-      {"Clip", {}},
-      {"PRelu", {}},
-      {"Add", {}},
-      {"Sub", {}},
-      {"Mul", {}},
-      {"Div", {}},
-      {"Identity", {}},
-      {"Dropout", {1}},
-      {"Softmax", {}},
-      {"LogSoftmax", {}},
-      {"ReduceMean", {}},
-      {"Resize", {1, 2}},
-      {"Transpose", {}},
-      {"Reshape", {}},
-      {"Flatten", {}},
-      {"Squeeze", {}},
-      {"Unsqueeze", {}},
-      {"Concat", {}},
-      {"Split", {}},
-      {"Slice", {}},
-      {"Pad", {}},
-      {"Gather", {}},
-      {"DepthToSpace", {}},
-      {"SpaceToDepth", {}},
-      {"Shape", {0}},
-      {"Cast", {0}, true},
-  };
-  return kOps;
-}
-
-const Fp16Op* find_fp16_op(const std::string& op) {
-  for (const Fp16Op& o : fp16_ops())
-    if (o.op == op) return &o;
-  return nullptr;
+// inputs, are those whose facts say so (OpFacts::fp16, fp16_free_inputs, fp16_free_output in
+// ops/op_facts.cc); null for any other op. Integer inputs (shapes, axes, indices) never change
+// and need no entry.
+const ir::OpFacts* fp16_facts(const std::string& op) {
+  const ir::OpFacts& f = ir::OpRegistry::global().facts(op);
+  return f.fp16 ? &f : nullptr;
 }
 
 class UnionFind {
@@ -157,14 +95,15 @@ class PrecisionChooser {
 
   // The tied f32 operands of n (inputs then outputs); every float operand when n is not an
   // fp16 op.
-  std::vector<ValueId> tied_operands(const ir::Node& n, const Fp16Op* op) const {
+  std::vector<ValueId> tied_operands(const ir::Node& n, const ir::OpFacts* op) const {
     std::vector<ValueId> r;
     for (size_t i = 0; i < n.inputs.size(); ++i) {
       const bool free =
-          op && std::count(op->free_inputs.begin(), op->free_inputs.end(), static_cast<int>(i));
+          op && std::count(op->fp16_free_inputs.begin(), op->fp16_free_inputs.end(),
+                         static_cast<int>(i));
       if (is_f32(n.inputs[i]) && !free) r.push_back(n.inputs[i]);
     }
-    if (op && op->free_output) return r;
+    if (op && op->fp16_free_output) return r;
     for (ValueId v : n.outputs)
       if (is_f32(v)) r.push_back(v);
     return r;
@@ -173,7 +112,7 @@ class PrecisionChooser {
   void build_classes() {
     std::vector<char> pin(g_.values.size(), 0);
     for (const ir::Node& n : g_.nodes) {
-      const Fp16Op* op = find_fp16_op(n.op);
+      const ir::OpFacts* op = fp16_facts(n.op);
       if (!op) {
         for (ValueId v : n.inputs)
           if (is_f32(v)) pin[v] = 1;
@@ -198,7 +137,7 @@ class PrecisionChooser {
     std::unordered_map<ValueId, ValueId> half;
     UniqueNames names = UniqueNames::of_values(g_);
     for (ir::Node& n : g_.nodes) {
-      const Fp16Op* op = find_fp16_op(n.op);
+      const ir::OpFacts* op = fp16_facts(n.op);
       if (!op) continue;
       std::vector<ValueId> tied = tied_operands(n, op);
       auto var = std::find_if(tied.begin(), tied.end(), [&](ValueId v) { return !is_const(v); });

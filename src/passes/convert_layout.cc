@@ -33,6 +33,7 @@
 #include <unordered_map>
 
 #include "core/error.h"
+#include "ir/op_registry.h"
 #include "ops/conv_geometry.h"
 #include "ops/tessel_reference.h"
 #include "passes/passes.h"
@@ -50,20 +51,6 @@ constexpr char kReasonAttr[] = "layout_reason";
 // The NHWC position of NCHW axis a.
 int64_t nhwc_axis(int64_t a) { return a == 0 ? 0 : a == 1 ? 3 : a - 1; }
 
-template <size_t N>
-bool is_one_of(const std::string& op, const std::string_view (&ops)[N]) {
-  return std::find(std::begin(ops), std::end(ops), op) != std::end(ops);
-}
-
-// Ops that act per element on input 0 (other inputs, if any, are scalars).
-constexpr std::string_view kUnary[] = {"Relu",      "LeakyRelu", "Sigmoid",  "HardSigmoid",
-                                       "HardSwish", "Tanh",      "Softplus", "Elu",
-                                       "Clip",      "Identity",  "Cast",     "Dropout"};
-// Broadcasting elementwise ops.
-constexpr std::string_view kBinary[] = {"Add", "Sub", "Mul", "Div", "PRelu"};
-// Ops with a tessel NHWC form of the same attributes.
-constexpr std::string_view kWindow[] = {"MaxPool", "AveragePool", "GlobalAveragePool",
-                                        "DepthToSpace"};
 
 std::vector<int64_t> mapped_axes(const ir::Node& n, const std::vector<int64_t>& axes) {
   std::vector<int64_t> r;
@@ -205,9 +192,16 @@ class LayoutConverter {
     // Everything else follows its activations: NHWC only if one of them already is.
     if (std::none_of(n.inputs.begin(), n.inputs.end(), [&](ValueId v) { return has_nhwc(v); }))
       return false;
-    if (is_one_of(n.op, kWindow)) return convert_window(n, why);
-    if (is_one_of(n.op, kUnary)) return convert_unary(n);
-    if (is_one_of(n.op, kBinary)) return convert_binary(n, why);
+    // How the op takes NHWC is one of its facts (ir/op_registry.h); the ops whose axes are
+    // rewritten each have a converter of their own.
+    const ir::OpFacts& facts = ir::OpRegistry::global().facts(n.op);
+    switch (facts.nhwc) {
+      case ir::NhwcForm::kNone: return false;
+      case ir::NhwcForm::kTesselForm: return convert_window(n, facts.tessel_form, why);
+      case ir::NhwcForm::kAgnostic: return convert_unary(n);
+      case ir::NhwcForm::kBroadcast: return convert_binary(n, why);
+      case ir::NhwcForm::kAxes: break;
+    }
     if (n.op == "Concat") return convert_concat(n, why);
     if (n.op == "Split") return convert_split(n);
     if (n.op == "Slice") return convert_slice(n, why);
@@ -217,6 +211,8 @@ class LayoutConverter {
     if (n.op == "ReduceMean") return convert_reduce_mean(n, why);
     if (n.op == "Flatten" || n.op == "Reshape") return convert_reshape(n, why);
     if (n.op == "QuantizeLinear" || n.op == "DequantizeLinear") return convert_quantize(n, why);
+    TESSEL_ICHECK(false) << n.label() << ": the op facts say its axes convert to NHWC, but "
+                         << "convert-layout has no converter for " << n.op;
     return false;
   }
 
@@ -309,14 +305,15 @@ class LayoutConverter {
   }
 
   // MaxPool, AveragePool, GlobalAveragePool, DepthToSpace -> their tessel NHWC forms.
-  bool convert_window(const ir::Node& n, std::string& why) {
+  // Pools and depth_to_space: their tessel.* form, the same attributes on NHWC data.
+  bool convert_window(const ir::Node& n, const std::string& form, std::string& why) {
     if (n.outputs.size() != 1) {
       why = n.label() + ": the Indices output has no NHWC form";
       return false;
     }
     ir::Attributes attrs = n.attrs;
     attrs.erase("storage_order");  // only orders the Indices output
-    g_.add_node("tessel." + n.op, n.name, {to_nhwc(n.inputs[0])}, {nhwc_output(n.outputs[0])},
+    g_.add_node(form, n.name, {to_nhwc(n.inputs[0])}, {nhwc_output(n.outputs[0])},
                 std::move(attrs));
     return true;
   }

@@ -66,7 +66,7 @@ bool is_transpose(const ir::Node& n, const std::vector<int64_t>& perm) {
 
 bool group_one(const ir::Node& conv) { return conv.get_int("group", 1) == 1; }
 
-// The dtypes the GPU's contraction kernels store (codegen/cuda/plan.cc, check_epilogue).
+// The dtypes the GPU's contraction kernels store (kernels/cuda/plan.cc, check_epilogue).
 bool storable(DType t) { return t == DType::kF16 || t == DType::kBF16 || t == DType::kF32; }
 
 class Fuser {

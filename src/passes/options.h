@@ -1,19 +1,19 @@
-// Compilation options that select passes and their parameters. Passes take what they need
-// from here as plain arguments (choose_precision(g, options.precision)); nothing in a pass
-// reads the environment.
+// The options of the pass layer, in one struct: which passes the GPU pipeline runs and with
+// which parameters, and what the pipeline logs. Passes take what they need from here as plain
+// arguments (choose_precision(g, options.precision)); nothing in a pass reads the environment.
 #pragma once
+
+#include <ostream>
+
+#include "core/dtype.h"
 
 namespace tessel::passes {
 
-// Storage precision of activations and weights inside the compiled graph. Graph inputs and
-// outputs keep the model's fp32 either way.
-enum class Precision {
-  kFp32,  // the model as given: choose-precision is not run
-  kFp16,  // fp16 storage, fp32 accumulation and epilogues (choose_precision.cc)
-};
-
-struct CompileOptions {
+struct Options {
+  // kFp32 leaves the model's precision alone: choose-precision-fp16 is not run.
   Precision precision = Precision::kFp16;
+  bool print_after_all = false;  // dump the IR after every pass to `log`
+  std::ostream* log = nullptr;
 };
 
 }  // namespace tessel::passes

@@ -42,7 +42,7 @@ const PassInfo* find_pass(const std::string& name) {
   return nullptr;
 }
 
-std::vector<std::string> gpu_pipeline(const CompileOptions& options) {
+std::vector<std::string> gpu_pipeline(const Options& options) {
   // Layout before precision: ONNX's Conv and Gemm take the bias in X's dtype, tessel.Conv and
   // tessel.Gemm in fp32 too, so choose-precision can keep biases fp32 only once convert-layout
   // has made them tessel ops; and convert-layout needs no precision, since its channel
@@ -59,7 +59,7 @@ std::vector<std::string> gpu_pipeline(const CompileOptions& options) {
 }
 
 ir::Graph run_passes(ir::Graph g, const std::vector<std::string>& names,
-                     const PipelineOptions& options) {
+                     const Options& options) {
   for (const std::string& name : names) {
     const PassInfo* p = find_pass(name);
     if (!p) {

@@ -24,19 +24,15 @@ struct PassInfo {
 const std::vector<PassInfo>& all_passes();
 const PassInfo* find_pass(const std::string& name);
 
-struct PipelineOptions {
-  bool print_after_all = false;
-  std::ostream* log = nullptr;  // where --print-after-all dumps go
-};
 
 // The pass names of the GPU pipeline for `options`, in order: canonicalize, fold-constants,
 // fold-batch-norm, convert-layout, choose-precision-fp16 (only for fp16), fuse,
 // depth-to-space-dcr, dce, concat-into-slices.
 // plan_memory (plan_memory.h) is an analysis of the result, not a pass.
-std::vector<std::string> gpu_pipeline(const CompileOptions& options);
+std::vector<std::string> gpu_pipeline(const Options& options);
 
 // Runs the named passes in order, verifying the graph after each one.
 ir::Graph run_passes(ir::Graph g, const std::vector<std::string>& names,
-                     const PipelineOptions& options = {});
+                     const Options& options = {});
 
 }  // namespace tessel::passes

@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "core/error.h"
+#include "ir/op_registry.h"
 #include "passes/rewrite_util.h"
 
 namespace tessel::passes {
@@ -13,21 +14,6 @@ namespace {
 
 using ir::kNoValue;
 using ir::ValueId;
-
-// Ops whose output 0 may overwrite their input 0: each output element depends only on the
-// input element at the same flat index (unary elementwise ops), or they move no data at all
-// (reshapes that are not views, is_view_alias: the GPU copies them, flat index to flat index).
-constexpr std::string_view kInPlaceOps[] = {
-    "Relu", "LeakyRelu", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh",    "Softplus", "Elu",
-    "Clip", "Identity",  "Dropout", "Cast",        "Reshape",   "Flatten", "Squeeze",  "Unsqueeze"};
-
-// Ops whose output has the input's elements in the same order: a view needs no data movement.
-constexpr std::string_view kViewOps[] = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity"};
-
-template <size_t N>
-bool is_one_of(const std::string& op, const std::string_view (&ops)[N]) {
-  return std::find(std::begin(ops), std::end(ops), op) != std::end(ops);
-}
 
 bool contains(const std::vector<ValueId>& list, ValueId v) {
   return std::find(list.begin(), list.end(), v) != list.end();
@@ -110,7 +96,10 @@ class Arena {
   int64_t end_ = 0;
 };
 
-bool in_place_op(const ir::Node& n) { return is_one_of(n.op, kInPlaceOps); }
+// Output 0 may overwrite input 0 (OpFacts::in_place): each output element depends only on the
+// input element at the same flat index (unary elementwise ops), or the op moves no data
+// (reshapes that are not views, is_view_alias: the GPU copies them, flat index to flat index).
+bool in_place_op(const ir::Node& n) { return ir::OpRegistry::global().facts(n.op).in_place; }
 
 // Which buffer holds each value: base[v] is v itself unless v is a storage alias (a view, or a
 // Concat input stored in place); channel_offset[v] is -1 except for a channel slice. A base's
@@ -226,7 +215,9 @@ std::optional<SliceOf> channel_slice_of(const ir::Graph& g, ValueId v) {
 }
 
 bool is_view_alias(const ir::Graph& g, const ir::Node& n) {
-  if (!is_one_of(n.op, kViewOps) || n.inputs.empty() || n.outputs.size() != 1) return false;
+  // Output 0 is input 0's elements in the same order (OpFacts::view): no data movement.
+  if (!ir::OpRegistry::global().facts(n.op).view || n.inputs.empty() || n.outputs.size() != 1)
+    return false;
   const ValueId x = n.inputs[0], y = n.outputs[0];
   if (x == kNoValue || g.value(x).is_constant()) return false;
   if (contains(g.inputs, x) || contains(g.outputs, x) || contains(g.outputs, y)) return false;

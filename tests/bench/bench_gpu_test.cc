@@ -11,12 +11,12 @@
 #include "bench/reference.h"
 #include "bench/report.h"
 #include "core/half.h"
-#include "runtime/cuda/cuda_api.h"
+#include "device/cuda_api.h"
 
 namespace tessel::bench {
 namespace {
 
-namespace rt = runtime::cuda;
+namespace rt = device;
 
 class BenchGpu : public ::testing::Test {
  protected:

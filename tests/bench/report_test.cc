@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "bench/reference.h"
-#include "runtime/cuda/cuda_api.h"
+#include "device/cuda_api.h"
 
 namespace tessel::bench {
 namespace {
@@ -117,12 +117,12 @@ TEST(BenchReport, TableFlagsSidesTimedDifferently) {
 
 // The device helpers must build for every arch tessel targets, on a machine without a GPU.
 TEST(BenchReference, SourceCompilesForSm80AndSm90a) {
-  runtime::cuda::set_cache_dir("");
+  device::set_cache_dir("");
   for (const char* arch : {"sm_80", "sm_90a"}) {
-    runtime::cuda::CompileOptions o;
+    device::CompileOptions o;
     o.arch = arch;
-    runtime::cuda::CompiledKernel k =
-        runtime::cuda::compile(kReferenceSource, "bench_reference", o);
+    device::CompiledKernel k =
+        device::compile(kReferenceSource, "bench_reference", o);
     for (const char* entry :
          {"fill_uniform_f16", "conv2d_nhwc_reference", "gemm_reference", "compare_f16"})
       EXPECT_NE(k.cubin.find(entry), std::string::npos) << arch << " lacks " << entry;

@@ -12,8 +12,8 @@
 
 #include <map>
 
-#include "codegen/cuda/op_kernels.h"
-#include "contraction/epilogue.h"
+#include "kernels/cuda/op_kernels.h"
+#include "kernels/contraction/epilogue.h"
 #include "gpu/gpu_test_util.h"
 #include "ir/infer.h"
 #include "ir/ir_writer.h"
@@ -21,15 +21,15 @@
 #include "passes/pipeline.h"
 #include "passes/plan_memory.h"
 #include "runtime/cpu/executor.h"
-#include "runtime/cuda/cuda_api.h"
-#include "runtime/cuda_engine/engine.h"
-#include "runtime/cuda_engine/node_kernels.h"
-#include "runtime/cuda_engine/target.h"
+#include "device/cuda_api.h"
+#include "runtime/engine.h"
+#include "compiler/compile_plan.h"
+#include "compiler/plan_node.h"
 
-namespace tessel::runtime::cuda_engine {
+namespace tessel::runtime {
 namespace {
 
-namespace rt = runtime::cuda;
+namespace rt = device;
 using testing::conv_weight;
 using testing::IrWriter;
 using testing::random_inputs;
@@ -194,14 +194,16 @@ class ConcatGpu : public ::testing::Test {
   // it twice against the CPU.
   void check(const ir::Graph& g, const std::map<std::string, std::vector<int64_t>>& flags,
              int silent) {
-    for (passes::Precision precision : {passes::Precision::kFp16, passes::Precision::kFp32}) {
-      const bool half = precision == passes::Precision::kFp16;
+    for (Precision precision : {Precision::kFp16, Precision::kFp32}) {
+      const bool half = precision == Precision::kFp16;
       SCOPED_TRACE(half ? "fp16" : "fp32");
-      Engine e = Engine::compile(g, {.precision = precision});
-      EXPECT_EQ(concat_flags(e.graph()), flags);
-      EXPECT_EQ(silent_nodes(e.graph()), silent);
-      EXPECT_EQ(e.stats().kernels, static_cast<int>(e.graph().nodes.size()) - silent);
-      EXPECT_EQ(passes::verify_plan(e.graph(), passes::plan_memory(e.graph())), "");
+      Session s = testing::compile_session(g, precision);
+      Engine& e = *s.engine();
+      const ir::Graph& compiled = *s.graph();
+      EXPECT_EQ(concat_flags(compiled), flags);
+      EXPECT_EQ(silent_nodes(compiled), silent);
+      EXPECT_EQ(e.stats().kernels, static_cast<int>(compiled.nodes.size()) - silent);
+      EXPECT_EQ(passes::verify_plan(compiled, passes::plan_memory(compiled)), "");
       for (unsigned seed : {1u, 2u}) {
         const std::vector<Tensor> inputs = random_inputs(g, seed);
         const Tensor want = cpu::run_graph(g, inputs)[0];
@@ -216,12 +218,12 @@ class ConcatGpu : public ::testing::Test {
 // buffer (ld = the buffer's channels), and only those.
 TEST(ConcatLowering, SliceProducersGetTheChannelSliceStore) {
   ir::Graph g = passes::run_passes(inception_b(), passes::gpu_pipeline({}));
-  const tune::DeviceInfoLite h100{132, 227 * 1024, 9, 0};
+  const device::DeviceInfo& h100 = device::known_device("sm_90a");
   std::map<std::string, std::pair<int64_t, int64_t>> slices;  // conv name -> (offset, ld)
   for (const ir::Node& n : g.nodes) {
-    if (!lowered_as_contraction(n)) continue;
-    const ContractionPlan plan = plan_contraction(g, n, {}, h100);
-    ASSERT_FALSE(plan.error) << n.label() << ": " << *plan.error;
+    if (!compiler::lowered_as_contraction(n)) continue;
+    const compiler::NodePlan plan = compiler::plan_node(g, n, {}, h100);
+    ASSERT_EQ(plan.run, compiler::NodeRun::kContraction) << n.label() << ": " << plan.why;
     const contraction::StoreMap& store = plan.epilogue.store;
     if (store.kind == contraction::StoreMap::Kind::kChannelSlice)
       slices[n.name] = {store.channel_offset, store.ld};
@@ -237,7 +239,7 @@ TEST(ConcatLowering, ConcatKernelCopiesOnlyTheOtherInputs) {
   const ir::Graph g = passes::run_passes(inception_b(), passes::gpu_pipeline({}));
   for (const ir::Node& n : g.nodes) {
     if (n.op != "Concat") continue;
-    const codegen::cuda::OpKernelSource ks = codegen::cuda::emit_op(g, n);
+    const kernels::cuda::OpKernelSource ks = kernels::cuda::emit_op(g, n);
     EXPECT_NE(ks.source.find("static_cast<const f16*>(p.in[2])"), std::string::npos) << ks.source;
     EXPECT_EQ(ks.source.find("p.in[0]"), std::string::npos) << ks.source;
     EXPECT_EQ(ks.source.find("p.in[1]"), std::string::npos) << ks.source;
@@ -247,14 +249,14 @@ TEST(ConcatLowering, ConcatKernelCopiesOnlyTheOtherInputs) {
 // No GPU needed either: every network lowers and compiles for an H100 with NVRTC, with one
 // launch per node that moves data.
 TEST(ConcatLowering, NetworksCompileForSm90a) {
-  const TargetInfo h100 = target_for_arch("sm_90a");
+  const device::DeviceInfo& h100 = device::known_device("sm_90a");
   for (const auto& [name, g] : {std::pair{"inception_a", inception_a()},
                                 {"inception_b", inception_b()},
                                 {"inception_e", inception_e()},
                                 {"fire", fire()},
                                 {"dense_heads", dense_heads()}}) {
     SCOPED_TRACE(name);
-    const CompiledPlan c = compile_plan(g, {}, h100);
+    const compiler::CompiledPlan c = compiler::compile_plan(g, {}, h100);
     EXPECT_EQ(c.plan.launches.size(),
               c.graph.nodes.size() - static_cast<size_t>(silent_nodes(c.graph)));
   }
@@ -276,4 +278,4 @@ TEST_F(ConcatGpu, FireModule) { check(fire(), {{"concat", {1, 1}}}, 1); }
 TEST_F(ConcatGpu, ViewsAndDenseColumns) { check(dense_heads(), {{"concat", {1, 1}}}, 4); }
 
 }  // namespace
-}  // namespace tessel::runtime::cuda_engine
+}  // namespace tessel::runtime

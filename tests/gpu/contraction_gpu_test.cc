@@ -15,17 +15,17 @@
 #include <sstream>
 #include <unistd.h>
 
-#include "codegen/contraction_problems.h"
-#include "codegen/contraction_reference.h"
+#include "kernels/cuda/contraction_problems.h"
+#include "kernels/cuda/contraction_reference.h"
 #include "core/half.h"
 #include "gpu/gpu_test_util.h"
-#include "runtime/cuda/cuda_api.h"
-#include "tune/default_schedule.h"
+#include "device/cuda_api.h"
+#include "kernels/default_schedule.h"
 
-namespace tessel::codegen::cuda::testing {
+namespace tessel::kernels::cuda::testing {
 namespace {
 
-namespace rt = runtime::cuda;
+namespace rt = device;
 using ::tessel::testing::build_all;
 using ::tessel::testing::upload;
 using contraction::EpilogueOpKind;
@@ -38,14 +38,6 @@ class ContractionGpuTest : public ::testing::Test {
     if (!rt::cuda_available(&why)) GTEST_SKIP() << "no CUDA device: " << why;
     info_ = rt::device_info();
     rt::set_cache_dir("");  // every kernel is compiled fresh: the cache is tested elsewhere
-  }
-  tune::DeviceInfoLite lite() const {
-    tune::DeviceInfoLite d;
-    d.sm_count = info_.sm_count;
-    d.smem_per_block = info_.smem_per_block_optin;
-    d.cc_major = info_.cc_major;
-    d.cc_minor = info_.cc_minor;
-    return d;
   }
   rt::DeviceInfo info_;
 };
@@ -97,8 +89,8 @@ void run_and_check(const TestProblem& p, const ContractionKernel& k, std::mt1993
 }
 
 // ---- Random problems ------------------------------------------------------------------------
-const std::vector<tune::Schedule>& tc_schedules() {
-  static const std::vector<tune::Schedule> s = {
+const std::vector<kernels::Schedule>& tc_schedules() {
+  static const std::vector<kernels::Schedule> s = {
       tc_schedule(128, 128, 32, 64, 64, 3), tc_schedule(128, 64, 32, 64, 32, 4),
       tc_schedule(64, 64, 32, 32, 32, 3),   tc_schedule(64, 128, 64, 32, 64, 2),
       tc_schedule(128, 256, 32, 64, 64, 3), tc_schedule(256, 128, 32, 64, 64, 4),
@@ -109,8 +101,8 @@ const std::vector<tune::Schedule>& tc_schedules() {
   return s;
 }
 
-const std::vector<tune::Schedule>& wgmma_schedules() {
-  static const std::vector<tune::Schedule> s = {
+const std::vector<kernels::Schedule>& wgmma_schedules() {
+  static const std::vector<kernels::Schedule> s = {
       wgmma_schedule(128, 128, 64, 64, 128, 4), wgmma_schedule(128, 64, 64, 64, 64, 4),
       wgmma_schedule(64, 128, 64, 64, 128, 3),  wgmma_schedule(128, 256, 64, 64, 256, 4),
       wgmma_schedule(256, 128, 64, 128, 128, 3), wgmma_schedule(64, 64, 64, 64, 64, 5),
@@ -121,10 +113,10 @@ const std::vector<tune::Schedule>& wgmma_schedules() {
 // Picks a schedule the generator accepts: Tensor Cores (with vectors narrowed to what the
 // operands allow; wgmma for a third of them on Hopper) unless `simt`, then SIMT.
 bool pick_schedule(TestProblem& p, std::mt19937& rng, bool simt, bool hopper) {
-  std::vector<tune::Schedule> cands;
+  std::vector<kernels::Schedule> cands;
   const bool tc_types = p.c.a_dtype == p.c.b_dtype && p.c.a_dtype != DType::kF32;
   if (!simt && tc_types) {
-    std::vector<tune::Schedule> all = hopper && rng() % 3 == 0 ? wgmma_schedules() : tc_schedules();
+    std::vector<kernels::Schedule> all = hopper && rng() % 3 == 0 ? wgmma_schedules() : tc_schedules();
     std::shuffle(all.begin(), all.end(), rng);
     for (auto s : all) {
       s.a_vec = std::min(s.a_vec, p.c.a_vec);
@@ -214,7 +206,7 @@ std::vector<TestProblem> random_problems(std::mt19937& rng, int count, bool hopp
 // Fixed problems the random draw must not miss: the seed shapes' features at small scale.
 std::vector<TestProblem> fixed_problems(bool hopper) {
   std::vector<TestProblem> v;
-  auto add = [&](TestProblem p, const tune::Schedule& s, std::vector<contraction::EpilogueStep> steps) {
+  auto add = [&](TestProblem p, const kernels::Schedule& s, std::vector<contraction::EpilogueStep> steps) {
     p.e.steps = std::move(steps);
     p.s = s;
     p.s.a_vec = std::min(p.s.a_vec, p.c.a_vec);
@@ -270,8 +262,8 @@ TEST_F(ContractionGpuTest, RandomProblemsMatchCpuReference) {
       ADD_FAILURE() << ps[i].name() << ": build failed: " << errors[i];
       continue;
     }
-    tc += ps[i].s.instruction != tune::Instruction::kSimt;
-    wg += ps[i].s.instruction == tune::Instruction::kWgmma;
+    tc += ps[i].s.instruction != kernels::Instruction::kSimt;
+    wg += ps[i].s.instruction == kernels::Instruction::kWgmma;
     try {
       run_and_check(ps[i], *kernels[i], rng);
     } catch (const std::exception& e) {
@@ -437,7 +429,7 @@ TEST_F(ContractionGpuTest, LargestWorkloadsMatchNaiveGpuKernel) {
     TestProblem p = w.conv ? conv_problem(w.cp) : gemm_problem(w.m, w.n, w.k, w.layout);
     p.what = w.name;
     p.e.steps = {step(EpilogueOpKind::kBias), step(EpilogueOpKind::kRelu)};
-    p.s = tune::default_schedule(p.c, lite());
+    p.s = kernels::default_schedule(p.c, info_);
     ps.push_back(std::move(p));
   }
   std::vector<std::string> errors;
@@ -560,4 +552,4 @@ TEST_F(ContractionGpuTest, TensorCoreKernelsRunHmmaAndSimtKernelsDoNot) {
 }
 
 }  // namespace
-}  // namespace tessel::codegen::cuda::testing
+}  // namespace tessel::kernels::cuda::testing

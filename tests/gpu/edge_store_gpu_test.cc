@@ -18,22 +18,22 @@
 #include <memory>
 #include <random>
 
-#include "codegen/contraction_problems.h"
-#include "codegen/contraction_reference.h"
+#include "kernels/cuda/contraction_problems.h"
+#include "kernels/cuda/contraction_reference.h"
 #include "core/half.h"
 #include "gpu/gpu_test_util.h"
 #include "ir/infer.h"
 #include "ir/ir_writer.h"
 #include "ir/parser.h"
 #include "runtime/cpu/executor.h"
-#include "runtime/cuda/cuda_api.h"
-#include "runtime/cuda_engine/engine.h"
-#include "runtime/cuda_engine/lowering.h"
+#include "device/cuda_api.h"
+#include "runtime/engine.h"
+#include "compiler/lowering.h"
 
-namespace tessel::codegen::cuda::testing {
+namespace tessel::kernels::cuda::testing {
 namespace {
 
-namespace rt = runtime::cuda;
+namespace rt = device;
 using ::tessel::testing::build_all;
 using ::tessel::testing::upload;
 using contraction::StoreMap;
@@ -155,16 +155,16 @@ void run_and_check(const TestProblem& p, const ContractionKernel& k, std::mt1993
   }
 }
 
-const std::vector<tune::Schedule>& tc_candidates() {
-  static const std::vector<tune::Schedule> s = {
+const std::vector<kernels::Schedule>& tc_candidates() {
+  static const std::vector<kernels::Schedule> s = {
       tc_schedule(128, 64, 32, 64, 32, 3), tc_schedule(64, 64, 32, 32, 32, 3),
       tc_schedule(128, 32, 32, 32, 32, 3), tc_schedule(64, 32, 64, 32, 16, 4),
       tc_schedule(64, 64, 32, 32, 32, 3, 2)};  // split-K: the fixup slab goes through the same store
   return s;
 }
 
-const std::vector<tune::Schedule>& wgmma_candidates() {
-  static const std::vector<tune::Schedule> s = {wgmma_schedule(128, 64, 64, 64, 64, 4),
+const std::vector<kernels::Schedule>& wgmma_candidates() {
+  static const std::vector<kernels::Schedule> s = {wgmma_schedule(128, 64, 64, 64, 64, 4),
                                                 wgmma_schedule(64, 128, 64, 64, 128, 3)};
   return s;
 }
@@ -172,14 +172,14 @@ const std::vector<tune::Schedule>& wgmma_candidates() {
 // A schedule of the requested instruction the generator accepts, the candidates tried in a
 // random order, with the widest vectors it accepts (at most match()'s, halved until legal: an
 // NCHW stem's B is read along kw, not along its contiguous ci), or false.
-bool pick(TestProblem& p, tune::Instruction instr, std::mt19937& rng) {
-  std::vector<tune::Schedule> cands;
-  if (instr == tune::Instruction::kMmaSync) cands = tc_candidates();
-  if (instr == tune::Instruction::kWgmma) cands = wgmma_candidates();
-  if (instr == tune::Instruction::kSimt)
+bool pick(TestProblem& p, kernels::Instruction instr, std::mt19937& rng) {
+  std::vector<kernels::Schedule> cands;
+  if (instr == kernels::Instruction::kMmaSync) cands = tc_candidates();
+  if (instr == kernels::Instruction::kWgmma) cands = wgmma_candidates();
+  if (instr == kernels::Instruction::kSimt)
     cands = {simt_schedule(64, 64, 16, 32, 16, 8, 8), simt_schedule(64, 64, 32, 32, 32, 8, 8)};
   std::shuffle(cands.begin(), cands.end(), rng);
-  for (tune::Schedule s : cands) {
+  for (kernels::Schedule s : cands) {
     for (int a = std::min(s.a_vec, p.c.a_vec); a >= 1; a /= 2) {
       for (int b = std::min(s.b_vec, p.c.b_vec); b >= 1; b /= 2) {
         s.a_vec = a;
@@ -218,8 +218,8 @@ void check_all(const std::vector<TestProblem>& ps, const std::string& arch, std:
 std::vector<TestProblem> random_nchw_problems(std::mt19937& rng, bool hopper) {
   const int64_t widths[] = {16, 32, 48, 20, 24, 7, 29};
   const int64_t out_channels[] = {3, 8, 16, 24, 64, 12};
-  std::vector<tune::Instruction> instrs = {tune::Instruction::kMmaSync, tune::Instruction::kSimt};
-  if (hopper) instrs.push_back(tune::Instruction::kWgmma);
+  std::vector<kernels::Instruction> instrs = {kernels::Instruction::kMmaSync, kernels::Instruction::kSimt};
+  if (hopper) instrs.push_back(kernels::Instruction::kWgmma);
   std::vector<TestProblem> ps;
   for (int i = 0; ps.size() < 48 && i < 400; ++i) {
     const int64_t w = widths[rng() % 7], h = 1 + rng() % 12, n = 1 + rng() % 2;
@@ -254,9 +254,9 @@ TEST_F(EdgeStoreGpu, RandomNchwStoresMatchCpuReference) {
 TEST_F(EdgeStoreGpu, SuperResolutionTailShapes) {
   std::mt19937 rng(7);
   std::vector<TestProblem> ps;
-  std::vector<tune::Instruction> instrs = {tune::Instruction::kMmaSync, tune::Instruction::kSimt};
-  if (hopper()) instrs.push_back(tune::Instruction::kWgmma);
-  for (tune::Instruction instr : instrs) {
+  std::vector<kernels::Instruction> instrs = {kernels::Instruction::kMmaSync, kernels::Instruction::kSimt};
+  if (hopper()) instrs.push_back(kernels::Instruction::kWgmma);
+  for (kernels::Instruction instr : instrs) {
     TestProblem p = conv_problem(conv_params(1, 36, 64, 16, 3, 3, 1, 1));
     p.e.out_dtype = DType::kF32;
     store_nchw(p, false);
@@ -292,7 +292,7 @@ std::vector<TestProblem> stem_problems(std::mt19937& rng) {
       p.e.out_dtype = DType::kF32;
       store_nchw(p, false);
     }
-    EXPECT_TRUE(pick(p, tune::Instruction::kSimt, rng)) << describe(p);
+    EXPECT_TRUE(pick(p, kernels::Instruction::kSimt, rng)) << describe(p);
     ps.push_back(p);
   }
   return ps;
@@ -322,10 +322,11 @@ TEST_F(EdgeStoreGpu, EngineRunsOnlyTheConvs) {
   w.node(R"(%d = DepthToSpace(%u) {blocksize = 2, mode = "CRD"} : f32[1,16,10,14] @"d2s")");
   w.node(R"(%y = Conv(%d, %tail_w, %tail_b) {pads = [1, 1, 1, 1]} : f32[1,3,10,14] @"tail")");
   const ir::Graph g = w.graph("y");
-  using runtime::cuda_engine::Engine;
-  Engine e = Engine::compile(g);
+  using runtime::Engine;
+  Session s = ::tessel::testing::compile_session(g);
+  runtime::Engine& e = *s.engine();
   std::map<std::string, int> ops;
-  for (const ir::Node& n : e.graph().nodes) ++ops[n.op];
+  for (const ir::Node& n : s.graph()->nodes) ++ops[n.op];
   EXPECT_EQ(ops, (std::map<std::string, int>{{"tessel.Conv", 4}}));
   EXPECT_EQ(e.stats().kernels, 4);
   std::mt19937 rng(5);
@@ -348,7 +349,7 @@ TEST_F(EdgeStoreGpu, EngineRunsOnlyTheConvs) {
 
 // ---- The lowering (no device needed) ------------------------------------------------------
 
-namespace eng = runtime::cuda_engine;
+namespace eng = compiler;
 
 // One tessel.Conv reading %x (and %r) with weights `w_type` of constant 0.5, typed by inference.
 ir::Graph conv_graph(const std::string& inputs, const std::string& w_type, const Shape& w_shape,
@@ -419,4 +420,4 @@ TEST(EdgeStoreLowering, ResidualWithAnEdgeStoreIsRefused) {
 }
 
 }  // namespace
-}  // namespace tessel::codegen::cuda::testing
+}  // namespace tessel::kernels::cuda::testing

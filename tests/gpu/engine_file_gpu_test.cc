@@ -15,16 +15,17 @@
 #include "ir/ir_writer.h"
 #include "ir/printer.h"
 #include "runtime/cpu/executor.h"
-#include "runtime/cuda/cuda_api.h"
-#include "runtime/cuda_engine/engine.h"
-#include "runtime/cuda_engine/engine_file.h"
-#include "runtime/cuda_engine/engine_report.h"
-#include "runtime/cuda_engine/target.h"
+#include "device/cuda_api.h"
+#include "runtime/engine.h"
+#include "runtime/engine_file.h"
+#include "runtime/engine_report.h"
+#include "runtime/target.h"
+#include "compiler/compile_plan.h"
 
-namespace tessel::runtime::cuda_engine {
+namespace tessel::runtime {
 namespace {
 
-namespace rt = runtime::cuda;
+namespace rt = device;
 using testing::random_inputs;
 using testing::relative_l2;
 
@@ -69,16 +70,18 @@ class EngineFileGpu : public ::testing::Test {
 
 TEST_F(EngineFileGpu, LoadedFileMatchesTheEngineCompiledInMemory) {
   const ir::Graph g = small_net();
-  Engine in_memory = Engine::compile(g);
+  Session session = testing::compile_session(g);
+  Engine& in_memory = *session.engine();
   const std::string path = (dir_ / "small.tsl").string();
-  write_engine_file(compile_plan(g, {}, target_of_device(rt::device_info())).plan, path);
-  Engine loaded = Engine::load(read_engine_file(path), path);
+  write_engine_file(compiler::compile_plan(g, {}, rt::device_info()).plan, path);
+  Session file_session = Session::open(path);
+  Engine& loaded = *file_session.engine();
   EXPECT_EQ(loaded.plan(), in_memory.plan());
   EXPECT_EQ(loaded.stats().kernels, static_cast<int>(loaded.plan().launches.size()));
   EXPECT_EQ(loaded.stats().device_bytes, in_memory.stats().device_bytes);
-  EXPECT_GT(in_memory.stats().compile_ms, 0);
-  EXPECT_EQ(loaded.stats().compile_ms, 0);
-  EXPECT_THROW(loaded.graph(), InternalError);
+  EXPECT_GT(session.compile_ms(), 0);
+  EXPECT_EQ(file_session.compile_ms(), 0);
+  EXPECT_EQ(file_session.graph(), nullptr);  // a loaded plan has no compiled graph
   for (unsigned seed : {1u, 2u}) {
     const std::vector<Tensor> inputs = random_inputs(g, seed);
     const std::vector<Tensor> a = in_memory.run(inputs);
@@ -94,7 +97,8 @@ TEST_F(EngineFileGpu, LoadedFileMatchesTheEngineCompiledInMemory) {
 
 TEST_F(EngineFileGpu, ProfileAndReplayTimes) {
   const ir::Graph g = small_net();
-  Engine e = Engine::compile(g);
+  Session session = testing::compile_session(g);
+  Engine& e = *session.engine();
   e.run(random_inputs(g, 3));
   const std::vector<float> launches = e.profile_launches(5);
   ASSERT_EQ(launches.size(), e.plan().launches.size());
@@ -104,7 +108,7 @@ TEST_F(EngineFileGpu, ProfileAndReplayTimes) {
   EXPECT_GE(s.p90_ms, s.median_ms);
   EXPECT_NEAR(s.throughput_per_s, 2 * 1e3 / s.median_ms, 1e-6 * s.throughput_per_s);
   const ProfileReport r = make_profile_report(e.plan(), launches, s.median_ms,
-                                              find_known_target(rt::device_info().arch()));
+                                              rt::device_info());
   const std::string table = format_profile(r);
   for (const PlanLaunch& l : e.plan().launches) EXPECT_NE(table.find(l.node), std::string::npos);
   // Profiling leaves nothing a later run depends on.
@@ -119,7 +123,7 @@ TEST_F(EngineFileGpu, ProfileAndReplayTimes) {
 TEST_F(EngineFileGpu, PlanForAnotherGpuIsRefused) {
   const std::string here = rt::device_info().arch();
   const std::string other = here == "sm_90a" ? "sm_80" : "sm_90a";
-  const EnginePlan plan = compile_plan(small_net(), {}, target_for_arch(other)).plan;
+  const EnginePlan plan = compiler::compile_plan(small_net(), {}, device::known_device(other)).plan;
   try {
     Engine::load(plan, "other.tsl");
     FAIL() << "a plan for " << other << " loaded on " << here;
@@ -178,4 +182,4 @@ TEST_F(EngineFileGpu, CommandLine) {
 }
 
 }  // namespace
-}  // namespace tessel::runtime::cuda_engine
+}  // namespace tessel::runtime

@@ -17,14 +17,14 @@
 #include "ir/ir_writer.h"
 #include "ir/parser.h"
 #include "runtime/cpu/executor.h"
-#include "runtime/cuda/cuda_api.h"
+#include "device/cuda_api.h"
 #include "passes/plan_memory.h"
-#include "runtime/cuda_engine/engine.h"
+#include "runtime/engine.h"
 
-namespace tessel::runtime::cuda_engine {
+namespace tessel::runtime {
 namespace {
 
-namespace rt = runtime::cuda;
+namespace rt = device;
 
 using testing::batch_norm_params;
 using testing::bn;
@@ -121,8 +121,9 @@ ir::Graph depthwise_block() {
 
 // Compiles `g`, then runs it twice on different inputs (the second run checks that each run
 // uploads its inputs and that replays leave nothing behind), each against the CPU.
-Engine check_model(const ir::Graph& g, passes::Precision precision, double tolerance) {
-  Engine e = Engine::compile(g, {.precision = precision});
+Session check_model(const ir::Graph& g, Precision precision, double tolerance) {
+  Session s = testing::compile_session(g, precision);
+  Engine& e = *s.engine();
   for (unsigned seed : {1u, 2u}) {
     const std::vector<Tensor> inputs = random_inputs(g, seed);
     const std::vector<Tensor> want = cpu::run_graph(g, inputs);
@@ -133,10 +134,11 @@ Engine check_model(const ir::Graph& g, passes::Precision precision, double toler
   }
   // One launch per node, except views: their output is their input's bytes (plan_memory.h).
   int views = 0;
-  for (const ir::Node& n : e.graph().nodes) views += passes::is_view_alias(e.graph(), n);
-  EXPECT_EQ(e.stats().kernels, static_cast<int>(e.graph().nodes.size()) - views);
+  const ir::Graph& compiled = *s.graph();
+  for (const ir::Node& n : compiled.nodes) views += passes::is_view_alias(compiled, n);
+  EXPECT_EQ(e.stats().kernels, static_cast<int>(compiled.nodes.size()) - views);
   EXPECT_GT(e.stats().arena_bytes, 0);
-  return e;
+  return s;
 }
 
 class EngineGpu : public ::testing::Test {
@@ -150,7 +152,8 @@ class EngineGpu : public ::testing::Test {
 };
 
 TEST_F(EngineGpu, ResNetLikeFp16) {
-  const Engine e = check_model(resnet_like(), passes::Precision::kFp16, 2e-2);
+  const Session s = check_model(resnet_like(), Precision::kFp16, 2e-2);
+  const Engine& e = *s.engine();
   // conv1 (channels padded to 8), conv2, conv3 and the dense layer.
   if (sm80_) {
     EXPECT_GE(e.stats().tensor_core_kernels, 3);
@@ -158,27 +161,30 @@ TEST_F(EngineGpu, ResNetLikeFp16) {
 }
 
 TEST_F(EngineGpu, ResNetLikeFp32) {
-  const Engine e = check_model(resnet_like(), passes::Precision::kFp32, 1e-3);
+  const Session s = check_model(resnet_like(), Precision::kFp32, 1e-3);
+  const Engine& e = *s.engine();
   EXPECT_EQ(e.stats().tensor_core_kernels, 0);  // f32 operands: SIMT
 }
 
 TEST_F(EngineGpu, SuperResolutionLikeFp16) {
-  const Engine e = check_model(sr_like(), passes::Precision::kFp16, 2e-2);
+  const Session s = check_model(sr_like(), Precision::kFp16, 2e-2);
+  const Engine& e = *s.engine();
   if (sm80_) {
     EXPECT_GE(e.stats().tensor_core_kernels, 5);
   }
 }
 
 TEST_F(EngineGpu, DepthwiseBlockFp16) {
-  const Engine e = check_model(depthwise_block(), passes::Precision::kFp16, 2e-2);
+  const Session s = check_model(depthwise_block(), Precision::kFp16, 2e-2);
   int grouped = 0;
-  for (const ir::Node& n : e.graph().nodes)
+  for (const ir::Node& n : s.graph()->nodes)
     grouped += n.op == "tessel.Conv" && n.get_int("group", 1) > 1;
   EXPECT_EQ(grouped, 1);
 }
 
 TEST_F(EngineGpu, WrongInputIsAUserError) {
-  Engine e = Engine::compile(depthwise_block());
+  Session s = testing::compile_session(depthwise_block());
+  Engine& e = *s.engine();
   Tensor bad(DType::kF32, {1, 16, 9, 8});
   EXPECT_THROW(e.run({bad}), UserError);
 }
@@ -200,7 +206,8 @@ TEST_F(EngineGpu, SmallZooModelsFp16) {
     ir::infer_types(g, ir::OpRegistry::global());
     const std::vector<Tensor> inputs = random_inputs(g, 3);
     const std::vector<Tensor> want = cpu::run_graph(g, inputs);
-    Engine e = Engine::compile(g);
+    Session s = testing::compile_session(g);
+    Engine& e = *s.engine();
     const std::vector<Tensor> got = e.run(inputs);
     ASSERT_EQ(got.size(), want.size());
     EXPECT_LE(relative_l2(got[0], want[0]), 2e-2);
@@ -212,4 +219,4 @@ TEST_F(EngineGpu, SmallZooModelsFp16) {
 }
 
 }  // namespace
-}  // namespace tessel::runtime::cuda_engine
+}  // namespace tessel::runtime

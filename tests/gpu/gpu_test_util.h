@@ -13,12 +13,21 @@
 #include <thread>
 #include <vector>
 
-#include "codegen/contraction_problems.h"
+#include "kernels/cuda/contraction_problems.h"
 #include "core/tensor.h"
 #include "ir/graph.h"
-#include "runtime/cuda/cuda_api.h"
+#include "device/cuda_api.h"
+#include "tessel/tessel.h"
 
 namespace tessel::testing {
+
+// `g` compiled for the GPU present and loaded: session.engine() runs it, session.graph() is
+// the compiled graph.
+inline Session compile_session(const ir::Graph& g, Precision precision = Precision::kFp16) {
+  Options o;
+  o.precision = precision;
+  return Session::from_graph(g, o);
+}
 
 // One tensor per graph input, magnitudes in [0.25, 1] with random signs: never zero, so an
 // unwritten output or a dropped term shows.
@@ -51,24 +60,24 @@ inline double relative_l2(const Tensor& got, const Tensor& want) {
 }
 
 // A device copy of `bytes` (at least 16 bytes, so an empty operand still has an address).
-inline runtime::cuda::DeviceBuffer upload(const std::vector<char>& bytes) {
-  runtime::cuda::DeviceBuffer b(std::max<size_t>(bytes.size(), 16));
+inline device::DeviceBuffer upload(const std::vector<char>& bytes) {
+  device::DeviceBuffer b(std::max<size_t>(bytes.size(), 16));
   b.upload(bytes.data(), bytes.size());
   return b;
 }
 
 // Builds every problem's kernel in parallel (NVRTC is the slow part); nullptr and the message
 // in `errors` where a build fails.
-inline std::vector<std::unique_ptr<codegen::cuda::ContractionKernel>> build_all(
-    const std::vector<codegen::cuda::testing::TestProblem>& ps, const std::string& arch,
+inline std::vector<std::unique_ptr<kernels::cuda::ContractionKernel>> build_all(
+    const std::vector<kernels::cuda::testing::TestProblem>& ps, const std::string& arch,
     std::vector<std::string>& errors) {
-  std::vector<std::unique_ptr<codegen::cuda::ContractionKernel>> ks(ps.size());
+  std::vector<std::unique_ptr<kernels::cuda::ContractionKernel>> ks(ps.size());
   errors.assign(ps.size(), "");
   std::atomic<size_t> next{0};
   auto worker = [&] {
     for (size_t i; (i = next++) < ps.size();) {
       try {
-        ks[i] = codegen::cuda::ContractionKernel::build(ps[i].c, ps[i].e, ps[i].s, arch);
+        ks[i] = kernels::cuda::ContractionKernel::build(ps[i].c, ps[i].e, ps[i].s, arch);
       } catch (const std::exception& e) {
         errors[i] = e.what();
       }

@@ -8,16 +8,16 @@
 #include <cmath>
 #include <random>
 
-#include "codegen/cuda/op_kernels.h"
+#include "kernels/cuda/op_kernels.h"
 #include "ir/infer.h"
 #include "ir/op_registry.h"
 #include "runtime/cpu/executor.h"
-#include "runtime/cuda/cuda_api.h"
+#include "device/cuda_api.h"
 
-namespace tessel::codegen::cuda {
+namespace tessel::kernels::cuda {
 namespace {
 
-namespace rt = runtime::cuda;
+namespace rt = device;
 
 struct Input {
   ir::TensorType type;
@@ -208,4 +208,4 @@ TEST(OpKernelsGpu, DepthwiseAndGroupedConv) {
 }
 
 }  // namespace
-}  // namespace tessel::codegen::cuda
+}  // namespace tessel::kernels::cuda

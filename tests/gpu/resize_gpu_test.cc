@@ -1,4 +1,4 @@
-// The GPU Resize kernel (codegen/cuda/op_resize.cc) against the CPU reference executor: one-node
+// The GPU Resize kernel (kernels/cuda/op_resize.cc) against the CPU reference executor: one-node
 // NHWC Resize graphs (the form convert-layout gives them: scales [1, sh, sw, 1]) run by
 // runtime::cpu::run_graph and by the generated kernel on the same random inputs (never zero),
 // with the output poisoned (0xff bytes: NaN for floats, -1 for integers) before the launch so
@@ -10,19 +10,20 @@
 #include <cmath>
 #include <random>
 
-#include "codegen/cuda/op_kernels.h"
+#include "kernels/cuda/op_kernels.h"
 #include "ir/infer.h"
 #include "ir/ir_writer.h"
 #include "ir/op_registry.h"
 #include "runtime/cpu/executor.h"
-#include "runtime/cuda/cuda_api.h"
-#include "runtime/cuda_engine/engine.h"
-#include "runtime/cuda_engine/target.h"
+#include "device/cuda_api.h"
+#include "runtime/engine.h"
+#include "compiler/compile_plan.h"
+#include "gpu_test_util.h"
 
 namespace tessel {
 namespace {
 
-namespace rt = runtime::cuda;
+namespace rt = device;
 
 // Floats in ±[0.25, 2]; integers in ±[1, 100].
 Tensor random_tensor(const ir::TensorType& t, std::mt19937& rng) {
@@ -75,9 +76,9 @@ void check_resize(const ir::TensorType& x, const Resize& r) {
   const Tensor input = random_tensor(x, rng);
   const Tensor want = runtime::cpu::run_graph(g, {input})[0];
 
-  const std::optional<std::string> cannot = codegen::cuda::can_emit_op(g, g.nodes[0]);
+  const std::optional<std::string> cannot = kernels::cuda::can_emit_op(g, g.nodes[0]);
   ASSERT_FALSE(cannot) << *cannot;
-  const codegen::cuda::OpKernelSource ks = codegen::cuda::emit_op(g, g.nodes[0]);
+  const kernels::cuda::OpKernelSource ks = kernels::cuda::emit_op(g, g.nodes[0]);
   rt::CompileOptions options;
   options.arch = rt::device_info().arch();
   options.headers = ks.headers;
@@ -177,8 +178,8 @@ ir::Graph upsample_net() {
 // No GPU needed: the network lowers and compiles for an H100, the Resize as a kernel of its own
 // between the two convs, with no layout change around it.
 TEST(ResizeLowering, UpsampleNetworkCompilesForSm90a) {
-  const runtime::cuda_engine::CompiledPlan c = runtime::cuda_engine::compile_plan(
-      upsample_net(), {}, runtime::cuda_engine::target_for_arch("sm_90a"));
+  const compiler::CompiledPlan c =
+      compiler::compile_plan(upsample_net(), {}, device::known_device("sm_90a"));
   const ir::Graph& out = c.graph;
   const std::vector<int> producers = out.producers();
   const std::vector<std::vector<int>> users = out.users();
@@ -200,9 +201,9 @@ TEST(ResizeGpu, UpsampleInANetwork) {
   std::string why;
   if (!rt::cuda_available(&why)) GTEST_SKIP() << "no CUDA device: " << why;
   const ir::Graph g = upsample_net();
-  for (passes::Precision precision : {passes::Precision::kFp16, passes::Precision::kFp32}) {
-    runtime::cuda_engine::Engine e =
-        runtime::cuda_engine::Engine::compile(g, {.precision = precision});
+  for (Precision precision : {Precision::kFp16, Precision::kFp32}) {
+    Session s = testing::compile_session(g, precision);
+    runtime::Engine& e = *s.engine();
     std::mt19937 rng(5);
     const Tensor input = random_tensor(g.type(g.inputs[0]), rng);
     const Tensor want = runtime::cpu::run_graph(g, {input})[0];
@@ -212,7 +213,7 @@ TEST(ResizeGpu, UpsampleInANetwork) {
       num += (got.get_f64(i) - want.get_f64(i)) * (got.get_f64(i) - want.get_f64(i));
       den += want.get_f64(i) * want.get_f64(i);
     }
-    EXPECT_LE(std::sqrt(num / den), precision == passes::Precision::kFp16 ? 2e-2 : 1e-3);
+    EXPECT_LE(std::sqrt(num / den), precision == Precision::kFp16 ? 2e-2 : 1e-3);
   }
 }
 

@@ -12,9 +12,9 @@
 
 #include "bench/baselines.h"
 #include "bench/reference.h"
-#include "runtime/cuda/cuda_api.h"
+#include "device/cuda_api.h"
 
-namespace tessel::runtime::cuda {
+namespace tessel::device {
 namespace {
 
 class GpuRuntime : public ::testing::Test {
@@ -353,4 +353,4 @@ TEST_F(GpuRuntime, CublasLtCallsAreCapturedAndReplayed) {
 }
 
 }  // namespace
-}  // namespace tessel::runtime::cuda
+}  // namespace tessel::device

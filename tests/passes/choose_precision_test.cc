@@ -142,7 +142,7 @@ TEST(ChoosePrecision, Fp32IsTheModelAsGiven) {
   %y = Relu(%x) : f32[4] @"relu"
   output %y
 })");
-  EXPECT_EQ(ir::structural_diff(passes::choose_precision(g, passes::Precision::kFp32), g), "");
+  EXPECT_EQ(ir::structural_diff(passes::choose_precision(g, Precision::kFp32), g), "");
 }
 
 }  // namespace

@@ -227,8 +227,8 @@ TEST(ConcatIntoSlices, GpuPipelineOnAnInceptionReductionBlock) {
   w.node("%c = Concat(%r1, %r2c, %p) {axis = 1} : f32[1,32,4,4] @\"concat\"");
   w.node("%y = Conv(%c, %wy) : f32[1,8,4,4] @\"next\"");
   const ir::Graph in = ir::parse_graph(w.text("y"));
-  for (passes::Precision precision : {passes::Precision::kFp32, passes::Precision::kFp16}) {
-    SCOPED_TRACE(precision == passes::Precision::kFp16 ? "fp16" : "fp32");
+  for (Precision precision : {Precision::kFp32, Precision::kFp16}) {
+    SCOPED_TRACE(precision == Precision::kFp16 ? "fp16" : "fp32");
     const ir::Graph out = passes::run_passes(in, passes::gpu_pipeline({.precision = precision}));
     const ir::Node* concat = nullptr;
     for (const ir::Node& n : out.nodes)
@@ -249,7 +249,7 @@ TEST(ConcatIntoSlices, GpuPipelineOnAnInceptionReductionBlock) {
       EXPECT_EQ(b.channel_offset, s.channel_offset);
       EXPECT_EQ(b.offset, plan.buffers[static_cast<size_t>(concat->outputs[0])].offset);
     }
-    const bool half = precision == passes::Precision::kFp16;
+    const bool half = precision == Precision::kFp16;
     testing::expect_same_numerics(in, out, half ? 2e-2 : 1e-5, half ? 2e-2 : 1e-5);
   }
 }

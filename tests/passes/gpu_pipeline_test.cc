@@ -123,7 +123,7 @@ TEST(GpuPipeline, NamesAreRegisteredPasses) {
                                       "depth-to-space-dcr", "dce", "concat-into-slices"}));
   for (const std::string& name : fp16) EXPECT_NE(passes::find_pass(name), nullptr) << name;
   const std::vector<std::string> fp32 =
-      passes::gpu_pipeline({.precision = passes::Precision::kFp32});
+      passes::gpu_pipeline({.precision = Precision::kFp32});
   EXPECT_EQ(std::count(fp32.begin(), fp32.end(), "choose-precision-fp16"), 0);
   EXPECT_EQ(fp32.size(), fp16.size() - 1);
 }
@@ -158,7 +158,7 @@ TEST(GpuPipeline, ResNetLikeFp16) {
 TEST(GpuPipeline, ResNetLikeFp32) {
   const ir::Graph in = resnet_like();
   const ir::Graph out =
-      passes::run_passes(in, passes::gpu_pipeline({.precision = passes::Precision::kFp32}));
+      passes::run_passes(in, passes::gpu_pipeline({.precision = Precision::kFp32}));
   EXPECT_EQ(op_counts(out)["Cast"], 0);
   EXPECT_EQ(op_counts(out)["tessel.Conv"], 3);
   expect_consistent(out);

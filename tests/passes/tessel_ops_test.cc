@@ -264,7 +264,21 @@ TEST(TesselGemm, BiasResidualRelu) {
   EXPECT_EQ(run(text, {{1, 2}, {1, 1, -6}}), (V{4, 0, 0}));
   EXPECT_EQ(infer_error(with(text, R"({epilogue)", R"({store = "nhwc", epilogue)")),
             "tessel.Gemm 'fc': unknown attribute 'store' (expected epilogue, epilogue_alpha, "
-            "epilogue_beta, out_dtype)");
+            "epilogue_beta, out_dtype, trans_a, trans_b)");
+}
+
+// A stored [K, M] = [2, 1] and W stored [K, N] = [2, 3] (bench-op's TN and NN GEMM layouts):
+// y = a^T w by hand, [1, 2] x [[1, 1, 0.5], [1, -1, 2]] = [3, -1, 4.5].
+TEST(TesselGemm, TransposedOperands) {
+  const char* text = R"(graph @g opset 17 {
+  input %a : f32[2,1]
+  const %w : f32[2,3] = [1.0, 1.0, 0.5, 1.0, -1.0, 2.0]
+  %y = tessel.Gemm(%a, %w) {trans_a = 1, trans_b = 0} : f32[1,3] @"fc"
+  output %y
+})";
+  EXPECT_EQ(run(text, {{1, 2}}), (V{3, -1, 4.5}));
+  EXPECT_EQ(infer_error(with(text, "trans_a = 1", "trans_a = 2")),
+            "tessel.Gemm 'fc': attribute 'trans_a' is 2, expected 0 or 1");
 }
 
 // NHWC [1,2,2,2]: channel 0 is [1, 2, 3, 4] and channel 1 is [8, 7, 6, 5] over the 2x2 image.

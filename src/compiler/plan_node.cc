@@ -1,0 +1,155 @@
+// plan_node: views and in-place concats first (they launch nothing), then contractions, then
+// op kernels.
+#include "compiler/plan_node.h"
+
+#include <algorithm>
+
+#include "compiler/lowering.h"
+#include "core/error.h"
+#include "kernels/cuda/contraction_kernel.h"
+#include "kernels/cuda/op_kernels.h"
+#include "kernels/default_schedule.h"
+#include "passes/plan_memory.h"
+
+namespace tessel::compiler {
+namespace {
+
+namespace cg = kernels::cuda;
+
+std::string remarks_text(const contraction::MatchResult& m) {
+  std::string r;
+  for (const contraction::Remark& x : m.remarks) r += (r.empty() ? "" : "; ") + x.text;
+  return r.empty() ? "no reason given" : r;
+}
+
+NodePlan unsupported(std::string why) {
+  NodePlan p;
+  p.run = NodeRun::kUnsupported;
+  p.why = std::move(why);
+  return p;
+}
+
+// A concat_into_slices output goes straight into its channels of the Concat's buffer, which the
+// memory plan gives it as its address (plan_memory.h, channel slices). Returns why the epilogue
+// cannot store so, if it cannot.
+std::optional<std::string> store_into_slice(const ir::Graph& g, const ir::Node& n,
+                                            NodePlan& plan) {
+  const std::optional<passes::SliceOf> slice = passes::channel_slice_of(g, n.outputs.at(0));
+  if (!slice) return std::nullopt;
+  const bool residual = std::find(plan.extra_inputs.begin(), plan.extra_inputs.end(),
+                                  kResidualInput) != plan.extra_inputs.end();
+  if (plan.epilogue.store.kind != contraction::StoreMap::Kind::kPlain || residual)
+    return "its output is marked in_place in a Concat, but a depth_to_space store or a residual "
+           "add cannot store into a channel slice";
+  plan.epilogue.store.kind = contraction::StoreMap::Kind::kChannelSlice;
+  plan.epilogue.store.channel_offset = slice->channel_offset;
+  plan.epilogue.store.ld = slice->channels;
+  return std::nullopt;
+}
+
+NodePlan plan_contraction(const ir::Graph& g, const ir::Node& n, const Options& options,
+                          const device::DeviceInfo& target) {
+  ContractionSpec spec = contraction_of(g, n);
+  NodePlan plan;
+  plan.run = NodeRun::kContraction;
+  plan.match = contraction::match(spec.maps);
+  plan.epilogue = std::move(spec.epilogue);
+  plan.extra_inputs = std::move(spec.extra_inputs);
+  if (std::optional<std::string> why = store_into_slice(g, n, plan)) return unsupported(*why);
+  if (!plan.match.contraction)
+    return unsupported("cannot be lowered to a contraction kernel: " + remarks_text(plan.match));
+  const contraction::Contraction& c = *plan.match.contraction;
+  // default_schedule is SIMT where match() says no, except where the halo kernel takes what
+  // the GEMM kernels cannot (a stem's f32 NCHW input, converted while staged).
+  if (!options.tensor_cores) {
+    plan.why = "Tensor Cores turned off (compiler::Options::tensor_cores)";
+    plan.schedule = kernels::simt_schedule(c);
+  } else {
+    plan.schedule = kernels::default_schedule(c, target);
+    if (plan.schedule.instruction == kernels::Instruction::kSimt)
+      plan.why = plan.match.remarks.empty() ? "no reason given" : plan.match.remarks[0].text;
+  }
+  std::optional<std::string> why = cg::can_implement(c, plan.epilogue, plan.schedule);
+  if (why && plan.schedule.instruction != kernels::Instruction::kSimt) {
+    plan.why = "the Tensor Core generator refuses " + plan.schedule.name() + ": " + *why;
+    plan.schedule = kernels::simt_schedule(c);
+    why = cg::can_implement(c, plan.epilogue, plan.schedule);
+  }
+  if (why) return unsupported("cannot be lowered to a contraction kernel: " + *why);
+  return plan;
+}
+
+// A Concat whose inputs all live in its buffer already; nothing when some input must be copied.
+// Every in-place input must come from a node that stores into a channel slice.
+std::optional<NodePlan> in_place_concat(const ir::Graph& g, const ir::Node& n) {
+  const std::vector<passes::ChannelSlice> slices = passes::in_place_inputs(g, n);
+  const std::vector<int> producers = g.producers();
+  for (const passes::ChannelSlice& s : slices) {
+    const int p = producers.at(s.value);
+    const ir::Node& producer = g.nodes.at(static_cast<size_t>(p));
+    // (A Concat producer has all its inputs in place, in_place_inputs checked: their producers
+    // store into this Concat's buffer.)
+    if (!lowered_as_contraction(producer) && producer.op != "Concat")
+      return unsupported("input " + std::to_string(s.input) + " is marked in_place, but its "
+                         "producer " + producer.label() + " is no contraction (tessel.Conv with "
+                         "group 1, tessel.Gemm): only those store into a channel slice");
+  }
+  if (slices.empty() || slices.size() != n.inputs.size()) return std::nullopt;
+  NodePlan p;
+  p.run = NodeRun::kNoKernel;
+  p.why = "its producers store into its channel slices (memory plan)";
+  return p;
+}
+
+}  // namespace
+
+bool lowered_as_contraction(const ir::Node& n) {
+  return is_contraction_op(n) && (n.op == "tessel.Gemm" || n.get_int("group", 1) == 1);
+}
+
+std::string NodePlan::instruction() const {
+  switch (run) {
+    case NodeRun::kContraction:
+      switch (schedule.instruction) {
+        case kernels::Instruction::kMmaSync: return "mma.sync";
+        case kernels::Instruction::kWgmma: return "wgmma";
+        case kernels::Instruction::kSimt: return "SIMT";
+      }
+      return "SIMT";
+    case NodeRun::kOpKernel: return "SIMT";
+    case NodeRun::kNoKernel:
+    case NodeRun::kUnsupported: return "";
+  }
+  return "";
+}
+
+std::string NodePlan::summary() const {
+  switch (run) {
+    case NodeRun::kNoKernel: return "no kernel: " + why;
+    case NodeRun::kUnsupported: return "not supported on the GPU: " + why;
+    case NodeRun::kOpKernel: return "CUDA kernel";
+    case NodeRun::kContraction:
+      if (!tensor_cores()) return "SIMT: " + why;
+      return "Tensor Cores (" + instruction() + ") " + schedule.name();
+  }
+  return "";
+}
+
+NodePlan plan_node(const ir::Graph& g, const ir::Node& n, const Options& options,
+                   const device::DeviceInfo& target) {
+  if (passes::is_view_alias(g, n)) {
+    NodePlan p;
+    p.run = NodeRun::kNoKernel;
+    p.why = "its output aliases its input's memory (memory plan)";
+    return p;
+  }
+  if (n.op == "Concat")
+    if (std::optional<NodePlan> p = in_place_concat(g, n)) return *p;
+  if (lowered_as_contraction(n)) return plan_contraction(g, n, options, target);
+  if (std::optional<std::string> why = cg::can_emit_op(g, n)) return unsupported(*why);
+  NodePlan p;
+  p.run = NodeRun::kOpKernel;
+  return p;
+}
+
+}  // namespace tessel::compiler

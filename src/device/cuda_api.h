@@ -1,0 +1,173 @@
+// The CUDA layer of tessel: device query, NVRTC compilation with a persistent on-disk kernel
+// cache, module loading and launching through the driver API.
+//
+// libcuda is loaded at run time (dlopen), so tessel runs on machines without a GPU: there,
+// cuda_available() is false and everything else that needs a device throws a UserError
+// "no CUDA device: <reason>". NVRTC needs no device: kernels compile for any arch anywhere.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "device/device_info.h"
+
+namespace tessel::device {
+
+// A CUDA driver call failed on a machine that has a device (out of memory, a faulting kernel,
+// an invalid launch). The message names the call and the CUresult by name, e.g.
+// CUDA_ERROR_OUT_OF_MEMORY; code() is the raw CUresult, for callers that handle specific
+// failures (a tuner may skip a candidate that hits CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES).
+class DriverError : public Error {
+ public:
+  DriverError(int code, const std::string& message) : Error(message), code_(code) {}
+  int code() const { return code_; }
+
+ private:
+  int code_;
+};
+
+
+// True when libcuda loads and a device exists. `reason` (optional) says why not.
+bool cuda_available(std::string* reason = nullptr);
+// The GPU `ordinal` as the driver reports it, with the datasheet peaks of its known_device()
+// row where its arch has one.
+DeviceInfo device_info(int ordinal = 0);
+
+// ---- NVRTC ----------------------------------------------------------------------------
+struct CompileOptions {
+  std::string arch = "sm_90a";     // "sm_80", "sm_90", "sm_90a"
+  std::vector<std::string> extra;  // extra nvrtc options, e.g. "-lineinfo"
+  // Headers made available to #include, as (name, contents) pairs.
+  std::vector<std::pair<std::string, std::string>> headers;
+};
+
+struct CompiledKernel {
+  std::string cubin;  // SASS for options.arch
+  std::string log;    // NVRTC's log, also on success (warnings)
+  bool from_cache = false;
+};
+
+// NVRTC version as major*1000 + minor*10.
+int nvrtc_version();
+
+// Compiles `source`. Every NVRTC call is checked; a failed compile throws an InternalError
+// (generated code failing to compile is a compiler bug) that carries the full log and the
+// first lines of source around the error. With a cache directory set (see below), results
+// are cached by (source hash, headers hash, arch, NVRTC version, options).
+CompiledKernel compile(const std::string& source, const std::string& name,
+                       const CompileOptions& options);
+
+// The kernel cache directory: $TESSEL_CACHE_DIR (set but empty: no cache), else
+// $XDG_CACHE_HOME/tessel, else ~/.cache/tessel; kernels go to its kernels/ folder. Entries are
+// written atomically (temp file + rename) with a checksum; a corrupt or truncated entry is
+// detected, deleted and rebuilt, never loaded. set_cache_dir() overrides the environment.
+std::string cache_dir();
+void set_cache_dir(const std::string& dir);  // "" disables the cache
+
+// ---- Driver: modules, launches, memory, events, graphs -----------------------------------
+// All of these work on device 0's primary context (the one the CUDA runtime, cuDNN and cuBLAS
+// use too); CUDA_VISIBLE_DEVICES chooses the GPU. Driver failures throw DriverError.
+class Module {
+ public:
+  static std::shared_ptr<Module> load(const std::string& cubin);
+  ~Module();
+  // Raw CUfunction handle; raises UserError if the symbol is missing.
+  void* function(const std::string& name) const;
+
+ private:
+  explicit Module(void* handle) : handle_(handle) {}
+  void* handle_;
+};
+
+struct LaunchConfig {
+  unsigned grid[3] = {1, 1, 1};
+  unsigned block[3] = {1, 1, 1};
+  unsigned smem_bytes = 0;
+  void* stream = nullptr;  // CUstream
+};
+// Launches with cuLaunchKernel after raising the function's dynamic shared-memory limit when
+// smem_bytes > 48 KiB. Checks grid limits (y, z <= 65535) and reports a clear error.
+void launch(void* function, const LaunchConfig& config, void** args);
+
+// Device memory owned by RAII.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  explicit DeviceBuffer(size_t bytes);
+  ~DeviceBuffer();
+  DeviceBuffer(DeviceBuffer&& o) noexcept;
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  uint64_t ptr() const { return ptr_; }  // CUdeviceptr
+  size_t size() const { return size_; }
+  void upload(const void* src, size_t bytes);
+  void download(void* dst, size_t bytes) const;
+  void fill_bytes(uint8_t value);  // e.g. poison with 0xff (NaN for f16/f32)
+
+ private:
+  uint64_t ptr_ = 0;
+  size_t size_ = 0;
+};
+
+// Free and total device memory of device 0, as the driver reports them (cuMemGetInfo): what
+// every process has allocated, and the driver's own reservations, counted as used.
+struct MemoryInfo {
+  size_t free = 0;
+  size_t total = 0;
+};
+MemoryInfo memory_info();
+
+void synchronize();
+
+// Times `fn` (which enqueues work on `stream`) with CUDA events: `warmup` runs, then `reps`
+// timed runs each bracketed by events; returns per-run milliseconds, sorted. The timed runs
+// are queued behind a short spin kernel, so host-side enqueue cost does not leak into the
+// device times of short kernels.
+std::vector<float> time_with_events(const std::function<void(void* stream)>& fn, int warmup,
+                                    int reps, void* stream = nullptr);
+
+// The work of `launches` consecutive calls of fn(stream), captured once into a CUDA graph and
+// replayed as a whole on a stream of its own. Replaying removes the per-launch host and
+// launch-latency gaps that event timing of single runs counts for kernels of a few µs.
+//
+// The stream is a blocking one (it orders with the legacy default stream both ways), so work
+// queued on the default stream before a replay (a poisoning memset) is done before it, and
+// work queued there after (a result check) waits for it. Capture is thread-local: `fn` may
+// only enqueue on the stream it is given; anything else (a synchronous copy, an allocation,
+// work on the default stream) fails the capture.
+class CapturedGraph {
+ public:
+  // Calls fn(stream) `launches` times under stream capture; nothing runs yet. Throws
+  // DriverError when capture fails, and rethrows whatever `fn` throws (a library refusing to
+  // run under capture), with the stream left out of capture mode either way.
+  CapturedGraph(const std::function<void(void* stream)>& fn, int launches);
+  ~CapturedGraph();
+  CapturedGraph(const CapturedGraph&) = delete;
+  CapturedGraph& operator=(const CapturedGraph&) = delete;
+
+  void replay();                            // enqueues one replay of the whole graph on stream()
+  void synchronize();                       // waits until every replay enqueued so far has finished
+  void* stream() const { return stream_; }  // CUstream
+  int launches() const { return launches_; }
+  size_t node_count() const { return nodes_; }  // kernels, memsets, ... the capture recorded
+
+ private:
+  void release() noexcept;
+  void* stream_ = nullptr;  // CUstream
+  void* graph_ = nullptr;   // CUgraph
+  void* exec_ = nullptr;    // CUgraphExec
+  int launches_ = 0;
+  size_t nodes_ = 0;
+};
+
+// Times replays of `graph`: `warmup` untimed replays, then `reps` replays each bracketed by
+// events; returns the time per launch (replay time / graph.launches()) of each, in ms, sorted.
+std::vector<float> time_graph_replays(CapturedGraph& graph, int warmup, int reps);
+
+}  // namespace tessel::device

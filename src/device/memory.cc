@@ -1,0 +1,66 @@
+// DeviceBuffer: device memory owned by RAII; memory_info: what the device has free.
+#include <utility>
+
+#include "device/cuda_api.h"
+#include "device/driver.h"
+
+namespace tessel::device {
+
+DeviceBuffer::DeviceBuffer(size_t bytes) : size_(bytes) {
+  if (bytes == 0) return;
+  const detail::DriverApi& api = detail::bind_context();
+  CUdeviceptr p = 0;
+  if (CUresult r = api.cuMemAlloc(&p, bytes); r != CUDA_SUCCESS) {
+    throw DriverError(static_cast<int>(r),
+                      "allocating " + std::to_string(bytes) +
+                          " bytes of device memory failed: " + detail::describe(r));
+  }
+  ptr_ = p;
+}
+
+DeviceBuffer::~DeviceBuffer() {
+  if (!ptr_) return;
+  // A destructor cannot report an error; at process exit the driver may already be shut down
+  // (CUDA_ERROR_DEINITIALIZED), which frees the memory anyway.
+  try {
+    detail::bind_context().cuMemFree(ptr_);
+  } catch (const Error&) {
+  }
+}
+
+DeviceBuffer::DeviceBuffer(DeviceBuffer&& o) noexcept
+    : ptr_(std::exchange(o.ptr_, 0)), size_(std::exchange(o.size_, 0)) {}
+
+DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
+  if (this != &o) {
+    DeviceBuffer old(std::move(*this));  // frees the current allocation on scope exit
+    ptr_ = std::exchange(o.ptr_, 0);
+    size_ = std::exchange(o.size_, 0);
+  }
+  return *this;
+}
+
+void DeviceBuffer::upload(const void* src, size_t bytes) {
+  TESSEL_ICHECK(bytes <= size_) << "upload of " << bytes << " bytes into a buffer of " << size_;
+  if (bytes == 0) return;
+  TESSEL_CU_CHECK(detail::bind_context().cuMemcpyHtoD(ptr_, src, bytes));
+}
+
+void DeviceBuffer::download(void* dst, size_t bytes) const {
+  TESSEL_ICHECK(bytes <= size_) << "download of " << bytes << " bytes from a buffer of " << size_;
+  if (bytes == 0) return;
+  TESSEL_CU_CHECK(detail::bind_context().cuMemcpyDtoH(dst, ptr_, bytes));
+}
+
+void DeviceBuffer::fill_bytes(uint8_t value) {
+  if (size_ == 0) return;
+  TESSEL_CU_CHECK(detail::bind_context().cuMemsetD8(ptr_, value, size_));
+}
+
+MemoryInfo memory_info() {
+  MemoryInfo m;
+  TESSEL_CU_CHECK(detail::bind_context().cuMemGetInfo(&m.free, &m.total));
+  return m;
+}
+
+}  // namespace tessel::device

@@ -1,0 +1,103 @@
+#include "kernels/contraction/conv_window.h"
+
+#include <utility>
+#include <vector>
+
+namespace tessel::contraction {
+namespace {
+
+// The (dim, coefficient) terms of an index, over dims of extent > 1 (an extent-1 dim is always
+// 0 and belongs to no group).
+std::vector<std::pair<int, int64_t>> terms(const AffineIndex& ix, const std::vector<IterDim>& dims) {
+  std::vector<std::pair<int, int64_t>> t;
+  for (size_t j = 0; j < ix.coeffs.size() && j < dims.size(); ++j)
+    if (ix.coeffs[j] != 0 && dims[j].extent > 1) t.emplace_back(static_cast<int>(j), ix.coeffs[j]);
+  return t;
+}
+
+// The dim an index reads with coefficient 1 and offset 0 (-1: a constant 0, legal only for a
+// tensor dim of extent 1); nothing when it is anything else.
+std::optional<int> plain(const AffineIndex& ix, const std::vector<IterDim>& dims, int64_t extent) {
+  const auto t = terms(ix, dims);
+  if (ix.offset != 0) return std::nullopt;
+  if (t.empty()) return extent == 1 ? std::optional<int>(-1) : std::nullopt;
+  if (t.size() != 1 || t[0].second != 1) return std::nullopt;
+  return t[0].first;
+}
+
+// An input spatial index out + k - pad: returns (out dim, kernel dim), each -1 when absent.
+std::optional<std::pair<int, int>> window(const AffineIndex& ix, const std::vector<IterDim>& dims) {
+  int out = -1, k = -1;
+  for (auto [j, coeff] : terms(ix, dims)) {
+    if (coeff != 1) return std::nullopt;  // strided or dilated
+    int& slot = dims[j].reduction ? k : out;
+    if (slot >= 0) return std::nullopt;
+    slot = j;
+  }
+  if (ix.offset > 0) return std::nullopt;  // a window that starts inside the image
+  return std::make_pair(out, k);
+}
+
+int64_t extent(const std::vector<IterDim>& dims, int j) { return j < 0 ? 1 : dims[j].extent; }
+
+std::optional<ConvWindow> window_of(const Contraction& c, bool nchw) {
+  const auto& dims = c.maps.dims;
+  const Access &a = c.maps.a, &b = c.maps.b, &out = c.maps.c;
+  if (!c.batch_dims.empty() || c.operands_swapped) return std::nullopt;
+  if (a.shape.size() != 4 || b.shape.size() != 4 || out.shape.size() != 4) return std::nullopt;
+  if (a.index.size() != 4 || b.index.size() != 4 || out.index.size() != 4) return std::nullopt;
+
+  // C[img, oh, ow, co].
+  const auto img = plain(out.index[0], dims, out.shape[0]);
+  const auto oh = plain(out.index[1], dims, out.shape[1]);
+  const auto ow = plain(out.index[2], dims, out.shape[2]);
+  const auto co = plain(out.index[3], dims, out.shape[3]);
+  if (!img || !oh || !ow || !co) return std::nullopt;
+  // A[img, oh + kh - pt, ow + kw - pl, ci], or A[img, ci, oh + kh - pt, ow + kw - pl].
+  const int y = nchw ? 2 : 1, x = nchw ? 3 : 2, ch = nchw ? 1 : 3;
+  const auto a_img = plain(a.index[0], dims, a.shape[0]);
+  const auto wy = window(a.index[y], dims);
+  const auto wx = window(a.index[x], dims);
+  const auto ci = plain(a.index[ch], dims, a.shape[ch]);
+  if (!a_img || *a_img != *img || !wy || !wx || !ci || wy->first != *oh || wx->first != *ow)
+    return std::nullopt;
+  if (*ci < 0 || !dims[*ci].reduction || dims[*ci].extent != a.shape[ch]) return std::nullopt;
+  const int kh = wy->second, kw = wx->second;
+  // B[co, kh, kw, ci], dense.
+  const auto b_co = plain(b.index[0], dims, b.shape[0]);
+  const auto b_kh = plain(b.index[1], dims, b.shape[1]);
+  const auto b_kw = plain(b.index[2], dims, b.shape[2]);
+  const auto b_ci = plain(b.index[3], dims, b.shape[3]);
+  if (!b_co || !b_kh || !b_kw || !b_ci || *b_co != *co || *b_kh != kh || *b_kw != kw || *b_ci != *ci)
+    return std::nullopt;
+
+  ConvWindow w;
+  w.images = extent(dims, *img);
+  w.nchw_input = nchw;
+  w.in_h = a.shape[y];
+  w.in_w = a.shape[x];
+  w.channels = a.shape[ch];
+  w.out_h = extent(dims, *oh);
+  w.out_w = extent(dims, *ow);
+  w.out_channels = extent(dims, *co);
+  w.kernel_h = extent(dims, kh);
+  w.kernel_w = extent(dims, kw);
+  w.pad_top = -a.index[y].offset;
+  w.pad_left = -a.index[x].offset;
+  if (w.images != a.shape[0] || w.images != out.shape[0] || w.out_h != out.shape[1] ||
+      w.out_w != out.shape[2] || w.out_channels != out.shape[3] || w.out_channels != b.shape[0] ||
+      w.kernel_h != b.shape[1] || w.kernel_w != b.shape[2] || w.channels != b.shape[3])
+    return std::nullopt;
+  return w;
+}
+
+}  // namespace
+
+std::optional<ConvWindow> conv_window(const Contraction& c) {
+  // NHWC first: a 1-tall kernel without padding reads A[img, oh, ...], which looks like a
+  // channel index too.
+  if (auto w = window_of(c, false)) return w;
+  return window_of(c, true);
+}
+
+}  // namespace tessel::contraction

@@ -1,0 +1,35 @@
+// Recognising a convolution window in a Contraction: the facts a direct (halo-tiled) conv
+// kernel needs, read back from the index maps rather than from an op name.
+//
+// A contraction is a stride-1, dilation-1, group-1 NHWC convolution when its maps are
+//   A[img, oh + kh - pad_top, ow + kw - pad_left, ci]   B[co, kh, kw, ci]   C[img, oh, ow, co]
+// (dims of extent 1 may be absent: batch 1, a 1-wide kernel), or with A channels first,
+//   A[img, ci, oh + kh - pad_top, ow + kw - pad_left]
+// as a stem conv reads the graph's NCHW input directly (contraction/ops_maps.h,
+// conv2d_nchw_input_maps). Such a conv reads each input
+// pixel for R*S output pixels; a kernel that stages an input tile plus its halo in shared
+// memory once, and lets ldmatrix gather the R*S shifted windows from there, reads it once.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "kernels/contraction/contraction.h"
+
+namespace tessel::contraction {
+
+struct ConvWindow {
+  int64_t images = 1;
+  int64_t in_h = 1, in_w = 1, channels = 1;  // A: [images, in_h, in_w, channels], NHWC
+  bool nchw_input = false;                   // A is [images, channels, in_h, in_w] instead
+  int64_t out_h = 1, out_w = 1;              // C: [images, out_h, out_w, out_channels]
+  int64_t out_channels = 1;                  // N
+  int64_t kernel_h = 1, kernel_w = 1;        // B: [out_channels, kernel_h, kernel_w, channels]
+  int64_t pad_top = 0, pad_left = 0;         // the window of (oh, ow) starts at -pad
+};
+
+// The window of `c`, or nothing when `c` is not such a convolution (strided, dilated, grouped,
+// batched, another layout, or a GEMM).
+std::optional<ConvWindow> conv_window(const Contraction& c);
+
+}  // namespace tessel::contraction

@@ -1,0 +1,82 @@
+#include "kernels/contraction/epilogue.h"
+
+#include <sstream>
+
+namespace tessel::contraction {
+namespace {
+
+std::string step_str(const EpilogueStep& s) {
+  std::ostringstream os;
+  auto operand = [&] { os << "(#" << s.operand << ")"; };
+  switch (s.kind) {
+    case EpilogueOpKind::kScale:
+      os << "scale";
+      operand();
+      break;
+    case EpilogueOpKind::kBias:
+      os << "bias";
+      operand();
+      break;
+    case EpilogueOpKind::kRelu:
+      os << "relu";
+      break;
+    case EpilogueOpKind::kLeakyRelu:
+      os << "leaky_relu(" << s.alpha << ")";
+      break;
+    case EpilogueOpKind::kClip:
+      os << "clip(" << s.alpha << ", " << s.beta << ")";
+      break;
+    case EpilogueOpKind::kSigmoid:
+      os << "sigmoid";
+      break;
+    case EpilogueOpKind::kHardSwish:
+      os << "hardswish";
+      break;
+    case EpilogueOpKind::kSilu:
+      os << "silu";
+      break;
+    case EpilogueOpKind::kResidualAdd:
+      os << "residual_add";
+      operand();
+      break;
+  }
+  return os.str();
+}
+
+std::string store_str(const StoreMap& s) {
+  std::ostringstream os;
+  switch (s.kind) {
+    case StoreMap::Kind::kPlain:
+      os << "plain(ld=";
+      if (s.ld == 0)
+        os << "n";
+      else
+        os << s.ld;
+      os << ")";
+      break;
+    case StoreMap::Kind::kChannelSlice:
+      os << "channel_slice(offset=" << s.channel_offset << ", ld=" << s.ld << ")";
+      break;
+    case StoreMap::Kind::kDepthToSpace:
+    case StoreMap::Kind::kDepthToSpaceNchw:
+      os << (s.kind == StoreMap::Kind::kDepthToSpace ? "depth_to_space" : "depth_to_space_nchw")
+         << "(block=" << s.block << ", " << (s.dcr ? "DCR" : "CRD") << ", out=" << s.out_h << "x"
+         << s.out_w << ")";
+      break;
+    case StoreMap::Kind::kNchw:
+      os << "nchw(out=" << s.out_h << "x" << s.out_w << ")";
+      break;
+  }
+  return os.str();
+}
+
+}  // namespace
+
+std::string Epilogue::str() const {
+  // "bias(#0) -> relu -> store f16 plain(ld=n)"
+  std::string s;
+  for (const EpilogueStep& step : steps) s += step_str(step) + " -> ";
+  return s + "store " + std::string(dtype_name(out_dtype)) + " " + store_str(store);
+}
+
+}  // namespace tessel::contraction

@@ -1,0 +1,316 @@
+// emit(): writes the translation unit of one contraction kernel. The file includes a kernel
+// template (tessel_mma.cuh or tessel_simt.cuh) and defines `struct Problem` with what is
+// specific to this problem: compile-time extents and schedule, the operand gathers (from the
+// index maps, gather_emitter.cc), the epilogue steps and the store map. Then one extern "C"
+// entry point instantiates the template.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstring>
+#include <sstream>
+
+#include "kernels/cuda/contraction_kernel.h"
+#include "kernels/cuda/kernel_plan.h"
+#include "core/error.h"
+#include "core/hash.h"
+#include "core/shape.h"
+#include "kernels/kernel_rules.h"
+
+namespace tessel::kernels::cuda {
+
+const std::vector<std::pair<std::string, std::string>>& embedded_headers();
+
+namespace {
+
+using contraction::Contraction;
+using contraction::Epilogue;
+using contraction::EpilogueOpKind;
+using contraction::EpilogueStep;
+using contraction::StoreMap;
+
+int64_t coeff(const contraction::AffineIndex& ix, int dim) {
+  return dim < static_cast<int>(ix.coeffs.size()) ? ix.coeffs[dim] : 0;
+}
+
+// A float as a CUDA literal that round-trips exactly; non-finite values by bit pattern.
+std::string float_literal(float f) {
+  if (!std::isfinite(f)) {
+    uint32_t bits;
+    std::memcpy(&bits, &f, 4);
+    return fmt::format("__int_as_float(0x{:08x})", bits);
+  }
+  std::string s = fmt::format("{:.9g}", f);
+  if (s.find_first_of(".e") == std::string::npos) s += ".0";
+  return s + "f";
+}
+
+std::string epilogue_step(const EpilogueStep& st) {
+  switch (st.kind) {
+    case EpilogueOpKind::kScale:
+      return fmt::format("v *= load_f32(p.extra[{}], ch);  // scale", st.operand);
+    case EpilogueOpKind::kBias:
+      return fmt::format("v += load_f32(p.extra[{}], ch);  // bias", st.operand);
+    case EpilogueOpKind::kRelu:
+      return "v = fmaxf(v, 0.0f);  // relu";
+    case EpilogueOpKind::kLeakyRelu:
+      return fmt::format("v = v < 0.0f ? v * {} : v;  // leaky relu", float_literal(st.alpha));
+    case EpilogueOpKind::kClip:
+      return fmt::format("v = clip_f(v, {}, {});  // clip", float_literal(st.alpha), float_literal(st.beta));
+    case EpilogueOpKind::kSigmoid:
+      return "v = sigmoid_f(v);  // sigmoid";
+    case EpilogueOpKind::kHardSwish:
+      return "v = hardswish_f(v);  // hardswish";
+    case EpilogueOpKind::kSilu:
+      return "v = v * sigmoid_f(v);  // silu";
+    case EpilogueOpKind::kResidualAdd:
+      return "v += residual;  // residual add";
+  }
+  TESSEL_ICHECK(false) << "unknown epilogue step";
+  return "";
+}
+
+// Batch terms of the output offset: maps.c's batch coefficients with row-major strides of the
+// output buffer (innermost extent = the buffer's channel count `ld`).
+std::string store_batch_terms(const Contraction& c, int64_t ld, bool channel_only) {
+  const auto& out = c.maps.c;
+  std::vector<int64_t> stride(out.shape.size(), 1);
+  for (int d = static_cast<int>(out.shape.size()) - 2; d >= 0; --d) {
+    stride[d] = (d + 1 == static_cast<int>(out.shape.size()) - 1 ? ld : stride[d + 1] * out.shape[d + 1]);
+  }
+  std::string s;
+  for (size_t d = 0; d < out.shape.size(); ++d) {
+    const bool inner = d + 1 == out.shape.size();
+    if (channel_only && !inner) continue;
+    for (int j : c.batch_dims) {
+      const int64_t k = coeff(out.index[d], j) * stride[d];
+      if (k != 0) s += fmt::format(" + Index({}) * {}", coord_name(c, j), k);
+    }
+  }
+  return s;
+}
+
+std::string batch_decomposition(const Contraction& c, const std::string& indent) {
+  std::string out;
+  int64_t inner = 1;
+  std::vector<std::string> lines(c.batch_dims.size());
+  for (int p = static_cast<int>(c.batch_dims.size()) - 1; p >= 0; --p) {
+    const int j = c.batch_dims[p];
+    std::string expr = "batch";
+    if (inner != 1) expr = fmt::format("{} / {}", expr, inner);
+    if (p != 0) expr = fmt::format("{} % {}", expr, c.maps.dims[j].extent);
+    lines[p] = fmt::format("{}const int {} = {};\n", indent, coord_name(c, j), expr);
+    inner *= c.maps.dims[j].extent;
+  }
+  for (const auto& l : lines) out += l;
+  return out;
+}
+
+// The value's rounding before the store converts it to Out: to C's dtype where that is a
+// 16-bit float and Out another dtype (contraction/epilogue.h), else none.
+std::string emit_rounding(const KernelPlan& plan) {
+  const DType c = plan.c->maps.c.dtype;
+  const DType out = plan.e->out_dtype;
+  std::string s;
+  std::string body = "return v;";
+  if (c != out && (c == DType::kF16 || c == DType::kBF16)) {
+    s = fmt::format("  // C is {}, stored as {}: rounded to {} first, as the Cast it replaces\n",
+                    dtype_name(c), dtype_name(out), dtype_name(c));
+    body = fmt::format("return to_float(from_float<{}>(v));", kernel_element_type(c));
+  }
+  return s + "  __device__ __forceinline__ static float rounded(float v) { " + body + " }\n";
+}
+
+// NCHW offsets: out[img, ch, y, x] of an (out_h * b) x (out_w * b) image, b = 1 for kNchw.
+void emit_nchw_offset(const KernelPlan& plan, std::ostringstream& o) {
+  const StoreMap& st = plan.e->store;
+  const int64_t h = st.out_h, w = st.out_w;
+  o << fmt::format("    const int img = m / {}, oh = m / {} % {}, ow = m % {};\n", h * w, w, h, w);
+  if (st.kind == StoreMap::Kind::kNchw) {
+    o << "    // NCHW: out[img, n, oh, ow]; consecutive m are adjacent within an image row\n";
+    o << fmt::format("    return (Index(img) * {} + n) * {} + oh * {} + ow;\n", plan.out_channels, h * w, w);
+    return;
+  }
+  const int64_t b = st.block, ch = plan.out_channels;
+  o << fmt::format("    // depth_to_space {} by {}, NCHW: n -> (channel, i, j); out[img, channel, oh*{}+i, ow*{}+j]\n",
+                   st.dcr ? "DCR" : "CRD", b, b, b);
+  if (st.dcr) {
+    o << fmt::format("    const int i = n / {}, j = n / {} % {}, ch = n % {};\n", b * ch, ch, b, ch);
+  } else {
+    o << fmt::format("    const int ch = n / {}, i = n / {} % {}, j = n % {};\n", b * b, b, b, b);
+  }
+  o << fmt::format("    return ((Index(img) * {} + ch) * {} + oh * {} + i) * {} + ow * {} + j;\n", ch, h * b, b,
+                   w * b, b);
+}
+
+std::string emit_store(const KernelPlan& plan) {
+  const Contraction& c = *plan.c;
+  const StoreMap& st = plan.e->store;
+  const bool along_m = st.kind == StoreMap::Kind::kNchw || st.kind == StoreMap::Kind::kDepthToSpaceNchw;
+  std::ostringstream o;
+  o << fmt::format("  static constexpr bool kStoreAlongM = {};  // output contiguous along m (NCHW)\n", along_m);
+  o << fmt::format("  static constexpr int kStoreVec = {};      // output elements per store\n", plan.store_vec);
+  o << fmt::format("  static constexpr int kStoreNStride = {};  // n distance between them\n", plan.store_n_stride);
+  o << fmt::format("  static constexpr int kResidual = {};      // epilogue operand of the residual\n",
+                   plan.residual_operand);
+  o << emit_rounding(plan);
+  const std::string unused_batch = c.batch_dims.empty() ? "int" : "int batch";
+  o << "  __device__ __forceinline__ static Index store_offset(" << unused_batch << ", int m, int n) {\n";
+  if (along_m) {
+    emit_nchw_offset(plan, o);
+  } else if (st.kind == StoreMap::Kind::kDepthToSpace) {
+    const int64_t b = st.block, h = st.out_h, w = st.out_w, ch = c.n / (b * b);
+    o << fmt::format("    // depth_to_space {} by {}: n -> (channel, i, j); out[img, oh*{}+i, ow*{}+j, channel]\n",
+                     st.dcr ? "DCR" : "CRD", b, b, b);
+    o << fmt::format("    const int img = m / {}, oh = m / {} % {}, ow = m % {};\n", h * w, w, h, w);
+    if (st.dcr) {
+      o << fmt::format("    const int i = n / {}, j = n / {} % {}, ch = n % {};\n", b * ch, ch, b, ch);
+    } else {
+      o << fmt::format("    const int ch = n / {}, i = n / {} % {}, j = n % {};\n", b * b, b, b, b);
+    }
+    o << fmt::format("    return ((Index(img) * {} + oh * {} + i) * {} + ow * {} + j) * {} + {} + ch;\n",
+                     h * b, b, w * b, b, plan.out_channels, st.channel_offset);
+  } else {
+    o << batch_decomposition(c, "    ");
+    const int64_t offset = st.kind == StoreMap::Kind::kChannelSlice ? st.channel_offset : 0;
+    o << fmt::format("    return Index(m) * {}{} + n{};\n", plan.out_channels,
+                     offset != 0 ? fmt::format(" + {}", offset) : "",
+                     store_batch_terms(c, plan.out_channels, false));
+  }
+  o << "  }\n";
+  const std::string channel_terms = store_batch_terms(c, plan.out_channels, true);
+  o << "  __device__ __forceinline__ static int channel(" << (channel_terms.empty() ? "int" : "int batch")
+    << ", int n) {\n";
+  if (!channel_terms.empty()) o << batch_decomposition(c, "    ");
+  o << "    return int(n" << channel_terms << ");\n  }\n";
+  return o.str();
+}
+
+std::string emit_epilogue(const KernelPlan& plan) {
+  std::ostringstream o;
+  o << "  // v: the fp32 accumulator of C[b, m, n]; ch: its output channel (scale/bias index);\n"
+       "  // residual: the residual tensor at the output position.\n";
+  o << "  __device__ __forceinline__ static float epilogue(const KernelParams& p, float v, int ch,\n"
+       "                                                   float residual) {\n";
+  for (const auto& st : plan.e->steps) o << "    " << epilogue_step(st) << "\n";
+  o << "    return v;\n  }\n";
+  return o.str();
+}
+
+std::string describe(const KernelPlan& plan) {
+  const Contraction& c = *plan.c;
+  const Epilogue& e = *plan.e;
+  std::ostringstream o;
+  o << fmt::format("// C[b, m, n] = sum_k A(b, m, k) * B(b, n, k): batch {}, M {}, N {}, K {}\n",
+                   c.batch, c.m, c.n, c.k);
+  o << fmt::format("// A {} {}-major vec {}; B {} {}-major vec {}; accumulate f32; out {}\n",
+                   dtype_name(c.a_dtype), plan.a.k_major ? "K" : "M", plan.a.vec, dtype_name(c.b_dtype),
+                   plan.b.k_major ? "K" : "N", plan.b.vec, dtype_name(e.out_dtype));
+  o << fmt::format("// schedule {}: grid {} x {} threads, {} B shared memory", plan.s.name(),
+                   plan.grid_x, plan.threads, plan.smem_bytes);
+  if (plan.workspace_bytes) o << fmt::format(", {} B split-K workspace", plan.workspace_bytes);
+  o << "\n";
+  return o.str();
+}
+
+// The convolution window and shared-memory layout of a halo kernel (tessel_halo.cuh's part of
+// the Problem contract), from kernels::halo_layout: host and device use the same numbers.
+std::string emit_halo_geometry(const KernelPlan& plan) {
+  const std::optional<kernels::HaloLayout> l = kernels::halo_layout(*plan.c, plan.s);
+  TESSEL_ICHECK(l) << "emit_halo_geometry without a halo layout";
+  const contraction::ConvWindow& w = l->window;
+  std::ostringstream o;
+  o << fmt::format("  // halo convolution: X {} ({} images, {}x{}, {} channels), {}x{} window, pad top/left {}/{}\n",
+                   w.nchw_input ? "NCHW" : "NHWC", w.images, w.in_h, w.in_w, w.channels, w.kernel_h,
+                   w.kernel_w, w.pad_top, w.pad_left);
+  o << fmt::format("  static constexpr int kImages = {}, kInH = {}, kInW = {}, kC = {};\n", w.images,
+                   w.in_h, w.in_w, w.channels);
+  o << fmt::format("  static constexpr bool kInputNchw = {};\n", w.nchw_input);
+  o << fmt::format("  static constexpr int kOutH = {}, kOutW = {}, kR = {}, kS = {}, kPadT = {}, kPadL = {};\n",
+                   w.out_h, w.out_w, w.kernel_h, w.kernel_w, w.pad_top, w.pad_left);
+  o << fmt::format("  static constexpr int kTileH = {}, kTileW = {};\n", plan.s.tile_h(), plan.s.tile_w);
+  o << fmt::format("  static constexpr int kCP = {}, kPixelPitch = {}, kBufferBytes = {};\n",
+                   l->channels_padded, l->pixel_pitch, l->buffer_bytes);
+  o << fmt::format("  static constexpr int kKP = {}, kWeightPitch = {}, kWeightBytes = {};\n",
+                   l->k_padded, l->weight_pitch, l->weight_bytes);
+  return o.str();
+}
+
+
+}  // namespace
+
+KernelSource emit(const Contraction& c, const Epilogue& e, const kernels::Schedule& s) {
+  KernelPlan plan;
+  const auto reason = make_plan(c, e, s, &plan);
+  TESSEL_ICHECK(!reason) << "emit() called with a schedule that cannot implement the problem: " << *reason;
+  const bool tc = s.instruction != kernels::Instruction::kSimt;
+  const bool wgmma = s.instruction == kernels::Instruction::kWgmma;
+  const bool halo = s.mainloop == kernels::Mainloop::kHalo;
+  const char* kernel =
+      halo ? "HaloConvKernel" : wgmma ? "WgmmaKernel" : tc ? "MmaKernel" : "SimtKernel";
+  const char* header = halo    ? "tessel_halo.cuh"
+                       : wgmma ? "tessel_wgmma.cuh"
+                       : tc    ? "tessel_mma.cuh"
+                               : "tessel_simt.cuh";
+
+  std::ostringstream body;
+  body << "struct Problem {\n";
+  if (halo) body << emit_halo_geometry(plan);
+  body << fmt::format("  using Index = {};\n", plan.index64 ? "long long" : "int");
+  if (halo) {
+    body << fmt::format("  using Element = {};   // the mma operands\n", kernel_element_type(c.b_dtype));
+    body << fmt::format("  using ElementA = {};  // X as stored, converted while staged\n",
+                        kernel_element_type(c.a_dtype));
+  } else if (tc) body << fmt::format("  using Element = {};\n", kernel_element_type(c.a_dtype));
+  else {
+    body << fmt::format("  using ElementA = {};\n", kernel_element_type(c.a_dtype));
+    body << fmt::format("  using ElementB = {};\n", kernel_element_type(c.b_dtype));
+  }
+  body << fmt::format("  using Out = {};\n", kernel_element_type(e.out_dtype));
+  body << fmt::format("  static constexpr int kBatch = {}, kM = {}, kN = {}, kK = {};\n", c.batch, c.m, c.n, c.k);
+  body << fmt::format("  static constexpr int kBlockM = {}, kBlockN = {}, kBlockK = {};\n", s.block_m,
+                      s.block_n, s.block_k);
+  body << fmt::format("  static constexpr int kWarpM = {}, kWarpN = {};\n", s.warp_m, s.warp_n);
+  if (tc) {
+    body << fmt::format("  static constexpr int kStages = {}, kSplitK = {}, kKTilesPerSplit = {}, kRaster = {};\n",
+                        s.stages, s.split_k, plan.k_tiles_per_split, s.raster);
+  } else {
+    body << fmt::format("  static constexpr int kSplitK = 1, kRaster = {};\n", s.raster);
+  }
+  body << fmt::format("  static constexpr bool kAKMajor = {}, kBKMajor = {};\n", plan.a.k_major, plan.b.k_major);
+  body << fmt::format("  static constexpr int kAVec = {}, kBVec = {};\n\n", plan.a.vec, plan.b.vec);
+  for (const OperandPlan* op : {&plan.a, &plan.b}) {
+    if (halo) break;  // the halo kernel addresses X and W itself
+    std::istringstream g(emit_gather(plan, *op));
+    for (std::string line; std::getline(g, line);) {
+      body << (line.empty() || line[0] == '#' ? "" : "  ") << line << "\n";
+    }
+    body << "\n";
+  }
+  body << emit_epilogue(plan) << "\n" << emit_store(plan);
+  body << "};\n";
+
+  KernelSource ks;
+  ks.name = fmt::format("tessel_{}_{:016x}", s.name(), fnv1a64(body.str()));
+  std::ostringstream src;
+  src << "// Generated by tessel (kernels/cuda/emit.cc): one contraction kernel.\n";
+  src << describe(plan);
+  src << fmt::format("#include \"{}\"\n\n", header);
+  src << "namespace {\nusing namespace tessel;\n\n" << body.str() << "\n";
+  src << fmt::format("static_assert({}<Problem>::kSmemBytes == {}, \"host and device agree on shared memory\");\n",
+                     kernel, plan.smem_bytes);
+  src << fmt::format("static_assert({}<Problem>::kThreads == {}, \"host and device agree on threads\");\n",
+                     kernel, plan.threads);
+  src << "}  // namespace\n\n";
+  src << fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}(const tessel::KernelParams p) {{\n",
+                     plan.threads, ks.name);
+  src << fmt::format("  tessel::{}<Problem>::run(p);\n}}\n", kernel);
+  ks.source = src.str();
+  ks.headers = embedded_headers();
+  ks.grid[0] = static_cast<unsigned>(plan.grid_x);
+  ks.block[0] = static_cast<unsigned>(plan.threads);
+  ks.smem_bytes = plan.smem_bytes;
+  ks.workspace_bytes = plan.workspace_bytes;
+  return ks;
+}
+
+}  // namespace tessel::kernels::cuda

@@ -1,0 +1,182 @@
+// Element-wise float ops with ONNX (numpy) broadcasting, any rank. Every input is read
+// through its own strides over the output's index space (stride 0 along broadcast dims);
+// dims that are contiguous for every operand, or broadcast alike, are merged first. The
+// innermost merged dim moves as V-element fragments (16-byte stores); an input contiguous
+// along it is loaded V-wide, one broadcast along it is loaded once and reused. Arithmetic is
+// fp32 for every storage type (f16, bf16, f32).
+#include <fmt/format.h>
+
+#include <cmath>
+#include <map>
+
+#include "kernels/cuda/op_emit.h"
+#include "core/error.h"
+#include "ir/op_registry.h"
+
+namespace tessel::kernels::cuda::op_detail {
+
+namespace {
+
+constexpr int kThreads = 256;
+
+// The expression of each op over the operands x0, x1, ... (floats). Attribute values are
+// filled in by expression().
+const std::map<std::string, std::string>& op_table() {
+  static const std::map<std::string, std::string> kOps = {
+      {"Relu", "x0 < 0.f ? 0.f : x0"},
+      {"LeakyRelu", "x0 < 0.f ? {alpha} * x0 : x0"},
+      {"Elu", "x0 < 0.f ? {alpha} * (expf(x0) - 1.f) : x0"},
+      {"Sigmoid", "1.f / (1.f + expf(-x0))"},
+      {"HardSigmoid", "fminf(fmaxf({alpha} * x0 + {beta}, 0.f), 1.f)"},
+      {"HardSwish", "x0 * fminf(fmaxf(x0 * (1.f / 6.f) + 0.5f, 0.f), 1.f)"},
+      {"Tanh", "tanhf(x0)"},
+      {"Exp", "expf(x0)"},
+      {"Log", "logf(x0)"},
+      {"Sqrt", "sqrtf(x0)"},
+      {"Neg", "-x0"},
+      {"Abs", "fabsf(x0)"},
+      {"Reciprocal", "1.f / x0"},
+      {"Floor", "floorf(x0)"},
+      {"Ceil", "ceilf(x0)"},
+      {"Erf", "erff(x0)"},
+      // min(max(x, lo), hi), so that lo > hi yields hi as ONNX specifies (and NaN stays NaN).
+      {"Clip", "((x0 < {lo} ? {lo} : x0) > {hi} ? {hi} : (x0 < {lo} ? {lo} : x0))"},
+      {"Add", "x0 + x1"},
+      {"Sub", "x0 - x1"},
+      {"Mul", "x0 * x1"},
+      {"Div", "x0 / x1"},
+      {"Pow", "powf(x0, x1)"},
+      {"Max", "fmaxf(x0, x1)"},
+      {"Min", "fminf(x0, x1)"},
+      {"PRelu", "x0 < 0.f ? x1 * x0 : x0"},
+  };
+  return kOps;
+}
+
+// Broadcasting ops read two operands; the others one (Clip: three, its bounds).
+bool is_binary(const std::string& op) {
+  return ir::OpRegistry::global().facts(op).kind == ir::OpKind::kBroadcast;
+}
+
+std::string expression(const ir::Node& n) {
+  std::string e = op_table().at(n.op);
+  auto put = [&e](const std::string& key, const std::string& value) {
+    for (size_t at; (at = e.find(key)) != std::string::npos;) e.replace(at, key.size(), value);
+  };
+  const bool hard_sigmoid = n.op == "HardSigmoid";
+  put("{alpha}", float_literal(n.get_float("alpha", n.op == "LeakyRelu" ? 0.01 : hard_sigmoid ? 0.2 : 1.0)));
+  put("{beta}", float_literal(n.get_float("beta", 0.5)));
+  if (n.op == "Clip") {
+    // Opset 11+: min and max are optional inputs 1 and 2 (operands x1, x2); before, attributes.
+    auto bound = [&](size_t input, const char* attr, double def) {
+      if (n.inputs.size() > input && n.inputs[input] != ir::kNoValue) return fmt::format("x{}", input);
+      return float_literal(n.get_float(attr, def));
+    };
+    put("{lo}", bound(1, "min", -INFINITY));
+    put("{hi}", bound(2, "max", INFINITY));
+  }
+  return e;
+}
+
+struct Operand {
+  int index;
+  DType type;
+  std::vector<int64_t> stride;  // over the merged output dims; 0 along broadcast dims
+};
+
+}  // namespace
+
+
+std::optional<std::string> check_elementwise(const ir::Graph& g, const ir::Node& n) {
+  if (!op_table().count(n.op)) return n.label() + ": op " + n.op + " has no elementwise expression";
+  const size_t operands = n.op == "Clip" ? 3 : is_binary(n.op) ? 2 : 1;
+  if (n.inputs.size() > operands || n.inputs.empty() || n.inputs[0] == ir::kNoValue)
+    return n.label() + ": expected " + std::to_string(operands) + " operand(s) at most";
+  if (is_binary(n.op) && (n.inputs.size() != 2 || n.inputs[1] == ir::kNoValue))
+    return n.label() + ": expected exactly two operands";
+  for (ir::ValueId v : n.inputs)
+    if (v != ir::kNoValue && !is_float(g.type(v).dtype))
+      return n.label() + ": only float operands have a GPU element-wise kernel";
+  if (!is_float(g.type(n.outputs[0]).dtype)) return n.label() + ": output must be float";
+  return std::nullopt;
+}
+
+OpKernelSource emit_elementwise(const ir::Graph& g, const ir::Node& n) {
+  const Shape& out = g.type(n.outputs[0]).shape;
+  const int rank = static_cast<int>(out.size());
+  // Per-input strides over the output's dims (right-aligned broadcasting).
+  std::vector<Operand> ops;
+  for (size_t k = 0; k < n.inputs.size(); ++k) {
+    if (n.inputs[k] == ir::kNoValue) continue;
+    const Shape& s = g.type(n.inputs[k]).shape;
+    Operand o{static_cast<int>(k), g.type(n.inputs[k]).dtype, std::vector<int64_t>(rank, 0)};
+    int64_t st = 1;
+    for (int d = static_cast<int>(s.size()) - 1; d >= 0; --d) {
+      const int od = rank - static_cast<int>(s.size()) + d;
+      o.stride[od] = s[d] == 1 ? 0 : st;
+      st *= s[d];
+    }
+    ops.push_back(std::move(o));
+  }
+  // Merge dim d into the previous merged dim where every operand continues its run there.
+  std::vector<int64_t> dims;
+  std::vector<std::vector<int64_t>> strides(ops.size());
+  for (int d = 0; d < rank; ++d) {
+    if (out[d] == 1) continue;
+    bool merge = !dims.empty();
+    for (size_t k = 0; k < ops.size() && merge; ++k)
+      merge = strides[k].back() == ops[k].stride[d] * out[d];
+    if (merge) {
+      dims.back() *= out[d];
+      for (size_t k = 0; k < ops.size(); ++k) strides[k].back() = ops[k].stride[d];
+      continue;
+    }
+    dims.push_back(out[d]);
+    for (size_t k = 0; k < ops.size(); ++k) strides[k].push_back(ops[k].stride[d]);
+  }
+  if (dims.empty()) {
+    dims = {1};
+    for (auto& s : strides) s = {0};
+  }
+  const DType out_type = g.type(n.outputs[0]).dtype;
+  int vec = static_cast<int>(16 / dtype_size(out_type));
+  while (vec > 1 && dims.back() % vec != 0) vec /= 2;
+  // After broadcasting, an input steps through the innermost merged dim with stride 1 or
+  // not at all: its later dims are merged into that one or are broadcast.
+  for (const auto& s : strides) TESSEL_ICHECK(s.back() <= 1) << n.label() << ": inner stride " << s.back();
+  const int m = static_cast<int>(dims.size());
+  const std::string yt = type_of(out_type);
+
+  std::string body = fmt::format("    const i64 e = i * {};\n    i64 r = e;\n", vec);
+  for (int d = m - 1; d >= 0; --d)
+    body += d == 0 ? "    const i64 c0 = r;\n"
+                   : fmt::format("    const i64 c{} = r % {}; r /= {};\n", d, dims[d], dims[d]);
+  for (size_t k = 0; k < ops.size(); ++k) {
+    const std::string t = type_of(ops[k].type);
+    std::string off = "0";
+    for (int d = 0; d < m; ++d)
+      if (strides[k][d] != 0) off += fmt::format(" + c{} * {}", d, strides[k][d]);
+    const bool along = strides[k].back() == 1;
+    body += fmt::format("    Frag<{}, {}> a{};  // in[{}] {}\n", t, along ? vec : 1, k, ops[k].index,
+                        g.type(n.inputs[ops[k].index]).str());
+    body += fmt::format("    a{}.load(static_cast<const {}*>(p.in[{}]) + ({}));\n", k, t, ops[k].index, off);
+  }
+  body += fmt::format("    Frag<{}, {}> y;\n#pragma unroll\n    for (int v = 0; v < {}; ++v) {{\n", yt, vec, vec);
+  for (size_t k = 0; k < ops.size(); ++k)
+    body += fmt::format("      const float x{} = to_float(a{}.v[{}]);\n", ops[k].index, k,
+                        strides[k].back() == 1 ? "v" : "0");
+  body += fmt::format("      y.v[v] = from_float<{}>({});\n    }}\n", yt, expression(n));
+  body += fmt::format("    y.store(static_cast<{}*>(p.out[0]) + e);\n", yt);
+
+  int64_t total = 1;
+  for (int64_t d : dims) total *= d;
+  total /= vec;
+  const std::string problem = fmt::format(
+      "// {} -> {}; merged extents [{}]\nstruct Problem {{\n  static constexpr i64 kItems = {};\n\n"
+      "  __device__ __forceinline__ static void item(const OpParams& p, i64 i) {{\n{}  }}\n}};\n",
+      n.op, g.type(n.outputs[0]).str(), fmt::join(dims, ", "), total, body);
+  return make_source(n, "elementwise", "tessel_op_common.cuh", problem,
+                     "tessel::for_each_item<Problem>(p);", (total + kThreads - 1) / kThreads, kThreads);
+}
+
+}  // namespace tessel::kernels::cuda::op_detail

@@ -1,0 +1,50 @@
+// Internal interface of the op-kernel emitters (op_*.cc): the pieces every family shares
+// (CUDA spellings of dtypes and constants, the translation-unit frame) and each family's entry
+// points, which op_kernels.cc dispatches to. Not part of the public codegen API (op_kernels.h).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "kernels/cuda/op_kernels.h"
+#include "core/dtype.h"
+#include "ir/graph.h"
+
+namespace tessel::kernels::cuda::op_detail {
+
+// The storage type's name in kernels/tessel_op_common.cuh; nullopt for a dtype no op kernel
+// stores. type_of is the same for a dtype already checked (InternalError otherwise).
+std::optional<std::string> cuda_type(DType t);
+std::string type_of(DType t);
+
+// A float as a CUDA literal that round-trips exactly; infinities by name.
+std::string float_literal(double d);
+
+// The translation unit: a comment naming the node, the family's template header, the
+// generated `struct Problem` (in an anonymous namespace: every kernel has its own), and the
+// extern "C" entry point whose body is `call` (e.g. "tessel::for_each_item<Pool<Problem>>(p);").
+// The grid covers `blocks_needed` blocks of `threads`, capped: the kernels loop grid-stride,
+// and a few waves of resident blocks saturate any current GPU's memory system.
+OpKernelSource make_source(const ir::Node& n, const std::string& kind, const std::string& header,
+                           const std::string& problem, const std::string& call,
+                           int64_t blocks_needed, int threads);
+
+// Families, one file each (the op's OpFacts::gpu says which). check_* gives the reason a node
+// of it cannot be emitted (empty when it can); emit_* requires check_* empty.
+std::optional<std::string> check_copy(const ir::Graph& g, const ir::Node& n);
+OpKernelSource emit_copy(const ir::Graph& g, const ir::Node& n);
+
+std::optional<std::string> check_elementwise(const ir::Graph& g, const ir::Node& n);
+OpKernelSource emit_elementwise(const ir::Graph& g, const ir::Node& n);
+
+std::optional<std::string> check_window(const ir::Graph& g, const ir::Node& n);
+OpKernelSource emit_window(const ir::Graph& g, const ir::Node& n);
+
+std::optional<std::string> check_resize(const ir::Graph& g, const ir::Node& n);
+OpKernelSource emit_resize(const ir::Graph& g, const ir::Node& n);
+
+std::optional<std::string> check_reduce(const ir::Graph& g, const ir::Node& n);
+OpKernelSource emit_reduce(const ir::Graph& g, const ir::Node& n);
+
+}  // namespace tessel::kernels::cuda::op_detail

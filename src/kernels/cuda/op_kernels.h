@@ -1,0 +1,37 @@
+// Kernels for the graph's nodes that are not contractions: after the GPU pass pipeline
+// (passes::gpu_pipeline) these are NHWC pools, standalone depth_to_space, elementwise and
+// broadcasting ops left unfused, layout transposes and channel pads at the graph's edges,
+// concat/split/slice/reshape copies, softmax and reductions, and depthwise/grouped convs
+// that the Tensor Core generator declines (tessel.Conv with group > 1 and few channels per
+// group). One generated kernel per node; the engine fuses nothing further yet.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace tessel::kernels::cuda {
+
+// Kernel ABI: `extern "C" __global__ void <name>(const tessel::OpParams p)` with
+//   struct OpParams { const void* in[8]; void* out[4]; };
+// in[i] = device address of the node's input i (nullptr for an omitted optional input),
+// out[j] = of its output j. Constants are passed like any input (the engine uploads them).
+// Shapes, dtypes and attributes are compile-time constants of the generated source.
+struct OpKernelSource {
+  std::string name;
+  std::string source;
+  std::vector<std::pair<std::string, std::string>> headers;
+  unsigned grid[3] = {1, 1, 1};
+  unsigned block[3] = {1, 1, 1};
+  unsigned smem_bytes = 0;
+};
+
+// Why `n` cannot run through emit_op (empty when it can): unsupported op, dtype or attribute.
+std::optional<std::string> can_emit_op(const ir::Graph& g, const ir::Node& n);
+
+// Throws InternalError when can_emit_op says no.
+OpKernelSource emit_op(const ir::Graph& g, const ir::Node& n);
+
+}  // namespace tessel::kernels::cuda

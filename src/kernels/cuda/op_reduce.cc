@@ -1,0 +1,130 @@
+// Reductions (kernels/tessel_op_reduce.cuh): Softmax along any axis and ReduceMean over any
+// axes, with the semantics of ops/reduce.cc (the axes and output shape come from the same
+// ops::plan_reduce) and fp32 accumulation for f32, f16 and bf16 storage. The zoo's softmax
+// follows a tessel.Gemm over logits: last axis, contiguous rows, one warp per row.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "kernels/cuda/op_emit.h"
+#include "core/error.h"
+#include "ops/reduce_common.h"
+
+namespace tessel::kernels::cuda::op_detail {
+
+namespace {
+
+constexpr int kThreads = 256;
+
+bool is_float_storage(DType t) { return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16; }
+
+// Softmax's [outer, n, inner] view, as ops/reduce.cc's softmax_view defines it per opset:
+// before opset 13 the input is coerced to 2-D at `axis` (default 1), so all of dims
+// [axis, rank) are normalised at once; from 13 on, one axis (default -1).
+struct SoftmaxView {
+  int64_t outer = 1, n = 1, inner = 1;
+};
+
+std::optional<SoftmaxView> softmax_view(const ir::Node& n, const Shape& shape, int64_t opset) {
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  const bool coerce_2d = opset < 13;
+  int64_t axis = n.get_int("axis", coerce_2d ? 1 : -1);
+  const int64_t end = coerce_2d ? rank + 1 : rank;
+  if (rank < 1 || axis < -rank || axis >= end) return std::nullopt;
+  if (axis < 0) axis += rank;
+  SoftmaxView v;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (d < axis)
+      v.outer *= shape[d];
+    else if (d == axis || coerce_2d)
+      v.n *= shape[d];
+    else
+      v.inner *= shape[d];
+  }
+  return v;
+}
+
+// ReduceMean's axes: input 1 (which must be a constant: the kernel is specialised on them)
+// or the 'axes' attribute; nullopt when input 1 is not a constant.
+std::optional<std::vector<int64_t>> reduce_axes(const ir::Graph& g, const ir::Node& n) {
+  if (n.inputs.size() < 2 || n.inputs[1] == ir::kNoValue) return n.get_ints("axes");
+  const ir::Value& v = g.value(n.inputs[1]);
+  if (!v.is_constant()) return std::nullopt;
+  return v.data->to_i64_vector();
+}
+
+std::string i64_list(const std::vector<int64_t>& v) {
+  std::string s;
+  for (int64_t x : v) s += fmt::format("{}, ", x);
+  return s;
+}
+
+OpKernelSource emit_softmax(const ir::Graph& g, const ir::Node& n) {
+  const Shape& shape = g.type(n.inputs[0]).shape;
+  const std::optional<SoftmaxView> v = softmax_view(n, shape, g.opset);
+  TESSEL_ICHECK(v) << n.label() << ": axis checked by check_reduce";
+  const std::string problem =
+      fmt::format("// {} -> {}\nstruct Problem {{\n  using T = {};\n  static constexpr i64 kOuter = {}, kN = {}, kInner = {};\n}};\n",
+                  g.type(n.inputs[0]).str(), g.type(n.outputs[0]).str(),
+                  type_of(g.type(n.inputs[0]).dtype), v->outer, v->n, v->inner);
+  if (v->inner == 1) {
+    constexpr int kWarps = kThreads / 32;
+    return make_source(n, "softmax_rows", "tessel_op_reduce.cuh", problem,
+                       "tessel::SoftmaxRows<Problem>::run(p);", (v->outer + kWarps - 1) / kWarps,
+                       kThreads);
+  }
+  return make_source(n, "softmax", "tessel_op_reduce.cuh", problem,
+                     "tessel::for_each_item<tessel::SoftmaxStrided<Problem>>(p);",
+                     (v->outer * v->inner + kThreads - 1) / kThreads, kThreads);
+}
+
+OpKernelSource emit_reduce_mean(const ir::Graph& g, const ir::Node& n) {
+  const Shape& shape = g.type(n.inputs[0]).shape;
+  const ops::ReducePlan plan = ops::plan_reduce(n, shape, *reduce_axes(g, n));
+  // Row-major input strides, split by kept / reduced dim (outermost first).
+  std::vector<int64_t> stride(shape.size(), 1);
+  for (int d = static_cast<int>(shape.size()) - 2; d >= 0; --d) stride[d] = stride[d + 1] * shape[d + 1];
+  std::vector<int64_t> kept_ext, kept_stride, red_ext, red_stride;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    const bool reduced = !plan.identity && plan.reduced[d];
+    (reduced ? red_ext : kept_ext).push_back(shape[d]);
+    (reduced ? red_stride : kept_stride).push_back(stride[d]);
+  }
+  const int64_t out_elems = numel(g.type(n.outputs[0]).shape);
+  const int64_t count = plan.identity ? 1 : plan.count;
+  const std::string problem = fmt::format(
+      "// {} -> {}\nstruct Problem {{\n  using T = {};\n  static constexpr i64 kOutElems = {}, kCount = {};\n"
+      "  static constexpr int kKept = {}, kRed = {};\n"
+      "  static constexpr i64 kKeptExtent[] = {{{}1}}, kKeptStride[] = {{{}0}};\n"
+      "  static constexpr i64 kRedExtent[] = {{{}1}}, kRedStride[] = {{{}0}};\n}};\n",
+      g.type(n.inputs[0]).str(), g.type(n.outputs[0]).str(), type_of(g.type(n.inputs[0]).dtype),
+      out_elems, count, kept_ext.size(), red_ext.size(), i64_list(kept_ext), i64_list(kept_stride),
+      i64_list(red_ext), i64_list(red_stride));
+  return make_source(n, "reduce_mean", "tessel_op_reduce.cuh", problem,
+                     "tessel::for_each_item<tessel::ReduceMean<Problem>>(p);",
+                     (out_elems + kThreads - 1) / kThreads, kThreads);
+}
+
+}  // namespace
+
+
+std::optional<std::string> check_reduce(const ir::Graph& g, const ir::Node& n) {
+  const DType t = g.type(n.inputs[0]).dtype;
+  if (!is_float_storage(t))
+    return n.label() + ": input dtype " + std::string(dtype_name(t)) +
+           " has no GPU kernel (f32, f16, bf16; integer means need exact accumulation)";
+  if (n.op == "Softmax") {
+    if (!softmax_view(n, g.type(n.inputs[0]).shape, g.opset))
+      return n.label() + ": axis out of range for the input";
+    return std::nullopt;
+  }
+  if (!reduce_axes(g, n)) return n.label() + ": axes (input 1) must be a constant";
+  return std::nullopt;
+}
+
+OpKernelSource emit_reduce(const ir::Graph& g, const ir::Node& n) {
+  return n.op == "Softmax" ? emit_softmax(g, n) : emit_reduce_mean(g, n);
+}
+
+}  // namespace tessel::kernels::cuda::op_detail

@@ -1,0 +1,239 @@
+// Resize (and Upsample) on the GPU, modes nearest and linear, any rank (NHWC after
+// convert-layout: scales [1, sh, sw, 1]). Shapes, scales and sizes are compile-time constants,
+// so the coordinate mapping is not re-derived in CUDA: the emitter asks the CPU reference for
+// its per-dimension taps (ops/resize.h) and writes them into the kernel as tables, one per
+// resized dimension. The GPU therefore reads exactly the input elements the reference reads,
+// with its weights rounded once to fp32, for every coordinate_transformation_mode and
+// nearest_mode the reference supports; only the interpolation arithmetic differs (fp32 here,
+// double there).
+//
+// A dimension the Resize leaves alone (every output coordinate o reads input o with weight 1:
+// N and C of an NHWC upsample) needs no table. When the innermost one is such a dimension, an
+// item moves a fragment of V channels with 16-byte accesses; otherwise one element. Per
+// resized dimension, a table is either
+//   Gather  int kIndexD[out_d]                  one input index per coordinate (nearest, and
+//                                               linear where every coordinate is whole)
+//   Lerp    Lerp kLerpD[out_d] = {i0, i1, w0, w1}  two taps (linear)
+// and an output element reads the 2^(number of Lerp dimensions) corners they span. An index
+// of -1 marks a coordinate that tf_crop_and_resize extrapolates.
+#include <fmt/format.h>
+
+#include "kernels/cuda/op_emit.h"
+#include "core/error.h"
+#include "ops/resize.h"
+
+namespace tessel::kernels::cuda::op_detail {
+
+namespace {
+
+constexpr int kThreads = 256;
+// The largest output extent of a resized dimension whose table is emitted (an 8K frame is
+// 7680): tables are source text, and NVRTC time grows with it.
+constexpr int64_t kMaxTableEntries = int64_t{1} << 15;
+
+std::vector<const Tensor*> constant_operands(const ir::Graph& g, const ir::Node& n) {
+  std::vector<const Tensor*> r;
+  for (ir::ValueId v : n.inputs) r.push_back(v == ir::kNoValue ? nullptr : g.value(v).data.get());
+  return r;
+}
+
+ops::ResizeSampling sampling_of(const ir::Graph& g, const ir::Node& n) {
+  return ops::resize_sampling(n, g.opset, g.type(n.inputs[0]).shape, constant_operands(g, n));
+}
+
+// Output coordinate o reads input o with weight 1, everywhere along the dimension.
+bool is_identity(const std::vector<std::vector<ops::ResizeTap>>& taps, int64_t in) {
+  if (static_cast<int64_t>(taps.size()) != in) return false;
+  for (size_t o = 0; o < taps.size(); ++o)
+    if (taps[o].size() != 1 || taps[o][0].index != static_cast<int64_t>(o) ||
+        taps[o][0].weight != 1.0)
+      return false;
+  return true;
+}
+
+bool has_two_taps(const std::vector<std::vector<ops::ResizeTap>>& taps) {
+  for (const std::vector<ops::ResizeTap>& t : taps)
+    if (t.size() > 1) return true;
+  return false;
+}
+
+std::vector<int64_t> contiguous_strides(const Shape& s) {
+  std::vector<int64_t> st(s.size(), 1);
+  for (int d = static_cast<int>(s.size()) - 2; d >= 0; --d) st[d] = st[d + 1] * s[d + 1];
+  return st;
+}
+
+// A table as CUDA source, `per_line` entries per line.
+template <typename Entry>
+std::string table(const std::string& decl, const std::vector<std::vector<ops::ResizeTap>>& taps,
+                  size_t per_line, Entry&& entry) {
+  std::string s = fmt::format("__device__ const {}[{}] = {{", decl, taps.size());
+  for (size_t o = 0; o < taps.size(); ++o)
+    s += (o % per_line == 0 ? "\n    " : " ") + entry(taps[o]) + (o + 1 < taps.size() ? "," : "");
+  return s + "};\n";
+}
+
+// "a * stride" for an offset sum ("a" alone for stride 1).
+std::string term(const std::string& a, int64_t stride) {
+  return stride == 1 ? a : fmt::format("{} * {}", a, stride);
+}
+
+std::string sum(const std::vector<std::string>& terms) {
+  std::string s;
+  for (const std::string& t : terms) s += (s.empty() ? "" : " + ") + t;
+  return s.empty() ? "0" : s;
+}
+
+}  // namespace
+
+
+std::optional<std::string> check_resize(const ir::Graph& g, const ir::Node& n) {
+  for (size_t i = 1; i < n.inputs.size(); ++i)
+    if (n.inputs[i] != ir::kNoValue && !g.value(n.inputs[i]).is_constant())
+      return n.label() + ": roi, scales and sizes must be constants";
+  const ir::TensorType& x = g.type(n.inputs[0]);
+  if (x.shape.empty() || numel(x.shape) == 0) return n.label() + ": expected a non-empty tensor";
+  const ops::ResizeSampling s = sampling_of(g, n);
+  if (s.linear && !is_float(x.dtype))
+    return n.label() + ": linear Resize of " + std::string(dtype_name(x.dtype)) +
+           " has no GPU kernel (f32, f16, bf16)";
+  for (size_t d = 0; d < x.shape.size(); ++d)
+    if (!is_identity(s.taps[d], x.shape[d]) && s.out[d] > kMaxTableEntries)
+      return fmt::format(
+          "{}: output extent {} of dimension {} exceeds the {} entries of a "
+          "GPU sampling table",
+          n.label(), s.out[d], d, kMaxTableEntries);
+  return std::nullopt;
+}
+
+OpKernelSource emit_resize(const ir::Graph& g, const ir::Node& n) {
+  const ir::TensorType& xt = g.type(n.inputs[0]);
+  const Shape& in = xt.shape;
+  const ops::ResizeSampling s = sampling_of(g, n);
+  const Shape& out = s.out;
+  TESSEL_ICHECK(out == g.type(n.outputs[0]).shape)
+      << n.label() << ": sampling gives " << shape_str(out) << ", the graph says "
+      << g.type(n.outputs[0]).str();
+  const int rank = static_cast<int>(in.size());
+  const std::string t = type_of(xt.dtype);
+  const std::vector<int64_t> in_st = contiguous_strides(in), out_st = contiguous_strides(out);
+
+  enum class Kind { kIdentity, kGather, kLerp };
+  std::vector<Kind> kind(rank);
+  bool extrapolates = false;
+  for (int d = 0; d < rank; ++d) {
+    kind[d] = is_identity(s.taps[d], in[d]) ? Kind::kIdentity
+              : has_two_taps(s.taps[d])     ? Kind::kLerp
+                                            : Kind::kGather;
+    for (const std::vector<ops::ResizeTap>& tap : s.taps[d]) extrapolates |= tap.empty();
+  }
+  // Fragments of V along an unresized innermost dimension: 16 bytes where its extent allows.
+  int vec = 1;
+  if (kind[rank - 1] == Kind::kIdentity) {
+    vec = static_cast<int>(16 / dtype_size(xt.dtype));
+    while (vec > 1 && in[rank - 1] % vec != 0) vec /= 2;
+  }
+
+  std::string problem = fmt::format("// {} ({}): {} -> {}\n", n.op, s.linear ? "linear" : "nearest",
+                                    xt.str(), g.type(n.outputs[0]).str());
+  bool any_lerp = false;
+  for (int d = 0; d < rank; ++d) any_lerp |= kind[d] == Kind::kLerp;
+  if (any_lerp) problem += "struct Lerp {\n  int i0, i1;\n  float w0, w1;\n};\n";
+  for (int d = 0; d < rank; ++d) {
+    if (kind[d] == Kind::kGather) {
+      problem += fmt::format("// dimension {}: input index of each output coordinate\n", d);
+      problem += table(fmt::format("int kIndex{}", d), s.taps[d], 8,
+                       [](const std::vector<ops::ResizeTap>& tap) {
+                         return fmt::format("{}", tap.empty() ? -1 : tap[0].index);
+                       });
+    } else if (kind[d] == Kind::kLerp) {
+      problem += fmt::format(
+          "// dimension {}: the two taps {{i0, i1, w0, w1}} of each output coordinate\n", d);
+      problem += table(
+          fmt::format("Lerp kLerp{}", d), s.taps[d], 4, [](const std::vector<ops::ResizeTap>& tap) {
+            if (tap.empty()) return std::string("{-1, -1, 0.0f, 0.0f}");
+            const ops::ResizeTap second =
+                tap.size() > 1 ? tap[1] : ops::ResizeTap{tap[0].index, 0.0};
+            return fmt::format("{{{}, {}, {}, {}}}", tap[0].index, second.index,
+                               float_literal(tap[0].weight), float_literal(second.weight));
+          });
+    }
+  }
+
+  std::string item;
+  // Output coordinates, innermost first; the innermost advances by fragments of V.
+  item += "    i64 r = i;\n";
+  for (int d = rank - 1; d >= 0; --d) {
+    const int64_t extent = d == rank - 1 ? out[d] / vec : out[d];
+    const std::string scale = d == rank - 1 && vec > 1 ? fmt::format(" * {}", vec) : "";
+    if (d == 0)
+      item += fmt::format("    const i64 o0 = r{};\n", scale);
+    else if (extent == 1)
+      item += fmt::format("    const i64 o{} = 0;\n", d);
+    else
+      item += fmt::format("    const i64 o{} = r % {}{}; r /= {};\n", d, extent, scale, extent);
+  }
+  std::vector<std::string> out_off, base, invalid;
+  for (int d = 0; d < rank; ++d) {
+    out_off.push_back(term(fmt::format("o{}", d), out_st[d]));
+    if (kind[d] == Kind::kIdentity) base.push_back(term(fmt::format("o{}", d), in_st[d]));
+    if (kind[d] == Kind::kGather) {
+      item += fmt::format("    const int t{} = kIndex{}[o{}];\n", d, d, d);
+      base.push_back(term(fmt::format("i64(t{})", d), in_st[d]));
+      invalid.push_back(fmt::format("t{} < 0", d));
+    }
+    if (kind[d] == Kind::kLerp) {
+      item += fmt::format("    const Lerp t{} = kLerp{}[o{}];\n", d, d, d);
+      invalid.push_back(fmt::format("t{}.i0 < 0", d));
+    }
+  }
+  item += fmt::format("    T* y = static_cast<T*>(p.out[0]) + ({});\n", sum(out_off));
+  item += "    Frag<T, kVec> f;\n";
+  if (extrapolates) {
+    std::string cond;
+    for (const std::string& c : invalid) cond += (cond.empty() ? "" : " || ") + c;
+    item += fmt::format("    if ({}) {{  // tf_crop_and_resize: outside the input\n", cond);
+    item += fmt::format(
+        "#pragma unroll\n      for (int v = 0; v < kVec; ++v) f.v[v] = convert<T>({});\n",
+        float_literal(s.extrapolation));
+    item += "      f.store(y);\n      return;\n    }\n";
+  }
+  item += fmt::format("    const T* x = static_cast<const T*>(p.in[0]) + ({});\n", sum(base));
+  std::vector<int> lerp_dims;
+  for (int d = 0; d < rank; ++d)
+    if (kind[d] == Kind::kLerp) lerp_dims.push_back(d);
+  if (lerp_dims.empty()) {
+    // Nearest (or linear on whole coordinates only): a copy of whole elements, exact.
+    item += "    f.load(x);\n";
+  } else {
+    item += "    float acc[kVec] = {};\n";
+    for (int corner = 0; corner < (1 << lerp_dims.size()); ++corner) {
+      std::string off, weight;
+      for (size_t k = 0; k < lerp_dims.size(); ++k) {
+        const int d = lerp_dims[k];
+        const bool hi = (corner >> k) & 1;
+        off += " + " + term(fmt::format("i64(t{}.{})", d, hi ? "i1" : "i0"), in_st[d]);
+        weight += fmt::format("{}t{}.{}", weight.empty() ? "" : " * ", d, hi ? "w1" : "w0");
+      }
+      item += fmt::format(
+          "    {{\n      Frag<T, kVec> s;\n      s.load(x{});\n      const float w = {};\n", off,
+          weight);
+      item += "#pragma unroll\n";
+      item += "      for (int v = 0; v < kVec; ++v) acc[v] += w * to_float(s.v[v]);\n    }\n";
+    }
+    item += "#pragma unroll\n    for (int v = 0; v < kVec; ++v) f.v[v] = from_float<T>(acc[v]);\n";
+  }
+  item += "    f.store(y);\n";
+
+  const int64_t items = numel(out) / vec;
+  problem += fmt::format(
+      "struct Problem {{\n  using T = {};\n  static constexpr int kVec = {};\n"
+      "  static constexpr i64 kItems = {};\n\n"
+      "  __device__ __forceinline__ static void item(const OpParams& p, i64 i) {{\n{}  }}\n}};\n",
+      t, vec, items, item);
+  return make_source(n, "resize", "tessel_op_common.cuh", problem,
+                     "tessel::for_each_item<Problem>(p);", (items + kThreads - 1) / kThreads,
+                     kThreads);
+}
+
+}  // namespace tessel::kernels::cuda::op_detail

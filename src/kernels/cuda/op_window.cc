@@ -1,0 +1,187 @@
+// Window ops over NHWC activations (kernels/tessel_op_window.cuh): tessel.MaxPool,
+// tessel.AveragePool, tessel.GlobalAveragePool, and tessel.Conv with group > 1 (depthwise and
+// grouped convolutions, which the Tensor Core generator declines) with its fused bias,
+// epilogue steps and store map, as the reference kernel (ops/tessel_contraction_ops.cc)
+// defines them: acc + bias, then each step in fp32, then one rounding at the store.
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "kernels/cuda/op_emit.h"
+#include "core/error.h"
+#include "ops/tessel_epilogue.h"
+
+namespace tessel::kernels::cuda::op_detail {
+
+namespace {
+
+constexpr int kThreads = 128;
+
+// The largest V <= 16 bytes of T dividing `channels` (the fragment never crosses a pixel).
+int channel_vector(DType t, int64_t channels) {
+  int v = static_cast<int>(16 / dtype_size(t));
+  while (v > 1 && channels % v != 0) v /= 2;
+  return v;
+}
+
+// The most negative finite value of T: a max over a window with no input tap (ceil_mode),
+// as ops/pool_ops.cc defines it.
+std::string lowest_literal(DType t) {
+  switch (t) {
+    case DType::kF16: return "-65504.f";
+    case DType::kBF16: return "-3.38953139e38f";
+    default: return "-3.40282347e38f";
+  }
+}
+
+struct Window {
+  std::vector<int64_t> kernel{1, 1}, strides{1, 1}, pads{0, 0, 0, 0}, dilations{1, 1};
+};
+
+Window read_window(const ir::Node& n, const Shape& w_ohwi) {
+  Window w;
+  w.kernel = w_ohwi.empty() ? n.get_ints("kernel_shape") : std::vector<int64_t>{w_ohwi[1], w_ohwi[2]};
+  w.strides = n.get_ints("strides", {1, 1});
+  w.pads = n.get_ints("pads", {0, 0, 0, 0});
+  w.dilations = n.get_ints("dilations", {1, 1});
+  return w;
+}
+
+std::string geometry(const Shape& x, const Shape& y_pre, const Window& w, int vec) {
+  return fmt::format(
+      "  static constexpr int kN = {}, kH = {}, kW = {}, kC = {};\n"
+      "  static constexpr int kOH = {}, kOW = {}, kCo = {};\n"
+      "  static constexpr int kKH = {}, kKW = {}, kSH = {}, kSW = {}, kPT = {}, kPL = {}, kDH = {}, kDW = {};\n"
+      "  static constexpr int kVec = {};\n",
+      x[0], x[1], x[2], x[3], y_pre[1], y_pre[2], y_pre[3], w.kernel[0], w.kernel[1], w.strides[0],
+      w.strides[1], w.pads[0], w.pads[1], w.dilations[0], w.dilations[1], vec);
+}
+
+// The fp32 form of one fused epilogue step on `v` (r: the residual at the same position).
+std::string step_code(const ops::EpilogueStep& s) {
+  using ops::EpilogueKind;
+  switch (s.kind) {
+    case EpilogueKind::kRelu: return "v = v < 0.f ? 0.f : v;";
+    case EpilogueKind::kLeakyRelu: return fmt::format("v = v < 0.f ? {} * v : v;", float_literal(s.alpha));
+    case EpilogueKind::kClip:
+      return fmt::format("v = v < {0} ? {0} : (v > {1} ? {1} : v);", float_literal(s.alpha), float_literal(s.beta));
+    case EpilogueKind::kSigmoid: return "v = 1.f / (1.f + expf(-v));";
+    case EpilogueKind::kHardSwish: return "v = v * fminf(fmaxf(v * (1.f / 6.f) + 0.5f, 0.f), 1.f);";
+    case EpilogueKind::kSilu: return "v = v / (1.f + expf(-v));";
+    case EpilogueKind::kAddResidual: return "v += to_float(residual);";
+  }
+  TESSEL_ICHECK(false) << "unhandled epilogue step";
+  return "";
+}
+
+OpKernelSource emit_pool(const ir::Graph& g, const ir::Node& n) {
+  const Shape& x = g.type(n.inputs[0]).shape;
+  const Shape& y = g.type(n.outputs[0]).shape;
+  const DType t = g.type(n.inputs[0]).dtype;
+  const int vec = channel_vector(t, x[3]);
+  std::string problem = fmt::format("// {}: {} -> {}\nstruct Problem {{\n  using T = {};\n", n.op,
+                                    g.type(n.inputs[0]).str(), g.type(n.outputs[0]).str(), type_of(t));
+  std::string call;
+  int64_t items = 0;
+  if (n.op == "tessel.GlobalAveragePool") {
+    problem += geometry(x, y, Window{}, vec);
+    call = "tessel::for_each_item<tessel::GlobalAveragePool<Problem>>(p);";
+    items = x[0] * (x[3] / vec);
+  } else {
+    const bool max = n.op == "tessel.MaxPool";
+    problem += geometry(x, y, read_window(n, {}), vec);
+    problem += fmt::format("  static constexpr bool kMax = {}, kCountIncludePad = {};\n", max,
+                           !max && n.get_int("count_include_pad", 0) == 1);
+    problem += fmt::format("  static constexpr float kLowest = {};\n", lowest_literal(t));
+    call = "tessel::for_each_item<tessel::Pool<Problem>>(p);";
+    items = y[0] * y[1] * y[2] * (y[3] / vec);
+  }
+  problem += "};\n";
+  return make_source(n, "pool", "tessel_op_window.cuh", problem, call,
+                     (items + kThreads - 1) / kThreads, kThreads);
+}
+
+OpKernelSource emit_grouped_conv(const ir::Graph& g, const ir::Node& n) {
+  const Shape& x = g.type(n.inputs[0]).shape;
+  const Shape& w = g.type(n.inputs[1]).shape;
+  const Shape& y = g.type(n.outputs[0]).shape;
+  const DType t = g.type(n.inputs[0]).dtype;
+  const ops::StoreMap store = ops::read_store(n);
+  const int64_t group = n.get_int("group", 1);
+  const int64_t co = w[0], cig = w[3], cog = co / group;
+  // The pre-store output [N, OH, OW, Co].
+  const int64_t b = store.kind == ops::StoreMap::Kind::kDepthToSpace ? store.block : 1;
+  const Shape pre{y[0], y[1] / b, y[2] / b, co};
+  const int vec = channel_vector(t, co);
+  const bool has_bias = n.inputs.size() > 2 && n.inputs[2] != ir::kNoValue;
+  const bool has_residual = n.inputs.size() > 3 && n.inputs[3] != ir::kNoValue;
+
+  std::string problem = fmt::format("// tessel.Conv, group {}: {} * {} -> {}\nstruct Problem {{\n  using T = {};\n",
+                                    group, g.type(n.inputs[0]).str(), g.type(n.inputs[1]).str(),
+                                    g.type(n.outputs[0]).str(), type_of(t));
+  problem += geometry(x, pre, read_window(n, w), vec);
+  problem += fmt::format("  static constexpr int kCig = {}, kCog = {};\n", cig, cog);
+  // Only the plain NHWC store keeps a fragment's channels adjacent in memory.
+  problem += fmt::format("  static constexpr bool kVectorStore = {};\n\n",
+                         store.kind == ops::StoreMap::Kind::kNhwc);
+  problem += "  __device__ __forceinline__ static float bias(const OpParams& p, int co) {\n";
+  problem += has_bias ? fmt::format("    return to_float(static_cast<const {}*>(p.in[2])[co]);\n  }}\n",
+                                    type_of(g.type(n.inputs[2]).dtype))
+                      : "    return 0.f;\n  }\n";
+  problem += "  // Steps of the fused epilogue, in order, on the fp32 accumulator.\n";
+  problem += "  __device__ __forceinline__ static float epilogue(const OpParams& p, float v, int n, int oh, int ow, int co) {\n";
+  if (has_residual)
+    problem += fmt::format("    const T residual = static_cast<const T*>(p.in[3])[((i64(n) * {} + oh) * {} + ow) * {} + co];\n",
+                           pre[1], pre[2], pre[3]);
+  for (const ops::EpilogueStep& s : ops::read_epilogue(n)) problem += "    " + step_code(s) + "\n";
+  problem += "    return v;\n  }\n";
+  problem += "  // Where pre-store element (n, oh, ow, co) goes.\n";
+  problem += "  __device__ __forceinline__ static i64 store_offset(int n, int oh, int ow, int co) {\n";
+  if (store.kind == ops::StoreMap::Kind::kNhwc) {
+    problem += fmt::format("    return ((i64(n) * {} + oh) * {} + ow) * {} + co;\n", pre[1], pre[2], co);
+  } else {
+    const int64_t cp = co / (b * b);
+    problem += store.dcr ? fmt::format("    const int c = co % {0}, i = co / {0} / {1}, j = co / {0} % {1};  // DCR\n", cp, b)
+                         : fmt::format("    const int c = co / {0}, i = co % {0} / {1}, j = co % {1};  // CRD\n", b * b, b);
+    problem += fmt::format("    return ((i64(n) * {} + oh * {} + i) * {} + ow * {} + j) * {} + c;\n", y[1], b, y[2], b, cp);
+  }
+  problem += "  }\n};\n";
+  const int64_t items = pre[0] * pre[1] * pre[2] * (co / vec);
+  return make_source(n, "grouped_conv", "tessel_op_window.cuh", problem,
+                     "tessel::for_each_item<tessel::GroupedConv<Problem>>(p);",
+                     (items + kThreads - 1) / kThreads, kThreads);
+}
+
+}  // namespace
+
+
+std::optional<std::string> check_window(const ir::Graph& g, const ir::Node& n) {
+  const ir::TensorType& x = g.type(n.inputs[0]);
+  if (x.shape.size() != 4) return n.label() + ": expected an NHWC input of rank 4";
+  if (!is_float(x.dtype)) return n.label() + ": expected a float input";
+  if (n.op == "tessel.Conv") {
+    if (n.get_int("group", 1) == 1)
+      return n.label() + ": group 1 convolutions are contractions (contraction_kernel.h)";
+    if (g.type(n.inputs[1]).shape.size() != 4) return n.label() + ": expected OHWI weights";
+    // The grouped kernel reads NHWC and stores NHWC (or depth_to_space) in the output's
+    // dtype; the edge folds (ops/tessel_epilogue.h) are the contraction generator's alone.
+    const std::string store = n.get_string("store", "nhwc");
+    if (store == "nchw" || store == "depth_to_space_nchw" || n.has_attr("out_dtype") ||
+        n.has_attr("input_layout"))
+      return n.label() + ": a grouped convolution with an NCHW store, out_dtype or input_layout "
+                         "(only group-1 convolutions take them)";
+    return std::nullopt;
+  }
+  if (n.op == "tessel.GlobalAveragePool") return std::nullopt;
+  if (n.get_string("auto_pad", "NOTSET") != "NOTSET")
+    return n.label() + ": auto_pad must be resolved to explicit pads (convert-layout does)";
+  if (n.get_ints("kernel_shape").size() != 2) return n.label() + ": expected a 2-D kernel_shape";
+  if (n.outputs.size() != 1) return n.label() + ": the Indices output has no GPU kernel";
+  return std::nullopt;
+}
+
+OpKernelSource emit_window(const ir::Graph& g, const ir::Node& n) {
+  return n.op == "tessel.Conv" ? emit_grouped_conv(g, n) : emit_pool(g, n);
+}
+
+}  // namespace tessel::kernels::cuda::op_detail

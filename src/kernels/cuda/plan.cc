@@ -1,0 +1,391 @@
+// Kernel planning: derives the thread mapping, store vectors, shared memory, grid and
+// workspace of a generated contraction kernel, and rejects schedules that cannot implement
+// a problem with a reason the tuner and `tessel explain` can print.
+#include <algorithm>
+#include <numeric>
+#include <fmt/format.h>
+
+#include "kernels/cuda/contraction_kernel.h"
+#include "kernels/cuda/kernel_plan.h"
+#include "core/dtype.h"
+#include "core/error.h"
+#include "core/shape.h"
+#include "kernels/kernel_rules.h"
+
+namespace tessel::kernels::cuda {
+namespace {
+
+using contraction::Access;
+using contraction::Contraction;
+using contraction::Epilogue;
+using contraction::EpilogueOpKind;
+using contraction::Major;
+using contraction::StoreMap;
+using kernels::Instruction;
+using kernels::Schedule;
+
+using Reason = std::optional<std::string>;
+
+constexpr int kMaxSmemBytes = 227 * 1024;  // opt-in limit of sm_90 (sm_80: 163 KiB)
+constexpr int kMaxIters = 32;              // GatherX keeps per-row validity in a u32 mask
+constexpr int64_t kInt32Safe = (int64_t{1} << 31) - (int64_t{1} << 24);
+
+bool is_pow2(int64_t x) { return x > 0 && (x & (x - 1)) == 0; }
+
+int64_t coeff(const contraction::AffineIndex& ix, int dim) {
+  return dim < static_cast<int>(ix.coeffs.size()) ? ix.coeffs[dim] : 0;
+}
+
+// The largest vector (8, 4, 2 or 1 elements) in which an operand can be read along the
+// innermost dim of `run_dims` (its k dims when K-major, its m/n dims when MN-major): the
+// run dim must step the tensor's stride-1 dim by exactly 1 and never need a bounds check
+// there, and every other term of the flat offset must be a multiple of the vector so that
+// each vector is contiguous and aligned.
+int max_vector(const Contraction& c, const Access& acc, const std::vector<int>& run_dims) {
+  if (run_dims.empty() || acc.shape.empty()) return 1;
+  const int inner = run_dims.back();
+  const int last = static_cast<int>(acc.shape.size()) - 1;
+  const auto& ix_last = acc.index[last];
+  if (coeff(ix_last, inner) != 1) return 1;
+  // The stride-1 dim must stay in range: no padding along the vector.
+  int64_t lo = ix_last.offset, hi = ix_last.offset;
+  for (size_t j = 0; j < c.maps.dims.size(); ++j) {
+    const int64_t span = coeff(ix_last, static_cast<int>(j)) * (c.maps.dims[j].extent - 1);
+    (span < 0 ? lo : hi) += span;
+  }
+  if (lo < 0 || hi >= acc.shape[last]) return 1;
+  const std::vector<int64_t> strides = strides_of(acc.shape);
+  int64_t g = c.maps.dims[inner].extent;  // the run must not cross its dim's end
+  for (size_t d = 0; d < acc.shape.size(); ++d) {
+    g = std::gcd(g, strides[d] * acc.index[d].offset);
+    for (size_t j = 0; j < c.maps.dims.size(); ++j) {
+      if (static_cast<int>(j) == inner || c.maps.dims[j].extent == 1) continue;  // 1: always 0
+      g = std::gcd(g, strides[d] * coeff(acc.index[d], static_cast<int>(j)));
+    }
+  }
+  for (int v : {8, 4, 2}) {
+    if (g % v == 0) return v;
+  }
+  return 1;
+}
+
+Reason check_access(const Contraction& c, const Access& acc, char name) {
+  const size_t ndims = c.maps.dims.size();
+  if (acc.index.size() != acc.shape.size()) {
+    return fmt::format("{}: index map has {} entries for a rank-{} tensor", name,
+                       acc.index.size(), acc.shape.size());
+  }
+  for (const auto& ix : acc.index) {
+    if (ix.coeffs.size() > ndims) return fmt::format("{}: index has more coefficients than dims", name);
+  }
+  return std::nullopt;
+}
+
+// The output must be C[batch..., m..., n] with n innermost: the store map places (m, n)
+// and the batch dims only add a constant offset (batch matmul) or a channel offset
+// (grouped conv). Checks that reading of maps.c.
+Reason check_output_map(const Contraction& c) {
+  const Access& out = c.maps.c;
+  if (out.shape.empty() || out.index.size() != out.shape.size()) return "output index map is malformed";
+  if (c.n_dims.size() > 1) return fmt::format("N spans {} dims; the store map needs one", c.n_dims.size());
+  const int n_dim = c.n_dims.empty() ? -1 : c.n_dims[0];  // none: N = 1, n is always 0
+  auto is_batch = [&](int j) {
+    return std::find(c.batch_dims.begin(), c.batch_dims.end(), j) != c.batch_dims.end();
+  };
+  const auto& inner = out.index.back();
+  if ((n_dim >= 0 && coeff(inner, n_dim) != 1) || inner.offset != 0) {
+    return "output channel index is not n (+ batch offset)";
+  }
+  for (size_t j = 0; j < c.maps.dims.size(); ++j) {
+    const int jj = static_cast<int>(j);
+    if (jj != n_dim && coeff(inner, jj) != 0 && !is_batch(jj) && c.maps.dims[j].extent > 1) {
+      return "output channel index depends on m or k";
+    }
+  }
+  // Outer dims: each one M or batch dim with coefficient 1, the M dims in m_dims order with
+  // matching extents, so that the flat m is the row of a row-major output.
+  size_t next_m = 0;
+  for (size_t d = 0; d + 1 < out.shape.size(); ++d) {
+    int found = -1;
+    for (size_t j = 0; j < c.maps.dims.size(); ++j) {
+      if (coeff(out.index[d], static_cast<int>(j)) != 0) {
+        if (found >= 0) return fmt::format("output dim {} mixes iteration dims", d);
+        found = static_cast<int>(j);
+      }
+    }
+    // An output dim of extent 1 indexes nothing (its iteration dim, if any, is not a group
+    // member either: the matcher drops extent-1 dims).
+    if (out.shape[d] == 1 && out.index[d].offset == 0 &&
+        (found < 0 || c.maps.dims[found].extent == 1)) {
+      continue;
+    }
+    if (found < 0 || out.index[d].offset != 0 || coeff(out.index[d], found) != 1) {
+      return fmt::format("output dim {} is not a plain iteration dim", d);
+    }
+    if (is_batch(found)) {
+      // Batch dims precede the M dims, so that the flat m addresses whole rows.
+      if (next_m != 0) return fmt::format("output dim {} puts a batch dim inside the M dims", d);
+      continue;
+    }
+    if (next_m >= c.m_dims.size() || c.m_dims[next_m] != found ||
+        c.maps.dims[found].extent != out.shape[d]) {
+      return fmt::format("output dim {} does not follow the M dims in order", d);
+    }
+    ++next_m;
+  }
+  if (next_m != c.m_dims.size()) return "output does not cover every M dim";
+  return std::nullopt;
+}
+
+// Thread mapping of one operand tile onto the CTA (TileLoader / SimtLoader).
+Reason plan_operand(const Contraction& c, const Schedule& s, Instruction instr, int threads,
+                    char name, int sched_vec, OperandPlan* op) {
+  const bool is_a = name == 'A';
+  op->access = is_a ? &c.maps.a : &c.maps.b;
+  op->name = name;
+  op->row_dims = is_a ? c.m_dims : c.n_dims;
+  op->rows = is_a ? c.m : c.n;
+  op->k_major = (is_a ? c.a_major : c.b_major) == Major::kK;
+  op->vec = sched_vec;
+  const int block_rows = is_a ? s.block_m : s.block_n;
+  op->tile_rows = op->k_major ? block_rows : s.block_k;
+  op->tile_cols = op->k_major ? s.block_k : block_rows;
+
+  if (!is_pow2(sched_vec) || sched_vec > 8) {
+    return fmt::format("{}_vec={} is not 1, 2, 4 or 8", is_a ? 'a' : 'b', sched_vec);
+  }
+  const int legal = max_vector(c, *op->access, op->k_major ? c.k_dims : op->row_dims);
+  if (sched_vec > legal) {
+    return fmt::format("{}_vec={} exceeds the {} elements {} can be read in (contiguity/alignment)",
+                       is_a ? 'a' : 'b', sched_vec, legal, name);
+  }
+  if (instr == Instruction::kSimt && sched_vec * static_cast<int>(dtype_size(op->access->dtype)) > 16) {
+    return fmt::format("{}_vec={} moves more than 16 bytes per load", is_a ? 'a' : 'b', sched_vec);
+  }
+  if (!op->k_major) {
+    // MN-major operands walk k one row at a time: one k dim, and no k term needs a bounds
+    // check (a GEMM operand stored (k, m)).
+    if (c.k_dims.size() != 1) {
+      return fmt::format("{} is MN-major with {} K dims; only a single K dim is supported", name,
+                         c.k_dims.size());
+    }
+    if (auto r = check_gather(c, *op)) return r;
+  }
+  if (op->tile_cols % sched_vec != 0) return fmt::format("{} tile columns not a multiple of the vector", name);
+  const int vecs_per_row = op->tile_cols / sched_vec;
+  if (threads % vecs_per_row != 0) {
+    return fmt::format("{} tile ({}x{}, vec {}): {} vectors per row do not divide {} threads", name,
+                       op->tile_rows, op->tile_cols, sched_vec, vecs_per_row, threads);
+  }
+  const int row_step = threads / vecs_per_row;
+  if (op->tile_rows % row_step != 0) {
+    return fmt::format("{} tile ({}x{}, vec {}): {} rows per pass do not divide {} rows", name,
+                       op->tile_rows, op->tile_cols, sched_vec, row_step, op->tile_rows);
+  }
+  op->iters = op->tile_rows / row_step;
+  if (op->iters > kMaxIters) {
+    return fmt::format("{} tile needs {} loads per thread per k-tile (at most {})", name, op->iters,
+                       kMaxIters);
+  }
+  if (instr != Instruction::kSimt) {
+    // SwizzledTile: rows of 32 elements (64 B) or panels of 64 (128 B rows); wgmma reads only
+    // the latter (its 128-byte swizzle mode).
+    const bool wgmma = instr == Instruction::kWgmma;
+    if (op->tile_cols % 64 != 0 && (wgmma || op->tile_cols != 32)) {
+      return fmt::format("{} shared-memory rows of {} elements cannot be swizzled (need {}a multiple "
+                         "of 64)", name, op->tile_cols, wgmma ? "" : "32 or ");
+    }
+  }
+  return std::nullopt;
+}
+
+// The channels-first stores, contiguous along m within an image row (tessel_epilogue.cuh
+// stores them walking m). A vector of v consecutive m stays in one row, aligned, when v divides
+// the output width; it tiles the kernels' slabs (16 rows at multiples of 16 for the Tensor Core
+// kernels, warp_m rows at multiples of warp_m for SIMT) when v divides warp_m and 16. The
+// depth_to_space form puts consecutive m `block` elements apart: scalar stores.
+Reason plan_nchw_store(const Contraction& c, const Epilogue& e, const Schedule& s, KernelPlan* p) {
+  const StoreMap& st = e.store;
+  const bool d2s = st.kind == StoreMap::Kind::kDepthToSpaceNchw;
+  const int64_t b2 = d2s ? int64_t{st.block} * st.block : 1;
+  if (st.ld != 0 || st.channel_offset != 0) return "an NCHW store takes no ld or channel offset";
+  if (c.batch != 1) return "NCHW store of a batched contraction";
+  if (st.block < 1 || c.n % b2 != 0) {
+    return fmt::format("depth_to_space block {} does not divide N={} into block^2 groups", st.block, c.n);
+  }
+  if (st.out_h < 1 || st.out_w < 1 || c.m % (st.out_h * st.out_w) != 0) {
+    return fmt::format("NCHW store: M={} is not images x {} x {}", c.m, st.out_h, st.out_w);
+  }
+  p->out_channels = c.n / b2;
+  p->store_n_stride = 1;
+  int v = d2s ? 1 : 16 / static_cast<int>(dtype_size(e.out_dtype));
+  while (v > 1 && (st.out_w % v != 0 || s.warp_m % v != 0 || 16 % v != 0)) v /= 2;
+  p->store_vec = v;
+  return std::nullopt;
+}
+
+Reason plan_store(const Contraction& c, const Epilogue& e, const Schedule& s, KernelPlan* p) {
+  const StoreMap& st = e.store;
+  const int out_size = static_cast<int>(dtype_size(e.out_dtype));
+  int64_t units = c.n;  // channels along which output vectors run
+  int64_t ld = st.ld != 0 ? st.ld : c.maps.c.shape.back();
+  int64_t offset = 0;
+  p->store_n_stride = 1;
+  switch (st.kind) {
+    case StoreMap::Kind::kPlain:
+      break;
+    case StoreMap::Kind::kChannelSlice:
+      if (st.ld <= 0) return "channel-slice store needs ld (channels of the concat buffer)";
+      if (st.channel_offset < 0 || st.channel_offset + c.maps.c.shape.back() > st.ld) {
+        return fmt::format("channel slice [{}, {}) exceeds the buffer's {} channels",
+                           st.channel_offset, st.channel_offset + c.maps.c.shape.back(), st.ld);
+      }
+      offset = st.channel_offset;
+      break;
+    case StoreMap::Kind::kDepthToSpace: {
+      const int64_t b2 = int64_t{st.block} * st.block;
+      if (st.block < 1 || c.n % b2 != 0) {
+        return fmt::format("depth_to_space block {} does not divide N={} into block^2 groups",
+                           st.block, c.n);
+      }
+      if (c.batch != 1) return "depth_to_space store of a batched contraction";
+      if (st.out_h < 1 || st.out_w < 1 || c.m % (st.out_h * st.out_w) != 0) {
+        return fmt::format("depth_to_space: M={} is not images x {} x {}", c.m, st.out_h, st.out_w);
+      }
+      units = c.n / b2;
+      ld = st.ld != 0 ? st.ld : units;
+      offset = st.channel_offset;
+      if (offset + units > ld) return "depth_to_space channel slice exceeds ld";
+      p->store_n_stride = st.dcr ? 1 : static_cast<int>(b2);
+      break;
+    }
+    case StoreMap::Kind::kNchw:
+    case StoreMap::Kind::kDepthToSpaceNchw:
+      return plan_nchw_store(c, e, s, p);
+  }
+  p->out_channels = ld;
+  if (s.warp_n % p->store_n_stride != 0) {
+    return fmt::format("depth_to_space CRD with block^2={} needs warp_n a multiple of it",
+                       p->store_n_stride);
+  }
+  // Batch dims that move the output channel (grouped conv) must keep vectors aligned too.
+  int64_t g = std::gcd(std::gcd(units, ld), offset == 0 ? ld : offset);
+  for (int j : c.batch_dims) g = std::gcd(g, coeff(c.maps.c.index.back(), j));
+  int v = 16 / out_size;
+  while (v > 1 && (g % v != 0 || s.warp_n % (v * p->store_n_stride) != 0)) v /= 2;
+  p->store_vec = v;
+  return std::nullopt;
+}
+
+Reason check_epilogue(const Epilogue& e, KernelPlan* p) {
+  if (e.out_dtype != DType::kF16 && e.out_dtype != DType::kBF16 && e.out_dtype != DType::kF32) {
+    return fmt::format("output dtype {} (f16, bf16 or f32 expected)", dtype_name(e.out_dtype));
+  }
+  for (const auto& step : e.steps) {
+    const bool has_operand = step.kind == EpilogueOpKind::kScale ||
+                             step.kind == EpilogueOpKind::kBias ||
+                             step.kind == EpilogueOpKind::kResidualAdd;
+    if (!has_operand) continue;
+    if (step.operand < 0 || step.operand >= 4) {
+      return fmt::format("epilogue operand index {} outside [0, 4)", step.operand);
+    }
+    if (step.kind == EpilogueOpKind::kResidualAdd) {
+      if (p->residual_operand >= 0 && p->residual_operand != step.operand) return "two residual adds";
+      p->residual_operand = step.operand;
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::string> make_plan(const Contraction& c, const Epilogue& e, const Schedule& s,
+                                     KernelPlan* p) {
+  p->instruction = s.instruction;
+  p->c = &c;
+  p->e = &e;
+  p->s = s;
+  const bool tc = s.instruction != Instruction::kSimt;
+  if (c.m < 1 || c.n < 1 || c.k < 1 || c.batch < 1) return "empty contraction";
+  if (c.m >= kInt32Safe || c.n >= kInt32Safe || c.k >= kInt32Safe || c.batch >= kInt32Safe) {
+    return "an extent of M, N, K or batch does not fit 31 bits";
+  }
+  if (c.acc_dtype != DType::kF32) return fmt::format("accumulator {} (f32 expected)", dtype_name(c.acc_dtype));
+  if (tc && s.mainloop != kernels::Mainloop::kHalo) {  // the halo kernel's are check_schedule's
+    if (c.a_dtype != c.b_dtype || (c.a_dtype != DType::kF16 && c.a_dtype != DType::kBF16)) {
+      return fmt::format("Tensor Cores need f16 or bf16 operands of one type (A {}, B {})",
+                         dtype_name(c.a_dtype), dtype_name(c.b_dtype));
+    }
+  } else {
+    for (DType t : {c.a_dtype, c.b_dtype}) {
+      if (t != DType::kF16 && t != DType::kBF16 && t != DType::kF32) {
+        return fmt::format("the SIMT kernel reads f16, bf16 or f32 operands, not {}", dtype_name(t));
+      }
+    }
+  }
+  if (c.maps.a.dtype != c.a_dtype || c.maps.b.dtype != c.b_dtype) return "operand dtypes disagree with the index maps";
+  if (auto r = check_access(c, c.maps.a, 'A')) return r;
+  if (auto r = check_access(c, c.maps.b, 'B')) return r;
+  if (auto r = check_output_map(c)) return r;
+  if (c.k_dims.empty()) return "contraction without K dims (an outer product)";
+
+  // The schedule's own legality (tiles, warps, instruction rules, loaders, split-K) has one
+  // definition, shared with the schedule space and the default pick.
+  if (auto r = kernels::check_schedule(c, s)) return r;
+  p->threads = s.threads();
+  uint64_t tiles = 0;
+  if (s.mainloop == kernels::Mainloop::kHalo) {
+    // No operand gathers: the halo kernel addresses X and W itself (tessel_halo.cuh). Its
+    // tiles are spatial; `ctas` persistent CTAs walk them.
+    const std::optional<kernels::HaloLayout> layout = kernels::halo_layout(c, s);
+    TESSEL_ICHECK(layout) << "check_schedule accepted a halo schedule without a layout";
+    p->tiles_m = layout->tiles;
+    p->tiles_n = 1;
+    p->k_tiles = p->k_tiles_per_split = 1;
+    tiles = static_cast<uint64_t>(layout->tiles);
+    p->grid_x = s.ctas > 0 ? std::min<uint64_t>(tiles, static_cast<uint64_t>(s.ctas)) : tiles;
+  } else {
+    if (auto r = plan_operand(c, s, s.instruction, p->threads, 'A', s.a_vec, &p->a)) return r;
+    if (auto r = plan_operand(c, s, s.instruction, p->threads, 'B', s.b_vec, &p->b)) return r;
+
+    // K split and grid.
+    p->tiles_m = (c.m + s.block_m - 1) / s.block_m;
+    p->tiles_n = (c.n + s.block_n - 1) / s.block_n;
+    p->k_tiles = (c.k + s.block_k - 1) / s.block_k;
+    p->k_tiles_per_split = static_cast<int>((p->k_tiles + s.split_k - 1) / s.split_k);
+    tiles = static_cast<uint64_t>(p->tiles_m * p->tiles_n * c.batch);
+    p->grid_x = tiles * static_cast<uint64_t>(s.split_k);
+  }
+  if (p->grid_x > 0x7fffffffull) return fmt::format("{} CTAs exceed the grid limit", p->grid_x);
+
+  if (auto r = check_epilogue(e, p)) return r;
+  if (auto r = plan_store(c, e, s, p)) return r;
+
+  // Shared memory: kernels::smem_bytes mirrors MmaKernel / SimtKernel::kSmemBytes (the
+  // generated code static_asserts the equality).
+  const int64_t smem = static_cast<int64_t>(kernels::smem_bytes(c, s));
+  if (smem > kMaxSmemBytes) {
+    return fmt::format("{} bytes of shared memory (at most {})", smem, kMaxSmemBytes);
+  }
+  p->smem_bytes = static_cast<unsigned>(smem);
+  p->workspace_bytes = 0;
+  if (s.split_k > 1) {
+    // [tiles][split_k][block_m * block_n] fp32 partials, then one u32 counter per tile.
+    p->workspace_bytes = tiles * s.split_k * static_cast<size_t>(s.block_m) * s.block_n * 4 + tiles * 4;
+  }
+
+  // Flat offsets: 32-bit arithmetic unless some tensor is too large for it.
+  int64_t biggest = std::max(numel(c.maps.a.shape, "A"), numel(c.maps.b.shape, "B"));
+  const bool d2s = e.store.kind == StoreMap::Kind::kDepthToSpace || e.store.kind == StoreMap::Kind::kDepthToSpaceNchw;
+  const int64_t b2 = d2s ? int64_t{e.store.block} * e.store.block : 1;
+  biggest = std::max(biggest, c.batch * c.m * b2 * p->out_channels + c.maps.c.shape.back());
+  p->index64 = biggest >= kInt32Safe;
+  return std::nullopt;
+}
+
+std::optional<std::string> can_implement(const Contraction& c, const Epilogue& e, const Schedule& s) {
+  KernelPlan plan;
+  return make_plan(c, e, s, &plan);
+}
+
+}  // namespace tessel::kernels::cuda

@@ -1,0 +1,386 @@
+// The halo convolution kernel (mma.sync m16n8k16, sm_80+): a stride-1 NHWC convolution
+// computed from shared memory that holds all of its weights and one output tile's input
+// pixels plus their halo.
+//
+//   C[img, oy, ox, n] = epilogue( sum_{r, s, c} X[img, oy + r - pt, ox + s - pl, c] * W[n, r, s, c] )
+//
+// Why: the implicit-GEMM kernel (tessel_mma.cuh) streams A = im2col(X) through its pipeline,
+// so every input pixel crosses L2 -> SM R*S times, and every CTA streams all of B again. For
+// the large-image, few-channel convolutions of super-resolution nets (64-128 channels, 3x3)
+// those re-reads, not the Tensor Cores, bound the kernel. Here:
+//   - a persistent CTA loads W (block_n x R*S*C, at most ~150 KB) into shared memory once;
+//   - per output tile (tile_h x tile_w pixels) it loads the (tile_h+R-1) x (tile_w+S-1) input
+//     pixels once (cp.async, zero-filled outside the image), double-buffered: the next
+//     tile's pixels load while this tile computes;
+//   - the im2col gather is free: ldmatrix takes one row address per lane, so the A fragment of
+//     tap (r, s) for 16 output pixels is read straight from the halo at pixel offset
+//     r * halo_w + s. Every k16 step's addresses are compile-time offsets from a per-lane base.
+// The epilogue and store map are the contraction kernels' (tessel_epilogue.cuh): an m16 tile
+// is 16 pixels of one output row (tile_w % 16 == 0), i.e. 16 consecutive flat m, exactly a
+// slab of store_slab; at the right edge of an image whose width is no multiple of tile_w the
+// slab's pixels past the edge are not stored (the halo there reads zeros).
+//
+// Contract with generated code (struct Problem), beyond tessel_epilogue.cuh's:
+//   using Element;                                  // f16 or bf16: W, and X once staged
+//   using ElementA;                                 // X as stored (Element, or float NCHW)
+//   static constexpr int kImages, kInH, kInW, kC;   // X: [kImages, kInH, kInW, kC]
+//   static constexpr bool kInputNchw;               // X is [kImages, kC, kInH, kInW] instead
+// NHWC X and W move by 16-byte cp.async (kC % 8 == 0). A stem's NCHW input (few channels,
+// often the graph's fp32 input) is gathered through registers instead, converted to Element
+// and stored one 16-byte chunk per pixel and 8 channels: its loads for the next tile are issued
+// before this tile's mainloop and stored after it, so their latency hides behind the mmas.
+// W of such a stem (kC not a multiple of 8) is loaded element by element, once per CTA.
+//   static constexpr int kOutH, kOutW, kR, kS, kPadT, kPadL;
+//   static constexpr int kTileH, kTileW, kBlockN, kWarpM, kWarpN;
+//   static constexpr int kCP, kPixelPitch, kBufferBytes, kKP, kWeightPitch, kWeightBytes;
+//                                                    // kernels::HaloLayout, the host's numbers
+#pragma once
+
+#include "tessel_epilogue.cuh"
+
+namespace tessel {
+
+template <typename P>
+struct HaloConvKernel {
+  using Element = typename P::Element;
+  static constexpr int kTH = P::kTileH, kTW = P::kTileW;
+  static constexpr int kHaloH = kTH + P::kR - 1, kHaloW = kTW + P::kS - 1;
+  static constexpr int kHaloPixels = kHaloH * kHaloW;
+  static constexpr int kChunks = P::kCP / 8;        // 16-byte chunks per halo pixel
+  static constexpr int kBM = kTH * kTW, kBN = P::kBlockN;
+  static constexpr int kWM = P::kWarpM, kWN = P::kWarpN;
+  static constexpr int kWarpsM = kBM / kWM, kWarpsN = kBN / kWN;
+  static constexpr int kThreads = 32 * kWarpsM * kWarpsN;
+  static constexpr int kMI = kWM / 16, kNI = kWN / 8;
+  // K runs over (tap, 8-channel chunk) pairs, "halves" of a k16 step: half h is tap h /
+  // kChunks, chunk h % kChunks; k16 step j takes halves 2j and 2j+1 (lanes 0-15 and 16-31 of
+  // the A ldmatrix). An odd count leaves the last step's upper half without data: its weights
+  // are zero and its lanes re-read the previous half's pixels (finite data, no stray address).
+  static constexpr int kTaps = P::kR * P::kS;
+  static constexpr int kHalves = kTaps * kChunks;
+  static constexpr int kKSteps = P::kKP / 16;
+  static constexpr int kTilesX = (P::kOutW + kTW - 1) / kTW;
+  static constexpr int kTilesY = (P::kOutH + kTH - 1) / kTH;
+  static constexpr int kTiles = P::kImages * kTilesY * kTilesX;
+  static constexpr int kSlabPitch = kWN + 8;        // as tessel_mma.cuh: conflict-free float2
+  static constexpr int kEpilogueBytes = kWarpsM * kWarpsN * 16 * kSlabPitch * 4;
+  // Two buffers, each a tile's pixels and then, after the mainloop, the staging slabs.
+  static constexpr int kSmemBytes = P::kWeightBytes + 2 * P::kBufferBytes;
+  static_assert(kHaloPixels * P::kPixelPitch <= P::kBufferBytes && kEpilogueBytes <= P::kBufferBytes,
+                "a buffer holds a tile's pixels or the staging slabs");
+  static_assert(kTW % 16 == 0, "an m16 tile is 16 pixels of one output row");
+  static_assert(kBM % kWM == 0 && kBN % kWN == 0, "warp tiles divide the CTA tile");
+  // B fragments load two n8 tiles at a time (ldmatrix.x4), or one for a warp tile 8 wide
+  // (ldmatrix.x2: an RGB output pads N to 8 rather than 16).
+  static_assert(kWM % 16 == 0 && (kNI % 2 == 0 || kNI == 1), "whole n16 pairs, or one n8 tile");
+  static_assert((P::kInputNchw || P::kC % 8 == 0) && P::kCP % 8 == 0, "16-byte chunks");
+  static_assert(P::kKP == (kHalves + 1) / 2 * 16, "the padded K is whole k16 steps of halves");
+  // Register staging of an NCHW tile: chunks per thread.
+  static constexpr int kStagedIters = (kHaloPixels * kChunks + kThreads - 1) / kThreads;
+  static_assert((P::kPixelPitch / 16) % 2 == 1 && (P::kWeightPitch / 16) % 2 == 1,
+                "odd chunk pitches keep ldmatrix phases on distinct bank quads");
+
+  // Weights: row n of shared memory holds W[n, r, s, 0..kCP) for every tap, k = tap*kCP + c,
+  // then zeros up to kKP; channels >= kC and rows >= N are zeros. Loaded once per CTA.
+  __device__ __forceinline__ static void load_weights(const KernelParams& p, u32 smem_w, int tid) {
+    const Element* w = static_cast<const Element*>(p.b);
+    if constexpr (P::kC % 8 != 0) {
+      // Rows of kTaps * kC elements are not 16-byte aligned per tap: 2-byte copies.
+      for (int i = tid; i < kBN * P::kKP; i += kThreads) {
+        const int n = i / P::kKP, k = i % P::kKP;
+        const int tap = k / P::kCP, c = k % P::kCP;
+        const u16 v = n < P::kN && tap < kTaps && c < P::kC
+                          ? ld_global_nc<2>(w + (n * kTaps + tap) * P::kC + c)
+                          : u16(0);
+        asm volatile("st.shared.u16 [%0], %1;\n" ::"r"(smem_w + u32(n * P::kWeightPitch + k * 2)), "h"(v));
+      }
+      return;
+    }
+    constexpr int kRowChunks = P::kKP / 8;  // kHalves, plus one zero chunk when odd
+    for (int i = tid; i < kBN * kRowChunks; i += kThreads) {
+      const int n = i / kRowChunks, h = i % kRowChunks;
+      const bool ok = n < P::kN && h < kHalves;
+      const Element* src = ok ? w + (long long)n * (kTaps * P::kC) + h * 8 : w;  // kCP == kC here
+      CpAsync<16>::copy(smem_w + u32(n * P::kWeightPitch + h * 16), src, ok);
+    }
+  }
+
+  // Input pixels of tile `tile` plus halo, pixel (hy, hx) at hy * kHaloW + hx; zeros outside
+  // the image (the convolution's padding) and in the channel padding.
+  __device__ __forceinline__ static void load_halo(const KernelParams& p, u32 smem_x, int tile,
+                                                   int tid) {
+    const int tx = tile % kTilesX, ty = tile / kTilesX % kTilesY, img = tile / (kTilesX * kTilesY);
+    const int y0 = ty * kTH - P::kPadT, x0 = tx * kTW - P::kPadL;
+    const Element* x = static_cast<const Element*>(p.a);
+    for (int i = tid; i < kHaloPixels * kChunks; i += kThreads) {
+      const int pix = i / kChunks, q = i % kChunks;
+      const int iy = y0 + pix / kHaloW, ix = x0 + pix % kHaloW;
+      const bool ok = iy >= 0 && iy < P::kInH && ix >= 0 && ix < P::kInW && q * 8 < P::kC;
+      const Element* src =
+          ok ? x + ((static_cast<typename P::Index>(img) * P::kInH + iy) * P::kInW + ix) * P::kC + q * 8 : x;
+      CpAsync<16, true>::copy(smem_x + u32(pix * P::kPixelPitch + q * 16), src, ok);
+    }
+  }
+
+  // NCHW input: part 1 reads this thread's chunks of tile `tile` into registers (converted,
+  // zeros outside the image and beyond kC); part 2 stores them into a buffer.
+  __device__ __forceinline__ static void fetch_nchw(const KernelParams& p, int tile, int tid,
+                                                    u32 (&staged)[kStagedIters][4]) {
+    const int tx = tile % kTilesX, ty = tile / kTilesX % kTilesY, img = tile / (kTilesX * kTilesY);
+    const int y0 = ty * kTH - P::kPadT, x0 = tx * kTW - P::kPadL;
+    using A = typename P::ElementA;
+    const A* x = static_cast<const A*>(p.a);
+#pragma unroll
+    for (int it = 0; it < kStagedIters; ++it) {
+      // Pixels fastest: consecutive threads read consecutive x of one channel plane.
+      const int i = tid + it * kThreads;
+      const int q = i / kHaloPixels, pix = i % kHaloPixels;
+      const int iy = y0 + pix / kHaloW, ix = x0 + pix % kHaloW;
+      const bool inside = i < kHaloPixels * kChunks && iy >= 0 && iy < P::kInH && ix >= 0 && ix < P::kInW;
+#pragma unroll
+      for (int e = 0; e < 8; e += 2) {
+        float v[2];
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int c = q * 8 + e + h;
+          v[h] = inside && c < P::kC
+                     ? to_float(ld_element(x + ((static_cast<typename P::Index>(img) * P::kC + c) * P::kInH + iy) *
+                                                   P::kInW + ix))
+                     : 0.0f;
+        }
+        staged[it][e / 2] = u32(from_float<Element>(v[0]).bits) | (u32(from_float<Element>(v[1]).bits) << 16);
+      }
+    }
+  }
+  __device__ __forceinline__ static void store_nchw(u32 smem_x, int tid, const u32 (&staged)[kStagedIters][4]) {
+#pragma unroll
+    for (int it = 0; it < kStagedIters; ++it) {
+      const int i = tid + it * kThreads;
+      if (i >= kHaloPixels * kChunks) break;
+      const int q = i / kHaloPixels, pix = i % kHaloPixels;
+      asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"r"(smem_x + u32(pix * P::kPixelPitch + q * 16)),
+                   "r"(staged[it][0]), "r"(staged[it][1]), "r"(staged[it][2]), "r"(staged[it][3]));
+    }
+  }
+  __device__ __forceinline__ static float ld_element(const float* p) { return __ldg(p); }
+  template <typename T>
+  __device__ __forceinline__ static T ld_element(const T* p) {
+    return T{ld_global_nc<2>(p)};
+  }
+
+  // The residual, read into registers before a tile's mainloop and used by its epilogue:
+  // store_slab reads it synchronously, and with one CTA per SM nothing would hide that
+  // latency. Same chunk mapping as store_slab's (along n, kStoreVec outputs per chunk): lane
+  // `lane` handles chunks lane, lane + 32, ... of each 16 x kWN slab.
+  static constexpr bool kResidualInRegisters =
+      P::kResidual >= 0 && !P::kStoreAlongM && P::kStoreNStride == 1;
+  static constexpr int kV = P::kStoreVec;
+  static constexpr int kSlabChunks = 16 * (kWN / kV);
+  static constexpr int kLaneChunks = (kSlabChunks + 31) / 32;
+  using ResidualVector = OutVector<typename P::Out, kV>;
+
+  // Output coordinates of chunk j of this lane in the slab whose first pixel is flat m_base.
+  __device__ __forceinline__ static bool chunk_position(int j, int lane, int m_base, int n_base,
+                                                        int rows, int& r, int& c, int& m, int& n) {
+    const int q = j * 32 + lane;
+    r = q / (kWN / kV);
+    c = q % (kWN / kV) * kV;
+    m = m_base + r;
+    n = n_base + c;
+    return q < kSlabChunks && r < rows && m < P::kM && n < P::kN;
+  }
+
+  // The pixels of m16 tile `mi` inside the image: 16, or fewer at the right edge (0: none,
+  // including rows past the bottom edge, which would alias the next image in flat m).
+  __device__ __forceinline__ static int slab_rows(int tile, int wm, int mi, int& m_base) {
+    const int tx = tile % kTilesX, ty = tile / kTilesX % kTilesY, img = tile / (kTilesX * kTilesY);
+    const int pixel = wm * kWM + mi * 16;
+    const int oy = ty * kTH + pixel / kTW, ox = tx * kTW + pixel % kTW;
+    m_base = (img * P::kOutH + oy) * P::kOutW + ox;
+    if (oy >= P::kOutH || ox >= P::kOutW) return 0;
+    return P::kOutW - ox < 16 ? P::kOutW - ox : 16;
+  }
+
+  __device__ __forceinline__ static void load_residuals(const KernelParams& p, int tile, int wm, int wn,
+                                                        int lane, ResidualVector (&rv)[kMI][kLaneChunks]) {
+#pragma unroll
+    for (int mi = 0; mi < kMI; ++mi) {
+      int m_base;
+      const int rows = slab_rows(tile, wm, mi, m_base);
+#pragma unroll
+      for (int j = 0; j < kLaneChunks; ++j) {
+        int r, c, m, n;
+        if (chunk_position(j, lane, m_base, wn * kWN, rows, r, c, m, n))
+          rv[mi][j].load(p.extra[P::kResidual], P::store_offset(0, m, n));
+      }
+    }
+  }
+
+  // store_slab with the residual from registers.
+  __device__ __forceinline__ static void store_with_residual(const KernelParams& p, const float* slab,
+                                                             int m_base, int n_base, int rows, int lane,
+                                                             const ResidualVector (&rv)[kLaneChunks]) {
+#pragma unroll
+    for (int j = 0; j < kLaneChunks; ++j) {
+      int r, c, m, n;
+      if (!chunk_position(j, lane, m_base, n_base, rows, r, c, m, n)) continue;
+      OutVector<typename P::Out, kV> ov;
+#pragma unroll
+      for (int i = 0; i < kV; ++i)
+        ov.elem[i] = finish_element<P>(p, slab[r * kSlabPitch + c + i], P::channel(0, n + i),
+                                       to_float(rv[j].elem[i]));
+      ov.store(p.c, P::store_offset(0, m, n));
+    }
+  }
+
+  // Fragment addressing, per lane (tessel_mma.cuh's table, K-major A and B):
+  //   A, m16 tile mi: lane l addresses output pixel l % 16 of the tile's 16 and half
+  //     2j + l / 16 of k16 step j: pixel shift (r * kHaloW + s) of that half's tap, plus its
+  //     chunk; the per-step shifts are compile-time constants, one for each half of the warp.
+  //   B, n16 pair nj: lane l addresses weight row n0 + l % 8 + 8 * (l / 16), chunk (l / 8) % 2;
+  //     k16 step j adds j * 32.
+  struct Lanes {
+    u32 a[kMI];
+    u32 b;
+    bool upper;  // lanes 16-31: the upper half of each k16 step
+  };
+
+  __device__ __forceinline__ static Lanes lane_offsets(int lane, int wm, int wn) {
+    Lanes o;
+#pragma unroll
+    for (int mi = 0; mi < kMI; ++mi) {
+      const int pixel = wm * kWM + mi * 16;  // first output pixel of the m16 tile in the CTA tile
+      const int hp = (pixel / kTW) * kHaloW + pixel % kTW + lane % 16;
+      // With an even chunk count both halves of a step share a tap: the upper half is the
+      // next chunk, a per-lane constant (and no per-step select).
+      o.a[mi] = u32(hp * P::kPixelPitch + (kChunks % 2 == 0 ? (lane / 16) * 16 : 0));
+    }
+    o.b = u32((wn * kWN + lane % 8 + 8 * (lane / 16)) * P::kWeightPitch + ((lane / 8) % 2) * 16);
+    o.upper = lane >= 16;
+    return o;
+  }
+
+  // Byte offset of half h's data from a pixel's first chunk.
+  __host__ __device__ static constexpr int half_shift(int h) {
+    const int hh = h < kHalves ? h : kHalves - 1;
+    const int tap = hh / kChunks;
+    return ((tap / P::kS) * kHaloW + tap % P::kS) * P::kPixelPitch + (hh % kChunks) * 16;
+  }
+
+  template <int kStep>
+  __device__ __forceinline__ static void load_fragments(u32 (&af)[kMI][4], u32 (&bf)[kNI][2],
+                                                        const Lanes& o, u32 halo, u32 weights) {
+    constexpr int kLower = half_shift(2 * kStep), kUpper = half_shift(2 * kStep + 1);
+    u32 shift = u32(kLower);
+    if constexpr (kChunks % 2 != 0) shift = u32(o.upper ? kUpper : kLower);
+#pragma unroll
+    for (int mi = 0; mi < kMI; ++mi) ldmatrix_x4(af[mi], halo + o.a[mi] + shift);
+    if constexpr (kNI == 1) ldmatrix_x2(bf[0], weights + o.b + u32(kStep * 32));
+#pragma unroll
+    for (int nj = 0; nj < kNI / 2; ++nj) {
+      u32 r[4];
+      ldmatrix_x4(r, weights + o.b + u32(nj * 16 * P::kWeightPitch + kStep * 32));
+      bf[2 * nj][0] = r[0];
+      bf[2 * nj][1] = r[1];
+      bf[2 * nj + 1][0] = r[2];
+      bf[2 * nj + 1][1] = r[3];
+    }
+  }
+
+  // All k16 steps of one tile, fragments double-buffered in registers: step k+1 loads while
+  // step k's mmas issue. Unrolled at compile time (kKSteps is 9 * channels / 16 for 3x3).
+  template <int kStep>
+  __device__ __forceinline__ static void mainloop(float (&acc)[kMI][kNI][4], u32 (&af)[2][kMI][4],
+                                                  u32 (&bf)[2][kNI][2], const Lanes& o, u32 halo,
+                                                  u32 weights) {
+    if constexpr (kStep < kKSteps) {
+      if constexpr (kStep + 1 < kKSteps)
+        load_fragments<kStep + 1>(af[(kStep + 1) % 2], bf[(kStep + 1) % 2], o, halo, weights);
+#pragma unroll
+      for (int mi = 0; mi < kMI; ++mi)
+#pragma unroll
+        for (int ni = 0; ni < kNI; ++ni)
+          MmaM16N8K16<Element>::fma(acc[mi][ni], af[kStep % 2][mi], bf[kStep % 2][ni]);
+      mainloop<kStep + 1>(acc, af, bf, o, halo, weights);
+    }
+  }
+
+  __device__ __forceinline__ static void run(const KernelParams& p) {
+    extern __shared__ __align__(128) unsigned char smem[];
+    const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+    const int wm = warp % kWarpsM, wn = warp / kWarpsM;
+    const u32 smem_w = smem_addr(smem);
+    const u32 smem_x = smem_w + P::kWeightBytes;  // two buffers
+
+    int tile = blockIdx.x;
+    if (tile >= kTiles) return;
+    // Group 0: the weights and the first tile's pixels.
+    load_weights(p, smem_w, tid);
+    u32 staged[P::kInputNchw ? kStagedIters : 1][4];
+    if constexpr (P::kInputNchw) {
+      fetch_nchw(p, tile, tid, staged);
+      store_nchw(smem_x, tid, staged);
+    } else {
+      load_halo(p, smem_x, tile, tid);
+    }
+    cp_async_commit();
+    const Lanes o = lane_offsets(lane, wm, wn);
+    const int g = lane / 4;
+
+    for (int buffer = 0; tile < kTiles; tile += gridDim.x, buffer ^= 1) {
+      // Prefetch the next tile into the other buffer, which every warp finished reading
+      // before the barrier that ended the previous iteration.
+      const int next = tile + gridDim.x;
+      if constexpr (P::kInputNchw) {
+        if (next < kTiles) fetch_nchw(p, next, tid, staged);
+      } else if (next < kTiles) {
+        load_halo(p, smem_x + u32((buffer ^ 1) * P::kBufferBytes), next, tid);
+      }
+      cp_async_commit();
+      cp_async_wait<1>();  // everything but the prefetch has landed
+      __syncthreads();
+
+      ResidualVector residual[kResidualInRegisters ? kMI : 1][kLaneChunks];
+      if constexpr (kResidualInRegisters) load_residuals(p, tile, wm, wn, lane, residual);
+      const u32 halo = smem_x + u32(buffer * P::kBufferBytes);
+      float acc[kMI][kNI][4] = {};
+      u32 af[2][kMI][4], bf[2][kNI][2];
+      load_fragments<0>(af[0], bf[0], o, halo, smem_w);
+      mainloop<0>(acc, af, bf, o, halo, smem_w);
+
+      // Epilogue: per m16 tile (16 pixels of one output row), stage the accumulators in this
+      // buffer (every warp is done reading its pixels after the barrier) and store the pixels
+      // inside the image (slab_rows) through the store map.
+      __syncthreads();
+      float* slab = reinterpret_cast<float*>(smem + P::kWeightBytes + buffer * P::kBufferBytes) +
+                    warp * 16 * kSlabPitch;
+#pragma unroll
+      for (int mi = 0; mi < kMI; ++mi) {
+        int m;
+        const int rows = slab_rows(tile, wm, mi, m);
+        if (rows == 0) continue;  // uniform across the warp
+#pragma unroll
+        for (int ni = 0; ni < kNI; ++ni) {
+          *reinterpret_cast<float2*>(slab + g * kSlabPitch + ni * 8 + 2 * (lane % 4)) =
+              make_float2(acc[mi][ni][0], acc[mi][ni][1]);
+          *reinterpret_cast<float2*>(slab + (g + 8) * kSlabPitch + ni * 8 + 2 * (lane % 4)) =
+              make_float2(acc[mi][ni][2], acc[mi][ni][3]);
+        }
+        __syncwarp();
+        if constexpr (kResidualInRegisters)
+          store_with_residual(p, slab, m, wn * kWN, rows, lane, residual[mi]);
+        else
+          store_slab<P, 16, kWN, 32>(p, slab, kSlabPitch, 0, m, wn * kWN, lane, rows);
+        __syncwarp();
+      }
+      if constexpr (P::kInputNchw) {
+        // The other buffer was last read in the previous iteration, before its closing barrier.
+        if (next < kTiles) store_nchw(smem_x + u32((buffer ^ 1) * P::kBufferBytes), tid, staged);
+      }
+      __syncthreads();  // this buffer (pixels, then slabs) is refilled by the next prefetch
+    }
+    cp_async_wait<0>();
+  }
+};
+
+}  // namespace tessel

@@ -1,0 +1,102 @@
+// Reductions over NHWC/any-layout tensors (kernels/cuda/op_reduce.cc): Softmax and ReduceMean,
+// both accumulating in fp32 whatever the storage type, as ops/reduce.cc defines them (there
+// in double): softmax(x)_j = exp(x_j - max) / sum_k exp(x_k - max), mean = sum / count.
+#pragma once
+
+#include "tessel_op_common.cuh"
+
+namespace tessel {
+
+__device__ __forceinline__ float warp_max(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+// Softmax over contiguous rows (the normalised axis is the innermost: P::kOuter rows of P::kN
+// elements), one warp per row: the lanes read the row with stride 32 (coalesced), and the
+// max and the sum are warp shuffles. The row loop is per warp, so every lane of a warp takes
+// the same trip count and the full-mask shuffles are legal.
+template <typename P>
+struct SoftmaxRows {
+  using T = typename P::T;
+  __device__ __forceinline__ static void run(const OpParams& p) {
+    const int lane = threadIdx.x & 31;
+    const i64 warps_per_block = blockDim.x / 32;
+    const i64 stride = static_cast<i64>(gridDim.x) * warps_per_block;
+    for (i64 row = blockIdx.x * warps_per_block + threadIdx.x / 32; row < P::kOuter; row += stride) {
+      const T* x = static_cast<const T*>(p.in[0]) + row * P::kN;
+      T* y = static_cast<T*>(p.out[0]) + row * P::kN;
+      float m = __int_as_float(0xff800000);  // -inf
+      for (i64 j = lane; j < P::kN; j += 32) m = fmaxf(m, to_float(x[j]));
+      m = warp_max(m);
+      float s = 0.f;
+      for (i64 j = lane; j < P::kN; j += 32) s += expf(to_float(x[j]) - m);
+      s = warp_sum(s);
+      for (i64 j = lane; j < P::kN; j += 32) y[j] = from_float<T>(expf(to_float(x[j]) - m) / s);
+    }
+  }
+};
+
+// Softmax over a strided axis (input viewed as [kOuter, kN, kInner], kInner > 1): one thread
+// per (outer, inner) pair; consecutive threads take consecutive inner positions, so each of
+// the three passes over the axis reads coalesced.
+template <typename P>
+struct SoftmaxStrided {
+  using T = typename P::T;
+  static constexpr i64 kItems = P::kOuter * P::kInner;
+  __device__ __forceinline__ static void item(const OpParams& p, i64 i) {
+    const i64 base = (i / P::kInner) * P::kN * P::kInner + i % P::kInner;
+    const T* x = static_cast<const T*>(p.in[0]) + base;
+    T* y = static_cast<T*>(p.out[0]) + base;
+    float m = __int_as_float(0xff800000);
+    for (i64 j = 0; j < P::kN; ++j) m = fmaxf(m, to_float(x[j * P::kInner]));
+    float s = 0.f;
+    for (i64 j = 0; j < P::kN; ++j) s += expf(to_float(x[j * P::kInner]) - m);
+    for (i64 j = 0; j < P::kN; ++j)
+      y[j * P::kInner] = from_float<T>(expf(to_float(x[j * P::kInner]) - m) / s);
+  }
+};
+
+// ReduceMean, one thread per output element. The input's dims are split into kept dims (the
+// output's index space: extents kKeptExtent, input strides kKeptStride, outermost first) and
+// reduced dims (kRedExtent, kRedStride); the innermost reduced dim is a plain strided loop.
+// Both arrays end with a {1, 0} sentinel so that they are never empty. An empty reduction
+// (kCount == 0) gives 0 / 0 = NaN, as the reference does.
+template <typename P>
+struct ReduceMean {
+  using T = typename P::T;
+  static constexpr i64 kItems = P::kOutElems;
+  __device__ __forceinline__ static void item(const OpParams& p, i64 o) {
+    i64 base = 0;
+    i64 r = o;
+#pragma unroll
+    for (int d = P::kKept - 1; d >= 0; --d) {
+      base += (r % P::kKeptExtent[d]) * P::kKeptStride[d];
+      r /= P::kKeptExtent[d];
+    }
+    const T* x = static_cast<const T*>(p.in[0]) + base;
+    constexpr int kLast = P::kRed > 0 ? P::kRed - 1 : 0;
+    constexpr i64 kInnerExtent = P::kRedExtent[kLast];
+    constexpr i64 kInnerStride = P::kRedStride[kLast];
+    constexpr i64 kOuterCount = kInnerExtent == 0 ? 0 : P::kCount / kInnerExtent;
+    float acc = 0.f;
+    for (i64 q = 0; q < kOuterCount; ++q) {
+      i64 off = 0, t = q;
+#pragma unroll
+      for (int d = kLast - 1; d >= 0; --d) {
+        off += (t % P::kRedExtent[d]) * P::kRedStride[d];
+        t /= P::kRedExtent[d];
+      }
+      for (i64 j = 0; j < kInnerExtent; ++j) acc += to_float(x[off + j * kInnerStride]);
+    }
+    static_cast<T*>(p.out[0])[o] = from_float<T>(acc / static_cast<float>(P::kCount));
+  }
+};
+
+}  // namespace tessel

@@ -1,0 +1,324 @@
+#include "kernels/default_schedule.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <limits>
+#include <tuple>
+
+namespace tessel::kernels {
+namespace {
+
+using contraction::Contraction;
+
+struct Tile {
+  int m, n;
+};
+
+// The space (see the header). CTA tiles run from the 8-warp 128x256 / 256x128 tiles that
+// reach peak on large problems down to 32x32 for tiny ones (GEMM 512x16x512, M = 49); warp
+// tiles are multiples of the m16n8k16 instruction tile, warpgroup tiles of m64nNk16.
+constexpr Tile kMmaCtaTiles[] = {{256, 128}, {128, 256}, {128, 128}, {128, 64},
+                                 {64, 128},  {64, 64},   {128, 32},  {32, 128},
+                                 {256, 32},  {64, 32},   {32, 64},   {32, 32}};
+constexpr Tile kMmaWarpTiles[] = {{64, 64}, {64, 32}, {32, 64}, {32, 32},
+                                  {32, 16}, {16, 32}, {16, 16}};
+constexpr int kMmaBlockK[] = {32, 64, 128};
+constexpr int kMmaStages[] = {2, 3, 4, 5};
+constexpr int kMinWarps = 2, kMaxWarps = 8;
+constexpr Tile kWgmmaCtaTiles[] = {{256, 128}, {128, 256}, {128, 128},
+                                   {128, 64},  {64, 128},  {64, 64}};
+constexpr Tile kWgmmaGroupTiles[] = {{128, 128}, {64, 256}, {64, 128}, {128, 64}, {64, 64}};
+constexpr int kWgmmaBlockK[] = {64, 128};
+constexpr int kWgmmaStages[] = {3, 4, 5};
+constexpr int kMaxWarpgroups = 2;
+constexpr int kSplitK[] = {1, 2, 3, 4, 5, 6, 8, 10, 12, 15, 16};
+constexpr int kRaster[] = {1, 8};
+
+// The default kernels: configurations measured on an H100 SXM over all 70 public workloads
+// (2026-11-21; see estimate.cc), from the 8-warp tiles of large GEMMs to the 4-warp 32x32 tiles
+// of tiny ones. `sm90_scale` is each one's residual: measured time / estimate, fitted with the
+// model's constants (it carries what the model does not: e.g. the 255-register kernels of
+// 64x64 warp tiles, the spills of 128x64x64). Other architectures were not measured: 1.
+struct DefaultKernel {
+  Instruction instruction;
+  int block_m, block_n, block_k, stages, warp_m, warp_n;
+  double sm90_scale;
+};
+constexpr Instruction kMma = Instruction::kMmaSync, kWg = Instruction::kWgmma;
+// clang-format off
+constexpr DefaultKernel kDefaultKernels[] = {
+    // instr  CTA tile      k   stages  warp tile   sm90_scale
+    {kMma,   256, 128,   32,  3,      64, 64,     0.79},
+    {kMma,   128, 256,   32,  3,      64, 64,     0.74},
+    {kMma,   128, 128,   32,  4,      64, 64,     0.83},
+    {kMma,   128, 128,   32,  3,      64, 64,     0.74},
+    {kMma,   128,  64,   32,  3,      64, 32,     1.05},
+    {kMma,   128,  64,   32,  3,      32, 64,     0.85},
+    {kMma,   128,  64,   32,  4,      32, 64,     1.0},
+    {kMma,   128,  64,   64,  3,      64, 64,     1.25},
+    {kMma,    64,  64,   32,  3,      32, 32,     1.0},
+    {kMma,    64,  64,   32,  4,      32, 32,     1.2},
+    {kMma,    64,  64,   64,  3,      32, 32,     0.89},
+    {kMma,   128,  32,   32,  3,      32, 32,     0.96},
+    {kMma,   256,  32,   32,  3,      64, 32,     1.06},
+    {kMma,    64,  32,   64,  3,      32, 16,     1.06},
+    {kMma,    64,  32,   64,  4,      32, 16,     1.11},
+    {kMma,    64,  32,   64,  3,      32, 32,     0.96},
+    {kMma,    64,  32,   32,  5,      32, 32,     1.06},
+    {kMma,    32,  64,   64,  3,      32, 32,     0.89},
+    {kMma,    32,  64,   64,  3,      16, 32,     1.05},
+    {kMma,    32,  64,   64,  4,      16, 32,     0.89},
+    {kMma,    32,  64,  128,  3,      32, 32,     1.33},
+    {kMma,    32,  32,   64,  4,      16, 16,     1.2},
+    {kMma,    32,  32,  128,  3,      16, 16,     1.0},
+    {kWg,    256, 128,   64,  4,     128, 128,    0.94},
+    {kWg,    128, 256,   64,  4,      64, 256,    0.84},
+    {kWg,    128, 128,   64,  4,      64, 128,    0.94},
+    {kWg,    128, 128,   64,  4,     128, 128,    1.06},
+    {kWg,    128,  64,   64,  4,      64, 64,     1.13},
+    {kWg,     64, 128,   64,  4,      64, 128,    0.94},
+    {kWg,     64,  64,   64,  5,      64, 64,     1.27},
+};
+// clang-format on
+
+// Split-K is for filling the SMs, not for its own sake: each split keeps this much of K.
+constexpr int64_t kMinSplitKDepth = 128;
+constexpr double kTieTolerance = 1.02;
+// Raster 8 for every default: CTAs running together then share A and B tiles in L2, and on
+// the calibration set it was never slower than raster 1 on average (2.4% faster where both
+// tile counts are >= 8, 1-2% on small grids, where the order matters less than the code).
+constexpr int kDefaultRaster = 8;
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+int64_t mn_tiles(const Contraction& c, const Schedule& s) {
+  return c.batch * ceil_div(c.m, s.block_m) * ceil_div(c.n, s.block_n);
+}
+
+Schedule make(Instruction instruction, Tile cta, Tile warp, int block_k, int stages, int split,
+              int raster, const Contraction& c) {
+  Schedule s;
+  s.instruction = instruction;
+  s.block_m = cta.m;
+  s.block_n = cta.n;
+  s.block_k = block_k;
+  s.warp_m = warp.m;
+  s.warp_n = warp.n;
+  s.stages = stages;
+  s.split_k = split;
+  s.raster = raster;
+  s.a_vec = std::min(c.a_vec, 8);
+  s.b_vec = std::min(c.b_vec, 8);
+  return s;
+}
+
+// Legal for the kernels and resident on the device (shared memory, registers).
+bool runs(const Contraction& c, const Schedule& s, const device::DeviceInfo& device) {
+  if (check_schedule(c, s)) return false;
+  const int regs = std::min(estimate_regs(c, s), 255);  // the compiler spills beyond 255
+  return resident_ctas(device, s.threads(), regs, smem_bytes(c, s)) >= 1;
+}
+
+void add_family(const Contraction& c, const device::DeviceInfo& device, Instruction instruction,
+                Tile cta, Tile warp, int block_k, int stages, std::vector<Schedule>* space) {
+  for (int split : kSplitK)
+    for (int raster : kRaster) {
+      Schedule s = make(instruction, cta, warp, block_k, stages, split, raster, c);
+      if (runs(c, s, device)) space->push_back(s);
+    }
+}
+
+struct Ranked {
+  Schedule s;
+  double score;  // predicted clocks, launch included
+};
+
+// The smallest score; within the tie tolerance of it, the least split-K.
+Schedule pick(const std::vector<Ranked>& ranked) {
+  double best = std::numeric_limits<double>::infinity();
+  for (const Ranked& r : ranked) best = std::min(best, r.score);
+  const Ranked* chosen = nullptr;
+  for (const Ranked& r : ranked) {
+    if (r.score > best * kTieTolerance) continue;
+    if (!chosen || std::tie(r.s.split_k, r.score) < std::tie(chosen->s.split_k, chosen->score))
+      chosen = &r;
+  }
+  return chosen->s;
+}
+
+}  // namespace
+
+Schedule halo_schedule(const Contraction& c, int tile_h, int tile_w, int warp_m, int warp_n,
+                       int ctas) {
+  Schedule s;
+  s.instruction = Instruction::kMmaSync;
+  s.mainloop = Mainloop::kHalo;
+  s.tile_w = tile_w;
+  s.block_m = tile_h * tile_w;
+  s.warp_m = warp_m;
+  s.warp_n = warp_n;
+  s.block_n = warp_n > 0 ? static_cast<int>((c.n + warp_n - 1) / warp_n * warp_n) : 0;
+  const std::optional<contraction::ConvWindow> w = contraction::conv_window(c);
+  s.block_k = w ? halo_k_padded(*w) : 0;
+  s.ctas = ctas;
+  return s;
+}
+
+std::optional<Schedule> parse_schedule(const std::string& name, const Contraction& c) {
+  int a = 0, b = 0, d = 0, e = 0, f = 0, g = 0, h = 0, i = 0, j = 0, v1 = 8, v2 = 8, used = 0;
+  if (std::sscanf(name.c_str(), "halo_%dx%d_n%d_w%dx%d_c%d%n", &a, &b, &d, &e, &f, &g, &used) == 6 &&
+      used == static_cast<int>(name.size())) {
+    Schedule s = halo_schedule(c, a, b, e, f, g);
+    if (s.block_n != d) return std::nullopt;  // the name's N tile must be this problem's
+    return s;
+  }
+  char kind[8] = {};
+  const int n = std::sscanf(name.c_str(), "%7[a-z]_%dx%dx%d_s%d_w%dx%d_sk%d_r%d%n", kind, &a, &b,
+                            &d, &e, &f, &g, &h, &i, &used);
+  if (n != 9) return std::nullopt;
+  if (used != static_cast<int>(name.size()) &&
+      (std::sscanf(name.c_str() + used, "_v%dx%d%n", &v1, &v2, &j) != 2 ||
+       used + j != static_cast<int>(name.size())))
+    return std::nullopt;
+  Schedule s;
+  const std::string k = kind;
+  if (k == "tc") s.instruction = Instruction::kMmaSync;
+  else if (k == "wgmma") s.instruction = Instruction::kWgmma;
+  else if (k == "simt") s.instruction = Instruction::kSimt;
+  else return std::nullopt;
+  s.block_m = a, s.block_n = b, s.block_k = d, s.stages = e, s.warp_m = f, s.warp_n = g;
+  s.split_k = h, s.raster = i, s.a_vec = v1, s.b_vec = v2;
+  return s;
+}
+
+Schedule simt_schedule(const Contraction& c) {
+  Schedule s;
+  s.instruction = Instruction::kSimt;
+  s.block_m = 64;
+  s.block_n = 64;
+  s.block_k = 16;
+  s.warp_m = 32;  // 2 x 4 warps of 32x16: 256 threads, 4x4 outputs each
+  s.warp_n = 16;
+  s.stages = 2;
+  s.split_k = 1;
+  s.raster = 1;
+  // At most 4 elements per load: a 16-column K-major tile (or 16-row MN-major one) over 256
+  // threads needs 16 * vec rows per pass to fit its 64 (check_schedule's loader rule).
+  s.a_vec = std::min(c.a_vec, 4);
+  s.b_vec = std::min(c.b_vec, 4);
+  return s;
+}
+
+std::vector<Schedule> enumerate_schedules(const Contraction& c, const device::DeviceInfo& device) {
+  if (!contraction::tensor_core_eligible(c) || device.cc_major < 8) return {simt_schedule(c)};
+  std::vector<Schedule> space;
+  for (Tile cta : kMmaCtaTiles) {
+    for (Tile warp : kMmaWarpTiles) {
+      if (cta.m % warp.m != 0 || cta.n % warp.n != 0) continue;
+      const int warps = (cta.m / warp.m) * (cta.n / warp.n);
+      if (warps < kMinWarps || warps > kMaxWarps) continue;
+      for (int block_k : kMmaBlockK)
+        for (int stages : kMmaStages)
+          add_family(c, device, Instruction::kMmaSync, cta, warp, block_k, stages, &space);
+    }
+  }
+  if (has_wgmma(device)) {
+    for (Tile cta : kWgmmaCtaTiles) {
+      for (Tile group : kWgmmaGroupTiles) {
+        if (cta.m % group.m != 0 || cta.n % group.n != 0) continue;
+        if ((cta.m / group.m) * (cta.n / group.n) > kMaxWarpgroups) continue;
+        for (int block_k : kWgmmaBlockK)
+          for (int stages : kWgmmaStages)
+            add_family(c, device, Instruction::kWgmma, cta, group, block_k, stages, &space);
+      }
+    }
+  }
+  if (space.empty()) return {simt_schedule(c)};
+  return space;
+}
+
+namespace {
+
+// The halo kernel's pick, where it applies. Measured on an H100 (docs/performance.md, the
+// EDSR workloads): it beats the implicit-GEMM kernels 1.2-2.9x on large stride-1 3x3 convs of
+// 16-64 input channels (body 64->64 at 720p 191 vs 262 µs, 64->128 356 vs 392 µs, 32->64 at
+// 1440p 452 vs 554 µs, 16->3 at 4K 340 vs 1145 µs). Per N tile: N <= 8 (an RGB output) takes
+// 32x16-pixel tiles in 8 warps of 64x8 (bandwidth-bound: big tiles re-read less halo), N <= 16
+// 16x16 tiles in 4 warps of 64x16, both with several CTAs per SM; N <= 64
+// 16x16 tiles in 8 warps of 64x32; wider N 8x16 tiles in 4 warps of 64x64 (the weights take
+// most of shared memory). The CTAs are persistent: as many as are resident at once (with
+// ~128 registers per thread, the kernels' order of magnitude). Only where the spatial tiles
+// are many (>= 4 per SM): below that, the implicit-GEMM kernels' smaller tiles and split-K
+// fill the SMs better, and the halo kernel was not measured there; except for a stem reading
+// the f32 NCHW input, which only the halo kernel takes on Tensor Cores.
+std::optional<Schedule> default_halo(const Contraction& c, const device::DeviceInfo& device) {
+  if (device.cc_major < 8 || !contraction::conv_window(c)) return std::nullopt;
+  constexpr int kRegs = 128;
+  // {N from, N to, tile_h, tile_w, warp_m, warp_n}, in order of preference.
+  const int candidates[][6] = {{1, 8, 32, 16, 64, 8},
+                               {9, 16, 16, 16, 64, 16},
+                               {17, 64, 16, 16, 64, 32},
+                               {17, 64, 8, 16, 64, 32},
+                               {65, 128, 8, 16, 64, 64},
+                               {65, 128, 4, 32, 64, 64}};
+  for (const auto& [n_from, n_to, th, tw, wm, wn] : candidates) {
+    // A width that is no multiple of the tile computes (and discards) the last tile column's
+    // pixels past the edge: taken up to 5% of the width (seed_large_32_300_300_64, 300 wide:
+    // 583 vs 797 µs for the implicit GEMM). At 14% (ResNet's 56-wide layers) 16x16 tiles still
+    // won (30.5 vs 32.9 µs) but 8x16 ones lost (33.2 µs), so such widths keep the GEMM kernels.
+    const int64_t out_w = contraction::conv_window(c)->out_w;
+    const int64_t padded_w = (out_w + tw - 1) / tw * tw;
+    if (c.n < n_from || c.n > n_to || (padded_w - out_w) * 100 > out_w * 5) continue;
+    Schedule s = halo_schedule(c, th, tw, wm, wn, 0);
+    if (check_schedule(c, s) || smem_bytes(c, s) > device.smem_per_block_optin) continue;
+    const int resident = resident_ctas(device, s.threads(), kRegs, smem_bytes(c, s));
+    const std::optional<HaloLayout> layout = halo_layout(c, s);
+    // A stem's f32 NCHW input has no other Tensor Core kernel: the halo kernel however few
+    // its tiles (the alternative is SIMT).
+    const bool only_tensor_core_path = !contraction::tensor_core_eligible(c);
+    if (resident < 1 || !layout ||
+        (layout->tiles < 4 * int64_t{device.sm_count} && !only_tensor_core_path))
+      continue;
+    s.ctas = resident * device.sm_count;
+    return s;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+Schedule default_schedule(const Contraction& c, const device::DeviceInfo& device) {
+  // Before the eligibility test: the halo kernel also takes a stem's f32 NCHW input.
+  if (std::optional<Schedule> halo = default_halo(c, device)) return *halo;
+  if (!contraction::tensor_core_eligible(c) || device.cc_major < 8) return simt_schedule(c);
+  const double launch = launch_cycles(device);
+  const bool hopper = device.cc_major == 9;
+  auto split_wanted = [&](const Schedule& s) {
+    return s.split_k == 1 ||
+           (mn_tiles(c, s) < device.sm_count && c.k / s.split_k >= kMinSplitKDepth);
+  };
+  std::vector<Ranked> ranked;
+  for (const DefaultKernel& k : kDefaultKernels) {
+    if (k.instruction == Instruction::kWgmma && !has_wgmma(device)) continue;
+    for (int split : kSplitK) {
+      Schedule s = make(k.instruction, {k.block_m, k.block_n}, {k.warp_m, k.warp_n}, k.block_k,
+                        k.stages, split, kDefaultRaster, c);
+      if (!split_wanted(s) || !runs(c, s, device)) continue;
+      // The residual scales the kernel's own time, not the DRAM bound under it.
+      const ScheduleEstimate e = estimate(c, s, device);
+      const double scale = hopper ? k.sm90_scale : 1.0;
+      ranked.push_back({s, launch + std::max(scale * e.cycles, e.dram_cycles)});
+    }
+  }
+  if (ranked.empty()) {
+    // A device too small for every default kernel: rank the whole space.
+    const std::vector<Schedule> space = enumerate_schedules(c, device);
+    if (space.front().instruction == Instruction::kSimt) return space.front();
+    for (const Schedule& s : space)
+      if (s.raster == kDefaultRaster && split_wanted(s))
+        ranked.push_back({s, launch + estimate(c, s, device).cycles});
+  }
+  return pick(ranked);
+}
+
+}  // namespace tessel::kernels

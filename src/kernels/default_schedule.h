@@ -1,0 +1,52 @@
+// The untuned schedule: the legal schedule space the tuner searches, and the pick the
+// compiler makes without measuring, ranked by the cost model (estimate.h).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kernels/contraction/contraction.h"
+#include "kernels/arch.h"
+#include "kernels/estimate.h"
+#include "kernels/kernel_rules.h"
+#include "kernels/schedule.h"
+
+namespace tessel::kernels {
+
+// The CUDA-core fallback for contractions that are not Tensor Core eligible: 64x64x16 CTA
+// tiles of 256 threads (8 warps of 32x16, 4x4 outputs per thread), double-buffered.
+Schedule simt_schedule(const contraction::Contraction& c);
+
+// A halo schedule (Mainloop::kHalo, tessel_halo.cuh) for a stride-1 NHWC convolution: output
+// tiles of tile_h x tile_w pixels, warp tiles warp_m x warp_n, block_n = N rounded up to
+// warp_n, block_k = the padded K (kernel_h * kernel_w * channels rounded up to 16), `ctas`
+// persistent CTAs (0: one per tile). Whether it is legal is check_schedule's to say.
+Schedule halo_schedule(const contraction::Contraction& c, int tile_h, int tile_w, int warp_m,
+                       int warp_n, int ctas);
+
+// The schedule a name (Schedule::name()) spells, for `c` (a halo name leaves block_k to
+// `c`'s window); nothing when the text is no schedule name. Legality is check_schedule's.
+std::optional<Schedule> parse_schedule(const std::string& name, const contraction::Contraction& c);
+
+// The legal action space for the tuner. mma.sync (sm_80+): CTA tiles from 256x128 / 128x256
+// down to 32x32 (and the skinny 128x32, 32x128, 256x32) x warp tiles 64x64, 64x32, 32x64,
+// 32x32, 32x16, 16x32, 16x16 giving 2..8 warps x block_k {32, 64, 128} x stages 2..5. wgmma
+// (compute capability 9.0 only): CTA tiles 64x64 to 256x128 x warpgroup tiles {64x64, 64x128,
+// 64x256, 128x64, 128x128} giving 1 or 2 warpgroups x block_k {64, 128} x stages 3..5. Each with
+// split_k {1, 2, 3, 4, 5, 6, 8, 10, 12, 15, 16} and raster {1, 8}, keeping those that pass
+// check_schedule and fit the SM (shared memory, registers). Vectors are the contraction's widest
+// (a_vec, b_vec, at most 8). A contraction that is not Tensor Core eligible, or a device below
+// sm_80 (mma.sync m16n8k16 needs it), has the SIMT schedule alone.
+std::vector<Schedule> enumerate_schedules(const contraction::Contraction& c,
+                                          const device::DeviceInfo& device);
+
+// The default, picked without measuring: among the default kernels (a fixed list of
+// configurations measured on an H100 across the public workloads, each with its measured
+// residual against the estimate) with split-K from the space's list where the M x N tiles
+// cannot fill the SMs and each split keeps K >= 128, the one with the smallest estimate. Estimates
+// within 2% count as equal; then the least split-K wins. Raster 8 (see default_schedule.cc). Falls
+// back to the whole space where no default kernel fits the device.
+Schedule default_schedule(const contraction::Contraction& c, const device::DeviceInfo& device);
+
+}  // namespace tessel::kernels

@@ -1,0 +1,210 @@
+#include "kernels/estimate.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "core/dtype.h"
+#include "kernels/kernel_rules.h"
+
+namespace tessel::kernels {
+namespace {
+
+using contraction::Contraction;
+using contraction::Major;
+
+// Model constants. Those marked "fitted" were fitted (least squares on log time, plus a
+// ranking term that rewards picking the fastest default kernel) to 8,028 kernel timings on an
+// H100 SXM (132 SMs, 1980 MHz) of 2026-11-21: the lead's probe (.device/4/probe.err: 1,991
+// candidates over the 70 conv2d and GEMM workloads of shared/workloads, ci=3 convs also
+// padded to ci=4) and 6,037 more from two runs of every default kernel (default_schedule.cc)
+// on every workload, with split-K where the M x N tiles leave SMs idle. Every timing is a CUDA
+// graph of 10 launches on one operand set, median of 9 replays. The others are datasheet
+// values.
+//
+// Shared memory serves 128 bytes per clock per SM (sm_80, sm_90).
+constexpr double kSmemBytesPerClk = 128;
+// The generated kernels sustain the mma.sync rate of the arch table (the fit, bounded by it,
+// settled there) and, fitted, 84% of the wgmma rate (the same warps issue the loads: there
+// are no producer warps).
+constexpr double kMmaSyncSustained = 1.0;
+constexpr double kWgmmaSustained = 0.84;
+// Fitted: resident warps per SM sub-partition at which the Tensor Cores reach that rate
+// (fewer leave ldmatrix/mma latencies exposed).
+constexpr double kMmaSyncWarpsToSaturate = 2.0;
+constexpr double kWgmmaWarpsToSaturate = 1.875;
+// Fitted: the load latency a pipeline must cover, in clocks: L2 hits, plus this much more
+// when an operand streams from DRAM (each of its bytes loaded once, so none hits L2).
+constexpr double kL2Latency = 120;
+constexpr double kStreamingExtraLatency = 165;
+// Fitted: a k-tile's barrier and cp.async wait on a CTA's serial path, in clocks.
+constexpr double kKTileOverhead = 130;
+// Fitted: issue cost per load vector per SM, in clocks: a cp.async (4 to 16 bytes), a 2-byte
+// register-path load (ld.global + st.shared: ci=3 activations; 8 of them cost 3x one 16-byte
+// cp.async), and the extra address arithmetic of a gathered vector (implicit GEMM).
+constexpr double kAsyncVectorClk = 0.35;
+constexpr double kRegisterPathVectorClk = 0.14;
+constexpr double kGatherVectorClk = 0.17;
+// Fitted: epilogue store bandwidth, bytes per clock, of a whole SM and of one CTA alone.
+constexpr double kEpilogueBytesPerClkSm = 7.3;
+constexpr double kEpilogueBytesPerClkCta = 5.9;
+// Fitted: how much a CTA's serial path stretches per other CTA resident on its SM.
+constexpr double kContention = 0.28;
+// Fitted: time per spilled register (fraction of the kernel per register above 255 / 255).
+constexpr double kSpillPenalty = 1.5;
+// Fitted: split-K. The last CTA of a tile reads each other split's fp32 partial tile at this
+// many bytes per clock, one split after another, then a fixed cost (fences, the counter).
+constexpr double kSplitKBytesPerClk = 27;
+constexpr double kSplitKFixed = 2400;
+// Fitted: the fixed cost of a launch inside a CUDA graph.
+constexpr double kLaunchMicroseconds = 0.83;
+
+constexpr int kMaxRegs = 255;
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+double elements(const Shape& shape) {
+  double n = 1;
+  for (int64_t e : shape) n *= static_cast<double>(e);
+  return n;
+}
+
+// Loads (vectors) per thread per k-tile of one operand: the loader's rows per thread.
+int loads_per_thread(const Contraction& c, const Schedule& s, bool is_a) {
+  const bool k_major = (is_a ? c.a_major : c.b_major) == Major::kK;
+  const int rows_of_block = is_a ? s.block_m : s.block_n;
+  const int tile_rows = k_major ? rows_of_block : s.block_k;
+  const int tile_cols = k_major ? s.block_k : rows_of_block;
+  const int vec = std::max(1, is_a ? s.a_vec : s.b_vec);
+  const int row_step = std::max(1, s.threads() / std::max(1, tile_cols / vec));
+  return std::max(1, tile_rows / row_step);
+}
+
+// 2-byte vectors cannot use cp.async (4, 8 or 16 bytes): they go through registers.
+bool register_path(const Contraction& c, const Schedule& s, bool is_a) {
+  const size_t bytes = (is_a ? s.a_vec : s.b_vec) * dtype_size(is_a ? c.a_dtype : c.b_dtype);
+  return s.instruction != Instruction::kSimt && bytes < 4;
+}
+
+}  // namespace
+
+int estimate_regs(const Contraction& c, const Schedule& s) {
+  const int gathers = (c.a_gather ? 1 : 0) + (c.b_gather ? 1 : 0);
+  int regs = 32 + 16 * gathers;  // addresses, loop state, gather index arithmetic
+  if (s.instruction == Instruction::kSimt) return regs + s.block_m * s.block_n / s.threads();
+  const int acc = s.warp_m * s.warp_n / (32 * warps_per_warp_tile(s.instruction));
+  regs += acc;
+  if (s.instruction == Instruction::kMmaSync) {
+    regs += 2 * (s.warp_m / 16 * 4 + s.warp_n / 8 * 2);  // A, B fragments, double-buffered
+  }
+  if (s.split_k > 1) regs += acc;  // the fixup's sums
+  // The register path holds a k-tile in flight while the current one computes; with a single
+  // k-tile per split there is nothing to prefetch.
+  const int64_t k_tiles = ceil_div(ceil_div(c.k, s.block_k), s.split_k);
+  for (bool is_a : {true, false})
+    if (k_tiles > 1 && register_path(c, s, is_a)) regs += 4 * loads_per_thread(c, s, is_a);
+  return regs;
+}
+
+double launch_cycles(const device::DeviceInfo& device) {
+  return kLaunchMicroseconds * arch_facts(device).clock_mhz;
+}
+
+ScheduleEstimate estimate(const Contraction& c, const Schedule& s, const device::DeviceInfo& device) {
+  const ArchFacts& f = arch_facts(device);
+  const double bm = s.block_m, bn = s.block_n, bk = s.block_k;
+  const double ea = static_cast<double>(dtype_size(c.a_dtype));
+  const double eb = static_cast<double>(dtype_size(c.b_dtype));
+  const double ec = static_cast<double>(dtype_size(c.maps.c.dtype));
+  const bool wgmma = s.instruction == Instruction::kWgmma;
+  const bool simt = s.instruction == Instruction::kSimt;
+
+  ScheduleEstimate e;
+  const int64_t tm = ceil_div(c.m, s.block_m), tn = ceil_div(c.n, s.block_n);
+  const int64_t tiles_mn = c.batch * tm * tn;
+  e.tiles = tiles_mn * s.split_k;
+  e.regs_per_thread = estimate_regs(c, s);
+  e.ctas_per_sm =
+      resident_ctas(device, s.threads(), std::min(e.regs_per_thread, kMaxRegs), smem_bytes(c, s));
+  e.quantization = c.m * c.n > 0
+                       ? static_cast<double>(tm * s.block_m) * static_cast<double>(tn * s.block_n) /
+                             (static_cast<double>(c.m) * static_cast<double>(c.n))
+                       : 1.0;
+  e.intensity = 2 * bm * bn / (bm * ea + bn * eb);
+  if (e.ctas_per_sm == 0 || device.sm_count <= 0) {
+    e.cycles = e.microseconds = std::numeric_limits<double>::infinity();
+    return e;
+  }
+  const int64_t concurrency = static_cast<int64_t>(device.sm_count) * e.ctas_per_sm;
+  e.waves = ceil_div(e.tiles, concurrency);
+  e.wave_efficiency = static_cast<double>(e.tiles) / static_cast<double>(e.waves * concurrency);
+
+  // The busiest SM gets ceil(tiles / SMs) tiles, `active` of them at a time.
+  const int64_t busiest = ceil_div(e.tiles, device.sm_count);
+  const int64_t active = std::max<int64_t>(1, std::min<int64_t>(e.ctas_per_sm, busiest));
+  const int64_t rounds = ceil_div(busiest, active);
+  const int64_t k_tiles = ceil_div(c.k, s.block_k);
+  const int64_t k_steps = ceil_div(k_tiles, s.split_k);
+
+  // An operand streams when each of its bytes is loaded once (one tile column or row, as the
+  // weights of a batch-32 FC layer): then no load hits L2.
+  const double tile_bytes = (bm * ea + bn * eb) * bk;  // A and B slices of one k-tile
+  const double passes = static_cast<double>(tiles_mn) * static_cast<double>(k_tiles) * bk;
+  const double unique_a = elements(c.maps.a.shape) * ea, unique_b = elements(c.maps.b.shape) * eb;
+  const bool streams = unique_a >= passes * bm * ea || unique_b >= passes * bn * eb;
+  const double latency = kL2Latency + (streams ? kStreamingExtraLatency : 0);
+
+  // One k-tile of one CTA, per SM resource, when `active` CTAs share the SM.
+  double rate = simt    ? f.fma_flops_per_clk
+                : wgmma ? f.wgmma_flops_per_clk * kWgmmaSustained
+                        : f.mma_flops_per_clk * kMmaSyncSustained;
+  if (!simt && ea == 1) rate *= 2;  // 8-bit Tensor Core instructions do twice the work
+  const double saturate = wgmma ? kWgmmaWarpsToSaturate : kMmaSyncWarpsToSaturate;
+  const double flops = 2 * bm * bn * bk;
+  const double warps_per_smsp = static_cast<double>(active * s.warps()) / 4;
+  const double math = flops / (rate * std::min(1.0, warps_per_smsp / saturate));
+  // Shared memory: mma.sync warps read their A and B slices with ldmatrix; a wgmma warpgroup
+  // reads A once and B once per m64 instruction; the loads write the tile.
+  const double reads = wgmma ? s.warp_tiles() * (s.warp_m * ea + s.warp_n * eb * s.warp_m / 64) * bk
+                             : s.warp_tiles() * (s.warp_m * ea + s.warp_n * eb) * bk;
+  const double smem = (reads + tile_bytes) / kSmemBytesPerClk;
+  const double l2 = tile_bytes / f.l2_bytes_per_clk;
+  double issue = 0;
+  bool sync_loads = false;
+  for (bool is_a : {true, false}) {
+    const int vec = std::max(1, is_a ? s.a_vec : s.b_vec);
+    const double vectors = (is_a ? bm : bn) * bk / vec;
+    const bool reg_path = register_path(c, s, is_a);
+    sync_loads = sync_loads || reg_path;
+    const bool gather = is_a ? c.a_gather : c.b_gather;
+    issue += vectors * ((reg_path ? kRegisterPathVectorClk : kAsyncVectorClk) +
+                        (gather ? kGatherVectorClk : 0));
+  }
+  const double per_sm = active * std::max({math, smem, l2, issue});
+
+  // A CTA's own serial path per k-tile: its math on the sub-partitions its warps cover, or the
+  // latency its pipeline leaves exposed (wgmma loads run stages - 2 k-tiles ahead).
+  const double own_math =
+      flops / (rate * std::min(1.0, static_cast<double>(s.warps()) / 4 / saturate));
+  const double serial_step =
+      sync_loads
+          ? std::max(latency, own_math) + kKTileOverhead
+          : std::max(latency / std::max(1, s.stages - (wgmma ? 2 : 1)), own_math + kKTileOverhead);
+  const double out_bytes = bm * bn * (s.split_k > 1 ? 4.0 : ec);  // split-K: fp32 partials
+  const double serial =
+      k_steps * std::max(serial_step * (1 + kContention * (active - 1)), per_sm / active) +
+      latency + out_bytes / kEpilogueBytesPerClkCta;
+  const double shared = k_steps * per_sm + active * out_bytes / kEpilogueBytesPerClkSm;
+  double cycles = rounds * std::max(serial, shared);
+  if (e.regs_per_thread > kMaxRegs) {
+    cycles *= 1 + kSpillPenalty * (e.regs_per_thread - kMaxRegs) / kMaxRegs;
+  }
+  if (s.split_k > 1)
+    cycles += (s.split_k - 1) * (kL2Latency + bm * bn * 4 / kSplitKBytesPerClk) + kSplitKFixed;
+  const double unique = unique_a + unique_b + elements(c.maps.c.shape) * ec;
+  e.dram_cycles = unique / (static_cast<double>(f.dram_bytes_per_clk) * device.sm_count);
+  e.cycles = std::max(cycles, e.dram_cycles);
+  e.microseconds = kLaunchMicroseconds + e.cycles / f.clock_mhz;
+  return e;
+}
+
+}  // namespace tessel::kernels

@@ -1,0 +1,55 @@
+// The analytical cost model: the time of one generated contraction kernel (Contraction,
+// Schedule) on a device, without running it. It ranks schedules for the untuned default
+// (default_schedule.h) and answers `tessel predict`.
+//
+// Tiles are dealt to SMs in rounds of `active` co-resident CTAs (occupancy from threads,
+// registers and shared memory). A round lasts the longer of
+//  - the SM's shared resources, summed over its CTAs: per k-tile the largest of Tensor Core
+//    time, shared-memory time (ldmatrix / wgmma reads and the tile writes), L2 time (the
+//    tile's A and B slices: this is where the tile's arithmetic intensity enters) and load
+//    issue time (per vector, more for 2-byte register-path loads and gathers); plus the
+//    epilogue stores;
+//  - one CTA's own serial path: per k-tile its Tensor Core time on the SM sub-partitions its
+//    warps cover, or the load latency its pipeline cannot hide (latency / (stages - 1), or
+//    the whole latency on the 2-byte register path, which fetches one k-tile ahead); plus the
+//    pipeline fill and its epilogue.
+// Latency is longer where an operand streams from DRAM (each byte loaded once).
+// Registers above 255 spill; split-K adds the last CTA's serial sum of the other splits'
+// fp32 partials. DRAM traffic of the unique operands bounds the time from below, and each
+// launch adds a fixed overhead.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/contraction/contraction.h"
+#include "kernels/arch.h"
+#include "kernels/schedule.h"
+
+namespace tessel::kernels {
+
+struct ScheduleEstimate {
+  int64_t tiles = 0;           // CTAs: batch * ceil(M/bm) * ceil(N/bn) * split_k
+  int regs_per_thread = 0;     // estimated; above 255 the kernel spills
+  int ctas_per_sm = 0;         // co-resident CTAs (threads, registers, shared memory)
+  int64_t waves = 0;           // ceil(tiles / (sm_count * ctas_per_sm))
+  double wave_efficiency = 0;  // tiles / (waves * sm_count * ctas_per_sm)
+  double quantization = 0;     // padded M*N / real M*N (>= 1)
+  double intensity = 0;        // flops per byte of A and B tile loaded from L2
+  double cycles = 0;           // predicted kernel time in SM clocks, launch overhead excluded
+  double dram_cycles = 0;      // the unique operands' DRAM traffic at full bandwidth (<= cycles)
+  double microseconds = 0;     // predicted time per launch at the boost clock, launch included
+};
+
+// For a schedule that does not fit the SM (ctas_per_sm 0), cycles and microseconds are
+// infinite. The schedule must pass check_schedule (kernel_rules.h).
+ScheduleEstimate estimate(const contraction::Contraction& c, const Schedule& s,
+                          const device::DeviceInfo& device);
+
+// Registers per thread of the generated kernel: accumulators, mma.sync fragments
+// (double-buffered), split-K sums, register-path staging, address and loop state.
+int estimate_regs(const contraction::Contraction& c, const Schedule& s);
+
+// The fixed cost of one launch inside a CUDA graph, in SM clocks of `device`.
+double launch_cycles(const device::DeviceInfo& device);
+
+}  // namespace tessel::kernels

@@ -1,0 +1,234 @@
+#include "kernels/kernel_rules.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "core/dtype.h"
+
+namespace tessel::kernels {
+namespace {
+
+using contraction::Contraction;
+using contraction::Major;
+using Reason = std::optional<std::string>;
+
+constexpr int kMaxThreads = 1024;
+constexpr int kMaxLoadsPerThread = 32;  // the gathers keep per-row validity in a u32 mask
+
+bool is_pow2(int x) { return x > 0 && (x & (x - 1)) == 0; }
+
+// The loader of one operand tile (TileLoader / SimtLoader): `vec`-element vectors, each
+// thread on one column of the tile, rows kRowStep = threads / (columns / vec) apart.
+Reason check_operand(const Contraction& c, const Schedule& s, char name) {
+  const bool is_a = name == 'A';
+  const int vec = is_a ? s.a_vec : s.b_vec;
+  const int max_vec = is_a ? c.a_vec : c.b_vec;
+  const bool k_major = (is_a ? c.a_major : c.b_major) == Major::kK;
+  const int rows_of_block = is_a ? s.block_m : s.block_n;
+  const int tile_rows = k_major ? rows_of_block : s.block_k;
+  const int tile_cols = k_major ? s.block_k : rows_of_block;
+  const char v = is_a ? 'a' : 'b';
+  if (!is_pow2(vec) || vec > 8) return fmt::format("{}_vec={} is not 1, 2, 4 or 8", v, vec);
+  if (vec > max_vec) {
+    return fmt::format("{}_vec={} exceeds the {} elements {} can be read in", v, vec, max_vec,
+                       name);
+  }
+  const size_t element = dtype_size(is_a ? c.a_dtype : c.b_dtype);
+  if (s.instruction == Instruction::kSimt && vec * element > 16) {
+    return fmt::format("{}_vec={} moves more than 16 bytes per load", v, vec);
+  }
+  if (!k_major && c.k_dims.size() != 1) {
+    return fmt::format("{} is MN-major with {} K dims; the loaders walk a single K dim", name,
+                       c.k_dims.size());
+  }
+  if (tile_cols % vec != 0)
+    return fmt::format("{} tile columns not a multiple of the vector", name);
+  const int vecs_per_row = tile_cols / vec;
+  const int threads = s.threads();
+  if (threads % vecs_per_row != 0) {
+    return fmt::format("{} tile ({}x{}, vec {}): {} vectors per row do not divide {} threads", name,
+                       tile_rows, tile_cols, vec, vecs_per_row, threads);
+  }
+  const int row_step = threads / vecs_per_row;
+  if (tile_rows % row_step != 0) {
+    return fmt::format("{} tile ({}x{}, vec {}): {} rows per pass do not divide {} rows", name,
+                       tile_rows, tile_cols, vec, row_step, tile_rows);
+  }
+  if (tile_rows / row_step > kMaxLoadsPerThread) {
+    return fmt::format("{} tile needs {} loads per thread per k-tile (at most {})", name,
+                       tile_rows / row_step, kMaxLoadsPerThread);
+  }
+  if (s.instruction != Instruction::kSimt) {
+    // SwizzledTile: panels of 64 elements (128-byte rows), or rows of 32 for mma.sync.
+    const bool wgmma = s.instruction == Instruction::kWgmma;
+    if (tile_cols % 64 != 0 && (wgmma || tile_cols != 32)) {
+      return fmt::format("{} shared-memory rows of {} elements cannot be swizzled", name,
+                         tile_cols);
+    }
+  }
+  return std::nullopt;
+}
+
+Reason check_instruction(const Schedule& s) {
+  switch (s.instruction) {
+    case Instruction::kWgmma:
+      if (s.warp_m % 64 != 0 || (s.warp_n != 64 && s.warp_n != 128 && s.warp_n != 256)) {
+        return fmt::format(
+            "warpgroup tile {}x{}: wgmma needs m a multiple of 64 and n 64, 128 or 256", s.warp_m,
+            s.warp_n);
+      }
+      if (s.warp_m / 64 * s.warp_n / 2 > 128) {
+        return fmt::format("warpgroup tile {}x{} needs more than 128 accumulators per thread",
+                           s.warp_m, s.warp_n);
+      }
+      if (s.block_k % 64 != 0)
+        return fmt::format("block_k={}: wgmma reads k in 64-element rows", s.block_k);
+      if (s.stages < 3 || s.stages > 5)
+        return fmt::format("{} stages (3 to 5 for wgmma)", s.stages);
+      return std::nullopt;
+    case Instruction::kMmaSync:
+      if (s.warp_m % 16 != 0 || s.warp_n % 16 != 0) {
+        return fmt::format("warp tile {}x{}: mma.sync needs multiples of 16", s.warp_m, s.warp_n);
+      }
+      if (s.block_k % 32 != 0)
+        return fmt::format("block_k={}: mma.sync needs a multiple of 32", s.block_k);
+      if (s.stages < 2 || s.stages > 5) return fmt::format("{} stages (2 to 5)", s.stages);
+      return std::nullopt;
+    case Instruction::kSimt: {
+      const bool wide = s.warp_n % 32 == 0;  // lanes 4 x 8, else 8 x 4
+      if (s.warp_n % 16 != 0 || s.warp_m % (wide ? 16 : 32) != 0) {
+        return fmt::format("SIMT warp tile {}x{}: needs 16x32 or 32x16 multiples", s.warp_m,
+                           s.warp_n);
+      }
+      if (s.split_k != 1) return "the SIMT kernel does not split K";
+      return std::nullopt;
+    }
+  }
+  return "unknown instruction";
+}
+
+Reason check_halo(const Contraction& c, const Schedule& s, HaloLayout* out) {
+  if (s.instruction != Instruction::kMmaSync) return "the halo kernel runs on mma.sync only";
+  const std::optional<contraction::ConvWindow> w = contraction::conv_window(c);
+  if (!w) return "the halo kernel needs a stride-1, dilation-1, group-1 NHWC convolution";
+  if (c.b_dtype != DType::kF16 && c.b_dtype != DType::kBF16)
+    return fmt::format("the halo kernel needs f16 or bf16 weights, not {}", dtype_name(c.b_dtype));
+  if (w->nchw_input) {
+    // A stem reading the graph's NCHW input: any float dtype, converted while it is staged.
+    if (c.a_dtype != DType::kF32 && c.a_dtype != c.b_dtype)
+      return fmt::format("halo kernel: NCHW input of dtype {}", dtype_name(c.a_dtype));
+    if (w->channels > 16)
+      return fmt::format("halo kernel: an NCHW input of {} channels (at most 16: a stem's)",
+                         w->channels);
+  } else {
+    if (c.a_dtype != c.b_dtype)
+      return fmt::format("halo kernel: operands of two dtypes ({}, {})", dtype_name(c.a_dtype),
+                         dtype_name(c.b_dtype));
+    if (w->channels % 8 != 0)
+      return fmt::format("halo kernel: {} input channels (a multiple of 8 for 16-byte loads)",
+                         w->channels);
+  }
+  if (s.tile_w <= 0 || s.tile_w % 16 != 0 || s.block_m % s.tile_w != 0)
+    return fmt::format("halo tile width {} (a multiple of 16 dividing block_m={})", s.tile_w,
+                       s.block_m);
+  if (s.warp_m % 16 != 0 || (s.warp_n % 16 != 0 && s.warp_n != 8))
+    return fmt::format("warp tile {}x{}: the halo kernel needs m a multiple of 16 and n 8 or a "
+                       "multiple of 16", s.warp_m, s.warp_n);
+  if (s.block_n < c.n || s.block_n - c.n >= s.warp_n)
+    return fmt::format("halo block_n={} must cover N={} with less than one warp tile to spare",
+                       s.block_n, c.n);
+  if (s.split_k != 1) return "the halo kernel does not split K";
+  if (s.ctas < 0) return "negative CTA count";
+
+  HaloLayout& l = *out;
+  l.window = *w;
+  l.channels_padded = static_cast<int>((w->channels + 7) / 8 * 8);
+  l.halo_h = s.tile_h() + static_cast<int>(w->kernel_h) - 1;
+  l.halo_w = s.tile_w + static_cast<int>(w->kernel_w) - 1;
+  l.pixel_pitch = ((l.channels_padded / 8) | 1) * 16;
+  l.halo_bytes = (l.halo_h * l.halo_w * l.pixel_pitch + 127) / 128 * 128;
+  l.k_padded = halo_k_padded(*w);
+  if (s.block_k != l.k_padded)
+    return fmt::format("halo block_k={} must be the padded K={}", s.block_k, l.k_padded);
+  l.weight_pitch = l.k_padded * 2 + 16;
+  l.weight_bytes = (s.block_n * l.weight_pitch + 127) / 128 * 128;
+  l.epilogue_bytes = s.warps() * 16 * (s.warp_n + 8) * 4;
+  l.buffer_bytes = std::max(l.halo_bytes, (l.epilogue_bytes + 127) / 128 * 128);
+  l.tiles = w->images * ((w->out_h + s.tile_h() - 1) / s.tile_h()) *
+            ((w->out_w + s.tile_w - 1) / s.tile_w);
+  return std::nullopt;
+}
+
+}  // namespace
+
+int halo_k_padded(const contraction::ConvWindow& w) {
+  const int64_t k = w.kernel_h * w.kernel_w * ((w.channels + 7) / 8 * 8);
+  return static_cast<int>((k + 15) / 16 * 16);
+}
+
+std::optional<HaloLayout> halo_layout(const Contraction& c, const Schedule& s, std::string* why) {
+  HaloLayout l;
+  Reason r = s.mainloop == Mainloop::kHalo ? check_halo(c, s, &l) : Reason("not a halo schedule");
+  if (r) {
+    if (why) *why = *r;
+    return std::nullopt;
+  }
+  return l;
+}
+
+std::optional<std::string> check_schedule(const Contraction& c, const Schedule& s) {
+  if (s.mainloop == Mainloop::kHalo) {
+    if (s.block_m < 1 || s.block_n < 1 || s.warp_m < 1 || s.warp_n < 1) return "non-positive tile";
+    if (s.block_m % s.warp_m != 0 || s.block_n % s.warp_n != 0) {
+      return fmt::format("warp tile {}x{} does not divide block tile {}x{}", s.warp_m, s.warp_n,
+                         s.block_m, s.block_n);
+    }
+    if (s.threads() > kMaxThreads)
+      return fmt::format("{} threads per CTA (at most {})", s.threads(), kMaxThreads);
+    HaloLayout l;
+    return check_halo(c, s, &l);
+  }
+  if (s.block_m < 1 || s.block_n < 1 || s.block_k < 1 || s.warp_m < 1 || s.warp_n < 1) {
+    return "non-positive tile";
+  }
+  if (s.block_m % s.warp_m != 0 || s.block_n % s.warp_n != 0) {
+    return fmt::format("warp tile {}x{} does not divide block tile {}x{}", s.warp_m, s.warp_n,
+                       s.block_m, s.block_n);
+  }
+  if (s.threads() > kMaxThreads)
+    return fmt::format("{} threads per CTA (at most {})", s.threads(), kMaxThreads);
+  if (s.raster < 1) return "raster group must be >= 1";
+  if (auto r = check_instruction(s)) return r;
+  if (auto r = check_operand(c, s, 'A')) return r;
+  if (auto r = check_operand(c, s, 'B')) return r;
+  const int64_t k_tiles = (c.k + s.block_k - 1) / s.block_k;
+  if (s.split_k < 1 || s.split_k > k_tiles)
+    return fmt::format("split_k={} with {} k-tiles", s.split_k, k_tiles);
+  const int64_t per_split = (k_tiles + s.split_k - 1) / s.split_k;
+  if ((k_tiles + per_split - 1) / per_split != s.split_k) {
+    return fmt::format("split_k={} over {} k-tiles leaves a split empty", s.split_k, k_tiles);
+  }
+  return std::nullopt;
+}
+
+size_t smem_bytes(const Contraction& c, const Schedule& s) {
+  if (s.mainloop == Mainloop::kHalo) {
+    const std::optional<HaloLayout> l = halo_layout(c, s);
+    return l ? l->smem_bytes() : 0;
+  }
+  const size_t bm = s.block_m, bn = s.block_n, bk = s.block_k;
+  const size_t warps = s.warps();
+  if (s.instruction == Instruction::kSimt) {
+    const size_t pipeline = bk * ((bm + 4) + (bn + 4)) * 4;
+    const size_t staging = warps * s.warp_m * (s.warp_n + 4) * 4;
+    return std::max(pipeline, staging);
+  }
+  const size_t pipeline = s.stages * (bm * dtype_size(c.a_dtype) + bn * dtype_size(c.b_dtype)) * bk;
+  const size_t staging = warps * 16 * (s.warp_n + 8) * 4;
+  const size_t align = s.instruction == Instruction::kWgmma ? 1024 : 0;
+  const size_t flag = s.split_k > 1 ? 16 : 0;
+  return std::max(pipeline, staging) + align + flag;
+}
+
+}  // namespace tessel::kernels

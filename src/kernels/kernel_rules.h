@@ -1,0 +1,73 @@
+// What the generated contraction kernels (kernels/cuda/templates/tessel_{mma,wgmma,simt}.cuh)
+// accept as a schedule, and the shared memory each instantiation takes. The schedule space,
+// the default pick and the cost model use these; codegen's can_implement() applies the same
+// rules plus those that depend on the whole problem (index maps, epilogue, store map), so a
+// schedule rejected here is rejected there too.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+
+#include "kernels/contraction/contraction.h"
+#include "kernels/contraction/conv_window.h"
+#include "kernels/schedule.h"
+
+namespace tessel::kernels {
+
+// Why the kernel templates cannot instantiate `s` for `c` (empty when they can). The rules:
+//  - tiles: positive, warp tiles dividing the CTA tile, at most 1024 threads;
+//  - mma.sync: warp tiles multiples of 16 (m16n8k16, B fragments two n8 tiles at a time),
+//    block_k a multiple of 32 (two k16 steps per k-tile for register double-buffering),
+//    2..5 stages;
+//  - wgmma: warpgroup tiles of m a multiple of 64 and n 64, 128 or 256 with at most 128 fp32
+//    accumulators per thread, block_k a multiple of 64 (128-byte swizzle rows), 3..5 stages;
+//  - SIMT: float4 thread tiles (warp 16x32 or 32x16 multiples), no split-K;
+//  - operand loads: vectors of 1, 2, 4 or 8 elements, no wider than the contraction's
+//    (a_vec/b_vec), each thread on one column of the shared-memory tile with at most 32 rows,
+//    Tensor Core tiles swizzled (rows of 64 elements, or 32 for mma.sync); an MN-major operand
+//    needs a single K dim;
+//  - split-K: every split gets at least one k-tile.
+// The shared memory limit is the device's: see smem_bytes and resident_ctas.
+std::optional<std::string> check_schedule(const contraction::Contraction& c, const Schedule& s);
+
+// Dynamic shared memory of the kernel: the operand pipeline (A (block_m, block_k, stages) and
+// B (block_n, block_k, stages)) or, when larger, the epilogue's fp32 staging (one 16-row slab
+// per warp); plus the wgmma swizzle-atom alignment (1 KiB) and the split-K arrival flag.
+// SIMT kernels: double-buffered fp32 tiles, and per-warp staging of the whole warp tile.
+size_t smem_bytes(const contraction::Contraction& c, const Schedule& s);
+
+// The shared-memory layout of a kHalo kernel (kernels/cuda/templates/tessel_halo.cuh), the one
+// definition the rules, the generator and the estimate use. Channels are padded to 8 (one
+// 16-byte chunk); K runs over (tap, chunk) pairs, two per k16 step of mma.sync, so a 3-channel
+// stem spends 72 of its padded K on 27 real values instead of 144. Halo pixels and weight rows
+// are padded to an odd number of 16-byte chunks: the 8 rows one ldmatrix phase reads (8
+// consecutive pixels of a window, or 8 output channels) then fall on 8 distinct bank quads,
+// whatever pixel the window starts at.
+struct HaloLayout {
+  contraction::ConvWindow window;
+  int channels_padded = 0;      // channels rounded up to 8
+  int halo_h = 0, halo_w = 0;   // tile + kernel - 1
+  int pixel_pitch = 0;          // bytes per halo pixel
+  int halo_bytes = 0;           // the input pixels of one tile, 128-byte rounded
+  // One of the two buffers: a tile's pixels, then (once every warp has read them) the
+  // epilogue's staging slabs, while the other buffer receives the next tile's pixels.
+  int buffer_bytes = 0;
+  int k_padded = 0;             // halo_k_padded(window)
+  int weight_pitch = 0;         // bytes per weight row (output channel)
+  int weight_bytes = 0;         // block_n rows
+  int epilogue_bytes = 0;       // one 16-row fp32 staging slab per warp
+  int64_t tiles = 0;            // images x ceil(out_h / tile_h) x ceil(out_w / tile_w)
+  size_t smem_bytes() const { return size_t(weight_bytes) + 2 * size_t(buffer_bytes); }
+};
+
+// The K a halo kernel computes over: kernel_h * kernel_w * channels rounded up to 8, rounded
+// up to 16 (the weights are zero beyond the real K).
+int halo_k_padded(const contraction::ConvWindow& w);
+
+// The layout of a kHalo schedule for `c`, or why there is none (also when `c` is no stride-1
+// NHWC convolution, or `s` is not kHalo).
+std::optional<HaloLayout> halo_layout(const contraction::Contraction& c, const Schedule& s,
+                                      std::string* why = nullptr);
+
+}  // namespace tessel::kernels

@@ -1,0 +1,33 @@
+#include "kernels/schedule.h"
+
+#include <sstream>
+
+namespace tessel::kernels {
+
+std::string Schedule::name() const {
+  // "tc_128x128x32_s3_w64x64_sk1_r8"; vector widths are appended only when narrower than
+  // the full 8 (e.g. "_v4x8"), so the common names stay short and every schedule's is unique.
+  std::ostringstream os;
+  if (mainloop == Mainloop::kHalo) {
+    os << "halo_" << tile_h() << "x" << tile_w << "_n" << block_n << "_w" << warp_m << "x" << warp_n
+       << "_c" << ctas;
+    return os.str();
+  }
+  switch (instruction) {
+    case Instruction::kMmaSync:
+      os << "tc";
+      break;
+    case Instruction::kWgmma:
+      os << "wgmma";
+      break;
+    case Instruction::kSimt:
+      os << "simt";
+      break;
+  }
+  os << "_" << block_m << "x" << block_n << "x" << block_k << "_s" << stages << "_w" << warp_m
+     << "x" << warp_n << "_sk" << split_k << "_r" << raster;
+  if (a_vec != 8 || b_vec != 8) os << "_v" << a_vec << "x" << b_vec;
+  return os.str();
+}
+
+}  // namespace tessel::kernels

@@ -1,0 +1,57 @@
+// A Schedule: the knobs of a generated contraction kernel. A plain struct, so the tuner
+// can enumerate, hash and store it.
+#pragma once
+
+#include <string>
+
+namespace tessel::kernels {
+
+enum class Instruction {
+  kMmaSync,  // mma.sync.aligned.m16n8k16 (sm_80+), ldmatrix, cp.async pipeline
+  kWgmma,    // wgmma.mma_async (sm_90a only), operands from 128B-swizzled shared memory
+  kSimt,     // CUDA cores, fp32 FMA: the fallback for contractions that do not qualify
+};
+
+// How the CTA walks K. kGemm: the implicit-GEMM pipeline of every instruction (tiles of
+// (block_m, block_k) and (block_n, block_k) streamed through a multi-stage shared-memory
+// pipeline). kHalo (mma.sync, stride-1 NHWC convolutions only, contraction/conv_window.h): a
+// persistent CTA keeps all of B (the weights, block_n x K) in shared memory, stages an output
+// tile's input pixels plus their halo once, and ldmatrix gathers the R*S shifted windows
+// from there, so each input pixel leaves L2 about once instead of R*S times.
+enum class Mainloop { kGemm, kHalo };
+
+// Threads per warp tile: warp_m x warp_n is the tile of one warp for mma.sync and SIMT, and
+// of one warpgroup (4 warps, 128 threads, issuing wgmma together) for wgmma.
+constexpr int warps_per_warp_tile(Instruction i) { return i == Instruction::kWgmma ? 4 : 1; }
+
+struct Schedule {
+  Instruction instruction = Instruction::kMmaSync;
+  int block_m = 128, block_n = 128, block_k = 32;  // CTA tile
+  // Warp tile (wgmma: warpgroup tile, see warps_per_warp_tile); block / warp = warp tiles.
+  int warp_m = 64, warp_n = 64;
+  int stages = 3;            // shared-memory pipeline depth (mma.sync 2..5, wgmma 3..5)
+  int split_k = 1;           // K split across CTAs (fp32 partials)
+  int raster = 8;            // CTA swizzle: tiles grouped by this many rows
+  int a_vec = 8, b_vec = 8;  // elements per global load (<= contraction's)
+  // kHalo: the output tile is tile_h x tile_w pixels (block_m = tile_h * tile_w, tile_w a
+  // multiple of 16), block_n covers all of N, block_k is the padded K; `ctas` persistent CTAs
+  // loop over the tiles (0: one CTA per tile). stages, split_k, raster and the vectors are
+  // unused and stay at their defaults.
+  Mainloop mainloop = Mainloop::kGemm;
+  int tile_w = 0;
+  int ctas = 0;
+
+  // kHalo's tile height.
+  int tile_h() const { return tile_w > 0 ? block_m / tile_w : 0; }
+
+  // Warp (or warpgroup) tiles per CTA.
+  int warp_tiles() const { return (block_m / warp_m) * (block_n / warp_n); }
+  int warps() const { return warp_tiles() * warps_per_warp_tile(instruction); }
+  int threads() const { return 32 * warps(); }
+  // "tc_128x128x32_s3_w64x64_sk1_r8", "wgmma_128x256x64_s4_w64x256_sk1_r8",
+  // "halo_8x16_n64_w64x32_c132"
+  std::string name() const;
+  bool operator==(const Schedule&) const = default;
+};
+
+}  // namespace tessel::kernels

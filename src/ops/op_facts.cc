@@ -1,0 +1,175 @@
+// The op facts table: one row per registered op (ir/op_registry.h, OpFacts). Adding an op means
+// adding its row here; a test checks that every registered op has one and no row names an op
+// that does not exist.
+#include "ops/op_facts.h"
+
+#include <map>
+#include <string>
+
+#include "core/error.h"
+
+namespace tessel::ops {
+namespace {
+
+using ir::FlopRule;
+using ir::GpuKernel;
+using ir::NhwcForm;
+using ir::OpFacts;
+using ir::OpKind;
+
+// Row builders: the common shapes of facts, refined per row where an op differs.
+OpFacts unary(GpuKernel gpu = GpuKernel::kElementwise, bool fp16 = true) {
+  return {.kind = OpKind::kElementwise, .nhwc = NhwcForm::kAgnostic, .gpu = gpu,
+          .flops = FlopRule::kPerOutput, .in_place = true, .fp16 = fp16};
+}
+OpFacts broadcast(GpuKernel gpu = GpuKernel::kElementwise, bool fp16 = true) {
+  return {.kind = OpKind::kBroadcast, .nhwc = NhwcForm::kBroadcast, .gpu = gpu,
+          .flops = FlopRule::kPerOutput, .fp16 = fp16};
+}
+OpFacts other(OpKind kind, FlopRule flops = FlopRule::kPerOutput) {
+  return {.kind = kind, .flops = flops};
+}
+OpFacts view() {
+  return {.kind = OpKind::kView, .gpu = GpuKernel::kCopy, .flops = FlopRule::kZero,
+          .in_place = true, .view = true, .fp16 = true};
+}
+OpFacts movement(NhwcForm nhwc, GpuKernel gpu = GpuKernel::kCopy) {
+  return {.kind = OpKind::kDataMovement, .nhwc = nhwc, .gpu = gpu, .flops = FlopRule::kZero,
+          .fp16 = true};
+}
+OpFacts tessel_form(OpKind kind, const char* form, FlopRule flops) {
+  return {.kind = kind, .nhwc = NhwcForm::kTesselForm, .tessel_form = form, .flops = flops,
+          .fp16 = true};
+}
+OpFacts nhwc_op(OpKind kind, GpuKernel gpu, FlopRule flops, std::vector<int> free_inputs = {}) {
+  return {.kind = kind, .gpu = gpu, .flops = flops, .fp16 = true,
+          .fp16_free_inputs = std::move(free_inputs)};
+}
+OpFacts quantization(FlopRule flops = FlopRule::kPerOutput) {
+  return {.kind = OpKind::kQuantization, .nhwc = NhwcForm::kAxes, .flops = flops};
+}
+OpFacts shape() { return {.kind = OpKind::kShape, .flops = FlopRule::kZero}; }
+
+const std::map<std::string, OpFacts>& table() {
+  static const std::map<std::string, OpFacts> kFacts = [] {
+    std::map<std::string, OpFacts> t;
+    // Activations and other per-element math. Not every one has a GPU kernel yet; the
+    // activations take fp16 storage, the rest of the math keeps the model's fp32 for now.
+    for (const char* op : {"Relu", "LeakyRelu", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh",
+                           "Elu", "Clip"})
+      t[op] = unary();
+    for (const char* op : {"Exp", "Log", "Sqrt", "Neg", "Abs", "Reciprocal", "Floor", "Ceil", "Erf"})
+      t[op] = unary(GpuKernel::kElementwise, false);
+    t["Softplus"] = unary(GpuKernel::kNone);
+    for (const char* op : {"Round", "Sin", "Cos", "Sign"}) t[op] = unary(GpuKernel::kNone, false);
+    t["Not"] = unary(GpuKernel::kNone, false);
+    t["Cast"] = unary(GpuKernel::kCopy);
+    t["Cast"].fp16_free_inputs = {0};
+    t["Cast"].fp16_free_output = true;
+    t["Cast"].flops = FlopRule::kZero;
+    t["Identity"] = view();
+    t["Identity"].kind = OpKind::kElementwise;
+    t["Identity"].nhwc = NhwcForm::kAgnostic;
+    t["Dropout"] = unary(GpuKernel::kNone);  // canonicalize removes it (inference)
+    t["Dropout"].fp16_free_inputs = {1};
+    t["Dropout"].flops = FlopRule::kZero;
+    for (const char* op : {"Add", "Sub", "Mul", "Div", "PRelu"}) t[op] = broadcast();
+    for (const char* op : {"Pow", "Max", "Min"}) t[op] = broadcast(GpuKernel::kElementwise, false);
+    // Comparisons, logic and the variadic ones: no NHWC form or GPU kernel yet.
+    for (const char* op : {"Mod", "Equal", "Greater", "GreaterOrEqual", "Less", "LessOrEqual",
+                           "And", "Or", "Xor", "Where", "Sum", "Mean"}) {
+      t[op] = broadcast(GpuKernel::kNone, false);
+      t[op].nhwc = NhwcForm::kNone;
+    }
+
+    // Contractions: the ONNX forms become tessel.Conv / tessel.Gemm (convert-layout).
+    t["Conv"] = tessel_form(OpKind::kContraction, "tessel.Conv", FlopRule::kConv);
+    t["Gemm"] = tessel_form(OpKind::kContraction, "tessel.Gemm", FlopRule::kGemm);
+    t["ConvTranspose"] = {.kind = OpKind::kContraction, .flops = FlopRule::kConvTranspose,
+                          .fp16 = true};
+    t["MatMul"] = {.kind = OpKind::kContraction, .flops = FlopRule::kGemm, .fp16 = true};
+    t["tessel.Conv"] = nhwc_op(OpKind::kContraction, GpuKernel::kContraction, FlopRule::kConv, {2});
+    t["tessel.Gemm"] = nhwc_op(OpKind::kContraction, GpuKernel::kContraction, FlopRule::kGemm, {2});
+
+    // Windows.
+    t["MaxPool"] = tessel_form(OpKind::kWindow, "tessel.MaxPool", FlopRule::kWindow);
+    t["AveragePool"] = tessel_form(OpKind::kWindow, "tessel.AveragePool", FlopRule::kWindow);
+    t["GlobalAveragePool"] =
+        tessel_form(OpKind::kWindow, "tessel.GlobalAveragePool", FlopRule::kPerInput);
+    t["GlobalMaxPool"] = {.kind = OpKind::kWindow, .flops = FlopRule::kPerInput, .fp16 = true};
+    t["tessel.MaxPool"] = nhwc_op(OpKind::kWindow, GpuKernel::kWindow, FlopRule::kWindow);
+    t["tessel.AveragePool"] = nhwc_op(OpKind::kWindow, GpuKernel::kWindow, FlopRule::kWindow);
+    t["tessel.GlobalAveragePool"] =
+        nhwc_op(OpKind::kWindow, GpuKernel::kWindow, FlopRule::kPerInput);
+
+    // Normalization: folded into the preceding conv where it can be (fold-batch-norm).
+    t["BatchNormalization"] = {.kind = OpKind::kNormalization, .flops = FlopRule::kPerOutput,
+                               .fp16 = true, .fp16_free_inputs = {1, 2, 3, 4}};
+
+    // Reductions.
+    t["Softmax"] = {.kind = OpKind::kReduction, .nhwc = NhwcForm::kAxes,
+                    .gpu = GpuKernel::kReduce, .fp16 = true};
+    t["LogSoftmax"] = {.kind = OpKind::kReduction, .nhwc = NhwcForm::kAxes, .fp16 = true};
+    t["ReduceMean"] = {.kind = OpKind::kReduction, .nhwc = NhwcForm::kAxes,
+                       .gpu = GpuKernel::kReduce, .flops = FlopRule::kPerInput, .fp16 = true};
+    for (const char* op : {"ReduceSum", "ReduceProd", "ReduceSumSquare", "ReduceL1", "ReduceL2",
+                           "ReduceLogSum", "ReduceLogSumExp", "ReduceMax", "ReduceMin",
+                           "ArgMax", "ArgMin", "CumSum"})
+      t[op] = other(OpKind::kReduction, FlopRule::kPerInput);
+
+    // Data movement and views.
+    t["Transpose"] = movement(NhwcForm::kNone);
+    t["Transpose"].nhwc = NhwcForm::kNone;
+    for (const char* op : {"Concat", "Split", "Slice", "Pad"}) t[op] = movement(NhwcForm::kAxes);
+    t["DepthToSpace"] = tessel_form(OpKind::kDataMovement, "tessel.DepthToSpace", FlopRule::kZero);
+    t["tessel.DepthToSpace"] = nhwc_op(OpKind::kDataMovement, GpuKernel::kCopy, FlopRule::kZero);
+    t["SpaceToDepth"] = {.kind = OpKind::kDataMovement, .flops = FlopRule::kZero, .fp16 = true};
+    t["Gather"] = {.kind = OpKind::kDataMovement, .flops = FlopRule::kZero, .fp16 = true};
+    for (const char* op : {"GatherElements", "Tile", "Expand"})
+      t[op] = {.kind = OpKind::kDataMovement, .flops = FlopRule::kZero};
+    for (const char* op : {"Reshape", "Flatten"}) {
+      t[op] = view();
+      t[op].nhwc = NhwcForm::kAxes;  // NHWC data read directly where the flat order agrees
+    }
+    for (const char* op : {"Squeeze", "Unsqueeze"}) t[op] = view();
+    t["Resize"] = {.kind = OpKind::kDataMovement, .nhwc = NhwcForm::kAxes,
+                   .gpu = GpuKernel::kResize, .flops = FlopRule::kPerOutput, .fp16 = true,
+                   .fp16_free_inputs = {1, 2}};
+    t["Upsample"] = {.kind = OpKind::kDataMovement, .gpu = GpuKernel::kResize};
+
+    // Quantization: the QDQ ops follow the layout (a per-channel axis is remapped); the
+    // integer contractions run on the CPU reference.
+    t["QuantizeLinear"] = quantization();
+    t["DequantizeLinear"] = quantization();
+    t["ConvInteger"] = quantization(FlopRule::kConv);
+    t["ConvInteger"].nhwc = NhwcForm::kNone;
+    t["QLinearConv"] = quantization(FlopRule::kConv);
+    t["QLinearConv"].nhwc = NhwcForm::kNone;
+    t["MatMulInteger"] = quantization(FlopRule::kGemm);
+    t["MatMulInteger"].nhwc = NhwcForm::kNone;
+    t["QLinearMatMul"] = quantization(FlopRule::kGemm);
+    t["QLinearMatMul"].nhwc = NhwcForm::kNone;
+
+    // Shape arithmetic: evaluated at compile time.
+    for (const char* op : {"Shape", "Size", "Constant", "ConstantOfShape", "Range"}) t[op] = shape();
+    t["Shape"].fp16 = true;
+    t["Shape"].fp16_free_inputs = {0};
+    return t;
+  }();
+  return kFacts;
+}
+
+}  // namespace
+
+void attach_op_facts(ir::OpRegistry& r) {
+  for (const auto& [op, facts] : table()) r.set_facts(op, facts);
+}
+
+std::vector<std::string> ops_without_facts(const ir::OpRegistry& r) {
+  std::vector<std::string> missing;
+  for (const std::string& op : r.names())
+    if (!table().count(op)) missing.push_back(op);
+  return missing;
+}
+
+}  // namespace tessel::ops

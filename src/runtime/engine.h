@@ -1,0 +1,69 @@
+// The whole-model GPU engine: a plan (engine_plan.h) instantiated on the GPU, with one
+// activation arena and one constant buffer, launched as one captured CUDA graph. The runtime
+// executes plans and compiles nothing: the compiler (compiler/compile_plan.h) makes them.
+//
+//   Engine e = Engine::load(read_engine_file("model.tsl"), "model.tsl");  // modules, memory, graph
+//   std::vector<Tensor> y = e.run(x);                                     // upload, replay, download
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/tensor.h"
+#include "core/progress.h"
+#include "runtime/engine_plan.h"
+
+namespace tessel::runtime {
+
+struct EngineStats {
+  int kernels = 0;              // launches per run
+  int tensor_core_kernels = 0;  // of them, contractions on mma.sync / wgmma
+  int64_t arena_bytes = 0;      // activations (MemoryPlan::arena_bytes)
+  int64_t constant_bytes = 0;   // weights and other constants, 256-byte aligned each
+  int64_t io_bytes = 0;         // the graph inputs' and outputs' own buffers
+  int64_t workspace_bytes = 0;  // split-K workspaces and the scratch buffer
+  int64_t device_bytes = 0;     // all device memory the engine allocated (device_bytes())
+};
+
+class Engine {
+ public:
+  // Instantiates `plan` on the local GPU: loads its cubins, allocates and fills its regions,
+  // patches every relocation and captures the CUDA graph. `what` names the plan in errors
+  // (an engine file's path). UserError without a GPU, and from check_plan_device (target.h)
+  // when the plan was compiled for another GPU.
+  static Engine load(EnginePlan plan, const std::string& what = "the engine",
+                     const ProgressFn& progress = {});
+
+  Engine(Engine&&) noexcept;
+  Engine& operator=(Engine&&) noexcept;
+  ~Engine();
+
+  // One run: `inputs` in the order and with the types of the graph's inputs (the model's own,
+  // f32 NCHW for a CNN), outputs in the graph's output order and types. UserError on a
+  // mismatched input.
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs);
+
+  // Device time of one replay of the captured graph on the inputs of the last run (or on
+  // whatever the input buffers hold): `warmup` untimed replays, then `reps` timed ones, each
+  // bracketed by CUDA events; milliseconds, sorted.
+  std::vector<float> time_replays(int warmup, int reps);
+
+  // Device time of each launch on its own, in plan order, in milliseconds: the median of `reps`
+  // replays of a CUDA graph that holds kProfileCopies back-to-back copies of the launch, per
+  // copy (so a launch pays the launch-to-launch latency it pays inside the whole graph, not
+  // an event pair's). Runs on the buffers' current contents; a later run() recomputes all.
+  static constexpr int kProfileCopies = 8;
+  std::vector<float> profile_launches(int reps);
+
+  const EngineStats& stats() const;
+  const EnginePlan& plan() const;
+ private:
+  struct Impl;
+  explicit Engine(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tessel::runtime

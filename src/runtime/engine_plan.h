@@ -1,0 +1,123 @@
+// A compiled engine as pure data: everything a GPU needs to run the model without compiling
+// anything, and nothing that exists in one process only (no device handles, no addresses).
+// compiler::compile_plan (compiler/compile_plan.h) builds one; Engine::load instantiates it; engine_file.h writes it to
+// and reads it from a .tsl file. tessel::Session compiles then loads the same way, so an
+// engine compiled in memory and one loaded from a file go through the same instantiation.
+//
+// Addresses are relocations. Each 64-bit word of a kernel's by-value parameter block is null
+// or (region, index, offset), and instantiation patches in the base address of the region it
+// allocated. The regions:
+//   arena       activations (passes::MemoryPlan)
+//   constants   the constant image, uploaded once
+//   scratch     node outputs that nothing reads (a Split's unused piece): written, never read
+//   workspace i split-K partials and tile counters of one kernel, zeroed once at load
+//   input i     graph input i, in a buffer of its own (run() uploads whole buffers)
+//   output i    graph output i, likewise (run() downloads whole buffers)
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/shape.h"
+#include "device/device_info.h"
+
+namespace tessel::runtime {
+
+// The tessel release: `tessel --version` prints it and engine files record it.
+inline constexpr const char* kTesselVersion = "0.1.0";
+
+// The most 64-bit words a kernel's parameter block has (op kernels: 8 inputs + 4 outputs).
+inline constexpr int kMaxParamWords = 16;
+
+enum class Region : uint8_t { kNull, kArena, kConstants, kScratch, kWorkspace, kInput, kOutput };
+const char* region_name(Region r);  // "arena", "workspace", ...
+
+// `bytes` bytes at `offset` in a region (`index`: which workspace, input or output): the tensor
+// a parameter word addresses, so a plan from a file can be checked against its regions' sizes
+// before anything is allocated or launched.
+struct Relocation {
+  Region region = Region::kNull;
+  uint32_t index = 0;
+  uint64_t offset = 0;
+  uint64_t bytes = 0;
+  bool operator==(const Relocation&) const = default;
+};
+
+// The GPU a plan is compiled for, as an engine file records it: name, compute capability (so
+// the arch of its cubins), SM count and shared memory per block. recorded_target() keeps just
+// those facts of a DeviceInfo, so that a plan compiled here equals the plan read back.
+device::DeviceInfo recorded_target(const device::DeviceInfo& device);
+
+struct PlanTensor {
+  std::string name;
+  DType dtype = DType::kF32;
+  Shape shape;
+  // Outputs only: where the value is after a run. Its own buffer (kOutput, its own index), an
+  // earlier output's buffer (the same value listed twice), a graph input passed through
+  // (kInput), or the constant image (a constant output, kConstants).
+  Relocation source;
+  bool operator==(const PlanTensor&) const = default;
+};
+
+struct PlanLaunch {
+  uint32_t cubin = 0;  // index into EnginePlan::cubins
+  std::string entry;   // the kernel's extern "C" name
+  std::array<uint32_t, 3> grid{1, 1, 1}, block{1, 1, 1};
+  uint32_t smem_bytes = 0;         // dynamic shared memory
+  std::vector<Relocation> params;  // the parameter block, word by word
+
+  // What the launch computes, for tools (`tessel profile`).
+  std::string node;         // the compiled graph's node name
+  std::string op;           // its op, "tessel.Conv"
+  int64_t flops = 0;        // ops::node_flops: 2 per multiply-add
+  int64_t bytes = 0;        // inputs and outputs, constants included
+  std::string instruction;  // "mma.sync", "wgmma" or "SIMT" (op kernels too)
+  std::string schedule;     // Schedule::name() of a contraction; empty for op kernels
+  bool operator==(const PlanLaunch&) const = default;
+};
+
+struct EnginePlan {
+  device::DeviceInfo target;  // recorded_target() of the device compiled for
+  Precision precision = Precision::kFp16;
+  int64_t batch = 1;  // leading dimension of the first input: items per run, for throughput
+  std::string tessel_version = kTesselVersion;
+
+  std::vector<std::string> cubins;   // distinct kernels
+  std::vector<PlanLaunch> launches;  // in execution order
+  uint64_t arena_bytes = 0;
+  uint64_t scratch_bytes = 0;
+  std::vector<uint64_t> workspace_bytes;
+  std::string constants;  // the constant image
+  std::vector<PlanTensor> inputs, outputs;
+  bool operator==(const EnginePlan&) const = default;
+};
+
+// The size of a region: of workspace, input or output number `index` for those (0 where there
+// is no such one, or where an output has no buffer of its own).
+uint64_t region_bytes(const EnginePlan& plan, Region region, uint32_t index);
+
+// Bytes of one tensor; nothing when its shape is malformed or absurdly large.
+std::optional<uint64_t> tensor_bytes(DType dtype, const Shape& shape);
+
+// Every region is allocated as at least this many bytes: cuMemAlloc refuses zero bytes, and an
+// empty tensor still needs a valid address to pass.
+inline constexpr uint64_t kMinAllocation = 256;
+
+// The device memory Engine::load allocates for `plan`: each region that exists, rounded up to
+// kMinAllocation (outputs without a buffer of their own take none).
+uint64_t device_bytes(const EnginePlan& plan);
+
+// Launches on Tensor Cores (instruction mma.sync or wgmma).
+int tensor_core_launches(const EnginePlan& plan);
+
+// Why `plan` is inconsistent, or nothing: every index in range, every relocation inside its
+// region, launch dimensions within CUDA's limits, parameter blocks within kMaxParamWords.
+// Everything instantiation relies on, so a plan read from a file is checked with it before
+// anything is allocated. Pure: no device needed.
+std::optional<std::string> check_plan(const EnginePlan& plan);
+
+}  // namespace tessel::runtime

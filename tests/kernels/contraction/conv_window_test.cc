@@ -1,0 +1,94 @@
+// conv_window(): which contractions the halo kernel can take, read back from the index maps.
+#include <gtest/gtest.h>
+
+#include "kernels/contraction/conv_window.h"
+#include "kernels/contraction/ops_maps.h"
+
+namespace tessel::contraction {
+namespace {
+
+Conv2dParams conv(int64_t n, int64_t h, int64_t w, int64_t ci, int64_t co, int64_t kh, int64_t kw,
+                  int64_t stride = 1, int64_t pad_t = 1, int64_t pad_l = 1, int64_t dilation = 1,
+                  int64_t groups = 1) {
+  Conv2dParams p;
+  p.n = n, p.h = h, p.w = w, p.ci = ci, p.co = co, p.kh = kh, p.kw = kw;
+  p.stride_h = p.stride_w = stride;
+  p.pad_top = p.pad_bottom = pad_t;
+  p.pad_left = p.pad_right = pad_l;
+  p.dilation_h = p.dilation_w = dilation;
+  p.groups = groups;
+  return p;
+}
+
+Contraction matched(const IndexMaps& maps) { return *match(maps).contraction; }
+
+TEST(ConvWindow, ReadsTheGeometryOfAStride1NhwcConv) {
+  const auto w = conv_window(matched(conv2d_nhwc_maps(conv(2, 30, 40, 64, 96, 3, 5, 1, 1, 2))));
+  ASSERT_TRUE(w);
+  EXPECT_FALSE(w->nchw_input);
+  EXPECT_EQ(w->images, 2);
+  EXPECT_EQ(w->in_h, 30);
+  EXPECT_EQ(w->in_w, 40);
+  EXPECT_EQ(w->channels, 64);
+  EXPECT_EQ(w->out_h, 30);  // 30 + 1 + 1 - 3 + 1
+  EXPECT_EQ(w->out_w, 40);  // 40 + 2 + 2 - 5 + 1
+  EXPECT_EQ(w->out_channels, 96);
+  EXPECT_EQ(w->kernel_h, 3);
+  EXPECT_EQ(w->kernel_w, 5);
+  EXPECT_EQ(w->pad_top, 1);
+  EXPECT_EQ(w->pad_left, 2);
+}
+
+TEST(ConvWindow, BatchOneAndOneTallKernelsWithoutPaddingStayNhwc) {
+  // Extent-1 dims drop out of the maps: A[0, oh, ow + kw, ci] also reads like NCHW's A[0, c, ...].
+  const auto w = conv_window(matched(conv2d_nhwc_maps(conv(1, 16, 32, 16, 8, 1, 3, 1, 0, 1))));
+  ASSERT_TRUE(w);
+  EXPECT_FALSE(w->nchw_input);
+  EXPECT_EQ(w->kernel_h, 1);
+  EXPECT_EQ(w->kernel_w, 3);
+  EXPECT_EQ(w->images, 1);
+  EXPECT_EQ(w->channels, 16);
+}
+
+TEST(ConvWindow, ReadsAnNchwStemInput) {
+  const auto w = conv_window(matched(conv2d_nchw_input_maps(conv(1, 720, 1280, 3, 64, 3, 3, 1, 2, 1),
+                                                            {DType::kF32, DType::kF16, DType::kF16})));
+  ASSERT_TRUE(w);
+  EXPECT_TRUE(w->nchw_input);
+  EXPECT_EQ(w->channels, 3);
+  EXPECT_EQ(w->in_h, 720);
+  EXPECT_EQ(w->in_w, 1280);
+  EXPECT_EQ(w->out_channels, 64);
+  EXPECT_EQ(w->pad_top, 2);
+  EXPECT_EQ(w->pad_left, 1);
+  EXPECT_EQ(w->out_h, 722);
+}
+
+TEST(ConvWindow, RejectsStridedDilatedGroupedConvsAndGemms) {
+  EXPECT_FALSE(conv_window(matched(conv2d_nhwc_maps(conv(1, 32, 32, 64, 64, 3, 3, 2)))));
+  EXPECT_FALSE(conv_window(matched(conv2d_nhwc_maps(conv(1, 32, 32, 64, 64, 3, 3, 1, 2, 2, 2)))));
+  EXPECT_FALSE(conv_window(matched(conv2d_nhwc_maps(conv(1, 32, 32, 64, 64, 3, 3, 1, 1, 1, 1, 2)))));
+  EXPECT_FALSE(conv_window(matched(conv2d_nhwc_maps(conv(1, 32, 32, 32, 32, 3, 3, 1, 1, 1, 1, 32)))));
+  EXPECT_FALSE(conv_window(matched(gemm_maps(64, 64, 64, {false, true}))));
+}
+
+}  // namespace
+}  // namespace tessel::contraction
+
+namespace tessel::contraction {
+namespace {
+
+// match() orders K by A's strides; for an NCHW stem that is (ci, kh, kw), while B is
+// contiguous along ci: B cannot be read in vectors along k, A can (along kw).
+TEST(MatchVectors, NchwStemReadsWeightsElementByElement) {
+  const Contraction c = *match(conv2d_nchw_input_maps(conv(1, 64, 64, 8, 32, 3, 3),
+                                                      {DType::kF16, DType::kF16, DType::kF16}))
+                             .contraction;
+  EXPECT_EQ(c.maps.dims[c.k_dims.back()].name, "kw");
+  EXPECT_EQ(c.b_vec, 1);
+  const Contraction nhwc = *match(conv2d_nhwc_maps(conv(1, 64, 64, 8, 32, 3, 3))).contraction;
+  EXPECT_EQ(nhwc.b_vec, 8);
+}
+
+}  // namespace
+}  // namespace tessel::contraction

@@ -1,0 +1,442 @@
+// The contraction kernel generator without a GPU: every kernel variant of a representative
+// matrix compiles with NVRTC for sm_80 and sm_90a, and its PTX holds the instructions its
+// path promises (mma.sync / ldmatrix / cp.async for Tensor Cores, fp32 FMA and no mma for
+// SIMT); can_implement() rejects illegal schedules with a reason; the generated source has
+// the gathers, checks and store arithmetic the index maps call for.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "kernels/cuda/contraction_problems.h"
+#include "kernels/cuda/nvrtc_test_util.h"
+#include "device/cuda_api.h"
+
+namespace tessel::kernels::cuda::testing {
+namespace {
+
+using contraction::EpilogueOpKind;
+using contraction::StoreMap;
+using K = contraction::EpilogueOpKind;
+
+
+bool has(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
+
+TestProblem with(TestProblem p, const kernels::Schedule& s, std::vector<contraction::EpilogueStep> steps = {}) {
+  p.s = s;
+  p.e.steps = std::move(steps);
+  return p;
+}
+
+TestProblem d2s(TestProblem p, bool dcr) {
+  p.e.store.kind = StoreMap::Kind::kDepthToSpace;
+  p.e.store.block = 2;
+  p.e.store.dcr = dcr;
+  p.e.store.out_h = p.c.maps.c.shape[1];
+  p.e.store.out_w = p.c.maps.c.shape[2];
+  return p;
+}
+
+// The variant matrix: schedules x GEMM layouts x conv kinds x epilogue steps x store maps x
+// SIMT, each feature at least once, 24 kernels in all.
+std::vector<TestProblem> variants() {
+  std::vector<TestProblem> v;
+  v.push_back(with(conv_problem(conv_params(2, 56, 56, 64, 64, 3, 1, 1)),
+                   tc_schedule(128, 128, 32, 64, 64, 3), {step(K::kBias), step(K::kRelu)}));
+  v.push_back(with(conv_problem(conv_params(1, 28, 28, 64, 128, 1, 1, 0)),
+                   tc_schedule(128, 64, 32, 64, 32, 4), {step(K::kScale), step(K::kBias)}));
+  v.push_back(with(conv_problem(conv_params(1, 30, 30, 32, 64, 3, 2, 1)),
+                   tc_schedule(64, 64, 64, 32, 32, 3), {step(K::kLeakyRelu, 0.1f)}));
+  v.push_back(with(conv_problem(conv_params(1, 30, 30, 32, 32, 3, 1, 2, 2)),
+                   tc_schedule(64, 128, 32, 32, 64, 2), {step(K::kClip, 0.0f, 6.0f)}));
+  v.push_back(with(conv_problem(conv_params(1, 40, 40, 8, 64, 3, 1, 1)),
+                   tc_schedule(128, 128, 32, 64, 64, 5), {step(K::kSigmoid)}));
+  v.push_back(with(conv_problem(conv_params(1, 40, 40, 4, 64, 3, 1, 1)),
+                   tc_schedule(128, 64, 32, 64, 32, 3, 1, 4, 4), {step(K::kHardSwish)}));
+  v.push_back(with(conv_problem(conv_params(1, 224, 224, 3, 64, 7, 2, 3)),
+                   tc_schedule(128, 64, 32, 64, 32, 3, 1, 1, 1), {step(K::kSilu)}));
+  v.push_back(with(conv_problem(conv_params(1, 32, 32, 2, 32, 3, 1, 1)),
+                   tc_schedule(64, 32, 32, 32, 16, 3, 1, 2, 2), {step(K::kResidualAdd)}));
+  v.push_back(with(conv_problem(conv_params(2, 20, 20, 64, 64, 3, 1, 1, 1, 2)),
+                   tc_schedule(64, 32, 32, 32, 32, 3), {step(K::kBias)}));
+  v.push_back(with(d2s(conv_problem(conv_params(1, 36, 64, 64, 128, 3, 1, 1)), false),
+                   tc_schedule(128, 128, 32, 64, 64, 3), {step(K::kBias)}));
+  v.push_back(with(d2s(conv_problem(conv_params(1, 36, 64, 64, 64, 3, 1, 1)), true),
+                   tc_schedule(128, 64, 32, 64, 32, 3), {step(K::kRelu)}));
+  TestProblem slice = conv_problem(conv_params(1, 28, 28, 64, 32, 1, 1, 0));
+  slice.e.store.kind = StoreMap::Kind::kChannelSlice;
+  slice.e.store.ld = 96;
+  slice.e.store.channel_offset = 32;
+  v.push_back(with(slice, tc_schedule(64, 32, 64, 32, 32, 4), {step(K::kRelu)}));
+  v.push_back(with(conv_problem(conv_params(1, 14, 14, 256, 256, 3, 1, 1)),
+                   tc_schedule(64, 64, 64, 32, 32, 4, 3), {step(K::kResidualAdd), step(K::kRelu)}));
+  v.push_back(with(conv_problem(conv_params(32, 28, 28, 128, 128, 3, 1, 1)),
+                   tc_schedule(256, 128, 32, 64, 64, 3)));
+  v.push_back(with(gemm_problem(100, 72, 56, "NN"), tc_schedule(64, 64, 32, 32, 32, 3)));
+  v.push_back(with(gemm_problem(512, 64, 512, "NT"), tc_schedule(64, 64, 64, 32, 32, 4, 2)));
+  v.push_back(with(gemm_problem(512, 64, 512, "TN"), tc_schedule(64, 64, 32, 32, 32, 3)));
+  v.push_back(with(gemm_problem(4096, 4096, 4096, "NN", DType::kBF16, DType::kF32),
+                   tc_schedule(128, 256, 32, 64, 64, 3)));
+  v.push_back(with(gemm_problem(255, 129, 1001, "NT"), tc_schedule(128, 128, 32, 64, 64, 3, 1, 1, 1),
+                   {step(K::kBias)}));
+  v.push_back(with(gemm_problem(1, 1000, 2048, "NT"), tc_schedule(32, 64, 64, 32, 32, 4, 8, 8, 8, 1)));
+  v.push_back(with(conv_problem(conv_params(1, 64, 64, 3, 64, 3, 1, 1)),
+                   simt_schedule(64, 64, 16, 32, 16, 1, 1), {step(K::kBias), step(K::kRelu)}));
+  v.push_back(with(gemm_problem(77, 65, 33, "NN", DType::kF32, DType::kF32),
+                   simt_schedule(64, 64, 16, 32, 32, 1, 1)));
+  v.push_back(with(gemm_problem(128, 96, 64, "TN"), simt_schedule(64, 64, 32, 32, 32, 8, 8),
+                   {step(K::kBias), step(K::kRelu)}));
+  v.push_back(with(conv_problem(conv_params(1, 20, 20, 64, 64, 3, 1, 1), DType::kF16, DType::kF32),
+                   tc_schedule(64, 64, 32, 32, 32, 3), {step(K::kResidualAdd)}));
+  return v;
+}
+
+// Hopper-only variants: wgmma from 128B-swizzled shared memory (compiled for sm_90a only).
+std::vector<TestProblem> wgmma_variants() {
+  std::vector<TestProblem> v;
+  v.push_back(with(conv_problem(conv_params(2, 56, 56, 64, 64, 3, 1, 1)),
+                   wgmma_schedule(128, 128, 64, 64, 128, 4), {step(K::kBias), step(K::kRelu)}));
+  v.push_back(with(conv_problem(conv_params(1, 40, 40, 8, 64, 3, 1, 1)),
+                   wgmma_schedule(128, 64, 64, 64, 64, 3, 1, 8, 8), {step(K::kResidualAdd)}));
+  v.push_back(with(conv_problem(conv_params(1, 64, 64, 3, 64, 7, 2, 3)),
+                   wgmma_schedule(64, 64, 64, 64, 64, 4, 1, 1, 1), {step(K::kScale), step(K::kBias)}));
+  v.push_back(with(gemm_problem(4096, 4096, 4096, "NN"), wgmma_schedule(128, 256, 64, 64, 256, 4)));
+  v.push_back(with(gemm_problem(512, 256, 512, "TN", DType::kBF16, DType::kBF16),
+                   wgmma_schedule(128, 128, 64, 128, 128, 3)));
+  v.push_back(with(gemm_problem(32, 4096, 25088, "NT"), wgmma_schedule(64, 128, 64, 64, 128, 4, 7)));
+  return v;
+}
+
+class VariantCompiles : public ::testing::TestWithParam<TestProblem> {};
+
+TEST_P(VariantCompiles, ForSm80AndSm90aWithTheIntendedInstructions) {
+  const TestProblem& p = GetParam();
+  const auto why = can_implement(p.c, p.e, p.s);
+  ASSERT_FALSE(why) << *why;
+  const KernelSource ks = emit(p.c, p.e, p.s);
+  const bool tc = p.s.instruction == kernels::Instruction::kMmaSync;
+  const bool wgmma = p.s.instruction == kernels::Instruction::kWgmma;
+  for (const char* arch : {"sm_80", "sm_90a"}) {
+    if (wgmma && std::string(arch) != "sm_90a") continue;
+    SCOPED_TRACE(arch);
+    const Compiled out = nvrtc_compile(ks, arch);
+    ASSERT_TRUE(out.ok) << out.log << "\n" << ks.source;
+    EXPECT_EQ(out.cubin.substr(0, 4), "\x7f" "ELF");
+    const std::string& ptx = out.ptx;
+    if (tc) {
+      const std::string type = p.c.a_dtype == DType::kBF16 ? "bf16" : "f16";
+      EXPECT_TRUE(has(ptx, "mma.sync.aligned.m16n8k16.row.col.f32." + type + "." + type + ".f32"));
+      // K-major operands load with ldmatrix, MN-major ones with ldmatrix.trans.
+      const bool a_mn = p.c.a_major == contraction::Major::kMN, b_mn = p.c.b_major == contraction::Major::kMN;
+      EXPECT_EQ(has(ptx, "ldmatrix.sync.aligned.m8n8.x4.shared.b16"), !a_mn || !b_mn);
+      EXPECT_EQ(has(ptx, "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16"), a_mn || b_mn);
+      for (int vec : {p.s.a_vec, p.s.b_vec}) {
+        // 16-byte vectors: cp.async (.cg, or .ca for window rows); 8 and 4 bytes: cp.async.ca;
+        // 2 bytes: through registers.
+        const std::string expected = vec == 8   ? "], 16, %r"
+                                     : vec == 4 ? "], 8, %r"
+                                     : vec == 2 ? "], 4, %r"
+                                                : "ld.global.nc.u16";
+        EXPECT_TRUE(has(ptx, expected)) << "vec " << vec;
+      }
+      EXPECT_TRUE(has(ptx, "cp.async.wait_group"));
+    } else if (wgmma) {
+      const std::string type = p.c.a_dtype == DType::kBF16 ? "bf16" : "f16";
+      EXPECT_TRUE(has(ptx, "wgmma.mma_async.sync.aligned.m64n" + std::to_string(p.s.warp_n) + "k16.f32." +
+                               type + "." + type));
+      EXPECT_TRUE(has(ptx, "fence.proxy.async.shared::cta"));
+      EXPECT_TRUE(has(ptx, "wgmma.wait_group.sync.aligned"));
+      EXPECT_TRUE(has(ptx, p.s.a_vec == 1 ? "ld.global.nc.u16" : "cp.async"));
+      EXPECT_FALSE(has(ptx, "mma.sync"));
+    } else {
+      EXPECT_FALSE(has(ptx, "mma.sync"));
+      EXPECT_TRUE(has(ptx, "fma.rn.f32"));
+    }
+  }
+}
+
+std::string test_name(const ::testing::TestParamInfo<TestProblem>& info) {
+  std::string n = info.param.name();
+  for (char& ch : n) {
+    if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  }
+  return n;
+}
+INSTANTIATE_TEST_SUITE_P(Matrix, VariantCompiles, ::testing::ValuesIn(variants()), test_name);
+INSTANTIATE_TEST_SUITE_P(Hopper, VariantCompiles, ::testing::ValuesIn(wgmma_variants()), test_name);
+
+// ---- can_implement ------------------------------------------------------------------------
+void expect_rejected(const TestProblem& p, const std::string& reason) {
+  const auto why = can_implement(p.c, p.e, p.s);
+  ASSERT_TRUE(why) << p.name() << " was accepted";
+  EXPECT_TRUE(has(*why, reason)) << "got: " << *why << "\nwanted: " << reason;
+}
+
+TEST(CanImplement, RejectsIllegalSchedulesWithReasons) {
+  const TestProblem conv = conv_problem(conv_params(1, 28, 28, 64, 64, 3, 1, 1));
+  expect_rejected(with(conv, tc_schedule(128, 128, 32, 48, 64, 3)), "does not divide block tile");
+  expect_rejected(with(conv, tc_schedule(128, 128, 32, 64, 64, 6)), "6 stages (2 to 5)");
+  expect_rejected(with(conv, tc_schedule(128, 128, 16, 64, 64, 3)), "block_k=16: mma.sync needs a multiple of 32");
+  expect_rejected(with(conv, tc_schedule(128, 128, 32, 64, 8, 3)), "mma.sync needs multiples of 16");
+  expect_rejected(with(conv, tc_schedule(256, 256, 32, 16, 16, 3)), "threads per CTA (at most 1024)");
+  expect_rejected(with(conv, tc_schedule(256, 256, 64, 64, 64, 5)), "bytes of shared memory");
+  expect_rejected(with(conv, tc_schedule(128, 128, 32, 64, 64, 3, 7)), "leaves a split empty");
+  expect_rejected(with(conv, tc_schedule(128, 128, 32, 64, 64, 3, 100)), "split_k=100 with 18 k-tiles");
+  expect_rejected(with(conv, wgmma_schedule(128, 128, 32, 64, 128, 4)), "block_k=32: wgmma reads k in 64-element rows");
+  expect_rejected(with(conv, wgmma_schedule(128, 96, 64, 64, 96, 4)), "wgmma needs m a multiple of 64 and n 64, 128 or 256");
+  expect_rejected(with(conv, wgmma_schedule(128, 256, 64, 128, 256, 4)), "needs more than 128 accumulators per thread");
+  expect_rejected(with(conv, wgmma_schedule(128, 128, 64, 64, 128, 2)), "2 stages (3 to 5 for wgmma)");
+  kernels::Schedule simt_split = simt_schedule(64, 64, 16, 32, 16, 8, 8);
+  simt_split.split_k = 2;
+  expect_rejected(with(conv, simt_split), "does not split K");
+
+  const TestProblem ci4 = conv_problem(conv_params(1, 28, 28, 4, 64, 3, 1, 1));
+  expect_rejected(with(ci4, tc_schedule(128, 64, 32, 64, 32, 3)), "a_vec=8 exceeds the 4 elements A can be read in");
+  const TestProblem f32 = gemm_problem(64, 64, 64, "NN", DType::kF32, DType::kF32);
+  expect_rejected(with(f32, tc_schedule(64, 64, 32, 32, 32, 3, 1, 4, 4)), "Tensor Cores need f16 or bf16");
+  // 2-byte vectors of a 128x64 A tile over 128 threads: 64 per thread, beyond the row mask.
+  expect_rejected(with(conv, tc_schedule(128, 128, 64, 64, 64, 3, 1, 1, 8)),
+                  "A tile needs 64 loads per thread per k-tile (at most 32)");
+  expect_rejected(with(conv, tc_schedule(32, 32, 64, 32, 32, 3, 1, 1, 8)),
+                  "A tile (32x64, vec 1): 64 vectors per row do not divide 32 threads");
+
+  TestProblem bad_d2s = d2s(conv_problem(conv_params(1, 8, 8, 64, 18, 3, 1, 1)), false);
+  expect_rejected(with(bad_d2s, tc_schedule(64, 64, 32, 32, 32, 3)), "does not divide N=18");
+  TestProblem bad_operand = with(conv, tc_schedule(64, 64, 32, 32, 32, 3), {step(K::kBias)});
+  bad_operand.e.steps[0].operand = 5;
+  expect_rejected(bad_operand, "epilogue operand index 5 outside [0, 4)");
+  TestProblem int_out = with(conv, tc_schedule(64, 64, 32, 32, 32, 3));
+  int_out.e.out_dtype = DType::kI8;
+  expect_rejected(int_out, "output dtype i8");
+  TestProblem bad_slice = with(conv, tc_schedule(64, 64, 32, 32, 32, 3));
+  bad_slice.e.store.kind = StoreMap::Kind::kChannelSlice;
+  bad_slice.e.store.ld = 96;
+  bad_slice.e.store.channel_offset = 48;
+  expect_rejected(bad_slice, "channel slice [48, 112) exceeds the buffer's 96 channels");
+}
+
+TEST(CanImplement, EmitRefusesWhatCanImplementRejects) {
+  TestProblem p = with(conv_problem(conv_params(1, 8, 8, 64, 64, 3, 1, 1)), tc_schedule(128, 128, 32, 64, 64, 9));
+  EXPECT_THROW(emit(p.c, p.e, p.s), InternalError);
+}
+
+// ---- Generated source ----------------------------------------------------------------------
+TEST(EmittedSource, Conv3x3PaddingIsOneUnsignedCompareAndKAdvancesWithoutDivision) {
+  const TestProblem p = with(conv_problem(conv_params(1, 56, 56, 64, 64, 3, 1, 1)),
+                             tc_schedule(128, 64, 32, 64, 32, 3), {step(K::kBias)});
+  const std::string src = emit(p.c, p.e, p.s).source;
+  // oh + kh - 1 and ow + kw - 1 checked against 56 (tensor dims 1 and 2 of A).
+  EXPECT_TRUE(has(src, "u32(row1_[it] + k1_) < 56u && u32(row2_[it] + k2_) < 56u")) << src;
+  EXPECT_TRUE(has(src, "row1_[it] = x_oh - 1;"));
+  // ci = 64 >= block_k = 32: one compare-and-subtract per carry, no division.
+  EXPECT_TRUE(has(src, "x_ci += 32;\n      if (x_ci >= 64) { x_ci -= 64; ++x_kw; }\n"
+                       "      if (x_kw >= 3) { x_kw -= 3; ++x_kh; }"));
+  EXPECT_TRUE(has(src, "v += load_f32(p.extra[1], ch);  // bias"));
+  // A's rows are re-read one pixel over at the next kw: cached in L1. B's are not.
+  EXPECT_TRUE(has(src, "struct GatherA {\n    static constexpr int kIters = 4;\n    static constexpr bool kReuseInL1 = true;"));
+  EXPECT_TRUE(has(src, "struct GatherB {\n    static constexpr int kIters = 2;\n    static constexpr bool kReuseInL1 = false;"));
+  EXPECT_TRUE(has(src, "static constexpr int kStoreVec = 8;"));
+  EXPECT_TRUE(has(src, "#include \"tessel_mma.cuh\""));
+}
+
+TEST(EmittedSource, SmallChannelsCarryByDivisionAndUnpaddedConvHasNoChecks) {
+  const TestProblem ci8 = with(conv_problem(conv_params(1, 20, 20, 8, 64, 3, 1, 1)),
+                               tc_schedule(64, 64, 32, 32, 32, 3));
+  EXPECT_TRUE(has(emit(ci8.c, ci8.e, ci8.s).source, "x_kw += x_ci / 8;\n      x_ci %= 8;"));
+  const TestProblem one = with(conv_problem(conv_params(1, 20, 20, 64, 64, 1, 1, 0)),
+                               tc_schedule(64, 64, 32, 32, 32, 3));
+  const std::string src = emit(one.c, one.e, one.s).source;
+  EXPECT_FALSE(has(src, "row1_"));
+  EXPECT_FALSE(has(src, "kReuseInL1 = true"));
+  EXPECT_TRUE(has(src, "return ((row_ok_ >> it) & 1u) && k_ok_;"));
+}
+
+TEST(EmittedSource, StoreMaps) {
+  const TestProblem crd = with(d2s(conv_problem(conv_params(1, 10, 12, 64, 64, 3, 1, 1)), false),
+                               tc_schedule(64, 64, 32, 32, 32, 3));
+  std::string src = emit(crd.c, crd.e, crd.s).source;
+  EXPECT_TRUE(has(src, "const int img = m / 120, oh = m / 12 % 10, ow = m % 12;")) << src;
+  EXPECT_TRUE(has(src, "const int ch = n / 4, i = n / 2 % 2, j = n % 2;"));
+  EXPECT_TRUE(has(src, "return ((Index(img) * 20 + oh * 2 + i) * 24 + ow * 2 + j) * 16 + 0 + ch;"));
+  // Output channels are 4 apart in n: 8-element stores need 32 n per warp (warp_n = 32).
+  EXPECT_TRUE(has(src, "kStoreVec = 8;")) << src;
+  EXPECT_TRUE(has(src, "kStoreNStride = 4;"));
+  const TestProblem dcr = with(d2s(conv_problem(conv_params(1, 10, 12, 64, 64, 3, 1, 1)), true),
+                               tc_schedule(64, 64, 32, 32, 32, 3));
+  EXPECT_TRUE(has(emit(dcr.c, dcr.e, dcr.s).source, "const int i = n / 32, j = n / 16 % 2, ch = n % 16;"));
+
+  TestProblem slice = with(conv_problem(conv_params(1, 28, 28, 64, 32, 1, 1, 0)), tc_schedule(64, 32, 32, 32, 32, 3));
+  slice.e.store.kind = StoreMap::Kind::kChannelSlice;
+  slice.e.store.ld = 100;
+  slice.e.store.channel_offset = 34;
+  src = emit(slice.c, slice.e, slice.s).source;
+  EXPECT_TRUE(has(src, "return Index(m) * 100 + 34 + n;"));
+  EXPECT_TRUE(has(src, "kStoreVec = 2;")) << "offset 34 and ld 100 allow 2-element (4-byte) vectors";
+
+  const TestProblem grouped = with(conv_problem(conv_params(1, 8, 8, 64, 64, 3, 1, 1, 1, 4)),
+                                   tc_schedule(64, 16, 32, 32, 16, 3), {step(K::kBias)});
+  src = emit(grouped.c, grouped.e, grouped.s).source;
+  // Group g (the batch dim) writes channels [16 g, 16 g + 16) and reads bias[16 g + n].
+  EXPECT_TRUE(has(src, "return Index(m) * 64 + n + Index(x_g) * 16;")) << src;
+  EXPECT_TRUE(has(src, "return int(n + Index(x_g) * 16);"));
+}
+
+TEST(EmittedSource, LaunchGeometryOfTheSeedWorkloadsStaysInGridX) {
+  // The seed report: 32x300x300x64 3x3 failed with grid.z = 90000 > 65535.
+  const TestProblem p = with(conv_problem(conv_params(32, 300, 300, 64, 64, 3, 1, 1)),
+                             tc_schedule(128, 64, 32, 64, 32, 3));
+  const KernelSource ks = emit(p.c, p.e, p.s);
+  EXPECT_EQ(ks.grid[0], 22500u);  // 2,880,000 rows / 128
+  EXPECT_EQ(ks.grid[1], 1u);
+  EXPECT_EQ(ks.grid[2], 1u);
+  EXPECT_EQ(ks.block[0], 128u);
+  EXPECT_EQ(ks.smem_bytes, 3u * (128 + 64) * 32 * 2);
+  EXPECT_EQ(ks.workspace_bytes, 0u);
+  // 4K EDSR tail: 14.7M output pixels still one grid dimension.
+  const TestProblem tail = with(conv_problem(conv_params(1, 2880, 5120, 16, 3, 3, 1, 1)),
+                                tc_schedule(128, 32, 32, 32, 32, 3, 1, 8, 8));
+  EXPECT_EQ(emit(tail.c, tail.e, tail.s).grid[0], 115200u);
+}
+
+TEST(EmittedSource, SplitKWorkspaceAndWideIndices) {
+  const TestProblem p = with(gemm_problem(512, 64, 512, "NT"), tc_schedule(64, 64, 64, 32, 32, 4, 2));
+  const KernelSource ks = emit(p.c, p.e, p.s);
+  EXPECT_EQ(ks.grid[0], 8u * 1 * 2);
+  EXPECT_EQ(ks.workspace_bytes, 8u * 2 * 64 * 64 * 4 + 8 * 4);
+  EXPECT_TRUE(has(ks.source, "using Index = int;"));
+  const TestProblem big = with(conv_problem(conv_params(64, 1024, 1024, 64, 64, 1, 1, 0)),
+                               tc_schedule(128, 64, 32, 64, 32, 3));
+  EXPECT_TRUE(has(emit(big.c, big.e, big.s).source, "using Index = long long;"));
+  const TestProblem leaky = with(conv_problem(conv_params(1, 8, 8, 64, 64, 1, 1, 0)),
+                                 tc_schedule(64, 64, 32, 32, 32, 3), {step(K::kLeakyRelu, 0.1f)});
+  EXPECT_TRUE(has(emit(leaky.c, leaky.e, leaky.s).source, "v = v < 0.0f ? v * 0.100000001f : v;"));
+}
+
+// The runtime path: the NVRTC wrapper compiles what emit() writes, with the embedded
+// templates as headers, and its cache returns the same cubin for the same kernel.
+TEST(ContractionKernel, CompilesThroughTheRuntimeAndItsCache) {
+  const TestProblem p = with(gemm_problem(128, 128, 128, "NT"), tc_schedule(64, 64, 32, 32, 32, 3));
+  const KernelSource ks = emit(p.c, p.e, p.s);
+  const std::string dir = ::testing::TempDir() + "/tessel_codegen_cache_" + std::to_string(getpid());
+  std::filesystem::remove_all(dir);
+  device::set_cache_dir(dir);
+  device::CompileOptions o;
+  o.arch = "sm_90a";
+  o.headers = ks.headers;
+  const auto first = device::compile(ks.source, ks.name + ".cu", o);
+  const auto second = device::compile(ks.source, ks.name + ".cu", o);
+  device::set_cache_dir("");
+  std::filesystem::remove_all(dir);
+  EXPECT_FALSE(first.from_cache);
+  EXPECT_TRUE(second.from_cache);
+  EXPECT_EQ(first.cubin, second.cubin);
+  std::string why;
+  if (!device::cuda_available(&why)) {
+    EXPECT_THROW(ContractionKernel::build(p.c, p.e, p.s, "sm_90a"), UserError);
+  }
+}
+
+}  // namespace
+}  // namespace tessel::kernels::cuda::testing
+
+// ---- Halo kernel ----------------------------------------------------------------------------
+namespace tessel::kernels::cuda::testing {
+namespace {
+
+class HaloCompiles : public ::testing::TestWithParam<TestProblem> {};
+
+// The halo kernel gathers A with plain ldmatrix (no .trans: both operands K-major in shared
+// memory), loads only with 16-byte cp.async (.ca for the halo, whose pixels neighbouring
+// tiles read again) and needs no operand gathers or split-K.
+TEST_P(HaloCompiles, ForSm80AndSm90a) {
+  const TestProblem& p = GetParam();
+  const auto why = can_implement(p.c, p.e, p.s);
+  ASSERT_FALSE(why) << *why;
+  const KernelSource ks = emit(p.c, p.e, p.s);
+  EXPECT_TRUE(has(ks.source, "HaloConvKernel<Problem>::run(p)"));
+  EXPECT_FALSE(has(ks.source, "struct GatherA"));
+  EXPECT_EQ(ks.workspace_bytes, 0u);
+  for (const char* arch : {"sm_80", "sm_90a"}) {
+    SCOPED_TRACE(arch);
+    const Compiled out = nvrtc_compile(ks, arch);
+    ASSERT_TRUE(out.ok) << out.log << "\n" << ks.source;
+    const std::string type = p.c.a_dtype == DType::kBF16 ? "bf16" : "f16";
+    EXPECT_TRUE(has(out.ptx, "mma.sync.aligned.m16n8k16.row.col.f32." + type + "." + type + ".f32"));
+    EXPECT_TRUE(has(out.ptx, "ldmatrix.sync.aligned.m8n8.x4.shared.b16"));
+    EXPECT_FALSE(has(out.ptx, ".trans"));
+    const auto w = contraction::conv_window(p.c);
+    ASSERT_TRUE(w);
+    // NHWC pixels by cp.async.ca (neighbouring tiles read them again), NCHW ones through
+    // registers; weights by cp.async.cg (read once), or by element for a 3-channel stem.
+    EXPECT_EQ(has(out.ptx, "cp.async.ca.shared.global"), !w->nchw_input);
+    EXPECT_EQ(has(out.ptx, "st.shared.v4.u32"), w->nchw_input);
+    EXPECT_EQ(has(out.ptx, "cp.async.cg.shared.global"), w->channels % 8 == 0);
+  }
+}
+
+std::string halo_name(const ::testing::TestParamInfo<TestProblem>& info) {
+  std::string n = info.param.name();
+  for (char& ch : n)
+    if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  return n;
+}
+INSTANTIATE_TEST_SUITE_P(Halo, HaloCompiles, ::testing::ValuesIn(halo_problems()), halo_name);
+
+TEST(HaloSchedule, LaunchesPersistentCtasOverSpatialTiles) {
+  // 720p, 64 -> 64: 8x16 tiles = 90 x 80 = 7200 tiles, walked by 132 CTAs.
+  const TestProblem p = conv_problem(conv_params(1, 720, 1280, 64, 64, 3, 1, 1));
+  const kernels::Schedule s = kernels::halo_schedule(p.c, 8, 16, 64, 32, 132);
+  EXPECT_EQ(s.name(), "halo_8x16_n64_w64x32_c132");
+  EXPECT_EQ(s.block_k, 576);
+  const KernelSource ks = emit(p.c, p.e, s);
+  EXPECT_EQ(ks.grid[0], 132u);
+  EXPECT_EQ(ks.block[0], 128u);
+  // 64 rows x (576*2 + 16) B of weights + 2 buffers of 10*18 px x 144 B (128-rounded), each
+  // larger than the 4 warps' staging slabs (4 x 16 x 40 floats) it also holds.
+  EXPECT_EQ(ks.smem_bytes, 64u * 1168 + 2 * 25984);
+  EXPECT_EQ(kernels::parse_schedule(s.name(), p.c), s);
+  EXPECT_EQ(emit(p.c, p.e, kernels::halo_schedule(p.c, 8, 16, 64, 32, 0)).grid[0], 7200u);
+}
+
+TEST(HaloSchedule, RejectsWhatTheKernelCannotDoWithReasons) {
+  auto halo = [](TestProblem p, int th, int tw, int wm, int wn) {
+    p.s = kernels::halo_schedule(p.c, th, tw, wm, wn, 0);
+    return p;
+  };
+  const TestProblem conv = conv_problem(conv_params(1, 32, 64, 64, 64, 3, 1, 1));
+  expect_rejected(halo(conv_problem(conv_params(1, 32, 64, 64, 64, 3, 2, 1)), 8, 16, 32, 32),
+                  "needs a stride-1, dilation-1, group-1 NHWC convolution");
+  expect_rejected(halo(conv_problem(conv_params(1, 32, 64, 64, 64, 3, 1, 2, 2)), 8, 16, 32, 32),
+                  "needs a stride-1, dilation-1, group-1 NHWC convolution");
+  expect_rejected(halo(conv_problem(conv_params(1, 32, 64, 64, 64, 3, 1, 1, 1, 2)), 8, 16, 32, 32),
+                  "needs a stride-1, dilation-1, group-1 NHWC convolution");
+  expect_rejected(halo(gemm_problem(64, 64, 64, "NT"), 8, 16, 32, 32),
+                  "needs a stride-1, dilation-1, group-1 NHWC convolution");
+  expect_rejected(halo(conv_problem(conv_params(1, 32, 64, 4, 64, 3, 1, 1)), 8, 16, 32, 32),
+                  "4 input channels (a multiple of 8");
+  const TestProblem nchw32 = [] {
+    TestProblem p;
+    finish(p, contraction::conv2d_nchw_input_maps(conv_params(1, 32, 64, 32, 64, 3, 1, 1),
+                                                  {DType::kF32, DType::kF16, DType::kF16}),
+           DType::kF16);
+    return p;
+  }();
+  expect_rejected(halo(nchw32, 8, 16, 32, 32), "an NCHW input of 32 channels (at most 16");
+  expect_rejected(halo(conv, 8, 24, 32, 32), "halo tile width 24");
+  expect_rejected(halo(conv, 8, 16, 32, 24), "the halo kernel needs m a multiple of 16 and n 8 or");
+  // Weights 128 x 1168 B and 2 buffers of 18*18 px x 144 B exceed 227 KiB.
+  expect_rejected(halo(conv_problem(conv_params(1, 32, 64, 64, 128, 3, 1, 1)), 16, 16, 64, 64),
+                  "bytes of shared memory");
+  TestProblem wg = halo(conv, 8, 16, 32, 32);
+  wg.s.instruction = kernels::Instruction::kWgmma;
+  expect_rejected(wg, "the halo kernel runs on mma.sync only");
+  TestProblem narrow = halo(conv, 8, 16, 32, 32);
+  narrow.s.block_n = 32;
+  expect_rejected(narrow, "must cover N=64");
+}
+
+}  // namespace
+}  // namespace tessel::kernels::cuda::testing

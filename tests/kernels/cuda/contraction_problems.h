@@ -1,0 +1,219 @@
+// Test problems for the contraction kernel generator: a conv2d / GEMM (index maps built by
+// contraction/ops_maps.h, matched by contraction::match), an epilogue and a schedule, with a
+// name that spells the full configuration ("f16_conv3x3_s1_p1_tc_128x128x32_s3_w64x64_...").
+// Shared by tests/codegen (NVRTC compile matrix) and tests/gpu (numerics on a device).
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kernels/cuda/contraction_kernel.h"
+#include "kernels/contraction/contraction.h"
+#include "kernels/contraction/epilogue.h"
+#include "kernels/contraction/ops_maps.h"
+#include "core/error.h"
+#include "kernels/default_schedule.h"
+#include "kernels/schedule.h"
+
+namespace tessel::kernels::cuda::testing {
+
+struct TestProblem {
+  std::string what;  // "conv3x3_s1_p1_d1_g1_n2_h9_w7_ci16_co24", "gemm_NN_100x72x56"
+  contraction::Conv2dParams conv;  // valid when is_conv
+  bool is_conv = false;
+  contraction::GemmLayout layout;
+  int64_t gm = 0, gn = 0, gk = 0;
+  contraction::Contraction c;
+  bool tensor_cores = false;
+  contraction::Epilogue e;
+  kernels::Schedule s;
+
+  std::string name() const {
+    std::string ep;
+    for (const auto& st : e.steps) ep += "_" + step_name(st.kind);
+    const char* store[] = {"", "_slice", "_d2s", "_nchw", "_d2snchw"};  // by StoreMap::Kind
+    std::string st = store[static_cast<int>(e.store.kind)];
+    if (e.store.kind == contraction::StoreMap::Kind::kDepthToSpace) st += e.store.dcr ? "dcr" : "crd";
+    return std::string(dtype_name(c.a_dtype)) + "_" + what + "_" + s.name() + ep + st + "_" +
+           std::string(dtype_name(e.out_dtype));
+  }
+
+  static std::string step_name(contraction::EpilogueOpKind k) {
+    using K = contraction::EpilogueOpKind;
+    switch (k) {
+      case K::kScale: return "scale";
+      case K::kBias: return "bias";
+      case K::kRelu: return "relu";
+      case K::kLeakyRelu: return "leaky";
+      case K::kClip: return "clip";
+      case K::kSigmoid: return "sigmoid";
+      case K::kHardSwish: return "hswish";
+      case K::kSilu: return "silu";
+      case K::kResidualAdd: return "residual";
+    }
+    return "?";
+  }
+};
+
+inline void finish(TestProblem& p, const contraction::IndexMaps& maps, DType out) {
+  contraction::MatchResult r = contraction::match(maps);
+  TESSEL_ICHECK(r.contraction.has_value()) << "test problem is not a contraction: " << p.what;
+  p.c = *r.contraction;
+  p.tensor_cores = r.tensor_cores;
+  p.e.out_dtype = out;
+}
+
+inline TestProblem conv_problem(const contraction::Conv2dParams& cp, DType in = DType::kF16,
+                                DType out = DType::kF16) {
+  TestProblem p;
+  p.is_conv = true;
+  p.conv = cp;
+  p.what = "conv" + std::to_string(cp.kh) + "x" + std::to_string(cp.kw) + "_s" +
+           std::to_string(cp.stride_h) + "_p" + std::to_string(cp.pad_top) + "_d" +
+           std::to_string(cp.dilation_h) + "_g" + std::to_string(cp.groups) + "_n" +
+           std::to_string(cp.n) + "_h" + std::to_string(cp.h) + "_w" + std::to_string(cp.w) +
+           "_ci" + std::to_string(cp.ci) + "_co" + std::to_string(cp.co);
+  finish(p, contraction::conv2d_nhwc_maps(cp, {in, in, out}), out);
+  return p;
+}
+
+inline TestProblem gemm_problem(int64_t m, int64_t n, int64_t k, const std::string& layout,
+                                DType in = DType::kF16, DType out = DType::kF16) {
+  TestProblem p;
+  p.layout = *contraction::parse_gemm_layout(layout);
+  p.gm = m;
+  p.gn = n;
+  p.gk = k;
+  p.what = "gemm_" + layout + "_" + std::to_string(m) + "x" + std::to_string(n) + "x" +
+           std::to_string(k);
+  finish(p, contraction::gemm_maps(m, n, k, p.layout, {in, in, out}), out);
+  return p;
+}
+
+inline contraction::Conv2dParams conv_params(int64_t n, int64_t h, int64_t w, int64_t ci,
+                                             int64_t co, int64_t k, int64_t stride, int64_t pad,
+                                             int64_t dilation = 1, int64_t groups = 1) {
+  contraction::Conv2dParams p;
+  p.n = n;
+  p.h = h;
+  p.w = w;
+  p.ci = ci;
+  p.co = co;
+  p.kh = p.kw = k;
+  p.stride_h = p.stride_w = stride;
+  p.pad_top = p.pad_left = p.pad_bottom = p.pad_right = pad;
+  p.dilation_h = p.dilation_w = dilation;
+  p.groups = groups;
+  return p;
+}
+
+inline kernels::Schedule tc_schedule(int bm, int bn, int bk, int wm, int wn, int stages,
+                                  int split_k = 1, int a_vec = 8, int b_vec = 8, int raster = 8) {
+  kernels::Schedule s;
+  s.instruction = kernels::Instruction::kMmaSync;
+  s.block_m = bm;
+  s.block_n = bn;
+  s.block_k = bk;
+  s.warp_m = wm;
+  s.warp_n = wn;
+  s.stages = stages;
+  s.split_k = split_k;
+  s.a_vec = a_vec;
+  s.b_vec = b_vec;
+  s.raster = raster;
+  return s;
+}
+
+// For wgmma, warp_m x warp_n is the tile of one warpgroup (4 warps).
+inline kernels::Schedule wgmma_schedule(int bm, int bn, int bk, int wm, int wn, int stages,
+                                     int split_k = 1, int a_vec = 8, int b_vec = 8) {
+  kernels::Schedule s = tc_schedule(bm, bn, bk, wm, wn, stages, split_k, a_vec, b_vec);
+  s.instruction = kernels::Instruction::kWgmma;
+  return s;
+}
+
+inline kernels::Schedule simt_schedule(int bm, int bn, int bk, int wm, int wn, int a_vec, int b_vec) {
+  kernels::Schedule s = tc_schedule(bm, bn, bk, wm, wn, 2, 1, a_vec, b_vec);
+  s.instruction = kernels::Instruction::kSimt;
+  return s;
+}
+
+// Epilogue steps with the operand slots the tests bind: 0 scale, 1 bias, 2 residual.
+inline contraction::EpilogueStep step(contraction::EpilogueOpKind kind, float alpha = 0.0f,
+                                      float beta = 0.0f) {
+  using K = contraction::EpilogueOpKind;
+  contraction::EpilogueStep s;
+  s.kind = kind;
+  s.alpha = alpha;
+  s.beta = beta;
+  s.operand = kind == K::kScale ? 0 : kind == K::kBias ? 1 : kind == K::kResidualAdd ? 2 : -1;
+  return s;
+}
+
+// Halo-kernel problems (tessel_halo.cuh): each feature of the kernel at a small scale. `ctas`
+// below the tile count makes the persistent CTAs walk several tiles (and both halo buffers).
+inline std::vector<TestProblem> halo_problems() {
+  using K = contraction::EpilogueOpKind;
+  std::vector<TestProblem> v;
+  auto add = [&](TestProblem p, int th, int tw, int wm, int wn, int ctas,
+                 std::vector<contraction::EpilogueStep> steps) {
+    p.s = kernels::halo_schedule(p.c, th, tw, wm, wn, ctas);
+    p.e.steps = std::move(steps);
+    v.push_back(std::move(p));
+  };
+  // The SR net's body conv: bias, leaky relu, residual; 3 CTAs over 15 tiles, odd height.
+  add(conv_problem(conv_params(1, 20, 48, 64, 64, 3, 1, 1)), 8, 16, 64, 32, 3,
+      {step(K::kBias), step(K::kLeakyRelu, 0.1f), step(K::kResidualAdd)});
+  // 64 -> 128 into depth_to_space CRD (the SR tail), 2 images, one CTA per tile.
+  {
+    TestProblem p = conv_problem(conv_params(2, 9, 32, 64, 128, 3, 1, 1));
+    p.e.store.kind = contraction::StoreMap::Kind::kDepthToSpace;
+    p.e.store.block = 2;
+    p.e.store.dcr = false;
+    p.e.store.out_h = 9;
+    p.e.store.out_w = 32;
+    add(std::move(p), 4, 16, 32, 64, 0, {step(K::kBias)});
+  }
+  // 16 -> 3 (the SR tail's RGB conv): N padded to one 8-wide warp tile, or one 16-wide.
+  add(conv_problem(conv_params(1, 16, 32, 16, 3, 3, 1, 1)), 8, 32, 64, 8, 2, {step(K::kBias)});
+  add(conv_problem(conv_params(1, 16, 32, 16, 3, 3, 1, 1)), 16, 16, 64, 16, 0, {step(K::kRelu)});
+  // 8 input channels (the padded stem): channels padded to 16 in shared memory.
+  add(conv_problem(conv_params(1, 12, 16, 8, 64, 3, 1, 1)), 16, 16, 64, 64, 0, {step(K::kRelu)});
+  // 5x5, pad 2, bf16, f32 out; 32 -> 48 (N not a multiple of the warp tile).
+  add(conv_problem(conv_params(2, 11, 16, 32, 48, 5, 1, 2), DType::kBF16, DType::kF32), 4, 16, 32, 32,
+      5, {step(K::kScale), step(K::kBias)});
+  // Stems reading an NCHW input: the graph's f32 input with 3 channels (weights loaded by
+  // element, 2 persistent CTAs), and an f16 one with 8 channels over 2 images.
+  auto nchw = [](const contraction::Conv2dParams& cp, DType in) {
+    TestProblem p;
+    p.is_conv = true;
+    p.conv = cp;
+    p.what = "nchw_conv" + std::to_string(cp.kh) + "x" + std::to_string(cp.kw) + "_n" +
+             std::to_string(cp.n) + "_h" + std::to_string(cp.h) + "_w" + std::to_string(cp.w) +
+             "_ci" + std::to_string(cp.ci) + "_co" + std::to_string(cp.co);
+    finish(p, contraction::conv2d_nchw_input_maps(cp, {in, DType::kF16, DType::kF16}), DType::kF16);
+    return p;
+  };
+  add(nchw(conv_params(1, 20, 32, 3, 64, 3, 1, 1), DType::kF32), 16, 16, 64, 32, 2,
+      {step(K::kBias), step(K::kRelu)});
+  add(nchw(conv_params(2, 9, 16, 8, 32, 3, 1, 1), DType::kF16), 4, 16, 32, 32, 0, {step(K::kBias)});
+  // Widths that are no multiple of the tile: the right-edge slabs store 5 (and 8) pixels, with
+  // a residual read into registers, and with a depth_to_space store.
+  add(conv_problem(conv_params(2, 7, 37, 32, 64, 3, 1, 1)), 4, 16, 64, 32, 3,
+      {step(K::kBias), step(K::kResidualAdd)});
+  {
+    TestProblem p = conv_problem(conv_params(1, 6, 40, 16, 32, 3, 1, 1));
+    p.e.store.kind = contraction::StoreMap::Kind::kDepthToSpace;
+    p.e.store.block = 2;
+    p.e.store.dcr = true;
+    p.e.store.out_h = 6;
+    p.e.store.out_w = 40;
+    add(std::move(p), 4, 32, 32, 32, 0, {step(K::kBias)});
+  }
+  // 'valid' 3x3 (no padding): the window never leaves the image.
+  add(conv_problem(conv_params(1, 18, 34, 32, 32, 3, 1, 0)), 8, 16, 32, 32, 0, {});
+  return v;
+}
+
+}  // namespace tessel::kernels::cuda::testing

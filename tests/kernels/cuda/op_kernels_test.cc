@@ -1,0 +1,218 @@
+// The non-contraction op kernels (kernels/cuda/op_kernels.h) without a GPU: which nodes are
+// accepted (and why others are not), which kernel shape each gets, and that every generated
+// translation unit compiles with NVRTC. One compile per op kind (NVRTC takes about a second
+// each); the results against the CPU reference run in tests/gpu/op_kernels_gpu_test.cc.
+#include <gtest/gtest.h>
+
+#include "kernels/cuda/op_kernels.h"
+#include "ir/infer.h"
+#include "ir/op_registry.h"
+#include "device/cuda_api.h"
+
+namespace tessel::kernels::cuda {
+namespace {
+
+struct Input {
+  ir::TensorType type;
+  Tensor constant;  // defined: a constant input
+};
+
+// A one-node graph with inferred output types.
+ir::Graph one_node(const std::string& op, const std::vector<Input>& inputs, ir::Attributes attrs = {},
+                   int outputs = 1) {
+  ir::Graph g;
+  std::vector<ir::ValueId> ins;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const std::string name = "in" + std::to_string(i);
+    if (inputs[i].constant.defined()) {
+      ins.push_back(g.add_constant(name, inputs[i].constant));
+    } else {
+      ins.push_back(g.add_value(name, inputs[i].type));
+      g.inputs.push_back(ins.back());
+    }
+  }
+  std::vector<ir::ValueId> outs;
+  for (int i = 0; i < outputs; ++i) outs.push_back(g.add_value("out" + std::to_string(i), {}));
+  g.add_node(op, "node", ins, outs, std::move(attrs));
+  g.outputs = outs;
+  ir::infer_types(g, ir::OpRegistry::global());
+  return g;
+}
+
+using Ints = std::vector<int64_t>;
+
+Input act(DType t, Shape s) { return {{t, std::move(s)}, {}}; }
+Input ints(std::vector<int64_t> v) {
+  const int64_t n = static_cast<int64_t>(v.size());
+  return {{DType::kI64, {n}}, Tensor::from_vector<int64_t>({n}, v)};
+}
+
+// Emits, checks the source for `expect`, compiles for each arch.
+OpKernelSource emit_and_compile(const ir::Graph& g, const std::string& expect,
+                                const std::vector<std::string>& archs = {"sm_90a"}) {
+  const ir::Node& n = g.nodes[0];
+  const std::optional<std::string> why = can_emit_op(g, n);
+  EXPECT_FALSE(why) << *why;
+  OpKernelSource ks = emit_op(g, n);
+  EXPECT_NE(ks.source.find(expect), std::string::npos) << ks.source;
+  EXPECT_GE(ks.grid[0], 1u);
+  EXPECT_LE(ks.grid[0], 132u * 16);
+  for (const std::string& arch : archs) {
+    device::CompileOptions options;
+    options.arch = arch;
+    options.headers = ks.headers;
+    const device::CompiledKernel k = device::compile(ks.source, ks.name + ".cu", options);
+    EXPECT_FALSE(k.cubin.empty()) << arch << "\n" << ks.source;
+  }
+  return ks;
+}
+
+class OpKernelsTest : public ::testing::Test {
+ protected:
+  void SetUp() override { device::set_cache_dir(""); }
+};
+
+TEST_F(OpKernelsTest, CastAndFlatCopiesUseSixteenByteFragments) {
+  // f32 -> f16: 8 elements per item (16-byte stores), loaded as two 16-byte f32 chunks.
+  emit_and_compile(one_node("Cast", {act(DType::kF32, {1, 3, 16, 24})}, {{"to", int64_t{10}}}),
+                   "Frag<f16, 8> f;", {"sm_80", "sm_90a"});
+  emit_and_compile(one_node("Flatten", {act(DType::kF16, {2, 5, 1, 1})}, {{"axis", int64_t{1}}}),
+                   "Frag<f16, 2> f;");  // 10 elements: the widest V dividing 10
+}
+
+TEST_F(OpKernelsTest, LayoutTransposeIsTiledOthersGather) {
+  const OpKernelSource nhwc = emit_and_compile(
+      one_node("Transpose", {act(DType::kF16, {2, 3, 17, 33})}, {{"perm", std::vector<int64_t>{0, 2, 3, 1}}}),
+      "kB = 2, kR = 3, kC = 561", {"sm_80", "sm_90a"});
+  EXPECT_NE(nhwc.source.find("Transpose2D<Problem>"), std::string::npos);
+  EXPECT_EQ(nhwc.grid[0], 2u * 1 * 18);  // 2 batches x 1 x 18 tiles of 32x32
+  // Swapping two middle dims keeps the innermost contiguous: 16-byte loads and stores.
+  const OpKernelSource mid = emit_and_compile(
+      one_node("Transpose", {act(DType::kF16, {2, 3, 4, 8})}, {{"perm", std::vector<int64_t>{0, 2, 1, 3}}}),
+      "source strides [96, 8, 32, 1]");
+  EXPECT_NE(mid.source.find("s.load("), std::string::npos);
+}
+
+TEST_F(OpKernelsTest, ChannelPadAndConcatAndSplitAndSlice) {
+  emit_and_compile(one_node("Pad", {act(DType::kF16, {1, 5, 7, 3}), ints({0, 0, 0, 0, 0, 0, 0, 5})}),
+                   "Frag<f16, 8> f;");  // one 16-byte store per pixel, 3 guarded loads
+  emit_and_compile(one_node("Concat", {act(DType::kF16, {1, 3, 3, 64}), act(DType::kF16, {1, 3, 3, 96}),
+                                       act(DType::kF16, {1, 3, 3, 24})},
+                            {{"axis", int64_t{3}}}),
+                   "if (i < 72)");  // the first input's 9 * 64 / 8 items
+  emit_and_compile(one_node("Split", {act(DType::kF32, {2, 6, 5})}, {{"axis", int64_t{1}}}, 2),
+                   "p.out[1]");
+  emit_and_compile(one_node("Slice", {act(DType::kF32, {4, 10}), ints({1, 9}), ints({4, 0}), ints({0, 1}),
+                                      ints({1, -2})}),
+                   "source strides [10, -2]");
+}
+
+TEST_F(OpKernelsTest, ElementwiseBroadcastReusesScalars) {
+  // [32] broadcast over [1, 8, 8, 32]: merged to [64, 32]; the bias is loaded V-wide.
+  emit_and_compile(one_node("Add", {act(DType::kF16, {1, 8, 8, 32}), act(DType::kF16, {32})}),
+                   "merged extents [64, 32]", {"sm_80", "sm_90a"});
+  // Clip with scalar bounds as inputs: each loaded once per fragment.
+  emit_and_compile(one_node("Clip", {act(DType::kF32, {3, 7}), act(DType::kF32, {}), act(DType::kF32, {})}),
+                   "((x0 < x1 ? x1 : x0) > x2 ? x2 : (x0 < x1 ? x1 : x0))");
+}
+
+TEST_F(OpKernelsTest, PoolsAndDepthToSpace) {
+  emit_and_compile(one_node("tessel.MaxPool", {act(DType::kF16, {1, 9, 9, 24})},
+                            {{"kernel_shape", std::vector<int64_t>{3, 3}}, {"strides", std::vector<int64_t>{2, 2}},
+                             {"ceil_mode", int64_t{1}}}),
+                   "kOH = 4, kOW = 4", {"sm_80", "sm_90a"});
+  emit_and_compile(one_node("tessel.AveragePool", {act(DType::kF32, {2, 7, 7, 6})},
+                            {{"kernel_shape", std::vector<int64_t>{3, 3}}, {"pads", std::vector<int64_t>{1, 1, 1, 1}},
+                             {"count_include_pad", int64_t{1}}}),
+                   "kCountIncludePad = true");
+  emit_and_compile(one_node("tessel.GlobalAveragePool", {act(DType::kF16, {2, 5, 5, 40})}), "kVec = 8;");
+  emit_and_compile(one_node("tessel.DepthToSpace", {act(DType::kF16, {1, 4, 5, 32})},
+                            {{"blocksize", int64_t{2}}, {"mode", std::string("CRD")}}),
+                   "source strides");
+}
+
+TEST_F(OpKernelsTest, GroupedConvWithEpilogueAndStoreMap) {
+  // MobileNet-v2's depthwise layer: clip(0, 6) epilogue, f32 bias, 16-byte channel vectors.
+  emit_and_compile(one_node("tessel.Conv", {act(DType::kF16, {1, 16, 16, 96}), act(DType::kF16, {96, 3, 3, 1}),
+                                            act(DType::kF32, {96})},
+                            {{"group", int64_t{96}}, {"pads", std::vector<int64_t>{1, 1, 1, 1}},
+                             {"strides", std::vector<int64_t>{2, 2}}, {"epilogue", std::vector<std::string>{"clip"}},
+                             {"epilogue_alpha", std::vector<double>{0.0}}, {"epilogue_beta", std::vector<double>{6.0}}}),
+                   "v = v < 0.0f ? 0.0f : (v > 6.0f ? 6.0f : v);", {"sm_80", "sm_90a"});
+  // Grouped (4 in / 2 out channels per group), residual, depth_to_space store.
+  emit_and_compile(one_node("tessel.Conv", {act(DType::kF32, {1, 5, 6, 8}), act(DType::kF32, {4, 3, 3, 4}),
+                                            act(DType::kF32, {4}), act(DType::kF32, {1, 5, 6, 4})},
+                            {{"group", int64_t{2}}, {"pads", std::vector<int64_t>{1, 1, 1, 1}},
+                             {"epilogue", std::vector<std::string>{"add_residual", "relu"}},
+                             {"store", std::string("depth_to_space")}, {"block", int64_t{2}},
+                             {"mode", std::string("CRD")}}),
+                   "kCig = 4, kCog = 2");
+}
+
+TEST_F(OpKernelsTest, SoftmaxTakesOneWarpPerContiguousRow) {
+  // Last axis (opset 17 default -1): 6 rows of 1000 logits, 8 warps (rows) per block.
+  const OpKernelSource rows =
+      emit_and_compile(one_node("Softmax", {act(DType::kF16, {2, 3, 1000})}), "kOuter = 6, kN = 1000, kInner = 1");
+  EXPECT_NE(rows.source.find("SoftmaxRows<Problem>::run"), std::string::npos);
+  EXPECT_EQ(rows.grid[0], 1u);
+  // A middle axis is strided: one thread per (outer, inner) pair.
+  const OpKernelSource strided = emit_and_compile(
+      one_node("Softmax", {act(DType::kF32, {2, 5, 3})}, {{"axis", int64_t{1}}}), "kOuter = 2, kN = 5, kInner = 3");
+  EXPECT_NE(strided.source.find("SoftmaxStrided<Problem>"), std::string::npos);
+}
+
+TEST_F(OpKernelsTest, ReduceMeanSplitsKeptAndReducedDims) {
+  // NHWC spatial mean: kept N, C (strides 3136, 1), reduced H, W (strides 448, 64).
+  emit_and_compile(one_node("ReduceMean", {act(DType::kF16, {1, 7, 7, 64})}, {{"axes", Ints{1, 2}}}),
+                   "kKeptExtent[] = {1, 64, 1}, kKeptStride[] = {3136, 1, 0}");
+  emit_and_compile(one_node("ReduceMean", {act(DType::kF32, {3, 4})}, {{"keepdims", int64_t{0}}}),
+                   "kOutElems = 1, kCount = 12");
+}
+
+TEST_F(OpKernelsTest, UnsupportedNodesSayWhy) {
+  auto reason = [](const ir::Graph& g) {
+    const std::optional<std::string> why = can_emit_op(g, g.nodes[0]);
+    return why.value_or("");
+  };
+  EXPECT_EQ(reason(one_node("Pad", {act(DType::kF32, {2, 3}), ints({1, 1, 1, 1})}, {{"mode", std::string("reflect")}})),
+            "Pad 'node': only mode 'constant' has a GPU kernel");
+  EXPECT_EQ(reason(one_node("tessel.Conv", {act(DType::kF16, {1, 4, 4, 8}), act(DType::kF16, {8, 1, 1, 8})})),
+            "tessel.Conv 'node': group 1 convolutions are contractions (contraction_kernel.h)");
+  EXPECT_EQ(reason(one_node("tessel.Conv", {act(DType::kF16, {1, 4, 4, 8}), act(DType::kF16, {8, 1, 1, 4})},
+                            {{"group", int64_t{2}}, {"store", std::string("nchw")}})),
+            "tessel.Conv 'node': a grouped convolution with an NCHW store, out_dtype or "
+            "input_layout (only group-1 convolutions take them)");
+  EXPECT_EQ(reason(one_node("LogSoftmax", {act(DType::kF32, {2, 10})})),
+            "LogSoftmax 'node': op LogSoftmax has no GPU op kernel");
+  EXPECT_EQ(reason(one_node("ReduceMean", {act(DType::kI32, {2, 10})}, {{"axes", Ints{1}}})),
+            "ReduceMean 'node': input dtype i32 has no GPU kernel (f32, f16, bf16; integer means "
+            "need exact accumulation)");
+  EXPECT_EQ(reason(one_node("Cast", {act(DType::kF32, {2})}, {{"to", int64_t{11}}})),
+            "Cast 'node': output dtype f64 has no GPU kernel (f32, f16, bf16, i64, i32, bool)");
+}
+
+// The op facts (ops/op_facts.cc) and the elementwise generator agree: every op whose facts
+// give it the elementwise GPU kernel is emitted for plain fp16 operands, and an op whose facts
+// give it none is refused with the reason.
+TEST(OpKernelFacts, ElementwiseFactsMatchTheGenerator) {
+  const ir::OpRegistry& r = ir::OpRegistry::global();
+  int checked = 0;
+  for (const std::string& op : r.names()) {
+    if (r.facts(op).gpu != ir::GpuKernel::kElementwise) continue;
+    SCOPED_TRACE(op);
+    const bool binary = r.facts(op).kind == ir::OpKind::kBroadcast;
+    std::vector<Input> inputs = {act(DType::kF16, {2, 8})};
+    if (binary) inputs.push_back(act(DType::kF16, {2, 8}));
+    const ir::Graph g = one_node(op, inputs);
+    const std::optional<std::string> why = can_emit_op(g, g.nodes[0]);
+    EXPECT_FALSE(why) << *why;
+    ++checked;
+  }
+  EXPECT_GE(checked, 20);
+  const ir::Graph sin = one_node("Sin", {act(DType::kF32, {4})});
+  ASSERT_EQ(r.facts("Sin").gpu, ir::GpuKernel::kNone);
+  EXPECT_EQ(can_emit_op(sin, sin.nodes[0]), std::optional<std::string>("Sin 'node': op Sin has no GPU op kernel"));
+}
+
+}  // namespace
+}  // namespace tessel::kernels::cuda

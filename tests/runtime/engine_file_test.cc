@@ -1,0 +1,533 @@
+// The .tsl engine file without a GPU: a hand-made plan that uses every region kind written and
+// read back byte for byte; every way a file can be damaged or wrong (truncated at every section
+// boundary and inside sections, a flipped byte, bad magic, a newer format version, a
+// well-formed file whose plan is inconsistent, a plan for another GPU); and a real plan cross-
+// compiled by NVRTC for sm_90a and sm_80 on this CPU-only machine.
+#include "runtime/engine_file.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+
+#include "core/error.h"
+#include "ir/ir_writer.h"
+#include "ir/parser.h"
+#include "device/cuda_api.h"
+#include "compiler/compile_plan.h"
+#include "runtime/engine.h"
+#include "runtime/target.h"
+
+namespace tessel::runtime {
+namespace {
+
+constexpr const char* kPath = "model.tsl";
+
+Relocation reloc(Region r, uint32_t index, uint64_t offset, uint64_t bytes) {
+  return {r, index, offset, bytes};
+}
+
+// A plan that uses every region and every kind of output source. Sizes: input x f32[2,3,4,4] is
+// 384 bytes, output y f32[2,10] 80 bytes, the constant output f16[4] 8 bytes.
+EnginePlan synthetic_plan() {
+  EnginePlan p;
+  p.target = recorded_target(device::known_device("sm_90a"));
+  p.precision = Precision::kFp16;
+  p.batch = 2;
+  p.cubins = {std::string("\x7f"
+                          "ELF\0cubin zero",
+                          14),
+              "cubin one"};
+  p.arena_bytes = 4096;
+  p.scratch_bytes = 512;
+  p.workspace_bytes = {1024};
+  p.constants = std::string(768, '\0');
+  for (size_t i = 0; i < p.constants.size(); ++i) p.constants[i] = static_cast<char>(i * 7);
+  p.inputs = {{"x", DType::kF32, {2, 3, 4, 4}, {}}};
+  p.outputs = {
+      {"y", DType::kF32, {2, 10}, reloc(Region::kOutput, 0, 0, 80)},
+      {"y_again", DType::kF32, {2, 10}, reloc(Region::kOutput, 0, 0, 80)},
+      {"table", DType::kF16, {4}, reloc(Region::kConstants, 0, 512, 8)},
+      {"x_through", DType::kF32, {2, 3, 4, 4}, reloc(Region::kInput, 0, 0, 384)},
+  };
+  PlanLaunch cast;
+  cast.cubin = 0;
+  cast.entry = "tessel_op_cast";
+  cast.grid = {3, 1, 1};
+  cast.block = {128, 1, 1};
+  cast.params.resize(12);
+  cast.params[0] = reloc(Region::kInput, 0, 0, 384);
+  cast.params[8] = reloc(Region::kArena, 0, 0, 192);
+  cast.node = "x.to_f16";
+  cast.op = "Cast";
+  cast.bytes = 576;
+  cast.instruction = "SIMT";
+  PlanLaunch fc;
+  fc.cubin = 1;
+  fc.entry = "tessel_gemm";
+  fc.grid = {1, 2, 1};
+  fc.block = {128, 1, 1};
+  fc.smem_bytes = 49152;
+  fc.params = {reloc(Region::kArena, 0, 0, 192),
+               reloc(Region::kConstants, 0, 0, 256),
+               reloc(Region::kOutput, 0, 0, 80),
+               reloc(Region::kWorkspace, 0, 0, 1024),
+               reloc(Region::kConstants, 0, 256, 40),
+               reloc(Region::kScratch, 0, 0, 512),
+               {},
+               {}};
+  fc.node = "fc";
+  fc.op = "tessel.Gemm";
+  fc.flops = 2 * 2 * 10 * 48;
+  fc.bytes = 192 + 256 + 40 + 80;
+  fc.instruction = "mma.sync";
+  fc.schedule = "tc_32x32x64_s3_w16x16_sk1_r8";
+  p.launches = {cast, fc};
+  return p;
+}
+
+// The message of the UserError that `f` throws ("" when it throws none).
+std::string user_error(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+std::string parse_error(const std::string& bytes) {
+  return user_error([&] { parse_plan(bytes, kPath); });
+}
+
+uint64_t le(const std::string& s, size_t pos, int n) {
+  uint64_t v = 0;
+  for (int i = 0; i < n; ++i) v |= uint64_t{static_cast<uint8_t>(s[pos + i])} << (8 * i);
+  return v;
+}
+
+void put_le(std::string& s, size_t pos, uint64_t v, int n) {
+  for (int i = 0; i < n; ++i) s[pos + i] = static_cast<char>((v >> (8 * i)) & 0xff);
+}
+
+// FNV-1a 64 of the payload written into the header, so that a test can damage a section's
+// structure without tripping the checksum first.
+void reseal(std::string& file) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (size_t i = kEngineHeaderBytes; i < file.size(); ++i) {
+    h ^= static_cast<uint8_t>(file[i]);
+    h *= 0x100000001b3ull;
+  }
+  put_le(file, 24, h, 8);
+}
+
+// Offset of each section's tag, in file order.
+std::vector<size_t> section_offsets(const std::string& file) {
+  std::vector<size_t> r;
+  for (size_t pos = kEngineHeaderBytes; pos < file.size(); pos += 12 + le(file, pos + 4, 8))
+    r.push_back(pos);
+  return r;
+}
+
+TEST(EngineFile, RoundTripIsExact) {
+  const EnginePlan plan = synthetic_plan();
+  ASSERT_EQ(check_plan(plan), std::nullopt);
+  const std::string bytes = serialize_plan(plan);
+  EXPECT_EQ(bytes.substr(0, 8), "TSLENGIN");
+  EXPECT_EQ(le(bytes, 8, 4), kEngineFormatVersion);
+  EXPECT_EQ(le(bytes, 16, 8), bytes.size() - kEngineHeaderBytes);
+  const EnginePlan back = parse_plan(bytes, kPath);
+  EXPECT_EQ(back, plan);
+  EXPECT_EQ(serialize_plan(back), bytes);
+  const std::vector<size_t> sections = section_offsets(bytes);
+  ASSERT_EQ(sections.size(), 6u);
+  std::string tags;
+  for (size_t s : sections) tags += bytes.substr(s, 4) + " ";
+  EXPECT_EQ(tags, "TRGT SIZE CNST TNSR CUBN LNCH ");
+}
+
+TEST(EngineFile, WriteIsAtomicAndReadsBack) {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("tessel_engine_file_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "m.tsl").string();
+  std::ofstream(path) << "an older file, replaced whole";
+  write_engine_file(synthetic_plan(), path);
+  EXPECT_EQ(read_engine_file(path), synthetic_plan());
+  EXPECT_TRUE(is_engine_file(path));
+  // Only the file itself: the temporary it was written through was renamed over it.
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir), {}), 1);
+  // The magic decides where the extension does not.
+  const std::string renamed = (dir / "engine.bin").string();
+  std::filesystem::rename(path, renamed);
+  EXPECT_TRUE(is_engine_file(renamed));
+  std::ofstream(dir / "model.onnx") << "\x08\x07 protobuf";
+  EXPECT_FALSE(is_engine_file((dir / "model.onnx").string()));
+  EXPECT_EQ(user_error([&] { read_engine_file((dir / "none.tsl").string()); }),
+            (dir / "none.tsl").string() + ": cannot open file");
+  EXPECT_NE(user_error([&] {
+              write_engine_file(synthetic_plan(), (dir / "no/such/m.tsl").string());
+            }).find("no/such/m.tsl: cannot open for writing"),
+            std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+// Cut at every section boundary (tag, length, body), at every byte of the header and at
+// interior offsets of every section: "truncated", whatever the cut.
+TEST(EngineFile, TruncatedAtAnyCut) {
+  const std::string bytes = serialize_plan(synthetic_plan());
+  std::vector<size_t> cuts;
+  for (size_t c = 0; c <= kEngineHeaderBytes; ++c) cuts.push_back(c);
+  for (size_t s : section_offsets(bytes)) {
+    const size_t body = s + 12, end = body + le(bytes, s + 4, 8);
+    for (size_t c : {s, s + 2, s + 4, s + 8, body, body + 1, (body + end) / 2, end - 1})
+      cuts.push_back(c);
+  }
+  for (size_t c = kEngineHeaderBytes; c < bytes.size(); c += 37) cuts.push_back(c);
+  cuts.push_back(bytes.size() - 1);
+  for (size_t cut : cuts) {
+    ASSERT_LT(cut, bytes.size());
+    const std::string e = parse_error(bytes.substr(0, cut));
+    EXPECT_EQ(
+        e.rfind("engine file model.tsl is truncated: it has " + std::to_string(cut) + " bytes", 0),
+        0u)
+        << "cut at " << cut << ": " << e;
+  }
+  EXPECT_EQ(parse_error(bytes.substr(0, 100)),
+            "engine file model.tsl is truncated: it has 100 bytes, its header says 32 + " +
+                std::to_string(bytes.size() - 32));
+  EXPECT_EQ(parse_error(bytes.substr(0, 20)),
+            "engine file model.tsl is truncated: it has 20 bytes, shorter than the 32-byte header");
+}
+
+TEST(EngineFile, FlippedByteIsAChecksumMismatch) {
+  const std::string bytes = serialize_plan(synthetic_plan());
+  for (size_t pos :
+       {kEngineHeaderBytes, kEngineHeaderBytes + 50, bytes.size() / 2, bytes.size() - 1}) {
+    std::string damaged = bytes;
+    damaged[pos] = static_cast<char>(damaged[pos] ^ 0x10);
+    EXPECT_EQ(parse_error(damaged).rfind(
+                  "engine file model.tsl is corrupt: checksum mismatch (stored 0x", 0),
+              0u)
+        << "flip at " << pos << ": " << parse_error(damaged);
+  }
+  std::string damaged = bytes;
+  damaged[24] ^= 1;  // the stored checksum itself
+  EXPECT_NE(parse_error(damaged).find("checksum mismatch"), std::string::npos);
+  EXPECT_EQ(parse_error(bytes + "x"),
+            "engine file model.tsl is corrupt: 1 bytes after the end its header gives");
+}
+
+TEST(EngineFile, BadMagic) {
+  EXPECT_EQ(parse_error("GIF89a, a picture and not an engine at all"),
+            "model.tsl is not a tessel engine file");
+  EXPECT_EQ(parse_error("TSX"), "model.tsl is not a tessel engine file");
+  std::string bytes = serialize_plan(synthetic_plan());
+  bytes[3] = 'X';
+  EXPECT_EQ(parse_error(bytes), "model.tsl is not a tessel engine file");
+}
+
+TEST(EngineFile, NewerFormatVersion) {
+  std::string bytes = serialize_plan(synthetic_plan());
+  put_le(bytes, 8, kEngineFormatVersion + 1, 4);
+  EXPECT_EQ(parse_error(bytes),
+            "model.tsl has engine format version " + std::to_string(kEngineFormatVersion + 1) +
+                "; this tessel reads version " + std::to_string(kEngineFormatVersion) +
+                "; recompile it with tessel compile");
+  // The version is read before the rest of the header: a short file of another version says so.
+  EXPECT_NE(parse_error(bytes.substr(0, 12)).find("has engine format version"), std::string::npos);
+}
+
+// Files whose checksum holds but whose sections do not: a reader that trusted their counts or
+// lengths would read out of bounds or allocate without limit.
+TEST(EngineFile, MalformedSectionsInASealedFile) {
+  const std::string bytes = serialize_plan(synthetic_plan());
+  const std::vector<size_t> at = section_offsets(bytes);
+  auto damaged = [&](const std::function<void(std::string&)>& edit) {
+    std::string b = bytes;
+    edit(b);
+    reseal(b);
+    return parse_error(b);
+  };
+  EXPECT_EQ(
+      damaged([&](std::string& b) { b.replace(at[0], 4, "XXXX"); }),
+      "engine file model.tsl is corrupt: the section list: section 0 is 'XXXX', expected 'TRGT'");
+  // TRGT's first field is the arch string's length.
+  EXPECT_EQ(damaged([&](std::string& b) { put_le(b, at[0] + 12, 1000, 4); }),
+            "engine file model.tsl is corrupt: section TRGT: it ends inside a string");
+  // CUBN starts with the cubin count.
+  EXPECT_NE(damaged([&](std::string& b) {
+              put_le(b, at[4] + 12, 1000000, 4);
+            }).find("section CUBN: it claims 1000000 cubins in "),
+            std::string::npos);
+  // A section longer than what is left of the payload.
+  EXPECT_EQ(damaged([&](std::string& b) { put_le(b, at[5] + 4, 1u << 30, 8); }),
+            "engine file model.tsl is corrupt: the section list: it ends inside a section body");
+  // SIZE one byte longer than its fields.
+  EXPECT_EQ(damaged([&](std::string& b) {
+              const uint64_t length = le(b, at[1] + 4, 8);
+              b.insert(at[1] + 12 + length, 1, '\0');
+              put_le(b, at[1] + 4, length + 1, 8);
+              put_le(b, 16, le(b, 16, 8) + 1, 8);
+            }),
+            "engine file model.tsl is corrupt: section SIZE: 1 bytes left over at its end");
+  std::string sections = bytes;
+  put_le(sections, 12, 7, 4);
+  EXPECT_EQ(parse_error(sections), "engine file model.tsl is corrupt: 7 sections, expected 6");
+}
+
+// Plans that are wrong, serialized by the writer (which does not check): well-formed, sealed
+// files that the reader must refuse before anything is allocated or launched.
+TEST(EngineFile, InconsistentPlansAreCorrupt) {
+  struct Case {
+    std::function<void(EnginePlan&)> edit;
+    std::string error;
+  };
+  const std::vector<Case> cases = {
+      {[](EnginePlan& p) { p.launches[1].cubin = 5; }, "launch 1 ('fc') uses cubin 5 of 2"},
+      {[](EnginePlan& p) { p.launches[1].params[0].offset = 4000; },
+       "launch 1 ('fc') word 0 addresses bytes [4000, 4000 + 192) of arena, which has 4096 bytes"},
+      {[](EnginePlan& p) { p.launches[1].params[4].offset = 760; },
+       "launch 1 ('fc') word 4 addresses bytes [760, 760 + 40) of constants, which has 768 bytes"},
+      {[](EnginePlan& p) { p.launches[1].params[3].index = 3; },
+       "launch 1 ('fc') word 3 addresses workspace 3 of 1"},
+      {[](EnginePlan& p) { p.launches[0].params[0] = reloc(Region::kInput, 0, 8, 384); },
+       "launch 0 ('x.to_f16') word 0 addresses bytes [8, 8 + 384) of input 0, which has 384 bytes"},
+      {[](EnginePlan& p) { p.launches[1].params[6] = reloc(Region::kNull, 0, 64, 0); },
+       "launch 1 ('fc') word 6 is null but has index 0, offset 64, bytes 0"},
+      {[](EnginePlan& p) { p.launches[1].params[1].index = 1; },
+       "launch 1 ('fc') word 1 addresses constants number 1 of 1"},
+      {[](EnginePlan& p) { p.launches[0].params.resize(17); },
+       "launch 0 ('x.to_f16') has 17 parameter words, at most 16"},
+      {[](EnginePlan& p) { p.launches[0].grid[1] = 0; },
+       "launch 0 ('x.to_f16') has an invalid grid or block"},
+      {[](EnginePlan& p) {
+         p.launches[0].block = {32, 32, 2};
+       },
+       "launch 0 ('x.to_f16') has 2048 threads per block"},
+      {[](EnginePlan& p) { p.launches[1].entry.clear(); }, "launch 1 ('fc') has no kernel name"},
+      {[](EnginePlan& p) { p.outputs[0].source = reloc(Region::kArena, 0, 0, 80); },
+       "output 0 'y' is read from arena"},
+      {[](EnginePlan& p) { p.outputs[1].source.index = 2; },
+       "output 1 'y_again' is read from output 2"},
+      {[](EnginePlan& p) { p.outputs[2].source.offset = 764; },
+       "output 2 'table' addresses bytes [764, 764 + 8) of constants, which has 768 bytes"},
+      {[](EnginePlan& p) { p.outputs[2].source.bytes = 4; }, "output 2 'table' is read as 4 bytes"},
+      {[](EnginePlan& p) {
+         p.inputs[0].shape = {2, -3};
+       },
+       "input 'x' has a malformed shape [2,-3]"},
+      {[](EnginePlan& p) {
+         p.inputs[0].shape = {int64_t{1} << 40, int64_t{1} << 40};
+       },
+       "input 'x' has a malformed shape [1099511627776,1099511627776]"},
+      {[](EnginePlan& p) { p.arena_bytes = uint64_t{1} << 50; },
+       "a region of 1125899906842624 bytes"},
+      {[](EnginePlan& p) { p.workspace_bytes.resize(70000); },
+       "70005 workspaces, inputs and outputs"},
+      {[](EnginePlan& p) { p.cubins[1].clear(); }, "cubin 1 is empty"},
+      {[](EnginePlan& p) { p.batch = 0; }, "batch 0"},
+  };
+  for (const Case& c : cases) {
+    EnginePlan plan = synthetic_plan();
+    c.edit(plan);
+    EXPECT_EQ(parse_error(serialize_plan(plan)), "engine file model.tsl is corrupt: " + c.error);
+  }
+  // A region number no Region has: refused while reading, before check_plan.
+  EnginePlan plan = synthetic_plan();
+  plan.launches[1].params[7].region = static_cast<Region>(9);
+  EXPECT_EQ(parse_error(serialize_plan(plan)),
+            "engine file model.tsl is corrupt: section LNCH: unknown region 9");
+}
+
+device::DeviceInfo a100() {
+  device::DeviceInfo d;
+  d.name = "NVIDIA A100-SXM4-80GB";
+  d.cc_major = 8;
+  d.cc_minor = 0;
+  d.sm_count = 108;
+  d.smem_per_block_optin = 163 * 1024;
+  d.global_mem = size_t{80} << 30;
+  return d;
+}
+
+device::DeviceInfo h100() {
+  device::DeviceInfo d;
+  d.name = "NVIDIA H100 80GB HBM3";
+  d.cc_major = 9;
+  d.cc_minor = 0;
+  d.sm_count = 132;
+  d.smem_per_block_optin = 227 * 1024;
+  d.global_mem = size_t{80} << 30;
+  return d;
+}
+
+TEST(EngineFile, PlanAgainstDevice) {
+  const EnginePlan plan = synthetic_plan();
+  EXPECT_EQ(user_error([&] { check_plan_device(plan, h100(), kPath); }), "");
+  EXPECT_EQ(user_error([&] { check_plan_device(plan, a100(), kPath); }),
+            "model.tsl was compiled for sm_90a (NVIDIA H100 SXM, 132 SMs), this device is sm_80 "
+            "(NVIDIA A100-SXM4-80GB, 108 SMs); recompile it with tessel compile");
+  // Another H100 with less shared memory per block than a launch asks for.
+  device::DeviceInfo small = h100();
+  small.smem_per_block_optin = 40 * 1024;
+  EXPECT_EQ(
+      user_error([&] { check_plan_device(plan, small, kPath); }),
+      "model.tsl needs 49152 bytes of shared memory per block (node 'fc'), this device "
+      "(sm_90a (NVIDIA H100 80GB HBM3, 132 SMs)) allows 40960; recompile it with tessel compile");
+  device::DeviceInfo tiny = h100();
+  tiny.global_mem = 4096;
+  EXPECT_EQ(user_error([&] { check_plan_device(plan, tiny, kPath); }),
+            "model.tsl needs " + std::to_string(device_bytes(plan)) +
+                " bytes of device memory, this device (sm_90a (NVIDIA H100 80GB HBM3, 132 SMs)) "
+                "has 4096");
+}
+
+// Each region at least 256 bytes; the outputs that share a buffer or are not computed take none.
+TEST(EngineFile, DeviceBytesCountsEveryRegionOnce) {
+  // arena 4096, constants 768, scratch 512, workspace 1024, input 384, output y 80 -> 256.
+  EXPECT_EQ(device_bytes(synthetic_plan()), 4096u + 768 + 512 + 1024 + 384 + 256);
+  EXPECT_EQ(tensor_core_launches(synthetic_plan()), 1);
+}
+
+TEST(EngineFile, KnownTargets) {
+  const device::DeviceInfo& h = device::known_device("sm_90a");
+  EXPECT_EQ(h.sm_count, 132);
+  EXPECT_EQ(h.smem_per_block_optin, 227u * 1024);
+  EXPECT_EQ(h.cc_major * 10 + h.cc_minor, 90);
+  const device::DeviceInfo& a = device::known_device("sm_80");
+  EXPECT_EQ(a.sm_count, 108);
+  EXPECT_EQ(a.smem_per_block_optin, 163u * 1024);
+  EXPECT_EQ(h100().arch(), "sm_90a");
+  EXPECT_EQ(user_error([] { device::known_device("sm_75"); }),
+            "unknown target 'sm_75': tessel compiles for sm_90a (NVIDIA H100 SXM), sm_80 (NVIDIA "
+            "A100 SXM)");
+}
+
+// The engine file records the target's name, compute capability, SMs and shared memory, and
+// nothing else of the device: a plan compiled here equals the plan read back.
+TEST(EngineFile, RecordedTargetKeepsWhatTheFileStores) {
+  device::DeviceInfo d = h100();
+  d.l2_bytes = 50u << 20;
+  d.peak_tensor_tflops = 989.4;
+  const device::DeviceInfo t = recorded_target(d);
+  EXPECT_EQ(t.name, d.name);
+  EXPECT_EQ(t.arch(), "sm_90a");
+  EXPECT_EQ(t.sm_count, 132);
+  EXPECT_EQ(t.smem_per_block_optin, 227u * 1024);
+  EXPECT_EQ(t.l2_bytes, 0u);
+  EXPECT_EQ(t.peak_tensor_tflops, 0);
+}
+
+TEST(EngineFile, LoadAndMemoryInfoWithoutGpu) {
+  if (device::cuda_available()) GTEST_SKIP() << "a CUDA device is present";
+  EXPECT_EQ(user_error([] { Engine::load(synthetic_plan(), kPath); }).rfind("no CUDA device: ", 0),
+            0u);
+  EXPECT_EQ(user_error([] { device::memory_info(); }).rfind("no CUDA device: ", 0), 0u);
+}
+
+// A dense layer with bias and relu: in fp16 a Cast of the input and a tessel.Gemm on Tensor
+// Cores whose epilogue adds the bias, applies the relu and stores f32.
+ir::Graph dense_model() {
+  testing::IrWriter w(3);
+  w.input("x", "f32[2,64]");
+  w.constant("w", {32, 64}, -0.5, 0.5);
+  w.constant("b", {32}, -0.5, 0.5);
+  w.node("%y = Gemm(%x, %w, %b) {transB = 1} : f32[2,32] @\"fc\"");
+  w.node("%z = Relu(%y) : f32[2,32] @\"relu\"");
+  return w.graph("z");
+}
+
+// Cross-compiled for both known targets with NVRTC, on a machine that may have no GPU. What
+// holds whatever the pass pipeline chooses around it: the dense layer is one Tensor Core
+// launch whose words address the output buffer, the f16 weights and the f32 bias copy.
+TEST(EngineFile, CrossCompiledPlans) {
+  const auto cache = std::filesystem::temp_directory_path() / "tessel_engine_file_test_cache";
+  device::set_cache_dir(cache.string());
+  std::vector<EnginePlan> plans;
+  for (const char* arch : {"sm_90a", "sm_80"}) {
+    SCOPED_TRACE(arch);
+    const compiler::CompiledPlan compiled =
+        compiler::compile_plan(dense_model(), {}, device::known_device(arch));
+    const EnginePlan& p = compiled.plan;
+    EXPECT_EQ(p.target, recorded_target(device::known_device(arch)));
+    EXPECT_EQ(p.batch, 2);
+    EXPECT_EQ(p.precision, Precision::kFp16);
+    EXPECT_EQ(p.tessel_version, kTesselVersion);
+    ASSERT_EQ(p.inputs.size(), 1u);
+    EXPECT_EQ(p.inputs[0], (PlanTensor{"x", DType::kF32, {2, 64}, {}}));
+    ASSERT_EQ(p.outputs.size(), 1u);
+    EXPECT_EQ(p.outputs[0],
+              (PlanTensor{"z", DType::kF32, {2, 32}, reloc(Region::kOutput, 0, 0, 256)}));
+    for (const std::string& cubin : p.cubins)
+      EXPECT_EQ(cubin.substr(0, 4),
+                "\x7f"
+                "ELF");
+    int gemms = 0;
+    for (const PlanLaunch& l : p.launches) {
+      EXPECT_LT(l.cubin, p.cubins.size());
+      if (l.op != "tessel.Gemm") continue;
+      ++gemms;
+      EXPECT_EQ(l.node, "fc");
+      EXPECT_EQ(l.flops, 2 * 2 * 32 * 64);
+      EXPECT_TRUE(l.instruction == "mma.sync" ||
+                  (l.instruction == "wgmma" && p.target.arch() == "sm_90a"))
+          << l.instruction;
+      EXPECT_FALSE(l.schedule.empty());
+      ASSERT_EQ(l.params.size(), 8u);
+      EXPECT_EQ(l.params[2], reloc(Region::kOutput, 0, 0, 256));  // C
+      EXPECT_EQ(l.params[1].region, Region::kConstants);          // B: the f16 weights
+      EXPECT_EQ(l.params[1].bytes, 32u * 64 * 2);
+      EXPECT_EQ(l.params[4].region, Region::kConstants);  // extra[0]: the bias, as f32
+      EXPECT_EQ(l.params[4].bytes, 32u * 4);
+      EXPECT_TRUE(l.params[0].region == Region::kArena || l.params[0].region == Region::kInput);
+    }
+    EXPECT_EQ(gemms, 1);
+    EXPECT_EQ(tensor_core_launches(p), 1);
+    EXPECT_EQ(parse_plan(serialize_plan(p), kPath), p);
+    EXPECT_EQ(user_error([&] { check_plan_device(p, h100(), kPath); }).empty(),
+              p.target.arch() == "sm_90a");
+    plans.push_back(p);
+  }
+  EXPECT_NE(plans[0].cubins, plans[1].cubins);
+}
+
+// Every kind of graph output: a computed value (listed twice: the second reads the first's
+// buffer), a graph input passed through, and a constant read from the constant image.
+TEST(EngineFile, GraphOutputSources) {
+  device::set_cache_dir(
+      (std::filesystem::temp_directory_path() / "tessel_engine_file_test_cache").string());
+  const ir::Graph g = ir::parse_graph(R"(graph @g opset 17 {
+  input %x : f32[2,3]
+  const %c : f32[2] = [1.5, -2.0]
+  %y = Relu(%x) : f32[2,3] @"relu"
+  output %y
+  output %y
+  output %x
+  output %c
+})");
+  const EnginePlan p = compiler::compile_plan(g, {}, device::known_device("sm_90a")).plan;
+  ASSERT_EQ(p.outputs.size(), 4u);
+  EXPECT_EQ(p.outputs[0].source, reloc(Region::kOutput, 0, 0, 24));
+  EXPECT_EQ(p.outputs[1].source, reloc(Region::kOutput, 0, 0, 24));
+  EXPECT_EQ(p.outputs[2].source, reloc(Region::kInput, 0, 0, 24));
+  const Relocation c = p.outputs[3].source;
+  ASSERT_EQ(c.region, Region::kConstants);
+  ASSERT_EQ(c.bytes, 8u);
+  float values[2];
+  std::memcpy(values, p.constants.data() + c.offset, sizeof values);
+  EXPECT_EQ(values[0], 1.5f);
+  EXPECT_EQ(values[1], -2.0f);
+  // The last launch writes y into output 0's buffer; nothing writes output 1's.
+  ASSERT_FALSE(p.launches.empty());
+  const std::vector<Relocation>& words = p.launches.back().params;
+  EXPECT_NE(std::find(words.begin(), words.end(), reloc(Region::kOutput, 0, 0, 24)), words.end());
+  EXPECT_EQ(region_bytes(p, Region::kOutput, 1), 0u);
+}
+
+}  // namespace
+}  // namespace tessel::runtime
