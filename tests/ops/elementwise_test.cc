@@ -179,6 +179,8 @@ TEST(Gelu, RejectsUnknownApproximationAndIntegers) {
   });
   EXPECT_CONTAINS(msg, "Gelu 'node'");
   EXPECT_CONTAINS(msg, "approximate is \"fast\", expected \"none\" or \"tanh\"");
+  msg = user_error([] { run1("Gelu", {f32({1}, {1})}, {{"approximate", int64_t{1}}}, 20); });
+  EXPECT_CONTAINS(msg, "Gelu 'node': attribute 'approximate' is");
   msg = user_error([] { run1("Gelu", {i32({1}, {1})}, {}, 20); });
   EXPECT_CONTAINS(msg, "Gelu 'node'");
   EXPECT_CONTAINS(msg, "input 0 has dtype i32");

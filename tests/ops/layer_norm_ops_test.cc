@@ -216,7 +216,7 @@ TEST(LayerNormalization, rejects_scale_and_bias_that_do_not_fit_the_normalized_s
       "LayerNormalization 'node'", "input B has shape [1,2,3,4], which does not broadcast");
 }
 
-TEST(LayerNormalization, rejects_wrong_dtypes_and_stash_type) {
+TEST(LayerNormalization, rejects_wrong_dtypes_attributes_and_stash_type) {
   const Tensor x = random_tensor(DType::kF32, {2, 4}, 18), s = f32({4}, {1, 1, 1, 1});
   expect_user_error(
       [&] {
@@ -233,6 +233,11 @@ TEST(LayerNormalization, rejects_wrong_dtypes_and_stash_type) {
         run_op("LayerNormalization", {x.cast(DType::kI32), s.cast(DType::kI32)});
       },
       "LayerNormalization 'node'", "input X has dtype i32, expected f32, f16, bf16 or f64");
+  expect_user_error(
+      [&] {
+        run_op("LayerNormalization", {x, s}, {{"epsilon", std::string("1e-5")}});
+      },
+      "LayerNormalization 'node'", "attribute 'epsilon' is");
   expect_user_error(
       [&] {
         run_op("LayerNormalization", {x, s}, {{"stash_type", int64_t{16}}});
