@@ -1,5 +1,5 @@
 // The elementwise op family with ONNX semantics: activations (Relu, LeakyRelu, Sigmoid,
-// HardSigmoid, HardSwish, Tanh, Softplus, Elu), Clip, PRelu and the broadcasting arithmetic
+// HardSigmoid, HardSwish, Tanh, Softplus, Gelu, Elu), Clip, PRelu and the broadcasting arithmetic
 // (Add, Sub, Mul, Div). Identity, Dropout, Cast and Constant live in elementwise_data.cc.
 //
 // Kernels are templated on the element type and instantiated only for the dtypes each op
@@ -7,6 +7,8 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <numbers>
+#include <string>
 #include <type_traits>
 
 #include "core/error.h"
@@ -107,6 +109,23 @@ void register_activations(ir::OpRegistry& r) {
     return [](auto x) {
       using T = decltype(x);
       return x > T(0) ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));
+    };
+  });
+  add_unary<float, double>(r, "Gelu", kFloatTypes, [](const ir::Node& n) {
+    // ONNX (opset 20): "none" is x * Phi(x) = 0.5 * x * (1 + erf(x / sqrt(2))); "tanh"
+    // replaces Phi(x) by 0.5 * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3))).
+    const std::string approximate = n.get_string("approximate", "none");
+    TESSEL_USER_CHECK(approximate == "none" || approximate == "tanh")
+        << n.label() << ": approximate is \"" << approximate << "\", expected \"none\" or \"tanh\"";
+    const bool tanh = approximate == "tanh";
+    return [tanh](auto x) {
+      using T = decltype(x);
+      // Both forms are rewritten so that nothing cancels for negative x, where 1 + erf and
+      // 1 + tanh approach 0: 1 + erf(z) = erfc(-z) and 0.5 * (1 + tanh(u)) = 1 / (1 + e^-2u).
+      if (!tanh) return static_cast<T>(0.5) * x * std::erfc(-x / std::numbers::sqrt2_v<T>);
+      const T sqrt_2_over_pi = std::numbers::sqrt2_v<T> * std::numbers::inv_sqrtpi_v<T>;
+      const T u = sqrt_2_over_pi * (x + static_cast<T>(0.044715) * x * x * x);
+      return x / (T(1) + std::exp(T(-2) * u));
     };
   });
   add_unary<float, double>(r, "Elu", kFloatTypes, [](const ir::Node& n) {

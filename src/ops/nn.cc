@@ -1,5 +1,5 @@
 // The nn op family: Gemm, MatMul and BatchNormalization here; Conv and ConvTranspose in
-// conv_ops.cc; the pools in pool_ops.cc.
+// conv_ops.cc; the pools in pool_ops.cc; LayerNormalization in layer_norm_ops.cc.
 #include <cmath>
 
 #include "core/error.h"
@@ -200,6 +200,7 @@ void register_nn_ops(ir::OpRegistry& r) {
          .compute = compute_batch_norm});
   register_conv_ops(r);
   register_pool_ops(r);
+  register_layer_norm_ops(r);
 }
 
 }  // namespace tessel::ops

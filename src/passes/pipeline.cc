@@ -14,6 +14,9 @@ const std::vector<PassInfo>& all_passes() {
       {"fold-constants", "evaluate nodes whose inputs are all constant", fold_constants},
       {"fold-batch-norm", "fold inference BatchNormalization into the preceding Conv",
        fold_batch_norm},
+      // Not in gpu_pipeline() yet: the GPU lowering has no LayerNormalization or Gelu kernel.
+      {"fuse-norm-gelu", "decomposed LayerNorm / GELU subgraphs -> LayerNormalization / Gelu",
+       fuse_norm_gelu},
       {"convert-layout",
        "NHWC activations, OHWI / [N,K] weights, tessel.* ops; transposes only at the edges",
        convert_layout},

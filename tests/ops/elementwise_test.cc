@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <numbers>
+#include <random>
 #include <string>
 
 #include "core/half.h"
@@ -14,8 +16,8 @@ namespace tessel {
 namespace {
 
 using testing::all_close;
-using testing::run_op;
 using testing::run1;
+using testing::run_op;
 using testing::user_error;
 
 Tensor f32(Shape shape, const std::vector<float>& v) {
@@ -43,8 +45,6 @@ Tensor bits16(DType dtype, Shape shape, const std::vector<uint16_t>& bits) {
 std::vector<uint16_t> bits_of(const Tensor& t) {
   return std::vector<uint16_t>(t.data_u16(), t.data_u16() + t.numel());
 }
-
-
 
 // ---- activations -------------------------------------------------------------------------
 
@@ -116,6 +116,74 @@ TEST(Activations, IntegerInputIsUserErrorNamingNode) {
   std::string msg = user_error([] { run1("Sigmoid", {i32({1}, {1})}); });
   EXPECT_CONTAINS(msg, "Sigmoid 'node'");
   EXPECT_CONTAINS(msg, "i32");
+}
+
+// ---- Gelu ---------------------------------------------------------------------------------
+
+// Gelu by ONNX's formulas, in double.
+double gelu_erf(double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }
+double gelu_tanh(double x) {
+  return 0.5 * x * (1 + std::tanh(std::sqrt(2 / std::numbers::pi) * (x + 0.044715 * x * x * x)));
+}
+
+TEST(Gelu, MatchesOnnxruntime) {
+  // Expected outputs computed by onnxruntime 1.20 (CPU, opset 20) on these inputs.
+  const Tensor x = f32({9}, {-6, -3, -1, -0.5f, 0, 0.5f, 1, 3, 6});
+  EXPECT_TRUE(all_close(run1("Gelu", {x}, {}, 20),
+                        f32({9}, {0, -0.00404968858f, -0.158655256f, -0.154268771f, 0, 0.345731229f,
+                                  0.841344714f, 2.99595022f, 6})));
+  EXPECT_TRUE(all_close(run1("Gelu", {x}, {{"approximate", std::string("tanh")}}, 20),
+                        f32({9}, {0, -0.00363752246f, -0.158807963f, -0.154285997f, 0, 0.345714003f,
+                                  0.841192007f, 2.99636269f, 6})));
+  EXPECT_TRUE(all_close(run1("Gelu", {x}, {{"approximate", std::string("none")}}, 20),
+                        run1("Gelu", {x}, {}, 20)));
+}
+
+TEST(Gelu, f32_f64_f16_against_the_formulas_in_double) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> u(-5, 5);
+  std::vector<double> v(200);
+  for (double& e : v) e = u(rng);
+  const Tensor x64 = Tensor::from_vector<double>({200}, v);
+  for (const char* approximate : {"none", "tanh"}) {
+    const bool tanh = std::string(approximate) == "tanh";
+    const ir::Attributes attrs{{"approximate", std::string(approximate)}};
+    struct Case {
+      DType dtype;
+      double rtol, atol;
+    };
+    for (const Case& c : {Case{DType::kF64, 1e-13, 1e-15}, Case{DType::kF32, 1e-6, 1e-7},
+                          Case{DType::kF16, 1e-3, 1e-4}}) {
+      // Expected values start from the inputs as stored in the tested dtype.
+      const Tensor x = x64.cast(c.dtype);
+      Tensor want(DType::kF64, {200});
+      for (int64_t i = 0; i < 200; ++i)
+        want.set_f64(i, tanh ? gelu_tanh(x.get_f64(i)) : gelu_erf(x.get_f64(i)));
+      const Tensor y = run1("Gelu", {x}, attrs, 20);
+      EXPECT_EQ(y.dtype(), c.dtype);
+      EXPECT_TRUE(all_close(y, want, c.rtol, c.atol)) << approximate << " " << dtype_name(c.dtype);
+    }
+  }
+}
+
+TEST(Gelu, StaysAccurateForLargeNegativeInputs) {
+  // 1 + erf(x / sqrt(2)) cancels to 0 in f32 below about -5.5; Gelu is x * Phi(x), tiny but
+  // not 0 there. Phi(-8) = 0.5 * erfc(8 / sqrt(2)) = 6.22096057e-16 (Python's math.erfc).
+  const Tensor y = run1("Gelu", {f32({1}, {-8})}, {}, 20);
+  EXPECT_NEAR(y.get_f64(0) / (-8 * 6.22096057e-16), 1.0, 1e-5);
+}
+
+TEST(Gelu, RejectsUnknownApproximationAndIntegers) {
+  std::string msg = user_error([] {
+    run1("Gelu", {f32({1}, {1})}, {{"approximate", std::string("fast")}}, 20);
+  });
+  EXPECT_CONTAINS(msg, "Gelu 'node'");
+  EXPECT_CONTAINS(msg, "approximate is \"fast\", expected \"none\" or \"tanh\"");
+  msg = user_error([] { run1("Gelu", {f32({1}, {1})}, {{"approximate", int64_t{1}}}, 20); });
+  EXPECT_CONTAINS(msg, "Gelu 'node': attribute 'approximate' is");
+  msg = user_error([] { run1("Gelu", {i32({1}, {1})}, {}, 20); });
+  EXPECT_CONTAINS(msg, "Gelu 'node'");
+  EXPECT_CONTAINS(msg, "input 0 has dtype i32");
 }
 
 // ---- Clip ---------------------------------------------------------------------------------
