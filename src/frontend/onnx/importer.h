@@ -1,15 +1,17 @@
-// ONNX importer: reads a model (opsets 11 to 18 of the default domain) into an ir::Graph
-// with ONNX semantics and static types on every value.
+// ONNX importer: reads a model (opsets 7 to 18 of the default domain) into an ir::Graph
+// with ONNX semantics and static types on every value. Op forms of opsets 7 to 10 are rewritten
+// into those tessel implements (opset_conversion.h): such a model is imported as an opset-11
+// graph.
 //
 // What it accepts: tensors of tessel's dtypes only; initializers stored inline (raw_data or
 // the typed fields) or as external data inside the model's folder; Constant nodes (imported
 // as constant values, not nodes); nodes in any order (they are sorted topologically).
 // What it refuses, always with a UserError whose message starts with the model's path and
 // names the offending input, tensor or node: non-ONNX or truncated files, ir_version < 3,
-// opsets outside 11..18, ops of other domains or that tessel lacks, control flow
-// (graph-valued attributes), sequence/map/optional types, symbolic dims it cannot resolve,
-// dangling values, cycles, tensors whose data does not match their dims, and declared
-// output types that contradict inference.
+// opsets outside 7..18, op forms of other opsets that tessel cannot convert, ops of other
+// domains or that tessel lacks, control flow (graph-valued attributes), sequence/map/optional
+// types, symbolic dims it cannot resolve, dangling values, cycles, tensors whose data does not
+// match their dims, and declared output types that contradict inference.
 #pragma once
 
 #include <cstdint>
@@ -23,7 +25,7 @@
 namespace tessel::onnx {
 
 // Opsets of the default domain that tessel imports.
-constexpr int64_t kMinOpset = 11;
+constexpr int64_t kMinOpset = 7;
 constexpr int64_t kMaxOpset = 18;
 
 struct ImportOptions {
