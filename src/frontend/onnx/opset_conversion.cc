@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "frontend/onnx/importer.h"
 
 namespace tessel::onnx {
 namespace {
@@ -83,6 +84,10 @@ ir::Node make_node(std::string op, std::string role, std::vector<ir::ValueId> in
 
 Tensor i64_vector(const std::vector<int64_t>& v) {
   return Tensor::from_vector<int64_t>({static_cast<int64_t>(v.size())}, v);
+}
+
+bool has_input(const ir::Node& n, size_t i) {
+  return i < n.inputs.size() && n.inputs[i] != ir::kNoValue;
 }
 
 // A rewrite changes `n` in place (and may queue nodes around it); it returns whether it changed
@@ -296,6 +301,38 @@ bool batch_norm_spatial(Rewriter& r, ir::Node& n) {
   return true;
 }
 
+// ---- Opsets 19-22 ----------------------------------------------------------------------------
+
+// QuantizeLinear-21's `output_dtype` names the output type when there is no zero point (the
+// zero point's type rules otherwise, and the two must agree). tessel's QuantizeLinear takes the
+// type from the zero point, so one of zeros is added, shaped like y_scale.
+bool quantize_output_dtype(Rewriter& r, ir::Node& n) {
+  if (!n.has_attr("output_dtype")) return false;
+  const int64_t code = n.get_int("output_dtype", 0);
+  n.attrs.erase("output_dtype");
+  if (code == 0) return true;  // UNDEFINED: the default
+  const std::optional<DType> dtype = dtype_from_onnx(static_cast<int>(code));
+  TESSEL_USER_CHECK(dtype) << r.where(n) << ": output_dtype "
+                           << onnx_type_name(static_cast<int>(code))
+                           << " is not an element type tessel supports";
+  if (has_input(n, 2)) {
+    const ir::Value& zp = r.graph().value(n.inputs[2]);
+    TESSEL_USER_CHECK(!zp.is_constant() || zp.data->dtype() == *dtype)
+        << r.where(n) << ": output_dtype is " << dtype_name(*dtype) << " but y_zero_point is "
+        << dtype_name(zp.data->dtype()) << "; they must agree";
+    return true;
+  }
+  if (*dtype == DType::kU8) return true;  // the type without a zero point anyway
+  TESSEL_USER_CHECK(n.inputs.size() >= 2 && r.graph().value(n.inputs[1]).is_constant())
+      << r.where(n) << ": output_dtype " << dtype_name(*dtype)
+      << " without a y_zero_point needs a constant y_scale (tessel gives the output its type "
+      << "through a zero point of y_scale's shape)";
+  const Shape scale_shape = r.graph().value(n.inputs[1]).data->shape();
+  n.inputs.resize(3, ir::kNoValue);
+  n.inputs[2] = r.constant(n, "y_zero_point", Tensor(*dtype, scale_shape));
+  return true;
+}
+
 // ---- The table -------------------------------------------------------------------------------
 
 struct Rule {
@@ -325,6 +362,7 @@ const std::vector<Rule>& rules() {
       {{"Slice"}, 7, 9, Step::kUntyped, slice_attributes_to_inputs},
       {{"Clip"}, 7, 10, Step::kTyped, clip_bounds_to_inputs},
       {{"BatchNormalization"}, 7, 10, Step::kUntyped, batch_norm_spatial},
+      {{"QuantizeLinear"}, 21, kMaxOpset, Step::kUntyped, quantize_output_dtype},
   };
   // clang-format on
   return kRules;

@@ -1,11 +1,15 @@
-// Op forms of older opsets, rewritten at import into the forms tessel's ops, passes and GPU
-// code implement (those of opsets 11 to 18), so that nothing after the importer needs to know
-// how ONNX ops changed. The one place that does: the table of rules in opset_conversion.cc, a
-// row per (op, opsets) with its rewrite.
+// Op forms of other opsets, rewritten at import into the forms tessel's ops, passes and GPU code
+// implement (those of opsets 11 to 18), so that nothing after the importer needs to know how
+// ONNX ops changed. The one place that does: the table of rules in opset_conversion.cc, a row
+// per (op, opsets) with its rewrite.
 //
-// Opsets 7 to 10: every node becomes its opset-11 form and the graph is imported as opset 11
-// (Upsample and Resize-10 -> Resize; Pad's, Slice's and Clip's attributes -> inputs;
-// BatchNormalization's `spatial`; leftovers of older opsets dropped or refused).
+//  - Opsets 7 to 10: every node becomes its opset-11 form and the graph is imported as opset 11
+//    (Upsample and Resize-10 -> Resize; Pad's, Slice's and Clip's attributes -> inputs;
+//    BatchNormalization's `spatial`; leftovers of older opsets dropped or refused).
+//  - Opsets 19 to 22: the graph keeps its opset. Of the changes that reach tessel's op set,
+//    QuantizeLinear's `output_dtype` is rewritten; the ops honour the others themselves (opset
+//    22's ceil_mode rule of the pools, Resize's half_pixel_symmetric, AveragePool's dilations)
+//    or refuse them with one line (Pad's `wrap`, blocked quantization, new element types).
 //
 // Some new forms need the element type or the shape of an input (Clip's bounds are typed like
 // the data; the rounding of Upsample's nearest mode depends on whether an axis shrinks), so the

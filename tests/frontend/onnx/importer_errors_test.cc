@@ -68,9 +68,9 @@ TEST(OnnxImportErrors, IrVersionTooOld) {
 
 TEST(OnnxImportErrors, OpsetOutsideTheSupportedRange) {
   EXPECT_EQ(import_error(relu_model(6)),
-            "bad.onnx: opset 6 is not supported (tessel supports opsets 7 to 18)");
-  EXPECT_EQ(import_error(relu_model(19)),
-            "bad.onnx: opset 19 is not supported (tessel supports opsets 7 to 18)");
+            "bad.onnx: opset 6 is not supported (tessel supports opsets 7 to 22)");
+  EXPECT_EQ(import_error(relu_model(23)),
+            "bad.onnx: opset 23 is not supported (tessel supports opsets 7 to 22)");
 }
 
 TEST(OnnxImportErrors, NoDefaultDomainOpset) {

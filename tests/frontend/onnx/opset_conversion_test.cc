@@ -1,4 +1,4 @@
-// Op forms of opsets 7-10 and what the importer makes of them. Each conversion is
+// Op forms of opsets 7-10 and 19-22 and what the importer makes of them. Each conversion is
 // checked twice: the old model imports as the same graph as a model written in the current
 // form (ir::structural_diff), both compute the same outputs on the CPU executor, and those
 // outputs are the ones the old opset defines (worked out by hand below). Forms that cannot be
@@ -99,7 +99,7 @@ TEST(OpsetConversion, ConvertedOpset) {
   EXPECT_EQ(converted_opset(7), 11);
   EXPECT_EQ(converted_opset(10), 11);
   EXPECT_EQ(converted_opset(11), 11);
-  EXPECT_EQ(converted_opset(18), 18);
+  EXPECT_EQ(converted_opset(22), 22);
 }
 
 // ---- Upsample and Resize-10 -> Resize-11 -----------------------------------------------------
@@ -625,6 +625,107 @@ TEST(OpsetConversion, NewNamesAvoidTheModels) {
   const ir::Node& pad = only_node(g, "Pad");
   EXPECT_EQ(g.value(pad.inputs[1]).name, "pad.pads_1");
   EXPECT_EQ(g.value(pad.outputs[0]).name, "pad.pads");
+}
+
+// ---- Opsets 19-22 ----------------------------------------------------------------------------
+
+TEST(OpsetConversion, QuantizeLinear21OutputDtypeBecomesAZeroPoint) {
+  ModelBuilder old_form(21);
+  old_form.input("x", TensorProto::FLOAT, {4});
+  old_form.initializer_f32("scale", {}, {0.5f});
+  set_int(old_form.node("QuantizeLinear", {"x", "scale"}, {"y"}, "q"), "output_dtype",
+          TensorProto::INT8);
+  old_form.output("y");
+
+  ModelBuilder new_form(21);
+  new_form.input("x", TensorProto::FLOAT, {4});
+  new_form.initializer_f32("scale", {}, {0.5f});
+  initializer_scalar(new_form, "zp", TensorProto::INT8, 0);
+  new_form.node("QuantizeLinear", {"x", "scale", "zp"}, {"y"});
+  new_form.output("y");
+
+  std::vector<Tensor> y =
+      expect_converts_to(old_form, new_form, {Tensor::from_vector<float>({4}, {-1, 0.2f, 3, -70})});
+  EXPECT_EQ(y[0].type_str(), "i8[4]");
+  EXPECT_EQ(y[0].to_i64_vector(), (std::vector<int64_t>{-2, 0, 6, -128}));
+}
+
+TEST(OpsetConversion, QuantizeLinear21OutputDtypeErrors) {
+  auto model = [](int output_dtype, bool constant_scale, int zero_point_type) {
+    ModelBuilder m(21);
+    m.input("x", TensorProto::FLOAT, {4});
+    if (constant_scale)
+      m.initializer_f32("scale", {}, {0.5f});
+    else
+      m.input("scale", TensorProto::FLOAT, {});
+    std::vector<std::string> inputs = {"x", "scale"};
+    if (zero_point_type) {
+      initializer_scalar(m, "zp", zero_point_type, 0);
+      inputs.push_back("zp");
+    }
+    set_int(m.node("QuantizeLinear", inputs, {"y"}, "q"), "output_dtype", output_dtype);
+    m.output("y");
+    return m;
+  };
+  EXPECT_EQ(import_error(model(TensorProto::UINT16, true, 0)),
+            "m.onnx: QuantizeLinear 'q' (opset 21): output_dtype UINT16 is not an element type "
+            "tessel supports");
+  EXPECT_EQ(import_error(model(TensorProto::INT8, false, 0)),
+            "m.onnx: QuantizeLinear 'q' (opset 21): output_dtype i8 without a y_zero_point needs "
+            "a constant y_scale (tessel gives the output its type through a zero point of "
+            "y_scale's shape)");
+  EXPECT_EQ(import_error(model(TensorProto::INT8, true, TensorProto::UINT8)),
+            "m.onnx: QuantizeLinear 'q' (opset 21): output_dtype is i8 but y_zero_point is u8; "
+            "they must agree");
+}
+
+// MaxPool and AveragePool honour opset 22's ceil_mode rule themselves (pool_ops.cc): a last
+// window that would start in the end padding is dropped; up to opset 21 it is kept. The model
+// keeps its opset and its form.
+TEST(OpsetConversion, Pool22DropsAWindowStartingInTheEndPad) {
+  auto model = [](int64_t opset, const char* op) {
+    ModelBuilder m(opset);
+    m.input("x", TensorProto::FLOAT, {1, 1, 1, 4});
+    auto* pool = m.node(op, {"x"}, {"y"}, "pool");
+    set_ints(pool, "kernel_shape", {1, 2});
+    set_ints(pool, "strides", {1, 2});
+    set_ints(pool, "pads", {0, 0, 0, 1});
+    set_int(pool, "ceil_mode", 1);
+    m.output("y");
+    return m;
+  };
+  const Tensor x = iota_f32({1, 1, 1, 4});
+  const ir::Graph g21 = import(model(21, "MaxPool"));
+  const ir::Graph g22 = import(model(22, "MaxPool"));
+  EXPECT_EQ(g22.opset, 22);
+  EXPECT_EQ(g22.nodes.at(0).attrs.size(), 4u);
+  EXPECT_EQ(runtime::cpu::run_graph(g21, {x})[0].type_str(), "f32[1,1,1,3]");
+  EXPECT_EQ(runtime::cpu::run_graph(g22, {x})[0].to_f32_vector(), (std::vector<float>{2, 4}));
+  EXPECT_EQ(runtime::cpu::run_graph(import(model(22, "AveragePool")), {x})[0].to_f32_vector(),
+            (std::vector<float>{1.5, 3.5}));
+}
+
+// Changes after opset 18 that tessel's ops refuse themselves, with one line.
+TEST(OpsetConversion, NewerFormsTesselLacksAreRefused) {
+  ModelBuilder wrap(19);
+  wrap.input("x", TensorProto::FLOAT, {2});
+  initializer_i64(wrap, "pads", {1, 1});
+  set_string(wrap.node("Pad", {"x", "pads"}, {"y"}, "pad"), "mode", "wrap");
+  wrap.output("y");
+  EXPECT_EQ(import_error(wrap),
+            "m.onnx: Pad 'pad': mode 'wrap' is not supported (constant, reflect, edge)");
+
+  ModelBuilder blocked(21);
+  blocked.input("x", TensorProto::INT8, {2, 4});
+  TensorProto* scale = blocked.initializer("scale", TensorProto::FLOAT, {2, 2});
+  for (float v : {1.0f, 2.0f, 3.0f, 4.0f}) scale->add_float_data(v);
+  auto* dq = blocked.node("DequantizeLinear", {"x", "scale"}, {"y"}, "dq");
+  set_int(dq, "axis", 1);
+  set_int(dq, "block_size", 2);
+  blocked.output("y");
+  EXPECT_EQ(import_error(blocked),
+            "m.onnx: DequantizeLinear 'dq': blocked quantization (block_size, opset 21) is not "
+            "supported");
 }
 
 }  // namespace
