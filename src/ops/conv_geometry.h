@@ -36,9 +36,9 @@ struct WindowPlan {
 };
 // Plans a forward window (Conv and the pools) over `in` with `kernel`:
 //  - NOTSET: out = floor((in + pads - dk) / s) + 1, dk = (k - 1) * d + 1; with ceil_mode the
-//    division rounds up. The last window may then start past the end pad: opset 22 drops such
-//    a window (PyTorch's rule), but opsets up to 21 keep it, as ONNX's shape inference and
-//    onnxruntime do, and so does tessel.
+//    division rounds up. The last window may then start past the end pad: opsets up to 21 keep
+//    it, as ONNX's shape inference and onnxruntime do, and so does this plan; opset 22 drops
+//    such a window (PyTorch's rule), which the pools apply on top (pool_ops.cc).
 //  - VALID: no pads, out = floor((in - dk) / s) + 1 (ceil_mode gives the same extent).
 //  - SAME_UPPER / SAME_LOWER: out = ceil(in / s); the total pad max(0, (out-1)*s + dk - in)
 //    is split evenly, the odd element going at the end (UPPER) or at the beginning (LOWER).

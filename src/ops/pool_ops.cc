@@ -13,8 +13,10 @@
 namespace tessel::ops {
 namespace {
 
-// Pooling is a depthwise window over each (n, c) plane: a ConvGeometry with M == C.
-ConvGeometry plan_pool(const ir::Node& node, const Shape& x) {
+// Pooling is a depthwise window over each (n, c) plane: a ConvGeometry with M == C. With
+// ceil_mode, opset 22 drops a last window that would start in the end padding (PyTorch's rule,
+// ONNX's test maxpool_2d_ceil_output_size_reduce_by_one); earlier opsets keep it.
+ConvGeometry plan_pool(const ir::Node& node, const Shape& x, int64_t opset) {
   TESSEL_USER_CHECK(x.size() >= 3) << node.label() << ": input X has shape " << shape_str(x)
                                    << ", expected rank >= 3 (N, C, spatial...)";
   ConvGeometry g;
@@ -32,6 +34,11 @@ ConvGeometry plan_pool(const ir::Node& node, const Shape& x) {
   TESSEL_USER_CHECK(ceil_mode == 0 || ceil_mode == 1)
       << node.label() << ": ceil_mode is " << ceil_mode << ", expected 0 or 1";
   plan_window_into(node, g, ceil_mode == 1);
+  if (ceil_mode == 1 && opset >= 22 && node.get_string("auto_pad", "NOTSET") == "NOTSET") {
+    for (size_t d = 0; d < g.out_spatial.size(); ++d)
+      if ((g.out_spatial[d] - 1) * g.strides[d] >= g.in_spatial[d] + g.pad_begin[d])
+        --g.out_spatial[d];
+  }
   return g;
 }
 
@@ -106,14 +113,14 @@ void infer_max_pool(ir::InferContext& ctx) {
   int64_t order = ctx.node().get_int("storage_order", 0);
   TESSEL_USER_CHECK(order == 0 || order == 1)
       << ctx.node().label() << ": storage_order is " << order << ", expected 0 or 1";
-  ConvGeometry g = plan_pool(ctx.node(), ctx.shape(0));
+  ConvGeometry g = plan_pool(ctx.node(), ctx.shape(0), ctx.opset());
   ctx.set_output(0, t, g.out_shape());
   if (ctx.outputs().size() > 1) ctx.set_output(1, DType::kI64, g.out_shape());
 }
 
 void compute_max_pool(ir::KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
-  ConvGeometry g = plan_pool(ctx.node(), x.shape());
+  ConvGeometry g = plan_pool(ctx.node(), x.shape(), ctx.opset());
   const bool want_indices = ctx.num_outputs() > 1;
   const bool column_major = ctx.node().get_int("storage_order", 0) == 1;
   // Indices address the whole input tensor: plane * in_plane + the in-plane position, whose
@@ -164,12 +171,12 @@ void infer_average_pool(ir::InferContext& ctx) {
   int64_t include = ctx.node().get_int("count_include_pad", 0);
   TESSEL_USER_CHECK(include == 0 || include == 1)
       << ctx.node().label() << ": count_include_pad is " << include << ", expected 0 or 1";
-  ctx.set_output(0, ctx.dtype(0), plan_pool(ctx.node(), ctx.shape(0)).out_shape());
+  ctx.set_output(0, ctx.dtype(0), plan_pool(ctx.node(), ctx.shape(0), ctx.opset()).out_shape());
 }
 
 void compute_average_pool(ir::KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
-  ConvGeometry g = plan_pool(ctx.node(), x.shape());
+  ConvGeometry g = plan_pool(ctx.node(), x.shape(), ctx.opset());
   const bool include_pad = ctx.node().get_int("count_include_pad", 0) == 1;
   const double kernel_size = static_cast<double>(numel(g.kernel));
   const std::vector<double> xv = read_doubles(x);

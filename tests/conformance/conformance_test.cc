@@ -75,8 +75,10 @@ TEST(ConformanceSkip, SupportedModelIsNotSkipped) {
 }
 
 TEST(ConformanceSkip, Reasons) {
-  EXPECT_EQ(skip_reason(relu_model(9).model, test_registry()).value().reason,
-            "opset 9 (tessel supports 11 to 18)");
+  EXPECT_EQ(skip_reason(relu_model(6).model, test_registry()).value().reason,
+            "opset 6 (tessel supports 7 to 22)");
+  EXPECT_FALSE(skip_reason(relu_model(7).model, test_registry()));
+  EXPECT_FALSE(skip_reason(relu_model(22).model, test_registry()));
 
   ModelBuilder op = relu_model();
   op.node("Loop", {"y"}, {"z"});
@@ -148,7 +150,7 @@ TEST(ConformanceCases, PassFailSkip) {
   EXPECT_EQ(ok.ops, "Relu");
   CaseResult old = run_case(cases[1], test_registry());
   EXPECT_EQ(old.status, CaseResult::Status::kSkip);
-  EXPECT_EQ(old.reason, "opset 6 (tessel supports 11 to 18)");
+  EXPECT_EQ(old.reason, "opset 6 (tessel supports 7 to 22)");
   EXPECT_EQ(old.skip_groups, (std::vector<std::string>{old.reason}));
   CaseResult wrong = run_case(cases[2], test_registry());
   EXPECT_EQ(wrong.status, CaseResult::Status::kFail);

@@ -556,6 +556,34 @@ TEST(MaxPool, f32_ceil_mode_onnx_doc_example) {
   EXPECT_TRUE(all_close(run_op("MaxPool", {x}, a)[0], f32({1, 1, 1, 1}, {11})));
 }
 
+TEST(MaxPool, f32_ceil_mode_opset_22_drops_a_window_starting_past_the_data) {
+  // ONNX's maxpool_2d_ceil_output_size_reduce_by_one: 2x2 input, 1x1 kernel, stride 2. With
+  // ceil_mode the second window along each dim starts at 2, past the data and its (empty) end
+  // pad: opsets up to 21 keep it, opset 22 drops it.
+  Tensor x = f32({1, 1, 2, 2}, {1, 2, 3, 4});
+  ir::Attributes a{
+      {"kernel_shape", Ints{1, 1}}, {"strides", Ints{2, 2}}, {"ceil_mode", int64_t{1}}};
+  EXPECT_EQ(run_op("MaxPool", {x}, a, 1, 21)[0].shape(), (Shape{1, 1, 2, 2}));
+  EXPECT_TRUE(all_close(run_op("MaxPool", {x}, a, 1, 22)[0], f32({1, 1, 1, 1}, {1})));
+  // Without ceil_mode, or with auto_pad, opset 22 changes nothing.
+  a["ceil_mode"] = int64_t{0};
+  EXPECT_EQ(run_op("MaxPool", {x}, a, 1, 22)[0].shape(), (Shape{1, 1, 1, 1}));
+  a["auto_pad"] = std::string("SAME_UPPER");
+  EXPECT_EQ(run_op("MaxPool", {x}, a, 1, 22)[0].shape(), (Shape{1, 1, 1, 1}));
+}
+
+TEST(AveragePool, f32_ceil_mode_opset_22_drops_a_window_starting_in_the_end_pad) {
+  // 4 elements, window 2, stride 2, end pad 1: the third window holds only padding.
+  Tensor x = f32({1, 1, 4}, {1, 2, 3, 4});
+  ir::Attributes a{{"kernel_shape", Ints{2}},
+                   {"strides", Ints{2}},
+                   {"pads", Ints{0, 1}},
+                   {"ceil_mode", int64_t{1}},
+                   {"count_include_pad", int64_t{1}}};
+  EXPECT_TRUE(all_close(run_op("AveragePool", {x}, a, 1, 21)[0], f32({1, 1, 3}, {1.5, 3.5, 0})));
+  EXPECT_TRUE(all_close(run_op("AveragePool", {x}, a, 1, 22)[0], f32({1, 1, 2}, {1.5, 3.5})));
+}
+
 TEST(MaxPool, f32_dilation_pads_ceil_mode_with_indices) {
   // Values and indices computed by onnxruntime 1.20.
   Tensor x = pattern(DType::kF32, {1, 1, 4, 5}, 7, 13, 6);

@@ -11,6 +11,7 @@
 #include <unordered_set>
 
 #include "core/error.h"
+#include "frontend/onnx/opset_conversion.h"
 #include "frontend/onnx/tensor_proto.h"
 #include "frontend/onnx/topological_sort.h"
 #include "ir/infer.h"
@@ -231,9 +232,9 @@ class GraphImporter {
  public:
   GraphImporter(const GraphProto& graph, int64_t opset, const std::string& base_dir,
                 const ImportOptions& options)
-      : graph_(graph), base_dir_(base_dir), options_(options) {
+      : graph_(graph), base_dir_(base_dir), options_(options), model_opset_(opset) {
     g_.name = graph.name().empty() ? "main" : graph.name();
-    g_.opset = opset;
+    g_.opset = converted_opset(opset);
   }
 
   ir::Graph run(const ir::OpRegistry& registry) {
@@ -247,8 +248,15 @@ class GraphImporter {
     resolve_node_inputs(nodes);
     g_.nodes = topological_sort(std::move(nodes), producer_);
     import_outputs();
+    // Op forms of other opsets become the ones tessel implements (opset_conversion.h); the
+    // rewrites that need types run once they are inferred.
+    convert_untyped_forms(g_, model_opset_);
     ir::verify(g_, registry);
     ir::infer_types(g_, registry);
+    if (convert_typed_forms(g_, model_opset_)) {
+      ir::verify(g_, registry);
+      ir::infer_types(g_, registry);
+    }
     check_declared_outputs();
     return std::move(g_);
   }
@@ -443,6 +451,7 @@ class GraphImporter {
   const GraphProto& graph_;
   const std::string& base_dir_;
   const ImportOptions& options_;
+  const int64_t model_opset_;  // the model's; g_.opset is the one it is converted to
   ir::Graph g_;
   std::unordered_map<std::string, Definition> definitions_;
   std::vector<int> producer_;                  // per value id: index of the writing node, or -1
