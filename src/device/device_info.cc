@@ -21,35 +21,18 @@ const std::vector<DeviceInfo>& known_devices() {
   // Shared memory is the opt-in maximum per CTA (cudaDevAttrMaxSharedMemoryPerBlockOptin).
   // Peaks from the datasheets, dense (no sparsity), SXM boards: H100 989.4 TFLOP/s fp16 Tensor
   // Core and 66.9 fp32; A100 312 and 19.5. Memory and clocks as the boards report them.
-  static const std::vector<DeviceInfo> devices = [] {
-    DeviceInfo h100;
-    h100.name = "NVIDIA H100 SXM";
-    h100.cc_major = 9, h100.cc_minor = 0;
-    h100.sm_count = 132;
-    h100.max_threads_per_block = 1024;
-    h100.smem_per_block_optin = 227 * 1024;
-    h100.smem_per_sm = 228 * 1024;
-    h100.regs_per_sm = 65536;
-    h100.l2_bytes = 50 * 1024 * 1024;
-    h100.global_mem = size_t{80} << 30;
-    h100.clock_khz = 1980000;
-    h100.peak_tensor_tflops = 989.4;
-    h100.peak_simt_tflops = 66.9;
-    DeviceInfo a100;
-    a100.name = "NVIDIA A100 SXM";
-    a100.cc_major = 8, a100.cc_minor = 0;
-    a100.sm_count = 108;
-    a100.max_threads_per_block = 1024;
-    a100.smem_per_block_optin = 163 * 1024;
-    a100.smem_per_sm = 164 * 1024;
-    a100.regs_per_sm = 65536;
-    a100.l2_bytes = 40 * 1024 * 1024;
-    a100.global_mem = size_t{80} << 30;
-    a100.clock_khz = 1410000;
-    a100.peak_tensor_tflops = 312.0;
-    a100.peak_simt_tflops = 19.5;
-    return std::vector<DeviceInfo>{h100, a100};
-  }();
+  static const std::vector<DeviceInfo> devices = {
+      {.name = "NVIDIA H100 SXM", .cc_major = 9, .cc_minor = 0, .sm_count = 132,
+       .max_threads_per_block = 1024, .smem_per_block_optin = 227 * 1024,
+       .smem_per_sm = 228 * 1024, .regs_per_sm = 65536, .l2_bytes = 50 << 20,
+       .global_mem = size_t{80} << 30, .clock_khz = 1980000, .peak_tensor_tflops = 989.4,
+       .peak_simt_tflops = 66.9},
+      {.name = "NVIDIA A100 SXM", .cc_major = 8, .cc_minor = 0, .sm_count = 108,
+       .max_threads_per_block = 1024, .smem_per_block_optin = 163 * 1024,
+       .smem_per_sm = 164 * 1024, .regs_per_sm = 65536, .l2_bytes = 40 << 20,
+       .global_mem = size_t{80} << 30, .clock_khz = 1410000, .peak_tensor_tflops = 312.0,
+       .peak_simt_tflops = 19.5},
+  };
   return devices;
 }
 
