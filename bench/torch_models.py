@@ -55,7 +55,14 @@ from sr_net import SRNet
 from torch_timing import graph_ms_per_call
 
 CLASSIFIERS = ("resnet50", "vgg16", "mobilenet_v2", "inception_v3")
-MODELS = CLASSIFIERS + ("sr_net",)
+# The rest of torchvision's classification CNNs (issue 10's zoo): built by name, the same way.
+ZOO = ("alexnet", "vgg11_bn", "resnet18", "resnet101", "resnext50_32x4d", "wide_resnet50_2",
+       "densenet121", "squeezenet1_1", "googlenet", "mobilenet_v3_small", "mobilenet_v3_large",
+       "mnasnet1_0", "shufflenet_v2_x1_0", "efficientnet_b0", "efficientnet_b4",
+       "efficientnet_v2_s", "regnet_x_400mf", "regnet_y_400mf", "regnet_y_1_6gf", "convnext_tiny")
+# Segmentation heads: their output dict's "out".
+SEGMENTATION = ("fcn_resnet50", "deeplabv3_resnet50", "lraspp_mobilenet_v3_large")
+MODELS = CLASSIFIERS + ("sr_net",) + ZOO + SEGMENTATION
 SR_SIZE = (720, 1280)   # the seed's frame
 OPSET = 18
 # gen_models.py's values.
@@ -178,7 +185,10 @@ def calibrate_batch_norm(model, batches):
 def center_classifier(model, batches):
     """The last Linear: bias = -W mu for the mean feature mu it sees on `batches`, W scaled so
     that its outputs vary with std LOGIT_STD (gen_models' gemm(classifier=True)). Eval mode."""
-    fc = [m for m in model.modules() if isinstance(m, nn.Linear)][-1]
+    linears = [m for m in model.modules() if isinstance(m, nn.Linear)]
+    if not linears:  # a convolutional classifier (SqueezeNet): nothing to centre
+        return
+    fc = linears[-1]
     feats = []
     hook = fc.register_forward_hook(lambda mod, args, out: feats.append(args[0].double()))
     try:
@@ -198,6 +208,17 @@ def center_classifier(model, batches):
         fc.bias.copy_(-(w @ mu))
 
 
+class SegmentationOut(nn.Module):
+    """A torchvision segmentation model's "out" tensor alone (its forward returns a dict)."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, x):
+        return self.model(x)["out"]
+
+
 def build_model(name, seed=0):
     """The model in fp32 eval mode on the GPU, with usable random weights (module docstring)."""
     # torchvision's constructors draw their initial weights from the global generator.
@@ -209,8 +230,14 @@ def build_model(name, seed=0):
         # would also demand 299x299 calibration images); images are used as given.
         model = torchvision.models.inception_v3(weights=None, aux_logits=False,
                                                 transform_input=False, init_weights=True)
-    elif name in CLASSIFIERS:
-        model = getattr(torchvision.models, name)(weights=None)
+    elif name in CLASSIFIERS or name in ZOO:
+        # googlenet's auxiliary classifiers exist in train mode only, like inception_v3's.
+        kwargs = {"aux_logits": False, "init_weights": True} if name == "googlenet" else {}
+        model = getattr(torchvision.models, name)(weights=None, **kwargs)
+    elif name in SEGMENTATION:
+        kwargs = {} if name.startswith("lraspp") else {"aux_loss": False}
+        model = SegmentationOut(getattr(torchvision.models.segmentation, name)(
+            weights=None, weights_backbone=None, **kwargs))
     else:
         raise ValueError("unknown model %r (known: %s)" % (name, ", ".join(MODELS)))
     init_batch_norm(model, _generator(seed, name, "batch_norm"))
@@ -221,7 +248,8 @@ def build_model(name, seed=0):
     with exact_fp32():
         calibrate_batch_norm(model, batches)
         model.eval()
-        center_classifier(model, batches)
+        if name not in SEGMENTATION:
+            center_classifier(model, batches)
     return model
 
 

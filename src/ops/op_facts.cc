@@ -61,7 +61,7 @@ const std::map<std::string, OpFacts>& table() {
     for (const char* op : {"Exp", "Log", "Sqrt", "Neg", "Abs", "Reciprocal", "Floor", "Ceil", "Erf"})
       t[op] = unary(GpuKernel::kElementwise, false);
     t["Softplus"] = unary(GpuKernel::kNone);
-    t["Gelu"] = unary(GpuKernel::kNone, false);
+    t["Gelu"] = unary();
     for (const char* op : {"Round", "Sin", "Cos", "Sign"}) t[op] = unary(GpuKernel::kNone, false);
     t["Not"] = unary(GpuKernel::kNone, false);
     t["Cast"] = unary(GpuKernel::kCopy);
@@ -106,7 +106,9 @@ const std::map<std::string, OpFacts>& table() {
     // Normalization: folded into the preceding conv where it can be (fold-batch-norm).
     t["BatchNormalization"] = {.kind = OpKind::kNormalization, .flops = FlopRule::kPerOutput,
                                .fp16 = true, .fp16_free_inputs = {1, 2, 3, 4}};
-    t["LayerNormalization"] = {.kind = OpKind::kNormalization, .flops = FlopRule::kPerOutput};
+    // Over the trailing dims: ConvNeXt's channels-last LayerNorm reads NHWC data as it is.
+    t["LayerNormalization"] = {.kind = OpKind::kNormalization, .gpu = GpuKernel::kReduce,
+                               .flops = FlopRule::kPerOutput, .fp16 = true};
 
     // Reductions.
     t["Softmax"] = {.kind = OpKind::kReduction, .nhwc = NhwcForm::kAxes,

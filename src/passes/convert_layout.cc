@@ -31,6 +31,7 @@
 #include <cstring>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "core/error.h"
 #include "ir/op_registry.h"
@@ -96,7 +97,10 @@ class LayoutConverter {
   ir::Graph run() {
     std::vector<ir::Node> nodes = std::move(g_.nodes);
     g_.nodes.clear();
-    for (const ir::Node& n : nodes) {
+    find_matmul_biases(nodes);
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      const ir::Node& n = nodes[i];
+      if (absorbed_.count(i)) continue;  // a MatMul's bias Add, now the tessel.Gemm's bias
       std::string why = n.label() + " has no NHWC form";
       if (!convert(n, why)) keep(n, why);
     }
@@ -189,6 +193,7 @@ class LayoutConverter {
   bool convert(const ir::Node& n, std::string& why) {
     if (n.op == "Conv") return convert_conv(n, why);
     if (n.op == "Gemm") return convert_gemm(n);
+    if (n.op == "MatMul") return convert_matmul(n);
     // Everything else follows its activations: NHWC only if one of them already is.
     if (std::none_of(n.inputs.begin(), n.inputs.end(), [&](ValueId v) { return has_nhwc(v); }))
       return false;
@@ -302,6 +307,79 @@ class LayoutConverter {
     if (bias != kNoValue) ins.push_back(bias);
     g_.add_node("tessel.Gemm", n.name, std::move(ins), n.outputs);
     return true;
+  }
+
+  // A MatMul of activations A [..., K] (any rank >= 2) and constant weights B [K, N]: a dense
+  // layer applied along the last axis (ConvNeXt's and the classifiers' Linear layers). It
+  // becomes tessel.Gemm on A viewed as [M, K], M the product of the leading extents, with the
+  // weights transposed to [N, K] at compile time, viewed back as [..., N]; the Reshapes are
+  // views (no kernel). An Add of a constant [N] (or [1, ..., N]) right after, read by nothing
+  // else, becomes the Gemm's bias (find_matmul_biases).
+  bool convert_matmul(const ir::Node& n) {
+    const ValueId a = n.inputs.at(0), bw = n.inputs.at(1);
+    if (!is_const(bw) || g_.type(bw).shape.size() != 2 || !is_float(g_.type(a).dtype)) return false;
+    const Shape as = g_.type(a).shape;
+    if (as.size() < 2) return false;
+    const int64_t k = as.back(), out = g_.type(bw).shape[1];
+    if (g_.type(bw).shape[0] != k) return false;
+    // MatMul contracts the last axis of the value in the model's own layout.
+    to_nchw(a, n.label() + " contracts the last axis of the NCHW layout");
+    const ValueId x = a;
+    const ValueId w =
+        add_constant(g_.value(bw).name + ".nk", ops::permute(*g_.value(bw).data, {1, 0}));
+    std::vector<ValueId> ins = {x, w};
+    ValueId y = n.outputs.at(0);
+    if (auto it = matmul_bias_.find(n.outputs.at(0)); it != matmul_bias_.end()) {
+      ins.push_back(it->second.bias);
+      y = it->second.output;
+    }
+    const Shape ys = g_.type(y).shape;
+    if (as.size() == 2) {
+      g_.add_node("tessel.Gemm", n.name, std::move(ins), {y});
+      return true;
+    }
+    const int64_t m = numel(as) / std::max<int64_t>(k, 1);
+    const ValueId flat = add_value(g_.value(a).name + ".mk", {g_.type(a).dtype, {m, k}});
+    g_.add_node("Reshape", node_names_.fresh(n.name + ".flatten"), {x, add_i64(n.name + ".mk", {m, k})},
+                {flat});
+    ins[0] = flat;
+    const ValueId flat_y = add_value(g_.value(y).name + ".mn", {g_.type(y).dtype, {m, out}});
+    g_.add_node("tessel.Gemm", n.name, std::move(ins), {flat_y});
+    g_.add_node("Reshape", node_names_.fresh(n.name + ".unflatten"),
+                {flat_y, add_i64(n.name + ".shape", ys)}, {y});
+    return true;
+  }
+
+  // For each MatMul that convert_matmul will take, an Add of a constant bias right after it.
+  struct MatmulBias {
+    ValueId bias;    // the [N] constant
+    ValueId output;  // the Add's output, which the MatMul's rewrite now produces
+  };
+  void find_matmul_biases(const std::vector<ir::Node>& nodes) {
+    std::unordered_map<ValueId, std::vector<size_t>> readers;
+    for (size_t i = 0; i < nodes.size(); ++i)
+      for (ValueId v : nodes[i].inputs) readers[v].push_back(i);
+    for (const ir::Node& n : nodes) {
+      if (n.op != "MatMul" || n.inputs.size() != 2 || !is_const(n.inputs[1]) ||
+          g_.type(n.inputs[1]).shape.size() != 2)
+        continue;
+      const ValueId y = n.outputs.at(0);
+      const std::vector<size_t>& r = readers[y];
+      if (r.size() != 1 || std::count(g_.outputs.begin(), g_.outputs.end(), y)) continue;
+      const ir::Node& add = nodes[r[0]];
+      if (add.op != "Add" || add.inputs.size() != 2) continue;
+      const ValueId c = add.inputs[0] == y ? add.inputs[1] : add.inputs[0];
+      if (!is_const(c) || add.inputs[0] == add.inputs[1]) continue;
+      const int64_t out = g_.type(n.inputs[1]).shape[1];
+      const Shape& cs = g_.type(c).shape;
+      if (numel(cs) != out || (!cs.empty() && cs.back() != out)) continue;
+      if (g_.type(add.outputs[0]).shape != g_.type(y).shape) continue;
+      const Tensor& t = *g_.value(c).data;
+      Tensor v(t.dtype(), {out});
+      for (int64_t i = 0; i < out; ++i) v.set_f64(i, t.get_f64(i));
+      matmul_bias_[y] = {add_constant(g_.value(c).name + ".vector", std::move(v)), add.outputs[0]};
+      absorbed_.insert(r[0]);
+    }
   }
 
   // MaxPool, AveragePool, GlobalAveragePool, DepthToSpace -> their tessel NHWC forms.
@@ -567,6 +645,8 @@ class LayoutConverter {
   std::vector<char> nchw_missing_;  // per original value: only the twin holds the data
   std::unordered_map<ValueId, ValueId> nhwc_constants_;  // broadcast constants, rewritten
   std::unordered_map<ValueId, ValueId> padded_;          // NHWC value -> channel-aligned copy
+  std::unordered_map<ValueId, MatmulBias> matmul_bias_;  // MatMul output -> its bias Add
+  std::unordered_set<size_t> absorbed_;                  // node indices of those Adds
 };
 
 }  // namespace

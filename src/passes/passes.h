@@ -25,6 +25,11 @@ ir::Graph fold_constants(ir::Graph g);
 // has no other reader): W' = W * s[co], b' = (b - mean) * s + beta, s = gamma / sqrt(var + eps).
 ir::Graph fold_batch_norm(ir::Graph g);
 
+// Lowers each inference BatchNormalization that fold-batch-norm left (after a Concat, a pool,
+// an activation) to Mul(x, s) + Add(., t) with per-channel constants [C, 1, ..., 1]:
+// s = gamma / sqrt(var + eps), t = beta - mean * s. Training-mode or non-constant ones stay.
+ir::Graph lower_batch_norm(ir::Graph g);
+
 // Replaces the decomposed layer normalization and GELU that older exporters write with one
 // LayerNormalization (over the last axis) or Gelu node each (fuse_norm_gelu.cc lists the exact
 // forms): ReduceMean / Sub / Pow / ReduceMean / Add / Sqrt / Div, optionally times gamma plus
@@ -39,6 +44,12 @@ ir::Graph fuse_norm_gelu(ir::Graph g);
 // DepthToSpace -> their tessel NHWC forms; axes and per-channel constants of the other ops
 // rewritten for NHWC.
 ir::Graph convert_layout(ir::Graph g);
+
+// Folds a Transpose of a Transpose into one with the composed permutation, and removes
+// Transposes whose permutation is the identity (fold_transposes.cc): after convert-layout, a
+// model's own permutes to and from channels-last (ConvNeXt's LayerNorm) meet the layout's
+// Transposes and cancel.
+ir::Graph fold_transposes(ir::Graph g);
 
 // Chooses storage precision (choose_precision.cc). kFp32 returns g unchanged. kFp16 stores
 // float activations and weights as fp16 with Casts only after graph inputs and before graph

@@ -12,14 +12,17 @@ const std::vector<PassInfo>& all_passes() {
   static const std::vector<PassInfo> kPasses = {
       {"canonicalize", "bypass Identity/Dropout/no-op Cast; Clip bounds as inputs", canonicalize},
       {"fold-constants", "evaluate nodes whose inputs are all constant", fold_constants},
-      {"fold-batch-norm", "fold inference BatchNormalization into the preceding Conv",
-       fold_batch_norm},
-      // Not in gpu_pipeline() yet: the GPU lowering has no LayerNormalization or Gelu kernel.
       {"fuse-norm-gelu", "decomposed LayerNorm / GELU subgraphs -> LayerNormalization / Gelu",
        fuse_norm_gelu},
+      {"fold-batch-norm", "fold inference BatchNormalization into the preceding Conv",
+       fold_batch_norm},
+      {"lower-batch-norm",
+       "BatchNormalization left unfolded -> per-channel scale and shift (Mul, Add)",
+       lower_batch_norm},
       {"convert-layout",
        "NHWC activations, OHWI / [N,K] weights, tessel.* ops; transposes only at the edges",
        convert_layout},
+      {"fold-transposes", "compose chained Transposes; drop identity ones", fold_transposes},
       // Precision is a parameter of choose_precision; each precision that does something is
       // a pass name of its own, so that `tessel opt --passes=...` lists can select it. fp32
       // needs none: it is the model as given.
@@ -52,8 +55,9 @@ std::vector<std::string> gpu_pipeline(const Options& options) {
   // alignment (multiples of 8) suits fp16 and tf32 Tensor Core tiles alike. No second
   // fold-constants: convert-layout and choose-precision rewrite constants themselves rather
   // than leave Transposes or Casts of constants behind.
-  std::vector<std::string> names = {"canonicalize", "fold-constants", "fold-batch-norm",
-                                    "convert-layout"};
+  std::vector<std::string> names = {"canonicalize",     "fold-constants",   "fuse-norm-gelu",
+                                    "fold-batch-norm",  "lower-batch-norm", "convert-layout",
+                                    "fold-transposes"};
   if (options.precision == Precision::kFp16) names.push_back("choose-precision-fp16");
   // Slices last: fuse has settled each contraction's epilogue and store, and dce has removed the
   // dead readers that would make a producer look shared.

@@ -19,6 +19,7 @@
 #include "runtime/cpu/executor.h"
 #include "device/cuda_api.h"
 #include "passes/plan_memory.h"
+#include "compiler/cnn_blocks.h"
 #include "runtime/engine.h"
 
 namespace tessel::runtime {
@@ -180,6 +181,24 @@ TEST_F(EngineGpu, DepthwiseBlockFp16) {
   for (const ir::Node& n : s.graph()->nodes)
     grouped += n.op == "tessel.Conv" && n.get_int("group", 1) > 1;
   EXPECT_EQ(grouped, 1);
+}
+
+// ConvNeXt's block: LayerNorm, GELU and the Linear layers (tessel.Gemm) on the GPU, NHWC
+// through the model's permutes; batch 1 and 2.
+TEST_F(EngineGpu, ConvNeXtBlockFp16) {
+  for (int64_t n : {1, 2}) {
+    SCOPED_TRACE(n);
+    const Session s = check_model(testing::convnext_block(n), Precision::kFp16, 2e-2);
+    if (sm80_) {
+      EXPECT_GE(s.engine()->stats().tensor_core_kernels, 2);
+    }
+  }
+}
+
+// DenseNet's pre-activation batch norm after a Concat: a per-channel scale and shift.
+TEST_F(EngineGpu, DenseBlockFp16AndFp32) {
+  check_model(testing::dense_block(2), Precision::kFp16, 2e-2);
+  check_model(testing::dense_block(1), Precision::kFp32, 1e-3);
 }
 
 TEST_F(EngineGpu, WrongInputIsAUserError) {

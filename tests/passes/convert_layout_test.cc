@@ -265,5 +265,51 @@ TEST(ConvertLayout, ScalarGemmBiasBecomesAVector) {
 })");
 }
 
+// A Linear layer on a channels-last 4-D tensor (ConvNeXt's MLP): MatMul with [K, N] weights
+// and the bias Add after it become one tessel.Gemm on the [M, K] view, weights [N, K].
+TEST(ConvertLayout, MatMulOnRankFourBecomesGemmWithBias) {
+  testing::expect_pass_result("convert-layout", R"(graph @g opset 17 {
+  input %x : f32[1,2,2,3]
+  const %w : f32[3,2] = [1.0, -1.0, 0.5, 2.0, -0.5, 0.25]
+  const %b : f32[2] = [0.5, -2.0]
+  %m = MatMul(%x, %w) : f32[1,2,2,2] @"fc"
+  %y = Add(%m, %b) : f32[1,2,2,2] @"bias"
+  output %y
+})",
+                              R"(graph @g opset 17 {
+  input %x : f32[1,2,2,3]
+  const %wt : f32[2,3] = [1.0, 0.5, -0.5, -1.0, 2.0, 0.25]
+  const %b : f32[2] = [0.5, -2.0]
+  const %mk : i64[2] = [4, 3]
+  const %shape : i64[4] = [1, 2, 2, 2]
+  %f = Reshape(%x, %mk) : f32[4,3] @"fc.flatten"
+  %g = tessel.Gemm(%f, %wt, %b) : f32[4,2] @"fc"
+  %y = Reshape(%g, %shape) : f32[1,2,2,2] @"fc.unflatten"
+  output %y
+})");
+}
+
+// Rank 2 with no bias; a MatMul whose second operand is an activation stays a MatMul.
+TEST(ConvertLayout, MatMulRankTwoAndActivationWeights) {
+  testing::expect_pass_result("convert-layout", R"(graph @g opset 17 {
+  input %x : f32[2,3]
+  input %v : f32[3,4]
+  const %w : f32[3,2] = [1.0, -1.0, 0.5, 2.0, -0.5, 0.25]
+  %y = MatMul(%x, %w) : f32[2,2] @"fc"
+  %z = MatMul(%x, %v) : f32[2,4] @"mm"
+  output %y
+  output %z
+})",
+                              R"(graph @g opset 17 {
+  input %x : f32[2,3]
+  input %v : f32[3,4]
+  const %wt : f32[2,3] = [1.0, 0.5, -0.5, -1.0, 2.0, 0.25]
+  %y = tessel.Gemm(%x, %wt) : f32[2,2] @"fc"
+  %z = MatMul(%x, %v) : f32[2,4] @"mm"
+  output %y
+  output %z
+})");
+}
+
 }  // namespace
 }  // namespace tessel

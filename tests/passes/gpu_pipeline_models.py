@@ -27,9 +27,11 @@ import numpy as np
 MODELS = ["sr_net", "mobilenet_v2"]
 # passes::gpu_pipeline(options) in src/passes/pipeline.cc, for each precision.
 PIPELINES = {
-    "fp16": "canonicalize,fold-constants,fold-batch-norm,convert-layout,choose-precision-fp16,"
+    "fp16": "canonicalize,fold-constants,fuse-norm-gelu,fold-batch-norm,lower-batch-norm,"
+            "convert-layout,fold-transposes,choose-precision-fp16,"
             "fuse,depth-to-space-dcr,dce,concat-into-slices",
-    "fp32": "canonicalize,fold-constants,fold-batch-norm,convert-layout,fuse,depth-to-space-dcr,"
+    "fp32": "canonicalize,fold-constants,fuse-norm-gelu,fold-batch-norm,lower-batch-norm,"
+            "convert-layout,fold-transposes,fuse,depth-to-space-dcr,"
             "dce,concat-into-slices",
 }
 TOLERANCE = {"fp16": 2e-2, "fp32": 1e-4}

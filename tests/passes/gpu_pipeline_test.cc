@@ -118,9 +118,10 @@ void expect_consistent(const ir::Graph& g) {
 TEST(GpuPipeline, NamesAreRegisteredPasses) {
   const std::vector<std::string> fp16 = passes::gpu_pipeline({});
   EXPECT_EQ(fp16,
-            (std::vector<std::string>{"canonicalize", "fold-constants", "fold-batch-norm",
-                                      "convert-layout", "choose-precision-fp16", "fuse",
-                                      "depth-to-space-dcr", "dce", "concat-into-slices"}));
+            (std::vector<std::string>{"canonicalize", "fold-constants", "fuse-norm-gelu",
+                                      "fold-batch-norm", "lower-batch-norm", "convert-layout",
+                                      "fold-transposes", "choose-precision-fp16", "fuse", "depth-to-space-dcr", "dce",
+                                      "concat-into-slices"}));
   for (const std::string& name : fp16) EXPECT_NE(passes::find_pass(name), nullptr) << name;
   const std::vector<std::string> fp32 =
       passes::gpu_pipeline({.precision = Precision::kFp32});

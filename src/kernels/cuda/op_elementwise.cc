@@ -39,6 +39,10 @@ const std::map<std::string, std::string>& op_table() {
       {"Floor", "floorf(x0)"},
       {"Ceil", "ceilf(x0)"},
       {"Erf", "erff(x0)"},
+      // GELU, both forms rewritten as the reference kernel does so that nothing cancels for
+      // negative x: 0.5 x (1 + erf(x / sqrt 2)) = 0.5 x erfc(-x / sqrt 2), and the tanh form
+      // 0.5 x (1 + tanh(u)) = x / (1 + exp(-2u)), u = sqrt(2/pi) (x + 0.044715 x^3).
+      {"Gelu", "{gelu}"},
       // min(max(x, lo), hi), so that lo > hi yields hi as ONNX specifies (and NaN stays NaN).
       {"Clip", "((x0 < {lo} ? {lo} : x0) > {hi} ? {hi} : (x0 < {lo} ? {lo} : x0))"},
       {"Add", "x0 + x1"},
@@ -66,6 +70,11 @@ std::string expression(const ir::Node& n) {
   const bool hard_sigmoid = n.op == "HardSigmoid";
   put("{alpha}", float_literal(n.get_float("alpha", n.op == "LeakyRelu" ? 0.01 : hard_sigmoid ? 0.2 : 1.0)));
   put("{beta}", float_literal(n.get_float("beta", 0.5)));
+  if (n.op == "Gelu") {
+    put("{gelu}", n.get_string("approximate", "none") == "tanh"
+                      ? "x0 / (1.f + expf(-1.5957691216f * (x0 + 0.044715f * x0 * x0 * x0)))"
+                      : "0.5f * x0 * erfcf(-0.70710678118f * x0)");
+  }
   if (n.op == "Clip") {
     // Opset 11+: min and max are optional inputs 1 and 2 (operands x1, x2); before, attributes.
     auto bound = [&](size_t input, const char* attr, double def) {

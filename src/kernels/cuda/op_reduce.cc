@@ -1,5 +1,5 @@
-// Reductions (kernels/tessel_op_reduce.cuh): Softmax along any axis and ReduceMean over any
-// axes, with the semantics of ops/reduce.cc (the axes and output shape come from the same
+// Reductions (kernels/tessel_op_reduce.cuh): Softmax along any axis, ReduceMean over any
+// axes and LayerNormalization over its trailing dims, with the semantics of ops/reduce.cc (the axes and output shape come from the same
 // ops::plan_reduce) and fp32 accumulation for f32, f16 and bf16 storage. The zoo's softmax
 // follows a tessel.Gemm over logits: last axis, contiguous rows, one warp per row.
 #include <fmt/format.h>
@@ -106,6 +106,51 @@ OpKernelSource emit_reduce_mean(const ir::Graph& g, const ir::Node& n) {
                      (out_elems + kThreads - 1) / kThreads, kThreads);
 }
 
+// LayerNormalization's [outer, n] view: the dims from `axis` on are normalised together.
+struct LayerNormView {
+  int64_t outer = 1, n = 1;
+};
+
+std::optional<LayerNormView> layer_norm_view(const ir::Node& n, const Shape& shape) {
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  int64_t axis = n.get_int("axis", -1);
+  if (rank < 1 || axis < -rank || axis >= rank) return std::nullopt;
+  if (axis < 0) axis += rank;
+  LayerNormView v;
+  for (int64_t d = 0; d < rank; ++d) (d < axis ? v.outer : v.n) *= shape[d];
+  return v;
+}
+
+// Why the GPU kernel cannot take this LayerNormalization (it reads Scale and B as vectors over
+// the normalised dims and writes Y alone).
+std::optional<std::string> check_layer_norm(const ir::Graph& g, const ir::Node& n) {
+  const Shape& shape = g.type(n.inputs[0]).shape;
+  const std::optional<LayerNormView> v = layer_norm_view(n, shape);
+  if (!v) return n.label() + ": axis out of range for the input";
+  if (n.outputs.size() != 1)
+    return n.label() + ": the Mean and InvStdDev outputs have no GPU kernel (Y alone has)";
+  for (size_t i = 1; i < n.inputs.size(); ++i)
+    if (n.inputs[i] != ir::kNoValue && numel(g.type(n.inputs[i]).shape) != v->n)
+      return n.label() + ": input " + std::to_string(i) + " " + g.type(n.inputs[i]).str() +
+             " is broadcast; the GPU kernel takes one value per normalised element";
+  return std::nullopt;
+}
+
+OpKernelSource emit_layer_norm(const ir::Graph& g, const ir::Node& n) {
+  const ir::TensorType& x = g.type(n.inputs[0]);
+  const LayerNormView v = *layer_norm_view(n, x.shape);
+  const bool bias = n.inputs.size() > 2 && n.inputs[2] != ir::kNoValue;
+  const std::string problem = fmt::format(
+      "// {} -> {}\nstruct Problem {{\n  using T = {};\n  static constexpr i64 kOuter = {}, kN = {};\n"
+      "  static constexpr bool kHasBias = {};\n  static constexpr float kEpsilon = {};\n}};\n",
+      x.str(), g.type(n.outputs[0]).str(), type_of(x.dtype), v.outer, v.n, bias ? "true" : "false",
+      float_literal(n.get_float("epsilon", 1e-5)));
+  constexpr int kWarps = kThreads / 32;
+  return make_source(n, "layer_norm", "tessel_op_reduce.cuh", problem,
+                     "tessel::LayerNormRows<Problem>::run(p);", (v.outer + kWarps - 1) / kWarps,
+                     kThreads);
+}
+
 }  // namespace
 
 
@@ -119,12 +164,15 @@ std::optional<std::string> check_reduce(const ir::Graph& g, const ir::Node& n) {
       return n.label() + ": axis out of range for the input";
     return std::nullopt;
   }
+  if (n.op == "LayerNormalization") return check_layer_norm(g, n);
   if (!reduce_axes(g, n)) return n.label() + ": axes (input 1) must be a constant";
   return std::nullopt;
 }
 
 OpKernelSource emit_reduce(const ir::Graph& g, const ir::Node& n) {
-  return n.op == "Softmax" ? emit_softmax(g, n) : emit_reduce_mean(g, n);
+  if (n.op == "Softmax") return emit_softmax(g, n);
+  if (n.op == "LayerNormalization") return emit_layer_norm(g, n);
+  return emit_reduce_mean(g, n);
 }
 
 }  // namespace tessel::kernels::cuda::op_detail

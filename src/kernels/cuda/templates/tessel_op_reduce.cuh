@@ -1,4 +1,5 @@
-// Reductions over NHWC/any-layout tensors (kernels/cuda/op_reduce.cc): Softmax and ReduceMean,
+// Reductions over NHWC/any-layout tensors (kernels/cuda/op_reduce.cc): Softmax, ReduceMean and
+// LayerNormalization,
 // both accumulating in fp32 whatever the storage type, as ops/reduce.cc defines them (there
 // in double): softmax(x)_j = exp(x_j - max) / sum_k exp(x_k - max), mean = sum / count.
 #pragma once
@@ -60,6 +61,41 @@ struct SoftmaxStrided {
     for (i64 j = 0; j < P::kN; ++j) s += expf(to_float(x[j * P::kInner]) - m);
     for (i64 j = 0; j < P::kN; ++j)
       y[j * P::kInner] = from_float<T>(expf(to_float(x[j * P::kInner]) - m) / s);
+  }
+};
+
+// LayerNormalization over contiguous rows (the normalised dims are the innermost: P::kOuter
+// rows of P::kN elements, NHWC's channels for a channels-last LayerNorm), one warp per row:
+// mean, then the variance as the mean of (x - mean)^2 (a second read of the row, from L1),
+// then y = (x - mean) * rsqrt(var + eps) * scale + bias, all in fp32. Scale and bias are
+// P::kN-element vectors in the storage type; bias is in[2] when P::kHasBias.
+template <typename P>
+struct LayerNormRows {
+  using T = typename P::T;
+  __device__ __forceinline__ static void run(const OpParams& p) {
+    const int lane = threadIdx.x & 31;
+    const i64 warps_per_block = blockDim.x / 32;
+    const i64 stride = static_cast<i64>(gridDim.x) * warps_per_block;
+    const T* scale = static_cast<const T*>(p.in[1]);
+    const T* bias = static_cast<const T*>(p.in[2]);
+    for (i64 row = blockIdx.x * warps_per_block + threadIdx.x / 32; row < P::kOuter; row += stride) {
+      const T* x = static_cast<const T*>(p.in[0]) + row * P::kN;
+      T* y = static_cast<T*>(p.out[0]) + row * P::kN;
+      float s = 0.f;
+      for (i64 j = lane; j < P::kN; j += 32) s += to_float(x[j]);
+      const float mean = warp_sum(s) * (1.f / static_cast<float>(P::kN));
+      float q = 0.f;
+      for (i64 j = lane; j < P::kN; j += 32) {
+        const float d = to_float(x[j]) - mean;
+        q += d * d;
+      }
+      const float inv = rsqrtf(warp_sum(q) * (1.f / static_cast<float>(P::kN)) + P::kEpsilon);
+      for (i64 j = lane; j < P::kN; j += 32) {
+        float v = (to_float(x[j]) - mean) * inv * to_float(scale[j]);
+        if constexpr (P::kHasBias) v += to_float(bias[j]);
+        y[j] = from_float<T>(v);
+      }
+    }
   }
 };
 
