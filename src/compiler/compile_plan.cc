@@ -29,8 +29,8 @@ using runtime::Relocation;
 constexpr int64_t kAlign = passes::MemoryPlan::kAlignment;
 
 // The op kernels' parameter block (op_kernels.h): struct OpParams { in[8]; out[4]; }.
-constexpr int kOpInputs = 8;
-constexpr int kOpOutputs = 4;
+constexpr int kOpInputs = cg::kOpKernelInputs;
+constexpr int kOpOutputs = cg::kOpKernelOutputs;
 static_assert(kOpInputs + kOpOutputs <= kMaxParamWords);
 
 int64_t align_up(int64_t x) { return (x + kAlign - 1) / kAlign * kAlign; }

@@ -1,4 +1,6 @@
 // Local clean-ups that make later patterns simpler.
+#include <optional>
+
 #include "passes/passes.h"
 #include "passes/rewrite_util.h"
 
@@ -22,12 +24,69 @@ bool is_copy(const ir::Graph& g, const ir::Node& n) {
   return false;
 }
 
+// Gather along one axis with constant indices that pick one position, or a run of consecutive
+// positions in increasing order: the same values as a Slice (and, for a scalar index, a
+// Reshape that drops the axis), ops with GPU kernels and an NHWC form. Returns the nodes that
+// replace `n`, or nothing.
+std::optional<std::vector<ir::Node>> gather_as_slice(ir::Graph& g, const ir::Node& n) {
+  if (n.op != "Gather" || n.inputs.size() != 2 || n.outputs.size() != 1) return std::nullopt;
+  const ir::Value& indices = g.value(n.inputs[1]);
+  if (!indices.is_constant() || g.value(n.inputs[0]).is_constant()) return std::nullopt;
+  const Tensor& idx = *indices.data;
+  const Shape& x = g.type(n.inputs[0]).shape;
+  const int64_t rank = static_cast<int64_t>(x.size());
+  int64_t axis = n.get_int("axis", 0);
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis >= rank || idx.shape().size() > 1 || idx.numel() < 1) return std::nullopt;
+  const int64_t extent = x[static_cast<size_t>(axis)];
+  auto at = [&](int64_t i) { return idx.get_i64(i) < 0 ? idx.get_i64(i) + extent : idx.get_i64(i); };
+  const int64_t first = at(0);
+  for (int64_t i = 0; i < idx.numel(); ++i)
+    if (at(i) != first + i || at(i) < 0 || at(i) >= extent) return std::nullopt;
+  auto i64s = [&](const std::string& name, std::vector<int64_t> v) {
+    const int64_t size = static_cast<int64_t>(v.size());
+    return g.add_constant(g.unique_value_name(n.name + "." + name),
+                          Tensor::from_vector<int64_t>({size}, v));
+  };
+  std::vector<ir::Node> out;
+  const bool scalar = idx.shape().empty();
+  ir::ValueId sliced = n.outputs[0];
+  if (scalar) {
+    Shape kept = x;
+    kept[static_cast<size_t>(axis)] = 1;
+    sliced = g.add_value(g.unique_value_name(n.name + ".slice"), {g.type(n.inputs[0]).dtype, kept});
+  }
+  out.push_back(ir::Node{.op = "Slice", .name = n.name,
+                         .inputs = {n.inputs[0], i64s("starts", {first}),
+                                    i64s("ends", {first + idx.numel()}), i64s("axes", {axis})},
+                         .outputs = {sliced}, .attrs = {}});
+  if (scalar) {
+    out.push_back(ir::Node{.op = "Reshape", .name = g.unique_node_name(n.name + ".squeeze"),
+                           .inputs = {sliced, i64s("shape", g.type(n.outputs[0]).shape)},
+                           .outputs = {n.outputs[0]}, .attrs = {}});
+  }
+  return out;
+}
+
 }  // namespace
 
 ir::Graph canonicalize(ir::Graph g) {
+  bool changed = false;
+  // Gathers that are slices first: they change the node list.
+  std::vector<ir::Node> nodes;
+  const std::vector<ir::Node> old = g.nodes;
+  for (const ir::Node& n : old) {
+    if (std::optional<std::vector<ir::Node>> slice = gather_as_slice(g, n)) {
+      nodes.insert(nodes.end(), slice->begin(), slice->end());
+      changed = true;
+    } else {
+      nodes.push_back(n);
+    }
+  }
+  if (changed) g.nodes = std::move(nodes);
+
   std::vector<int> uses = use_counts(g);
   std::vector<char> erase(g.nodes.size(), 0);
-  bool changed = false;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     ir::Node& n = g.nodes[i];
     if (n.op == "Clip" && (n.has_attr("min") || n.has_attr("max"))) {

@@ -14,7 +14,8 @@ ir::Graph eliminate_dead_code(ir::Graph g);
 
 // Local clean-ups that make later patterns simpler: Identity and inference Dropout are
 // bypassed, Cast to the same dtype is bypassed, Clip's opset-6 attribute form
-// (min/max attributes) becomes the input form.
+// (min/max attributes) becomes the input form, and a Gather of constant indices that pick one
+// position or a run of consecutive ones becomes a Slice (plus a Reshape for a scalar index).
 ir::Graph canonicalize(ir::Graph g);
 
 // Evaluates every node whose inputs are all constants with the reference kernels and turns
@@ -44,6 +45,15 @@ ir::Graph fuse_norm_gelu(ir::Graph g);
 // DepthToSpace -> their tessel NHWC forms; axes and per-channel constants of the other ops
 // rewritten for NHWC.
 ir::Graph convert_layout(ir::Graph g);
+
+// The most inputs a Concat keeps (split_wide_concats): the GPU op kernels' parameter block
+// takes 8 inputs (kernels/cuda/op_kernels.h, kOpKernelInputs; a compiler test keeps the two
+// equal).
+inline constexpr int kMaxConcatInputs = 8;
+
+// Splits a Concat of more than kMaxConcatInputs inputs (DenseNet's growing feature lists) into
+// a Concat of Concats of consecutive inputs, recursively (the same values in the same order).
+ir::Graph split_wide_concats(ir::Graph g);
 
 // Folds a Transpose of a Transpose into one with the composed permutation, and removes
 // Transposes whose permutation is the identity (fold_transposes.cc): after convert-layout, a

@@ -35,6 +35,8 @@ const std::vector<PassInfo>& all_passes() {
        "convs storing depth_to_space CRD permute their weights to store DCR (contiguous vectors)",
        depth_to_space_dcr},
       {"dce", "remove nodes whose outputs reach no graph output", eliminate_dead_code},
+      {"split-wide-concats", "Concats of more than 8 inputs -> a tree of Concats",
+       split_wide_concats},
       {"concat-into-slices",
        "contractions feeding a channel Concat store into its slices (Concat in_place flags)",
        concat_into_slices},
@@ -61,7 +63,8 @@ std::vector<std::string> gpu_pipeline(const Options& options) {
   if (options.precision == Precision::kFp16) names.push_back("choose-precision-fp16");
   // Slices last: fuse has settled each contraction's epilogue and store, and dce has removed the
   // dead readers that would make a producer look shared.
-  names.insert(names.end(), {"fuse", "depth-to-space-dcr", "dce", "concat-into-slices"});
+  names.insert(names.end(),
+               {"fuse", "depth-to-space-dcr", "dce", "split-wide-concats", "concat-into-slices"});
   return names;
 }
 

@@ -28,7 +28,7 @@ const PassInfo* find_pass(const std::string& name);
 // The pass names of the GPU pipeline for `options`, in order: canonicalize, fold-constants,
 // fuse-norm-gelu, fold-batch-norm, lower-batch-norm, convert-layout, fold-transposes,
 // choose-precision-fp16
-// (only for fp16), fuse, depth-to-space-dcr, dce, concat-into-slices.
+// (only for fp16), fuse, depth-to-space-dcr, dce, split-wide-concats, concat-into-slices.
 // plan_memory (plan_memory.h) is an analysis of the result, not a pass.
 std::vector<std::string> gpu_pipeline(const Options& options);
 

@@ -11,6 +11,8 @@
 #include "compiler/compile_plan.h"
 #include "compiler/plan_node.h"
 #include "ir/printer.h"
+#include "kernels/cuda/op_kernels.h"
+#include "passes/passes.h"
 #include "passes/pipeline.h"
 #include "runtime/cpu/executor.h"
 
@@ -79,6 +81,11 @@ TEST(CnnBlocks, DenseNetPreActivationBatchNormHasAGpuPath) {
   EXPECT_EQ(ops.at("tessel.Conv"), 3);
   check_every_node_runs(g);
   expect_same_numbers(in, g, 2e-2);
+}
+
+// The pass layer's Concat limit is the op kernels' input count.
+TEST(CnnBlocks, ConcatLimitIsTheOpKernelAbi) {
+  EXPECT_EQ(passes::kMaxConcatInputs, kernels::cuda::kOpKernelInputs);
 }
 
 TEST(CnnBlocks, BothCompileForSm90a) {

@@ -74,3 +74,54 @@ TEST(Canonicalize, KeepsDropoutWhoseMaskIsUsed) {
 
 }  // namespace
 }  // namespace tessel
+
+namespace tessel {
+namespace {
+
+// x[:, 1] (a scalar index): Slice of one position along the axis, then a Reshape dropping it.
+TEST(Canonicalize, GatherOfOneIndexIsASliceAndReshape) {
+  testing::expect_pass_result("canonicalize", R"(graph @g opset 17 {
+  input %x : f32[2,3,4]
+  const %i : i64[] = [-2]
+  %y = Gather(%x, %i) {axis = 1} : f32[2,4] @"pick"
+  output %y
+})",
+                              R"(graph @g opset 17 {
+  input %x : f32[2,3,4]
+  const %s : i64[1] = [1]
+  const %e : i64[1] = [2]
+  const %a : i64[1] = [1]
+  const %shape : i64[2] = [2, 4]
+  %t = Slice(%x, %s, %e, %a) : f32[2,1,4] @"pick"
+  %y = Reshape(%t, %shape) : f32[2,4] @"pick.squeeze"
+  output %y
+})");
+}
+
+// A run of consecutive indices is a Slice that keeps the axis; any other index list stays.
+TEST(Canonicalize, GatherOfARunIsASliceOthersStay) {
+  testing::expect_pass_result("canonicalize", R"(graph @g opset 17 {
+  input %x : f32[5,2]
+  const %i : i64[3] = [1, 2, 3]
+  %y = Gather(%x, %i) : f32[3,2] @"run"
+  output %y
+})",
+                              R"(graph @g opset 17 {
+  input %x : f32[5,2]
+  const %s : i64[1] = [1]
+  const %e : i64[1] = [4]
+  const %a : i64[1] = [0]
+  %y = Slice(%x, %s, %e, %a) : f32[3,2] @"run"
+  output %y
+})");
+  const char* shuffled = R"(graph @g opset 17 {
+  input %x : f32[5,2]
+  const %i : i64[3] = [3, 1, 2]
+  %y = Gather(%x, %i) : f32[3,2] @"perm"
+  output %y
+})";
+  testing::expect_pass_result("canonicalize", shuffled, shuffled);
+}
+
+}  // namespace
+}  // namespace tessel

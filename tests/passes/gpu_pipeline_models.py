@@ -29,10 +29,10 @@ MODELS = ["sr_net", "mobilenet_v2"]
 PIPELINES = {
     "fp16": "canonicalize,fold-constants,fuse-norm-gelu,fold-batch-norm,lower-batch-norm,"
             "convert-layout,fold-transposes,choose-precision-fp16,"
-            "fuse,depth-to-space-dcr,dce,concat-into-slices",
+            "fuse,depth-to-space-dcr,dce,split-wide-concats,concat-into-slices",
     "fp32": "canonicalize,fold-constants,fuse-norm-gelu,fold-batch-norm,lower-batch-norm,"
             "convert-layout,fold-transposes,fuse,depth-to-space-dcr,"
-            "dce,concat-into-slices",
+            "dce,split-wide-concats,concat-into-slices",
 }
 TOLERANCE = {"fp16": 2e-2, "fp32": 1e-4}
 # In these models every one of these ops follows a conv and must be fused into it (or folded).

@@ -121,7 +121,7 @@ TEST(GpuPipeline, NamesAreRegisteredPasses) {
             (std::vector<std::string>{"canonicalize", "fold-constants", "fuse-norm-gelu",
                                       "fold-batch-norm", "lower-batch-norm", "convert-layout",
                                       "fold-transposes", "choose-precision-fp16", "fuse", "depth-to-space-dcr", "dce",
-                                      "concat-into-slices"}));
+                                      "split-wide-concats", "concat-into-slices"}));
   for (const std::string& name : fp16) EXPECT_NE(passes::find_pass(name), nullptr) << name;
   const std::vector<std::string> fp32 =
       passes::gpu_pipeline({.precision = Precision::kFp32});

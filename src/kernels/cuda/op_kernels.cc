@@ -97,8 +97,9 @@ std::optional<std::string> can_emit_op(const ir::Graph& g, const ir::Node& n) {
     if (!cuda_type(g.type(v).dtype))
       return n.label() + ": output dtype " + std::string(dtype_name(g.type(v).dtype)) +
              " has no GPU kernel (f32, f16, bf16, i64, i32, bool)";
-  if (n.inputs.size() > 8 || n.outputs.size() > 4)
-    return n.label() + ": more than 8 inputs or 4 outputs do not fit the kernel ABI";
+  if (n.inputs.size() > kOpKernelInputs || n.outputs.size() > kOpKernelOutputs)
+    return n.label() + ": more than " + std::to_string(kOpKernelInputs) + " inputs or " +
+           std::to_string(kOpKernelOutputs) + " outputs do not fit the kernel ABI";
   switch (family(n)) {
     case ir::GpuKernel::kCopy: return check_copy(g, n);
     case ir::GpuKernel::kElementwise: return check_elementwise(g, n);

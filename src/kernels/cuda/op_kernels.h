@@ -19,6 +19,9 @@ namespace tessel::kernels::cuda {
 // in[i] = device address of the node's input i (nullptr for an omitted optional input),
 // out[j] = of its output j. Constants are passed like any input (the engine uploads them).
 // Shapes, dtypes and attributes are compile-time constants of the generated source.
+inline constexpr int kOpKernelInputs = 8;
+inline constexpr int kOpKernelOutputs = 4;
+
 struct OpKernelSource {
   std::string name;
   std::string source;
