@@ -128,7 +128,8 @@ const std::map<std::string, OpFacts>& table() {
     t["DepthToSpace"] = tessel_form(OpKind::kDataMovement, "tessel.DepthToSpace", FlopRule::kZero);
     t["tessel.DepthToSpace"] = nhwc_op(OpKind::kDataMovement, GpuKernel::kCopy, FlopRule::kZero);
     t["SpaceToDepth"] = {.kind = OpKind::kDataMovement, .flops = FlopRule::kZero, .fp16 = true};
-    t["Gather"] = {.kind = OpKind::kDataMovement, .flops = FlopRule::kZero, .fp16 = true};
+    t["Gather"] = {.kind = OpKind::kDataMovement, .gpu = GpuKernel::kCopy,
+                   .flops = FlopRule::kZero, .fp16 = true};
     for (const char* op : {"GatherElements", "Tile", "Expand"})
       t[op] = {.kind = OpKind::kDataMovement, .flops = FlopRule::kZero};
     for (const char* op : {"Reshape", "Flatten"}) {

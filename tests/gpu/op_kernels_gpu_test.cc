@@ -171,6 +171,25 @@ TEST(OpKernelsGpu, Elementwise) {
   check_op("Sigmoid", {act(DType::kF32, {17})});
 }
 
+TEST(OpKernelsGpu, GeluAndLayerNorm) {
+  check_op("Gelu", {act(DType::kF16, {2, 7, 7, 96})});
+  check_op("Gelu", {act(DType::kF32, {33})}, {{"approximate", std::string("tanh")}});
+  // ConvNeXt's channels-last LayerNorm: rows of C, scale and bias of C; C < 32 and C > 32.
+  check_op("LayerNormalization",
+           {act(DType::kF16, {2, 7, 7, 96}), act(DType::kF16, {96}), act(DType::kF16, {96})},
+           {{"axis", int64_t{-1}}, {"epsilon", 1e-6}});
+  check_op("LayerNormalization", {act(DType::kF32, {5, 3, 20}), act(DType::kF32, {3, 20})},
+           {{"axis", int64_t{1}}});
+}
+
+// Gather of constant indices (negative ones from the end), along a middle and the first axis.
+TEST(OpKernelsGpu, Gather) {
+  const Tensor idx = Tensor::from_vector<int64_t>({2, 2}, {2, 0, -1, 1});
+  check_op("Gather", {act(DType::kF16, {3, 4, 5}), {{DType::kI64, {2, 2}}, idx}},
+           {{"axis", int64_t{1}}});
+  check_op("Gather", {act(DType::kF32, {6, 3}), {{DType::kI64, {}}, Tensor::from_vector<int64_t>({}, {-6})}});
+}
+
 TEST(OpKernelsGpu, Pools) {
   check_op("tessel.MaxPool", {act(DType::kF16, {1, 9, 9, 24})},
            {{"kernel_shape", Ints{3, 3}}, {"strides", Ints{2, 2}}, {"ceil_mode", int64_t{1}}});

@@ -260,6 +260,40 @@ std::optional<std::array<int64_t, 3>> batched_swap(const Segment& s) {
   return std::nullopt;
 }
 
+// Gather along `axis`: out[o, j, i] = x[o, idx[j], i] over x viewed as [outer, extent, inner]
+// and the indices flattened to [count]; one thread per output element reads its index from the
+// device (int64 or int32, negative ones counted from the end, as ONNX says).
+OpKernelSource emit_gather(const ir::Graph& g, const ir::Node& n) {
+  const ir::TensorType& x = g.type(n.inputs[0]);
+  const ir::TensorType& idx = g.type(n.inputs[1]);
+  const int64_t rank = static_cast<int64_t>(x.shape.size());
+  int64_t axis = n.get_int("axis", 0);
+  if (axis < 0) axis += rank;
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (d < axis) outer *= x.shape[static_cast<size_t>(d)];
+    if (d > axis) inner *= x.shape[static_cast<size_t>(d)];
+  }
+  const int64_t extent = x.shape[static_cast<size_t>(axis)], count = numel(idx.shape);
+  const int64_t total = outer * count * inner;
+  const std::string t = type_of(x.dtype), it = type_of(idx.dtype);
+  const std::string problem = fmt::format(
+      "// Gather {} by {} along axis {} -> {}\nstruct Problem {{\n"
+      "  static constexpr i64 kItems = {}, kCount = {}, kInner = {}, kExtent = {};\n\n"
+      "  __device__ __forceinline__ static void item(const OpParams& p, i64 i) {{\n"
+      "    const i64 inner = i % kInner, j = (i / kInner) % kCount, outer = i / (kInner * kCount);\n"
+      "    i64 k = static_cast<i64>(static_cast<const {}*>(p.in[1])[j]);\n"
+      "    if (k < 0) k += kExtent;\n"
+      "    static_cast<{}*>(p.out[0])[i] =\n"
+      "        static_cast<const {}*>(p.in[0])[(outer * kExtent + k) * kInner + inner];\n"
+      "  }}\n}};\n",
+      x.str(), idx.str(), axis, g.type(n.outputs[0]).str(), total, std::max<int64_t>(count, 1),
+      std::max<int64_t>(inner, 1), extent, it, t, t);
+  return make_source(n, "gather", "tessel_op_common.cuh", problem,
+                     "tessel::for_each_item<Problem>(p);", (total + kThreads - 1) / kThreads,
+                     kThreads);
+}
+
 }  // namespace
 
 
@@ -284,6 +318,21 @@ std::optional<std::string> check_copy(const ir::Graph& g, const ir::Node& n) {
     if (n.inputs.size() < 3) return n.label() + ": Slice needs inputs starts and ends";
   }
   if (n.op == "Cast") return std::nullopt;
+  if (n.op == "Gather") {
+    const DType it = g.type(n.inputs.at(1)).dtype;
+    if (it != DType::kI64 && it != DType::kI32)
+      return n.label() + ": indices of dtype " + std::string(dtype_name(it)) + " (int64 or int32)";
+    // Indices out of range are a model error the CPU reports; the kernel trusts constant ones
+    // only, which the compiler has seen.
+    const Tensor* idx = constant_input(g, n, 1);
+    if (!idx) return n.label() + ": indices must be a constant (the kernel does not range-check)";
+    const int64_t extent = in.at(static_cast<size_t>(
+        n.get_int("axis", 0) < 0 ? n.get_int("axis", 0) + static_cast<int64_t>(in.size())
+                                 : n.get_int("axis", 0)));
+    for (int64_t i = 0; i < idx->numel(); ++i)
+      if (idx->get_i64(i) < -extent || idx->get_i64(i) >= extent)
+        return n.label() + ": index " + std::to_string(idx->get_i64(i)) + " out of range";
+  }
   // Every other copy keeps the dtype.
   for (ir::ValueId v : n.outputs)
     if (g.type(v).dtype != g.type(n.inputs[0]).dtype)
@@ -302,6 +351,7 @@ std::optional<std::string> check_copy(const ir::Graph& g, const ir::Node& n) {
 }
 
 OpKernelSource emit_copy(const ir::Graph& g, const ir::Node& n) {
+  if (n.op == "Gather") return emit_gather(g, n);
   std::vector<Segment> segs = segments_of(g, n);
   for (Segment& s : segs) collapse(s), choose_vector(s);
 

@@ -214,5 +214,24 @@ TEST(OpKernelFacts, ElementwiseFactsMatchTheGenerator) {
   EXPECT_EQ(can_emit_op(sin, sin.nodes[0]), std::optional<std::string>("Sin 'node': op Sin has no GPU op kernel"));
 }
 
+// The Gather, LayerNorm and GELU kernels compile; Gather refuses indices it cannot trust.
+TEST(OpKernelFacts, GatherLayerNormGeluCompile) {
+  const Tensor idx = Tensor::from_vector<int64_t>({2}, {2, -1});
+  emit_and_compile(one_node("Gather", {act(DType::kF16, {3, 4, 5}), {{DType::kI64, {2}}, idx}},
+                            {{"axis", int64_t{1}}}),
+                   "tessel_op_gather");
+  emit_and_compile(one_node("LayerNormalization", {act(DType::kF16, {2, 7, 7, 96}),
+                                                   act(DType::kF16, {96}), act(DType::kF16, {96})}),
+                   "LayerNormRows");
+  emit_and_compile(one_node("Gelu", {act(DType::kF16, {4, 8})}), "erfcf");
+  const ir::Graph out_of_range =
+      one_node("Gather", {act(DType::kF32, {4, 2}), {{DType::kI64, {1}}, Tensor::from_vector<int64_t>({1}, {3})}});
+  EXPECT_FALSE(can_emit_op(out_of_range, out_of_range.nodes[0]));
+  const ir::Graph runtime_idx = one_node("Gather", {act(DType::kF32, {4, 2}), act(DType::kI64, {3})});
+  EXPECT_EQ(can_emit_op(runtime_idx, runtime_idx.nodes[0]),
+            std::optional<std::string>("Gather 'node': indices must be a constant (the kernel does "
+                                       "not range-check)"));
+}
+
 }  // namespace
 }  // namespace tessel::kernels::cuda
