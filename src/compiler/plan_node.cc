@@ -127,7 +127,7 @@ std::string NodePlan::summary() const {
   switch (run) {
     case NodeRun::kNoKernel: return "no kernel: " + why;
     case NodeRun::kUnsupported: return "not supported on the GPU: " + why;
-    case NodeRun::kOpKernel: return "CUDA kernel";
+    case NodeRun::kOpKernel: return why.empty() ? "CUDA kernel" : "CUDA kernel: " + why;
     case NodeRun::kContraction:
       if (!tensor_cores()) return "SIMT: " + why;
       return "Tensor Cores (" + instruction() + ") " + schedule.name();
@@ -149,6 +149,14 @@ NodePlan plan_node(const ir::Graph& g, const ir::Node& n, const Options& options
   if (std::optional<std::string> why = cg::can_emit_op(g, n)) return unsupported(*why);
   NodePlan p;
   p.run = NodeRun::kOpKernel;
+  if (is_contraction_op(n)) {
+    // Grouped convolutions: say why they are not on Tensor Cores.
+    const int64_t groups = n.get_int("group", 1);
+    const int64_t channels = g.type(n.inputs.at(1)).shape.back();  // OHWI: Ci per group
+    p.why = "grouped convolution (" + std::to_string(groups) + " groups of " +
+            std::to_string(channels) + " input channels): the Tensor Core generator takes " +
+            "group 1 only, so the direct grouped kernel runs it on CUDA cores";
+  }
   return p;
 }
 

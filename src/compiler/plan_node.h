@@ -29,7 +29,7 @@ enum class NodeRun {
 struct NodePlan {
   NodeRun run = NodeRun::kUnsupported;
   // kUnsupported: why there is no GPU path (without the node's label). kNoKernel: why nothing
-  // launches. kContraction on SIMT: why not on Tensor Cores.
+  // launches. kContraction on SIMT, and a grouped conv's kOpKernel: why not on Tensor Cores.
   std::string why;
 
   // kContraction: the matcher's result (its Contraction, remarks and notes), the epilogue with
@@ -46,7 +46,8 @@ struct NodePlan {
   // "mma.sync", "wgmma" or "SIMT" for a contraction; "SIMT" for an op kernel; "" otherwise.
   std::string instruction() const;
   // One line: "Tensor Cores (wgmma) wgmma_128x256x64_s4_w64x256_sk1_r8", "SIMT: <why>",
-  // "CUDA kernel", "no kernel: <why>", "not supported on the GPU: <why>".
+  // "CUDA kernel" (": <why>" for a grouped conv), "no kernel: <why>", "not supported on the
+  // GPU: <why>".
   std::string summary() const;
 };
 

@@ -83,6 +83,27 @@ TEST(CnnBlocks, DenseNetPreActivationBatchNormHasAGpuPath) {
   expect_same_numbers(in, g, 2e-2);
 }
 
+// ResNeXt's grouped 3x3 (32 groups of 4 channels): an op kernel, and explain says why it is not
+// on Tensor Cores.
+TEST(CnnBlocks, GroupedConvSaysWhyNotOnTensorCores) {
+  testing::IrWriter w(13);
+  w.input("x", "f32[1,128,8,8]");
+  testing::conv_weight(w, "wg", 128, 4, 3);
+  w.node("%y = Conv(%x, %wg) {group = 32, pads = [1, 1, 1, 1]} : f32[1,128,8,8] @\"conv2\"");
+  const ir::Graph g = passes::run_passes(w.graph("y"), passes::gpu_pipeline({}));
+  bool found = false;
+  for (const ir::Node& n : g.nodes) {
+    if (n.op != "tessel.Conv") continue;
+    const NodePlan p = plan_node(g, n, {}, device::known_device("sm_90a"));
+    EXPECT_EQ(p.run, NodeRun::kOpKernel);
+    EXPECT_EQ(p.summary(),
+              "CUDA kernel: grouped convolution (32 groups of 4 input channels): the Tensor Core "
+              "generator takes group 1 only, so the direct grouped kernel runs it on CUDA cores");
+    found = true;
+  }
+  EXPECT_TRUE(found);
+}
+
 // The pass layer's Concat limit is the op kernels' input count.
 TEST(CnnBlocks, ConcatLimitIsTheOpKernelAbi) {
   EXPECT_EQ(passes::kMaxConcatInputs, kernels::cuda::kOpKernelInputs);
