@@ -72,19 +72,18 @@ std::optional<std::string> conv_transpose_refusal(const ir::Graph& g, const ir::
   const ir::TensorType& x = g.type(n.inputs[0]);
   const ir::TensorType& w = g.type(n.inputs[1]);
   if (x.shape.size() != 4)
-    return n.label() + ": only 2-D transposed convolutions (a 4-D input) become a tessel.Conv; X is " +
-           x.str();
+    return "only 2-D transposed convolutions (a 4-D input) become a tessel.Conv; X is " + x.str();
   const ConvGeometry geo = plan_conv_transpose(n, x.shape, w.shape);
   if (geo.strides[0] != geo.strides[1])
-    return n.label() + ": strides " + ints_str(geo.strides) +
+    return "strides " + ints_str(geo.strides) +
            " differ, and the depth_to_space store that interleaves the phases has one block "
            "for both dims";
   if (!is_constant(g, n.inputs[1]))
-    return n.label() + ": the weight is not a constant (its taps are rearranged into a "
-           "stride-1 conv's at compile time)";
+    return "the weight is not a constant (its taps are rearranged into a stride-1 conv's at "
+           "compile time)";
   const ir::ValueId b = n.inputs.size() > 2 ? n.inputs[2] : ir::kNoValue;
   if (b != ir::kNoValue && geo.strides[0] != 1 && !is_constant(g, b))
-    return n.label() + ": the bias is not a constant (it is repeated for each of the " +
+    return "the bias is not a constant (it is repeated for each of the " +
            std::to_string(geo.strides[0] * geo.strides[1]) + " output phases at compile time)";
   return std::nullopt;
 }

@@ -72,8 +72,9 @@ struct PhaseConv {
   int64_t channel(int64_t m, int64_t rh, int64_t rw) const;
 };
 
-// Why ConvTranspose node `n` of `g` has no tessel.Conv form -- a sentence naming the node -- or
-// nullopt when convert-layout rewrites it. Malformed attributes are UserErrors, as in inference.
+// Why ConvTranspose node `n` of `g` has no tessel.Conv form (without the node's label, as
+// plan_node's reasons), or nullopt when convert-layout rewrites it. Malformed attributes are
+// UserErrors, as in inference.
 std::optional<std::string> conv_transpose_refusal(const ir::Graph& g, const ir::Node& n);
 
 // The decomposition of a 2-D ConvTranspose with equal strides (conv_transpose_refusal says

@@ -269,7 +269,7 @@ class LayoutConverter {
   bool convert_conv_transpose(const ir::Node& n, std::string& why) {
     const ValueId x = n.inputs[0], w = n.inputs[1], b = input(n, 2);
     if (std::optional<std::string> refusal = ops::conv_transpose_refusal(g_, n)) {
-      why = *refusal;
+      why = n.label() + ": " + *refusal;
       return false;
     }
     if (!tracked(x)) return false;

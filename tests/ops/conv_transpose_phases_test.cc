@@ -146,7 +146,7 @@ TEST(ConvTransposeRefusal, UnequalStrides) {
   %y = ConvTranspose(%x, %w) {strides = [2, 1]} : f32[1,1,5,3] @"up"
   output %y
 })"),
-            "ConvTranspose 'up': strides [2, 1] differ, and the depth_to_space store that "
+            "strides [2, 1] differ, and the depth_to_space store that "
             "interleaves the phases has one block for both dims");
 }
 
@@ -157,8 +157,8 @@ TEST(ConvTransposeRefusal, RuntimeWeight) {
   %y = ConvTranspose(%x, %w) {strides = [2, 2]} : f32[1,1,6,6] @"up"
   output %y
 })"),
-            "ConvTranspose 'up': the weight is not a constant (its taps are rearranged into a "
-            "stride-1 conv's at compile time)");
+            "the weight is not a constant (its taps are rearranged into a stride-1 conv's at "
+            "compile time)");
 }
 
 TEST(ConvTransposeRefusal, RuntimeBiasWithStride) {
@@ -169,7 +169,7 @@ TEST(ConvTransposeRefusal, RuntimeBiasWithStride) {
   %y = ConvTranspose(%x, %w, %b) {strides = [2, 2]} : f32[1,1,6,6] @"up"
   output %y
 })"),
-            "ConvTranspose 'up': the bias is not a constant (it is repeated for each of the 4 "
+            "the bias is not a constant (it is repeated for each of the 4 "
             "output phases at compile time)");
 }
 
@@ -180,8 +180,8 @@ TEST(ConvTransposeRefusal, OneDimensional) {
   %y = ConvTranspose(%x, %w) {strides = [2]} : f32[1,1,6] @"up"
   output %y
 })"),
-            "ConvTranspose 'up': only 2-D transposed convolutions (a 4-D input) become a "
-            "tessel.Conv; X is f32[1,2,3]");
+            "only 2-D transposed convolutions (a 4-D input) become a tessel.Conv; X is "
+            "f32[1,2,3]");
 }
 
 // A malformed node is the user's error, as in inference.
