@@ -13,7 +13,8 @@
 
 #include "ir/infer.h"
 #include "ir/op_registry.h"
-#include "ir/unet_like.h"
+#include "ir/printer.h"
+#include "ir/conv_transpose_nets.h"
 #include "ops/conv_geometry.h"
 #include "ops/conv_transpose_phases.h"
 #include "ops/tessel_epilogue.h"
@@ -317,6 +318,34 @@ TEST(ConvTransposeRewrite, UnetDecoderIsConvsWithDepthToSpaceStores) {
     testing::expect_same_numerics(in, out, p == Precision::kFp16 ? 3e-2 : 1e-4,
                                   p == Precision::kFp16 ? 3e-2 : 1e-5);
   }
+}
+
+// Where the rewrite meets the rest of the pipeline: the RGB ConvTranspose at both graph edges
+// reads the fp32 NCHW input and stores the fp32 NCHW output itself (fuse's edge folds; its
+// phase conv has stride 1, so it is a stem); the cropped one, a stem too, keeps its Slice,
+// with the ReLU after it; the depthwise one stores CRD. Transposes remain for the depthwise
+// input and the two outputs that do not come straight from a group-1 conv.
+TEST(ConvTransposeRewrite, EdgesCropsAndGroupsInThePipeline) {
+  const ir::Graph in = testing::conv_transpose_edges();
+  const ir::Graph out = passes::run_passes(in, passes::gpu_pipeline({}));
+  EXPECT_EQ(op_counts(out), (std::map<std::string, int>{
+                                {"Cast", 3}, {"Relu", 1}, {"Slice", 1}, {"Transpose", 3},
+                                {"tessel.Conv", 3}}))
+      << ir::print_graph(out);
+  for (const ir::Node& n : out.nodes) {
+    if (n.name == "rgb_up") {
+      EXPECT_EQ(n.get_string("input_layout", ""), "nchw");
+      EXPECT_EQ(n.get_string("store", ""), "depth_to_space_nchw");
+      EXPECT_EQ(n.get_string("out_dtype", ""), "f32");
+    } else if (n.name == "crop_up") {
+      EXPECT_EQ(n.get_string("store", ""), "depth_to_space");
+      EXPECT_EQ(out.type(n.outputs[0]).shape, (Shape{2, 32, 32, 8}));
+    } else if (n.name == "dw_up") {
+      EXPECT_EQ(n.get_int("group", 1), 8);
+      EXPECT_EQ(n.get_string("mode", ""), "CRD");
+    }
+  }
+  testing::expect_same_numerics(in, out, 2e-2, 2e-2);
 }
 
 }  // namespace
