@@ -46,14 +46,14 @@ namespace tessel::ops {
 
 // One spatial dim of the decomposition.
 struct PhaseAxis {
-  int64_t stride = 1;      // s: the number of phases
-  int64_t kernel = 1;      // taps of the stride-1 conv
-  int64_t dilation = 1;    // dil'
-  int64_t pad_begin = 0;   // -lo
+  int64_t stride = 1;     // s: the number of phases
+  int64_t kernel = 1;     // taps of the stride-1 conv
+  int64_t dilation = 1;   // dil'
+  int64_t pad_begin = 0;  // -lo
   int64_t pad_end = 0;
-  int64_t conv_out = 0;    // Q: rows the conv produces
-  int64_t crop = 0;        // c: rows of the depth_to_space result before the output's first
-  int64_t out = 0;         // OH: the ConvTranspose's extent
+  int64_t conv_out = 0;      // Q: rows the conv produces
+  int64_t crop = 0;          // c: rows of the depth_to_space result before the output's first
+  int64_t out = 0;           // OH: the ConvTranspose's extent
   std::vector<int64_t> tap;  // [r * kernel + j]: the ConvTranspose's kernel index, or -1
 
   bool crops() const { return crop != 0 || conv_out * stride != out; }

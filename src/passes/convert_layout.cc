@@ -300,12 +300,13 @@ class LayoutConverter {
     const ir::TensorType yt = g_.type(y);
     const ValueId stored =
         p.crops() ? add_value(g_.value(n.outputs[0]).name + ".uncropped",
-                              {yt.dtype, {yt.shape[0], p.h.conv_out * s, p.w.conv_out * s,
-                                          p.out_channels}})
+                              {yt.dtype,
+                               {yt.shape[0], p.h.conv_out * s, p.w.conv_out * s, p.out_channels}})
                   : y;
     ir::Node& conv = g_.add_node("tessel.Conv", n.name, std::move(ins), {stored}, std::move(attrs));
     if (s > 1)
-      ops::write_store(conv, {.kind = ops::StoreMap::Kind::kDepthToSpace, .block = s, .dcr = p.dcr});
+      ops::write_store(conv,
+                       {.kind = ops::StoreMap::Kind::kDepthToSpace, .block = s, .dcr = p.dcr});
     if (p.crops()) {
       emit("Slice", n.name + ".crop",
            {stored, add_i64(n.name + ".crop_starts", {p.h.crop, p.w.crop}),

@@ -36,8 +36,8 @@ TEST(PlanNodeConvTranspose, UnetUpsamplingOnTensorCoresForSm90a) {
     const char* name;
     int64_t m, n, k;
   };
-  for (const Want& want : {Want{"up2", 2 * 4 * 4, 4 * 32, 2 * 2 * 32},
-                           Want{"up1", 2 * 8 * 8, 4 * 16, 32}}) {
+  for (const Want& want :
+       {Want{"up2", 2 * 4 * 4, 4 * 32, 2 * 2 * 32}, Want{"up1", 2 * 8 * 8, 4 * 16, 32}}) {
     SCOPED_TRACE(want.name);
     const ir::Node& n = node_named(g, want.name);
     EXPECT_EQ(n.op, "tessel.Conv");
