@@ -12,7 +12,8 @@ const std::vector<PassInfo>& all_passes() {
   static const std::vector<PassInfo> kPasses = {
       {"canonicalize", "bypass Identity/Dropout/no-op Cast; Clip bounds as inputs", canonicalize},
       {"fold-constants", "evaluate nodes whose inputs are all constant", fold_constants},
-      {"fold-batch-norm", "fold inference BatchNormalization into the preceding Conv",
+      {"fold-batch-norm",
+       "fold inference BatchNormalization into the preceding Conv or ConvTranspose",
        fold_batch_norm},
       // Not in gpu_pipeline() yet: the GPU lowering has no LayerNormalization or Gelu kernel.
       {"fuse-norm-gelu", "decomposed LayerNorm / GELU subgraphs -> LayerNormalization / Gelu",

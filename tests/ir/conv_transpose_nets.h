@@ -12,8 +12,8 @@ namespace tessel::testing {
 // A small UNet: two encoder levels (3x3 conv + ReLU, then a 2x2 max pool and a 3x3 stride-2
 // conv to go down), and two decoder levels, each a ConvTranspose up, a Concat with the skip
 // connection and a 3x3 conv + ReLU; a 1x1 conv head. The ConvTransposes are the usual decoder
-// configs: k = 3, s = 2, p = 1, output_padding = 1 followed by a ReLU ("up2"), and k = 2,
-// s = 2 ("up1"), both with bias. Input x f32[batch, 3, 16, 16], output y f32[batch, 2, 16, 16].
+// configs: k = 3, s = 2, p = 1, output_padding = 1 followed by batch norm and a ReLU ("up2"),
+// and k = 2, s = 2 ("up1"), both with bias. Input x f32[batch, 3, 16, 16], output y f32[batch, 2, 16, 16].
 inline ir::Graph unet_like(int64_t batch = 2) {
   IrWriter w(23);
   const std::string n = std::to_string(batch);
@@ -31,6 +31,7 @@ inline ir::Graph unet_like(int64_t batch = 2) {
   // ConvTranspose weights are [C_in, C_out, k, k].
   conv_weight(w, "w_up2", 32, 32, 3);
   w.constant("b_up2", {32}, -0.1, 0.1);
+  batch_norm_params(w, "bn_up2", 32);
   conv_weight(w, "w_up1", 32, 16, 2);
   w.constant("b_up1", {16}, -0.1, 0.1);
   const std::string pad = "{pads = [1, 1, 1, 1]}";
@@ -43,9 +44,12 @@ inline ir::Graph unet_like(int64_t batch = 2) {
   w.node("%dc = Conv(%e2, %w_down) {pads = [1, 1, 1, 1], strides = [2, 2]} : " + type(32, 4) +
          " @\"down\"");
   w.node("%d = Relu(%dc) : " + type(32, 4) + " @\"down_relu\"");
-  w.node("%u2c = ConvTranspose(%d, %w_up2, %b_up2) {output_padding = [1, 1], pads = [1, 1, 1, 1], "
-         "strides = [2, 2]} : " + type(32, 8) + " @\"up2\"");
-  w.node("%u2 = Relu(%u2c) : " + type(32, 8) + " @\"up2_relu\"");
+  w.node(
+      "%u2c = ConvTranspose(%d, %w_up2, %b_up2) {output_padding = [1, 1], pads = [1, 1, 1, 1], "
+      "strides = [2, 2]} : " +
+      type(32, 8) + " @\"up2\"");
+  w.node(bn("u2b", "u2c", "bn_up2", type(32, 8)));
+  w.node("%u2 = Relu(%u2b) : " + type(32, 8) + " @\"up2_relu\"");
   w.node("%c2 = Concat(%u2, %e2) {axis = 1} : " + type(64, 8) + " @\"cat2\"");
   w.node("%f2c = Conv(%c2, %w_d2) " + pad + " : " + type(32, 8) + " @\"d2\"");
   w.node("%f2 = Relu(%f2c) : " + type(32, 8) + " @\"d2_relu\"");
@@ -76,11 +80,13 @@ inline ir::Graph conv_transpose_edges() {
   w.constant("b2", {8}, -0.1, 0.1);
   conv_weight(w, "w3", 8, 1, 4);
   w.node("%y1 = ConvTranspose(%x1, %w1, %b1) {strides = [2, 2]} : f32[1,4,32,32] @\"rgb_up\"");
-  w.node("%c2 = ConvTranspose(%x2, %w2, %b2) {pads = [1, 1, 1, 1], strides = [2, 2]} : "
-         "f32[2,8,31,31] @\"crop_up\"");
+  w.node(
+      "%c2 = ConvTranspose(%x2, %w2, %b2) {pads = [1, 1, 1, 1], strides = [2, 2]} : "
+      "f32[2,8,31,31] @\"crop_up\"");
   w.node("%y2 = Relu(%c2) : f32[2,8,31,31] @\"crop_relu\"");
-  w.node("%y3 = ConvTranspose(%x3, %w3) {group = 8, pads = [1, 1, 1, 1], strides = [2, 2]} : "
-         "f32[1,8,8,8] @\"dw_up\"");
+  w.node(
+      "%y3 = ConvTranspose(%x3, %w3) {group = 8, pads = [1, 1, 1, 1], strides = [2, 2]} : "
+      "f32[1,8,8,8] @\"dw_up\"");
   return w.graph({"y1", "y2", "y3"});
 }
 

@@ -11,10 +11,10 @@
 #include <random>
 #include <sstream>
 
+#include "ir/conv_transpose_nets.h"
 #include "ir/infer.h"
 #include "ir/op_registry.h"
 #include "ir/printer.h"
-#include "ir/conv_transpose_nets.h"
 #include "ops/conv_geometry.h"
 #include "ops/conv_transpose_phases.h"
 #include "ops/tessel_epilogue.h"
@@ -70,11 +70,11 @@ ir::Graph conv_transpose_graph(const Config& c, unsigned seed) {
   g.inputs.push_back(x);
   const double bound = 1.0 / std::sqrt(static_cast<double>(c.ci / c.group * c.kernel[0]));
   std::vector<ir::ValueId> ins = {
-      x, g.add_constant("w", random_tensor({c.ci, c.co / c.group, c.kernel[0], c.kernel[1]}, rng,
-                                           bound))};
+      x, g.add_constant(
+             "w", random_tensor({c.ci, c.co / c.group, c.kernel[0], c.kernel[1]}, rng, bound))};
   if (c.bias) ins.push_back(g.add_constant("b", random_tensor({c.co}, rng, 0.5)));
-  ir::Attributes attrs = {{"strides", c.strides}, {"dilations", c.dilations},
-                          {"output_padding", c.output_padding}};
+  ir::Attributes attrs = {
+      {"strides", c.strides}, {"dilations", c.dilations}, {"output_padding", c.output_padding}};
   if (c.auto_pad.empty()) {
     attrs["pads"] = c.pads;
   } else {
@@ -229,8 +229,7 @@ RewrittenConv rewritten_conv(const Config& c) {
   const ir::Node& conv = only(out, "tessel.Conv");
   const Shape& w = out.type(conv.inputs[1]).shape;
   EXPECT_EQ(op_counts(out).count("Slice"), 0u) << c.str();
-  return {{w[1], w[2]}, conv.get_ints("pads", {0, 0, 0, 0}), conv.get_ints("dilations", {1, 1}),
-          w};
+  return {{w[1], w[2]}, conv.get_ints("pads", {0, 0, 0, 0}), conv.get_ints("dilations", {1, 1}), w};
 }
 
 TEST(ConvTransposeRewrite, DecoderConfigsNeedNoCrop) {
@@ -272,8 +271,8 @@ TEST(ConvTransposeRewrite, StrideOneFlipsAndTransposesTheKernel) {
   const ir::Graph in = conv_transpose_graph(c, 3);
   const ir::Graph out = passes::run_passes(in, {"convert-layout"});
   const ir::Node& conv = only(out, "tessel.Conv");
-  const Tensor& w = *in.value(in.nodes[0].inputs[1]).data;    // [8, 2, 3, 2]
-  const Tensor& wp = *out.value(conv.inputs[1]).data;         // [2, 3, 2, 8]
+  const Tensor& w = *in.value(in.nodes[0].inputs[1]).data;  // [8, 2, 3, 2]
+  const Tensor& wp = *out.value(conv.inputs[1]).data;       // [2, 3, 2, 8]
   ASSERT_EQ(wp.shape(), (Shape{2, 3, 2, 8}));
   for (int64_t m = 0; m < 2; ++m)
     for (int64_t j = 0; j < 3; ++j)
@@ -298,14 +297,16 @@ TEST(ConvTransposeRewrite, GroupedPhasesStayCrd) {
   EXPECT_EQ(out.type(conv.inputs[1]).shape, (Shape{24, 1, 1, 2}));
 }
 
-// In the UNet, each ConvTranspose is one tessel.Conv with a depth_to_space store; the ReLU
-// after "up2" is its epilogue; no ConvTranspose, Slice or standalone depth_to_space is left.
+// In the UNet, each ConvTranspose is one tessel.Conv with a depth_to_space store; the batch
+// norm after "up2" is folded into it and the ReLU is its epilogue; no ConvTranspose,
+// BatchNormalization, Slice or standalone depth_to_space is left.
 TEST(ConvTransposeRewrite, UnetDecoderIsConvsWithDepthToSpaceStores) {
   const ir::Graph in = testing::unet_like();
   for (Precision p : {Precision::kFp16, Precision::kFp32}) {
     const ir::Graph out = passes::run_passes(in, passes::gpu_pipeline({.precision = p}));
     const std::map<std::string, int> ops = op_counts(out);
-    EXPECT_EQ(ops.count("ConvTranspose") + ops.count("Slice") + ops.count("tessel.DepthToSpace"),
+    EXPECT_EQ(ops.count("ConvTranspose") + ops.count("BatchNormalization") + ops.count("Slice") +
+                  ops.count("tessel.DepthToSpace"),
               0u);
     EXPECT_EQ(ops.at("tessel.Conv"), 8);
     for (const ir::Node& n : out.nodes) {
@@ -328,9 +329,9 @@ TEST(ConvTransposeRewrite, UnetDecoderIsConvsWithDepthToSpaceStores) {
 TEST(ConvTransposeRewrite, EdgesCropsAndGroupsInThePipeline) {
   const ir::Graph in = testing::conv_transpose_edges();
   const ir::Graph out = passes::run_passes(in, passes::gpu_pipeline({}));
-  EXPECT_EQ(op_counts(out), (std::map<std::string, int>{
-                                {"Cast", 3}, {"Relu", 1}, {"Slice", 1}, {"Transpose", 3},
-                                {"tessel.Conv", 3}}))
+  EXPECT_EQ(op_counts(out),
+            (std::map<std::string, int>{
+                {"Cast", 3}, {"Relu", 1}, {"Slice", 1}, {"Transpose", 3}, {"tessel.Conv", 3}}))
       << ir::print_graph(out);
   for (const ir::Node& n : out.nodes) {
     if (n.name == "rgb_up") {
