@@ -9,6 +9,7 @@
 #include "kernels/cuda/contraction_kernel.h"
 #include "kernels/cuda/op_kernels.h"
 #include "kernels/default_schedule.h"
+#include "ops/conv_transpose_phases.h"
 #include "passes/plan_memory.h"
 
 namespace tessel::compiler {
@@ -146,6 +147,10 @@ NodePlan plan_node(const ir::Graph& g, const ir::Node& n, const Options& options
   if (n.op == "Concat")
     if (std::optional<NodePlan> p = in_place_concat(g, n)) return *p;
   if (lowered_as_contraction(n)) return plan_contraction(g, n, options, target);
+  // A ConvTranspose that convert-layout left alone: why it has no tessel.Conv form.
+  if (n.op == "ConvTranspose")
+    if (std::optional<std::string> why = ops::conv_transpose_refusal(g, n))
+      return unsupported(*why);
   if (std::optional<std::string> why = cg::can_emit_op(g, n)) return unsupported(*why);
   NodePlan p;
   p.run = NodeRun::kOpKernel;

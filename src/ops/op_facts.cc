@@ -86,8 +86,10 @@ const std::map<std::string, OpFacts>& table() {
     // Contractions: the ONNX forms become tessel.Conv / tessel.Gemm (convert-layout).
     t["Conv"] = tessel_form(OpKind::kContraction, "tessel.Conv", FlopRule::kConv);
     t["Gemm"] = tessel_form(OpKind::kContraction, "tessel.Gemm", FlopRule::kGemm);
-    t["ConvTranspose"] = {.kind = OpKind::kContraction, .flops = FlopRule::kConvTranspose,
-                          .fp16 = true};
+    // A 2-D ConvTranspose becomes the stride-1 tessel.Conv of its phases (ops/
+    // conv_transpose_phases.h); it keeps its own FLOP rule, the work of the ONNX op.
+    t["ConvTranspose"] =
+        tessel_form(OpKind::kContraction, "tessel.Conv", FlopRule::kConvTranspose);
     t["MatMul"] = {.kind = OpKind::kContraction, .flops = FlopRule::kGemm, .fp16 = true};
     t["tessel.Conv"] = nhwc_op(OpKind::kContraction, GpuKernel::kContraction, FlopRule::kConv, {2});
     t["tessel.Gemm"] = nhwc_op(OpKind::kContraction, GpuKernel::kContraction, FlopRule::kGemm, {2});

@@ -6,7 +6,10 @@
 // graph may have an NHWC twin; v's own id keeps the NCHW value and is materialised (a
 // Transpose from the twin) only where something still reads NCHW: an op without an NHWC form
 // or a graph output. Conv and Gemm always take their tessel form (a conv whose input is NCHW
-// gets a Transpose in front: at a graph input this is the edge transpose). Every other op
+// gets a Transpose in front: at a graph input this is the edge transpose), and so does a 2-D
+// ConvTranspose with equal strides: it becomes the stride-1 tessel.Conv of its phases with a
+// depth_to_space store (ops/conv_transpose_phases.h), plus a Slice where the pads cut rows or
+// columns off the interleaved phases. Every other op
 // follows its inputs: it becomes NHWC when one of its activations already is, by
 //  - rewriting its attributes / constant operands: axes of Concat, Split, Slice, Pad, Resize,
 //    Softmax, ReduceMean; per-channel constants broadcast against NCHW ([C,1,1], [1,C,1,1])
@@ -29,6 +32,7 @@
 // tail) are left alone: the GPU kernels predicate the last partial tile along N.
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <string_view>
 #include <unordered_map>
 #include <unordered_set>
@@ -36,6 +40,8 @@
 #include "core/error.h"
 #include "ir/op_registry.h"
 #include "ops/conv_geometry.h"
+#include "ops/conv_transpose_phases.h"
+#include "ops/tessel_epilogue.h"
 #include "ops/tessel_reference.h"
 #include "passes/passes.h"
 #include "passes/rewrite_util.h"
@@ -192,6 +198,7 @@ class LayoutConverter {
 
   bool convert(const ir::Node& n, std::string& why) {
     if (n.op == "Conv") return convert_conv(n, why);
+    if (n.op == "ConvTranspose") return convert_conv_transpose(n, why);
     if (n.op == "Gemm") return convert_gemm(n);
     if (n.op == "MatMul") return convert_matmul(n);
     // Everything else follows its activations: NHWC only if one of them already is.
@@ -257,6 +264,61 @@ class LayoutConverter {
     if (b != kNoValue) ins.push_back(b);
     g_.add_node("tessel.Conv", n.name, std::move(ins), {nhwc_output(n.outputs[0])},
                 std::move(attrs));
+    return true;
+  }
+
+  // ConvTranspose -> tessel.Conv over its phases (ops/conv_transpose_phases.h): the phase
+  // weights OHWI, the bias once per phase, for stride > 1 the depth_to_space store (DCR, or CRD
+  // for groups), and a Slice where the ConvTranspose's output is a crop of the interleaved
+  // phases. Input channels are aligned as for a conv.
+  bool convert_conv_transpose(const ir::Node& n, std::string& why) {
+    const ValueId x = n.inputs[0], w = n.inputs[1], b = input(n, 2);
+    if (std::optional<std::string> refusal = ops::conv_transpose_refusal(g_, n)) {
+      why = n.label() + ": " + *refusal;
+      return false;
+    }
+    if (!tracked(x)) return false;
+    const ops::ConvGeometry geo = ops::plan_conv_transpose(n, g_.type(x).shape, g_.type(w).shape);
+    const ops::PhaseConv p = ops::plan_phase_conv(geo);
+    Tensor ohwi = ops::phase_conv_weights(*g_.value(w).data, p);
+    ValueId in = to_nhwc(x);
+    const int64_t ci = p.in_channels;
+    if (p.group == 1 && ci % kChannelAlignment != 0) {
+      const int64_t aligned = (ci + kChannelAlignment - 1) / kChannelAlignment * kChannelAlignment;
+      ohwi = pad_last_dim(ohwi, aligned);
+      in = padded_channels(in, aligned);
+    }
+    const int64_t s = p.block();
+    ir::Attributes attrs;
+    const std::vector<int64_t> pads = {p.h.pad_begin, p.w.pad_begin, p.h.pad_end, p.w.pad_end};
+    if (std::any_of(pads.begin(), pads.end(), [](int64_t e) { return e != 0; }))
+      attrs["pads"] = pads;
+    if (p.h.dilation != 1 || p.w.dilation != 1)
+      attrs["dilations"] = std::vector<int64_t>{p.h.dilation, p.w.dilation};
+    if (p.group != 1) attrs["group"] = p.group;
+    std::vector<ValueId> ins = {in, add_constant(g_.value(w).name + ".phases", std::move(ohwi))};
+    if (b != kNoValue)
+      ins.push_back(s == 1 ? b
+                           : add_constant(g_.value(b).name + ".phases",
+                                          ops::phase_conv_bias(*g_.value(b).data, p)));
+    const ValueId y = nhwc_output(n.outputs[0]);
+    const ir::TensorType yt = g_.type(y);
+    const ValueId stored =
+        p.crops() ? add_value(g_.value(n.outputs[0]).name + ".uncropped",
+                              {yt.dtype,
+                               {yt.shape[0], p.h.conv_out * s, p.w.conv_out * s, p.out_channels}})
+                  : y;
+    ir::Node& conv = g_.add_node("tessel.Conv", n.name, std::move(ins), {stored}, std::move(attrs));
+    if (s > 1)
+      ops::write_store(conv,
+                       {.kind = ops::StoreMap::Kind::kDepthToSpace, .block = s, .dcr = p.dcr});
+    if (p.crops()) {
+      emit("Slice", n.name + ".crop",
+           {stored, add_i64(n.name + ".crop_starts", {p.h.crop, p.w.crop}),
+            add_i64(n.name + ".crop_ends", {p.h.crop + p.h.out, p.w.crop + p.w.out}),
+            add_i64(n.name + ".crop_axes", {1, 2})},
+           {y});
+    }
     return true;
   }
 

@@ -10,8 +10,9 @@
 // two upsampling convs at 720p on an H100). Permuting the constants makes this free.
 //
 // Applies to tessel.Conv with store = depth_to_space, mode = CRD, constant weights (and bias,
-// if any), and no residual (a residual is read in the pre-store layout, which the permutation
-// would change).
+// if any), group 1 (a grouped conv's output channels belong to their group in CRD order; DCR
+// would move them into other groups' ranges), and no residual (a residual is read in the
+// pre-store layout, which the permutation would change).
 #include <algorithm>
 
 #include "ops/tessel_epilogue.h"
@@ -41,6 +42,7 @@ ir::Graph depth_to_space_dcr(ir::Graph g) {
     if (n.op != "tessel.Conv") continue;
     ops::StoreMap store = ops::read_store(n);
     if (store.kind != ops::StoreMap::Kind::kDepthToSpace || store.dcr) continue;
+    if (n.get_int("group", 1) != 1) continue;
     bool residual = false;
     for (const ops::EpilogueStep& s : ops::read_epilogue(n))
       residual |= s.kind == ops::EpilogueKind::kAddResidual;

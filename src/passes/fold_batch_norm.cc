@@ -1,11 +1,15 @@
-// Folds inference batch normalization into the preceding convolution.
+// Folds inference batch normalization into the preceding convolution or transposed
+// convolution.
 //
 //   y = gamma * (conv(x, W) + b - mean) / sqrt(var + eps) + beta
 //     = conv(x, W * s) + (b - mean) * s + beta,     s = gamma / sqrt(var + eps)
 //
-// with s broadcast over W's output-channel axis (axis 0 of OIHW). The arithmetic is done in
-// double and rounded once to the weights' dtype.
+// with s broadcast over W's output channels: axis 0 of Conv's OIHW [M, C/group, k...]; for
+// ConvTranspose's [C, M/group, k...] axis 1, channel (c / (C/group)) * M/group + m, the group
+// of input channel c picking the block of outputs. The arithmetic is done in double and rounded
+// once to the weights' dtype.
 #include <cmath>
+#include <vector>
 
 #include "passes/passes.h"
 #include "passes/rewrite_util.h"
@@ -35,7 +39,9 @@ ir::Graph fold_batch_norm(ir::Graph g) {
     int p = producer[static_cast<size_t>(x)];
     if (p < 0 || erase[p] || uses[static_cast<size_t>(x)] != 1) continue;
     ir::Node& conv = g.nodes[static_cast<size_t>(p)];
-    if (conv.op != "Conv" || conv.inputs.size() < 2 || !g.value(conv.inputs[1]).is_constant())
+    const bool transposed = conv.op == "ConvTranspose";
+    if ((conv.op != "Conv" && !transposed) || conv.inputs.size() < 2 ||
+        !g.value(conv.inputs[1]).is_constant())
       continue;
     bool has_bias = conv.inputs.size() > 2 && conv.inputs[2] != ir::kNoValue;
     if (has_bias && !g.value(conv.inputs[2]).is_constant()) continue;
@@ -45,20 +51,32 @@ ir::Graph fold_batch_norm(ir::Graph g) {
     const Tensor& beta = *g.value(bn.inputs[2]).data;
     const Tensor& mean = *g.value(bn.inputs[3]).data;
     const Tensor& var = *g.value(bn.inputs[4]).data;
-    const int64_t co = w.dim(0);
+    if (w.shape().size() < 2) continue;  // malformed: the op's own check reports it
+    const int64_t group = conv.get_int("group", 1);
+    const int64_t co = transposed ? w.dim(1) * group : w.dim(0);
+    if (group < 1 || w.dim(0) % group != 0) continue;
     if (gamma.numel() != co || beta.numel() != co || mean.numel() != co || var.numel() != co)
       continue;
     const double eps = bn.get_float("epsilon", 1e-5);
-    const int64_t per_channel = co ? w.numel() / co : 0;
-
-    Tensor new_w(w.dtype(), w.shape());
+    std::vector<double> scale(static_cast<size_t>(co));
     Tensor new_b(w.dtype(), {co});
     for (int64_t c = 0; c < co; ++c) {
-      double s = gamma.get_f64(c) / std::sqrt(var.get_f64(c) + eps);
-      double b = has_bias ? g.value(conv.inputs[2]).data->get_f64(c) : 0.0;
+      const double s = gamma.get_f64(c) / std::sqrt(var.get_f64(c) + eps);
+      const double b = has_bias ? g.value(conv.inputs[2]).data->get_f64(c) : 0.0;
       new_b.set_f64(c, (b - mean.get_f64(c)) * s + beta.get_f64(c));
-      for (int64_t j = 0; j < per_channel; ++j)
-        new_w.set_f64(c * per_channel + j, w.get_f64(c * per_channel + j) * s);
+      scale[static_cast<size_t>(c)] = s;
+    }
+    // W viewed as [d0, d1, window]: the output channel of each (i0, i1).
+    const int64_t d0 = w.dim(0), d1 = w.dim(1);
+    const int64_t window = d0 * d1 == 0 ? 0 : w.numel() / (d0 * d1);
+    Tensor new_w(w.dtype(), w.shape());
+    for (int64_t i0 = 0; i0 < d0; ++i0) {
+      for (int64_t i1 = 0; i1 < d1; ++i1) {
+        const int64_t c = transposed ? i0 / (d0 / group) * d1 + i1 : i0;
+        const double s = scale[static_cast<size_t>(c)];
+        for (int64_t j = (i0 * d1 + i1) * window, e = j + window; j < e; ++j)
+          new_w.set_f64(j, w.get_f64(j) * s);
+      }
     }
     ir::ValueId w_id = g.add_constant(g.unique_value_name(g.value(conv.inputs[1]).name + ".bn"),
                                       std::move(new_w));

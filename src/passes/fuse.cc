@@ -6,7 +6,9 @@
 //                                                range, as in the Clip reference kernel
 //   Mul(v, Sigmoid(v))                         -> silu (v read by exactly those two)
 //   Add(v, r), r any tensor of v's type        -> add_residual, r becomes input R (one per node)
-//   tessel.DepthToSpace (tessel.Conv only)     -> store = depth_to_space; no step after it
+//   tessel.DepthToSpace (tessel.Conv only)     -> store = depth_to_space; after it only the
+//                                                per-element activations (it moves the values
+//                                                they act on), no residual and no second store
 // The conv's bias was already input B (convert-layout); Gemm's likewise. Then the graph edge's
 // layout and dtype changes, in either order, where the epilogue reads no residual (R is given
 // in the pre-store layout and dtype, the GPU kernel reads it at the stored positions):
@@ -172,8 +174,11 @@ class Fuser {
     std::optional<DType> out_dtype = ops::read_out_dtype(fused);
     ValueId v = fused.outputs[0];
     std::vector<int> chain;
-    // The epilogue proper acts on the NHWC value in the node's dtype.
-    while (store.kind == StoreKind::kNhwc && !out_dtype) {
+    // The epilogue proper acts on the NHWC value in the node's dtype: a residual only before
+    // any store map (R is read in the pre-store layout), activations also after a
+    // depth_to_space store (a ConvTranspose's, made by convert-layout).
+    while (!store.nchw() && !out_dtype) {
+      const bool plain = store.kind == StoreKind::kNhwc;
       if (auto sm = silu(v)) {
         steps.push_back({EpilogueKind::kSilu});
         chain.push_back(sm->first);
@@ -186,11 +191,11 @@ class Fuser {
       const ir::Node& next = g_.nodes[u];
       if (auto step = activation_step(next, v)) {
         steps.push_back(*step);
-      } else if (ValueId r = residual(next, v, steps); r != kNoValue) {
+      } else if (ValueId r = plain ? residual(next, v, steps) : kNoValue; r != kNoValue) {
         steps.push_back({EpilogueKind::kAddResidual});
         fused.inputs.resize(3, kNoValue);  // B may be omitted; R is input 3
         fused.inputs.push_back(r);
-      } else if (conv && next.op == "tessel.DepthToSpace") {
+      } else if (plain && conv && next.op == "tessel.DepthToSpace") {
         store.kind = StoreKind::kDepthToSpace;
         store.block = next.require_int("blocksize");
         store.dcr = next.get_string("mode", "DCR") == "DCR";

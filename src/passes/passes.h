@@ -22,8 +22,9 @@ ir::Graph canonicalize(ir::Graph g);
 // its outputs into constants (up to 2^26 elements per output).
 ir::Graph fold_constants(ir::Graph g);
 
-// Folds an inference BatchNormalization into the Conv that feeds it (when the conv's output
-// has no other reader): W' = W * s[co], b' = (b - mean) * s + beta, s = gamma / sqrt(var + eps).
+// Folds an inference BatchNormalization into the Conv or ConvTranspose that feeds it (when its
+// output has no other reader): W' = W * s[co], b' = (b - mean) * s + beta,
+// s = gamma / sqrt(var + eps).
 ir::Graph fold_batch_norm(ir::Graph g);
 
 // Lowers each inference BatchNormalization that fold-batch-norm left (after a Concat, a pool,

@@ -14,7 +14,7 @@ const std::vector<PassInfo>& all_passes() {
       {"fold-constants", "evaluate nodes whose inputs are all constant", fold_constants},
       {"fuse-norm-gelu", "decomposed LayerNorm / GELU subgraphs -> LayerNormalization / Gelu",
        fuse_norm_gelu},
-      {"fold-batch-norm", "fold inference BatchNormalization into the preceding Conv",
+      {"fold-batch-norm", "fold inference BatchNormalization into the preceding Conv or ConvTranspose",
        fold_batch_norm},
       {"lower-batch-norm",
        "BatchNormalization left unfolded -> per-channel scale and shift (Mul, Add)",

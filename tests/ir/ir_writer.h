@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "core/shape.h"
 #include "ir/graph.h"
@@ -35,11 +36,19 @@ class IrWriter {
   void node(const std::string& line) { body_ += "  " + line + "\n"; }
 
   std::string text(const std::string& output) const {
-    return "graph @g opset 17 {\n" + head_ + body_ + "  output %" + output + "\n}\n";
+    return text(std::vector<std::string>{output});
+  }
+  std::string text(const std::vector<std::string>& outputs) const {
+    std::string tail;
+    for (const std::string& o : outputs) tail += "  output %" + o + "\n";
+    return "graph @g opset 17 {\n" + head_ + body_ + tail + "}\n";
   }
   // Parsed, with every value's type inferred.
   ir::Graph graph(const std::string& output) const {
-    ir::Graph g = ir::parse_graph(text(output));
+    return graph(std::vector<std::string>{output});
+  }
+  ir::Graph graph(const std::vector<std::string>& outputs) const {
+    ir::Graph g = ir::parse_graph(text(outputs));
     ir::infer_types(g, ir::OpRegistry::global());
     return g;
   }

@@ -53,6 +53,10 @@ TEST(OpFacts, SpotChecks) {
   EXPECT_EQ(registry().facts("Transpose").view, false);
   EXPECT_EQ(registry().facts("tessel.Conv").fp16_free_inputs, std::vector<int>{2});
   EXPECT_EQ(registry().facts("Conv").flops, ir::FlopRule::kConv);
+  // ConvTranspose becomes the tessel.Conv of its phases and counts the ONNX op's own work.
+  EXPECT_EQ(std::string(registry().facts("ConvTranspose").tessel_form), "tessel.Conv");
+  EXPECT_EQ(registry().facts("ConvTranspose").flops, ir::FlopRule::kConvTranspose);
+  EXPECT_TRUE(registry().facts("ConvTranspose").fp16);
   // An unknown op has the defaults: no GPU kernel, no NHWC form.
   EXPECT_EQ(registry().facts("NoSuchOp").gpu, ir::GpuKernel::kNone);
   EXPECT_EQ(registry().facts("NoSuchOp").nhwc, ir::NhwcForm::kNone);

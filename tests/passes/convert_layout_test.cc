@@ -265,6 +265,80 @@ TEST(ConvertLayout, ScalarGemmBiasBecomesAVector) {
 })");
 }
 
+// UNet's upsampling, ConvTranspose k = 2, s = 2, p = 0 (ops/conv_transpose_phases.h): a 1x1
+// conv to s*s*M = 8 channels whose depth_to_space store interleaves the phases, no crop.
+// Phase weights OHWI [8, 1, 1, 8], row (rh*2 + rw)*2 + m, column c: W[c, m, rh, rw], here
+// c + (4m + 2rh + rw)/8; the bias once per phase.
+TEST(ConvertLayout, ConvTransposeK2S2IsOneConvWithDepthToSpaceStore) {
+  testing::expect_pass_result("convert-layout", R"(graph @g opset 17 {
+  input %x : f32[1,8,3,3]
+  const %w : f32[8,2,2,2] = [0.0, 0.125, 0.25, 0.375, 0.5, 0.625, 0.75, 0.875, 1.0, 1.125, 1.25, 1.375, 1.5, 1.625, 1.75, 1.875, 2.0, 2.125, 2.25, 2.375, 2.5, 2.625, 2.75, 2.875, 3.0, 3.125, 3.25, 3.375, 3.5, 3.625, 3.75, 3.875, 4.0, 4.125, 4.25, 4.375, 4.5, 4.625, 4.75, 4.875, 5.0, 5.125, 5.25, 5.375, 5.5, 5.625, 5.75, 5.875, 6.0, 6.125, 6.25, 6.375, 6.5, 6.625, 6.75, 6.875, 7.0, 7.125, 7.25, 7.375, 7.5, 7.625, 7.75, 7.875]
+  const %b : f32[2] = [0.5, -0.5]
+  %y = ConvTranspose(%x, %w, %b) {kernel_shape = [2, 2], strides = [2, 2]} : f32[1,2,6,6] @"up"
+  output %y
+})",
+                              R"(graph @g opset 17 {
+  input %x : f32[1,8,3,3]
+  const %w : f32[8,1,1,8] = [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 0.5, 1.5, 2.5, 3.5, 4.5, 5.5, 6.5, 7.5, 0.125, 1.125, 2.125, 3.125, 4.125, 5.125, 6.125, 7.125, 0.625, 1.625, 2.625, 3.625, 4.625, 5.625, 6.625, 7.625, 0.25, 1.25, 2.25, 3.25, 4.25, 5.25, 6.25, 7.25, 0.75, 1.75, 2.75, 3.75, 4.75, 5.75, 6.75, 7.75, 0.375, 1.375, 2.375, 3.375, 4.375, 5.375, 6.375, 7.375, 0.875, 1.875, 2.875, 3.875, 4.875, 5.875, 6.875, 7.875]
+  const %b : f32[8] = [0.5, -0.5, 0.5, -0.5, 0.5, -0.5, 0.5, -0.5]
+  %xt = Transpose(%x) {perm = [0, 2, 3, 1]} : f32[1,3,3,8] @"t0"
+  %c = tessel.Conv(%xt, %w, %b) {block = 2, mode = "DCR", store = "depth_to_space"} : f32[1,6,6,2] @"up"
+  %y = Transpose(%c) {perm = [0, 3, 1, 2]} : f32[1,2,6,6] @"t1"
+  output %y
+})",
+                              1e-5, 1e-4);
+}
+
+// k = 3, s = 2, p = 1 without output_padding: 5x5 from 3x3, an odd extent. Rows: phase 0 takes
+// tap 1 at offset 0, phase 1 taps 2 and 0 at offsets 0 and 1: a 2x2 conv with pads [0, 0, 1, 1]
+// makes 3x3 pixels of 2x2 phases, 6x6, of which the Slice keeps rows and columns [0, 5).
+// Phase weights [4, 2, 2, 8]: W[c, 0, kh, kw] = (9c + 3kh + kw)/8, zeros where a phase has
+// fewer taps (phase (0, 0) has only the centre).
+TEST(ConvertLayout, ConvTransposeWithOddOutputIsCropped) {
+  testing::expect_pass_result("convert-layout", R"(graph @g opset 17 {
+  input %x : f32[1,8,3,3]
+  const %w : f32[8,1,3,3] = [0.0, 0.125, 0.25, 0.375, 0.5, 0.625, 0.75, 0.875, 1.0, 1.125, 1.25, 1.375, 1.5, 1.625, 1.75, 1.875, 2.0, 2.125, 2.25, 2.375, 2.5, 2.625, 2.75, 2.875, 3.0, 3.125, 3.25, 3.375, 3.5, 3.625, 3.75, 3.875, 4.0, 4.125, 4.25, 4.375, 4.5, 4.625, 4.75, 4.875, 5.0, 5.125, 5.25, 5.375, 5.5, 5.625, 5.75, 5.875, 6.0, 6.125, 6.25, 6.375, 6.5, 6.625, 6.75, 6.875, 7.0, 7.125, 7.25, 7.375, 7.5, 7.625, 7.75, 7.875, 8.0, 8.125, 8.25, 8.375, 8.5, 8.625, 8.75, 8.875]
+  %y = ConvTranspose(%x, %w) {pads = [1, 1, 1, 1], strides = [2, 2]} : f32[1,1,5,5] @"up"
+  output %y
+})",
+                              R"(graph @g opset 17 {
+  input %x : f32[1,8,3,3]
+  const %w : f32[4,2,2,8] = [0.5, 1.625, 2.75, 3.875, 5.0, 6.125, 7.25, 8.375, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.625, 1.75, 2.875, 4.0, 5.125, 6.25, 7.375, 8.5, 0.375, 1.5, 2.625, 3.75, 4.875, 6.0, 7.125, 8.25, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.875, 2.0, 3.125, 4.25, 5.375, 6.5, 7.625, 8.75, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.125, 1.25, 2.375, 3.5, 4.625, 5.75, 6.875, 8.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 2.125, 3.25, 4.375, 5.5, 6.625, 7.75, 8.875, 0.75, 1.875, 3.0, 4.125, 5.25, 6.375, 7.5, 8.625, 0.25, 1.375, 2.5, 3.625, 4.75, 5.875, 7.0, 8.125, 0.0, 1.125, 2.25, 3.375, 4.5, 5.625, 6.75, 7.875]
+  const %starts : i64[2] = [0, 0]
+  const %ends : i64[2] = [5, 5]
+  const %axes : i64[2] = [1, 2]
+  %xt = Transpose(%x) {perm = [0, 2, 3, 1]} : f32[1,3,3,8] @"t0"
+  %u = tessel.Conv(%xt, %w) {block = 2, mode = "DCR", pads = [0, 0, 1, 1], store = "depth_to_space"} : f32[1,6,6,1] @"up"
+  %c = Slice(%u, %starts, %ends, %axes) : f32[1,5,5,1] @"crop"
+  %y = Transpose(%c) {perm = [0, 3, 1, 2]} : f32[1,1,5,5] @"t1"
+  output %y
+})",
+                              1e-5, 1e-4);
+}
+
+// Strides that differ have no single depth_to_space block: the ConvTranspose stays, and the
+// Transpose back to NCHW in front of it says why.
+TEST(ConvertLayout, ConvTransposeWithUnequalStridesStaysAndSaysWhy) {
+  testing::expect_pass_result("convert-layout", R"(graph @g opset 17 {
+  input %x : f32[1,8,2,2]
+  const %w : f32[8,8,1,1] = [0.0, 0.125, 0.25, 0.375, 0.5, 0.625, 0.75, 0.875, 1.0, 1.125, 1.25, 1.375, 1.5, 1.625, 1.75, 1.875, 2.0, 2.125, 2.25, 2.375, 2.5, 2.625, 2.75, 2.875, 3.0, 3.125, 3.25, 3.375, 3.5, 3.625, 3.75, 3.875, 4.0, 4.125, 4.25, 4.375, 4.5, 4.625, 4.75, 4.875, 5.0, 5.125, 5.25, 5.375, 5.5, 5.625, 5.75, 5.875, 6.0, 6.125, 6.25, 6.375, 6.5, 6.625, 6.75, 6.875, 7.0, 7.125, 7.25, 7.375, 7.5, 7.625, 7.75, 7.875]
+  const %wt : f32[8,1,2,1] = [1.0, -1.0, 0.5, 0.25, 2.0, -0.5, 1.5, 0.75, -1.0, 0.5, 1.0, -0.25, 0.125, 1.0, -2.0, 0.5]
+  %c = Conv(%x, %w) : f32[1,8,2,2] @"conv"
+  %y = ConvTranspose(%c, %wt) {strides = [2, 1]} : f32[1,1,4,2] @"up"
+  output %y
+})",
+                              R"(graph @g opset 17 {
+  input %x : f32[1,8,2,2]
+  const %w : f32[8,1,1,8] = [0.0, 0.125, 0.25, 0.375, 0.5, 0.625, 0.75, 0.875, 1.0, 1.125, 1.25, 1.375, 1.5, 1.625, 1.75, 1.875, 2.0, 2.125, 2.25, 2.375, 2.5, 2.625, 2.75, 2.875, 3.0, 3.125, 3.25, 3.375, 3.5, 3.625, 3.75, 3.875, 4.0, 4.125, 4.25, 4.375, 4.5, 4.625, 4.75, 4.875, 5.0, 5.125, 5.25, 5.375, 5.5, 5.625, 5.75, 5.875, 6.0, 6.125, 6.25, 6.375, 6.5, 6.625, 6.75, 6.875, 7.0, 7.125, 7.25, 7.375, 7.5, 7.625, 7.75, 7.875]
+  const %wt : f32[8,1,2,1] = [1.0, -1.0, 0.5, 0.25, 2.0, -0.5, 1.5, 0.75, -1.0, 0.5, 1.0, -0.25, 0.125, 1.0, -2.0, 0.5]
+  %xt = Transpose(%x) {perm = [0, 2, 3, 1]} : f32[1,2,2,8] @"t0"
+  %ct = tessel.Conv(%xt, %w) : f32[1,2,2,8] @"conv"
+  %c = Transpose(%ct) {layout_reason = "ConvTranspose 'up': strides [2, 1] differ, and the depth_to_space store that interleaves the phases has one block for both dims", perm = [0, 3, 1, 2]} : f32[1,8,2,2] @"t1"
+  %y = ConvTranspose(%c, %wt) {strides = [2, 1]} : f32[1,1,4,2] @"up"
+  output %y
+})");
+}
+
 // A Linear layer on a channels-last 4-D tensor (ConvNeXt's MLP): MatMul with [K, N] weights
 // and the bias Add after it become one tessel.Gemm on the [M, K] view, weights [N, K].
 TEST(ConvertLayout, MatMulOnRankFourBecomesGemmWithBias) {

@@ -43,5 +43,18 @@ TEST(DepthToSpaceDcr, LeavesResidualsDcrAndPlainStoresAlone) {
   testing::expect_pass_result("depth-to-space-dcr", unchanged, unchanged);
 }
 
+// A grouped conv's output channels belong to their group in CRD order (a grouped
+// ConvTranspose's phases, convert-layout): DCR would move them into other groups' ranges.
+TEST(DepthToSpaceDcr, LeavesGroupedConvsCrd) {
+  const std::string unchanged = R"(graph @g opset 17 {
+  input %x : f32[1,2,2,2]
+  const %w : f32[8,1,1,1] = [1.0, -1.0, 0.5, 2.0, -0.5, 0.25, 1.5, -2.0]
+  const %b : f32[8] = [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]
+  %d = tessel.Conv(%x, %w, %b) {block = 2, group = 2, mode = "CRD", store = "depth_to_space"} : f32[1,4,4,2] @"grouped"
+  output %d
+})";
+  testing::expect_pass_result("depth-to-space-dcr", unchanged, unchanged);
+}
+
 }  // namespace
 }  // namespace tessel

@@ -90,5 +90,50 @@ TEST(FoldBatchNorm, MatchesReferenceNumerics) {
   testing::expect_same_numerics(in, out);
 }
 
+// ConvTranspose's W is [C, M/group, k...]: output channel m of group g is column m of the rows
+// of g's input channels. Group 2, C = 4, M = 2: rows 0-1 scale by s[0] = 1.5, rows 2-3 by
+// s[1] = 4; b' = (0 - mean) * s + beta.
+TEST(FoldBatchNorm, FoldsIntoGroupedConvTranspose) {
+  testing::expect_pass_result("fold-batch-norm", R"(graph @g opset 17 {
+  input %x : f32[1,4,3,3]
+  const %w : f32[4,1,1,1] = [2.0, -1.0, 0.5, 1.0]
+  const %gamma : f32[2] = [3.0, 2.0]
+  const %beta : f32[2] = [0.25, -1.0]
+  const %mean : f32[2] = [0.5, 1.5]
+  const %var : f32[2] = [4.0, 0.25]
+  %c = ConvTranspose(%x, %w) {group = 2} : f32[1,2,3,3] @"up"
+  %y = BatchNormalization(%c, %gamma, %beta, %mean, %var) {epsilon = 0.0} : f32[1,2,3,3] @"bn"
+  output %y
+})",
+                               R"(graph @g opset 17 {
+  input %x : f32[1,4,3,3]
+  const %w2 : f32[4,1,1,1] = [3.0, -1.5, 2.0, 4.0]
+  const %b2 : f32[2] = [-0.5, -7.0]
+  %y = ConvTranspose(%x, %w2, %b2) {group = 2} : f32[1,2,3,3] @"up"
+  output %y
+})");
+}
+
+// A decoder's ConvTranspose (k2 s2, bias, 3 output channels) + BN: numerics only.
+TEST(FoldBatchNorm, FoldsIntoConvTransposeNumerics) {
+  const char* before = R"(graph @g opset 17 {
+  input %x : f32[1,2,3,3]
+  const %w : f32[2,3,2,2] = [0.1, -0.2, 0.3, 0.4, -0.5, 0.6, 0.7, -0.8, 0.9, -0.15, 0.25, -0.35, 0.45, 0.55, -0.65, 0.75, -0.85, 0.95, 0.12, -0.22, 0.32, -0.42, 0.52, 0.62]
+  const %b : f32[3] = [0.1, -0.2, 0.3]
+  const %gamma : f32[3] = [1.1, 0.9, 1.3]
+  const %beta : f32[3] = [0.05, -0.1, 0.2]
+  const %mean : f32[3] = [0.3, -0.2, 0.1]
+  const %var : f32[3] = [0.8, 1.2, 0.5]
+  %c = ConvTranspose(%x, %w, %b) {strides = [2, 2]} : f32[1,3,6,6] @"up"
+  %y = BatchNormalization(%c, %gamma, %beta, %mean, %var) {epsilon = 1e-05} : f32[1,3,6,6] @"bn"
+  output %y
+})";
+  ir::Graph in = ir::parse_graph(before);
+  ir::Graph out = passes::run_passes(in, {"fold-batch-norm"});
+  ASSERT_EQ(out.nodes.size(), 1u);
+  EXPECT_EQ(out.nodes[0].op, "ConvTranspose");
+  testing::expect_same_numerics(in, out);
+}
+
 }  // namespace
 }  // namespace tessel

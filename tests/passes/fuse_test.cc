@@ -105,8 +105,8 @@ TEST(Fuse, RuntimeClipBoundAndConstantAddStay) {
   testing::expect_pass_result("fuse", add, add);
 }
 
-// The subpixel layer: LeakyRelu, then DepthToSpace as the conv's store. The store ends the
-// chain: the ReLU after it stays.
+// The subpixel layer: LeakyRelu, then DepthToSpace as the conv's store. The ReLU after the
+// store acts per element on the values the store only moves: it is an epilogue step too.
 TEST(Fuse, DepthToSpaceBecomesTheStore) {
   const char* head = R"(graph @g opset 17 {
   input %x : f32[1,2,2,2]
@@ -120,8 +120,29 @@ TEST(Fuse, DepthToSpaceBecomesTheStore) {
   output %y
 })",
       std::string(head) +
-          R"(  %d = tessel.Conv(%x, %w) {block = 2, epilogue = ["leaky_relu"], epilogue_alpha = [0.1], epilogue_beta = [0.0], mode = "CRD", store = "depth_to_space"} : f32[1,4,4,2] @"conv"
-  %y = Relu(%d) : f32[1,4,4,2] @"relu"
+          R"(  %y = tessel.Conv(%x, %w) {block = 2, epilogue = ["leaky_relu", "relu"], epilogue_alpha = [0.1, 0.0], epilogue_beta = [0.0, 0.0], mode = "CRD", store = "depth_to_space"} : f32[1,4,4,2] @"conv"
+  output %y
+})");
+}
+
+// A ConvTranspose's conv (convert-layout) carries its depth_to_space store from the start: the
+// activation after it is fused, the residual Add after that is not (R would have to be read in
+// the pre-store layout), and the chain stops there.
+TEST(Fuse, ActivationAfterADepthToSpaceStoreButNoResidual) {
+  const char* head = R"(graph @g opset 17 {
+  input %x : f32[1,2,2,2]
+  input %r : f32[1,4,4,2]
+  const %w : f32[8,1,1,2] = [1.0, -1.0, 0.5, 2.0, -0.5, 0.25, 1.5, -2.0, 0.75, 1.0, -1.5, 0.5, 2.0, 0.125, -0.25, 1.0]
+)";
+  testing::expect_pass_result(
+      "fuse", std::string(head) + R"(  %c = tessel.Conv(%x, %w) {block = 2, mode = "DCR", store = "depth_to_space"} : f32[1,4,4,2] @"up"
+  %l = Relu(%c) : f32[1,4,4,2] @"relu"
+  %y = Add(%l, %r) : f32[1,4,4,2] @"add"
+  output %y
+})",
+      std::string(head) +
+          R"(  %l = tessel.Conv(%x, %w) {block = 2, epilogue = ["relu"], epilogue_alpha = [0.0], epilogue_beta = [0.0], mode = "DCR", store = "depth_to_space"} : f32[1,4,4,2] @"up"
+  %y = Add(%l, %r) : f32[1,4,4,2] @"add"
   output %y
 })");
 }

@@ -1,0 +1,130 @@
+// plan_node for ConvTranspose, without a GPU: after the pass pipeline a 2-D ConvTranspose is a
+// tessel.Conv with a depth_to_space store, planned on Tensor Cores for an H100 (sm_90a); one
+// that convert-layout leaves is "not supported" with the reason, which compile_plan reports.
+#include "compiler/plan_node.h"
+
+#include <gtest/gtest.h>
+
+#include "compiler/compile_plan.h"
+#include "core/error.h"
+#include "device/device_info.h"
+#include "ir/conv_transpose_nets.h"
+#include "ir/infer.h"
+#include "ir/op_registry.h"
+#include "ir/parser.h"
+#include "kernels/contraction/epilogue.h"
+#include "passes/pipeline.h"
+
+namespace tessel::compiler {
+namespace {
+
+const device::DeviceInfo& h100() { return device::known_device("sm_90a"); }
+
+const ir::Node& node_named(const ir::Graph& g, const std::string& name) {
+  for (const ir::Node& n : g.nodes)
+    if (n.name == name) return n;
+  ADD_FAILURE() << "no node " << name;
+  return g.nodes.front();
+}
+
+// UNet's two upsampling layers (k3 s2 p1 op1 with its ReLU, k2 s2) run on Tensor Cores in
+// fp16, their store the depth_to_space of the phases, with the phase conv's extents:
+// M = images x input pixels, N = s*s*C_out, K = taps x C_in.
+TEST(PlanNodeConvTranspose, UnetUpsamplingOnTensorCoresForSm90a) {
+  const ir::Graph g = passes::run_passes(testing::unet_like(), passes::gpu_pipeline({}));
+  struct Want {
+    const char* name;
+    int64_t m, n, k;
+  };
+  for (const Want& want :
+       {Want{"up2", 2 * 4 * 4, 4 * 32, 2 * 2 * 32}, Want{"up1", 2 * 8 * 8, 4 * 16, 32}}) {
+    SCOPED_TRACE(want.name);
+    const ir::Node& n = node_named(g, want.name);
+    EXPECT_EQ(n.op, "tessel.Conv");
+    const NodePlan plan = plan_node(g, n, {}, h100());
+    ASSERT_EQ(plan.run, NodeRun::kContraction) << plan.summary();
+    EXPECT_TRUE(plan.tensor_cores()) << plan.summary();
+    EXPECT_EQ(plan.epilogue.store.kind, contraction::StoreMap::Kind::kDepthToSpace);
+    EXPECT_EQ(plan.epilogue.store.block, 2);
+    EXPECT_TRUE(plan.epilogue.store.dcr);
+    const contraction::Contraction& c = *plan.match.contraction;
+    EXPECT_EQ(c.m, want.m);
+    EXPECT_EQ(c.n, want.n);
+    EXPECT_EQ(c.k, want.k);
+  }
+}
+
+ir::Graph pipelined(const std::string& text) {
+  ir::Graph g = ir::parse_graph(text);
+  ir::infer_types(g, ir::OpRegistry::global());
+  return passes::run_passes(g, passes::gpu_pipeline({}));
+}
+
+// A ConvTranspose with a run-time weight or differing strides keeps its ONNX form; plan_node
+// says why, and so does compile_plan's error.
+TEST(PlanNodeConvTranspose, ThoseLeftAloneSayWhy) {
+  struct Case {
+    const char* graph;
+    const char* why;
+  };
+  const Case cases[] = {
+      {R"(graph @g opset 17 {
+  input %x : f32[1,8,3,3]
+  const %w : f32[8,2,1,1] = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]
+  %y = ConvTranspose(%x, %w) {strides = [2, 1]} : f32[1,2,5,3] @"up"
+  output %y
+})",
+       "strides [2, 1] differ, and the depth_to_space store that interleaves the phases has one "
+       "block for both dims"},
+      {R"(graph @g opset 17 {
+  input %x : f32[1,8,3,3]
+  input %w : f32[8,2,2,2]
+  %y = ConvTranspose(%x, %w) {strides = [2, 2]} : f32[1,2,6,6] @"up"
+  output %y
+})",
+       "the weight is not a constant (its taps are rearranged into a stride-1 conv's at compile "
+       "time)"},
+  };
+  for (const Case& c : cases) {
+    const ir::Graph g = pipelined(c.graph);
+    const ir::Node& n = node_named(g, "up");
+    ASSERT_EQ(n.op, "ConvTranspose");
+    const NodePlan plan = plan_node(g, n, {}, h100());
+    EXPECT_EQ(plan.run, NodeRun::kUnsupported);
+    EXPECT_EQ(plan.why, c.why);
+    EXPECT_EQ(plan.summary(), std::string("not supported on the GPU: ") + c.why);
+    ir::Graph imported = ir::parse_graph(c.graph);
+    ir::infer_types(imported, ir::OpRegistry::global());
+    try {
+      compile_plan(imported, {}, h100());
+      ADD_FAILURE() << "compile_plan accepted " << c.graph;
+    } catch (const UserError& e) {
+      EXPECT_EQ(std::string(e.what()), std::string("ConvTranspose 'up': ") + c.why);
+    }
+  }
+}
+
+// The whole UNet, and the ConvTransposes at the graph's edges (an NCHW read and store, a
+// crop, a depthwise one), cross-compile for sm_90a with NVRTC: one launch per node but views.
+TEST(PlanNodeConvTranspose, NetworksCompileForSm90a) {
+  for (const auto& [name, g] : {std::pair{"unet_like", testing::unet_like()},
+                                {"conv_transpose_edges", testing::conv_transpose_edges()}}) {
+    SCOPED_TRACE(name);
+    const CompiledPlan c = compile_plan(g, {}, h100());
+    size_t launching = 0;
+    int tensor_core = 0;
+    for (const ir::Node& n : c.graph.nodes) {
+      EXPECT_NE(n.op, "ConvTranspose");
+      const NodePlan plan = plan_node(c.graph, n, {}, h100());
+      launching += plan.run != NodeRun::kNoKernel;
+      tensor_core += plan.tensor_cores();
+    }
+    EXPECT_EQ(c.plan.launches.size(), launching);
+    // UNet: all eight convs; the edges: the two group-1 ones, stems that read the f32 NCHW
+    // input (the halo kernel); the depthwise one runs on the grouped-conv kernel.
+    EXPECT_EQ(tensor_core, std::string(name) == "unet_like" ? 8 : 2);
+  }
+}
+
+}  // namespace
+}  // namespace tessel::compiler
