@@ -15,8 +15,6 @@
 namespace tessel::runtime {
 namespace {
 
-using testing::random_inputs;
-using testing::relative_l2;
 
 class ConvTransposeGpu : public ::testing::Test {
  protected:
@@ -30,15 +28,7 @@ class ConvTransposeGpu : public ::testing::Test {
   Session check(const ir::Graph& g, Precision precision, double tolerance) {
     Session s = testing::compile_session(g, precision);
     for (const ir::Node& n : s.graph()->nodes) EXPECT_NE(n.op, "ConvTranspose") << n.label();
-    Engine& e = *s.engine();
-    for (unsigned seed : {1u, 2u}) {
-      const std::vector<Tensor> inputs = random_inputs(g, seed);
-      const std::vector<Tensor> want = cpu::run_graph(g, inputs);
-      const std::vector<Tensor> got = e.run(inputs);
-      EXPECT_EQ(got.size(), want.size());
-      for (size_t i = 0; i < std::min(got.size(), want.size()); ++i)
-        EXPECT_LE(relative_l2(got[i], want[i]), tolerance) << "output " << i << ", seed " << seed;
-    }
+    testing::expect_engine_matches_cpu(s, g, tolerance);
     return s;
   }
 

@@ -126,14 +126,7 @@ ir::Graph depthwise_block() {
 Session check_model(const ir::Graph& g, Precision precision, double tolerance) {
   Session s = testing::compile_session(g, precision);
   Engine& e = *s.engine();
-  for (unsigned seed : {1u, 2u}) {
-    const std::vector<Tensor> inputs = random_inputs(g, seed);
-    const std::vector<Tensor> want = cpu::run_graph(g, inputs);
-    const std::vector<Tensor> got = e.run(inputs);
-    EXPECT_EQ(got.size(), want.size());
-    for (size_t i = 0; i < std::min(got.size(), want.size()); ++i)
-      EXPECT_LE(relative_l2(got[i], want[i]), tolerance) << "output " << i << ", seed " << seed;
-  }
+  testing::expect_engine_matches_cpu(s, g, tolerance);
   // One launch per node, except those plan_node says launch nothing (views, Concats whose
   // producers store into their slices).
   int silent = 0;

@@ -17,6 +17,8 @@
 #include "core/tensor.h"
 #include "ir/graph.h"
 #include "device/cuda_api.h"
+#include "runtime/cpu/executor.h"
+#include "runtime/engine.h"
 #include "tessel/tessel.h"
 
 namespace tessel::testing {
@@ -60,6 +62,21 @@ inline double relative_l2(const Tensor& got, const Tensor& want) {
 }
 
 // A device copy of `bytes` (at least 16 bytes, so an empty operand still has an address).
+// Runs the session's engine twice on different seeded inputs (the second run checks that each
+// run uploads its inputs and that replays leave nothing behind), each against the CPU executor
+// on `g`, the graph the session was compiled from.
+inline void expect_engine_matches_cpu(const Session& s, const ir::Graph& g, double tolerance) {
+  runtime::Engine& e = *s.engine();
+  for (unsigned seed : {1u, 2u}) {
+    const std::vector<Tensor> inputs = random_inputs(g, seed);
+    const std::vector<Tensor> want = runtime::cpu::run_graph(g, inputs);
+    const std::vector<Tensor> got = e.run(inputs);
+    EXPECT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < std::min(got.size(), want.size()); ++i)
+      EXPECT_LE(relative_l2(got[i], want[i]), tolerance) << "output " << i << ", seed " << seed;
+  }
+}
+
 inline device::DeviceBuffer upload(const std::vector<char>& bytes) {
   device::DeviceBuffer b(std::max<size_t>(bytes.size(), 16));
   b.upload(bytes.data(), bytes.size());
