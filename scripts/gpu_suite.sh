@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The GPU run, on a machine with a CUDA device: GPU tests, compute-sanitizer on new kernels,
-# and the op benchmarks against cuDNN / cuBLASLt; ends with a short table.
+# and the op benchmarks against cuDNN / cuBLASLt (the shared workloads, then the depthwise and
+# grouped layers of bench/workloads/conv2d_grouped.csv with their DRAM bandwidth); ends with
+# short tables.
 # Expects the layout of scripts/pack_device.sh (.device/bin, .device/lib, .device/workloads).
 # Usage: scripts/gpu_suite.sh [tests|sanitize|bench|all] [bench filter]
 set -uo pipefail
@@ -60,5 +62,33 @@ for op in ("conv2d", "gemm"):
         print(f"{op}: library/tessel geomean {geo(lib):.3f} (min {min(lib):.2f}) over {len(lib)}; "
               f"PyTorch/tessel geomean {geo(pt) if pt else 0:.3f} (min {min(pt) if pt else 0:.2f})")
 PY
+  echo "== bench-op, depthwise and grouped convolutions (bench/workloads/conv2d_grouped.csv)"
+  "$BIN/tessel" bench-op --conv2d "$ROOT/bench/workloads/conv2d_grouped.csv" --filter "$filter" --no-peak \
+    --json "$OUT/bench_grouped.json" > "$OUT/bench_grouped.txt" 2> "$OUT/bench_grouped.err" || status=1
+  tail -3 "$OUT/bench_grouped.err"
+  # Each row's DRAM traffic at its minimum (x, w and y once each, f16) over tessel's time, as
+  # a share of the GPU's DRAM bandwidth (DRAM_PEAK_GBS overrides the table).
+  python3 - "$OUT/bench_grouped.json" <<'PY'
+import json, os, re, sys
+j = json.load(open(sys.argv[1]))
+peaks = {"H100 SXM": 3352, "H100 80GB HBM3": 3352, "H100 PCIe": 2039, "H200": 4800, "A100-SXM4-80GB": 2039,
+         "A100-SXM4-40GB": 1555}
+name = j["device"]["name"]
+peak = float(os.environ.get("DRAM_PEAK_GBS") or next((v for k, v in peaks.items() if k in name), 3352))
+print(f"{'workload':44} {'tessel us':>9} {'library us':>10} {'ratio':>6} {'GB/s':>6} {'%DRAM':>6}  ({name}, {peak:.0f} GB/s)")
+for w in j["workloads"]:
+    m = re.match(r"n(\d+) (\d+)x(\d+)x(\d+) -> (\d+) k(\d+)x(\d+) s(\d+) p(\d+) d(\d+) g(\d+)", w["shape"])
+    t, lib = w["tessel"], w["library"]
+    if not m or not t["ran"]:
+        print(f"{w['name']:44} {'-':>9}  {t['description'][:60]}")
+        continue
+    n, h, wd, ci, co, kh, kw, s, p, d, g = map(int, m.groups())
+    oh, ow = (h + 2 * p - d * (kh - 1) - 1) // s + 1, (wd + 2 * p - d * (kw - 1) - 1) // s + 1
+    gbs = 2 * (n * h * wd * ci + n * oh * ow * co + co * kh * kw * ci // g) / t["median_us"] / 1e3
+    lib_us = f"{lib['median_us']:10.1f}" if lib["ran"] else f"{'-':>10}"
+    ok = "" if t["correct"] else "  WRONG"
+    print(f"{w['name']:44} {t['median_us']:9.1f} {lib_us} {w['ratio']:6.2f} {gbs:6.0f} {100 * gbs / peak:6.1f}{ok}")
+PY
+  grep "^geomean" "$OUT/bench_grouped.txt"
 fi
 exit $status

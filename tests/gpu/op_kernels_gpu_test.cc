@@ -5,6 +5,7 @@
 // fails. Odd shapes exercise the narrow-vector and tail paths.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -224,6 +225,82 @@ TEST(OpKernelsGpu, DepthwiseAndGroupedConv) {
   check_op("tessel.Conv", {act(DType::kF16, {1, 6, 6, 16}), act(DType::kF16, {32, 3, 3, 1}), act(DType::kF16, {32})},
            {{"group", int64_t{16}}, {"pads", Ints{1, 1, 1, 1}}, {"store", std::string("depth_to_space")},
             {"block", int64_t{2}}, {"mode", std::string("DCR")}});
+}
+
+// A depthwise tessel.Conv (the tiled kernel, templates/tessel_depthwise.cuh): x [n, h, w, c],
+// weights [c, k, k, 1], an f32 bias, "same" padding, the epilogue `steps` (clip as ReLU6,
+// leaky_relu with alpha 0.1) and, with add_residual, a residual shaped like the output.
+void check_depthwise(DType t, Shape x, int64_t k, int64_t stride, int64_t dilation = 1,
+                     const std::vector<std::string>& steps = {}) {
+  SCOPED_TRACE(::testing::Message() << dtype_name(t) << shape_str(x) << " k" << k << " s" << stride << " d"
+                                    << dilation << " " << steps.size() << " epilogue steps");
+  const int64_t c = x[3], pad = dilation * (k - 1) / 2, span = dilation * (k - 1) + 1;
+  const Shape y{x[0], (x[1] + 2 * pad - span) / stride + 1, (x[2] + 2 * pad - span) / stride + 1, c};
+  std::vector<Input> inputs = {act(t, x), act(t, {c, k, k, 1}), act(DType::kF32, {c})};
+  if (std::find(steps.begin(), steps.end(), "add_residual") != steps.end()) inputs.push_back(act(t, y));
+  ir::Attributes attrs{{"group", c},
+                       {"strides", Ints{stride, stride}},
+                       {"pads", Ints{pad, pad, pad, pad}},
+                       {"dilations", Ints{dilation, dilation}}};
+  if (!steps.empty()) {
+    std::vector<double> alpha(steps.size(), 0.0), beta(steps.size(), 0.0);
+    for (size_t i = 0; i < steps.size(); ++i) {
+      if (steps[i] == "clip") beta[i] = 6.0;
+      if (steps[i] == "leaky_relu") alpha[i] = 0.1;
+    }
+    attrs["epilogue"] = steps;
+    attrs["epilogue_alpha"] = alpha;
+    attrs["epilogue_beta"] = beta;
+  }
+  check_op("tessel.Conv", inputs, std::move(attrs));
+}
+
+TEST(DepthwiseConvGpu, KernelSizesStridesDilations) {
+  check_depthwise(DType::kF16, {1, 112, 112, 32}, 3, 1, 1, {"clip"});  // MobileNet-v2, ReLU6
+  check_depthwise(DType::kF16, {1, 57, 57, 96}, 3, 2, 1, {"clip"});
+  check_depthwise(DType::kF16, {32, 28, 28, 144}, 3, 2);
+  check_depthwise(DType::kF16, {32, 14, 14, 96}, 3, 1, 1, {"relu"});
+  check_depthwise(DType::kF16, {1, 30, 30, 144}, 5, 2, 1, {"silu"});  // EfficientNet
+  check_depthwise(DType::kF16, {32, 14, 14, 144}, 5, 1);
+  check_depthwise(DType::kF16, {1, 28, 28, 96}, 7, 1);  // ConvNeXt
+  check_depthwise(DType::kF16, {32, 7, 7, 192}, 7, 1);
+  check_depthwise(DType::kF16, {1, 29, 31, 24}, 3, 1, 2);  // dilation 2
+  check_depthwise(DType::kF16, {2, 21, 21, 40}, 3, 2, 2);
+}
+
+TEST(DepthwiseConvGpu, ChannelTailsAndDtypes) {
+  check_depthwise(DType::kF16, {2, 17, 19, 3}, 3, 1);      // 2-byte fragments
+  check_depthwise(DType::kF16, {1, 15, 16, 20}, 3, 2);     // 8-byte fragments
+  check_depthwise(DType::kF16, {1, 9, 9, 1000}, 3, 1);     // a partial last slab
+  check_depthwise(DType::kF16, {32, 7, 7, 1000}, 3, 1, 1, {"hardswish"});
+  check_depthwise(DType::kF16, {1, 13, 11, 24}, 3, 1);
+  check_depthwise(DType::kF32, {2, 20, 20, 24}, 5, 1, 1, {"relu"});
+  check_depthwise(DType::kF32, {1, 12, 12, 7}, 3, 2);
+  check_depthwise(DType::kBF16, {1, 20, 20, 144}, 3, 2, 1, {"clip"});
+}
+
+TEST(DepthwiseConvGpu, EveryEpilogueStep) {
+  for (const std::string step : {"relu", "leaky_relu", "clip", "sigmoid", "hardswish", "silu", "add_residual"})
+    check_depthwise(DType::kF16, {2, 19, 23, 96}, 3, 1, 1, {step});
+  check_depthwise(DType::kF16, {1, 28, 28, 144}, 3, 1, 1,
+                  {"add_residual", "leaky_relu", "clip", "sigmoid", "hardswish", "silu", "relu"});
+}
+
+// Many more tiles than the grid's CTAs (each CTA strides over several), and a depthwise conv
+// whose depth_to_space store scatters single elements.
+TEST(DepthwiseConvGpu, LargeImageAndDepthToSpaceStore) {
+  check_depthwise(DType::kF16, {2, 515, 517, 8}, 3, 1, 1, {"relu"});
+  check_op("tessel.Conv", {act(DType::kF16, {1, 6, 7, 16}), act(DType::kF16, {16, 3, 3, 1}), act(DType::kF32, {16})},
+           {{"group", int64_t{16}}, {"pads", Ints{1, 1, 1, 1}}, {"store", std::string("depth_to_space")},
+            {"block", int64_t{2}}, {"mode", std::string("DCR")}});
+}
+
+// Under compute-sanitizer (scripts/gpu_suite.sh sanitize): partial tiles and slabs, the halo
+// at every edge, zero-filled copies, several tiles per CTA, the residual read.
+TEST(DepthwiseConvGpuSanitize, PartialTilesAndSlabs) {
+  check_depthwise(DType::kF16, {2, 13, 11, 200}, 3, 2, 1, {"add_residual", "clip"});
+  check_depthwise(DType::kF16, {1, 9, 10, 40}, 7, 1);
+  check_depthwise(DType::kF32, {1, 10, 9, 12}, 5, 1, 2, {"silu"});
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "kernels/cuda/op_kernels.h"
+#include "kernels/cuda/templates/tessel_depthwise_tile.cuh"
 #include "core/dtype.h"
 #include "ir/graph.h"
 
@@ -20,6 +21,10 @@ std::string type_of(DType t);
 
 // A float as a CUDA literal that round-trips exactly; infinities by name.
 std::string float_literal(double d);
+
+// The most blocks an op kernel's grid has: 16 on each of an H100's 132 SMs. The kernels loop
+// grid-stride, and a few waves of resident blocks saturate any current GPU's memory system.
+constexpr int64_t kMaxBlocks = 132 * 16;
 
 // The translation unit: a comment naming the node, the family's template header, the
 // generated `struct Problem` (in an anonymous namespace: every kernel has its own), and the
@@ -40,6 +45,13 @@ OpKernelSource emit_elementwise(const ir::Graph& g, const ir::Node& n);
 
 std::optional<std::string> check_window(const ir::Graph& g, const ir::Node& n);
 OpKernelSource emit_window(const ir::Graph& g, const ir::Node& n);
+
+// The tiling of the depthwise kernel (templates/tessel_depthwise.cuh) for `problem` (its
+// problem fields and vec set; the tiling fields are ignored), for elements of `elem_bytes`:
+// the candidate within the kernel's shared-memory and register budgets that moves the fewest
+// bytes while giving every SM of the GPU several CTAs, where the problem has that many.
+// nullopt when none fits (a window too large to stage): the grouped kernel then runs it.
+std::optional<DepthwiseTiling> choose_depthwise_tiling(const DepthwiseTiling& problem, int elem_bytes);
 
 std::optional<std::string> check_resize(const ir::Graph& g, const ir::Node& n);
 OpKernelSource emit_resize(const ir::Graph& g, const ir::Node& n);

@@ -1,11 +1,15 @@
-// Window ops over NHWC activations (kernels/tessel_op_window.cuh): tessel.MaxPool,
-// tessel.AveragePool, tessel.GlobalAveragePool, and tessel.Conv with group > 1 (depthwise and
-// grouped convolutions, which the Tensor Core generator declines) with its fused bias,
-// epilogue steps and store map, as the reference kernel (ops/tessel_contraction_ops.cc)
-// defines them: acc + bias, then each step in fp32, then one rounding at the store.
+// Window ops over NHWC activations: tessel.MaxPool, tessel.AveragePool,
+// tessel.GlobalAveragePool (kernels/tessel_op_window.cuh), and tessel.Conv with group > 1
+// (depthwise and grouped convolutions, which the Tensor Core generator declines) with its fused
+// bias, epilogue steps and store map, as the reference kernel (ops/tessel_contraction_ops.cc)
+// defines them: acc + bias, then each step in fp32, then one rounding at the store. Depthwise
+// convolutions (one channel per group, multiplier 1) run the tiled kernel of
+// tessel_depthwise.cuh; other grouped ones the direct kernel of tessel_op_window.cuh.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "kernels/cuda/op_emit.h"
 #include "core/error.h"
@@ -101,19 +105,111 @@ OpKernelSource emit_pool(const ir::Graph& g, const ir::Node& n) {
                      (items + kThreads - 1) / kThreads, kThreads);
 }
 
+// The bias term of a grouped or depthwise Problem: B[co] in fp32, or 0.
+std::string bias_code(const ir::Graph& g, const ir::Node& n) {
+  const bool has_bias = n.inputs.size() > 2 && n.inputs[2] != ir::kNoValue;
+  std::string code = "  __device__ __forceinline__ static float bias(const OpParams& p, int co) {\n";
+  code += has_bias ? fmt::format("    return to_float(static_cast<const {}*>(p.in[2])[co]);\n  }}\n",
+                                 type_of(g.type(n.inputs[2]).dtype))
+                   : "    return 0.f;\n  }\n";
+  return code;
+}
+
+// store_offset(n, oh, ow, co) of a grouped or depthwise Problem: where pre-store element
+// (n, oh, ow, co) of `pre` goes, for the stored output shape `y`.
+std::string store_offset_code(const ops::StoreMap& store, const Shape& pre, const Shape& y) {
+  const int64_t co = pre[3];
+  std::string code = "  // Where pre-store element (n, oh, ow, co) goes.\n";
+  code += "  __device__ __forceinline__ static i64 store_offset(int n, int oh, int ow, int co) {\n";
+  if (store.kind == ops::StoreMap::Kind::kNhwc) {
+    code += fmt::format("    return ((i64(n) * {} + oh) * {} + ow) * {} + co;\n", pre[1], pre[2], co);
+  } else {
+    const int64_t b = store.block, cp = co / (b * b);
+    code += store.dcr ? fmt::format("    const int c = co % {0}, i = co / {0} / {1}, j = co / {0} % {1};  // DCR\n", cp, b)
+                      : fmt::format("    const int c = co / {0}, i = co % {0} / {1}, j = co % {1};  // CRD\n", b * b, b);
+    code += fmt::format("    return ((i64(n) * {} + oh * {} + i) * {} + ow * {} + j) * {} + c;\n", y[1], b, y[2], b, cp);
+  }
+  return code + "  }\n";
+}
+
+// The pre-store output [N, OH, OW, Co] of a grouped tessel.Conv (the store map may move it).
+Shape pre_store_shape(const ir::Graph& g, const ir::Node& n, const ops::StoreMap& store) {
+  const Shape& y = g.type(n.outputs[0]).shape;
+  const int64_t b = store.kind == ops::StoreMap::Kind::kDepthToSpace ? store.block : 1;
+  return Shape{y[0], y[1] / b, y[2] / b, g.type(n.inputs[1]).shape[0]};
+}
+
+DepthwiseTiling depthwise_problem(const Shape& x, const Shape& pre, const Window& w, int vec) {
+  auto i = [](int64_t v) { return static_cast<int>(v); };
+  DepthwiseTiling t{};
+  t.n = i(x[0]), t.h = i(x[1]), t.w = i(x[2]), t.c = i(x[3]);
+  t.oh = i(pre[1]), t.ow = i(pre[2]);
+  t.kernel_h = i(w.kernel[0]), t.kernel_w = i(w.kernel[1]);
+  t.stride_h = i(w.strides[0]), t.stride_w = i(w.strides[1]);
+  t.pad_top = i(w.pads[0]), t.pad_left = i(w.pads[1]);
+  t.dilation_h = i(w.dilations[0]), t.dilation_w = i(w.dilations[1]);
+  t.vec = vec;
+  return t;
+}
+
+// One input and one output channel per group: the tiled depthwise kernel's case.
+bool is_depthwise(const ir::Graph& g, const ir::Node& n) {
+  const Shape& w = g.type(n.inputs[1]).shape;
+  return w[3] == 1 && w[0] == n.get_int("group", 1) && w[0] == g.type(n.inputs[0]).shape[3];
+}
+
+// The depthwise kernel (templates/tessel_depthwise.cuh) for `tiling`.
+OpKernelSource emit_depthwise_conv(const ir::Graph& g, const ir::Node& n, const DepthwiseTiling& tiling) {
+  const Shape& x = g.type(n.inputs[0]).shape;
+  const DType t = g.type(n.inputs[0]).dtype;
+  const ops::StoreMap store = ops::read_store(n);
+  const Shape pre = pre_store_shape(g, n, store);
+  const bool has_residual = n.inputs.size() > 3 && n.inputs[3] != ir::kNoValue;
+  const int elem = static_cast<int>(dtype_size(t));
+
+  std::string problem = fmt::format("// tessel.Conv, depthwise (group {}): {} * {} -> {}\nstruct Problem {{\n  using T = {};\n",
+                                    n.get_int("group", 1), g.type(n.inputs[0]).str(), g.type(n.inputs[1]).str(),
+                                    g.type(n.outputs[0]).str(), type_of(t));
+  problem += geometry(x, pre, read_window(n, g.type(n.inputs[1]).shape), tiling.vec);
+  problem += fmt::format(
+      "  // Tiling (tessel_depthwise_tile.cuh): CTA tile ({}, {}) output pixels x {} channels; {} threads\n"
+      "  // of ({}, {}) outputs (rows, channels); smem x ({}, {}, {}) + w + bias: {} bytes.\n",
+      tiling.tile_rows(), tiling.tile_cols, tiling.slab(), tiling.threads(), tiling.rows_per_thread, tiling.vec,
+      tiling.in_rows(), tiling.in_cols(), tiling.slab(), tiling.smem_bytes(elem));
+  problem += fmt::format("  static constexpr int kSlabVecs = {}, kTileCols = {}, kRowGroups = {}, kRowsPerThread = {};\n",
+                         tiling.slab_vecs, tiling.tile_cols, tiling.row_groups, tiling.rows_per_thread);
+  problem += fmt::format("  static constexpr bool kResidual = {};\n", has_residual);
+  // Only the plain NHWC store keeps a fragment's channels adjacent in memory.
+  problem += fmt::format("  static constexpr bool kVectorStore = {};\n\n", store.kind == ops::StoreMap::Kind::kNhwc);
+  problem += bias_code(g, n);
+  problem += "  // Steps of the fused epilogue, in order, on the fp32 accumulator.\n";
+  problem += "  __device__ __forceinline__ static float epilogue(float v, float residual) {\n";
+  for (const ops::EpilogueStep& s : ops::read_epilogue(n)) problem += "    " + step_code(s) + "\n";
+  problem += "    return v;\n  }\n";
+  problem += store_offset_code(store, pre, g.type(n.outputs[0]).shape);
+  problem += "};\n";
+  // A grid that is a multiple of the slab count keeps each CTA on one slab (its weights
+  // staged once) as it strides over the tiles.
+  const int64_t tiles = tiling.tiles(), slabs = tiling.slabs();
+  const int64_t blocks = tiles <= kMaxBlocks ? tiles : std::max<int64_t>(1, kMaxBlocks / slabs) * slabs;
+  return make_source(n, "depthwise_conv", "tessel_depthwise.cuh", problem,
+                     "tessel::DepthwiseConv<Problem>::run(p);", blocks, tiling.threads());
+}
+
 OpKernelSource emit_grouped_conv(const ir::Graph& g, const ir::Node& n) {
   const Shape& x = g.type(n.inputs[0]).shape;
   const Shape& w = g.type(n.inputs[1]).shape;
-  const Shape& y = g.type(n.outputs[0]).shape;
   const DType t = g.type(n.inputs[0]).dtype;
   const ops::StoreMap store = ops::read_store(n);
+  const Shape pre = pre_store_shape(g, n, store);
+  const int vec = channel_vector(t, pre[3]);
+  if (is_depthwise(g, n)) {
+    const std::optional<DepthwiseTiling> tiling = choose_depthwise_tiling(
+        depthwise_problem(x, pre, read_window(n, w), vec), static_cast<int>(dtype_size(t)));
+    if (tiling) return emit_depthwise_conv(g, n, *tiling);
+  }
   const int64_t group = n.get_int("group", 1);
   const int64_t co = w[0], cig = w[3], cog = co / group;
-  // The pre-store output [N, OH, OW, Co].
-  const int64_t b = store.kind == ops::StoreMap::Kind::kDepthToSpace ? store.block : 1;
-  const Shape pre{y[0], y[1] / b, y[2] / b, co};
-  const int vec = channel_vector(t, co);
-  const bool has_bias = n.inputs.size() > 2 && n.inputs[2] != ir::kNoValue;
   const bool has_residual = n.inputs.size() > 3 && n.inputs[3] != ir::kNoValue;
 
   std::string problem = fmt::format("// tessel.Conv, group {}: {} * {} -> {}\nstruct Problem {{\n  using T = {};\n",
@@ -124,10 +220,7 @@ OpKernelSource emit_grouped_conv(const ir::Graph& g, const ir::Node& n) {
   // Only the plain NHWC store keeps a fragment's channels adjacent in memory.
   problem += fmt::format("  static constexpr bool kVectorStore = {};\n\n",
                          store.kind == ops::StoreMap::Kind::kNhwc);
-  problem += "  __device__ __forceinline__ static float bias(const OpParams& p, int co) {\n";
-  problem += has_bias ? fmt::format("    return to_float(static_cast<const {}*>(p.in[2])[co]);\n  }}\n",
-                                    type_of(g.type(n.inputs[2]).dtype))
-                      : "    return 0.f;\n  }\n";
+  problem += bias_code(g, n);
   problem += "  // Steps of the fused epilogue, in order, on the fp32 accumulator.\n";
   problem += "  __device__ __forceinline__ static float epilogue(const OpParams& p, float v, int n, int oh, int ow, int co) {\n";
   if (has_residual)
@@ -135,17 +228,8 @@ OpKernelSource emit_grouped_conv(const ir::Graph& g, const ir::Node& n) {
                            pre[1], pre[2], pre[3]);
   for (const ops::EpilogueStep& s : ops::read_epilogue(n)) problem += "    " + step_code(s) + "\n";
   problem += "    return v;\n  }\n";
-  problem += "  // Where pre-store element (n, oh, ow, co) goes.\n";
-  problem += "  __device__ __forceinline__ static i64 store_offset(int n, int oh, int ow, int co) {\n";
-  if (store.kind == ops::StoreMap::Kind::kNhwc) {
-    problem += fmt::format("    return ((i64(n) * {} + oh) * {} + ow) * {} + co;\n", pre[1], pre[2], co);
-  } else {
-    const int64_t cp = co / (b * b);
-    problem += store.dcr ? fmt::format("    const int c = co % {0}, i = co / {0} / {1}, j = co / {0} % {1};  // DCR\n", cp, b)
-                         : fmt::format("    const int c = co / {0}, i = co % {0} / {1}, j = co % {1};  // CRD\n", b * b, b);
-    problem += fmt::format("    return ((i64(n) * {} + oh * {} + i) * {} + ow * {} + j) * {} + c;\n", y[1], b, y[2], b, cp);
-  }
-  problem += "  }\n};\n";
+  problem += store_offset_code(store, pre, g.type(n.outputs[0]).shape);
+  problem += "};\n";
   const int64_t items = pre[0] * pre[1] * pre[2] * (co / vec);
   return make_source(n, "grouped_conv", "tessel_op_window.cuh", problem,
                      "tessel::for_each_item<tessel::GroupedConv<Problem>>(p);",
@@ -154,6 +238,57 @@ OpKernelSource emit_grouped_conv(const ir::Graph& g, const ir::Node& n) {
 
 }  // namespace
 
+std::optional<DepthwiseTiling> choose_depthwise_tiling(const DepthwiseTiling& problem, int elem_bytes) {
+  // Static shared memory per CTA: 7 CTAs fit an H100 SM (228 KB), enough loads in flight.
+  constexpr int kSmemBudget = 32 * 1024;
+  // Bytes of one pixel's slab at least (when the channels allow): whole 32-byte sectors, and
+  // few requests per byte.
+  constexpr int kMinSlabBytes = 64;
+  // fp32 registers for a thread's accumulators (kRowsPerThread x kVec) and one kernel
+  // column's weights (kKH x kVec).
+  constexpr int kMaxAccRegs = 32, kMaxValueRegs = 96;
+  // CTAs that keep every SM of an H100 busy with several resident CTAs.
+  constexpr double kFullMachine = 4.0 * 132;
+  // Shared memory's bandwidth is about 8x an SM's share of DRAM's: a byte read from smem
+  // costs an eighth of one moved to or from L2.
+  constexpr double kSmemByteCost = 1.0 / 8;
+
+  const int frags = problem.c / problem.vec;
+  const int all_bytes = problem.c * elem_bytes;
+  std::optional<DepthwiseTiling> best;
+  double best_cost = 0;
+  for (int most = 8; most >= 1; --most) {
+    // Slabs of at most `most` fragments, split evenly.
+    const int slabs = (frags + most - 1) / most;
+    const int slab_vecs = (frags + slabs - 1) / slabs;
+    if (slab_vecs != most) continue;  // the same split as a larger `most`
+    if (slab_vecs * problem.vec * elem_bytes < std::min(kMinSlabBytes, all_bytes)) continue;
+    for (int pixel_threads : {16, 32, 64}) {
+      const int threads = slab_vecs * pixel_threads;
+      if (threads % 32 != 0 || threads < 64 || threads > 512) continue;
+      for (int tile_cols : {4, 8, 16, 32}) {
+        if (tile_cols > pixel_threads) continue;
+        for (int rows : {1, 2, 4, 8}) {
+          if (rows * problem.vec > kMaxAccRegs || (rows + problem.kernel_h) * problem.vec > kMaxValueRegs) continue;
+          DepthwiseTiling t = problem;
+          t.slab_vecs = slab_vecs;
+          t.tile_cols = tile_cols;
+          t.row_groups = pixel_threads / tile_cols;
+          t.rows_per_thread = rows;
+          if (t.smem_bytes(elem_bytes) > kSmemBudget) continue;
+          int used_rows = 0;
+          for (int j = 0; j < t.span_rows(); ++j) used_rows += t.span_row_used(j);
+          const double moved = double(t.in_rows() * t.in_cols() + t.tile_rows() * t.tile_cols) * t.slab() * elem_bytes;
+          const double smem_read = double(threads) * t.kernel_w * (used_rows * t.vec * elem_bytes + t.kernel_h * t.vec * 4);
+          // Below a full machine, time goes with the bytes of one CTA (the longest path).
+          const double cost = (moved + kSmemByteCost * smem_read) * std::max(double(t.tiles()), kFullMachine);
+          if (!best || cost < best_cost) best = t, best_cost = cost;
+        }
+      }
+    }
+  }
+  return best;
+}
 
 std::optional<std::string> check_window(const ir::Graph& g, const ir::Node& n) {
   const ir::TensorType& x = g.type(n.inputs[0]);

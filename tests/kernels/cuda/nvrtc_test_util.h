@@ -16,7 +16,9 @@ struct Compiled {
   std::string log, ptx, cubin;
 };
 
-inline Compiled nvrtc_compile(const KernelSource& ks, const std::string& arch) {
+// `Source`: a KernelSource or an OpKernelSource (name, source, headers).
+template <typename Source>
+Compiled nvrtc_compile(const Source& ks, const std::string& arch) {
   Compiled out;
   std::vector<const char*> names, texts;
   for (const auto& [n, t] : ks.headers) {

@@ -1,4 +1,5 @@
-// Window kernels over NHWC activations: pools and depthwise/grouped convolution. One work
+// Window kernels over NHWC activations: pools and grouped convolution (depthwise ones run the
+// tiled kernel of tessel_depthwise.cuh unless their window is too large to stage). One work
 // item is one output pixel's run of kVec consecutive channels, so that a warp reads and
 // writes whole 16-byte channel vectors of neighbouring pixels (NHWC makes channels the
 // contiguous dim). Accumulation is fp32 for every storage type.

@@ -190,4 +190,18 @@ __device__ __forceinline__ u16 ld_global_nc<2>(const void* p) {
   return v;
 }
 
+// 16 or 8 bytes of 32-bit words stored to global memory as one instruction. A uint4-typed
+// store of values computed one by one may otherwise reach the PTX as four 4-byte stores.
+__device__ __forceinline__ void st_global_v4(void* p, u32 a, u32 b, u32 c, u32 d) {
+  asm volatile(
+      "{\n  .reg .u64 g;\n  cvta.to.global.u64 g, %0;\n  st.global.v4.b32 [g], {%1, %2, %3, %4};\n}\n" ::"l"(p),
+      "r"(a), "r"(b), "r"(c), "r"(d)
+      : "memory");
+}
+__device__ __forceinline__ void st_global_v2(void* p, u32 a, u32 b) {
+  asm volatile("{\n  .reg .u64 g;\n  cvta.to.global.u64 g, %0;\n  st.global.v2.b32 [g], {%1, %2};\n}\n" ::"l"(p),
+               "r"(a), "r"(b)
+               : "memory");
+}
+
 }  // namespace tessel
