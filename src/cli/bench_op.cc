@@ -60,10 +60,11 @@ bench::TesselKernel make_kernel(const ir::Graph& g, bool tensor_cores,
                     std::to_string(g.nodes[0].get_int("group", 1)) + ")";
     k.enqueue = [p](const bench::Operands& ops, void* stream) {
       // The op kernels' parameter block (op_kernels.h): { const void* in[8]; void* out[4]; }.
-      std::array<uint64_t, 12> params{};
+      std::array<uint64_t, kernels::cuda::kOpKernelInputs + kernels::cuda::kOpKernelOutputs>
+          params{};
       params[0] = ops.a;
       params[1] = ops.b;
-      params[8] = ops.c;
+      params[kernels::cuda::kOpKernelInputs] = ops.c;
       void* args[] = {params.data()};
       device::LaunchConfig launch = p->op_launch;
       launch.stream = stream;

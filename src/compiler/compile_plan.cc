@@ -62,19 +62,6 @@ class ConstantImage {
   std::string bytes_;
 };
 
-
-const char* instruction_name(kernels::Instruction i) {
-  switch (i) {
-    case kernels::Instruction::kMmaSync:
-      return "mma.sync";
-    case kernels::Instruction::kWgmma:
-      return "wgmma";
-    case kernels::Instruction::kSimt:
-      return "SIMT";
-  }
-  return "SIMT";
-}
-
 // Builds the plan's regions and relocations from the compiled graph, its memory plan and its
 // compiled kernels.
 class PlanAssembler {
@@ -177,7 +164,7 @@ void PlanAssembler::add_launch(const ir::Node& n, const NodeKernel& k) {
     std::copy(src.grid, src.grid + 3, l.grid.begin());
     std::copy(src.block, src.block + 3, l.block.begin());
     l.smem_bytes = src.smem_bytes;
-    l.instruction = instruction_name(k.schedule.instruction);
+    l.instruction = kernels::instruction_name(k.schedule.instruction);
     l.schedule = k.schedule.name();
     TESSEL_ICHECK(k.extra_inputs.size() <= static_cast<size_t>(kMaxEpilogueOperands))
         << n.label() << ": " << k.extra_inputs.size() << " epilogue operands";

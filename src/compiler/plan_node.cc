@@ -110,14 +110,8 @@ bool lowered_as_contraction(const ir::Node& n) {
 
 std::string NodePlan::instruction() const {
   switch (run) {
-    case NodeRun::kContraction:
-      switch (schedule.instruction) {
-        case kernels::Instruction::kMmaSync: return "mma.sync";
-        case kernels::Instruction::kWgmma: return "wgmma";
-        case kernels::Instruction::kSimt: return "SIMT";
-      }
-      return "SIMT";
-    case NodeRun::kOpKernel: return "SIMT";
+    case NodeRun::kContraction: return kernels::instruction_name(schedule.instruction);
+    case NodeRun::kOpKernel: return kernels::instruction_name(kernels::Instruction::kSimt);
     case NodeRun::kNoKernel:
     case NodeRun::kUnsupported: return "";
   }

@@ -4,6 +4,15 @@
 
 namespace tessel::kernels {
 
+const char* instruction_name(Instruction i) {
+  switch (i) {
+    case Instruction::kMmaSync: return "mma.sync";
+    case Instruction::kWgmma: return "wgmma";
+    case Instruction::kSimt: return "SIMT";
+  }
+  return "SIMT";
+}
+
 std::string Schedule::name() const {
   // "tc_128x128x32_s3_w64x64_sk1_r8"; vector widths are appended only when narrower than
   // the full 8 (e.g. "_v4x8"), so the common names stay short and every schedule's is unique.

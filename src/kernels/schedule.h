@@ -24,6 +24,9 @@ enum class Mainloop { kGemm, kHalo };
 // of one warpgroup (4 warps, 128 threads, issuing wgmma together) for wgmma.
 constexpr int warps_per_warp_tile(Instruction i) { return i == Instruction::kWgmma ? 4 : 1; }
 
+// "mma.sync", "wgmma" or "SIMT": how engine plans, explain and profile name an instruction.
+const char* instruction_name(Instruction i);
+
 struct Schedule {
   Instruction instruction = Instruction::kMmaSync;
   int block_m = 128, block_n = 128, block_k = 32;  // CTA tile
