@@ -3,9 +3,7 @@
 // dense layers run on Tensor Cores, and the whole graph compiles with NVRTC.
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <map>
-#include <random>
 
 #include "compiler/cnn_blocks.h"
 #include "compiler/compile_plan.h"
@@ -14,31 +12,10 @@
 #include "kernels/cuda/op_kernels.h"
 #include "passes/passes.h"
 #include "passes/pipeline.h"
-#include "runtime/cpu/executor.h"
+#include "passes/pass_test_util.h"
 
 namespace tessel::compiler {
 namespace {
-
-// The CPU executor on both graphs, same random inputs: max |a - b| <= tol * max |a|.
-void expect_same_numbers(const ir::Graph& a, const ir::Graph& b, double tol) {
-  std::mt19937 rng(3);
-  std::uniform_real_distribution<double> uni(-1.0, 1.0);
-  std::vector<Tensor> inputs;
-  for (ir::ValueId v : a.inputs) {
-    Tensor t(a.type(v).dtype, a.type(v).shape);
-    for (int64_t i = 0; i < t.numel(); ++i) t.set_f64(i, uni(rng));
-    inputs.push_back(std::move(t));
-  }
-  const Tensor x = runtime::cpu::run_graph(a, inputs)[0];
-  const Tensor y = runtime::cpu::run_graph(b, inputs)[0];
-  ASSERT_EQ(x.shape(), y.shape());
-  double diff = 0, scale = 0;
-  for (int64_t i = 0; i < x.numel(); ++i) {
-    diff = std::max(diff, std::abs(x.get_f64(i) - y.get_f64(i)));
-    scale = std::max(scale, std::abs(x.get_f64(i)));
-  }
-  EXPECT_LE(diff, tol * scale);
-}
 
 std::map<std::string, int> op_counts(const ir::Graph& g) {
   std::map<std::string, int> ops;
@@ -70,7 +47,7 @@ TEST(CnnBlocks, ConvNeXtBlockIsNhwcThroughoutWithDenseLayersOnTensorCores) {
   EXPECT_EQ(ops.at("LayerNormalization"), 1);
   EXPECT_GE(check_every_node_runs(g), 2);  // the two Linear layers
   // The same numbers on the CPU before and after the pipeline (fp16 storage: loose).
-  expect_same_numbers(in, g, 2e-2);
+  testing::expect_same_numerics(in, g, 2e-2, 2e-2);
 }
 
 TEST(CnnBlocks, DenseNetPreActivationBatchNormHasAGpuPath) {
@@ -80,7 +57,7 @@ TEST(CnnBlocks, DenseNetPreActivationBatchNormHasAGpuPath) {
   EXPECT_EQ(ops.count("BatchNormalization"), 0u) << ir::print_graph(g);
   EXPECT_EQ(ops.at("tessel.Conv"), 3);
   check_every_node_runs(g);
-  expect_same_numbers(in, g, 2e-2);
+  testing::expect_same_numerics(in, g, 2e-2, 2e-2);
 }
 
 // ResNeXt's grouped 3x3 (32 groups of 4 channels): an op kernel, and explain says why it is not
