@@ -212,6 +212,14 @@ BenchResult run_problem(const Problem& p, const std::function<TesselKernel()>& m
     r.tessel.description = tessel.description.empty() ? "not supported" : tessel.description;
     return r;
   }
+  if (tessel.prepare) {
+    try {
+      for (int i = 0; i < sets.count(); ++i) tessel.prepare(sets[i]);
+    } catch (const Error& e) {
+      r.tessel.description = std::string("failed to prepare its operands: ") + e.what();
+      return r;
+    }
+  }
   r.tessel = measure(tessel.enqueue, bed, o, tessel.description);
   return r;
 }

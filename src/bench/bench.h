@@ -57,6 +57,10 @@ using Enqueue = std::function<void(const Operands& operands, void* stream)>;
 struct TesselKernel {
   Enqueue enqueue;
   std::string description;
+  // Called once per operand set before anything is checked, timed or captured, where tessel's
+  // engine stores an operand in another form than the workload's (a narrow grouped conv's
+  // widened weights); empty where it does not.
+  std::function<void(const Operands& operands)> prepare;
 };
 using ConvProvider = std::function<TesselKernel(const ConvWorkload&)>;
 using GemmProvider = std::function<TesselKernel(const GemmWorkload&)>;

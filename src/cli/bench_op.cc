@@ -4,12 +4,14 @@
 #include <array>
 #include <cstdio>
 #include <iostream>
+#include <map>
 #include <memory>
 
 #include "bench/bench.h"
 #include "bench/report.h"
 #include "cli/commands.h"
 #include "cli/op_kernels.h"
+#include "passes/group_widening.h"
 #include "core/error.h"
 #include "device/cuda_api.h"
 #include "kernels/cuda/contraction_kernel.h"
@@ -28,13 +30,38 @@ struct Prepared {
   std::shared_ptr<device::Module> op_module;
   void* op_function = nullptr;
   device::LaunchConfig op_launch;
+  // A narrow grouped conv runs widened (passes/group_widening.h): each operand set's weights,
+  // widened once before timing, by the set's weight address.
+  std::map<uint64_t, device::DeviceBuffer> widened_b;
+  uint64_t b_of(uint64_t b) const {
+    const auto it = widened_b.find(b);
+    return it == widened_b.end() ? b : it->second.ptr();
+  }
 };
+
+// Widens each operand set's weights of a conv workload of `groups` groups by f, as
+// widen-narrow-groups does the engine's constant weights.
+void prepare_widened_weights(bench::TesselKernel& k, const std::shared_ptr<Prepared>& p,
+                             const bench::ConvWorkload& w, int64_t f) {
+  const Shape shape{w.co, w.kh, w.kw, w.ci / w.groups};
+  k.description += " (groups widened " + std::to_string(w.groups) + " -> " +
+                   std::to_string(w.groups / f) + ", block-diagonal weights)";
+  k.prepare = [p, shape, groups = w.groups, f](const bench::Operands& ops) {
+    Tensor narrow(DType::kF16, shape);
+    device::copy_to_host(narrow.raw(), ops.b, narrow.nbytes());
+    const Tensor wide = passes::widen_group_weights(narrow, groups, f);
+    device::DeviceBuffer buffer(wide.nbytes());
+    buffer.upload(wide.raw(), wide.nbytes());
+    p->widened_b[ops.b] = std::move(buffer);
+  };
+}
 
 // tessel's kernel for a workload, as plan_node decides it for the workload's node. `schedule`:
 // a Schedule::name() to use instead of the default pick (for sweeps); a workload it cannot
 // implement reports why instead of a time.
 bench::TesselKernel make_kernel(const ir::Graph& g, bool tensor_cores,
-                                const std::string& schedule) {
+                                const std::string& schedule,
+                                const bench::ConvWorkload* conv = nullptr) {
   const device::DeviceInfo device = planning_target();
   const std::string arch = device.arch();
   compiler::Options options;
@@ -58,12 +85,14 @@ bench::TesselKernel make_kernel(const ir::Graph& g, bool tensor_cores,
     p->op_launch.smem_bytes = src.smem_bytes;
     k.description = "op kernel (" + g.nodes[0].op + ", group " +
                     std::to_string(g.nodes[0].get_int("group", 1)) + ")";
+    if (conv && conv->groups != g.nodes[0].get_int("group", 1))
+      prepare_widened_weights(k, p, *conv, conv->groups / g.nodes[0].get_int("group", 1));
     k.enqueue = [p](const bench::Operands& ops, void* stream) {
       // The op kernels' parameter block (op_kernels.h): { const void* in[8]; void* out[4]; }.
       std::array<uint64_t, kernels::cuda::kOpKernelInputs + kernels::cuda::kOpKernelOutputs>
           params{};
       params[0] = ops.a;
-      params[1] = ops.b;
+      params[1] = p->b_of(ops.b);
       params[kernels::cuda::kOpKernelInputs] = ops.c;
       void* args[] = {params.data()};
       device::LaunchConfig launch = p->op_launch;
@@ -88,10 +117,13 @@ bench::TesselKernel make_kernel(const ir::Graph& g, bool tensor_cores,
   p->swapped = c.operands_swapped;
   k.description = plan.schedule.name();
   if (!plan.tensor_cores() && !plan.why.empty()) k.description += " (" + plan.why + ")";
+  if (conv && conv->groups != g.nodes[0].get_int("group", 1))
+    prepare_widened_weights(k, p, *conv, conv->groups / g.nodes[0].get_int("group", 1));
   k.enqueue = [p](const bench::Operands& ops, void* stream) {
     kernels::cuda::KernelArgs args;
-    args.a = p->swapped ? ops.b : ops.a;
-    args.b = p->swapped ? ops.a : ops.b;
+    const uint64_t b = p->b_of(ops.b);
+    args.a = p->swapped ? b : ops.a;
+    args.b = p->swapped ? ops.a : b;
     args.c = ops.c;
     args.workspace = p->workspace.ptr();
     p->kernel->launch(args, stream);
@@ -154,7 +186,9 @@ Action add_bench_op(CLI::App& app) {
     std::vector<bench::BenchResult> results;
     for (const auto& w : convs) {
       results.push_back(
-          b.run(w, [&](const bench::ConvWorkload& x) { return make_kernel(workload_graph(x), tc, o->schedule); }));
+          b.run(w, [&](const bench::ConvWorkload& x) {
+            return make_kernel(workload_graph(x), tc, o->schedule, &x);
+          }));
       std::fprintf(stderr, "  %-34s done\n", w.name.c_str());
     }
     for (const auto& w : gemms) {

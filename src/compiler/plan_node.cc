@@ -102,6 +102,20 @@ std::optional<NodePlan> in_place_concat(const ir::Graph& g, const ir::Node& n) {
   return p;
 }
 
+// Why a grouped tessel.Conv does not run on the packed-groups Tensor Core kernel, or nothing
+// when it does.
+std::optional<std::string> packed_groups_refusal(const ir::Graph& g, const ir::Node& n,
+                                                 const Options& options,
+                                                 const device::DeviceInfo& target) {
+  if (!options.tensor_cores) return "Tensor Cores turned off (compiler::Options::tensor_cores)";
+  const contraction::MatchResult m = contraction::match(contraction_of(g, n).maps);
+  if (!m.contraction) return remarks_text(m);
+  if (!m.tensor_cores) return remarks_text(m);
+  std::string why;
+  if (!kernels::packed_groups_schedule(*m.contraction, target, &why)) return why;
+  return std::nullopt;
+}
+
 }  // namespace
 
 bool lowered_as_contraction(const ir::Node& n) {
@@ -141,6 +155,14 @@ NodePlan plan_node(const ir::Graph& g, const ir::Node& n, const Options& options
   if (n.op == "Concat")
     if (std::optional<NodePlan> p = in_place_concat(g, n)) return *p;
   if (lowered_as_contraction(n)) return plan_contraction(g, n, options, target);
+  std::optional<std::string> not_packed;
+  if (is_contraction_op(n)) {
+    // A grouped convolution: on Tensor Cores where the packed-groups kernel takes it.
+    if (std::optional<std::string> why = packed_groups_refusal(g, n, options, target))
+      not_packed = why;
+    else
+      return plan_contraction(g, n, options, target);
+  }
   // A ConvTranspose that convert-layout left alone: why it has no tessel.Conv form.
   if (n.op == "ConvTranspose")
     if (std::optional<std::string> why = ops::conv_transpose_refusal(g, n))
@@ -148,13 +170,16 @@ NodePlan plan_node(const ir::Graph& g, const ir::Node& n, const Options& options
   if (std::optional<std::string> why = cg::can_emit_op(g, n)) return unsupported(*why);
   NodePlan p;
   p.run = NodeRun::kOpKernel;
-  if (is_contraction_op(n)) {
+  if (not_packed) {
     // Grouped convolutions: say why they are not on Tensor Cores.
     const int64_t groups = n.get_int("group", 1);
     const int64_t channels = g.type(n.inputs.at(1)).shape.back();  // OHWI: Ci per group
-    p.why = "grouped convolution (" + std::to_string(groups) + " groups of " +
-            std::to_string(channels) + " input channels): the Tensor Core generator takes " +
-            "group 1 only, so the direct grouped kernel runs it on CUDA cores";
+    const int64_t outputs = g.type(n.inputs.at(1)).shape.front() / groups;
+    p.why = channels == 1 && outputs == 1
+                ? "depthwise convolution: the tiled depthwise kernel (memory-bound, CUDA cores)"
+                : "grouped convolution (" + std::to_string(groups) + " groups of " +
+                      std::to_string(channels) + " to " + std::to_string(outputs) +
+                      " channels): " + *not_packed + "; the direct grouped kernel runs it on CUDA cores";
   }
   return p;
 }

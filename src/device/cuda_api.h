@@ -115,6 +115,10 @@ class DeviceBuffer {
   size_t size_ = 0;
 };
 
+// Copies `bytes` from device address `src` (memory this process did not wrap in a
+// DeviceBuffer, e.g. a benchmark's operand set) to host memory, synchronously.
+void copy_to_host(void* dst, uint64_t src, size_t bytes);
+
 // Free and total device memory of device 0, as the driver reports them (cuMemGetInfo): what
 // every process has allocated, and the driver's own reservations, counted as used.
 struct MemoryInfo {

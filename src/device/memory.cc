@@ -52,6 +52,11 @@ void DeviceBuffer::download(void* dst, size_t bytes) const {
   TESSEL_CU_CHECK(detail::bind_context().cuMemcpyDtoH(dst, ptr_, bytes));
 }
 
+void copy_to_host(void* dst, uint64_t src, size_t bytes) {
+  if (bytes == 0) return;
+  TESSEL_CU_CHECK(detail::bind_context().cuMemcpyDtoH(dst, src, bytes));
+}
+
 void DeviceBuffer::fill_bytes(uint8_t value) {
   if (size_ == 0) return;
   TESSEL_CU_CHECK(detail::bind_context().cuMemsetD8(ptr_, value, size_));

@@ -5,6 +5,8 @@
 #include <limits>
 #include <tuple>
 
+#include "kernels/contraction/grouped.h"
+
 namespace tessel::kernels {
 namespace {
 
@@ -176,10 +178,12 @@ std::optional<Schedule> parse_schedule(const std::string& name, const Contractio
   const int n = std::sscanf(name.c_str(), "%7[a-z]_%dx%dx%d_s%d_w%dx%d_sk%d_r%d%n", kind, &a, &b,
                             &d, &e, &f, &g, &h, &i, &used);
   if (n != 9) return std::nullopt;
-  if (used != static_cast<int>(name.size()) &&
-      (std::sscanf(name.c_str() + used, "_v%dx%d%n", &v1, &v2, &j) != 2 ||
-       used + j != static_cast<int>(name.size())))
-    return std::nullopt;
+  // Optional suffixes, in this order: "_v<a>x<b>" (narrow vectors), "_g<n>" (packed groups).
+  if (std::sscanf(name.c_str() + used, "_v%dx%d%n", &v1, &v2, &j) == 2) used += j;
+  int groups = 0;
+  j = 0;
+  if (std::sscanf(name.c_str() + used, "_g%d%n", &groups, &j) == 1) used += j;
+  if (used != static_cast<int>(name.size()) || groups < 0) return std::nullopt;
   Schedule s;
   const std::string k = kind;
   if (k == "tc") s.instruction = Instruction::kMmaSync;
@@ -188,6 +192,7 @@ std::optional<Schedule> parse_schedule(const std::string& name, const Contractio
   else return std::nullopt;
   s.block_m = a, s.block_n = b, s.block_k = d, s.stages = e, s.warp_m = f, s.warp_n = g;
   s.split_k = h, s.raster = i, s.a_vec = v1, s.b_vec = v2;
+  s.groups_per_tile = groups;
   return s;
 }
 
@@ -287,9 +292,79 @@ std::optional<Schedule> default_halo(const Contraction& c, const device::DeviceI
 
 }  // namespace
 
+std::optional<Schedule> packed_groups_schedule(const Contraction& c,
+                                               const device::DeviceInfo& device,
+                                               std::string* why) {
+  auto refuse = [&](std::string text) -> std::optional<Schedule> {
+    if (why) *why = std::move(text);
+    return std::nullopt;
+  };
+  const std::optional<contraction::GroupedLayout> l = contraction::grouped_layout(c);
+  if (!l) return refuse("not a grouped contraction of channels-last operands");
+  if (!contraction::tensor_core_eligible(c) || device.cc_major < 8)
+    return refuse("not Tensor Core eligible on this device");
+  const int cog = static_cast<int>(l->n_per_group), cig = static_cast<int>(l->ci_per_group);
+  if (cog % 8 != 0)
+    return refuse(std::to_string(cog) + " output channels per group (the packed-groups kernel "
+                  "gives each mma n8 fragment one group: a multiple of 8)");
+  // A k-tile of whole taps whose row swizzles: 32 columns, or a multiple of 64, up to 128.
+  int block_k = 0;
+  for (int taps = 1; taps * cig <= std::max(128, cig) && block_k == 0; ++taps)
+    if (taps * cig == 32 || (taps * cig) % 64 == 0) block_k = taps * cig;
+  if (block_k == 0 || block_k > 128)
+    return refuse(std::to_string(cig) + " input channels per group: no k-tile of whole taps "
+                  "of 32 or a multiple of 64 columns up to 128");
+  // N tile: 64 channels of whole groups where groups are small, else one group (up to 128).
+  const int groups_per_tile = cog < 64 && 64 % cog == 0 ? 64 / cog : 1;
+  const int block_n = groups_per_tile * cog;
+  if (block_n > 128)
+    return refuse(std::to_string(cog) + " output channels per group (at most 128 in one tile)");
+  // Warp tiles: 16 or 32 channels wide (one or two groups of 8, one of 16, 32 ...), 4 warps.
+  const int warp_n = cog <= 16 ? 16 : block_n % 64 == 0 && block_n >= 128 ? 64 : 32;
+  if (block_n % warp_n != 0 || (warp_n % cog != 0 && cog % warp_n != 0))
+    return refuse(std::to_string(cog) + " output channels per group: no warp tile of 16, 32 or "
+                  "64 channels nests with the groups");
+  const int warps_n = block_n / warp_n;
+  const int64_t n_tiles = (l->groups + groups_per_tile - 1) / groups_per_tile;
+  const int a_cols = groups_per_tile * block_k;  // A's shared-memory row: every group's k-tile
+  // The largest M tile that still gives every SM two CTAs (the smallest where none does), with
+  // at most 32 KiB of A per stage (the layer is memory-bound: CTAs in flight matter more than
+  // reuse); then the deepest pipeline that keeps two CTAs per SM.
+  std::string last;
+  std::optional<Schedule> fallback;
+  for (int block_m : {128, 64, 32}) {
+    int warps_m = std::max(1, 4 / warps_n);
+    while (block_m / warps_m > 64) warps_m *= 2;  // warp tiles of at most 64 rows
+    const int warp_m = block_m / warps_m;
+    if (warp_m < 16 || warp_m % 16 != 0 || warps_m * warps_n > 8) continue;
+    if (block_m > 32 && block_m * a_cols * 2 > 32 * 1024) continue;
+    const int64_t ctas = n_tiles * ((c.m + block_m - 1) / block_m);
+    if (block_m > 32 && ctas < 2 * int64_t{device.sm_count}) continue;
+    for (int stages : {4, 3, 2}) {
+      Schedule s = make(Instruction::kMmaSync, {block_m, block_n}, {warp_m, warp_n}, block_k,
+                        stages, 1, kDefaultRaster, c);
+      s.groups_per_tile = groups_per_tile;
+      if (std::optional<std::string> r = check_schedule(c, s)) {
+        last = *r;
+        continue;
+      }
+      if (!runs(c, s, device)) {
+        last = "does not fit the SM";
+        continue;
+      }
+      if (resident_ctas(device, s.threads(), 128, smem_bytes(c, s)) >= 2) return s;
+      if (!fallback) fallback = s;
+    }
+  }
+  if (fallback) return fallback;
+  return refuse("no packed-groups schedule fits: " + last);
+}
+
 Schedule default_schedule(const Contraction& c, const device::DeviceInfo& device) {
   // Before the eligibility test: the halo kernel also takes a stem's f32 NCHW input.
   if (std::optional<Schedule> halo = default_halo(c, device)) return *halo;
+  if (contraction::grouped_layout(c))
+    if (std::optional<Schedule> packed = packed_groups_schedule(c, device)) return *packed;
   if (!contraction::tensor_core_eligible(c) || device.cc_major < 8) return simt_schedule(c);
   const double launch = launch_cycles(device);
   const bool hopper = device.cc_major == 9;

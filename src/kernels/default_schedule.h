@@ -41,6 +41,16 @@ std::optional<Schedule> parse_schedule(const std::string& name, const contractio
 std::vector<Schedule> enumerate_schedules(const contraction::Contraction& c,
                                           const device::DeviceInfo& device);
 
+// The packed-groups schedule (Schedule::groups_per_tile, contraction/grouped.h) of a grouped
+// contraction: N tiles of 64 channels of whole groups (one group when a group has 64 or more),
+// k-tiles of whole taps (32 or a multiple of 64 columns), 4 warps of 16-, 32- or 64-channel
+// warp tiles, the largest M tile of 128, 64 or 32 that still gives every SM two CTAs, the
+// deepest pipeline of 4, 3 or 2 stages that fits. Nothing, and why in `why`, where the kernel
+// cannot take the contraction (e.g. groups of fewer than 8 output channels).
+std::optional<Schedule> packed_groups_schedule(const contraction::Contraction& c,
+                                               const device::DeviceInfo& device,
+                                               std::string* why = nullptr);
+
 // The default, picked without measuring: among the default kernels (a fixed list of
 // configurations measured on an H100 across the public workloads, each with its measured
 // residual against the estimate) with split-K from the space's list where the M x N tiles

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/dtype.h"
+#include "kernels/contraction/grouped.h"
 
 namespace tessel::kernels {
 namespace {
@@ -26,8 +27,10 @@ Reason check_operand(const Contraction& c, const Schedule& s, char name) {
   const int max_vec = is_a ? c.a_vec : c.b_vec;
   const bool k_major = (is_a ? c.a_major : c.b_major) == Major::kK;
   const int rows_of_block = is_a ? s.block_m : s.block_n;
-  const int tile_rows = k_major ? rows_of_block : s.block_k;
-  const int tile_cols = k_major ? s.block_k : rows_of_block;
+  // Packed groups: A's tile holds the k-tile of every group of the N tile side by side.
+  const int block_k = is_a && s.groups_per_tile > 0 ? s.block_k * s.groups_per_tile : s.block_k;
+  const int tile_rows = k_major ? rows_of_block : block_k;
+  const int tile_cols = k_major ? block_k : rows_of_block;
   const char v = is_a ? 'a' : 'b';
   if (!is_pow2(vec) || vec > 8) return fmt::format("{}_vec={} is not 1, 2, 4 or 8", v, vec);
   if (vec > max_vec) {
@@ -160,6 +163,28 @@ Reason check_halo(const Contraction& c, const Schedule& s, HaloLayout* out) {
   return std::nullopt;
 }
 
+// The packed-groups mainloop (contraction/grouped.h, MmaKernel with kGroupsPerTile > 0).
+Reason check_groups(const Contraction& c, const Schedule& s) {
+  const std::optional<contraction::GroupedLayout> l = contraction::grouped_layout(c);
+  if (!l) return "packed groups need a grouped contraction (one batch dim offsetting the channels)";
+  if (s.instruction != Instruction::kMmaSync) return "packed groups run on mma.sync only";
+  if (s.split_k != 1) return "packed groups do not split K";
+  const int64_t cog = l->n_per_group, cig = l->ci_per_group, gt = s.groups_per_tile;
+  if (cog % 8 != 0)
+    return fmt::format("{} output channels per group: each mma n8 fragment must hold one group's "
+                       "(a multiple of 8)", cog);
+  if (s.block_n != gt * cog)
+    return fmt::format("block_n={} is not {} groups of {} channels", s.block_n, gt, cog);
+  if (s.warp_n % cog != 0 && cog % s.warp_n != 0)
+    return fmt::format("warp_n={} and {} channels per group: neither divides the other", s.warp_n,
+                       cog);
+  if (s.block_k % cig != 0)
+    return fmt::format("block_k={} is no whole number of taps of {} channels per group", s.block_k,
+                       cig);
+  if (s.a_vec > cig) return fmt::format("a_vec={} crosses groups of {} channels", s.a_vec, cig);
+  return std::nullopt;
+}
+
 }  // namespace
 
 int halo_k_padded(const contraction::ConvWindow& w) {
@@ -200,6 +225,9 @@ std::optional<std::string> check_schedule(const Contraction& c, const Schedule& 
     return fmt::format("{} threads per CTA (at most {})", s.threads(), kMaxThreads);
   if (s.raster < 1) return "raster group must be >= 1";
   if (auto r = check_instruction(s)) return r;
+  if (s.groups_per_tile < 0) return "negative groups per tile";
+  if (s.groups_per_tile > 0)
+    if (auto r = check_groups(c, s)) return r;
   if (auto r = check_operand(c, s, 'A')) return r;
   if (auto r = check_operand(c, s, 'B')) return r;
   const int64_t k_tiles = (c.k + s.block_k - 1) / s.block_k;
@@ -224,7 +252,9 @@ size_t smem_bytes(const Contraction& c, const Schedule& s) {
     const size_t staging = warps * s.warp_m * (s.warp_n + 4) * 4;
     return std::max(pipeline, staging);
   }
-  const size_t pipeline = s.stages * (bm * dtype_size(c.a_dtype) + bn * dtype_size(c.b_dtype)) * bk;
+  const size_t a_cols = bk * std::max(1, s.groups_per_tile);  // packed groups: every group's k
+  const size_t pipeline =
+      s.stages * (bm * a_cols * dtype_size(c.a_dtype) + bn * bk * dtype_size(c.b_dtype));
   const size_t staging = warps * 16 * (s.warp_n + 8) * 4;
   const size_t align = s.instruction == Instruction::kWgmma ? 1024 : 0;
   const size_t flag = s.split_k > 1 ? 16 : 0;

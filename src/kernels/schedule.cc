@@ -36,6 +36,7 @@ std::string Schedule::name() const {
   os << "_" << block_m << "x" << block_n << "x" << block_k << "_s" << stages << "_w" << warp_m
      << "x" << warp_n << "_sk" << split_k << "_r" << raster;
   if (a_vec != 8 || b_vec != 8) os << "_v" << a_vec << "x" << b_vec;
+  if (groups_per_tile > 0) os << "_g" << groups_per_tile;
   return os.str();
 }
 

@@ -43,6 +43,11 @@ struct Schedule {
   Mainloop mainloop = Mainloop::kGemm;
   int tile_w = 0;
   int ctas = 0;
+  // kGemm over a grouped contraction (contraction/grouped.h): the CTA's N tile holds this many
+  // whole groups (block_n = groups_per_tile * N per group), each warp fragment one group's, and
+  // block_k is the K of one group per k-tile (whole taps: a multiple of the channels per
+  // group). 0: not grouped.
+  int groups_per_tile = 0;
 
   // kHalo's tile height.
   int tile_h() const { return tile_w > 0 ? block_m / tile_w : 0; }
@@ -52,7 +57,7 @@ struct Schedule {
   int warps() const { return warp_tiles() * warps_per_warp_tile(instruction); }
   int threads() const { return 32 * warps(); }
   // "tc_128x128x32_s3_w64x64_sk1_r8", "wgmma_128x256x64_s4_w64x256_sk1_r8",
-  // "halo_8x16_n64_w64x32_c132"
+  // "halo_8x16_n64_w64x32_c132", "tc_64x64x32_s3_w32x32_sk1_r8_g8" (8 groups per tile)
   std::string name() const;
   bool operator==(const Schedule&) const = default;
 };

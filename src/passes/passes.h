@@ -69,6 +69,13 @@ ir::Graph fold_transposes(ir::Graph g);
 // tied to them stay fp32.
 ir::Graph choose_precision(ir::Graph g, Precision precision);
 
+// Rewrites a grouped tessel.Conv with fewer than 8 output channels per group (and more than
+// one input channel per group) into one with f times fewer groups and block-diagonal weights,
+// f the smallest factor making the output channels per group a multiple of 8 that divides the
+// group count (widen_narrow_groups.cc): the same function, in the shape of the packed-groups
+// Tensor Core kernel.
+ir::Graph widen_narrow_groups(ir::Graph g);
+
 // Fuses single-consumer chains after tessel.Conv / tessel.Gemm into their epilogue (relu,
 // leaky_relu, clip, sigmoid, hardswish, silu, residual add) and a following
 // tessel.DepthToSpace into the conv's store (fuse.cc). Other injective chains are left as ONNX

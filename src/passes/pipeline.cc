@@ -30,6 +30,10 @@ const std::vector<PassInfo>& all_passes() {
       {"choose-precision-fp16",
        "fp16 storage for activations and weights; fp32 biases, edges and QDQ regions",
        [](ir::Graph g) { return choose_precision(std::move(g), Precision::kFp16); }},
+      {"widen-narrow-groups",
+       "grouped tessel.Conv with < 8 output channels per group -> wider groups, block-diagonal "
+       "weights (the packed-groups Tensor Core kernel's shape)",
+       widen_narrow_groups},
       {"fuse",
        "fold epilogue, depth_to_space and edge-layout chains into tessel.Conv / tessel.Gemm", fuse},
       {"depth-to-space-dcr",
@@ -61,7 +65,10 @@ std::vector<std::string> gpu_pipeline(const Options& options) {
   std::vector<std::string> names = {"canonicalize",     "fold-constants",   "fuse-norm-gelu",
                                     "fold-batch-norm",  "lower-batch-norm", "convert-layout",
                                     "fold-transposes"};
-  if (options.precision == Precision::kFp16) names.push_back("choose-precision-fp16");
+  // Narrow groups are widened for the fp16 Tensor Core kernels only: in fp32 they would just
+  // multiply zeros on CUDA cores.
+  if (options.precision == Precision::kFp16)
+    names.insert(names.end(), {"choose-precision-fp16", "widen-narrow-groups"});
   // Slices last: fuse has settled each contraction's epilogue and store, and dce has removed the
   // dead readers that would make a producer look shared.
   names.insert(names.end(),

@@ -60,25 +60,55 @@ TEST(CnnBlocks, DenseNetPreActivationBatchNormHasAGpuPath) {
   testing::expect_same_numerics(in, g, 2e-2, 2e-2);
 }
 
-// ResNeXt's grouped 3x3 (32 groups of 4 channels): an op kernel, and explain says why it is not
-// on Tensor Cores.
-TEST(CnnBlocks, GroupedConvSaysWhyNotOnTensorCores) {
+// ResNeXt's grouped 3x3 (32 groups of 4 channels): widened to 16 groups of 8 with
+// block-diagonal weights (the same numbers), then on Tensor Cores with 8 groups per N tile.
+TEST(CnnBlocks, NarrowGroupedConvRunsOnTensorCores) {
   testing::IrWriter w(13);
   w.input("x", "f32[1,128,8,8]");
   testing::conv_weight(w, "wg", 128, 4, 3);
   w.node("%y = Conv(%x, %wg) {group = 32, pads = [1, 1, 1, 1]} : f32[1,128,8,8] @\"conv2\"");
-  const ir::Graph g = passes::run_passes(w.graph("y"), passes::gpu_pipeline({}));
-  bool found = false;
+  const ir::Graph in = w.graph("y");
+  const ir::Graph g = passes::run_passes(in, passes::gpu_pipeline({}));
+  int found = 0;
+  for (const ir::Node& n : g.nodes) {
+    if (n.op != "tessel.Conv") continue;
+    EXPECT_EQ(n.get_int("group", 1), 16);
+    const NodePlan p = plan_node(g, n, {}, device::known_device("sm_90a"));
+    EXPECT_EQ(p.run, NodeRun::kContraction) << p.summary();
+    EXPECT_TRUE(p.tensor_cores()) << p.summary();
+    EXPECT_EQ(p.schedule.groups_per_tile, 8) << p.summary();
+    ++found;
+  }
+  EXPECT_EQ(found, 1);
+  testing::expect_same_numerics(in, g, 2e-2, 2e-2);
+}
+
+// Groups the packed-groups kernel cannot take (24 channels each: no k-tile of whole taps that
+// swizzles) stay on the direct grouped kernel, and explain says why; depthwise convs say they
+// run the depthwise kernel.
+TEST(CnnBlocks, GroupedConvSaysWhyNotOnTensorCores) {
+  testing::IrWriter w(13);
+  w.input("x", "f32[1,72,8,8]");
+  testing::conv_weight(w, "wg", 72, 24, 3);
+  testing::conv_weight(w, "wd", 72, 1, 3);
+  w.node("%y = Conv(%x, %wg) {group = 3, pads = [1, 1, 1, 1]} : f32[1,72,8,8] @\"grouped\"");
+  w.node("%z = Conv(%y, %wd) {group = 72, pads = [1, 1, 1, 1]} : f32[1,72,8,8] @\"depthwise\"");
+  const ir::Graph g = passes::run_passes(w.graph("z"), passes::gpu_pipeline({}));
+  std::map<std::string, std::string> summaries;
   for (const ir::Node& n : g.nodes) {
     if (n.op != "tessel.Conv") continue;
     const NodePlan p = plan_node(g, n, {}, device::known_device("sm_90a"));
-    EXPECT_EQ(p.run, NodeRun::kOpKernel);
-    EXPECT_EQ(p.summary(),
-              "CUDA kernel: grouped convolution (32 groups of 4 input channels): the Tensor Core "
-              "generator takes group 1 only, so the direct grouped kernel runs it on CUDA cores");
-    found = true;
+    EXPECT_EQ(p.run, NodeRun::kOpKernel) << n.name;
+    summaries[n.name] = p.summary();
   }
-  EXPECT_TRUE(found);
+  ASSERT_EQ(summaries.size(), 2u);
+  EXPECT_EQ(summaries["grouped"],
+            "CUDA kernel: grouped convolution (3 groups of 24 to 24 channels): 24 input channels "
+            "per group: no k-tile of whole taps of 32 or a multiple of 64 columns up to 128; the "
+            "direct grouped kernel runs it on CUDA cores");
+  EXPECT_EQ(summaries["depthwise"],
+            "CUDA kernel: depthwise convolution: the tiled depthwise kernel (memory-bound, CUDA "
+            "cores)");
 }
 
 // The pass layer's Concat limit is the op kernels' input count.

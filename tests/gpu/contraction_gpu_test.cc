@@ -235,6 +235,7 @@ std::vector<TestProblem> fixed_problems(bool hopper) {
   add(gemm_problem(512, 16, 512, "TN"), tc_schedule(64, 32, 64, 32, 16, 4),
       {step(K::kClip, 0.0f, 6.0f)});
   for (TestProblem& p : halo_problems()) v.push_back(std::move(p));
+  for (TestProblem& p : packed_group_problems()) v.push_back(std::move(p));
   if (hopper) {
     add(conv_problem(conv_params(2, 30, 30, 64, 128, 3, 1, 1)), wgmma_schedule(128, 128, 64, 64, 128, 4),
         {step(K::kBias), step(K::kRelu)});
@@ -291,7 +292,8 @@ TEST_F(ContractionGpuTest, SanitizerSubsetMatchesCpuReference) {
     std::string kind = std::to_string(static_cast<int>(p.s.instruction)) + "/" +
                        std::to_string(static_cast<int>(p.s.mainloop)) + "/" +
                        std::to_string(static_cast<int>(p.e.store.kind)) + "/" +
-                       std::to_string(p.s.split_k > 1) + "/" + std::to_string(p.is_conv);
+                       std::to_string(p.s.split_k > 1) + "/" + std::to_string(p.is_conv) + "/" +
+                       std::to_string(p.s.groups_per_tile > 0);
     if (kinds.insert(kind).second) ps.push_back(std::move(p));
   }
   ASSERT_GE(ps.size(), 6u);

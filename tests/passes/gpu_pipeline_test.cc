@@ -120,13 +120,15 @@ TEST(GpuPipeline, NamesAreRegisteredPasses) {
   EXPECT_EQ(fp16,
             (std::vector<std::string>{"canonicalize", "fold-constants", "fuse-norm-gelu",
                                       "fold-batch-norm", "lower-batch-norm", "convert-layout",
-                                      "fold-transposes", "choose-precision-fp16", "fuse", "depth-to-space-dcr", "dce",
-                                      "split-wide-concats", "concat-into-slices"}));
+                                      "fold-transposes", "choose-precision-fp16", "widen-narrow-groups",
+                                      "fuse", "depth-to-space-dcr", "dce", "split-wide-concats",
+                                      "concat-into-slices"}));
   for (const std::string& name : fp16) EXPECT_NE(passes::find_pass(name), nullptr) << name;
   const std::vector<std::string> fp32 =
       passes::gpu_pipeline({.precision = Precision::kFp32});
   EXPECT_EQ(std::count(fp32.begin(), fp32.end(), "choose-precision-fp16"), 0);
-  EXPECT_EQ(fp32.size(), fp16.size() - 1);
+  EXPECT_EQ(std::count(fp32.begin(), fp32.end(), "widen-narrow-groups"), 0);
+  EXPECT_EQ(fp32.size(), fp16.size() - 2);
 }
 
 // After the pipeline: BN folded, every conv a tessel.Conv with its ReLU / residual in the

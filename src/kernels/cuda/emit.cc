@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "kernels/cuda/contraction_kernel.h"
+#include "kernels/contraction/grouped.h"
 #include "kernels/cuda/kernel_plan.h"
 #include "core/error.h"
 #include "core/hash.h"
@@ -266,7 +267,9 @@ KernelSource emit(const Contraction& c, const Epilogue& e, const kernels::Schedu
     body << fmt::format("  using ElementB = {};\n", kernel_element_type(c.b_dtype));
   }
   body << fmt::format("  using Out = {};\n", kernel_element_type(e.out_dtype));
-  body << fmt::format("  static constexpr int kBatch = {}, kM = {}, kN = {}, kK = {};\n", c.batch, c.m, c.n, c.k);
+  const Contraction& kc = *plan.c;  // c, or for packed groups its dense view
+  body << fmt::format("  static constexpr int kBatch = {}, kM = {}, kN = {}, kK = {};\n", kc.batch, kc.m, kc.n,
+                      kc.k);
   body << fmt::format("  static constexpr int kBlockM = {}, kBlockN = {}, kBlockK = {};\n", s.block_m,
                       s.block_n, s.block_k);
   body << fmt::format("  static constexpr int kWarpM = {}, kWarpN = {};\n", s.warp_m, s.warp_n);
@@ -275,6 +278,18 @@ KernelSource emit(const Contraction& c, const Epilogue& e, const kernels::Schedu
                         s.stages, s.split_k, plan.k_tiles_per_split, s.raster);
   } else {
     body << fmt::format("  static constexpr int kSplitK = 1, kRaster = {};\n", s.raster);
+  }
+  if (tc && !wgmma && !halo) {
+    int64_t group_n = 0, group_ci = 0;
+    if (s.groups_per_tile > 0) {
+      const std::optional<contraction::GroupedLayout> l = contraction::grouped_layout(c);
+      TESSEL_ICHECK(l) << "packed groups without a grouped contraction";
+      group_n = l->n_per_group;
+      group_ci = l->ci_per_group;
+    }
+    body << fmt::format("  // packed groups: whole groups per N tile, channels per group of C and of A\n"
+                        "  static constexpr int kGroupsPerTile = {}, kGroupN = {}, kGroupCi = {};\n",
+                        s.groups_per_tile, group_n, group_ci);
   }
   body << fmt::format("  static constexpr bool kAKMajor = {}, kBKMajor = {};\n", plan.a.k_major, plan.b.k_major);
   body << fmt::format("  static constexpr int kAVec = {}, kBVec = {};\n\n", plan.a.vec, plan.b.vec);

@@ -355,6 +355,14 @@ std::optional<std::string> check_gather(const Contraction& c, const OperandPlan&
 }
 
 std::string emit_gather(const KernelPlan& plan, const OperandPlan& op) {
+  if (op.view) {  // the operand reads another contraction's maps (packed groups' A)
+    KernelPlan viewed = plan;
+    viewed.c = op.view;
+    viewed.s.block_k = op.view_block_k;
+    OperandPlan plain = op;
+    plain.view = nullptr;
+    return emit_gather(viewed, plain);
+  }
   const char* elem = element_type(op.access->dtype);
   const std::string param = op.name == 'A' ? "p.a" : "p.b";
   return op.k_major ? emit_k_major(plan, op, elem, param) : emit_mn_major(plan, op, elem, param);

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -28,11 +29,18 @@ struct OperandPlan {
   // Thread mapping of the operand's shared-memory tile (see TileLoader, tessel_tile.cuh).
   int tile_rows = 0, tile_cols = 0;
   int iters = 0;               // vectors per thread per k-tile
+  // The contraction whose maps the gather reads, when not the plan's (the packed-groups A
+  // view, contraction/grouped.h), and its k-tile.
+  const contraction::Contraction* view = nullptr;
+  int view_block_k = 0;
 };
 
 struct KernelPlan {
   kernels::Instruction instruction = kernels::Instruction::kMmaSync;
+  // The contraction the kernel computes: the problem's, or for packed groups its dense view
+  // (groups folded into N), whose M, N, K, B and C the kernel reads; `views` owns the views.
   const contraction::Contraction* c = nullptr;
+  std::vector<std::shared_ptr<const contraction::Contraction>> views;
   const contraction::Epilogue* e = nullptr;
   kernels::Schedule s;
   OperandPlan a, b;

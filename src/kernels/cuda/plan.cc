@@ -10,6 +10,7 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/shape.h"
+#include "kernels/contraction/grouped.h"
 #include "kernels/kernel_rules.h"
 
 namespace tessel::kernels::cuda {
@@ -47,15 +48,17 @@ int max_vector(const Contraction& c, const Access& acc, const std::vector<int>& 
   const int last = static_cast<int>(acc.shape.size()) - 1;
   const auto& ix_last = acc.index[last];
   if (coeff(ix_last, inner) != 1) return 1;
-  // The stride-1 dim must stay in range: no padding along the vector.
+  const std::vector<int64_t> strides = strides_of(acc.shape);
+  int64_t g = c.maps.dims[inner].extent;  // the run must not cross its dim's end
+  // Where the stride-1 dim can leave its range (packed groups past the last group), the
+  // gathers check each vector's first element: a vector that divides the extent, like every
+  // term below, is then all in or all out.
   int64_t lo = ix_last.offset, hi = ix_last.offset;
   for (size_t j = 0; j < c.maps.dims.size(); ++j) {
     const int64_t span = coeff(ix_last, static_cast<int>(j)) * (c.maps.dims[j].extent - 1);
     (span < 0 ? lo : hi) += span;
   }
-  if (lo < 0 || hi >= acc.shape[last]) return 1;
-  const std::vector<int64_t> strides = strides_of(acc.shape);
-  int64_t g = c.maps.dims[inner].extent;  // the run must not cross its dim's end
+  if (lo < 0 || hi >= acc.shape[last]) g = std::gcd(g, acc.shape[last]);
   for (size_t d = 0; d < acc.shape.size(); ++d) {
     g = std::gcd(g, strides[d] * acc.index[d].offset);
     for (size_t j = 0; j < c.maps.dims.size(); ++j) {
@@ -297,6 +300,32 @@ Reason check_epilogue(const Epilogue& e, KernelPlan* p) {
   return std::nullopt;
 }
 
+// Packed groups (contraction/grouped.h): B, C and the epilogue through the dense view (the
+// plan's contraction from here on), A through the packed-A view, whose k-tile is every group's.
+Reason plan_packed_groups(const Contraction& c, const Schedule& s, KernelPlan* p) {
+  const std::optional<contraction::GroupedLayout> l = contraction::grouped_layout(c);
+  TESSEL_ICHECK(l) << "check_schedule accepted packed groups for a contraction without groups";
+  auto view = [](const contraction::IndexMaps& maps) {
+    contraction::MatchResult m = contraction::match(maps);
+    TESSEL_ICHECK(m.contraction) << "a grouped view is no contraction:\n" << maps.str();
+    return std::make_shared<const Contraction>(std::move(*m.contraction));
+  };
+  const auto dense = view(contraction::grouped_dense_view(c, *l));
+  const auto packed = view(contraction::grouped_packed_a_view(c, *l, s.groups_per_tile));
+  p->views = {dense, packed};
+  p->c = dense.get();
+  Schedule packed_s = s;
+  packed_s.block_k = s.block_k * s.groups_per_tile;
+  if (auto r = plan_operand(*packed, packed_s, s.instruction, p->threads, 'A', s.a_vec, &p->a)) return r;
+  p->a.view = packed.get();
+  p->a.view_block_k = packed_s.block_k;
+  if (auto r = plan_operand(*dense, s, s.instruction, p->threads, 'B', s.b_vec, &p->b)) return r;
+  p->tiles_m = (dense->m + s.block_m - 1) / s.block_m;
+  p->tiles_n = (dense->n + s.block_n - 1) / s.block_n;  // the last may hold fewer groups
+  p->k_tiles = p->k_tiles_per_split = static_cast<int>((dense->k + s.block_k - 1) / s.block_k);
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::optional<std::string> make_plan(const Contraction& c, const Epilogue& e, const Schedule& s,
@@ -334,7 +363,11 @@ std::optional<std::string> make_plan(const Contraction& c, const Epilogue& e, co
   if (auto r = kernels::check_schedule(c, s)) return r;
   p->threads = s.threads();
   uint64_t tiles = 0;
-  if (s.mainloop == kernels::Mainloop::kHalo) {
+  if (s.groups_per_tile > 0) {
+    if (auto r = plan_packed_groups(c, s, p)) return r;
+    tiles = static_cast<uint64_t>(p->tiles_m * p->tiles_n);
+    p->grid_x = tiles;
+  } else if (s.mainloop == kernels::Mainloop::kHalo) {
     // No operand gathers: the halo kernel addresses X and W itself (tessel_halo.cuh). Its
     // tiles are spatial; `ctas` persistent CTAs walk them.
     const std::optional<kernels::HaloLayout> layout = kernels::halo_layout(c, s);
@@ -359,7 +392,7 @@ std::optional<std::string> make_plan(const Contraction& c, const Epilogue& e, co
   if (p->grid_x > 0x7fffffffull) return fmt::format("{} CTAs exceed the grid limit", p->grid_x);
 
   if (auto r = check_epilogue(e, p)) return r;
-  if (auto r = plan_store(c, e, s, p)) return r;
+  if (auto r = plan_store(*p->c, e, s, p)) return r;
 
   // Shared memory: kernels::smem_bytes mirrors MmaKernel / SimtKernel::kSmemBytes (the
   // generated code static_asserts the equality).
@@ -378,7 +411,7 @@ std::optional<std::string> make_plan(const Contraction& c, const Epilogue& e, co
   int64_t biggest = std::max(numel(c.maps.a.shape, "A"), numel(c.maps.b.shape, "B"));
   const bool d2s = e.store.kind == StoreMap::Kind::kDepthToSpace || e.store.kind == StoreMap::Kind::kDepthToSpaceNchw;
   const int64_t b2 = d2s ? int64_t{e.store.block} * e.store.block : 1;
-  biggest = std::max(biggest, c.batch * c.m * b2 * p->out_channels + c.maps.c.shape.back());
+  biggest = std::max(biggest, p->c->batch * c.m * b2 * p->out_channels + c.maps.c.shape.back());
   p->index64 = biggest >= kInt32Safe;
   return std::nullopt;
 }

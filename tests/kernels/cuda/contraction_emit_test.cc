@@ -14,6 +14,9 @@
 #include "kernels/cuda/contraction_problems.h"
 #include "kernels/cuda/nvrtc_test_util.h"
 #include "device/cuda_api.h"
+#include "device/device_info.h"
+#include "kernels/contraction/grouped.h"
+#include "kernels/default_schedule.h"
 
 namespace tessel::kernels::cuda::testing {
 namespace {
@@ -436,6 +439,103 @@ TEST(HaloSchedule, RejectsWhatTheKernelCannotDoWithReasons) {
   TestProblem narrow = halo(conv, 8, 16, 32, 32);
   narrow.s.block_n = 32;
   expect_rejected(narrow, "must cover N=64");
+}
+
+}  // namespace
+}  // namespace tessel::kernels::cuda::testing
+
+// ---- Packed groups ----------------------------------------------------------------------------
+namespace tessel::kernels::cuda::testing {
+namespace {
+
+class PackedGroupsCompile : public ::testing::TestWithParam<TestProblem> {};
+
+// The packed-groups kernel is MmaKernel with groups in its N tile: K-major ldmatrix for both
+// operands, cp.async loads, one CTA per (M tile, tile of groups), no split-K workspace.
+TEST_P(PackedGroupsCompile, ForSm80AndSm90a) {
+  const TestProblem& p = GetParam();
+  const auto why = can_implement(p.c, p.e, p.s);
+  ASSERT_FALSE(why) << *why;
+  const KernelSource ks = emit(p.c, p.e, p.s);
+  EXPECT_TRUE(has(ks.source, "MmaKernel<Problem>::run(p)"));
+  EXPECT_TRUE(has(ks.source, "kGroupsPerTile = " + std::to_string(p.s.groups_per_tile) + ","));
+  const std::optional<contraction::GroupedLayout> l = contraction::grouped_layout(p.c);
+  ASSERT_TRUE(l);
+  const int64_t tiles = (l->groups + p.s.groups_per_tile - 1) / p.s.groups_per_tile;
+  EXPECT_EQ(ks.grid[0], static_cast<unsigned>(tiles * ((p.c.m + p.s.block_m - 1) / p.s.block_m)));
+  EXPECT_EQ(ks.workspace_bytes, 0u);
+  for (const char* arch : {"sm_80", "sm_90a"}) {
+    SCOPED_TRACE(arch);
+    const Compiled out = nvrtc_compile(ks, arch);
+    ASSERT_TRUE(out.ok) << out.log << "\n" << ks.source;
+    EXPECT_TRUE(has(out.ptx, "mma.sync.aligned.m16n8k16.row.col.f32"));
+    EXPECT_FALSE(has(out.ptx, ".trans"));
+    EXPECT_TRUE(has(out.ptx, "cp.async"));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Packed, PackedGroupsCompile, ::testing::ValuesIn(packed_group_problems()),
+                         halo_name);
+
+TEST(PackedGroups, ViewsFoldTheGroupsIntoN) {
+  // ResNeXt-50's second stage 3x3: 32 groups of 8 channels in and out, batch 2.
+  const TestProblem p = conv_problem(conv_params(2, 14, 14, 256, 256, 3, 1, 1, 1, 32));
+  const std::optional<contraction::GroupedLayout> l = contraction::grouped_layout(p.c);
+  ASSERT_TRUE(l);
+  EXPECT_EQ(l->groups, 32);
+  EXPECT_EQ(l->n_per_group, 8);
+  EXPECT_EQ(l->ci_per_group, 8);
+  EXPECT_EQ(l->k_per_group, 72);
+  const contraction::MatchResult dense = contraction::match(contraction::grouped_dense_view(p.c, *l));
+  ASSERT_TRUE(dense.contraction);
+  EXPECT_EQ(dense.contraction->batch, 1);
+  EXPECT_EQ(dense.contraction->n, 256);
+  EXPECT_EQ(dense.contraction->k, 72);
+  EXPECT_EQ(dense.contraction->m, p.c.m);
+  // 32 groups in tiles of 5: 7 tiles, A's channel stepped by 40, K over 40 channels per tap.
+  const contraction::MatchResult packed =
+      contraction::match(contraction::grouped_packed_a_view(p.c, *l, 5));
+  ASSERT_TRUE(packed.contraction);
+  EXPECT_EQ(packed.contraction->batch, 7);
+  EXPECT_EQ(packed.contraction->k, 9 * 40);
+  EXPECT_EQ(packed.contraction->a_vec, 8);
+  // Not grouped: a dense conv, a GEMM, a depthwise conv (N is empty).
+  EXPECT_FALSE(contraction::grouped_layout(conv_problem(conv_params(1, 8, 8, 64, 64, 3, 1, 1)).c));
+  EXPECT_FALSE(contraction::grouped_layout(gemm_problem(64, 64, 64, "NT").c));
+  EXPECT_FALSE(contraction::grouped_layout(conv_problem(conv_params(1, 8, 8, 32, 32, 3, 1, 1, 1, 32)).c));
+}
+
+TEST(PackedGroups, DefaultScheduleAndRefusals) {
+  const device::DeviceInfo& h100 = device::known_device("sm_90a");
+  // RegNet-Y-400MF's stage 2: 13 groups of 8 at 28x28, batch 32.
+  const TestProblem regnet = conv_problem(conv_params(32, 28, 28, 104, 104, 3, 1, 1, 1, 13));
+  const std::optional<kernels::Schedule> s = kernels::packed_groups_schedule(regnet.c, h100);
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->groups_per_tile, 8);
+  EXPECT_EQ(s->block_n, 64);
+  EXPECT_EQ(s->block_k, 32);
+  EXPECT_EQ(kernels::default_schedule(regnet.c, h100), *s);
+  EXPECT_FALSE(can_implement(regnet.c, regnet.e, *s));
+  EXPECT_EQ(kernels::parse_schedule(s->name(), regnet.c), *s);
+  EXPECT_NE(s->name().find("_g8"), std::string::npos) << s->name();
+  // Refused with a reason: 4 output channels per group (an n8 fragment would straddle two).
+  std::string why;
+  const TestProblem narrow = conv_problem(conv_params(1, 56, 56, 128, 128, 3, 1, 1, 1, 32));
+  EXPECT_FALSE(kernels::packed_groups_schedule(narrow.c, h100, &why));
+  EXPECT_NE(why.find("4 output channels per group"), std::string::npos) << why;
+  // 24 channels per group: no k-tile of whole taps that swizzles and loads evenly.
+  const TestProblem odd = conv_problem(conv_params(1, 14, 14, 72, 72, 3, 1, 1, 1, 3));
+  EXPECT_FALSE(kernels::packed_groups_schedule(odd.c, h100, &why));
+  // check_schedule: block_n must be whole groups, block_k whole taps, vectors inside a group.
+  kernels::Schedule bad = *s;
+  bad.block_n = 48;
+  EXPECT_TRUE(kernels::check_schedule(regnet.c, bad));
+  bad = *s;
+  bad.block_k = 36;
+  EXPECT_TRUE(kernels::check_schedule(regnet.c, bad));
+  bad = *s;
+  bad.split_k = 2;
+  EXPECT_TRUE(kernels::check_schedule(regnet.c, bad));
 }
 
 }  // namespace

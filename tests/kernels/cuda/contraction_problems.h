@@ -216,4 +216,46 @@ inline std::vector<TestProblem> halo_problems() {
   return v;
 }
 
+// Packed-groups problems (contraction/grouped.h): grouped convolutions whose N tile holds
+// several whole groups, each n8 fragment one group's. Channels per group 8 (two groups per
+// 16-wide warp tile), 16, 32 and 64 (a group wider than the warp tile); group counts that the
+// tile does not divide (13 groups of 8 in tiles of 8: the last tile holds 5); stride 2,
+// dilation 2, 1x1, batch 2, bias + activation, residual, bf16 and an f32 output.
+inline std::vector<TestProblem> packed_group_problems() {
+  using K = contraction::EpilogueOpKind;
+  std::vector<TestProblem> v;
+  auto add = [&](TestProblem p, int bm, int bn, int bk, int wm, int wn, int stages, int groups,
+                 std::vector<contraction::EpilogueStep> steps) {
+    p.s = tc_schedule(bm, bn, bk, wm, wn, stages);
+    p.s.a_vec = std::min(p.s.a_vec, p.c.a_vec);
+    p.s.b_vec = std::min(p.s.b_vec, p.c.b_vec);
+    p.s.groups_per_tile = groups;
+    p.e.steps = std::move(steps);
+    v.push_back(std::move(p));
+  };
+  // RegNet-Y's 8-channel groups: 13 groups, 8 per tile (the second tile holds 5), 4 taps per
+  // k-tile (K = 72: the third k-tile computes one k16 step and skips the other).
+  add(conv_problem(conv_params(1, 14, 14, 104, 104, 3, 1, 1, 1, 13)), 64, 64, 32, 64, 16, 3, 8,
+      {step(K::kBias), step(K::kRelu)});
+  // Stride 2, batch 2, 6 groups of 8 (48 channels) in tiles of 4 groups: 32 wide.
+  add(conv_problem(conv_params(2, 15, 15, 48, 48, 3, 2, 1, 1, 6)), 32, 32, 32, 32, 16, 4, 4,
+      {step(K::kBias), step(K::kSilu)});
+  // ResNeXt's 16- and 32-channel groups, residual add.
+  add(conv_problem(conv_params(2, 10, 9, 256, 256, 3, 1, 1, 1, 16)), 64, 64, 32, 32, 32, 4, 4,
+      {step(K::kBias), step(K::kResidualAdd), step(K::kRelu)});
+  add(conv_problem(conv_params(1, 7, 7, 256, 256, 3, 1, 1, 1, 8)), 32, 64, 32, 16, 32, 3, 2,
+      {step(K::kScale), step(K::kBias)});
+  // 64 channels per group: a group spans two 32-wide warp tiles; dilation 2; bf16, f32 out.
+  add(conv_problem(conv_params(1, 12, 12, 128, 128, 3, 1, 2, 2, 2), DType::kBF16, DType::kF32), 64, 64,
+      64, 32, 32, 3, 1, {step(K::kBias)});
+  // 1x1 grouped, 16 -> 32 channels per group: K = 16, one k-tile of 32 columns whose second
+  // k16 step is skipped.
+  add(conv_problem(conv_params(2, 6, 6, 64, 128, 1, 1, 0, 1, 4)), 64, 64, 32, 32, 32, 2, 2,
+      {step(K::kHardSwish)});
+  // 5 groups of 16 in tiles of 4 (the second tile holds one), 5x5 window.
+  add(conv_problem(conv_params(1, 11, 13, 80, 80, 5, 1, 2, 1, 5)), 32, 64, 32, 32, 16, 3, 4,
+      {step(K::kBias), step(K::kClip, 0.0f, 6.0f)});
+  return v;
+}
+
 }  // namespace tessel::kernels::cuda::testing

@@ -32,6 +32,20 @@ namespace tessel {
 // n0+8..n0+15). Derivation: matrix i is addressed by lanes 8i..8i+7 and lands in register i;
 // the placement above makes matrix i the 8x8 block that register i of the fragment holds.
 
+// Packed groups (kernels/contraction/grouped.h): the A view's k-tile of T taps holds, per
+// tap, the kCP = kGroups * kCi channels of every group of the N tile; shared memory keeps
+// each group's T*kCi values together, group after group, so that a group's k-tile is a plain
+// K-major (rows m, kBK columns) slice of the tile at column group * kBK:
+//   view column tap * kCP + group * kCi + ci  ->  tile column group * kBK + tap * kCi + ci
+// Vectors never cross a group (kAVec <= kCi), so each moves as a whole.
+template <int kGroups, int kCi, int kBK>
+struct PackedGroupColumns {
+  static constexpr int kCP = kGroups * kCi;
+  __device__ __forceinline__ static int map(int col) {
+    return (col % kCP) / kCi * kBK + (col / kCP) * kCi + col % kCi;
+  }
+};
+
 template <typename P>
 struct MmaKernel {
   using Element = typename P::Element;
@@ -47,11 +61,28 @@ struct MmaKernel {
   static_assert(kKSteps >= 2, "register double-buffering needs two k16 steps per k-tile");
   static_assert(kNI % 2 == 0, "B fragments are loaded two n8 tiles at a time");
 
-  // smem A: (kBM, kBK, kStages) if K-major, else (kBK, kBM, kStages); likewise B.
-  using TileA = SwizzledTile<P::kAKMajor ? kBM : kBK, P::kAKMajor ? kBK : kBM>;
+  // Packed groups: the N tile is kGroupsPerTile whole groups of kGroupN channels; a warp's n8
+  // fragments belong to kGW groups (one when a group spans the warp tile), and fragment ni
+  // multiplies the A fragment of its own group. Without groups: one A fragment per mi.
+  static constexpr bool kPacked = P::kGroupsPerTile > 0;
+  static constexpr int kGroupN = kPacked ? P::kGroupN : kWN;
+  static_assert(!kPacked || (P::kAKMajor && P::kBKMajor && P::kSplitK == 1), "packed groups: K-major, no split");
+  static_assert(!kPacked || kGroupN % 8 == 0, "an n8 fragment holds one group");
+  static_assert(kWN % kGroupN == 0 || kGroupN % kWN == 0, "warps and groups nest");
+  static constexpr int kGW = kWN > kGroupN ? kWN / kGroupN : 1;
+  __host__ __device__ static constexpr int group_of_fragment(int ni) {
+    return kWN > kGroupN ? ni * 8 / kGroupN : 0;
+  }
+  static constexpr int kACols = kPacked ? kBK * P::kGroupsPerTile : kBK;  // A's k columns
+
+  // smem A: (kBM, kACols, kStages) if K-major, else (kBK, kBM, kStages); likewise B.
+  using TileA = SwizzledTile<P::kAKMajor ? kBM : kBK, P::kAKMajor ? kACols : kBM>;
   using TileB = SwizzledTile<P::kBKMajor ? kBN : kBK, P::kBKMajor ? kBK : kBN>;
+  using ColumnsA = typename Select<kPacked, PackedGroupColumns<(kPacked ? P::kGroupsPerTile : 1),
+                                                               (kPacked ? P::kGroupCi : 1), kBK>,
+                                   IdentityColumns>::type;
   using LoaderA = TileLoader<typename P::GatherA, P::kAKMajor ? kBM : kBK,
-                             P::kAKMajor ? kBK : kBM, P::kAVec, kThreads>;
+                             P::kAKMajor ? kACols : kBM, P::kAVec, kThreads, ColumnsA>;
   using LoaderB = TileLoader<typename P::GatherB, P::kBKMajor ? kBN : kBK,
                              P::kBKMajor ? kBK : kBN, P::kBVec, kThreads>;
   static constexpr int kPipelineBytes = kStages * (TileA::kBytes + TileB::kBytes);
@@ -73,20 +104,25 @@ struct MmaKernel {
   // operands vary the chunk with the m16/n16 tile (offset per tile; the next k16 step is a
   // 16-row shift, again a constant).
   struct FragmentOffsets {
-    u32 a[P::kAKMajor ? kKSteps : kMI];
+    u32 a[P::kAKMajor ? kKSteps : kMI][kGW];
     u32 b[P::kBKMajor ? kKSteps : kNI / 2];
   };
 
   __device__ __forceinline__ static FragmentOffsets fragment_offsets(int lane, int wm, int wn) {
     FragmentOffsets f;
     if constexpr (P::kAKMajor) {
+      // Packed groups: the warp's first group within the tile; group q's k-tile starts at
+      // column group * kBK.
+      const int group0 = kPacked ? wn * kWN / kGroupN : 0;
 #pragma unroll
       for (int ks = 0; ks < kKSteps; ++ks)
-        f.a[ks] = TileA::offset(wm * kWM + lane % 16, ks * 2 + lane / 16);
+#pragma unroll
+        for (int q = 0; q < kGW; ++q)
+          f.a[ks][q] = TileA::offset(wm * kWM + lane % 16, (group0 + q) * (kBK / 8) + ks * 2 + lane / 16);
     } else {
 #pragma unroll
       for (int mi = 0; mi < kMI; ++mi)
-        f.a[mi] = TileA::offset(lane % 8 + 8 * (lane / 16), (wm * kWM + mi * 16) / 8 + (lane / 8) % 2);
+        f.a[mi][0] = TileA::offset(lane % 8 + 8 * (lane / 16), (wm * kWM + mi * 16) / 8 + (lane / 8) % 2);
     }
     if constexpr (P::kBKMajor) {
 #pragma unroll
@@ -101,15 +137,17 @@ struct MmaKernel {
   }
 
   // Loads the A and B fragments of k16 step `ks` of the stage at `sa` / `sb`.
-  __device__ __forceinline__ static void load_fragments(u32 (&af)[kMI][4], u32 (&bf)[kNI][2],
+  __device__ __forceinline__ static void load_fragments(u32 (&af)[kMI][kGW][4], u32 (&bf)[kNI][2],
                                                         const FragmentOffsets& f, u32 sa, u32 sb,
                                                         int ks) {
 #pragma unroll
     for (int mi = 0; mi < kMI; ++mi) {
       if constexpr (P::kAKMajor) {
-        ldmatrix_x4(af[mi], sa + f.a[ks] + u32(mi * 16 * TileA::kRowBytes));
+#pragma unroll
+        for (int q = 0; q < kGW; ++q)
+          ldmatrix_x4(af[mi][q], sa + f.a[ks][q] + u32(mi * 16 * TileA::kRowBytes));
       } else {
-        ldmatrix_x4_trans(af[mi], sa + f.a[mi] + u32(ks * 16 * TileA::kRowBytes));
+        ldmatrix_x4_trans(af[mi][0], sa + f.a[mi][0] + u32(ks * 16 * TileA::kRowBytes));
       }
     }
 #pragma unroll
@@ -144,7 +182,10 @@ struct MmaKernel {
 
     LoaderA la;
     LoaderB lb;
-    if constexpr (P::kAKMajor) la.init(p, cta.batch, m0, k_begin, tid);
+    // Packed groups: A's view walks tiles of groups as its batch (the N tile), and B's and C's
+    // dense view has no batch.
+    if constexpr (kPacked) la.init(p, cta.tile_n, m0, 0, tid);
+    else if constexpr (P::kAKMajor) la.init(p, cta.batch, m0, k_begin, tid);
     else la.init(p, cta.batch, k_begin, m0, tid);
     if constexpr (P::kBKMajor) lb.init(p, cta.batch, n0, k_begin, tid);
     else lb.init(p, cta.batch, k_begin, n0, tid);
@@ -169,7 +210,7 @@ struct MmaKernel {
 
     const FragmentOffsets fo = fragment_offsets(lane, wm, wn);
     float acc[kMI][kNI][4] = {};
-    u32 af[2][kMI][4], bf[2][kNI][2];
+    u32 af[2][kMI][kGW][4], bf[2][kNI][2];
 
     cp_async_wait<kStages - 2>();
     __syncthreads();
@@ -206,11 +247,15 @@ struct MmaKernel {
           }
           cp_async_commit();
         }
+        // Where K ends inside the last k-tile, its k16 steps past K would multiply the zeros
+        // the gathers filled in: skipped, warp-uniformly. (A group of 8 channels, 3x3: K = 72
+        // in k-tiles of 32, the third k-tile's second step.)
+        if (P::kK % kBK != 0 && (kt_begin + kt) * kBK + ks * 16 >= P::kK) continue;
 #pragma unroll
         for (int mi = 0; mi < kMI; ++mi)
 #pragma unroll
           for (int ni = 0; ni < kNI; ++ni)
-            MmaM16N8K16<Element>::fma(acc[mi][ni], af[ks % 2][mi], bf[ks % 2][ni]);
+            MmaM16N8K16<Element>::fma(acc[mi][ni], af[ks % 2][mi][group_of_fragment(ni)], bf[ks % 2][ni]);
       }
     }
     cp_async_wait<0>();

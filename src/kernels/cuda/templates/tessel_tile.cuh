@@ -99,7 +99,24 @@ struct SwizzledTile {
 // vectors (kVec == 1, e.g. ci=3 activations) cannot (cp.async moves 4, 8 or 16 bytes), so
 // they are fetched into registers one stage early and stored to shared memory before the
 // barrier that publishes the stage.
-template <typename Gather, int kRows, int kCols, int kVec, int kThreads>
+// The type T if kCond, else F (NVRTC compiles without the standard library).
+template <bool kCond, typename T, typename F>
+struct Select {
+  using type = T;
+};
+template <typename T, typename F>
+struct Select<false, T, F> {
+  using type = F;
+};
+
+// Where a tile column lands in shared memory: where the gather reads it (most tiles), or a
+// permutation of whole vectors (PackedGroupColumns, tessel_mma.cuh).
+struct IdentityColumns {
+  __device__ __forceinline__ static int map(int col) { return col; }
+};
+
+template <typename Gather, int kRows, int kCols, int kVec, int kThreads,
+          typename Columns = IdentityColumns>
 struct TileLoader {
   using Tile = SwizzledTile<kRows, kCols>;
   static constexpr int kVecBytes = kVec * 2;
@@ -126,11 +143,12 @@ struct TileLoader {
   }
 
   __device__ __forceinline__ u32 dst(int it) const {
-    const u32 within = u32(col % 8) * 2u;
+    const int scol = Columns::map(col);
+    const u32 within = u32(scol % 8) * 2u;
     if constexpr (kLinearRows) {
-      return Tile::offset(row0, col / 8) + u32(it * kRowStep * Tile::kRowBytes) + within;
+      return Tile::offset(row0, scol / 8) + u32(it * kRowStep * Tile::kRowBytes) + within;
     } else {
-      return Tile::offset(row0 + it * kRowStep, col / 8) + within;
+      return Tile::offset(row0 + it * kRowStep, scol / 8) + within;
     }
   }
 
