@@ -42,10 +42,11 @@ std::vector<Schedule> enumerate_schedules(const contraction::Contraction& c,
                                           const device::DeviceInfo& device);
 
 // The packed-groups schedule (Schedule::groups_per_tile, contraction/grouped.h) of a grouped
-// contraction: N tiles of 64 channels of whole groups (one group when a group has 64 or more),
-// k-tiles of whole taps (32 or a multiple of 64 columns), 4 warps of 16-, 32- or 64-channel
-// warp tiles, the largest M tile of 128, 64 or 32 that still gives every SM two CTAs, the
-// deepest pipeline of 4, 3 or 2 stages that fits. Nothing, and why in `why`, where the kernel
+// contraction: N tiles of 64 channels of whole groups (32 for groups of 8; one group when a
+// group has 64 or more), k-tiles of whole taps (32 or a multiple of 64 columns), 4 warps of
+// 16-, 32- or 64-channel warp tiles, the largest M tile of 128, 64 or 32 with at most 16 KiB of
+// A per stage that still gives every SM two CTAs, the deepest pipeline of 4, 3 or 2 stages (no
+// more than the k-tiles) that keeps two CTAs per SM. Nothing, and why in `why`, where the kernel
 // cannot take the contraction (e.g. groups of fewer than 8 output channels).
 std::optional<Schedule> packed_groups_schedule(const contraction::Contraction& c,
                                                const device::DeviceInfo& device,

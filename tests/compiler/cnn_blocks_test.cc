@@ -61,7 +61,7 @@ TEST(CnnBlocks, DenseNetPreActivationBatchNormHasAGpuPath) {
 }
 
 // ResNeXt's grouped 3x3 (32 groups of 4 channels): widened to 16 groups of 8 with
-// block-diagonal weights (the same numbers), then on Tensor Cores with 8 groups per N tile.
+// block-diagonal weights (the same numbers), then on Tensor Cores with 4 groups per N tile.
 TEST(CnnBlocks, NarrowGroupedConvRunsOnTensorCores) {
   testing::IrWriter w(13);
   w.input("x", "f32[1,128,8,8]");
@@ -76,7 +76,7 @@ TEST(CnnBlocks, NarrowGroupedConvRunsOnTensorCores) {
     const NodePlan p = plan_node(g, n, {}, device::known_device("sm_90a"));
     EXPECT_EQ(p.run, NodeRun::kContraction) << p.summary();
     EXPECT_TRUE(p.tensor_cores()) << p.summary();
-    EXPECT_EQ(p.schedule.groups_per_tile, 8) << p.summary();
+    EXPECT_EQ(p.schedule.groups_per_tile, 4) << p.summary();
     ++found;
   }
   EXPECT_EQ(found, 1);

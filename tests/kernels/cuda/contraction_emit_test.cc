@@ -511,13 +511,15 @@ TEST(PackedGroups, DefaultScheduleAndRefusals) {
   const TestProblem regnet = conv_problem(conv_params(32, 28, 28, 104, 104, 3, 1, 1, 1, 13));
   const std::optional<kernels::Schedule> s = kernels::packed_groups_schedule(regnet.c, h100);
   ASSERT_TRUE(s);
-  EXPECT_EQ(s->groups_per_tile, 8);
-  EXPECT_EQ(s->block_n, 64);
+  EXPECT_EQ(s->groups_per_tile, 4);
+  EXPECT_EQ(s->block_n, 32);
   EXPECT_EQ(s->block_k, 32);
+  EXPECT_EQ(s->block_m, 64);
+  EXPECT_EQ(s->stages, 3);  // K = 72: three k-tiles
   EXPECT_EQ(kernels::default_schedule(regnet.c, h100), *s);
   EXPECT_FALSE(can_implement(regnet.c, regnet.e, *s));
   EXPECT_EQ(kernels::parse_schedule(s->name(), regnet.c), *s);
-  EXPECT_NE(s->name().find("_g8"), std::string::npos) << s->name();
+  EXPECT_NE(s->name().find("_g4"), std::string::npos) << s->name();
   // Refused with a reason: 4 output channels per group (an n8 fragment would straddle two).
   std::string why;
   const TestProblem narrow = conv_problem(conv_params(1, 56, 56, 128, 128, 3, 1, 1, 1, 32));
