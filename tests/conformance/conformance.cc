@@ -296,8 +296,9 @@ std::optional<std::string> variant_skip(const ::onnx::NodeProto& n) {
   };
   if (n.op_type() == "Resize" || n.op_type() == "Upsample") {
     const auto* mode = attr("mode");
-    if (mode && mode->s() != "nearest" && mode->s() != "linear" && mode->s() != "bilinear")
-      return "Resize mode '" + mode->s() + "' (tessel supports nearest and linear)";
+    if (mode && mode->s() != "nearest" && mode->s() != "linear" && mode->s() != "bilinear" &&
+        mode->s() != "cubic")
+      return "Resize mode '" + mode->s() + "' (tessel supports nearest, linear and cubic)";
   }
   if (n.op_type() == "BatchNormalization") {
     const auto* training = attr("training_mode");

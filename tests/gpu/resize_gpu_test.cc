@@ -100,10 +100,11 @@ void check_resize(const ir::TensorType& x, const Resize& r) {
   rt::synchronize();
   Tensor got(want.dtype(), want.shape());
   out_buf.download(got.raw(), got.nbytes());
-  // Nearest moves elements: exact. Linear: fp32 arithmetic against the reference's double, each
-  // rounded once to the storage type, so they may differ by an f16 ulp (2^-10 relative).
-  const bool linear = std::get<std::string>(r.attrs.at("mode")) == "linear";
-  const double tol = !linear ? 0 : x.dtype == DType::kF16 ? 2e-3 : 1e-5;
+  // Nearest moves elements: exact. Linear and cubic: fp32 arithmetic against the reference's
+  // double, each rounded once to the storage type, so they may differ by an f16 ulp (2^-10
+  // relative).
+  const bool nearest = std::get<std::string>(r.attrs.at("mode")) == "nearest";
+  const double tol = nearest ? 0 : x.dtype == DType::kF16 ? 2e-3 : 1e-5;
   EXPECT_LE(max_error(got, want), tol) << ks.source;
 }
 
@@ -150,6 +151,30 @@ TEST(ResizeGpu, OddSizes) {
   check_resize({DType::kF32, {2, 7, 9, 5}}, {modes("nearest", "half_pixel", "ceil"), {1, 3, 3, 1}});
   check_resize({DType::kF16, {3, 5}}, {modes("linear", "half_pixel"), {}, {3, 8}});
   check_resize({DType::kI32, {1, 3, 5, 6}}, {modes("nearest", "asymmetric"), {1, 2, 3, 1}});
+}
+
+// Cubic (4 taps per resized dimension, nested loops): upsampling, sizes with exclude_outside
+// and another coefficient, and a resized innermost dimension.
+TEST(ResizeGpu, Cubic) {
+  check_resize({DType::kF32, {1, 5, 7, 4}}, {modes("cubic", "half_pixel"), {1, 2, 2, 1}});
+  check_resize({DType::kF16, {2, 6, 5, 8}}, {modes("cubic", "align_corners"), {1, 1.5, 2.5, 1}});
+  Resize outside{modes("cubic", "asymmetric"), {}, {1, 11, 9, 4}};
+  outside.attrs["exclude_outside"] = int64_t{1};
+  outside.attrs["cubic_coeff_a"] = -0.5;
+  check_resize({DType::kF32, {1, 4, 6, 4}}, outside);
+  check_resize({DType::kF32, {3, 5}}, {modes("cubic", "pytorch_half_pixel"), {}, {3, 12}});
+}
+
+// Opset 18's antialias: downsampling linear and cubic filters as wide as 1 / scale.
+TEST(ResizeGpu, AntialiasDownsample) {
+  Resize linear{modes("linear", "half_pixel"), {}, {1, 5, 3, 8}};
+  linear.attrs["antialias"] = int64_t{1};
+  check_resize({DType::kF16, {1, 16, 8, 8}}, linear);
+  Resize cubic{modes("cubic", "half_pixel"), {1, 0.3, 0.5, 1}};
+  cubic.attrs["antialias"] = int64_t{1};
+  check_resize({DType::kF32, {2, 20, 12, 4}}, cubic);
+  cubic.attrs["exclude_outside"] = int64_t{1};
+  check_resize({DType::kF32, {2, 20, 12, 4}}, cubic);
 }
 
 TEST(ResizeGpu, CropAndResizeExtrapolates) {
