@@ -23,7 +23,7 @@ Rewriter::Rewriter(ir::Graph& g, int64_t model_opset, const ir::OpRegistry* regi
 }
 
 const ir::TensorType& Rewriter::input_type(const ir::Node& n, size_t i) {
-  TESSEL_ICHECK(has_input(n, i)) << n.label() << ": has no input " << i;
+  TESSEL_USER_CHECK(has_input(n, i)) << where(n) << ": input " << i << " is missing";
   const auto v = static_cast<size_t>(n.inputs[i]);
   if (v >= typed_.size() || !typed_[v]) {
     // Infers the nodes converted so far. Rare (legacy broadcasting and the like, in models of

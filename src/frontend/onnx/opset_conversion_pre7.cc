@@ -58,7 +58,7 @@ bool broadcast_from_axis(Rewriter& r, ir::Node& n) {
   n.attrs.erase("broadcast");
   n.attrs.erase("axis");
   if (!broadcast || !from_axis) return true;
-  TESSEL_USER_CHECK(n.inputs.size() == 2 && has_input(n, 0) && has_input(n, 1))
+  TESSEL_USER_CHECK(n.inputs.size() == 2)
       << r.where(n) << ": has " << n.inputs.size() << " inputs, expected 2 (A, B)";
   const Shape a = r.input_type(n, 0).shape;
   const Shape b = r.input_type(n, 1).shape;
@@ -88,7 +88,7 @@ bool broadcast_from_axis(Rewriter& r, ir::Node& n) {
 // broadcasts it unidirectionally as numpy does, from the trailing dims. A slope of C values on
 // an X of rank 3 or more becomes [C, 1, ...].
 bool prelu_slope_per_channel(Rewriter& r, ir::Node& n) {
-  TESSEL_USER_CHECK(n.inputs.size() == 2 && has_input(n, 0) && has_input(n, 1))
+  TESSEL_USER_CHECK(n.inputs.size() == 2)
       << r.where(n) << ": has " << n.inputs.size() << " inputs, expected 2 (X, slope)";
   const Shape x = r.input_type(n, 0).shape;
   const Shape slope = r.input_type(n, 1).shape;

@@ -111,6 +111,15 @@ TEST(OpsetConversionPre7, PReluSlopeIsPerChannel) {
   EXPECT_EQ(y[0].to_f32_vector(), (std::vector<float>{-0.125, -0.0625, 0, 1}));
 }
 
+// A rewrite that reads an input's type names the input that is missing.
+TEST(OpsetConversionPre7, AnOmittedInputIsRefused) {
+  ModelBuilder m(6);
+  m.input("x", TensorProto::FLOAT, {1, 2, 3, 3});
+  m.node("PRelu", {"x", ""}, {"y"}, "prelu");
+  m.output("y");
+  EXPECT_EQ(import_error(m), "m.onnx: PRelu 'prelu' (opset 6): input 1 is missing");
+}
+
 TEST(OpsetConversionPre7, PReluSlopeOfAnotherLengthIsRefused) {
   ModelBuilder m(6);
   m.input("x", TensorProto::FLOAT, {1, 2, 3, 3});
