@@ -185,7 +185,8 @@ TEST(ResizeGpu, CropAndResizeExtrapolates) {
 }
 
 // conv -> relu -> bilinear x2 upsample -> conv, in ONNX form (NCHW).
-ir::Graph upsample_net() {
+// `mode`: "linear" (bilinear) or "cubic" (bicubic).
+ir::Graph upsample_net(const std::string& mode = "linear") {
   testing::IrWriter w(21);
   w.input("x", "f32[1,24,6,5]");
   testing::conv_weight(w, "w1", 16, 24, 3);
@@ -195,7 +196,8 @@ ir::Graph upsample_net() {
   w.node("%r1 = Relu(%c1) : f32[1,16,6,5] @\"relu\"");
   w.node(
       "%up = Resize(%r1, _, %scales) {coordinate_transformation_mode = \"half_pixel\", "
-      "mode = \"linear\"} : f32[1,16,12,10] @\"upsample\"");
+      "mode = \"" +
+      mode + "\"} : f32[1,16,12,10] @\"upsample\"");
   w.node("%y = Conv(%up, %w2) {pads = [1, 1, 1, 1]} : f32[1,8,12,10] @\"conv2\"");
   return w.graph("y");
 }
@@ -203,42 +205,46 @@ ir::Graph upsample_net() {
 // No GPU needed: the network lowers and compiles for an H100, the Resize as a kernel of its own
 // between the two convs, with no layout change around it.
 TEST(ResizeLowering, UpsampleNetworkCompilesForSm90a) {
-  const compiler::CompiledPlan c =
-      compiler::compile_plan(upsample_net(), {}, device::known_device("sm_90a"));
-  const ir::Graph& out = c.graph;
-  const std::vector<int> producers = out.producers();
-  const std::vector<std::vector<int>> users = out.users();
-  int resizes = 0;
-  for (const ir::Node& n : out.nodes) {
-    if (n.op != "Resize") continue;
-    ++resizes;
-    EXPECT_EQ(out.type(n.inputs[0]).shape, (Shape{1, 6, 5, 16}));  // NHWC
-    EXPECT_EQ(out.nodes[static_cast<size_t>(producers[n.inputs[0]])].op, "tessel.Conv");
-    for (int u : users[n.outputs[0]])
-      EXPECT_EQ(out.nodes[static_cast<size_t>(u)].op, "tessel.Conv");
+  for (const char* mode : {"linear", "cubic"}) {
+    const compiler::CompiledPlan c =
+        compiler::compile_plan(upsample_net(mode), {}, device::known_device("sm_90a"));
+    const ir::Graph& out = c.graph;
+    const std::vector<int> producers = out.producers();
+    const std::vector<std::vector<int>> users = out.users();
+    int resizes = 0;
+    for (const ir::Node& n : out.nodes) {
+      if (n.op != "Resize") continue;
+      ++resizes;
+      EXPECT_EQ(out.type(n.inputs[0]).shape, (Shape{1, 6, 5, 16}));  // NHWC
+      EXPECT_EQ(out.nodes[static_cast<size_t>(producers[n.inputs[0]])].op, "tessel.Conv");
+      for (int u : users[n.outputs[0]])
+        EXPECT_EQ(out.nodes[static_cast<size_t>(u)].op, "tessel.Conv");
+    }
+    EXPECT_EQ(resizes, 1);
+    EXPECT_EQ(c.plan.launches.size(), out.nodes.size());
   }
-  EXPECT_EQ(resizes, 1);
-  EXPECT_EQ(c.plan.launches.size(), out.nodes.size());
 }
 
 // The same network through the engine against the CPU.
 TEST(ResizeGpu, UpsampleInANetwork) {
   std::string why;
   if (!rt::cuda_available(&why)) GTEST_SKIP() << "no CUDA device: " << why;
-  const ir::Graph g = upsample_net();
-  for (Precision precision : {Precision::kFp16, Precision::kFp32}) {
-    Session s = testing::compile_session(g, precision);
-    runtime::Engine& e = *s.engine();
-    std::mt19937 rng(5);
-    const Tensor input = random_tensor(g.type(g.inputs[0]), rng);
-    const Tensor want = runtime::cpu::run_graph(g, {input})[0];
-    const Tensor got = e.run({input})[0];
-    double num = 0, den = 0;
-    for (int64_t i = 0; i < want.numel(); ++i) {
-      num += (got.get_f64(i) - want.get_f64(i)) * (got.get_f64(i) - want.get_f64(i));
-      den += want.get_f64(i) * want.get_f64(i);
+  for (const char* mode : {"linear", "cubic"}) {
+    const ir::Graph g = upsample_net(mode);
+    for (Precision precision : {Precision::kFp16, Precision::kFp32}) {
+      Session s = testing::compile_session(g, precision);
+      runtime::Engine& e = *s.engine();
+      std::mt19937 rng(5);
+      const Tensor input = random_tensor(g.type(g.inputs[0]), rng);
+      const Tensor want = runtime::cpu::run_graph(g, {input})[0];
+      const Tensor got = e.run({input})[0];
+      double num = 0, den = 0;
+      for (int64_t i = 0; i < want.numel(); ++i) {
+        num += (got.get_f64(i) - want.get_f64(i)) * (got.get_f64(i) - want.get_f64(i));
+        den += want.get_f64(i) * want.get_f64(i);
+      }
+      EXPECT_LE(std::sqrt(num / den), precision == Precision::kFp16 ? 2e-2 : 1e-3) << mode;
     }
-    EXPECT_LE(std::sqrt(num / den), precision == Precision::kFp16 ? 2e-2 : 1e-3);
   }
 }
 
