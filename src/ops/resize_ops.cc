@@ -118,7 +118,7 @@ ResizePlan resize_plan(const ir::Node& node, const Shape& in, const ResizeOperan
   plan.mode = parse_mode(node, /*legacy=*/false);
   plan.cubic_a = node.get_float("cubic_coeff_a", -0.75);
   plan.exclude_outside = node.get_int("exclude_outside", 0) != 0;
-  // Opset 18's antialias; ONNX's reference ignores it in nearest mode only to refuse it.
+  // Opset 18's antialias, which ONNX's reference refuses in nearest mode.
   plan.antialias = node.get_int("antialias", 0) != 0;
   TESSEL_USER_CHECK(!plan.antialias || plan.mode != ResizeMode::kNearest)
       << node.label() << ": antialias applies to linear and cubic modes, not nearest";
