@@ -137,10 +137,11 @@ bool upsample_scale_attributes(Rewriter& r, ir::Node& n) {
       << "before opset 7)";
   TESSEL_USER_CHECK(n.inputs.size() == 1 && r.input_type(n, 0).shape.size() == 4)
       << r.where(n) << ": expected one input of rank 4 (NCHW) before opset 7";
+  // 'linear', Upsample-7's name, is taken too: it cannot mean anything else.
   const std::string mode = n.get_string("mode", "nearest");
-  TESSEL_USER_CHECK(mode == "nearest" || mode == "bilinear")
+  TESSEL_USER_CHECK(mode == "nearest" || mode == "bilinear" || mode == "linear")
       << r.where(n) << ": mode '" << mode << "' is not one of Upsample-1's (nearest, bilinear)";
-  n.attrs["mode"] = std::string(mode == "bilinear" ? "linear" : "nearest");
+  n.attrs["mode"] = std::string(mode == "nearest" ? "nearest" : "linear");
   n.attrs["scales"] = std::vector<double>{1.0, 1.0, n.get_float("height_scale", 1.0),
                                           n.get_float("width_scale", 1.0)};
   n.attrs.erase("height_scale");

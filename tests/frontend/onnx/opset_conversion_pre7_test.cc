@@ -199,6 +199,11 @@ TEST(OpsetConversionPre7, Upsample1WithoutItsScalesIsRefused) {
   EXPECT_EQ(import_error(m),
             "m.onnx: Upsample 'up' (opset 6): needs the 'height_scale' and 'width_scale' "
             "attributes (required before opset 7)");
+  set_float(m.graph().mutable_node(0), "width_scale", 2);
+  set_string(m.graph().mutable_node(0), "mode", "cubic");
+  EXPECT_EQ(import_error(m),
+            "m.onnx: Upsample 'up' (opset 6): mode 'cubic' is not one of Upsample-1's (nearest, "
+            "bilinear)");
 }
 
 // Pad-1's paddings are Pad-2's pads; Split-1's lengths as an input are Split-2's attribute.
