@@ -63,6 +63,8 @@ bool broadcast_from_axis(Rewriter& r, ir::Node& n) {
   const Shape a = r.input_type(n, 0).shape;
   const Shape b = r.input_type(n, 1).shape;
   const auto rank_a = static_cast<int64_t>(a.size()), rank_b = static_cast<int64_t>(b.size());
+  // One element broadcasts from anywhere, as numpy's rule agrees where B's rank is not larger.
+  if (numel(b) == 1 && rank_b <= rank_a) return true;
   if (axis < 0) axis += rank_a;
   TESSEL_USER_CHECK(axis >= 0 && axis + rank_b <= rank_a)
       << r.where(n) << ": B of shape " << shape_str(b) << " cannot broadcast from axis "

@@ -72,6 +72,26 @@ TEST(OpsetConversionPre7, BroadcastFromAnAxisUnsqueezesAComputedOperand) {
   EXPECT_EQ(y[1].to_f32_vector(), (std::vector<float>{1, 4, 6, 7, 14, 18, 21, 23}));
 }
 
+// A B of one element needs no alignment, whatever the axis says.
+TEST(OpsetConversionPre7, BroadcastOfOneElementFromAnyAxis) {
+  ModelBuilder old_form(6);
+  old_form.input("a", TensorProto::FLOAT, {2, 3});
+  old_form.initializer_f32("b", {1, 1}, {10});
+  auto* add = old_form.node("Add", {"a", "b"}, {"y"}, "add");
+  set_int(add, "broadcast", 1);
+  set_int(add, "axis", 1);
+  old_form.output("y");
+
+  ModelBuilder new_form(7);
+  new_form.input("a", TensorProto::FLOAT, {2, 3});
+  new_form.initializer_f32("b", {1, 1}, {10});
+  new_form.node("Add", {"a", "b"}, {"y"});
+  new_form.output("y");
+
+  std::vector<Tensor> y = expect_converts_to(old_form, new_form, {iota_f32({2, 3})});
+  EXPECT_EQ(y[0].to_f32_vector(), (std::vector<float>{11, 12, 13, 14, 15, 16}));
+}
+
 TEST(OpsetConversionPre7, BroadcastPastTheLastAxisIsRefused) {
   ModelBuilder m(6);
   m.input("a", TensorProto::FLOAT, {2, 3, 4});
