@@ -137,6 +137,18 @@ bool gemm_broadcast(Rewriter&, ir::Node& n) { return n.attrs.erase("broadcast") 
 
 // ---- Opsets 7-10 -> 11 -----------------------------------------------------------------------
 
+// Dropout's mask had the data's type until opset 10 made it bool (in inference, all ones or
+// all true). tessel's Dropout gives the bool mask; a Cast gives the old one.
+bool dropout_mask_of_data_type(Rewriter& r, ir::Node& n) {
+  if (n.outputs.size() < 2) return false;
+  const DType data = r.input_type(n, 0).dtype;
+  const ir::ValueId mask = n.outputs[1];
+  n.outputs[1] = r.value(n, "bool_mask");
+  r.after(n, make_node("Cast", "mask_to_data_type", {n.outputs[1]}, {mask},
+                       {{"to", int64_t{dtype_info(data).onnx_type}}}));
+  return true;
+}
+
 // Upsample-7's scales are an attribute; Upsample-9 made them input 1.
 bool upsample_scales_to_input(Rewriter& r, ir::Node& n) {
   TESSEL_USER_CHECK(n.inputs.size() == 1)
@@ -374,6 +386,7 @@ const std::vector<Rule>& rules() {
       {kBinaryOps, 7, 10, Step::kUntyped, legacy_broadcast},
       {{"PRelu"}, 1, 6, Step::kUntyped, prelu_slope_per_channel},
       {{"Gemm"}, 1, 10, Step::kUntyped, gemm_broadcast},
+      {{"Dropout"}, 1, 9, Step::kUntyped, dropout_mask_of_data_type},
       {{"Concat"}, 1, 3, Step::kUntyped, concat_default_axis},
       {{"Reshape"}, 1, 4, Step::kUntyped, reshape_shape_to_input},
       {{"Split"}, 1, 1, Step::kUntyped, split_1_to_split_2},

@@ -9,7 +9,8 @@
 //    then goes on as a model of opset 7.
 //  - Opsets 7 to 10: every node becomes its opset-11 form and the graph is imported as opset 11
 //    (Upsample and Resize-10 -> Resize; Pad's, Slice's and Clip's attributes -> inputs;
-//    BatchNormalization's `spatial`; leftovers of older opsets dropped or refused).
+//    BatchNormalization's `spatial`; Dropout's mask of the data's type before opset 10;
+//    leftovers of older opsets dropped or refused).
 //  - Opsets 19 to 22: the graph keeps its opset. Of the changes that reach tessel's op set,
 //    QuantizeLinear's `output_dtype` is rewritten; the ops honour the others themselves (opset
 //    22's ceil_mode rule of the pools, Resize's half_pixel_symmetric, AveragePool's dilations)

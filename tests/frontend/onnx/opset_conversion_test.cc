@@ -472,6 +472,25 @@ TEST(OpsetConversion, RemovedBroadcastAttributesAreDropped) {
   EXPECT_EQ(y[0].to_f32_vector(), (std::vector<float>{18, 44, 18, 53}));
 }
 
+// Dropout-7's mask has the data's type; in inference it is all ones.
+TEST(OpsetConversion, Dropout7MaskHasTheDataType) {
+  ModelBuilder old_form(7);
+  old_form.input("x", TensorProto::FLOAT, {3});
+  old_form.node("Dropout", {"x"}, {"y", "mask"}, "drop");
+  old_form.output("y");
+  old_form.output("mask", TensorProto::FLOAT, {3});
+
+  ModelBuilder new_form(11);
+  new_form.input("x", TensorProto::FLOAT, {3});
+  new_form.node("Dropout", {"x"}, {"y", "bool_mask"});
+  set_int(new_form.node("Cast", {"bool_mask"}, {"mask"}), "to", TensorProto::FLOAT);
+  new_form.output("y");
+  new_form.output("mask", TensorProto::FLOAT, {3});
+
+  std::vector<Tensor> y = expect_converts_to(old_form, new_form, {iota_f32({3})});
+  EXPECT_EQ(y[1].to_f32_vector(), (std::vector<float>{1, 1, 1}));
+}
+
 TEST(OpsetConversion, BroadcastFromAnAxisIsRefused) {
   ModelBuilder m(7);
   m.input("a", TensorProto::FLOAT, {2, 3});
