@@ -6,9 +6,11 @@
 // Sampling is separable: output coordinate o of dimension d reads taps[d][o], and an output
 // element reads the product of its coordinates' taps (weights multiply). 'nearest' has one tap
 // of weight 1 per coordinate; 'linear' one or two with weights summing to 1 (a whole source
-// coordinate reads one pixel, so an unresized dimension is exactly {o, 1.0} everywhere); no
-// tap at all marks an element that tf_crop_and_resize extrapolates (it is `extrapolation`).
-// Tap indices are already clamped to the input.
+// coordinate reads one pixel, so an unresized dimension is exactly {o, 1.0} everywhere);
+// 'cubic' up to four, some negative; with antialias, linear and cubic read as many as the
+// filter, widened by 1 / scale to downsample, covers. No tap at all marks an element that
+// tf_crop_and_resize extrapolates (it is `extrapolation`). Tap indices are already clamped to
+// the input (so two taps may read the same index), and no tap has weight 0.
 #pragma once
 
 #include <cstdint>
@@ -24,8 +26,10 @@ struct ResizeTap {
   double weight;
 };
 
+enum class ResizeMode { kNearest, kLinear, kCubic };
+
 struct ResizeSampling {
-  bool linear = false;  // else nearest
+  ResizeMode mode = ResizeMode::kNearest;
   double extrapolation = 0.0;
   Shape out;
   std::vector<std::vector<std::vector<ResizeTap>>> taps;  // [dimension][output coordinate]

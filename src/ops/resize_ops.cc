@@ -1,11 +1,13 @@
-// Resize (opsets 11-18) and its predecessors Upsample and Resize-10, modes 'nearest' and
-// 'linear', following ONNX's reference implementation (onnx/reference/ops/op_resize.py).
+// Resize (opsets 11-18) and its predecessors Upsample and Resize-10, modes 'nearest', 'linear'
+// and 'cubic' (with opset 18's antialias), following ONNX's reference implementation
+// (onnx/reference/ops/op_resize.py).
 //
 // Every output coordinate x maps to a source coordinate x_original along each axis (the
 // coordinate_transformation_mode). 'nearest' rounds it to one input index: the whole op is then
-// a per-axis gather of whole elements (gather_axes), exact for every dtype. 'linear' weighs the
-// two neighbouring indices; N-linear interpolation is separable, so it runs as one 1-D pass per
-// resized axis, in double, and rounds to the output dtype once at the end.
+// a per-axis gather of whole elements (gather_axes), exact for every dtype. 'linear' and 'cubic'
+// weigh the neighbouring indices (2 and 4 of them; more when antialias widens the filter to
+// downsample); the interpolation is separable, so it runs as one 1-D pass per resized axis, in
+// double, and rounds to the output dtype once at the end.
 #include <algorithm>
 #include <cmath>
 
@@ -33,7 +35,10 @@ enum class CoordMode {
 enum class NearestMode { kRoundPreferFloor, kRoundPreferCeil, kFloor, kCeil, kLegacy };
 
 struct ResizePlan {
-  bool linear = false;  // else nearest
+  ResizeMode mode = ResizeMode::kNearest;
+  double cubic_a = -0.75;        // cubic_coeff_a
+  bool exclude_outside = false;  // taps outside the input get weight 0, the rest renormalised
+  bool antialias = false;        // linear and cubic filters widen by 1 / scale to downsample
   CoordMode coord = CoordMode::kHalfPixel;
   NearestMode nearest = NearestMode::kRoundPreferFloor;
   double extrapolation = 0.0;
@@ -63,11 +68,15 @@ E parse_enum(const ir::Node& node, const char* attr, const char* def,
                       << known << ")";
 }
 
-bool parse_linear(const ir::Node& node) {
+// Upsample and Resize-10 know nearest and linear; Resize-11 added cubic.
+ResizeMode parse_mode(const ir::Node& node, bool legacy) {
   const std::string mode = node.get_string("mode", "nearest");
-  TESSEL_USER_CHECK(mode == "nearest" || mode == "linear")
-      << node.label() << ": mode '" << mode << "' is not supported (nearest, linear)";
-  return mode == "linear";
+  if (mode == "nearest") return ResizeMode::kNearest;
+  if (mode == "linear") return ResizeMode::kLinear;
+  TESSEL_USER_CHECK(mode == "cubic" && !legacy)
+      << node.label() << ": mode '" << mode << "' is not supported ("
+      << (legacy ? "nearest, linear" : "nearest, linear, cubic") << ")";
+  return ResizeMode::kCubic;
 }
 
 // out = floor(in * scale) along each axis, as the ONNX reference computes it (in double).
@@ -90,7 +99,7 @@ void apply_scales(const ir::Node& node, const Shape& in, const std::vector<doubl
 // Upsample (opsets 7-9) and Resize-10: scales only, asymmetric coordinates.
 ResizePlan legacy_plan(const ir::Node& node, const Shape& in, const Tensor* scales) {
   ResizePlan plan;
-  plan.linear = parse_linear(node);
+  plan.mode = parse_mode(node, /*legacy=*/true);
   plan.coord = CoordMode::kAsymmetric;
   plan.nearest = NearestMode::kLegacy;
   plan.scales.assign(in.size(), 1.0);
@@ -106,9 +115,13 @@ ResizePlan legacy_plan(const ir::Node& node, const Shape& in, const Tensor* scal
 ResizePlan resize_plan(const ir::Node& node, const Shape& in, const ResizeOperands& ops) {
   const int64_t rank = static_cast<int64_t>(in.size());
   ResizePlan plan;
-  plan.linear = parse_linear(node);
-  TESSEL_USER_CHECK(node.get_int("antialias", 0) == 0)
-      << node.label() << ": antialias=1 is not supported";
+  plan.mode = parse_mode(node, /*legacy=*/false);
+  plan.cubic_a = node.get_float("cubic_coeff_a", -0.75);
+  plan.exclude_outside = node.get_int("exclude_outside", 0) != 0;
+  // Opset 18's antialias, which ONNX's reference refuses in nearest mode.
+  plan.antialias = node.get_int("antialias", 0) != 0;
+  TESSEL_USER_CHECK(!plan.antialias || plan.mode != ResizeMode::kNearest)
+      << node.label() << ": antialias applies to linear and cubic modes, not nearest";
   plan.coord = parse_enum<CoordMode>(node, "coordinate_transformation_mode", "half_pixel",
                                      {{"half_pixel", CoordMode::kHalfPixel},
                                       {"half_pixel_symmetric", CoordMode::kHalfPixelSymmetric},
@@ -193,7 +206,7 @@ double source_coord(const ResizePlan& plan, double x, double scale, int64_t in, 
       return in_len / 2 * (1 - adjustment) + (x + 0.5) / scale - 0.5;
     }
     case CoordMode::kPytorchHalfPixel:
-      return out_len == 1 ? 0.0 : (x + 0.5) / scale - 0.5;
+      return out_len == 1 ? -0.5 : (x + 0.5) / scale - 0.5;
     case CoordMode::kAlignCorners:
       return out_len == 1 ? 0.0 : x * (in_len - 1) / (out_len - 1);
     case CoordMode::kAsymmetric:
@@ -228,10 +241,50 @@ int64_t round_nearest(double x, NearestMode mode, double scale) {
 
 using Tap = ResizeTap;
 
-// The input taps of every output coordinate along dimension d: one for nearest, up to two for
-// linear, none where tf_crop_and_resize extrapolates. Indices outside the input are clamped
-// to its edge. (exclude_outside matters only for cubic: a linear tap outside the input clamps
-// to the pixel its neighbour tap reads, so dropping it and renormalising changes nothing.)
+// Cubic convolution (Keys) of parameter a at distance |x| from the sample.
+double cubic_weight(double x, double a) {
+  x = std::fabs(x);
+  if (x <= 1) return ((a + 2) * x - (a + 3)) * x * x + 1;
+  if (x < 2) return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a;
+  return 0;
+}
+
+// The interpolating taps around source coordinate x = base + ratio, ratio in (0, 1] (a whole x
+// is base + 1: the reference prefers the pixel on the left). Without antialias: base, base + 1
+// for linear; base - 1 .. base + 2 for cubic. With it, the filter stretches by 1 / scale to
+// downsample, over as many taps as it covers, and its weights are normalised to sum to 1.
+// Indices are not yet clamped to the input.
+std::vector<Tap> filter_taps(const ResizePlan& plan, double x, double scale) {
+  const double f = std::floor(x);
+  const double ratio = x == f ? 1.0 : x - f;
+  const int64_t base = static_cast<int64_t>(f) - (x == f ? 1 : 0);
+  const bool cubic = plan.mode == ResizeMode::kCubic;
+  std::vector<Tap> taps;
+  if (!plan.antialias) {
+    if (!cubic) return {{base, 1.0 - ratio}, {base + 1, ratio}};
+    for (int64_t k = -1; k <= 2; ++k)
+      taps.push_back({base + k, cubic_weight(static_cast<double>(k) - ratio, plan.cubic_a)});
+    return taps;
+  }
+  const double s = std::min(scale, 1.0);
+  const double support = cubic ? 2.0 : 1.0;  // half-width of the filter, in output pixels
+  const int64_t start = static_cast<int64_t>(std::floor(-support / s)) + 1;
+  double total = 0;
+  for (int64_t k = start; k < 2 - start; ++k) {
+    const double d = s * (static_cast<double>(k) - ratio);
+    const double w = cubic ? cubic_weight(d, plan.cubic_a) : std::clamp(1 - std::fabs(d), 0.0, 1.0);
+    taps.push_back({base + k, w});
+    total += w;
+  }
+  for (Tap& t : taps) t.weight /= total;
+  return taps;
+}
+
+// The input taps of every output coordinate along dimension d: one for nearest, several for
+// linear and cubic, none where tf_crop_and_resize extrapolates. Taps of weight 0 are left out
+// (a whole coordinate reads one pixel, so an unresized axis is recognised); the others read
+// indices clamped to the input's edge, or with exclude_outside, those outside are dropped and
+// the rest renormalised.
 std::vector<std::vector<Tap>> axis_taps(const ResizePlan& plan, size_t d, int64_t in,
                                         const std::vector<double>& roi) {
   const int64_t out = plan.out[d];
@@ -246,15 +299,20 @@ std::vector<std::vector<Tap>> axis_taps(const ResizePlan& plan, size_t d, int64_
     std::vector<Tap>& t = taps[static_cast<size_t>(o)];
     if (plan.coord == CoordMode::kTfCropAndResize && (x < 0 || x > static_cast<double>(in - 1)))
       continue;
-    if (!plan.linear) {
-      t.push_back({round_nearest(x, plan.nearest, plan.scales[d]), 1.0});
-    } else {
-      // A whole x reads one pixel: no zero-weight tap, so unresized axes are recognised.
-      const double f = std::floor(x);
-      t.push_back({static_cast<int64_t>(f), 1.0 - (x - f)});
-      if (x != f) t.push_back({static_cast<int64_t>(f) + 1, x - f});
+    if (plan.mode == ResizeMode::kNearest) {
+      t.push_back(
+          {std::clamp<int64_t>(round_nearest(x, plan.nearest, plan.scales[d]), 0, in - 1), 1.0});
+      continue;
     }
-    for (Tap& tap : t) tap.index = std::clamp<int64_t>(tap.index, 0, in - 1);
+    std::vector<Tap> filter = filter_taps(plan, x, plan.scales[d]);
+    if (plan.exclude_outside) {
+      double kept = 0;
+      for (const Tap& tap : filter)
+        if (tap.index >= 0 && tap.index < in) kept += tap.weight;
+      for (Tap& tap : filter) tap.weight = tap.index >= 0 && tap.index < in ? tap.weight / kept : 0;
+    }
+    for (const Tap& tap : filter)
+      if (tap.weight != 0) t.push_back({std::clamp<int64_t>(tap.index, 0, in - 1), tap.weight});
   }
   return taps;
 }
@@ -292,10 +350,11 @@ void resize_nearest(const Tensor& x, const ResizePlan& plan, const std::vector<d
   gather_axes(x, maps, fill.raw(), out);
 }
 
-// One 1-D linear pass per resized dimension over a double copy of the input. Extrapolated
+// One 1-D interpolation pass per resized dimension over a double copy of the input. Extrapolated
 // coordinates are set to the extrapolation value in the pass of their dimension; later passes
 // only mix elements that share that coordinate, so they stay at that value.
-Tensor resize_linear(const Tensor& x, const ResizePlan& plan, const std::vector<double>& roi) {
+Tensor resize_interpolating(const Tensor& x, const ResizePlan& plan,
+                            const std::vector<double>& roi) {
   Tensor cur = x.cast(DType::kF64);
   for (size_t d = 0; d < plan.out.size(); ++d) {
     const int64_t in = cur.dim(static_cast<int64_t>(d)), out = plan.out[d];
@@ -362,8 +421,8 @@ void compute_resize(ir::KernelContext& ctx) {
   TESSEL_ICHECK(plan.out == out.shape())
       << node.label() << ": planned " << shape_str(plan.out) << ", allocated " << out.type_str();
   const std::vector<double> roi = roi_per_dim(node, plan, ops.roi);
-  if (plan.linear)
-    out = resize_linear(x, plan, roi);
+  if (plan.mode != ResizeMode::kNearest)
+    out = resize_interpolating(x, plan, roi);
   else
     resize_nearest(x, plan, roi, out);
 }
@@ -378,7 +437,7 @@ ResizeSampling resize_sampling(const ir::Node& node, int64_t opset, const Shape&
   const ResizePlan plan = plan_for(node, opset, in, ops);
   const std::vector<double> roi = roi_per_dim(node, plan, ops.roi);
   ResizeSampling s;
-  s.linear = plan.linear;
+  s.mode = plan.mode;
   s.extrapolation = plan.extrapolation;
   s.out = plan.out;
   for (size_t d = 0; d < in.size(); ++d) s.taps.push_back(axis_taps(plan, d, in[d], roi));

@@ -287,7 +287,8 @@ std::vector<TestCase> discover_cases(const fs::path& root, const std::vector<std
 }
 
 // Variants of supported ops that lie outside tessel's operator set by design (the set is
-// "Resize (nearest, linear)" and "Dropout (inference)"): skipped with the reason, not failed.
+// "Resize (nearest, linear, cubic)" and "Dropout (inference)"): skipped with the reason, not
+// failed.
 std::optional<std::string> variant_skip(const ::onnx::NodeProto& n) {
   auto attr = [&](const char* name) -> const ::onnx::AttributeProto* {
     for (const auto& a : n.attribute())
@@ -296,8 +297,9 @@ std::optional<std::string> variant_skip(const ::onnx::NodeProto& n) {
   };
   if (n.op_type() == "Resize" || n.op_type() == "Upsample") {
     const auto* mode = attr("mode");
-    if (mode && mode->s() != "nearest" && mode->s() != "linear" && mode->s() != "bilinear")
-      return "Resize mode '" + mode->s() + "' (tessel supports nearest and linear)";
+    if (mode && mode->s() != "nearest" && mode->s() != "linear" && mode->s() != "bilinear" &&
+        mode->s() != "cubic")
+      return "Resize mode '" + mode->s() + "' (tessel supports nearest, linear and cubic)";
   }
   if (n.op_type() == "BatchNormalization") {
     const auto* training = attr("training_mode");

@@ -13,7 +13,7 @@
 //
 // A case is skipped, not failed, when it needs what tessel does not claim to support: an op
 // outside OpRegistry::global() (Constant is handled by the importer), an op of another
-// domain, an opset outside onnx::kMinOpset..kMaxOpset (7..22), an element type tessel lacks,
+// domain, an opset outside onnx::kMinOpset..kMaxOpset (1..22), an element type tessel lacks,
 // or sequence/optional/map types. Everything else must pass.
 #pragma once
 
@@ -50,7 +50,7 @@ std::vector<TestCase> discover_cases(const std::filesystem::path& root,
                                      const std::vector<std::string>& suites);
 
 struct Skip {
-  std::string reason;  // "opset 6 (tessel supports 7 to 22)", "unsupported ops If, Loop"
+  std::string reason;  // "opset 23 (tessel supports 1 to 22)", "unsupported ops If, Loop"
   // What the skip counts toward in a summary: the reason, or for missing ops one entry per
   // op ("unsupported op Loop"), so that the summary says which op unlocks how many cases.
   std::vector<std::string> groups;

@@ -75,9 +75,10 @@ TEST(ConformanceSkip, SupportedModelIsNotSkipped) {
 }
 
 TEST(ConformanceSkip, Reasons) {
-  EXPECT_EQ(skip_reason(relu_model(6).model, test_registry()).value().reason,
-            "opset 6 (tessel supports 7 to 22)");
-  EXPECT_FALSE(skip_reason(relu_model(7).model, test_registry()));
+  EXPECT_EQ(skip_reason(relu_model(23).model, test_registry()).value().reason,
+            "opset 23 (tessel supports 1 to 22)");
+  EXPECT_FALSE(skip_reason(relu_model(1).model, test_registry()));
+  EXPECT_FALSE(skip_reason(relu_model(6).model, test_registry()));
   EXPECT_FALSE(skip_reason(relu_model(22).model, test_registry()));
 
   ModelBuilder op = relu_model();
@@ -139,7 +140,7 @@ TEST(ConformanceCases, PassFailSkip) {
   write_case(dir, "test_relu_ok", relu_model(), {x}, {Tensor::from_vector<float>({2}, {0, 2.5f})});
   write_case(dir, "test_relu_wrong", relu_model(), {x},
              {Tensor::from_vector<float>({2}, {0, 2.6f})});
-  write_case(dir, "test_relu_old", relu_model(6), {x}, {x});
+  write_case(dir, "test_relu_opset23", relu_model(23), {x}, {x});
   std::vector<TestCase> cases = discover_cases(dir.path(), {"node"});
   ASSERT_EQ(cases.size(), 3u);
   EXPECT_EQ(cases[0].name, "test_relu_ok");  // sorted by name
@@ -148,10 +149,10 @@ TEST(ConformanceCases, PassFailSkip) {
   CaseResult ok = run_case(cases[0], test_registry());
   EXPECT_EQ(ok.status, CaseResult::Status::kPass) << ok.reason;
   EXPECT_EQ(ok.ops, "Relu");
-  CaseResult old = run_case(cases[1], test_registry());
-  EXPECT_EQ(old.status, CaseResult::Status::kSkip);
-  EXPECT_EQ(old.reason, "opset 6 (tessel supports 7 to 22)");
-  EXPECT_EQ(old.skip_groups, (std::vector<std::string>{old.reason}));
+  CaseResult future = run_case(cases[1], test_registry());
+  EXPECT_EQ(future.status, CaseResult::Status::kSkip);
+  EXPECT_EQ(future.reason, "opset 23 (tessel supports 1 to 22)");
+  EXPECT_EQ(future.skip_groups, (std::vector<std::string>{future.reason}));
   CaseResult wrong = run_case(cases[2], test_registry());
   EXPECT_EQ(wrong.status, CaseResult::Status::kFail);
   EXPECT_HAS(wrong.reason, "test_data_set_0: output 0 'y': 1 of 2 elements differ; first at [1]");

@@ -100,10 +100,11 @@ void check_resize(const ir::TensorType& x, const Resize& r) {
   rt::synchronize();
   Tensor got(want.dtype(), want.shape());
   out_buf.download(got.raw(), got.nbytes());
-  // Nearest moves elements: exact. Linear: fp32 arithmetic against the reference's double, each
-  // rounded once to the storage type, so they may differ by an f16 ulp (2^-10 relative).
-  const bool linear = std::get<std::string>(r.attrs.at("mode")) == "linear";
-  const double tol = !linear ? 0 : x.dtype == DType::kF16 ? 2e-3 : 1e-5;
+  // Nearest moves elements: exact. Linear and cubic: fp32 arithmetic against the reference's
+  // double, each rounded once to the storage type, so they may differ by an f16 ulp (2^-10
+  // relative).
+  const bool nearest = std::get<std::string>(r.attrs.at("mode")) == "nearest";
+  const double tol = nearest ? 0 : x.dtype == DType::kF16 ? 2e-3 : 1e-5;
   EXPECT_LE(max_error(got, want), tol) << ks.source;
 }
 
@@ -152,6 +153,30 @@ TEST(ResizeGpu, OddSizes) {
   check_resize({DType::kI32, {1, 3, 5, 6}}, {modes("nearest", "asymmetric"), {1, 2, 3, 1}});
 }
 
+// Cubic (4 taps per resized dimension, nested loops): upsampling, sizes with exclude_outside
+// and another coefficient, and a resized innermost dimension.
+TEST(ResizeGpu, Cubic) {
+  check_resize({DType::kF32, {1, 5, 7, 4}}, {modes("cubic", "half_pixel"), {1, 2, 2, 1}});
+  check_resize({DType::kF16, {2, 6, 5, 8}}, {modes("cubic", "align_corners"), {1, 1.5, 2.5, 1}});
+  Resize outside{modes("cubic", "asymmetric"), {}, {1, 11, 9, 4}};
+  outside.attrs["exclude_outside"] = int64_t{1};
+  outside.attrs["cubic_coeff_a"] = -0.5;
+  check_resize({DType::kF32, {1, 4, 6, 4}}, outside);
+  check_resize({DType::kF32, {3, 5}}, {modes("cubic", "pytorch_half_pixel"), {}, {3, 12}});
+}
+
+// Opset 18's antialias: downsampling linear and cubic filters as wide as 1 / scale.
+TEST(ResizeGpu, AntialiasDownsample) {
+  Resize linear{modes("linear", "half_pixel"), {}, {1, 5, 3, 8}};
+  linear.attrs["antialias"] = int64_t{1};
+  check_resize({DType::kF16, {1, 16, 8, 8}}, linear);
+  Resize cubic{modes("cubic", "half_pixel"), {1, 0.3, 0.5, 1}};
+  cubic.attrs["antialias"] = int64_t{1};
+  check_resize({DType::kF32, {2, 20, 12, 4}}, cubic);
+  cubic.attrs["exclude_outside"] = int64_t{1};
+  check_resize({DType::kF32, {2, 20, 12, 4}}, cubic);
+}
+
 TEST(ResizeGpu, CropAndResizeExtrapolates) {
   Resize r{
       modes("linear", "tf_crop_and_resize"), {}, {1, 5, 6, 4}, {0, 0.2, 0.1, 0, 1, 1.3, 1.2, 1}};
@@ -160,7 +185,8 @@ TEST(ResizeGpu, CropAndResizeExtrapolates) {
 }
 
 // conv -> relu -> bilinear x2 upsample -> conv, in ONNX form (NCHW).
-ir::Graph upsample_net() {
+// `mode`: "linear" (bilinear) or "cubic" (bicubic).
+ir::Graph upsample_net(const std::string& mode = "linear") {
   testing::IrWriter w(21);
   w.input("x", "f32[1,24,6,5]");
   testing::conv_weight(w, "w1", 16, 24, 3);
@@ -170,7 +196,8 @@ ir::Graph upsample_net() {
   w.node("%r1 = Relu(%c1) : f32[1,16,6,5] @\"relu\"");
   w.node(
       "%up = Resize(%r1, _, %scales) {coordinate_transformation_mode = \"half_pixel\", "
-      "mode = \"linear\"} : f32[1,16,12,10] @\"upsample\"");
+      "mode = \"" +
+      mode + "\"} : f32[1,16,12,10] @\"upsample\"");
   w.node("%y = Conv(%up, %w2) {pads = [1, 1, 1, 1]} : f32[1,8,12,10] @\"conv2\"");
   return w.graph("y");
 }
@@ -178,42 +205,46 @@ ir::Graph upsample_net() {
 // No GPU needed: the network lowers and compiles for an H100, the Resize as a kernel of its own
 // between the two convs, with no layout change around it.
 TEST(ResizeLowering, UpsampleNetworkCompilesForSm90a) {
-  const compiler::CompiledPlan c =
-      compiler::compile_plan(upsample_net(), {}, device::known_device("sm_90a"));
-  const ir::Graph& out = c.graph;
-  const std::vector<int> producers = out.producers();
-  const std::vector<std::vector<int>> users = out.users();
-  int resizes = 0;
-  for (const ir::Node& n : out.nodes) {
-    if (n.op != "Resize") continue;
-    ++resizes;
-    EXPECT_EQ(out.type(n.inputs[0]).shape, (Shape{1, 6, 5, 16}));  // NHWC
-    EXPECT_EQ(out.nodes[static_cast<size_t>(producers[n.inputs[0]])].op, "tessel.Conv");
-    for (int u : users[n.outputs[0]])
-      EXPECT_EQ(out.nodes[static_cast<size_t>(u)].op, "tessel.Conv");
+  for (const char* mode : {"linear", "cubic"}) {
+    const compiler::CompiledPlan c =
+        compiler::compile_plan(upsample_net(mode), {}, device::known_device("sm_90a"));
+    const ir::Graph& out = c.graph;
+    const std::vector<int> producers = out.producers();
+    const std::vector<std::vector<int>> users = out.users();
+    int resizes = 0;
+    for (const ir::Node& n : out.nodes) {
+      if (n.op != "Resize") continue;
+      ++resizes;
+      EXPECT_EQ(out.type(n.inputs[0]).shape, (Shape{1, 6, 5, 16}));  // NHWC
+      EXPECT_EQ(out.nodes[static_cast<size_t>(producers[n.inputs[0]])].op, "tessel.Conv");
+      for (int u : users[n.outputs[0]])
+        EXPECT_EQ(out.nodes[static_cast<size_t>(u)].op, "tessel.Conv");
+    }
+    EXPECT_EQ(resizes, 1);
+    EXPECT_EQ(c.plan.launches.size(), out.nodes.size());
   }
-  EXPECT_EQ(resizes, 1);
-  EXPECT_EQ(c.plan.launches.size(), out.nodes.size());
 }
 
 // The same network through the engine against the CPU.
 TEST(ResizeGpu, UpsampleInANetwork) {
   std::string why;
   if (!rt::cuda_available(&why)) GTEST_SKIP() << "no CUDA device: " << why;
-  const ir::Graph g = upsample_net();
-  for (Precision precision : {Precision::kFp16, Precision::kFp32}) {
-    Session s = testing::compile_session(g, precision);
-    runtime::Engine& e = *s.engine();
-    std::mt19937 rng(5);
-    const Tensor input = random_tensor(g.type(g.inputs[0]), rng);
-    const Tensor want = runtime::cpu::run_graph(g, {input})[0];
-    const Tensor got = e.run({input})[0];
-    double num = 0, den = 0;
-    for (int64_t i = 0; i < want.numel(); ++i) {
-      num += (got.get_f64(i) - want.get_f64(i)) * (got.get_f64(i) - want.get_f64(i));
-      den += want.get_f64(i) * want.get_f64(i);
+  for (const char* mode : {"linear", "cubic"}) {
+    const ir::Graph g = upsample_net(mode);
+    for (Precision precision : {Precision::kFp16, Precision::kFp32}) {
+      Session s = testing::compile_session(g, precision);
+      runtime::Engine& e = *s.engine();
+      std::mt19937 rng(5);
+      const Tensor input = random_tensor(g.type(g.inputs[0]), rng);
+      const Tensor want = runtime::cpu::run_graph(g, {input})[0];
+      const Tensor got = e.run({input})[0];
+      double num = 0, den = 0;
+      for (int64_t i = 0; i < want.numel(); ++i) {
+        num += (got.get_f64(i) - want.get_f64(i)) * (got.get_f64(i) - want.get_f64(i));
+        den += want.get_f64(i) * want.get_f64(i);
+      }
+      EXPECT_LE(std::sqrt(num / den), precision == Precision::kFp16 ? 2e-2 : 1e-3) << mode;
     }
-    EXPECT_LE(std::sqrt(num / den), precision == Precision::kFp16 ? 2e-2 : 1e-3);
   }
 }
 

@@ -482,18 +482,80 @@ TEST(Resize, Opset11TakesEmptyScalesWithSizes) {
   EXPECT_EQ(values(y), (std::vector<float>{1, 1, 2, 2}));
 }
 
+// [1, 2, 4, 8] to 7 along the last axis, cubic. Expected values from ONNX 1.17's reference
+// implementation (onnx.reference, op_resize.py).
+TEST(Resize, CubicCoordinateModesAndCoefficient) {
+  const Tensor x = f32({1, 1, 1, 4}, {1, 2, 4, 8});
+  const Tensor sizes = i64s({1, 1, 1, 7});
+  struct Case {
+    ir::Attributes attrs;
+    std::vector<float> want;
+  };
+  auto cubic = [](const char* coord) -> ir::Attributes {
+    return {{"mode", std::string("cubic")}, {"coordinate_transformation_mode", std::string(coord)}};
+  };
+  ir::Attributes outside = cubic("half_pixel");
+  outside["cubic_coeff_a"] = -0.5;
+  outside["exclude_outside"] = int64_t{1};
+  const std::vector<Case> cases = {
+      {cubic("half_pixel"),
+       {0.90078354f, 1.2177478f, 1.8504009f, 2.71875f, 4.321246f, 6.7600217f, 8.396866f}},
+      {cubic("align_corners"), {1, 1.3125f, 2, 2.71875f, 4, 6.1875f, 8}},
+      {cubic("asymmetric"),
+       {1, 1.3702624f, 2.2682216f, 3.0787172f, 5.2740526f, 7.542274f, 8.4198246f}},
+      {outside, {0.92067307f, 1.2256916f, 1.8932921f, 2.8125f, 4.2425013f, 6.868149f, 8.317307f}},
+  };
+  for (size_t i = 0; i < cases.size(); ++i)
+    EXPECT_TRUE(all_close(resize(x, Tensor(), Tensor(), sizes, cases[i].attrs),
+                          f32({1, 1, 1, 7}, cases[i].want)))
+        << "case " << i;
+}
+
+// Cubic is separable: a 2-D resize is the product of the 1-D taps (ONNX's reference agrees).
+TEST(Resize, Cubic2D) {
+  Tensor y = resize(f32({1, 1, 2, 2}, {1, 2, 3, 4}), Tensor(), Tensor(), i64s({1, 1, 3, 3}),
+                    {{"mode", std::string("cubic")}});
+  EXPECT_TRUE(all_close(y, f32({1, 1, 3, 3}, {0.7395833f, 1.3263888f, 1.9131944f, 1.9131944f, 2.5f,
+                                              3.0868056f, 3.0868056f, 3.6736112f, 4.2604165f})));
+}
+
+// Opset 18's antialias widens the linear and cubic filters by 1 / scale when downsampling
+// (8 -> 3 here) and changes nothing when upsampling. From ONNX 1.17's reference.
+TEST(Resize, AntialiasDownsampling) {
+  const Tensor x = f32({1, 1, 1, 8}, {1, 2, 4, 8, 16, 8, 4, 2});
+  const Tensor sizes = i64s({1, 1, 1, 3});
+  auto aa = [](const char* mode, int64_t exclude) -> ir::Attributes {
+    return {{"mode", std::string(mode)}, {"antialias", int64_t{1}}, {"exclude_outside", exclude}};
+  };
+  EXPECT_TRUE(all_close(resize(x, Tensor(), Tensor(), sizes, aa("linear", 0)),
+                        f32({1, 1, 1, 3}, {2.4651163f, 9.571428f, 4.9302325f})));
+  EXPECT_TRUE(all_close(resize(x, Tensor(), Tensor(), sizes, aa("cubic", 0)),
+                        f32({1, 1, 1, 3}, {1.8779986f, 10.615078f, 4.9600039f})));
+  EXPECT_TRUE(all_close(resize(x, Tensor(), Tensor(), sizes, aa("cubic", 1)),
+                        f32({1, 1, 1, 3}, {1.9400847f, 10.282807f, 5.1693153f})));
+  const Tensor up = f32({1, 1, 1, 4}, {1, 2, 4, 8});
+  EXPECT_TRUE(bitwise_equal(
+      resize(up, Tensor(), Tensor(), i64s({1, 1, 1, 7}), aa("linear", 0)),
+      resize(up, Tensor(), Tensor(), i64s({1, 1, 1, 7}), {{"mode", std::string("linear")}})));
+}
+
 TEST(Resize, UnsupportedModesAreUserErrors) {
   const Tensor x = iota_f32({1, 1, 2, 2});
   const Tensor scales = f32({4}, {1, 1, 2, 2});
-  std::string cubic = user_error([&] {
-    resize(x, Tensor(), scales, Tensor(), {{"mode", std::string("cubic")}});
-  });
-  EXPECT_CONTAINS(cubic, "Resize 'node': mode 'cubic' is not supported (nearest, linear)");
+  EXPECT_CONTAINS(user_error([&] {
+                    resize(x, Tensor(), scales, Tensor(), {{"mode", std::string("area")}});
+                  }),
+                  "Resize 'node': mode 'area' is not supported (nearest, linear, cubic)");
+  // Cubic came with Resize-11.
+  EXPECT_CONTAINS(user_error([&] {
+                    run1("Resize", {x, scales}, {{"mode", std::string("cubic")}}, 10);
+                  }),
+                  "Resize 'node': mode 'cubic' is not supported (nearest, linear)");
   EXPECT_CONTAINS(user_error([&] {
                     resize(x, Tensor(), scales, Tensor(),
-                           {{"mode", std::string("linear")}, {"antialias", int64_t{1}}});
+                           {{"mode", std::string("nearest")}, {"antialias", int64_t{1}}});
                   }),
-                  "antialias");
+                  "antialias applies to linear and cubic modes, not nearest");
   EXPECT_CONTAINS(user_error([&] {
                     resize(x, Tensor(), scales, i64s({1, 1, 4, 4}), {});
                   }),

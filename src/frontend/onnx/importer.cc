@@ -250,7 +250,7 @@ class GraphImporter {
     import_outputs();
     // Op forms of other opsets become the ones tessel implements (opset_conversion.h); the
     // rewrites that need types run once they are inferred.
-    convert_untyped_forms(g_, model_opset_);
+    convert_untyped_forms(g_, model_opset_, registry);
     ir::verify(g_, registry);
     ir::infer_types(g_, registry);
     if (convert_typed_forms(g_, model_opset_)) {

@@ -1,6 +1,6 @@
-// ONNX importer: reads a model (opsets 7 to 22 of the default domain) into an ir::Graph
+// ONNX importer: reads a model (opsets 1 to 22 of the default domain) into an ir::Graph
 // with ONNX semantics and static types on every value. Op forms of opsets other than 11 to 18
-// are rewritten into those tessel implements (opset_conversion.h): a model of opsets 7 to 10
+// are rewritten into those tessel implements (opset_conversion.h): a model of opsets 1 to 10
 // is imported as an opset-11 graph.
 //
 // What it accepts: tensors of tessel's dtypes only; initializers stored inline (raw_data or
@@ -8,7 +8,7 @@
 // as constant values, not nodes); nodes in any order (they are sorted topologically).
 // What it refuses, always with a UserError whose message starts with the model's path and
 // names the offending input, tensor or node: non-ONNX or truncated files, ir_version < 3,
-// opsets outside 7..22, op forms of other opsets that tessel cannot convert, ops of other
+// opsets outside 1..22, op forms of other opsets that tessel cannot convert, ops of other
 // domains or that tessel lacks, control flow (graph-valued attributes), sequence/map/optional
 // types, symbolic dims it cannot resolve, dangling values, cycles, tensors whose data does not
 // match their dims, and declared output types that contradict inference.
@@ -26,7 +26,7 @@ namespace tessel::onnx {
 
 // Opsets of the default domain that tessel imports. 22 is the newest that ONNX 1.17 knows
 // (onnx.defs.onnx_opset_version()).
-constexpr int64_t kMinOpset = 7;
+constexpr int64_t kMinOpset = 1;
 constexpr int64_t kMaxOpset = 22;
 
 struct ImportOptions {

@@ -8,76 +8,76 @@
 
 #include "core/error.h"
 #include "frontend/onnx/importer.h"
+#include "frontend/onnx/opset_rewriter.h"
+#include "ir/infer.h"
 
 namespace tessel::onnx {
-namespace {
+namespace detail {
 
-// The oldest opset whose forms tessel's ops implement; older models are rewritten to it.
-constexpr int64_t kOldestNativeOpset = 11;
+Rewriter::Rewriter(ir::Graph& g, int64_t model_opset, const ir::OpRegistry* registry)
+    : g_(g), model_opset_(model_opset), registry_(registry), typed_(g.values.size(), 0) {
+  for (const ir::Value& v : g.values) value_names_.insert(v.name);
+  for (const ir::Node& n : g.nodes) node_names_.insert(n.name);
+  for (size_t v = 0; v < g.values.size(); ++v) typed_[v] = g.values[v].is_constant();
+  for (ir::ValueId v : g.inputs) typed_[static_cast<size_t>(v)] = 1;
+}
 
-enum class Step { kUntyped, kTyped };
-
-// What a rule's rewrite works with: the graph, the model's opset, fresh names for the values
-// and nodes it adds, and the nodes it queues around the one it rewrites.
-class Rewriter {
- public:
-  Rewriter(ir::Graph& g, int64_t model_opset) : g_(g), model_opset_(model_opset) {
-    for (const ir::Value& v : g.values) value_names_.insert(v.name);
-    for (const ir::Node& n : g.nodes) node_names_.insert(n.name);
+const ir::TensorType& Rewriter::input_type(const ir::Node& n, size_t i) {
+  TESSEL_USER_CHECK(has_input(n, i)) << where(n) << ": input " << i << " is missing";
+  const auto v = static_cast<size_t>(n.inputs[i]);
+  if (v >= typed_.size() || !typed_[v]) {
+    // Infers the nodes converted so far. Rare (legacy broadcasting and the like, in models of
+    // opsets before 7), so the whole prefix is inferred again each time it has grown.
+    TESSEL_ICHECK(registry_ && inferred_nodes_ < g_.nodes.size())
+        << n.label() << ": input " << i << " is written by no node converted so far";
+    ir::infer_types(g_, *registry_);
+    typed_.resize(g_.values.size(), 0);
+    for (const ir::Node& done : g_.nodes)
+      for (ir::ValueId out : done.outputs) typed_[static_cast<size_t>(out)] = 1;
+    inferred_nodes_ = g_.nodes.size();
   }
+  TESSEL_ICHECK(v < typed_.size() && typed_[v])
+      << n.label() << ": input " << i << " has no type after inferring the nodes before it";
+  return g_.type(n.inputs[i]);
+}
 
-  ir::Graph& graph() { return g_; }
-  const ir::TensorType& type(ir::ValueId v) const { return g_.type(v); }
+std::string Rewriter::where(const ir::Node& n) const {
+  return n.label() + " (opset " + std::to_string(model_opset_) + ")";
+}
 
-  // "Pad 'p' (opset 9)": how conversion errors name a node.
-  std::string where(const ir::Node& n) const {
-    return n.label() + " (opset " + std::to_string(model_opset_) + ")";
-  }
+ir::ValueId Rewriter::constant(const ir::Node& n, const std::string& what, Tensor t) {
+  const ir::ValueId v = g_.add_constant(fresh(value_names_, n.name + "." + what), std::move(t));
+  typed_.resize(g_.values.size(), 0);
+  typed_[static_cast<size_t>(v)] = 1;
+  return v;
+}
 
-  // A new constant, named after the node: "p.pads".
-  ir::ValueId constant(const ir::Node& n, const std::string& what, Tensor t) {
-    return g_.add_constant(fresh(value_names_, n.name + "." + what), std::move(t));
-  }
-  // A new value, typed later by inference.
-  ir::ValueId value(const ir::Node& n, const std::string& what) {
-    return g_.add_value(fresh(value_names_, n.name + "." + what), ir::TensorType{});
-  }
-  // A new node named after `n`, to run before or after it.
-  void before(const ir::Node& n, ir::Node added) { before_.push_back(named(n, std::move(added))); }
-  void after(const ir::Node& n, ir::Node added) { after_.push_back(named(n, std::move(added))); }
+ir::ValueId Rewriter::value(const ir::Node& n, const std::string& what) {
+  return g_.add_value(fresh(value_names_, n.name + "." + what), ir::TensorType{});
+}
 
-  // Appends the queued nodes and `n` between them to `out`.
-  void flush(ir::Node n, std::vector<ir::Node>& out) {
-    for (ir::Node& b : before_) out.push_back(std::move(b));
-    out.push_back(std::move(n));
-    for (ir::Node& a : after_) out.push_back(std::move(a));
-    before_.clear();
-    after_.clear();
-  }
+void Rewriter::flush(ir::Node n, std::vector<ir::Node>& out) {
+  for (ir::Node& b : before_) out.push_back(std::move(b));
+  out.push_back(std::move(n));
+  for (ir::Node& a : after_) out.push_back(std::move(a));
+  before_.clear();
+  after_.clear();
+}
 
- private:
-  static std::string fresh(std::unordered_set<std::string>& used, const std::string& base) {
-    std::string name = base;
-    for (int k = 1; used.count(name); ++k) name = base + "_" + std::to_string(k);
-    used.insert(name);
-    return name;
-  }
-  // `added.name` says its role ("flatten"); the node is called "<n.name>.<role>".
-  ir::Node named(const ir::Node& n, ir::Node added) {
-    added.name = fresh(node_names_, n.name + "." + added.name);
-    return added;
-  }
+std::string Rewriter::fresh(std::unordered_set<std::string>& used, const std::string& base) {
+  std::string name = base;
+  for (int k = 1; used.count(name); ++k) name = base + "_" + std::to_string(k);
+  used.insert(name);
+  return name;
+}
 
-  ir::Graph& g_;
-  int64_t model_opset_;
-  std::unordered_set<std::string> value_names_;
-  std::unordered_set<std::string> node_names_;
-  std::vector<ir::Node> before_;
-  std::vector<ir::Node> after_;
-};
+ir::Node Rewriter::named(const ir::Node& n, ir::Node added) {
+  added.name = fresh(node_names_, n.name + "." + added.name);
+  return added;
+}
 
 ir::Node make_node(std::string op, std::string role, std::vector<ir::ValueId> inputs,
-                   std::vector<ir::ValueId> outputs, ir::Attributes attrs = {}) {
+                   std::vector<ir::ValueId> outputs, ir::Attributes attrs) {
   return ir::Node{std::move(op), std::move(role), std::move(inputs), std::move(outputs),
                   std::move(attrs)};
 }
@@ -90,6 +90,20 @@ bool has_input(const ir::Node& n, size_t i) {
   return i < n.inputs.size() && n.inputs[i] != ir::kNoValue;
 }
 
+}  // namespace detail
+
+namespace {
+
+// The oldest opset whose forms tessel's ops implement; older models are rewritten to it.
+constexpr int64_t kOldestNativeOpset = 11;
+
+enum class Step { kUntyped, kTyped };
+
+using detail::has_input;
+using detail::i64_vector;
+using detail::make_node;
+using detail::Rewriter;
+
 // A rewrite changes `n` in place (and may queue nodes around it); it returns whether it changed
 // anything, and throws a UserError for a form it cannot convert.
 using Rewrite = bool (*)(Rewriter&, ir::Node&);
@@ -99,7 +113,7 @@ using Rewrite = bool (*)(Rewriter&, ir::Node&);
 // `consumed_inputs` (opsets 1-5, an in-place hint) and `is_test` (BatchNormalization and
 // Dropout before opset 7; later opsets leave the mode to the runtime, and tessel runs
 // inference) still appear in models of opsets 7 and up from old converters. Neither changes an
-// inference result.
+// inference result. (Before opset 7, test_mode_only first refuses is_test = 0.)
 bool drop_removed_attributes(Rewriter&, ir::Node& n) {
   bool changed = n.attrs.erase("consumed_inputs") > 0;
   if (n.op == "BatchNormalization" || n.op == "Dropout") changed |= n.attrs.erase("is_test") > 0;
@@ -108,7 +122,8 @@ bool drop_removed_attributes(Rewriter&, ir::Node& n) {
 
 // Opset 6's binary ops broadcast B against A only when `broadcast` = 1, aligned at `axis` or
 // at the trailing dims. Opset 7 replaced both with numpy's rule, which includes the trailing
-// alignment; alignment at another axis means something else now.
+// alignment; alignment at another axis means something else now. (Models of opsets before 7
+// are converted by broadcast_from_axis; these attributes are leftovers in a later one.)
 bool legacy_broadcast(Rewriter& r, ir::Node& n) {
   TESSEL_USER_CHECK(!n.has_attr("axis"))
       << r.where(n) << ": attribute 'axis' (broadcasting from an axis) was removed in opset 7, "
@@ -121,6 +136,18 @@ bool legacy_broadcast(Rewriter& r, ir::Node& n) {
 bool gemm_broadcast(Rewriter&, ir::Node& n) { return n.attrs.erase("broadcast") > 0; }
 
 // ---- Opsets 7-10 -> 11 -----------------------------------------------------------------------
+
+// Dropout's mask had the data's type until opset 10 made it bool (in inference, all ones or
+// all true). tessel's Dropout gives the bool mask; a Cast gives the old one.
+bool dropout_mask_of_data_type(Rewriter& r, ir::Node& n) {
+  if (n.outputs.size() < 2) return false;
+  const DType data = r.input_type(n, 0).dtype;
+  const ir::ValueId mask = n.outputs[1];
+  n.outputs[1] = r.value(n, "bool_mask");
+  r.after(n, make_node("Cast", "mask_to_data_type", {n.outputs[1]}, {mask},
+                       {{"to", int64_t{dtype_info(data).onnx_type}}}));
+  return true;
+}
 
 // Upsample-7's scales are an attribute; Upsample-9 made them input 1.
 bool upsample_scales_to_input(Rewriter& r, ir::Node& n) {
@@ -345,23 +372,37 @@ struct Rule {
 
 // In the order they apply to a node. The changelog of every op is at
 // https://github.com/onnx/onnx/blob/main/docs/Changelog.md (and onnx.defs.get_schema(op, v)).
+// Opsets 1-6 first take the forms of opset 7 (pre7 rules), then go on with opsets 7-10's.
 const std::vector<Rule>& rules() {
   // The binary ops that had opset 6's `broadcast` and `axis`.
   static const std::vector<std::string_view> kBinaryOps = {
       "Add", "Sub", "Mul", "Div", "Pow", "And", "Or", "Xor", "Equal", "Greater", "Less"};
+  using namespace detail;  // NOLINT: the pre7 rewrites
   // clang-format off
   static const std::vector<Rule> kRules = {
-      {{}, 7, 10, Step::kUntyped, drop_removed_attributes},
+      {{"BatchNormalization", "Dropout"}, 1, 6, Step::kUntyped, test_mode_only},
+      {{}, 1, 10, Step::kUntyped, drop_removed_attributes},
+      {kBinaryOps, 1, 6, Step::kUntyped, broadcast_from_axis},
       {kBinaryOps, 7, 10, Step::kUntyped, legacy_broadcast},
-      {{"Gemm"}, 7, 10, Step::kUntyped, gemm_broadcast},
-      {{"Upsample"}, 7, 8, Step::kUntyped, upsample_scales_to_input},
-      {{"Upsample", "Resize"}, 7, 10, Step::kUntyped, upsample_to_resize},
-      {{"Resize"}, 7, 10, Step::kTyped, resize_10_rounding},
-      {{"Pad"}, 7, 10, Step::kUntyped, pad_attributes_to_inputs},
-      {{"Pad"}, 7, 10, Step::kTyped, pad_value_to_input},
-      {{"Slice"}, 7, 9, Step::kUntyped, slice_attributes_to_inputs},
-      {{"Clip"}, 7, 10, Step::kTyped, clip_bounds_to_inputs},
-      {{"BatchNormalization"}, 7, 10, Step::kUntyped, batch_norm_spatial},
+      {{"PRelu"}, 1, 6, Step::kUntyped, prelu_slope_per_channel},
+      {{"Gemm"}, 1, 10, Step::kUntyped, gemm_broadcast},
+      {{"Dropout"}, 1, 9, Step::kUntyped, dropout_mask_of_data_type},
+      {{"Concat"}, 1, 3, Step::kUntyped, concat_default_axis},
+      {{"Reshape"}, 1, 4, Step::kUntyped, reshape_shape_to_input},
+      {{"Split"}, 1, 1, Step::kUntyped, split_1_to_split_2},
+      {{"Cast"}, 1, 5, Step::kUntyped, cast_type_name_to_code},
+      {{"Tile"}, 1, 5, Step::kUntyped, tile_1_to_repeats},
+      {{"Selu"}, 1, 5, Step::kUntyped, selu_1_defaults},
+      {{"Upsample"}, 1, 6, Step::kUntyped, upsample_scale_attributes},
+      {{"Upsample"}, 1, 8, Step::kUntyped, upsample_scales_to_input},
+      {{"Upsample", "Resize"}, 1, 10, Step::kUntyped, upsample_to_resize},
+      {{"Resize"}, 1, 10, Step::kTyped, resize_10_rounding},
+      {{"Pad"}, 1, 1, Step::kUntyped, pad_paddings_to_pads},
+      {{"Pad"}, 1, 10, Step::kUntyped, pad_attributes_to_inputs},
+      {{"Pad"}, 1, 10, Step::kTyped, pad_value_to_input},
+      {{"Slice"}, 1, 9, Step::kUntyped, slice_attributes_to_inputs},
+      {{"Clip"}, 1, 10, Step::kTyped, clip_bounds_to_inputs},
+      {{"BatchNormalization"}, 1, 10, Step::kUntyped, batch_norm_spatial},
       {{"QuantizeLinear"}, 21, kMaxOpset, Step::kUntyped, quantize_output_dtype},
   };
   // clang-format on
@@ -377,17 +418,19 @@ bool applies(const Rule& rule, const ir::Node& n, int64_t model_opset, Step step
   return false;
 }
 
-bool convert(ir::Graph& g, int64_t model_opset, Step step) {
-  Rewriter r(g, model_opset);
-  std::vector<ir::Node> nodes;
-  nodes.reserve(g.nodes.size());
+// The converted nodes go back into g.nodes one by one, so that while a node is rewritten the
+// graph holds exactly the nodes before it (Rewriter::input_type infers them).
+bool convert(ir::Graph& g, int64_t model_opset, Step step, const ir::OpRegistry* registry) {
+  Rewriter r(g, model_opset, registry);
+  std::vector<ir::Node> nodes = std::move(g.nodes);
+  g.nodes.clear();
+  g.nodes.reserve(nodes.size());
   bool changed = false;
-  for (ir::Node& n : g.nodes) {
+  for (ir::Node& n : nodes) {
     for (const Rule& rule : rules())
       if (applies(rule, n, model_opset, step)) changed |= rule.rewrite(r, n);
-    r.flush(std::move(n), nodes);
+    r.flush(std::move(n), g.nodes);
   }
-  g.nodes = std::move(nodes);
   return changed;
 }
 
@@ -397,12 +440,12 @@ int64_t converted_opset(int64_t model_opset) {
   return model_opset < kOldestNativeOpset ? kOldestNativeOpset : model_opset;
 }
 
-void convert_untyped_forms(ir::Graph& g, int64_t model_opset) {
-  convert(g, model_opset, Step::kUntyped);
+void convert_untyped_forms(ir::Graph& g, int64_t model_opset, const ir::OpRegistry& registry) {
+  convert(g, model_opset, Step::kUntyped, &registry);
 }
 
 bool convert_typed_forms(ir::Graph& g, int64_t model_opset) {
-  return convert(g, model_opset, Step::kTyped);
+  return convert(g, model_opset, Step::kTyped, nullptr);
 }
 
 }  // namespace tessel::onnx

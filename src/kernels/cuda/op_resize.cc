@@ -1,25 +1,32 @@
-// Resize (and Upsample) on the GPU, modes nearest and linear, any rank (NHWC after
-// convert-layout: scales [1, sh, sw, 1]). Shapes, scales and sizes are compile-time constants,
-// so the coordinate mapping is not re-derived in CUDA: the emitter asks the CPU reference for
-// its per-dimension taps (ops/resize.h) and writes them into the kernel as tables, one per
-// resized dimension. The GPU therefore reads exactly the input elements the reference reads,
-// with its weights rounded once to fp32, for every coordinate_transformation_mode and
-// nearest_mode the reference supports; only the interpolation arithmetic differs (fp32 here,
-// double there).
+// Resize (and Upsample) on the GPU, modes nearest, linear and cubic (antialiased or not), any
+// rank (NHWC after convert-layout: scales [1, sh, sw, 1]). Shapes, scales and sizes are
+// compile-time constants, so the coordinate mapping is not re-derived in CUDA: the emitter asks
+// the CPU reference for its per-dimension taps (ops/resize.h) and writes them into the kernel as
+// tables, one per resized dimension. The GPU therefore reads exactly the input elements the
+// reference reads, with its weights rounded once to fp32, for every coordinate_transformation_mode,
+// nearest_mode, cubic_coeff_a, exclude_outside and antialias the reference supports; only the
+// interpolation arithmetic differs (fp32 here, double there).
 //
 // A dimension the Resize leaves alone (every output coordinate o reads input o with weight 1:
 // N and C of an NHWC upsample) needs no table. When the innermost one is such a dimension, an
 // item moves a fragment of V channels with 16-byte accesses; otherwise one element. Per
 // resized dimension, a table is either
-//   Gather  int kIndexD[out_d]                  one input index per coordinate (nearest, and
-//                                               linear where every coordinate is whole)
+//   Gather  int kIndexD[out_d]                     one input index per coordinate (nearest, and
+//                                                  linear where every coordinate is whole)
 //   Lerp    Lerp kLerpD[out_d] = {i0, i1, w0, w1}  two taps (linear)
-// and an output element reads the 2^(number of Lerp dimensions) corners they span. An index
-// of -1 marks a coordinate that tf_crop_and_resize extrapolates.
+//   Taps    TapsK kTapsD[out_d] = {{i..}, {w..}}   K taps, unused ones of weight 0 (cubic: 4;
+//                                                  antialias: as wide as the filter)
+// Without Taps tables an output element reads the 2^(number of Lerp dimensions) corners they
+// span, unrolled; with one, every interpolated dimension is a Taps table and the element sums
+// over their product in nested loops. An index of -1 marks a coordinate that
+// tf_crop_and_resize extrapolates.
 #include <fmt/format.h>
 
-#include "kernels/cuda/op_emit.h"
+#include <algorithm>
+#include <set>
+
 #include "core/error.h"
+#include "kernels/cuda/op_emit.h"
 #include "ops/resize.h"
 
 namespace tessel::kernels::cuda::op_detail {
@@ -30,6 +37,9 @@ constexpr int kThreads = 256;
 // The largest output extent of a resized dimension whose table is emitted (an 8K frame is
 // 7680): tables are source text, and NVRTC time grows with it.
 constexpr int64_t kMaxTableEntries = int64_t{1} << 15;
+// The most taps per output coordinate in a Taps table: a cubic antialias filter downsampling
+// by 1/16 (or linear by 1/32). Wider filters would be mostly loop overhead per element.
+constexpr size_t kMaxTaps = 64;
 
 std::vector<const Tensor*> constant_operands(const ir::Graph& g, const ir::Node& n) {
   std::vector<const Tensor*> r;
@@ -51,10 +61,22 @@ bool is_identity(const std::vector<std::vector<ops::ResizeTap>>& taps, int64_t i
   return true;
 }
 
-bool has_two_taps(const std::vector<std::vector<ops::ResizeTap>>& taps) {
-  for (const std::vector<ops::ResizeTap>& t : taps)
-    if (t.size() > 1) return true;
-  return false;
+size_t max_taps(const std::vector<std::vector<ops::ResizeTap>>& taps) {
+  size_t k = 0;
+  for (const std::vector<ops::ResizeTap>& t : taps) k = std::max(k, t.size());
+  return k;
+}
+
+const char* mode_name(ops::ResizeMode m) {
+  switch (m) {
+    case ops::ResizeMode::kNearest:
+      return "nearest";
+    case ops::ResizeMode::kLinear:
+      return "linear";
+    case ops::ResizeMode::kCubic:
+      return "cubic";
+  }
+  return "?";
 }
 
 std::vector<int64_t> contiguous_strides(const Shape& s) {
@@ -94,15 +116,22 @@ std::optional<std::string> check_resize(const ir::Graph& g, const ir::Node& n) {
   const ir::TensorType& x = g.type(n.inputs[0]);
   if (x.shape.empty() || numel(x.shape) == 0) return n.label() + ": expected a non-empty tensor";
   const ops::ResizeSampling s = sampling_of(g, n);
-  if (s.linear && !is_float(x.dtype))
-    return n.label() + ": linear Resize of " + std::string(dtype_name(x.dtype)) +
+  if (s.mode != ops::ResizeMode::kNearest && !is_float(x.dtype))
+    return n.label() + ": " + mode_name(s.mode) + " Resize of " + std::string(dtype_name(x.dtype)) +
            " has no GPU kernel (f32, f16, bf16)";
-  for (size_t d = 0; d < x.shape.size(); ++d)
-    if (!is_identity(s.taps[d], x.shape[d]) && s.out[d] > kMaxTableEntries)
+  for (size_t d = 0; d < x.shape.size(); ++d) {
+    if (is_identity(s.taps[d], x.shape[d])) continue;
+    if (s.out[d] > kMaxTableEntries)
       return fmt::format(
           "{}: output extent {} of dimension {} exceeds the {} entries of a "
           "GPU sampling table",
           n.label(), s.out[d], d, kMaxTableEntries);
+    if (max_taps(s.taps[d]) > kMaxTaps)
+      return fmt::format(
+          "{}: dimension {} reads {} input elements per output element (antialias downsampling "
+          "{} to {}); the GPU kernel reads at most {}",
+          n.label(), d, max_taps(s.taps[d]), x.shape[d], s.out[d], kMaxTaps);
+  }
   return std::nullopt;
 }
 
@@ -118,15 +147,22 @@ OpKernelSource emit_resize(const ir::Graph& g, const ir::Node& n) {
   const std::string t = type_of(xt.dtype);
   const std::vector<int64_t> in_st = contiguous_strides(in), out_st = contiguous_strides(out);
 
-  enum class Kind { kIdentity, kGather, kLerp };
+  enum class Kind { kIdentity, kGather, kLerp, kTaps };
   std::vector<Kind> kind(rank);
-  bool extrapolates = false;
+  std::vector<size_t> width(rank);  // taps per coordinate, of a Taps table
+  bool extrapolates = false, any_taps = false;
   for (int d = 0; d < rank; ++d) {
+    width[d] = max_taps(s.taps[d]);
     kind[d] = is_identity(s.taps[d], in[d]) ? Kind::kIdentity
-              : has_two_taps(s.taps[d])     ? Kind::kLerp
+              : width[d] > 2                ? Kind::kTaps
+              : width[d] == 2               ? Kind::kLerp
                                             : Kind::kGather;
+    any_taps |= kind[d] == Kind::kTaps;
     for (const std::vector<ops::ResizeTap>& tap : s.taps[d]) extrapolates |= tap.empty();
   }
+  // One way of summing per kernel: with a Taps table, Lerp dimensions become 2-tap tables.
+  for (int d = 0; d < rank; ++d)
+    if (any_taps && kind[d] == Kind::kLerp) kind[d] = Kind::kTaps;
   // Fragments of V along an unresized innermost dimension: 16 bytes where its extent allows.
   int vec = 1;
   if (kind[rank - 1] == Kind::kIdentity) {
@@ -134,11 +170,17 @@ OpKernelSource emit_resize(const ir::Graph& g, const ir::Node& n) {
     while (vec > 1 && in[rank - 1] % vec != 0) vec /= 2;
   }
 
-  std::string problem = fmt::format("// {} ({}): {} -> {}\n", n.op, s.linear ? "linear" : "nearest",
-                                    xt.str(), g.type(n.outputs[0]).str());
+  std::string problem = fmt::format("// {} ({}): {} -> {}\n", n.op, mode_name(s.mode), xt.str(),
+                                    g.type(n.outputs[0]).str());
   bool any_lerp = false;
-  for (int d = 0; d < rank; ++d) any_lerp |= kind[d] == Kind::kLerp;
+  std::set<size_t> tap_widths;
+  for (int d = 0; d < rank; ++d) {
+    any_lerp |= kind[d] == Kind::kLerp;
+    if (kind[d] == Kind::kTaps) tap_widths.insert(width[d]);
+  }
   if (any_lerp) problem += "struct Lerp {\n  int i0, i1;\n  float w0, w1;\n};\n";
+  for (size_t k : tap_widths)
+    problem += fmt::format("struct Taps{} {{\n  int i[{}];\n  float w[{}];\n}};\n", k, k, k);
   for (int d = 0; d < rank; ++d) {
     if (kind[d] == Kind::kGather) {
       problem += fmt::format("// dimension {}: input index of each output coordinate\n", d);
@@ -156,6 +198,22 @@ OpKernelSource emit_resize(const ir::Graph& g, const ir::Node& n) {
                 tap.size() > 1 ? tap[1] : ops::ResizeTap{tap[0].index, 0.0};
             return fmt::format("{{{}, {}, {}, {}}}", tap[0].index, second.index,
                                float_literal(tap[0].weight), float_literal(second.weight));
+          });
+    } else if (kind[d] == Kind::kTaps) {
+      problem += fmt::format(
+          "// dimension {}: the taps {{indices, weights}} of each output coordinate\n", d);
+      const size_t k = width[d];
+      problem += table(
+          fmt::format("Taps{} kTaps{}", k, d), s.taps[d], k > 4 ? 1 : 2,
+          [k](const std::vector<ops::ResizeTap>& tap) {
+            std::string idx, w;
+            for (size_t j = 0; j < k; ++j) {
+              // Unused taps read the first one's element with weight 0.
+              const bool used = j < tap.size();
+              idx += fmt::format("{}{}", j ? ", " : "", tap.empty() ? -1 : tap[used ? j : 0].index);
+              w += fmt::format("{}{}", j ? ", " : "", float_literal(used ? tap[j].weight : 0.0));
+            }
+            return fmt::format("{{{{{}}}, {{{}}}}}", idx, w);
           });
     }
   }
@@ -186,6 +244,10 @@ OpKernelSource emit_resize(const ir::Graph& g, const ir::Node& n) {
       item += fmt::format("    const Lerp t{} = kLerp{}[o{}];\n", d, d, d);
       invalid.push_back(fmt::format("t{}.i0 < 0", d));
     }
+    if (kind[d] == Kind::kTaps) {
+      item += fmt::format("    const Taps{}& t{} = kTaps{}[o{}];\n", width[d], d, d, d);
+      invalid.push_back(fmt::format("t{}.i[0] < 0", d));
+    }
   }
   item += fmt::format("    T* y = static_cast<T*>(p.out[0]) + ({});\n", sum(out_off));
   item += "    Frag<T, kVec> f;\n";
@@ -199,10 +261,33 @@ OpKernelSource emit_resize(const ir::Graph& g, const ir::Node& n) {
     item += "      f.store(y);\n      return;\n    }\n";
   }
   item += fmt::format("    const T* x = static_cast<const T*>(p.in[0]) + ({});\n", sum(base));
-  std::vector<int> lerp_dims;
-  for (int d = 0; d < rank; ++d)
+  std::vector<int> lerp_dims, tap_dims;
+  for (int d = 0; d < rank; ++d) {
     if (kind[d] == Kind::kLerp) lerp_dims.push_back(d);
-  if (lerp_dims.empty()) {
+    if (kind[d] == Kind::kTaps) tap_dims.push_back(d);
+  }
+  if (!tap_dims.empty()) {
+    // Nested loops over the taps of every Taps dimension, outermost dimension first.
+    item += "    float acc[kVec] = {};\n";
+    std::string indent = "    ", off, weight;
+    for (int d : tap_dims) {
+      item += fmt::format("{}#pragma unroll\n{}for (int a{} = 0; a{} < {}; ++a{}) {{\n", indent,
+                          indent, d, d, width[d], d);
+      indent += "  ";
+      off += " + " + term(fmt::format("i64(t{}.i[a{}])", d, d), in_st[d]);
+      weight += fmt::format("{}t{}.w[a{}]", weight.empty() ? "" : " * ", d, d);
+    }
+    item += fmt::format("{}Frag<T, kVec> s;\n{}s.load(x{});\n{}const float w = {};\n", indent,
+                        indent, off, indent, weight);
+    item += fmt::format("{}#pragma unroll\n", indent);
+    item +=
+        fmt::format("{}for (int v = 0; v < kVec; ++v) acc[v] += w * to_float(s.v[v]);\n", indent);
+    for (size_t k = 0; k < tap_dims.size(); ++k) {
+      indent.resize(indent.size() - 2);
+      item += indent + "}\n";
+    }
+    item += "#pragma unroll\n    for (int v = 0; v < kVec; ++v) f.v[v] = from_float<T>(acc[v]);\n";
+  } else if (lerp_dims.empty()) {
     // Nearest (or linear on whole coordinates only): a copy of whole elements, exact.
     item += "    f.load(x);\n";
   } else {

@@ -67,10 +67,10 @@ TEST(OnnxImportErrors, IrVersionTooOld) {
 }
 
 TEST(OnnxImportErrors, OpsetOutsideTheSupportedRange) {
-  EXPECT_EQ(import_error(relu_model(6)),
-            "bad.onnx: opset 6 is not supported (tessel supports opsets 7 to 22)");
+  EXPECT_EQ(import_error(relu_model(0)),
+            "bad.onnx: opset 0 is not supported (tessel supports opsets 1 to 22)");
   EXPECT_EQ(import_error(relu_model(23)),
-            "bad.onnx: opset 23 is not supported (tessel supports opsets 7 to 22)");
+            "bad.onnx: opset 23 is not supported (tessel supports opsets 1 to 22)");
 }
 
 TEST(OnnxImportErrors, NoDefaultDomainOpset) {

@@ -10,7 +10,7 @@
 #include <cmath>
 
 #include "frontend/onnx/model_builder.h"
-#include "ir/equal.h"
+#include "frontend/onnx/opset_conversion_util.h"
 #include "ir/printer.h"
 #include "runtime/cpu/executor.h"
 
@@ -19,81 +19,6 @@ namespace {
 
 using ::onnx::AttributeProto;
 using ::onnx::NodeProto;
-
-void set_int(NodeProto* n, const char* name, int64_t v) {
-  add_attr(n, name, AttributeProto::INT)->set_i(v);
-}
-void set_float(NodeProto* n, const char* name, float v) {
-  add_attr(n, name, AttributeProto::FLOAT)->set_f(v);
-}
-void set_string(NodeProto* n, const char* name, const std::string& v) {
-  add_attr(n, name, AttributeProto::STRING)->set_s(v);
-}
-void set_ints(NodeProto* n, const char* name, const std::vector<int64_t>& v) {
-  auto* a = add_attr(n, name, AttributeProto::INTS);
-  for (int64_t x : v) a->add_ints(x);
-}
-void set_floats(NodeProto* n, const char* name, const std::vector<float>& v) {
-  auto* a = add_attr(n, name, AttributeProto::FLOATS);
-  for (float x : v) a->add_floats(x);
-}
-void initializer_i64(ModelBuilder& m, const std::string& name, const std::vector<int64_t>& v) {
-  TensorProto* t = m.initializer(name, TensorProto::INT64, {static_cast<int64_t>(v.size())});
-  for (int64_t x : v) t->add_int64_data(x);
-}
-// A scalar initializer of the given type holding `v`.
-void initializer_scalar(ModelBuilder& m, const std::string& name, int elem_type, double v) {
-  TensorProto* t = m.initializer(name, elem_type, {});
-  if (elem_type == TensorProto::DOUBLE)
-    t->add_double_data(v);
-  else if (elem_type == TensorProto::FLOAT)
-    t->add_float_data(static_cast<float>(v));
-  else
-    t->add_int32_data(static_cast<int32_t>(v));  // 8-bit types live in int32_data
-}
-// Resize-11's roi input, unused outside tf_crop_and_resize: empty.
-void empty_roi(ModelBuilder& m) { m.initializer("roi", TensorProto::FLOAT, {0}); }
-
-Tensor iota_f32(Shape shape, float start = 1) {
-  Tensor t(DType::kF32, shape);
-  for (int64_t i = 0; i < t.numel(); ++i) t.set_f64(i, start + static_cast<float>(i));
-  return t;
-}
-
-// Imports with tessel's own ops.
-ir::Graph import(const ModelBuilder& m) { return import_model_bytes(m.bytes(), "m.onnx", ""); }
-
-std::string import_error(const ModelBuilder& m) {
-  return user_error_of([&] { import(m); });
-}
-
-// `old_form` imports as the same graph as `new_form`, the model written in the form it converts
-// to, and both compute the same outputs from `inputs`. Returns those outputs.
-std::vector<Tensor> expect_converts_to(const ModelBuilder& old_form, const ModelBuilder& new_form,
-                                       const std::vector<Tensor>& inputs) {
-  const ir::Graph a = import(old_form);
-  const ir::Graph b = import(new_form);
-  EXPECT_EQ(ir::structural_diff(a, b), "") << "converted:\n"
-                                           << ir::print_graph(a) << "expected:\n"
-                                           << ir::print_graph(b);
-  std::vector<Tensor> ya = runtime::cpu::run_graph(a, inputs);
-  std::vector<Tensor> yb = runtime::cpu::run_graph(b, inputs);
-  EXPECT_EQ(ya.size(), yb.size());
-  for (size_t i = 0; i < ya.size() && i < yb.size(); ++i)
-    EXPECT_TRUE(bitwise_equal(ya[i], yb[i])) << "output " << i;
-  return ya;
-}
-
-const ir::Node& only_node(const ir::Graph& g, const std::string& op) {
-  const ir::Node* found = nullptr;
-  for (const ir::Node& n : g.nodes) {
-    if (n.op != op) continue;
-    EXPECT_EQ(found, nullptr) << "more than one " << op;
-    found = &n;
-  }
-  EXPECT_NE(found, nullptr) << "no " << op;
-  return found ? *found : g.nodes.at(0);
-}
 
 TEST(OpsetConversion, ConvertedOpset) {
   EXPECT_EQ(converted_opset(7), 11);
@@ -545,6 +470,25 @@ TEST(OpsetConversion, RemovedBroadcastAttributesAreDropped) {
   // a @ b^T = [[-2, 4], [-2, 13]] for a = 1..6, plus c twice.
   std::vector<Tensor> y = expect_converts_to(old_form, new_form, {iota_f32({2, 3})});
   EXPECT_EQ(y[0].to_f32_vector(), (std::vector<float>{18, 44, 18, 53}));
+}
+
+// Dropout-7's mask has the data's type; in inference it is all ones.
+TEST(OpsetConversion, Dropout7MaskHasTheDataType) {
+  ModelBuilder old_form(7);
+  old_form.input("x", TensorProto::FLOAT, {3});
+  old_form.node("Dropout", {"x"}, {"y", "mask"}, "drop");
+  old_form.output("y");
+  old_form.output("mask", TensorProto::FLOAT, {3});
+
+  ModelBuilder new_form(11);
+  new_form.input("x", TensorProto::FLOAT, {3});
+  new_form.node("Dropout", {"x"}, {"y", "bool_mask"});
+  set_int(new_form.node("Cast", {"bool_mask"}, {"mask"}), "to", TensorProto::FLOAT);
+  new_form.output("y");
+  new_form.output("mask", TensorProto::FLOAT, {3});
+
+  std::vector<Tensor> y = expect_converts_to(old_form, new_form, {iota_f32({3})});
+  EXPECT_EQ(y[1].to_f32_vector(), (std::vector<float>{1, 1, 1}));
 }
 
 TEST(OpsetConversion, BroadcastFromAnAxisIsRefused) {

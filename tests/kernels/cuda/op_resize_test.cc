@@ -146,6 +146,37 @@ TEST_F(OpResizeTest, UnsupportedResizesSayWhy) {
       reason(resize({DType::kF16, {1, 2, 40000, 8}}, modes("nearest", "asymmetric"), {1, 1, 2, 1})),
       "Resize 'up': output extent 80000 of dimension 2 exceeds the 32768 entries of a GPU "
       "sampling table");
+  EXPECT_EQ(reason(resize({DType::kI32, {1, 2, 2, 4}}, modes("cubic", "half_pixel"), {1, 2, 2, 1})),
+            "Resize 'up': cubic Resize of i32 has no GPU kernel (f32, f16, bf16)");
+  // Cubic antialias downsampling 64 -> 2 reads 2 * 2 * 32 = 128 taps per output element.
+  ir::Attributes wide = modes("cubic", "half_pixel");
+  wide["antialias"] = int64_t{1};
+  EXPECT_EQ(reason(resize({DType::kF32, {1, 1, 64, 4}}, wide, {}, {1, 1, 2, 4})),
+            "Resize 'up': dimension 2 reads 128 input elements per output element (antialias "
+            "downsampling 64 to 2); the GPU kernel reads at most 64");
+}
+
+// Cubic x2, half_pixel, 3 -> 6: output 0 samples x = -0.25 = -1 + 0.75, taps -2..1 (clamped to
+// 0, 0, 0, 1) weighted by Keys' cubic (a = -0.75) at distances 1.75, 0.75, 0.25 and 1.25:
+// -0.03515625, 0.26171875, 0.87890625, -0.10546875. Both H and W are 4-tap tables summed in
+// nested loops.
+TEST_F(OpResizeTest, f32_nhwc_cubic_half_pixel_x2) {
+  emit_and_compile(
+      resize({DType::kF32, {1, 3, 3, 4}}, modes("cubic", "half_pixel"), {1, 2, 2, 1}),
+      {"struct Taps4 {\n  int i[4];\n  float w[4];\n};",
+       "kTaps1[6] = {\n    {{0, 0, 0, 1}, {-0.03515625f, 0.26171875f, 0.87890625f, -0.10546875f}},",
+       "kTaps2[6]", "for (int a1 = 0; a1 < 4; ++a1) {", "for (int a2 = 0; a2 < 4; ++a2) {",
+       "const float w = t1.w[a1] * t2.w[a2];", "static constexpr int kVec = 4;"});
+}
+
+// Antialias downsampling 8 -> 3 (scale 0.375) along W: linear reads 2 * ceil(1 / 0.375) = 6
+// taps; H grows by 2 with 2 taps, summed as a 2-tap table in the same nested loops. f16.
+TEST_F(OpResizeTest, f16_nhwc_linear_antialias_downsample) {
+  ir::Attributes a = modes("linear", "half_pixel");
+  a["antialias"] = int64_t{1};
+  emit_and_compile(resize({DType::kF16, {1, 2, 8, 8}}, a, {}, {1, 4, 3, 8}),
+                   {"struct Taps2 {", "struct Taps6 {", "kTaps1[4]", "kTaps2[3]",
+                    "for (int a2 = 0; a2 < 6; ++a2) {", "static constexpr int kVec = 8;"});
 }
 
 }  // namespace
