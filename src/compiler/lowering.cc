@@ -21,6 +21,8 @@ EpilogueOpKind gpu_kind(ops::EpilogueKind k) {
     case ops::EpilogueKind::kSigmoid: return EpilogueOpKind::kSigmoid;
     case ops::EpilogueKind::kHardSwish: return EpilogueOpKind::kHardSwish;
     case ops::EpilogueKind::kSilu: return EpilogueOpKind::kSilu;
+    case ops::EpilogueKind::kGelu: return EpilogueOpKind::kGelu;
+    case ops::EpilogueKind::kGeluTanh: return EpilogueOpKind::kGeluTanh;
     case ops::EpilogueKind::kAddResidual: return EpilogueOpKind::kResidualAdd;
   }
   TESSEL_ICHECK(false) << "unhandled epilogue kind " << static_cast<int>(k);

@@ -21,6 +21,8 @@ constexpr KindName kKinds[] = {
     {EpilogueKind::kSigmoid, "sigmoid", false, false},
     {EpilogueKind::kHardSwish, "hardswish", false, false},
     {EpilogueKind::kSilu, "silu", false, false},
+    {EpilogueKind::kGelu, "gelu", false, false},
+    {EpilogueKind::kGeluTanh, "gelu_tanh", false, false},
     {EpilogueKind::kAddResidual, "add_residual", false, false},
 };
 
@@ -139,6 +141,10 @@ double apply_epilogue_step(const EpilogueStep& step, double v, double residual) 
       return v * clamp_nan(v / 6.0 + 0.5, 0.0, 1.0);
     case EpilogueKind::kSilu:
       return v * sigmoid(v);
+    case EpilogueKind::kGelu:  // as the Gelu reference kernel: 1 + erf(z) = erfc(-z)
+      return 0.5 * v * std::erfc(-v / std::sqrt(2.0));
+    case EpilogueKind::kGeluTanh:  // 0.5 * (1 + tanh(u)) = 1 / (1 + e^-2u)
+      return v / (1.0 + std::exp(-2.0 * std::sqrt(2.0 / M_PI) * (v + 0.044715 * v * v * v)));
     case EpilogueKind::kAddResidual:
       return v + residual;
   }

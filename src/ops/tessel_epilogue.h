@@ -34,6 +34,8 @@ enum class EpilogueKind {
   kSigmoid,      // 1 / (1 + exp(-v))
   kHardSwish,    // v * clip(v / 6 + 0.5, 0, 1)
   kSilu,         // v * sigmoid(v)
+  kGelu,         // v * Phi(v) = 0.5 * v * (1 + erf(v / sqrt(2)))      (ONNX Gelu)
+  kGeluTanh,     // 0.5 * v * (1 + tanh(sqrt(2/pi) * (v + 0.044715 v^3)))  (approximate="tanh")
   kAddResidual,  // v + R[i], R shaped like the pre-store output
 };
 
@@ -44,7 +46,8 @@ struct EpilogueStep {
   bool operator==(const EpilogueStep&) const = default;
 };
 
-// "relu", "leaky_relu", "clip", "sigmoid", "hardswish", "silu", "add_residual".
+// "relu", "leaky_relu", "clip", "sigmoid", "hardswish", "silu", "gelu", "gelu_tanh",
+// "add_residual".
 std::string_view epilogue_name(EpilogueKind kind);
 std::optional<EpilogueKind> epilogue_kind(std::string_view name);
 

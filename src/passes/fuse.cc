@@ -2,6 +2,7 @@
 // (ops/tessel_epilogue.h): a tessel.Conv or tessel.Gemm absorbs the chain of ops that reads its
 // output, one op at a time, while each intermediate value has exactly one reader:
 //   Relu, LeakyRelu, Sigmoid, HardSwish       -> relu, leaky_relu(alpha), sigmoid, hardswish
+//   Gelu (approximate none / tanh)             -> gelu, gelu_tanh
 //   Clip with constant (or absent) bounds     -> clip(min, max); an absent bound is the fp32
 //                                                range, as in the Clip reference kernel
 //   Mul(v, Sigmoid(v))                         -> silu (v read by exactly those two)
@@ -33,6 +34,10 @@
 // r may be computed anywhere before the Add -- even after the conv -- and no node moves
 // except the contraction, later, past nodes that do not read its chain. Topological order,
 // and the position of every surviving value's producer, are preserved.
+//
+// First, per-element work behind a channel-keeping Reshape moves before it, and a per-channel
+// constant Mul folds into the weights (Sinker, below), so ConvNeXt's Linear -> GELU and
+// Linear -> layer scale -> residual fuse as above.
 //
 // Injective chains that no contraction absorbs (a Relu after a pool, a residual Add of two
 // pool outputs, the edge Cast + Transpose + Pad before ResNet's stem) stay ONNX ops in place:
@@ -117,6 +122,12 @@ class Fuser {
     if (n.op == "Relu") return EpilogueStep{EpilogueKind::kRelu};
     if (n.op == "Sigmoid") return EpilogueStep{EpilogueKind::kSigmoid};
     if (n.op == "HardSwish") return EpilogueStep{EpilogueKind::kHardSwish};
+    if (n.op == "Gelu") {
+      const std::string approximate = n.get_string("approximate", "none");
+      if (approximate == "none") return EpilogueStep{EpilogueKind::kGelu};
+      if (approximate == "tanh") return EpilogueStep{EpilogueKind::kGeluTanh};
+      return std::nullopt;  // the op's own check reports it
+    }
     if (n.op == "LeakyRelu")
       return EpilogueStep{EpilogueKind::kLeakyRelu, n.get_float("alpha", 0.01)};
     if (n.op != "Clip") return std::nullopt;
@@ -361,8 +372,193 @@ class StemFolder {
   std::vector<char> erased_;
 };
 
+// Before the Fuser (see the top of the file): per-element work that a Reshape keeping the
+// channel (last) dim separates from its contraction -- a Linear on a 4-D tensor is
+// Reshape(flatten) -> tessel.Gemm -> Reshape(unflatten), so ConvNeXt's GELU, layer scale and
+// residual add follow an unflatten -- moves before that Reshape, where it acts on the same
+// elements in the same channels:
+//   contraction -> Reshape -> Gelu (any activation)  =>  contraction -> Gelu -> Reshape
+//   contraction -> Reshape -> Mul(., c[C])           =>  contraction -> Mul(., c[C]) -> Reshape
+//   contraction -> Reshape -> Add(., r)              =>  contraction -> Add(., Reshape(r)) -> Reshape
+// (the residual's Reshape is a view, no copy). And a Mul by a per-output-channel constant
+// right after a contraction with constant weights and nothing fused yet folds into them:
+// (x W + b) * c = x (W c) + b c, W's output channel n scaled by c[n] (rounded once to W's
+// dtype, as fold-batch-norm does), so the layer scale costs nothing.
+class Sinker {
+ public:
+  explicit Sinker(ir::Graph g) : g_(std::move(g)), names_(UniqueNames::of_nodes(g_)) {}
+
+  ir::Graph run() {
+    for (bool changed = true; changed;) {
+      changed = false;
+      uses_ = use_counts(g_);
+      users_ = g_.users();
+      for (size_t i = 0; i < g_.nodes.size() && !changed; ++i) {
+        const std::string& op = g_.nodes[i].op;
+        if (op != "tessel.Conv" && op != "tessel.Gemm") continue;
+        const int u = sole_user(g_.nodes[i].outputs[0]);
+        if (u < 0) continue;
+        changed = fold_scale(i, static_cast<size_t>(u)) || sink(static_cast<size_t>(u));
+      }
+    }
+    g_.compact();
+    return std::move(g_);
+  }
+
+ private:
+  int sole_user(ValueId v) const {
+    const std::vector<int>& u = users_[static_cast<size_t>(v)];
+    return uses_[static_cast<size_t>(v)] == 1 && u.size() == 1 ? u[0] : -1;
+  }
+
+  // c: a constant of `channels` elements along the last dim only ([C] or [1, ..., 1, C]).
+  const Tensor* channel_constant(ValueId c, int64_t channels) const {
+    const Tensor* t = c == kNoValue ? nullptr : g_.value(c).data.get();
+    if (!t || t->numel() != channels || t->shape().empty() || t->shape().back() != channels)
+      return nullptr;
+    return t;
+  }
+
+  // The per-channel constant of Mul(v, c) / Mul(c, v), whose output keeps v's type.
+  const Tensor* scale_of(const ir::Node& mul, ValueId v) const {
+    if (mul.op != "Mul" || mul.inputs.size() != 2 || mul.outputs.size() != 1) return nullptr;
+    if (!(g_.type(mul.outputs[0]) == g_.type(v))) return nullptr;
+    const ValueId c = mul.inputs[0] == v ? mul.inputs[1] : mul.inputs[0];
+    return c == v ? nullptr : channel_constant(c, g_.type(v).shape.back());
+  }
+
+  // contraction -> Mul(., c[C]): c folded into the weights and bias.
+  bool fold_scale(size_t i, size_t m) {
+    ir::Node& p = g_.nodes[i];
+    const ValueId v = p.outputs[0];
+    const Tensor* c = scale_of(g_.nodes[m], v);
+    if (!c || !ops::read_epilogue(p).empty() || ops::read_out_dtype(p) || p.inputs.size() < 2 ||
+        !g_.value(p.inputs[1]).is_constant())
+      return false;
+    const bool conv = p.op == "tessel.Conv";
+    if (conv && ops::read_store(p).kind != StoreKind::kNhwc) return false;
+    const bool has_bias = p.inputs.size() > 2 && p.inputs[2] != kNoValue;
+    if (has_bias && !g_.value(p.inputs[2]).is_constant()) return false;
+    const int64_t channels = c->numel();
+    // Weights: OHWI (conv) or [N, K] (Gemm, trans_b) with the channel outermost, or [K, N].
+    const Tensor& w = *g_.value(p.inputs[1]).data;
+    const bool channel_inner = !conv && p.get_int("trans_b", 1) == 0;
+    const int64_t per_channel = w.numel() / channels;
+    if (w.numel() % channels != 0) return false;
+    Tensor scaled(w.dtype(), w.shape());
+    for (int64_t e = 0; e < w.numel(); ++e) {
+      const int64_t n = channel_inner ? e % channels : e / per_channel;
+      scaled.set_f64(e, w.get_f64(e) * c->get_f64(n));
+    }
+    p.inputs[1] = g_.add_constant(g_.unique_value_name(g_.value(p.inputs[1]).name + ".scaled"),
+                                  std::move(scaled));
+    if (has_bias) {
+      const Tensor& b = *g_.value(p.inputs[2]).data;
+      Tensor sb(b.dtype(), b.shape());
+      for (int64_t n = 0; n < b.numel(); ++n) sb.set_f64(n, b.get_f64(n) * c->get_f64(n));
+      p.inputs[2] = g_.add_constant(g_.unique_value_name(g_.value(p.inputs[2]).name + ".scaled"),
+                                    std::move(sb));
+    }
+    // The contraction writes the Mul's output (same type) in its place; the Mul goes.
+    p.outputs[0] = g_.nodes[m].outputs[0];
+    g_.nodes.erase(g_.nodes.begin() + static_cast<std::ptrdiff_t>(m));
+    return true;
+  }
+
+  // A Reshape of v that keeps its last dim.
+  bool keeps_channels(const ir::Node& r, ValueId v) const {
+    if (r.op != "Reshape" || r.inputs.empty() || r.inputs[0] != v || r.outputs.size() != 1)
+      return false;
+    const Shape &in = g_.type(v).shape, &out = g_.type(r.outputs[0]).shape;
+    return !in.empty() && !out.empty() && in.back() == out.back();
+  }
+
+  // Whether e, reading u = Reshape(v), can act on v instead: a per-element activation (other
+  // inputs constant), a per-channel constant Mul, or an Add of a non-constant of u's type.
+  bool movable(const ir::Node& e, ValueId u) const {
+    if (e.outputs.size() != 1 || e.inputs.empty()) return false;
+    static const char* kActivations[] = {"Relu", "Sigmoid", "HardSwish", "LeakyRelu", "Clip", "Gelu"};
+    for (const char* a : kActivations) {
+      if (e.op != a || e.inputs[0] != u) continue;
+      for (size_t k = 1; k < e.inputs.size(); ++k)
+        if (e.inputs[k] != kNoValue && !g_.value(e.inputs[k]).is_constant()) return false;
+      return true;
+    }
+    if (scale_of(e, u)) return true;
+    if (e.op != "Add" || e.inputs.size() != 2 || e.inputs[0] == e.inputs[1]) return false;
+    const ValueId r = e.inputs[0] == u ? e.inputs[1] : e.inputs[0];
+    return !g_.value(r).is_constant() && g_.type(r) == g_.type(u) &&
+           g_.type(e.outputs[0]) == g_.type(u);
+  }
+
+  // contraction -> Reshape (node `ri`) -> e: e moves before the Reshape.
+  bool sink(size_t ri) {
+    const ir::Node r = g_.nodes[ri];
+    const ValueId v = r.inputs.empty() ? kNoValue : r.inputs[0];
+    if (v == kNoValue || !keeps_channels(r, v)) return false;
+    const ValueId u = r.outputs[0];
+    const int ei = sole_user(u);
+    if (ei < 0 || !movable(g_.nodes[ei], u)) return false;
+    ir::Node e = g_.nodes[ei];
+    const Shape shape = g_.type(v).shape;  // a copy: adding values may move g_.values
+    std::vector<ir::Node> inserted;
+    for (ValueId& in : e.inputs) {
+      if (in == u) {
+        in = v;
+      } else if (in != kNoValue && g_.value(in).is_constant() && e.op == "Mul") {
+        // The per-channel constant, as [C] (it broadcasts over v's rows).
+        Tensor flat = *g_.value(in).data;
+        flat = flat.reshaped({shape.back()});
+        in = g_.add_constant(g_.unique_value_name(g_.value(in).name + ".channels"), std::move(flat));
+      } else if (in != kNoValue && !g_.value(in).is_constant() && e.op == "Add") {
+        // The residual, viewed in v's shape.
+        std::vector<int64_t> dims(shape.begin(), shape.end());
+        const ValueId target = g_.add_constant(g_.unique_value_name(g_.value(in).name + ".shape"),
+                                               Tensor::from_vector<int64_t>({int64_t(dims.size())}, dims));
+        const ValueId viewed = g_.add_value(g_.unique_value_name(g_.value(in).name + ".rows"),
+                                            {g_.type(in).dtype, shape});
+        ir::Node view;
+        view.op = "Reshape";
+        view.name = names_.fresh(e.name + ".residual_rows");
+        view.inputs = {in, target};
+        view.outputs = {viewed};
+        inserted.push_back(std::move(view));
+        in = viewed;
+      }
+    }
+    const ValueId out = e.outputs[0];
+    const ValueId moved = g_.add_value(g_.unique_value_name(g_.value(out).name + ".rows"),
+                                       {g_.type(out).dtype, shape});
+    e.outputs[0] = moved;
+    ir::Node reshape = r;  // keeps its name: the old Reshape goes
+    reshape.inputs[0] = moved;
+    reshape.outputs[0] = out;
+    inserted.push_back(std::move(e));
+    inserted.push_back(std::move(reshape));
+    // At e's place (every operand exists by then); the old Reshape goes.
+    std::vector<ir::Node> nodes;
+    for (size_t k = 0; k < g_.nodes.size(); ++k) {
+      if (k == ri) continue;
+      if (k == static_cast<size_t>(ei)) {
+        for (ir::Node& n : inserted) nodes.push_back(std::move(n));
+      } else {
+        nodes.push_back(std::move(g_.nodes[k]));
+      }
+    }
+    g_.nodes = std::move(nodes);
+    return true;
+  }
+
+  ir::Graph g_;
+  UniqueNames names_;
+  std::vector<int> uses_;
+  std::vector<std::vector<int>> users_;
+};
+
 }  // namespace
 
-ir::Graph fuse(ir::Graph g) { return StemFolder(Fuser(std::move(g)).run()).run(); }
+ir::Graph fuse(ir::Graph g) {
+  return StemFolder(Fuser(Sinker(std::move(g)).run()).run()).run();
+}
 
 }  // namespace tessel::passes

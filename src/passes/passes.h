@@ -77,8 +77,10 @@ ir::Graph choose_precision(ir::Graph g, Precision precision);
 ir::Graph widen_narrow_groups(ir::Graph g);
 
 // Fuses single-consumer chains after tessel.Conv / tessel.Gemm into their epilogue (relu,
-// leaky_relu, clip, sigmoid, hardswish, silu, residual add) and a following
-// tessel.DepthToSpace into the conv's store (fuse.cc). Other injective chains are left as ONNX
+// leaky_relu, clip, sigmoid, hardswish, silu, gelu, residual add) and a following
+// tessel.DepthToSpace into the conv's store (fuse.cc), also through a Reshape that keeps the
+// channel dim (a Linear on a 4-D tensor); a per-channel constant Mul right after a contraction
+// folds into its weights and bias. Other injective chains are left as ONNX
 // ops for the lowering to group.
 ir::Graph fuse(ir::Graph g);
 

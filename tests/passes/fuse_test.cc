@@ -165,5 +165,82 @@ TEST(Fuse, GemmTakesAnEpilogue) {
 })");
 }
 
+// A Linear on a 4-D tensor (flatten -> Gemm -> unflatten): the GELU after the unflatten
+// moves before it and fuses; the unflatten now reads the fused Gemm.
+TEST(Fuse, GeluBehindAnUnflattenFuses) {
+  testing::expect_pass_result("fuse", R"(graph @g opset 20 {
+  input %f : f32[4,3]
+  const %w : f32[2,3] = [1.0, -1.0, 0.5, 2.0, -0.5, 0.25]
+  const %b : f32[2] = [0.5, -0.5]
+  const %shape : i64[4] = [1, 2, 2, 2]
+  %c = tessel.Gemm(%f, %w, %b) : f32[4,2] @"fc"
+  %u = Reshape(%c, %shape) : f32[1,2,2,2] @"fc.unflatten"
+  %y = Gelu(%u) : f32[1,2,2,2] @"gelu"
+  output %y
+})",
+                              R"(graph @g opset 20 {
+  input %f : f32[4,3]
+  const %w : f32[2,3] = [1.0, -1.0, 0.5, 2.0, -0.5, 0.25]
+  const %b : f32[2] = [0.5, -0.5]
+  const %shape : i64[4] = [1, 2, 2, 2]
+  %c = tessel.Gemm(%f, %w, %b) {epilogue = ["gelu"], epilogue_alpha = [0.0], epilogue_beta = [0.0]} : f32[4,2] @"fc"
+  %y = Reshape(%c, %shape) : f32[1,2,2,2] @"fc.unflatten"
+  output %y
+})");
+}
+
+// ConvNeXt's tail: layer scale gamma [1, 1, 1, C] folds into the weights' output channels and
+// the bias (W row n and b[n] times gamma[n]); the residual add, read through a view of r in
+// the Gemm's rows, becomes its epilogue.
+TEST(Fuse, LayerScaleFoldsAndResidualFusesBehindAnUnflatten) {
+  testing::expect_pass_result("fuse", R"(graph @g opset 20 {
+  input %f : f32[4,3]
+  input %r : f32[1,2,2,2]
+  const %w : f32[2,3] = [1.0, -1.0, 0.5, 2.0, -0.5, 0.25]
+  const %b : f32[2] = [0.5, -0.5]
+  const %shape : i64[4] = [1, 2, 2, 2]
+  const %gamma : f32[1,1,1,2] = [0.5, 2.0]
+  %c = tessel.Gemm(%f, %w, %b) : f32[4,2] @"fc"
+  %u = Reshape(%c, %shape) : f32[1,2,2,2] @"fc.unflatten"
+  %s = Mul(%u, %gamma) : f32[1,2,2,2] @"layer_scale"
+  %y = Add(%s, %r) : f32[1,2,2,2] @"residual"
+  output %y
+})",
+                              R"(graph @g opset 20 {
+  input %f : f32[4,3]
+  input %r : f32[1,2,2,2]
+  const %w : f32[2,3] = [0.5, -0.5, 0.25, 4.0, -1.0, 0.5]
+  const %b : f32[2] = [0.25, -1.0]
+  const %shape : i64[4] = [1, 2, 2, 2]
+  const %rows : i64[2] = [4, 2]
+  %v = Reshape(%r, %rows) : f32[4,2] @"residual.residual_rows"
+  %c = tessel.Gemm(%f, %w, %b, %v) {epilogue = ["add_residual"], epilogue_alpha = [0.0], epilogue_beta = [0.0]} : f32[4,2] @"fc"
+  %y = Reshape(%c, %shape) : f32[1,2,2,2] @"fc.unflatten"
+  output %y
+})");
+}
+
+// Left alone: a Reshape that changes the channel dim, and a Mul by a constant that is not per
+// channel (it varies along a row dim).
+TEST(Fuse, ReshapesThatMoveChannelsAndNonChannelScalesStay) {
+  const std::string unchanged = R"(graph @g opset 20 {
+  input %f : f32[4,2]
+  const %w : f32[2,2] = [1.0, -1.0, 0.5, 2.0]
+  const %w2 : f32[2,2] = [0.5, 1.0, -1.0, 0.25]
+  const %to8 : i64[2] = [1, 8]
+  const %to22 : i64[4] = [1, 2, 2, 2]
+  const %k : f32[1,1,2,1] = [0.5, 2.0]
+  %c = tessel.Gemm(%f, %w) : f32[4,2] @"fc"
+  %u = Reshape(%c, %to8) : f32[1,8] @"flat"
+  %y = Relu(%u) : f32[1,8] @"relu"
+  %d = tessel.Gemm(%f, %w2) : f32[4,2] @"fc2"
+  %v = Reshape(%d, %to22) : f32[1,2,2,2] @"unflatten"
+  %z = Mul(%v, %k) : f32[1,2,2,2] @"row_scale"
+  output %y
+  output %z
+})";
+  testing::expect_pass_result("fuse", unchanged, unchanged);
+}
+
 }  // namespace
 }  // namespace tessel

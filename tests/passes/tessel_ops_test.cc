@@ -196,9 +196,9 @@ TEST(TesselConv, Errors) {
             "input_layout)");
   EXPECT_EQ(infer_error(with(base, "EPILOGUE", R"({epilogue = ["add_residual"]})")),
             "tessel.Conv 'c': epilogue step 'add_residual' needs the residual input R");
-  EXPECT_EQ(infer_error(with(base, "EPILOGUE", R"({epilogue = ["gelu"]})")),
-            "tessel.Conv 'c': unknown epilogue step 'gelu' (known: relu, leaky_relu, clip, "
-            "sigmoid, hardswish, silu, add_residual)");
+  EXPECT_EQ(infer_error(with(base, "EPILOGUE", R"({epilogue = ["swish"]})")),
+            "tessel.Conv 'c': unknown epilogue step 'swish' (known: relu, leaky_relu, clip, "
+            "sigmoid, hardswish, silu, gelu, gelu_tanh, add_residual)");
   EXPECT_EQ(infer_error(with(base, "EPILOGUE", R"({epilogue = ["clip"], epilogue_alpha = [0.0]})")),
             "tessel.Conv 'c': epilogue step 'clip' needs 'epilogue_alpha' and 'epilogue_beta'");
   EXPECT_EQ(

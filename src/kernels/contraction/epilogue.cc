@@ -35,6 +35,12 @@ std::string step_str(const EpilogueStep& s) {
     case EpilogueOpKind::kSilu:
       os << "silu";
       break;
+    case EpilogueOpKind::kGelu:
+      os << "gelu";
+      break;
+    case EpilogueOpKind::kGeluTanh:
+      os << "gelu_tanh";
+      break;
     case EpilogueOpKind::kResidualAdd:
       os << "residual_add";
       operand();

@@ -19,6 +19,8 @@ enum class EpilogueOpKind {
   kSigmoid,      // 1 / (1 + exp(-v))
   kHardSwish,    // v * clip(v / 6 + 0.5, 0, 1)
   kSilu,         // v * sigmoid(v)
+  kGelu,         // 0.5 * v * (1 + erf(v / sqrt(2)))
+  kGeluTanh,     // 0.5 * v * (1 + tanh(sqrt(2/pi) * (v + 0.044715 v^3)))
   kResidualAdd,  // v += R[store_index(m, n)]  (R has the output's layout and dtype)
 };
 

@@ -63,6 +63,10 @@ std::string epilogue_step(const EpilogueStep& st) {
       return "v = hardswish_f(v);  // hardswish";
     case EpilogueOpKind::kSilu:
       return "v = v * sigmoid_f(v);  // silu";
+    case EpilogueOpKind::kGelu:
+      return "v = gelu_f(v);  // gelu";
+    case EpilogueOpKind::kGeluTanh:
+      return "v = gelu_tanh_f(v);  // gelu (tanh)";
     case EpilogueOpKind::kResidualAdd:
       return "v += residual;  // residual add";
   }

@@ -72,6 +72,9 @@ std::string step_code(const ops::EpilogueStep& s) {
     case EpilogueKind::kSigmoid: return "v = 1.f / (1.f + expf(-v));";
     case EpilogueKind::kHardSwish: return "v = v * fminf(fmaxf(v * (1.f / 6.f) + 0.5f, 0.f), 1.f);";
     case EpilogueKind::kSilu: return "v = v / (1.f + expf(-v));";
+    case EpilogueKind::kGelu: return "v = 0.5f * v * erfcf(-0.70710678118f * v);";
+    case EpilogueKind::kGeluTanh:
+      return "v = v / (1.f + expf(-1.5957691216f * (v + 0.044715f * v * v * v)));";
     case EpilogueKind::kAddResidual: return "v += to_float(residual);";
   }
   TESSEL_ICHECK(false) << "unhandled epilogue step";

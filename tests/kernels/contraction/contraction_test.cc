@@ -125,13 +125,16 @@ TEST(EpilogueStr, StepsThenStore) {
              {EpilogueOpKind::kHardSwish},
              {EpilogueOpKind::kSilu},
              {EpilogueOpKind::kSigmoid},
+             {EpilogueOpKind::kGelu},
+             {EpilogueOpKind::kGeluTanh},
              {EpilogueOpKind::kRelu}};
   e.store.kind = StoreMap::Kind::kChannelSlice;
   e.store.channel_offset = 64;
   e.store.ld = 256;
   EXPECT_EQ(e.str(),
             "scale(#0) -> bias(#1) -> leaky_relu(0.1) -> clip(0, 6) -> residual_add(#2) -> "
-            "hardswish -> silu -> sigmoid -> relu -> store f16 channel_slice(offset=64, ld=256)");
+            "hardswish -> silu -> sigmoid -> gelu -> gelu_tanh -> relu -> store f16 "
+            "channel_slice(offset=64, ld=256)");
   Epilogue d2s;
   d2s.out_dtype = DType::kI8;
   d2s.store = {StoreMap::Kind::kDepthToSpace, 0, 0, 56, 56, 2, true};

@@ -102,6 +102,9 @@ inline double apply_step(const contraction::EpilogueStep& s, double v, int64_t c
     case K::kSigmoid: return sigmoid(v);
     case K::kHardSwish: return v * std::min(std::max(v / 6.0 + 0.5, 0.0), 1.0);
     case K::kSilu: return v * sigmoid(v);
+    case K::kGelu: return 0.5 * v * std::erfc(-v / std::sqrt(2.0));
+    case K::kGeluTanh:
+      return v / (1.0 + std::exp(-2.0 * std::sqrt(2.0 / M_PI) * (v + 0.044715 * v * v * v)));
     case K::kResidualAdd: return v + residual;
   }
   return v;

@@ -32,6 +32,12 @@ __device__ __forceinline__ float sigmoid_f(float v) { return 1.0f / (1.0f + __ex
 __device__ __forceinline__ float hardswish_f(float v) {
   return v * fminf(fmaxf(v * (1.0f / 6.0f) + 0.5f, 0.0f), 1.0f);
 }
+// GELU as the Gelu op kernel computes it: 1 + erf(z) = erfc(-z), and for the tanh form
+// 0.5 * (1 + tanh(u)) = 1 / (1 + e^-2u), so nothing cancels for negative v.
+__device__ __forceinline__ float gelu_f(float v) { return 0.5f * v * erfcf(-0.70710678118f * v); }
+__device__ __forceinline__ float gelu_tanh_f(float v) {
+  return v / (1.0f + __expf(-1.5957691216f * (v + 0.044715f * v * v * v)));
+}
 __device__ __forceinline__ float clip_f(float v, float lo, float hi) {
   return fminf(fmaxf(v, lo), hi);
 }
