@@ -201,6 +201,7 @@ class LayoutConverter {
     if (n.op == "ConvTranspose") return convert_conv_transpose(n, why);
     if (n.op == "Gemm") return convert_gemm(n);
     if (n.op == "MatMul") return convert_matmul(n);
+    if (n.op == "Transpose" && convert_transpose(n)) return true;
     // Everything else follows its activations: NHWC only if one of them already is.
     if (std::none_of(n.inputs.begin(), n.inputs.end(), [&](ValueId v) { return has_nhwc(v); }))
       return false;
@@ -226,6 +227,29 @@ class LayoutConverter {
     TESSEL_ICHECK(false) << n.label() << ": the op facts say its axes convert to NHWC, but "
                          << "convert-layout has no converter for " << n.op;
     return false;
+  }
+
+  // A model's own permute whose output, in NHWC, is a value that exists already: a Linear's
+  // channels-last result put back channels-first (ConvNeXt's permute(0, 3, 1, 2)) is its own
+  // NHWC twin. Then the output's twin aliases it and no kernel runs; whatever reads the output
+  // stays NHWC (its NCHW value is made only if something needs it). Other permutes are kept
+  // (fold-transposes composes them with the layout's).
+  bool convert_transpose(const ir::Node& n) {
+    const ValueId x = n.inputs[0], y = n.outputs[0];
+    if (n.outputs.size() != 1 || !tracked(x) || !tracked(y)) return false;
+    const std::vector<int64_t> perm = n.get_ints("perm");
+    if (perm.size() != 4) return false;
+    // y's twin is permute(y, kNchwToNhwc) = permute(source, composite), where the source is
+    // x's twin (x = permute(twin, kNhwcToNchw)) or x itself.
+    const bool from_twin = has_nhwc(x);
+    for (size_t i = 0; i < 4; ++i) {
+      const int64_t axis = perm[static_cast<size_t>(ops::kNchwToNhwc[i])];
+      const int64_t source_axis = from_twin ? ops::kNhwcToNchw[static_cast<size_t>(axis)] : axis;
+      if (source_axis != static_cast<int64_t>(i)) return false;
+    }
+    nhwc_[y] = from_twin ? nhwc_[x] : x;
+    nchw_missing_[y] = 1;
+    return true;
   }
 
   bool is_const(ValueId v) const { return v != kNoValue && g_.value(v).is_constant(); }

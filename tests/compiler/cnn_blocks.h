@@ -10,9 +10,11 @@
 namespace tessel::testing {
 
 // ConvNeXt's block (torchvision CNBlock, channels C): depthwise 7x7, permute to channels-last,
-// LayerNorm over C, Linear C -> 4C, GELU (erf), Linear 4C -> C, layer scale, permute back,
-// residual add.
-inline ir::Graph convnext_block(int64_t n = 1, int64_t c = 16, int64_t hw = 7) {
+// LayerNorm over C, Linear C -> 4C, GELU (erf), Linear 4C -> C, permute back, layer scale
+// ([C, 1, 1], as torchvision applies it to the channels-first result), residual add. With
+// `scale_channels_last`, the layer scale ([C]) comes before the permute back instead.
+inline ir::Graph convnext_block(int64_t n = 1, int64_t c = 16, int64_t hw = 7,
+                                bool scale_channels_last = false) {
   IrWriter w(11);
   const std::string nchw = "f32[" + std::to_string(n) + "," + std::to_string(c) + "," +
                            std::to_string(hw) + "," + std::to_string(hw) + "]";
@@ -29,7 +31,8 @@ inline ir::Graph convnext_block(int64_t n = 1, int64_t c = 16, int64_t hw = 7) {
   w.constant("b1", {4 * c}, -0.1, 0.1);
   w.constant("w2", {4 * c, c}, -0.15, 0.15);
   w.constant("b2", {c}, -0.1, 0.1);
-  w.constant("gamma", {c}, 0.5, 1.0);
+  if (scale_channels_last) w.constant("gamma", {c}, 0.5, 1.0);
+  else w.constant("gamma", {c, 1, 1}, 0.5, 1.0);
   w.node("%d = Conv(%x, %wd, %bd) {group = " + std::to_string(c) +
          ", pads = [3, 3, 3, 3]} : " + nchw + " @\"dwconv\"");
   w.node("%p = Transpose(%d) {perm = [0, 2, 3, 1]} : " + nhwc + " @\"permute\"");
@@ -40,8 +43,13 @@ inline ir::Graph convnext_block(int64_t n = 1, int64_t c = 16, int64_t hw = 7) {
   w.node("%g = Gelu(%a1) : " + wide + " @\"gelu\"");
   w.node("%m2 = MatMul(%g, %w2) : " + nhwc + " @\"pwconv2\"");
   w.node("%a2 = Add(%m2, %b2) : " + nhwc + " @\"pwconv2.bias\"");
-  w.node("%s = Mul(%a2, %gamma) : " + nhwc + " @\"layer_scale\"");
-  w.node("%q = Transpose(%s) {perm = [0, 3, 1, 2]} : " + nchw + " @\"permute_back\"");
+  if (scale_channels_last) {
+    w.node("%s = Mul(%a2, %gamma) : " + nhwc + " @\"layer_scale\"");
+    w.node("%q = Transpose(%s) {perm = [0, 3, 1, 2]} : " + nchw + " @\"permute_back\"");
+  } else {
+    w.node("%t = Transpose(%a2) {perm = [0, 3, 1, 2]} : " + nchw + " @\"permute_back\"");
+    w.node("%q = Mul(%gamma, %t) : " + nchw + " @\"layer_scale\"");
+  }
   w.node("%y = Add(%q, %x) : " + nchw + " @\"residual\"");
   return w.graph("y");
 }

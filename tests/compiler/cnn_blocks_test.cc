@@ -35,19 +35,27 @@ int check_every_node_runs(const ir::Graph& g) {
   return tensor_cores;
 }
 
+// Both orders of the layer scale (torchvision's, on the channels-first result, and before the
+// permute back): the model's permutes cancel against the layout's or alias their input, so
+// only the graph-edge layout changes remain; the GELU, the layer scale (folded into the second
+// Linear's weights) and the residual add are the Linear layers' epilogues.
 TEST(CnnBlocks, ConvNeXtBlockIsNhwcThroughoutWithDenseLayersOnTensorCores) {
-  const ir::Graph in = testing::convnext_block();
-  const ir::Graph g = passes::run_passes(in, passes::gpu_pipeline({}));
-  const std::map<std::string, int> ops = op_counts(g);
-  // The model's two permutes cancel against the layout's: only the graph-edge layout changes
-  // remain, folded into nothing or into the first and last convs.
-  EXPECT_LE(ops.count("Transpose") ? ops.at("Transpose") : 0, 2) << ir::print_graph(g);
-  EXPECT_EQ(ops.count("MatMul"), 0u);
-  EXPECT_EQ(ops.at("tessel.Gemm"), 2);
-  EXPECT_EQ(ops.at("LayerNormalization"), 1);
-  EXPECT_GE(check_every_node_runs(g), 2);  // the two Linear layers
-  // The same numbers on the CPU before and after the pipeline (fp16 storage: loose).
-  testing::expect_same_numerics(in, g, 2e-2, 2e-2);
+  for (bool scale_channels_last : {false, true}) {
+    SCOPED_TRACE(scale_channels_last);
+    const ir::Graph in = testing::convnext_block(1, 16, 7, scale_channels_last);
+    const ir::Graph g = passes::run_passes(in, passes::gpu_pipeline({}));
+    const std::map<std::string, int> ops = op_counts(g);
+    EXPECT_LE(ops.count("Transpose") ? ops.at("Transpose") : 0, 2) << ir::print_graph(g);
+    EXPECT_EQ(ops.count("MatMul"), 0u);
+    EXPECT_EQ(ops.count("Gelu"), 0u) << ir::print_graph(g);
+    EXPECT_EQ(ops.count("Mul"), 0u) << ir::print_graph(g);
+    EXPECT_EQ(ops.count("Add"), 0u) << ir::print_graph(g);
+    EXPECT_EQ(ops.at("tessel.Gemm"), 2);
+    EXPECT_EQ(ops.at("LayerNormalization"), 1);
+    EXPECT_GE(check_every_node_runs(g), 2);  // the two Linear layers
+    // The same numbers on the CPU before and after the pipeline (fp16 storage: loose).
+    testing::expect_same_numerics(in, g, 2e-2, 2e-2);
+  }
 }
 
 TEST(CnnBlocks, DenseNetPreActivationBatchNormHasAGpuPath) {

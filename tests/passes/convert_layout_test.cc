@@ -385,5 +385,23 @@ TEST(ConvertLayout, MatMulRankTwoAndActivationWeights) {
 })");
 }
 
+// A model's own permute back to channels-first (ConvNeXt's, after its channels-last Linear)
+// is its output's NHWC twin: no Transpose runs for it, the Relu reading it runs NHWC, and the
+// NCHW value is made once, for the graph output.
+TEST(ConvertLayout, PermuteToChannelsFirstAliasesItsInputAsTheNhwcTwin) {
+  testing::expect_pass_result("convert-layout", R"(graph @g opset 17 {
+  input %a : f32[1,2,2,4]
+  %q = Transpose(%a) {perm = [0, 3, 1, 2]} : f32[1,4,2,2] @"permute_back"
+  %r = Relu(%q) : f32[1,4,2,2] @"relu"
+  output %r
+})",
+                              R"(graph @g opset 17 {
+  input %a : f32[1,2,2,4]
+  %n = Relu(%a) : f32[1,2,2,4] @"relu"
+  %r = Transpose(%n) {perm = [0, 3, 1, 2]} : f32[1,4,2,2] @"r.to_nchw"
+  output %r
+})");
+}
+
 }  // namespace
 }  // namespace tessel
