@@ -303,7 +303,7 @@ std::optional<Schedule> packed_groups_schedule(const Contraction& c,
   if (!l) return refuse("not a grouped contraction of channels-last operands");
   if (!contraction::tensor_core_eligible(c) || device.cc_major < 8)
     return refuse("not Tensor Core eligible on this device");
-  const int cog = static_cast<int>(l->n_per_group), cig = static_cast<int>(l->ci_per_group);
+  const int cog = static_cast<int>(l->n_per_group), cig = static_cast<int>(l->ci_padded);
   if (cog % 8 != 0)
     return refuse(std::to_string(cog) + " output channels per group (the packed-groups kernel "
                   "gives each mma n8 fragment one group: a multiple of 8)");
@@ -312,21 +312,35 @@ std::optional<Schedule> packed_groups_schedule(const Contraction& c,
   for (int taps = 1; taps * cig <= std::max(128, cig) && block_k == 0; ++taps)
     if (taps * cig == 32 || (taps * cig) % 64 == 0) block_k = taps * cig;
   if (block_k == 0 || block_k > 128)
-    return refuse(std::to_string(cig) + " input channels per group: no k-tile of whole taps "
-                  "of 32 or a multiple of 64 columns up to 128");
+    return refuse(std::to_string(l->ci_per_group) + " input channels per group: no k-tile of "
+                  "whole taps of 32 or a multiple of 64 columns up to 128");
   // N tile: 64 channels of whole groups where groups are small (32 for groups of 8: measured
   // on ResNeXt-50's and RegNet-Y's 8-channel groups at batch 32, 64x32 tiles of 4 groups beat
   // 64x64 tiles of 8 by 1.2x), else one group (up to 128).
+  // As many whole groups as fit the channels, in a multiple of 16 (two n8 fragments per warp
+  // step); at least the fewest groups that make one (24 -> 48).
   const int tile_channels = cog == 8 ? 32 : 64;
-  const int groups_per_tile = cog < tile_channels && tile_channels % cog == 0 ? tile_channels / cog : 1;
+  int groups_per_tile = 0;
+  for (int g = 1; g * cog <= std::max(tile_channels, cog); ++g)
+    if ((g * cog) % 16 == 0) groups_per_tile = g;
+  for (int g = 1; groups_per_tile == 0 && g * cog <= 128; ++g)
+    if ((g * cog) % 16 == 0) groups_per_tile = g;
   const int block_n = groups_per_tile * cog;
-  if (block_n > 128)
+  if (groups_per_tile == 0 || block_n > 128)
     return refuse(std::to_string(cog) + " output channels per group (at most 128 in one tile)");
-  // Warp tiles: 16 or 32 channels wide (one or two groups of 8, one of 16, 32 ...), 4 warps.
-  const int warp_n = cog <= 16 ? 16 : block_n % 64 == 0 && block_n >= 128 ? 64 : 32;
-  if (block_n % warp_n != 0 || (warp_n % cog != 0 && cog % warp_n != 0))
-    return refuse(std::to_string(cog) + " output channels per group: no warp tile of 16, 32 or "
-                  "64 channels nests with the groups");
+  // Warp tiles: 16 channels for groups of up to 16 (one or two groups of 8), 64 for N tiles of
+  // 128, else 32 (a group of 32, half of one of 64); where that does not nest with the groups,
+  // the first of 48, 16, 32, 64 that does (two groups of 24).
+  const auto nests = [&](int wn) { return block_n % wn == 0 && (wn % cog == 0 || cog % wn == 0); };
+  int warp_n = cog <= 16 ? 16 : block_n >= 128 && block_n % 64 == 0 ? 64 : 32;
+  if (!nests(warp_n)) {
+    warp_n = 0;
+    for (int wn : {48, 16, 32, 64})
+      if (warp_n == 0 && nests(wn)) warp_n = wn;
+  }
+  if (warp_n == 0)
+    return refuse(std::to_string(cog) + " output channels per group: no warp tile of 16, 32, 48 "
+                  "or 64 channels nests with the groups");
   const int warps_n = block_n / warp_n;
   const int64_t n_tiles = (l->groups + groups_per_tile - 1) / groups_per_tile;
   const int a_cols = groups_per_tile * block_k;  // A's shared-memory row: every group's k-tile
@@ -334,32 +348,39 @@ std::optional<Schedule> packed_groups_schedule(const Contraction& c,
   // at most 16 KiB of A per stage (the layer is memory-bound and its K short: CTAs in flight
   // matter more than reuse); then the deepest pipeline, no deeper than the k-tiles, that keeps
   // two CTAs per SM.
-  std::string last;
+  std::string last = "no M tile of 128, 64 or 32 rows takes its warps";
   std::optional<Schedule> fallback;
   for (int block_m : {128, 64, 32}) {
-    int warps_m = std::max(1, 4 / warps_n);
-    while (block_m / warps_m > 64) warps_m *= 2;  // warp tiles of at most 64 rows
+    // 4 warps where the M tile has 16 rows for each (fewer for a 32-row tile of one warp
+    // column), warp tiles of at most 64 rows.
+    int warps_m = std::max(1, std::min(4 / warps_n, block_m / 16));
+    while (block_m / warps_m > 64) warps_m *= 2;
     const int warp_m = block_m / warps_m;
     if (warp_m < 16 || warp_m % 16 != 0 || warps_m * warps_n > 8) continue;
     if (block_m > 32 && block_m * a_cols * 2 > 16 * 1024) continue;
     const int64_t ctas = n_tiles * ((c.m + block_m - 1) / block_m);
     if (block_m > 32 && ctas < 2 * int64_t{device.sm_count}) continue;
-    const int64_t k_tiles = (c.k + block_k - 1) / block_k;
-    for (int stages : {4, 3, 2}) {
-      if (stages > std::max<int64_t>(2, k_tiles)) continue;
-      Schedule s = make(Instruction::kMmaSync, {block_m, block_n}, {warp_m, warp_n}, block_k,
-                        stages, 1, kDefaultRaster, c);
-      s.groups_per_tile = groups_per_tile;
-      if (std::optional<std::string> r = check_schedule(c, s)) {
-        last = *r;
-        continue;
+    const int64_t k = l->k_per_group / l->ci_per_group * l->ci_padded;  // the kernel's K
+    const int64_t k_tiles = (k + block_k - 1) / block_k;
+    // Narrower B vectors where an N tile of 48 rows does not split evenly over the threads.
+    for (int b_vec : {8, 4}) {
+      for (int stages : {4, 3, 2}) {
+        if (stages > std::max<int64_t>(2, k_tiles)) continue;
+        Schedule s = make(Instruction::kMmaSync, {block_m, block_n}, {warp_m, warp_n}, block_k,
+                          stages, 1, kDefaultRaster, c);
+        s.groups_per_tile = groups_per_tile;
+        s.b_vec = std::min(s.b_vec, b_vec);
+        if (std::optional<std::string> r = check_schedule(c, s)) {
+          last = *r;
+          continue;
+        }
+        if (!runs(c, s, device)) {
+          last = "does not fit the SM";
+          continue;
+        }
+        if (resident_ctas(device, s.threads(), 128, smem_bytes(c, s)) >= 2) return s;
+        if (!fallback) fallback = s;
       }
-      if (!runs(c, s, device)) {
-        last = "does not fit the SM";
-        continue;
-      }
-      if (resident_ctas(device, s.threads(), 128, smem_bytes(c, s)) >= 2) return s;
-      if (!fallback) fallback = s;
     }
   }
   if (fallback) return fallback;

@@ -169,7 +169,8 @@ Reason check_groups(const Contraction& c, const Schedule& s) {
   if (!l) return "packed groups need a grouped contraction (one batch dim offsetting the channels)";
   if (s.instruction != Instruction::kMmaSync) return "packed groups run on mma.sync only";
   if (s.split_k != 1) return "packed groups do not split K";
-  const int64_t cog = l->n_per_group, cig = l->ci_per_group, gt = s.groups_per_tile;
+  const int64_t cog = l->n_per_group, cig = l->ci_per_group, cip = l->ci_padded;
+  const int64_t gt = s.groups_per_tile;
   if (cog % 8 != 0)
     return fmt::format("{} output channels per group: each mma n8 fragment must hold one group's "
                        "(a multiple of 8)", cog);
@@ -178,9 +179,9 @@ Reason check_groups(const Contraction& c, const Schedule& s) {
   if (s.warp_n % cog != 0 && cog % s.warp_n != 0)
     return fmt::format("warp_n={} and {} channels per group: neither divides the other", s.warp_n,
                        cog);
-  if (s.block_k % cig != 0)
-    return fmt::format("block_k={} is no whole number of taps of {} channels per group", s.block_k,
-                       cig);
+  if (s.block_k % cip != 0)
+    return fmt::format("block_k={} is no whole number of taps of {} channels per group{}",
+                       s.block_k, cip, cip != cig ? fmt::format(" ({} padded)", cig) : "");
   if (s.a_vec > cig) return fmt::format("a_vec={} crosses groups of {} channels", s.a_vec, cig);
   return std::nullopt;
 }

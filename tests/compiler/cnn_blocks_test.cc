@@ -91,16 +91,16 @@ TEST(CnnBlocks, NarrowGroupedConvRunsOnTensorCores) {
   testing::expect_same_numerics(in, g, 2e-2, 2e-2);
 }
 
-// Groups the packed-groups kernel cannot take (24 channels each: no k-tile of whole taps that
-// swizzles) stay on the direct grouped kernel, and explain says why; depthwise convs say they
-// run the depthwise kernel.
+// Groups the packed-groups kernel cannot take (40 channels each: no warp tile nests with them)
+// stay on the direct grouped kernel, and explain says why; depthwise convs say they run the
+// depthwise kernel.
 TEST(CnnBlocks, GroupedConvSaysWhyNotOnTensorCores) {
   testing::IrWriter w(13);
-  w.input("x", "f32[1,72,8,8]");
-  testing::conv_weight(w, "wg", 72, 24, 3);
-  testing::conv_weight(w, "wd", 72, 1, 3);
-  w.node("%y = Conv(%x, %wg) {group = 3, pads = [1, 1, 1, 1]} : f32[1,72,8,8] @\"grouped\"");
-  w.node("%z = Conv(%y, %wd) {group = 72, pads = [1, 1, 1, 1]} : f32[1,72,8,8] @\"depthwise\"");
+  w.input("x", "f32[1,80,8,8]");
+  testing::conv_weight(w, "wg", 80, 40, 3);
+  testing::conv_weight(w, "wd", 80, 1, 3);
+  w.node("%y = Conv(%x, %wg) {group = 2, pads = [1, 1, 1, 1]} : f32[1,80,8,8] @\"grouped\"");
+  w.node("%z = Conv(%y, %wd) {group = 80, pads = [1, 1, 1, 1]} : f32[1,80,8,8] @\"depthwise\"");
   const ir::Graph g = passes::run_passes(w.graph("z"), passes::gpu_pipeline({}));
   std::map<std::string, std::string> summaries;
   for (const ir::Node& n : g.nodes) {
@@ -111,8 +111,8 @@ TEST(CnnBlocks, GroupedConvSaysWhyNotOnTensorCores) {
   }
   ASSERT_EQ(summaries.size(), 2u);
   EXPECT_EQ(summaries["grouped"],
-            "CUDA kernel: grouped convolution (3 groups of 24 to 24 channels): 24 input channels "
-            "per group: no k-tile of whole taps of 32 or a multiple of 64 columns up to 128; the "
+            "CUDA kernel: grouped convolution (2 groups of 40 to 40 channels): 40 output channels "
+            "per group: no warp tile of 16, 32, 48 or 64 channels nests with the groups; the "
             "direct grouped kernel runs it on CUDA cores");
   EXPECT_EQ(summaries["depthwise"],
             "CUDA kernel: depthwise convolution: the tiled depthwise kernel (memory-bound, CUDA "

@@ -1,5 +1,7 @@
 #include "kernels/contraction/grouped.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 
 namespace tessel::contraction {
@@ -27,6 +29,14 @@ bool channel_of(const Access& x, size_t d, const std::vector<IterDim>& dims, int
     if (jj != g && jj != inner && coeff(ix, jj) != 0 && dims[j].extent > 1) return false;
   }
   return true;
+}
+
+int64_t padded_channels(int64_t cig) {
+  const bool pow2 = (cig & (cig - 1)) == 0;
+  if (pow2 || cig % 64 == 0) return cig;
+  int64_t p = 1;
+  while (p < cig) p *= 2;
+  return p;
 }
 
 }  // namespace
@@ -60,6 +70,7 @@ std::optional<GroupedLayout> grouped_layout(const Contraction& c) {
   if (coeff(b.index.back(), l.ci_dim) != 1 || b.shape.back() != l.ci_per_group) return std::nullopt;
   if (a.shape.back() != l.groups * l.ci_per_group || out.shape.back() != l.groups * l.n_per_group)
     return std::nullopt;
+  l.ci_padded = padded_channels(l.ci_per_group);
   return l;
 }
 
@@ -67,6 +78,7 @@ IndexMaps grouped_dense_view(const Contraction& c, const GroupedLayout& l) {
   IndexMaps v = c.maps;
   v.dims[l.group_dim].extent = 1;
   v.dims[l.n_dim].extent = l.groups * l.n_per_group;
+  v.dims[l.ci_dim].extent = l.ci_padded;  // B's channels past cig read as zeros
   validate(v);
   return v;
 }
@@ -80,12 +92,31 @@ IndexMaps grouped_packed_a_view(const Contraction& c, const GroupedLayout& l, in
   v.dims[l.ci_dim].extent = cp;
   v.dims[l.n_dim].extent = groups_per_tile * l.n_per_group;
   v.a.index.back().coeffs[l.group_dim] = cp;
+  if (l.ci_padded != l.ci_per_group) {
+    // A as [..., groups, cig]: group g * groups_per_tile + gi, channel ci < ci_padded.
+    const int gi = static_cast<int>(v.dims.size());
+    v.dims.push_back({"gi", groups_per_tile, true});
+    for (Access* x : {&v.a, &v.b, &v.c})
+      for (AffineIndex& ix : x->index) ix.coeffs.push_back(0);
+    v.dims[l.ci_dim].extent = l.ci_padded;
+    AffineIndex group;
+    group.coeffs.assign(v.dims.size(), 0);
+    group.coeffs[l.group_dim] = groups_per_tile;
+    group.coeffs[gi] = 1;
+    AffineIndex channel;
+    channel.coeffs.assign(v.dims.size(), 0);
+    channel.coeffs[l.ci_dim] = 1;
+    v.a.index.back() = group;
+    v.a.index.push_back(channel);
+    v.a.shape.back() = l.groups;
+    v.a.shape.push_back(l.ci_per_group);
+  }
   for (Access* x : {&v.b, &v.c})
     for (AffineIndex& ix : x->index)
       if (coeff(ix, l.group_dim) != 0) ix.coeffs[l.group_dim] = groups_per_tile * l.n_per_group;
   // A's channels past the last group read zeros (the last tile may hold fewer groups). B and
   // C are never read through this view: their shapes keep its maps valid.
-  v.b.shape.back() = cp;
+  v.b.shape.back() = std::max(cp, l.ci_padded);
   v.b.shape.front() = v.c.shape.back() = tiles * groups_per_tile * l.n_per_group;
   validate(v);
   return v;

@@ -32,6 +32,12 @@ struct GroupedLayout {
   int64_t n_per_group = 1; // cog
   int64_t k_per_group = 1; // K of one group (kh * kw * cig for a convolution)
   int64_t ci_per_group = 1;  // cig
+  // cig as the kernel lays it out in shared memory: cig itself where it is a power of two or
+  // a multiple of 64, else the next power of two (RegNet's groups of 24 -> 32), so that a
+  // k-tile of whole taps is 32 or a multiple of 64 columns and spreads evenly over the
+  // loaders' threads. The views read the padding as zeros (out of bounds of the real
+  // channels), and the mma multiplies them: 33% more work for groups of 24.
+  int64_t ci_padded = 1;
 };
 
 // The grouped structure of `c`, or nothing when `c` is not a grouped contraction as above:
@@ -40,14 +46,18 @@ struct GroupedLayout {
 // K-major; C's contiguous dim is its channel.
 std::optional<GroupedLayout> grouped_layout(const Contraction& c);
 
-// The dense view (see above): g of extent 1, co of extent groups * cog. match() of it is a
-// contraction without batch, N = G*cog, K = k_per_group.
+// The dense view (see above): g of extent 1, co of extent groups * cog, ci of extent
+// ci_padded (B's channels past cig read as zeros). match() of it is a contraction without
+// batch, N = G*cog, K = k_per_group / cig * ci_padded.
 IndexMaps grouped_dense_view(const Contraction& c, const GroupedLayout& l);
 
 // The packed-A view for `groups_per_tile`: g of extent ceil(groups / groups_per_tile) moving
 // A's channel by groups_per_tile * cig, ci of extent groups_per_tile * cig, co of extent
 // groups_per_tile * cog. The last tile's channels past the last group are out of bounds (read
-// as zeros). Only its A is read (B and C are shaped to keep the maps valid).
+// as zeros). Where ci_padded > cig, A is read as [..., groups, cig] instead, with a K dim
+// `gi` (the group within the tile, A's group index g * groups_per_tile + gi) and ci of extent
+// ci_padded reading zeros past cig. Only its A is read (B and C are shaped to keep the maps
+// valid).
 IndexMaps grouped_packed_a_view(const Contraction& c, const GroupedLayout& l, int groups_per_tile);
 
 }  // namespace tessel::contraction

@@ -289,7 +289,7 @@ KernelSource emit(const Contraction& c, const Epilogue& e, const kernels::Schedu
       const std::optional<contraction::GroupedLayout> l = contraction::grouped_layout(c);
       TESSEL_ICHECK(l) << "packed groups without a grouped contraction";
       group_n = l->n_per_group;
-      group_ci = l->ci_per_group;
+      group_ci = l->ci_padded;  // shared memory's channels per group and tap
     }
     body << fmt::format("  // packed groups: whole groups per N tile, channels per group of C and of A\n"
                         "  static constexpr int kGroupsPerTile = {}, kGroupN = {}, kGroupCi = {};\n",

@@ -525,9 +525,19 @@ TEST(PackedGroups, DefaultScheduleAndRefusals) {
   const TestProblem narrow = conv_problem(conv_params(1, 56, 56, 128, 128, 3, 1, 1, 1, 32));
   EXPECT_FALSE(kernels::packed_groups_schedule(narrow.c, h100, &why));
   EXPECT_NE(why.find("4 output channels per group"), std::string::npos) << why;
-  // 24 channels per group: no k-tile of whole taps that swizzles and loads evenly.
-  const TestProblem odd = conv_problem(conv_params(1, 14, 14, 72, 72, 3, 1, 1, 1, 3));
+  // 24 channels per group: padded to 32 in shared memory, two groups per 48-wide tile.
+  const TestProblem regnet16 = conv_problem(conv_params(32, 28, 28, 120, 120, 3, 1, 1, 1, 5));
+  const std::optional<kernels::Schedule> s24 = kernels::packed_groups_schedule(regnet16.c, h100);
+  ASSERT_TRUE(s24);
+  EXPECT_EQ(s24->groups_per_tile, 2);
+  EXPECT_EQ(s24->block_n, 48);
+  EXPECT_EQ(s24->warp_n, 48);
+  EXPECT_EQ(s24->block_k, 32);
+  EXPECT_FALSE(can_implement(regnet16.c, regnet16.e, *s24));
+  // 40 channels per group: no warp tile of 16, 32, 48 or 64 channels nests with them.
+  const TestProblem odd = conv_problem(conv_params(1, 14, 14, 80, 80, 3, 1, 1, 1, 2));
   EXPECT_FALSE(kernels::packed_groups_schedule(odd.c, h100, &why));
+  EXPECT_NE(why.find("40 output channels per group"), std::string::npos) << why;
   // check_schedule: block_n must be whole groups, block_k whole taps, vectors inside a group.
   kernels::Schedule bad = *s;
   bad.block_n = 48;

@@ -252,6 +252,13 @@ inline std::vector<TestProblem> packed_group_problems() {
   // k16 step is skipped.
   add(conv_problem(conv_params(2, 6, 6, 64, 128, 1, 1, 0, 1, 4)), 64, 64, 32, 32, 32, 2, 2,
       {step(K::kHardSwish)});
+  // RegNet-Y-1.6GF's groups of 24, padded to 32 in shared memory (the view reads zeros past
+  // 24): 5 groups in tiles of 2 (48 channels, the third tile holds one), 48-wide warp tiles of
+  // two groups; batch 2, stride 2.
+  add(conv_problem(conv_params(2, 13, 11, 120, 120, 3, 2, 1, 1, 5)), 64, 48, 64, 16, 48, 3, 2,
+      {step(K::kBias), step(K::kRelu)});
+  add(conv_problem(conv_params(1, 9, 9, 72, 72, 3, 1, 1, 1, 3)), 32, 48, 64, 16, 48, 2, 2,
+      {step(K::kResidualAdd)});
   // 5 groups of 16 in tiles of 4 (the second tile holds one), 5x5 window.
   add(conv_problem(conv_params(1, 11, 13, 80, 80, 5, 1, 2, 1, 5)), 32, 64, 32, 32, 16, 3, 4,
       {step(K::kBias), step(K::kClip, 0.0f, 6.0f)});
