@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 
+#include "core/dtype.h"
 #include "core/error.h"
 #include "frontend/onnx/tensor_proto.h"
 #include "ops/quant_common.h"
@@ -83,11 +84,11 @@ TensorProto scalar_proto(const std::string& name, TensorProto::DataType type, do
   return t;
 }
 
+// x stored inline in raw_data (little-endian, as tessel's tensors are).
 TensorProto tensor_proto(const std::string& name, const Tensor& x) {
   TensorProto t;
   t.set_name(name);
-  t.set_data_type(x.dtype() == DType::kI8 ? TensorProto::INT8 : TensorProto::FLOAT);
-  TESSEL_ICHECK(x.dtype() == DType::kI8 || x.dtype() == DType::kF32) << x.type_str();
+  t.set_data_type(dtype_info(x.dtype()).onnx_type);
   for (int64_t d : x.shape()) t.add_dims(d);
   t.set_raw_data(std::string(reinterpret_cast<const char*>(x.raw()), x.nbytes()));
   return t;
@@ -185,36 +186,50 @@ std::string write_qdq_model(const std::string& model_bytes, const std::vector<Qd
                                  << "with QuantizeLinear); the model has opset " << opset;
   const bool per_tensor_weights = opset < 13;  // DequantizeLinear's `axis` came in opset 13
   GraphProto& g = *m.mutable_graph();
-  std::map<int64_t, double> chosen;
-  for (const QdqLayer& l : layers) chosen[l.node_index] = l.activation_amax;
+  // The activations to quantize and the layers whose weights are quantized.
+  std::map<std::string, double> act_amax;
+  std::map<int64_t, QuantizableLayer> chosen;
+  for (const QdqLayer& l : layers) {
+    QuantizableLayer layer;
+    TESSEL_ICHECK(as_layer(g, l.node_index, layer))
+        << what << ": node " << l.node_index << " is not quantizable";
+    TESSEL_USER_CHECK(std::isfinite(l.activation_amax))
+        << what << ": activation '" << layer.activation << "' of " << layer.name
+        << " calibrated to a non-finite range";
+    act_amax.emplace(layer.activation, l.activation_amax);
+    chosen.emplace(l.node_index, std::move(layer));
+  }
 
+  // A quantized activation is int8 for every node that reads it (as onnxruntime's quantizer
+  // and TensorRT have it: a residual Add reads the same int8 tensor as the conv beside it),
+  // so its Q/DQ pair goes before its first reader, and all readers take the DequantizeLinear.
   Names names(g);
   std::map<std::string, std::string> act_dq, weight_dq;  // float value -> its DequantizeLinear
   std::vector<NodeProto> nodes;
   std::vector<TensorProto> new_inits;
   for (int64_t i = 0; i < g.node_size(); ++i) {
     NodeProto n = g.node(static_cast<int>(i));
-    auto it = chosen.find(i);
-    if (it != chosen.end()) {
-      QuantizableLayer layer;
-      TESSEL_ICHECK(as_layer(g, i, layer)) << what << ": node " << i << " is not quantizable";
-      if (!act_dq.count(layer.activation)) {
-        const double amax = it->second;
-        TESSEL_USER_CHECK(std::isfinite(amax))
-            << what << ": activation '" << layer.activation << "' of " << layer.name
-            << " calibrated to a non-finite range";
-        const std::string& a = layer.activation;
+    for (int k = 0; k < n.input_size(); ++k) {
+      const std::string a = n.input(k);
+      auto amax = act_amax.find(a);
+      if (amax == act_amax.end()) continue;
+      if (!act_dq.count(a)) {
         const std::string scale = names.fresh(a + "_scale");
         const std::string zp = names.fresh(a + "_zero_point");
         const std::string q = names.fresh(a + "_quantized");
         const std::string dq = names.fresh(a + "_dequantized");
-        new_inits.push_back(
-            scalar_proto(scale, TensorProto::FLOAT, amax > 0 ? static_cast<float>(amax / 127.0) : 1.0));
+        new_inits.push_back(scalar_proto(scale, TensorProto::FLOAT,
+                                         amax->second > 0 ? amax->second / 127.0 : 1.0));
         new_inits.push_back(scalar_proto(zp, TensorProto::INT8, 0));
         nodes.push_back(make_node("QuantizeLinear", names.fresh(a + "_QuantizeLinear"), {a, scale, zp}, q));
         nodes.push_back(make_node("DequantizeLinear", names.fresh(a + "_DequantizeLinear"), {q, scale, zp}, dq));
         act_dq[a] = dq;
       }
+      n.set_input(k, act_dq[a]);
+    }
+    auto it = chosen.find(i);
+    if (it != chosen.end()) {
+      const QuantizableLayer& layer = it->second;
       if (!weight_dq.count(layer.weight)) {
         const std::string& w = layer.weight;
         const Tensor wf = tensor_from_proto(*find_initializer(g, w), "initializer '" + w + "'", base_dir);
@@ -236,7 +251,6 @@ std::string write_qdq_model(const std::string& model_bytes, const std::vector<Qd
         nodes.push_back(std::move(d));
         weight_dq[w] = dq;
       }
-      n.set_input(0, act_dq[layer.activation]);
       n.set_input(1, weight_dq[layer.weight]);
     }
     nodes.push_back(std::move(n));
@@ -262,6 +276,12 @@ std::string write_qdq_model(const std::string& model_bytes, const std::vector<Qd
                                [&](const ::onnx::ValueInfoProto& v) { return unused_weight(v.name()); }),
                 inputs->end());
   for (auto& t : new_inits) *g.add_initializer() = std::move(t);
+  // External data is brought inline: the model may be written to another folder than the
+  // one its data files are in.
+  for (TensorProto& t : *g.mutable_initializer()) {
+    if (t.data_location() != TensorProto::EXTERNAL) continue;
+    t = tensor_proto(t.name(), tensor_from_proto(t, "initializer '" + t.name() + "'", base_dir));
+  }
   return m.SerializeAsString();
 }
 

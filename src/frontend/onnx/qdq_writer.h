@@ -43,9 +43,10 @@ struct QdqLayer {
   double activation_amax = 0;
 };
 
-// The model rewritten with Q/DQ on the chosen layers (see above). Activations shared by
-// several chosen layers get one Q/DQ pair; a float weight also read by a layer left in float
-// stays as well. `base_dir` resolves external initializer data. Needs opset 10 (the first
+// The model rewritten with Q/DQ on the chosen layers (see above). A quantized activation
+// gets one Q/DQ pair that every node reading it takes (a residual Add beside the conv too);
+// a float weight also read by a layer left in float stays as well. `base_dir` resolves external initializer data, which the result holds
+// inline. Needs opset 10 (the first
 // with QuantizeLinear): an older model is a UserError.
 std::string write_qdq_model(const std::string& model_bytes, const std::vector<QdqLayer>& layers,
                             const std::string& what, const std::string& base_dir);
