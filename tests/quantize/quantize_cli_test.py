@@ -136,6 +136,31 @@ def main():
         if "8 sample" not in r.stdout and flags[0] == "--calib":
             check("a stacked .npy is 8 samples", False, r.stdout)
 
+    # External data and a symbolic batch: the written model, in another folder, holds its data
+    # inline and keeps the symbol.
+    ext_dir = os.path.join(work, "external")
+    os.makedirs(ext_dir)
+    m = tiny_cnns.tiny_classifier()
+    m.graph.input[0].type.tensor_type.shape.dim[0].dim_param = "N"
+    m.graph.output[0].type.tensor_type.shape.dim[0].dim_param = "N"
+    ext = os.path.join(ext_dir, "classifier.onnx")
+    onnx.save(m, ext, save_as_external_data=True, location="classifier.onnx.data",
+              size_threshold=0)
+    batch2 = os.path.join(work, "batch2")
+    os.makedirs(batch2)
+    np.save(os.path.join(batch2, "all.npy"), samples.reshape(4, 2, 3, 32, 32)[0])
+    out_ext = os.path.join(work, "classifier_from_external.onnx")
+    r = tessel(args, "quantize", ext, "--batch", "2", "--calib", batch2, "--method", "minmax",
+               "-o", out_ext)
+    ok = r.returncode == 0
+    detail = r.stderr.strip()
+    if ok:
+        x2 = np.concatenate([x, x])
+        err = rel_l2(ort_run(out_ext, x2)[:1], ort_run(out_ext, x))
+        ok = err < 1e-6 and "2 sample(s)" not in r.stdout and "1 sample(s)" in r.stdout
+        detail = f"batch-2 vs batch-1 rel L2 {err:.1e}; " + r.stdout.splitlines()[0]
+    check("external data and a symbolic batch", ok, detail)
+
     # Float fallback: a budget nothing int8 meets keeps every layer float.
     r = tessel(args, "quantize", dense, "--calib", calib, "--metric", "rel-l2",
                "--max-rel-l2", "0", "-o", out)
