@@ -5,8 +5,9 @@ onnxruntime on the same input.
 Tiny CNNs (tests/models/tiny_cnns.py: conv+relu+pool+residual add+gemm, and a MatMul dense
 layer) are quantized with onnxruntime.quantization.quantize_static in QDQ format: per-tensor
 and per-channel weights, QInt8 and QUInt8 activations, symmetric and asymmetric, at opsets 10,
-11, 13, 17 and 21. QuantizeLinear-21's output_dtype (no zero point) is written by hand, and a
-blocked DequantizeLinear (opset 21 block_size) must be refused with one line.
+11, 13, 17 and 21, and onnxruntime's com.microsoft Q/DQ ops. QuantizeLinear-21's output_dtype
+(no zero point) is written by hand. What onnxruntime runs but tessel does not (a blocked
+DequantizeLinear, 16-bit activations, 4-bit weights) must be refused with one line.
 
 onnxruntime runs with graph optimisations disabled, so that it evaluates the Q/DQ steps as
 written. Every output of these models is requantized (a Q/DQ pair at the end), so tessel must
@@ -54,6 +55,10 @@ def variants():
                     name = f"{model}_op17_{'pc' if pc else 'pt'}_{act.name}_{'sym' if sym else 'asym'}"
                     yield name, model, 17, dict(per_channel=pc, activation_type=act,
                                                 extra_options={"ActivationSymmetric": sym})
+    # onnxruntime's own com.microsoft Q/DQ ops.
+    yield ("tiny_classifier_op17_pc_QInt8_contrib", "tiny_classifier", 17,
+           dict(per_channel=True, activation_type=QuantType.QInt8,
+                extra_options={"UseQDQContribOps": True}))
     for opset in (10, 11, 13, 21):
         for pc in (False, True) if opset >= 13 else (False,):
             yield (f"tiny_classifier_op{opset}_{'pc' if pc else 'pt'}_QInt8_asym", "tiny_classifier",
@@ -161,17 +166,33 @@ def main():
         passed += ok
         failed += not ok
 
-    # Blocked quantization: onnxruntime 1.20 runs it; tessel refuses it with one line.
+    # What onnxruntime runs and tessel refuses, with one line each: blocked quantization, and
+    # 16- and 4-bit types (tessel has 8-bit integers only).
+    refused = []
     src = os.path.join(work, "tiny_classifier_op21_pc_QInt8_asym.onnx")
     path = os.path.join(work, "tiny_classifier_op21_blocked.onnx")
     onnx.save(blocked(onnx.load(src)), path)
-    r, _ = run_tessel(args.tessel, path, x, work)
-    lines = r.stderr.strip().splitlines()
-    ok = r.returncode == 2 and len(lines) == 1 and "blocked quantization" in lines[0]
-    print(f"{'ok  ' if ok else 'FAIL'} tiny_classifier_op21_blocked: refused "
-          f"(exit {r.returncode}): {r.stderr.strip()}")
-    passed += ok
-    failed += not ok
+    refused.append((path, "blocked quantization"))
+    fp32 = os.path.join(work, "tiny_classifier_op21.onnx")
+    for name, kw, message in (
+            ("QInt16", dict(activation_type=QuantType.QInt16), "element type INT16 is not supported"),
+            ("QInt4_weights", dict(activation_type=QuantType.QUInt8, weight_type=QuantType.QInt4,
+                                   per_channel=True), "element type INT4 is not supported")):
+        path = os.path.join(work, f"tiny_classifier_op21_{name}.onnx")
+        kw.setdefault("weight_type", QuantType.QInt8)
+        quantize_static(fp32, path, Reader(), quant_format=QuantFormat.QDQ, **kw)
+        refused.append((path, message))
+    for path, message in refused:
+        opts = ort.SessionOptions()
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"]).run(None, {"input": x})
+        r, _ = run_tessel(args.tessel, path, x, work)
+        lines = r.stderr.strip().splitlines()
+        ok = r.returncode == 2 and len(lines) == 1 and message in lines[0]
+        print(f"{'ok  ' if ok else 'FAIL'} {os.path.basename(path)[:-5]}: refused "
+              f"(exit {r.returncode}): {r.stderr.strip()}")
+        passed += ok
+        failed += not ok
 
     print(f"qdq models: {passed} passed, {failed} failed")
     return 0 if failed == 0 and passed > 0 else 1
