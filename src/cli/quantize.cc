@@ -26,14 +26,16 @@ using Input = std::pair<std::string, ir::TensorType>;
 std::vector<Tensor> samples_of(const std::string& file, const Input& input) {
   const ir::TensorType& want = input.second;
   Tensor t = read_npy(file);
-  if (t.dtype() != want.dtype && is_float(t.dtype()) && is_float(want.dtype)) t = t.cast(want.dtype);
+  if (t.dtype() != want.dtype && is_float(t.dtype()) && is_float(want.dtype))
+    t = t.cast(want.dtype);
   const Shape& s = t.shape();
-  const bool stacked = t.dtype() == want.dtype && !want.shape.empty() && s.size() == want.shape.size() &&
-                       want.shape[0] > 0 && s[0] % want.shape[0] == 0 && s[0] > 0 &&
+  const bool stacked = t.dtype() == want.dtype && !want.shape.empty() &&
+                       s.size() == want.shape.size() && want.shape[0] > 0 &&
+                       s[0] % want.shape[0] == 0 && s[0] > 0 &&
                        std::equal(s.begin() + 1, s.end(), want.shape.begin() + 1);
-  TESSEL_USER_CHECK(stacked)
-      << file << ": holds " << t.type_str() << ", expected " << want.str() << " (input '"
-      << input.first << "') or a stack of them along the first axis";
+  TESSEL_USER_CHECK(stacked) << file << ": holds " << t.type_str() << ", expected " << want.str()
+                             << " (input '" << input.first
+                             << "') or a stack of them along the first axis";
   std::vector<Tensor> samples;
   const size_t bytes = Tensor(want.dtype, want.shape).nbytes();
   for (int64_t k = 0; k < s[0] / want.shape[0]; ++k) {
@@ -72,11 +74,11 @@ std::vector<std::vector<Tensor>> read_calibration(const std::string& dir,
     for (const Input& in : inputs) {
       const std::string f = sub + "/" + in.first + ".npy";
       TESSEL_USER_CHECK(fs::is_regular_file(f, ec))
-          << "--calib " << dir << ": " << f << " is missing (the model has "
-          << inputs.size() << " inputs: one subfolder per sample, one <input>.npy each)";
+          << "--calib " << dir << ": " << f << " is missing (the model has " << inputs.size()
+          << " inputs: one subfolder per sample, one <input>.npy each)";
       std::vector<Tensor> one = samples_of(f, in);
-      TESSEL_USER_CHECK(one.size() == 1) << f << ": holds " << one.size()
-                                         << " samples; a subfolder is one sample";
+      TESSEL_USER_CHECK(one.size() == 1)
+          << f << ": holds " << one.size() << " samples; a subfolder is one sample";
       sample.push_back(std::move(one[0]));
     }
     samples.push_back(std::move(sample));
@@ -89,8 +91,10 @@ std::vector<std::vector<Tensor>> read_calibration(const std::string& dir,
 
 std::string drop_str(const quantize::Agreement& a, bool classifier) {
   char buf[64];
-  if (classifier) std::snprintf(buf, sizeof buf, "%6.2f%%  %8.2e", 100 * a.top1_drop, a.rel_l2);
-  else std::snprintf(buf, sizeof buf, "%8.2e", a.rel_l2);
+  if (classifier)
+    std::snprintf(buf, sizeof buf, "%6.2f%%  %8.2e", 100 * a.top1_drop, a.rel_l2);
+  else
+    std::snprintf(buf, sizeof buf, "%8.2e", a.rel_l2);
   return buf;
 }
 
@@ -193,14 +197,16 @@ Action add_quantize(CLI::App& app) {
       int8 += l.int8;
     }
     if (r.classifier) {
-      std::printf("all layers int8: top-1 agreement %.2f%%; written: %d of %zu layers int8, top-1 "
-                  "agreement %.2f%% (budget: drop <= %.2f%%), rel L2 %.2e\n",
-                  100 * (1 - r.all_int8.top1_drop), int8, r.layers.size(),
-                  100 * (1 - r.final.top1_drop), o->max_top1_drop, r.final.rel_l2);
+      std::printf(
+          "all layers int8: top-1 agreement %.2f%%; written: %d of %zu layers int8, top-1 "
+          "agreement %.2f%% (budget: drop <= %.2f%%), rel L2 %.2e\n",
+          100 * (1 - r.all_int8.top1_drop), int8, r.layers.size(), 100 * (1 - r.final.top1_drop),
+          o->max_top1_drop, r.final.rel_l2);
     } else {
-      std::printf("all layers int8: rel L2 %.2e; written: %d of %zu layers int8, rel L2 %.2e "
-                  "(budget: %.2e)\n",
-                  r.all_int8.rel_l2, int8, r.layers.size(), r.final.rel_l2, o->max_rel_l2);
+      std::printf(
+          "all layers int8: rel L2 %.2e; written: %d of %zu layers int8, rel L2 %.2e "
+          "(budget: %.2e)\n",
+          r.all_int8.rel_l2, int8, r.layers.size(), r.final.rel_l2, o->max_rel_l2);
     }
     if (!quantize::within_budget(r.final, r.classifier, q))
       std::fprintf(stderr, "warning: no layer can stay int8 within the budget\n");

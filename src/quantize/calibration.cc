@@ -17,9 +17,12 @@ std::optional<Method> method_from_name(std::string_view name) {
 
 std::string_view method_name(Method m) {
   switch (m) {
-    case Method::kMinMax: return "minmax";
-    case Method::kPercentile: return "percentile";
-    case Method::kEntropy: return "entropy";
+    case Method::kMinMax:
+      return "minmax";
+    case Method::kPercentile:
+      return "percentile";
+    case Method::kEntropy:
+      return "entropy";
   }
   return "?";
 }
@@ -27,8 +30,10 @@ std::string_view method_name(Method m) {
 void RangeObserver::observe_range(const Tensor& x) {
   for (int64_t i = 0; i < x.numel(); ++i) {
     const double v = std::abs(x.get_f64(i));
-    if (!std::isfinite(v)) finite_ = false;
-    else max_abs_ = std::max(max_abs_, v);
+    if (!std::isfinite(v))
+      finite_ = false;
+    else
+      max_abs_ = std::max(max_abs_, v);
   }
 }
 
@@ -99,15 +104,21 @@ double kl_divergence(const std::vector<double>& p, std::vector<double> q) {
 }  // namespace
 
 double entropy_threshold(const std::vector<double>& hist, double bin_width) {
-  constexpr int kLevels = 128;  // magnitudes 0..127 of symmetric int8
+  constexpr int kLevels = 128;          // magnitudes 0..127 of symmetric int8
+  constexpr double kMaxClipped = 0.01;  // the largest fraction of values a threshold may clip
   const int bins = static_cast<int>(hist.size());
   if (bins <= kLevels) return bins * bin_width;
   std::vector<double> suffix(bins + 1, 0.0);  // suffix[i] = sum of hist[i:]
   for (int b = bins - 1; b >= 0; --b) suffix[b] = suffix[b + 1] + hist[b];
+  // KL compares shapes only: on a distribution that stays away from zero (a max-pool of
+  // positive values) a sliver of the range with everything above it clipped into one bin
+  // matches best. So no threshold that clips more than kMaxClipped of the values is tried.
+  int first = kLevels;
+  while (first < bins && suffix[first] > kMaxClipped * suffix[0]) ++first;
   double best_kl = std::numeric_limits<double>::infinity();
   int best = bins;
   std::vector<double> p, q;
-  for (int i = kLevels; i <= bins; ++i) {
+  for (int i = first; i <= bins; ++i) {
     // p: the first i bins, with everything above clipped into the last one.
     p.assign(hist.begin(), hist.begin() + i);
     p[i - 1] += suffix[i];

@@ -8,6 +8,8 @@
 //               128-level quantization. Exact zeros are left out of this histogram: every
 //               T represents them exactly, and after a ReLU their spike in the first bin
 //               would outweigh everything else and pull T down to a sliver of the range.
+//               Nor may T clip more than 1% of the values: KL sees only the shape, and a
+//               distribution that stays away from zero matches best when cut to a sliver.
 #pragma once
 
 #include <cstdint>

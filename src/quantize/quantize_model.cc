@@ -86,8 +86,7 @@ Agreement compare(const std::vector<Tensor>& want, const std::vector<Tensor>& go
 }  // namespace
 
 bool within_budget(const Agreement& a, bool classifier, const Options& options) {
-  return classifier ? a.top1_drop <= options.max_top1_drop + 1e-12
-                    : a.rel_l2 <= options.max_rel_l2;
+  return classifier ? a.top1_drop <= options.max_top1_drop + 1e-12 : a.rel_l2 <= options.max_rel_l2;
 }
 
 Result quantize_model(const std::string& path, const std::vector<std::vector<Tensor>>& calibration,
@@ -125,8 +124,10 @@ Result quantize_model(const std::string& path, const std::vector<std::vector<Ten
       for (size_t k = 0; k < names.size(); ++k) {
         auto it = observers.find(names[k]);
         if (it == observers.end()) continue;
-        if (pass == 0) it->second.observe_range(outs[k]);
-        else it->second.observe_histogram(outs[k]);
+        if (pass == 0)
+          it->second.observe_range(outs[k]);
+        else
+          it->second.observe_histogram(outs[k]);
       }
       report(options, "calibrating", ++done, runs);
     }
@@ -141,9 +142,9 @@ Result quantize_model(const std::string& path, const std::vector<std::vector<Ten
   std::vector<double> amax(layers.size());
   for (size_t i = 0; i < layers.size(); ++i) {
     const RangeObserver& o = observers.at(layers[i].activation);
-    TESSEL_USER_CHECK(o.finite())
-        << path << ": activation '" << layers[i].activation << "' (input of " << layers[i].name
-        << ") is not finite on the calibration set";
+    TESSEL_USER_CHECK(o.finite()) << path << ": activation '" << layers[i].activation
+                                  << "' (input of " << layers[i].name
+                                  << ") is not finite on the calibration set";
     amax[i] = o.threshold(options.method, options.percentile);
     result.layers.push_back({.name = layers[i].name,
                              .op = layers[i].op,

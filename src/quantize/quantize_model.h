@@ -44,18 +44,18 @@ struct Agreement {
 
 struct LayerReport {
   std::string name, op;
-  double input_amax = 0;   // calibrated threshold of the activation input
-  double output_max = 0;   // largest |output| seen in calibration
-  Agreement alone;         // this layer alone in int8, everything else float
-  bool int8 = false;       // in int8 in the written model (false: kept float)
+  double input_amax = 0;  // calibrated threshold of the activation input
+  double output_max = 0;  // largest |output| seen in calibration
+  Agreement alone;        // this layer alone in int8, everything else float
+  bool int8 = false;      // in int8 in the written model (false: kept float)
 };
 
 struct Result {
   std::string model_bytes;  // the QDQ model, serialized
   bool classifier = false;
-  int64_t samples = 0;      // calibration samples (runs), each of the model's batch
-  Agreement all_int8;       // every quantizable layer in int8
-  Agreement final;          // the written model
+  int64_t samples = 0;  // calibration samples (runs), each of the model's batch
+  Agreement all_int8;   // every quantizable layer in int8
+  Agreement final;      // the written model
   std::vector<LayerReport> layers;
 };
 

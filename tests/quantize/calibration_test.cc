@@ -86,6 +86,15 @@ TEST(Calibration, entropy_is_not_pulled_down_by_the_zeros_of_a_relu) {
   EXPECT_LT(o.threshold(Method::kPercentile, 50.0), 0.001);
 }
 
+TEST(Calibration, entropy_clips_at_most_one_percent_of_a_distribution_away_from_zero) {
+  // Magnitudes in [1.8, 3.8], as after a max-pool: without the bound KL picks about 0.24.
+  std::mt19937 rng(4);
+  std::uniform_real_distribution<float> uni(1.8f, 3.8f);
+  std::vector<float> v(100000);
+  for (float& x : v) x = uni(rng);
+  EXPECT_GT(observed(f32(v)).threshold(Method::kEntropy, 0), 3.75);
+}
+
 TEST(Calibration, an_all_zero_tensor_has_threshold_zero) {
   const RangeObserver o = observed(f32({0, 0, 0}));
   for (Method m : {Method::kMinMax, Method::kPercentile, Method::kEntropy})

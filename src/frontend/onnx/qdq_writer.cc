@@ -69,9 +69,12 @@ bool as_layer(const GraphProto& g, int64_t i, QuantizableLayer& layer) {
   layer.output = n.output(0);
   // Conv's weight is (M, C/group, k...), Gemm's B is (N, K) with transB and (K, N) without,
   // MatMul's B is (K, N): the axis of the output channels.
-  if (n.op_type() == "Conv") layer.weight_axis = 0;
-  else if (n.op_type() == "Gemm") layer.weight_axis = int_attr(n, "transB", 0) ? 0 : 1;
-  else layer.weight_axis = 1;
+  if (n.op_type() == "Conv")
+    layer.weight_axis = 0;
+  else if (n.op_type() == "Gemm")
+    layer.weight_axis = int_attr(n, "transB", 0) ? 0 : 1;
+  else
+    layer.weight_axis = 1;
   return true;
 }
 
@@ -79,8 +82,10 @@ TensorProto scalar_proto(const std::string& name, TensorProto::DataType type, do
   TensorProto t;
   t.set_name(name);
   t.set_data_type(type);
-  if (type == TensorProto::FLOAT) t.add_float_data(static_cast<float>(v));
-  else t.add_int32_data(static_cast<int32_t>(v));  // INT8 elements live in int32_data
+  if (type == TensorProto::FLOAT)
+    t.add_float_data(static_cast<float>(v));
+  else
+    t.add_int32_data(static_cast<int32_t>(v));  // INT8 elements live in int32_data
   return t;
 }
 
@@ -116,7 +121,8 @@ QuantizedWeight quantize_weight(const Tensor& w, int64_t axis, bool per_tensor) 
     q.scale.set_f64(c, amax[c] > 0 ? static_cast<float>(amax[c] / 127.0) : 1.0f);
   const ops::QuantRange range{-127, 127};
   for (int64_t i = 0; i < w.numel(); ++i) {
-    const float quotient = static_cast<float>(w.get_f64(i)) / static_cast<float>(q.scale.get_f64(slot(i)));
+    const float quotient =
+        static_cast<float>(w.get_f64(i)) / static_cast<float>(q.scale.get_f64(slot(i)));
     q.values.set_i64(i, ops::quantize_value(quotient, 0, range));
   }
   return q;
@@ -168,8 +174,8 @@ std::vector<QuantizableLayer> quantizable_layers(const std::string& model_bytes,
   return layers;
 }
 
-std::string with_graph_outputs(const std::string& model_bytes, const std::vector<std::string>& names,
-                               const std::string& what) {
+std::string with_graph_outputs(const std::string& model_bytes,
+                               const std::vector<std::string>& names, const std::string& what) {
   ModelProto m = parse_model(model_bytes, what);
   std::set<std::string> present;
   for (const auto& o : m.graph().output()) present.insert(o.name());
@@ -218,11 +224,13 @@ std::string write_qdq_model(const std::string& model_bytes, const std::vector<Qd
         const std::string zp = names.fresh(a + "_zero_point");
         const std::string q = names.fresh(a + "_quantized");
         const std::string dq = names.fresh(a + "_dequantized");
-        new_inits.push_back(scalar_proto(scale, TensorProto::FLOAT,
-                                         amax->second > 0 ? amax->second / 127.0 : 1.0));
+        new_inits.push_back(
+            scalar_proto(scale, TensorProto::FLOAT, amax->second > 0 ? amax->second / 127.0 : 1.0));
         new_inits.push_back(scalar_proto(zp, TensorProto::INT8, 0));
-        nodes.push_back(make_node("QuantizeLinear", names.fresh(a + "_QuantizeLinear"), {a, scale, zp}, q));
-        nodes.push_back(make_node("DequantizeLinear", names.fresh(a + "_DequantizeLinear"), {q, scale, zp}, dq));
+        nodes.push_back(
+            make_node("QuantizeLinear", names.fresh(a + "_QuantizeLinear"), {a, scale, zp}, q));
+        nodes.push_back(make_node("DequantizeLinear", names.fresh(a + "_DequantizeLinear"),
+                                  {q, scale, zp}, dq));
         act_dq[a] = dq;
       }
       n.set_input(k, act_dq[a]);
@@ -232,7 +240,8 @@ std::string write_qdq_model(const std::string& model_bytes, const std::vector<Qd
       const QuantizableLayer& layer = it->second;
       if (!weight_dq.count(layer.weight)) {
         const std::string& w = layer.weight;
-        const Tensor wf = tensor_from_proto(*find_initializer(g, w), "initializer '" + w + "'", base_dir);
+        const Tensor wf =
+            tensor_from_proto(*find_initializer(g, w), "initializer '" + w + "'", base_dir);
         const QuantizedWeight qw = quantize_weight(wf, layer.weight_axis, per_tensor_weights);
         const std::string values = names.fresh(w + "_int8");
         const std::string scale = names.fresh(w + "_scale");
@@ -241,7 +250,8 @@ std::string write_qdq_model(const std::string& model_bytes, const std::vector<Qd
         new_inits.push_back(tensor_proto(values, qw.values));
         new_inits.push_back(tensor_proto(scale, qw.scale));
         new_inits.push_back(tensor_proto(zp, Tensor(DType::kI8, qw.scale.shape())));
-        NodeProto d = make_node("DequantizeLinear", names.fresh(w + "_DequantizeLinear"), {values, scale, zp}, dq);
+        NodeProto d = make_node("DequantizeLinear", names.fresh(w + "_DequantizeLinear"),
+                                {values, scale, zp}, dq);
         if (!per_tensor_weights) {
           auto* axis = d.add_attribute();
           axis->set_name("axis");
@@ -272,9 +282,10 @@ std::string write_qdq_model(const std::string& model_bytes, const std::vector<Qd
                               [&](const TensorProto& t) { return unused_weight(t.name()); }),
                inits->end());
   auto* inputs = g.mutable_input();
-  inputs->erase(std::remove_if(inputs->begin(), inputs->end(),
-                               [&](const ::onnx::ValueInfoProto& v) { return unused_weight(v.name()); }),
-                inputs->end());
+  inputs->erase(
+      std::remove_if(inputs->begin(), inputs->end(),
+                     [&](const ::onnx::ValueInfoProto& v) { return unused_weight(v.name()); }),
+      inputs->end());
   for (auto& t : new_inits) *g.add_initializer() = std::move(t);
   // External data is brought inline: the model may be written to another folder than the
   // one its data files are in.

@@ -33,8 +33,8 @@ std::vector<QuantizableLayer> quantizable_layers(const std::string& model_bytes,
 // The model with `names` appended to its graph outputs (untyped: the importer infers them),
 // so that a run of it returns those intermediate values too. Names already outputs are kept
 // once.
-std::string with_graph_outputs(const std::string& model_bytes, const std::vector<std::string>& names,
-                               const std::string& what);
+std::string with_graph_outputs(const std::string& model_bytes,
+                               const std::vector<std::string>& names, const std::string& what);
 
 // One layer to quantize: its index in quantizable_layers() order's node_index, and the
 // largest magnitude (the calibrated threshold) of its activation input.
@@ -45,9 +45,9 @@ struct QdqLayer {
 
 // The model rewritten with Q/DQ on the chosen layers (see above). A quantized activation
 // gets one Q/DQ pair that every node reading it takes (a residual Add beside the conv too);
-// a float weight also read by a layer left in float stays as well. `base_dir` resolves external initializer data, which the result holds
-// inline. Needs opset 10 (the first
-// with QuantizeLinear): an older model is a UserError.
+// a float weight also read by a layer left in float stays as well. `base_dir` resolves external
+// initializer data, which the result holds inline. Needs opset 10 (the first with QuantizeLinear):
+// an older model is a UserError.
 std::string write_qdq_model(const std::string& model_bytes, const std::vector<QdqLayer>& layers,
                             const std::string& what, const std::string& base_dir);
 

@@ -124,8 +124,9 @@ TEST(QdqWriter, refuses_opsets_without_quantize_linear) {
     write_qdq_model(conv_model(9).bytes(), {{0, 1.0}}, "m.onnx", "");
     FAIL() << "no error";
   } catch (const UserError& e) {
-    EXPECT_STREQ(e.what(), "m.onnx: quantizing needs opset 10 or newer (the first with "
-                           "QuantizeLinear); the model has opset 9");
+    EXPECT_STREQ(e.what(),
+                 "m.onnx: quantizing needs opset 10 or newer (the first with "
+                 "QuantizeLinear); the model has opset 9");
   }
   EXPECT_THROW(quantizable_layers("not a model", "junk"), UserError);
 }
