@@ -188,13 +188,31 @@ Result quantize_model(const std::string& path, const std::vector<std::vector<Ten
   });
   std::vector<size_t> int8 = all;
   result.final = result.all_int8;
-  for (size_t k = 0; k < order.size() && !within_budget(result.final, result.classifier, options);
-       ++k) {
-    report(options, "float fallback", static_cast<int>(k), n);
-    int8.erase(std::find(int8.begin(), int8.end(), order[k]));
+  size_t dropped = 0;
+  while (dropped < order.size() && !within_budget(result.final, result.classifier, options)) {
+    report(options, "float fallback", static_cast<int>(dropped), n);
+    int8.erase(std::find(int8.begin(), int8.end(), order[dropped++]));
     result.final = evaluate(int8, &result.model_bytes);
   }
   report(options, "float fallback", n, n);
+  // Not every layer dropped on the way needs to stay float: the metric moves in steps (one
+  // row of the calibration set), and the last one dropped may be the one that mattered. Each
+  // goes back to int8, least sensitive first, where the budget still holds with it.
+  if (dropped > 1 && within_budget(result.final, result.classifier, options)) {
+    const int tries = static_cast<int>(dropped - 1);
+    for (int k = 0; k < tries; ++k) {
+      report(options, "back to int8", k, tries);
+      std::vector<size_t> trial = int8;
+      trial.push_back(order[dropped - 2 - static_cast<size_t>(k)]);
+      std::string bytes;
+      const Agreement a = evaluate(trial, &bytes);
+      if (!within_budget(a, result.classifier, options)) continue;
+      int8 = std::move(trial);
+      result.final = a;
+      result.model_bytes = std::move(bytes);
+    }
+    report(options, "back to int8", tries, tries);
+  }
   for (size_t i : int8) result.layers[i].int8 = true;
   return result;
 }

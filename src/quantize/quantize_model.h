@@ -2,7 +2,8 @@
 // ranges on the CPU reference, quantize every Conv, Gemm and MatMul with a constant weight
 // (symmetric int8, per-tensor activations, per-output-channel weights), measure how much each
 // layer alone costs against fp32, and keep the most sensitive layers in float until the
-// whole model meets the accuracy budget. The result is a QDQ ONNX model
+// whole model meets the accuracy budget (then try each of them but the last back in int8,
+// keeping those the budget allows). The result is a QDQ ONNX model
 // (frontend/onnx/qdq_writer.h) that onnxruntime and TensorRT read as well as tessel.
 //
 // Agreement with fp32 is measured on the first graph output over the calibration set: for a
