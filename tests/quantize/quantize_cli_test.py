@@ -161,6 +161,31 @@ def main():
         detail = f"batch-2 vs batch-1 rel L2 {err:.1e}; " + r.stdout.splitlines()[0]
     check("external data and a symbolic batch", ok, detail)
 
+    # Two inputs: one subfolder per sample with <input>.npy each.
+    two = os.path.join(work, "two_inputs.onnx")
+    w = numpy_helper.from_array(rng.standard_normal((4, 3, 3, 3)).astype(np.float32), "w")
+    graph = helper.make_graph(
+        [helper.make_node("Conv", ["input", "w"], ["c"], pads=[1, 1, 1, 1]),
+         helper.make_node("Add", ["c", "bias_map"], ["y"])], "two",
+        [helper.make_tensor_value_info("input", onnx.TensorProto.FLOAT, [1, 3, 8, 8]),
+         helper.make_tensor_value_info("bias_map", onnx.TensorProto.FLOAT, [1, 4, 8, 8])],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1, 4, 8, 8])], [w])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.save(m, two)
+    per_sample = os.path.join(work, "per_sample")
+    for k in range(3):
+        d = os.path.join(per_sample, f"s{k}")
+        os.makedirs(d)
+        np.save(os.path.join(d, "input.npy"), rng.uniform(-1, 1, (1, 3, 8, 8)).astype(np.float32))
+        np.save(os.path.join(d, "bias_map.npy"), rng.uniform(-1, 1, (1, 4, 8, 8)))  # f64: converted
+    r = tessel(args, "quantize", two, "--calib", per_sample, "-o", out)
+    check("two inputs, a subfolder per sample", r.returncode == 0 and "3 sample(s)" in r.stdout,
+          r.stdout.splitlines()[0] if r.returncode == 0 else r.stderr.strip())
+    os.remove(os.path.join(per_sample, "s1", "bias_map.npy"))
+    expect_error(args, "two inputs, a file missing", [two, "--calib", per_sample, "-o", out],
+                 "s1/bias_map.npy is missing (the model has 2 inputs")
+
     # Float fallback: a budget nothing int8 meets keeps every layer float.
     r = tessel(args, "quantize", dense, "--calib", calib, "--metric", "rel-l2",
                "--max-rel-l2", "0", "-o", out)
