@@ -13,6 +13,15 @@ Tensor f32(std::vector<float> v) {
   return Tensor::from_vector<float>({n}, v);
 }
 
+// n values drawn from `dist`, seeded.
+template <typename Dist>
+std::vector<float> draw(Dist dist, size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
 RangeObserver observed(const Tensor& x) {
   RangeObserver o;
   o.observe_range(x);
@@ -53,10 +62,7 @@ TEST(Calibration, percentile_clips_a_rare_outlier) {
 }
 
 TEST(Calibration, entropy_ignores_outliers_of_a_gaussian) {
-  std::mt19937 rng(1);
-  std::normal_distribution<float> normal(0, 1);
-  std::vector<float> v(100000);
-  for (float& x : v) x = normal(rng);
+  std::vector<float> v = draw(std::normal_distribution<float>(0, 1), 100000, 1);
   v.push_back(60.0f);
   const double t = observed(f32(v)).threshold(Method::kEntropy, 0);
   EXPECT_GT(t, 2.0);
@@ -64,10 +70,7 @@ TEST(Calibration, entropy_ignores_outliers_of_a_gaussian) {
 }
 
 TEST(Calibration, entropy_keeps_the_range_of_a_uniform_distribution) {
-  std::mt19937 rng(2);
-  std::uniform_real_distribution<float> uni(-1, 1);
-  std::vector<float> v(100000);
-  for (float& x : v) x = uni(rng);
+  const std::vector<float> v = draw(std::uniform_real_distribution<float>(-1, 1), 100000, 2);
   const double t = observed(f32(v)).threshold(Method::kEntropy, 0);
   EXPECT_GT(t, 0.9);
   EXPECT_LE(t, 1.0 + 1e-9);
@@ -75,10 +78,8 @@ TEST(Calibration, entropy_keeps_the_range_of_a_uniform_distribution) {
 
 TEST(Calibration, entropy_is_not_pulled_down_by_the_zeros_of_a_relu) {
   // Half exact zeros (a ReLU's), half uniform in (0, 1]: zeros are exact at any threshold.
-  std::mt19937 rng(3);
-  std::uniform_real_distribution<float> uni(0, 1);
-  std::vector<float> v(100000, 0.0f);
-  for (size_t i = 0; i < v.size(); i += 2) v[i] = uni(rng);
+  std::vector<float> v = draw(std::uniform_real_distribution<float>(0, 1), 100000, 3);
+  for (size_t i = 1; i < v.size(); i += 2) v[i] = 0;
   const RangeObserver o = observed(f32(v));
   EXPECT_GT(o.threshold(Method::kEntropy, 0), 0.9);
   EXPECT_EQ(o.zeros(), 50000);
@@ -88,10 +89,7 @@ TEST(Calibration, entropy_is_not_pulled_down_by_the_zeros_of_a_relu) {
 
 TEST(Calibration, entropy_clips_at_most_one_percent_of_a_distribution_away_from_zero) {
   // Magnitudes in [1.8, 3.8], as after a max-pool: without the bound KL picks about 0.24.
-  std::mt19937 rng(4);
-  std::uniform_real_distribution<float> uni(1.8f, 3.8f);
-  std::vector<float> v(100000);
-  for (float& x : v) x = uni(rng);
+  const std::vector<float> v = draw(std::uniform_real_distribution<float>(1.8f, 3.8f), 100000, 4);
   EXPECT_GT(observed(f32(v)).threshold(Method::kEntropy, 0), 3.75);
 }
 
