@@ -114,6 +114,7 @@ Action add_quantize(CLI::App& app) {
     double max_top1_drop = 1.0;
     double max_rel_l2 = 0.05;
     std::string output;
+    int threads = 0;
   };
   auto o = std::make_shared<Opts>();
   add_model_options(*cmd, o->model, "ONNX model (.onnx)");
@@ -140,6 +141,9 @@ Action add_quantize(CLI::App& app) {
                   "other models: largest relative L2 error of the output against fp32")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("-o,--output", o->output, "the QDQ model to write (.onnx)")->required();
+  cmd->add_option("--threads", o->threads,
+                  "calibration samples run at once on the CPU (default: one per hardware thread)")
+      ->check(CLI::NonNegativeNumber);
   return [cmd, o]() {
     if (!cmd->parsed()) return -1;
     TESSEL_USER_CHECK(!o->calib_dir.empty() || o->calib_random > 0)
@@ -171,6 +175,7 @@ Action add_quantize(CLI::App& app) {
                                        : quantize::Metric::kAuto;
     q.max_top1_drop = o->max_top1_drop / 100.0;
     q.max_rel_l2 = o->max_rel_l2;
+    q.threads = o->threads;
     const Options api = model_api_options(o->model);
     q.import.batch = api.batch;
     q.import.input_shapes = api.input_shapes;

@@ -1,12 +1,15 @@
 #include "quantize/quantize_model.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <exception>
 #include <fstream>
 #include <limits>
 #include <map>
 #include <numeric>
 #include <sstream>
+#include <thread>
 
 #include "core/error.h"
 #include "frontend/onnx/qdq_writer.h"
@@ -48,6 +51,39 @@ class Runner {
  private:
   ir::Graph graph_;
 };
+
+int thread_count(const Options& o, int samples) {
+  const int hw = static_cast<int>(std::thread::hardware_concurrency());
+  return std::clamp(o.threads > 0 ? o.threads : hw, 1, std::max(samples, 1));
+}
+
+// f(0), ..., f(n - 1) on up to `threads` threads (the reference executor runs one graph on
+// one thread, and separate runs share nothing but the const graph). The first exception
+// thrown is rethrown here once all threads are done.
+template <typename F>
+void parallel_for(int n, int threads, F f) {
+  threads = std::clamp(threads, 1, std::max(n, 1));
+  if (threads == 1) {
+    for (int i = 0; i < n; ++i) f(i);
+    return;
+  }
+  std::atomic<int> next{0};
+  std::vector<std::exception_ptr> errors(static_cast<size_t>(threads));
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      try {
+        for (int i = next++; i < n; i = next++) f(i);
+      } catch (...) {
+        errors[t] = std::current_exception();
+        next = n;  // the others stop at their next sample
+      }
+    });
+  }
+  for (std::thread& th : pool) th.join();
+  for (const std::exception_ptr& e : errors)
+    if (e) std::rethrow_exception(e);
+}
 
 // Top-1 agreement and relative L2 error of `got` against `want`, one output per sample.
 Agreement compare(const std::vector<Tensor>& want, const std::vector<Tensor>& got,
@@ -117,19 +153,26 @@ Result quantize_model(const std::string& path, const std::vector<std::vector<Ten
   std::vector<Tensor> reference;  // fp32 first output per sample
   int done = 0;
   report(options, "calibrating", 0, runs);
+  // Samples run `threads` at a time; the observers see them in order, one at a time.
+  const int samples = static_cast<int>(calibration.size());
+  const int threads = thread_count(options, samples);
   for (int pass = 0; pass < (histograms ? 2 : 1); ++pass) {
-    for (const auto& sample : calibration) {
-      const std::vector<Tensor> outs = observing.run(sample);
-      if (pass == 0) reference.push_back(outs[0]);
-      for (size_t k = 0; k < names.size(); ++k) {
-        auto it = observers.find(names[k]);
-        if (it == observers.end()) continue;
-        if (pass == 0)
-          it->second.observe_range(outs[k]);
-        else
-          it->second.observe_histogram(outs[k]);
+    for (int chunk = 0; chunk < samples; chunk += threads) {
+      const int count = std::min(threads, samples - chunk);
+      std::vector<std::vector<Tensor>> outs(static_cast<size_t>(count));
+      parallel_for(count, threads, [&](int k) { outs[k] = observing.run(calibration[chunk + k]); });
+      for (const std::vector<Tensor>& out : outs) {
+        if (pass == 0) reference.push_back(out[0]);
+        for (size_t k = 0; k < names.size(); ++k) {
+          auto it = observers.find(names[k]);
+          if (it == observers.end()) continue;
+          if (pass == 0)
+            it->second.observe_range(out[k]);
+          else
+            it->second.observe_histogram(out[k]);
+        }
+        report(options, "calibrating", ++done, runs);
       }
-      report(options, "calibrating", ++done, runs);
     }
   }
   const Shape& out_shape = reference[0].shape();
@@ -160,8 +203,8 @@ Result quantize_model(const std::string& path, const std::vector<std::vector<Ten
     for (size_t i : int8) chosen.push_back({layers[i].node_index, amax[i]});
     std::string qdq = onnx::write_qdq_model(bytes, chosen, path, base_dir);
     const Runner runner(qdq, path + " (quantized)", base_dir, options.import);
-    std::vector<Tensor> got;
-    for (const auto& sample : calibration) got.push_back(runner.run(sample)[0]);
+    std::vector<Tensor> got(calibration.size());
+    parallel_for(samples, threads, [&](int k) { got[k] = runner.run(calibration[k])[0]; });
     if (written) *written = std::move(qdq);
     return compare(reference, got, result.classifier);
   };

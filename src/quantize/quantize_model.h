@@ -34,6 +34,7 @@ struct Options {
   double max_top1_drop = 0.01;
   double max_rel_l2 = 0.05;
   onnx::ImportOptions import;  // batch and input shapes of the model
+  int threads = 0;             // calibration samples run at once; 0: one per hardware thread
   ProgressFn progress;
 };
 
