@@ -116,6 +116,21 @@ def main():
         check(f"quantize --method {method}: per-layer report", "int8" in r.stdout and
               "top-1 agreement" in r.stdout, r.stdout.strip().splitlines()[-2])
 
+    # Opset 11: no `axis` on DequantizeLinear yet, so weights get one scale per tensor.
+    op11 = os.path.join(work, "classifier_op11.onnx")
+    onnx.save(tiny_cnns.tiny_classifier(opset=11), op11)
+    out = os.path.join(work, "classifier_op11.int8.onnx")
+    r = tessel(args, "quantize", op11, "--calib", calib, "--method", "minmax", "-o", out)
+    ok = r.returncode == 0
+    detail = r.stderr.strip()
+    if ok:
+        n_q, axes, _ = qdq_summary(out)
+        err = rel_l2(tessel_run(args, out, x, work), ort_run(out, x))
+        ok = n_q == 5 and axes.get("conv1.weight_int8") == [] and err < 1e-3
+        detail = f"{n_q} QuantizeLinear, conv1 weight axis {axes.get('conv1.weight_int8')}, " \
+                 f"rel L2 vs onnxruntime {err:.2e}"
+    check("opset 11: per-tensor weights", ok, detail)
+
     # A dense layer written as MatMul, random calibration, one stacked .npy file.
     out = os.path.join(work, "dense.onnx")
     stacked = os.path.join(work, "stacked")
