@@ -8,6 +8,7 @@ The layers, bottom to top, and what each may include (docs/design.md explains th
   ops                  core, ir
   frontend, passes     core, ir, ops
   runtime/cpu          core, ir, ops
+  quantize             core, ir, ops, frontend, runtime/cpu   (calibration, QDQ models)
   device               core                       (driver, NVRTC, modules, memory, timing)
   kernels              core, ir, ops, device      (contraction, schedules, arch table, CUDA)
   runtime              core, device               (engine plans, engine files, load, replay)
@@ -34,6 +35,7 @@ LAYERS = [
     ("ops", "src/ops/"),
     ("frontend", "src/frontend/"),
     ("passes", "src/passes/"),
+    ("quantize", "src/quantize/"),
     ("device", "src/device/"),
     ("kernels", "src/kernels/"),
     ("runtime", "src/runtime/"),
@@ -53,13 +55,14 @@ ALLOWED = {
     "frontend": {"core", "ir", "ops"},
     "passes": {"core", "ir", "ops"},
     "runtime/cpu": {"core", "ir", "ops"},
+    "quantize": {"core", "ir", "ops", "frontend", "runtime/cpu"},
     "device": {"core"},
     "kernels": {"core", "ir", "ops", "device"},
     "runtime": {"core", "device"},
     "compiler": BELOW_COMPILER - {"frontend", "runtime/cpu"},
     "bench": {"core", "device"},
     "api": BELOW_COMPILER | {"compiler"},
-    "cli": BELOW_COMPILER | {"compiler", "bench", "api"},
+    "cli": BELOW_COMPILER | {"compiler", "bench", "api", "quantize"},
 }
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)

@@ -26,8 +26,13 @@ AxisParams plan_axis_params(const ir::InferContext& ctx, const char* scale_name,
                             const char* zp_name) {
   const ir::Node& node = ctx.node();
   require_float_input(ctx, 1, scale_name);
+  // One value may be spelt [] or [1], and quantizers mix the two (onnxruntime writes a scale
+  // of [1] with a zero point of [] for biases at opset 10-12), so single values only need to
+  // agree in count; per-axis parameters must agree in shape, as onnxruntime requires.
   if (ctx.has_input(2)) {
-    TESSEL_USER_CHECK(ctx.shape(2) == ctx.shape(1))
+    const bool both_single = numel(ctx.shape(1)) == 1 && ctx.shape(1).size() <= 1 &&
+                             numel(ctx.shape(2)) == 1 && ctx.shape(2).size() <= 1;
+    TESSEL_USER_CHECK(both_single || ctx.shape(2) == ctx.shape(1))
         << node.label() << ": zero point " << zp_name << " has shape " << shape_str(ctx.shape(2))
         << ", expected the shape of " << scale_name << " " << shape_str(ctx.shape(1));
   }

@@ -113,6 +113,23 @@ TEST(QuantizeLinear, rejects_bad_parameters) {
       "QuantizeLinear 'node'", "axis 2 out of range");
 }
 
+TEST(QuantizeLinear, single_values_may_mix_rank_0_and_rank_1) {
+  // onnxruntime's quantizer writes a bias's DequantizeLinear at opset 10-12 with a scale of [1]
+  // and a zero point of []; both spell one value, and onnxruntime runs it.
+  Tensor y = run_op("DequantizeLinear", {i32({2}, {-3, 4}), f32({1}, {0.5}), i32({}, {0})}, {}, 1,
+                    11)[0];
+  EXPECT_TRUE(all_close(y, f32({2}, {-1.5, 2})));
+  Tensor q = run_op("QuantizeLinear", {f32({2}, {1, -1}), f32({}, {0.5}), i8({1}, {1})})[0];
+  EXPECT_EQ(q.to_i64_vector(), (I64s{3, -1}));
+  // Per-axis scales need per-axis zero points (onnxruntime refuses a scalar one too).
+  expect_user_error(
+      [&] {
+        run_op("DequantizeLinear", {i8({2, 3}, {1, 2, 3, 4, 5, 6}), f32({3}, {1, 1, 1}),
+                                    i8({}, {0})});
+      },
+      "DequantizeLinear 'node'", "zero point x_zero_point has shape [], expected the shape of");
+}
+
 // ---- DequantizeLinear -----------------------------------------------------------------------
 
 TEST(DequantizeLinear, u8_per_tensor_and_i32_without_zero_point) {

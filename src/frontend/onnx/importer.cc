@@ -28,6 +28,14 @@ using ::onnx::ValueInfoProto;
 
 bool is_default_domain(const std::string& domain) { return domain.empty() || domain == "ai.onnx"; }
 
+// onnxruntime's QuantizeLinear and DequantizeLinear of domain com.microsoft (its quantizer
+// writes them with UseQDQContribOps, and for 16- and 4-bit types) compute what the default
+// domain's do; on the 8-bit types, the only ones tessel has, they import as those.
+bool is_contrib_qdq(const NodeProto& n) {
+  return n.domain() == "com.microsoft" &&
+         (n.op_type() == "QuantizeLinear" || n.op_type() == "DequantizeLinear");
+}
+
 // "Conv 'conv1'", the way ir::Node::label() names nodes, before the ir::Node exists.
 std::string node_label(const std::string& op, const std::string& name) {
   return op + " '" + name + "'";
@@ -364,7 +372,7 @@ class GraphImporter {
       TESSEL_USER_CHECK(!n.op_type().empty()) << "node " << i << " has no op_type";
       std::string name = unique_node_name(n, i);
       std::string label = node_label(n.op_type(), name);
-      TESSEL_USER_CHECK(is_default_domain(n.domain()))
+      TESSEL_USER_CHECK(is_default_domain(n.domain()) || is_contrib_qdq(n))
           << label << ": op '" << n.op_type() << "' of domain '" << n.domain()
           << "' is not supported (tessel supports the default ONNX domain only)";
       if (n.op_type() == "Constant") {

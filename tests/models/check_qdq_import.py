@@ -1,0 +1,202 @@
+#!/usr/bin/env python3
+"""QDQ models as onnxruntime's own quantizer writes them, run by tessel's CPU reference and by
+onnxruntime on the same input.
+
+Tiny CNNs (tests/models/tiny_cnns.py: conv+relu+pool+residual add+gemm, and a MatMul dense
+layer) are quantized with onnxruntime.quantization.quantize_static in QDQ format: per-tensor
+and per-channel weights, QInt8 and QUInt8 activations, symmetric and asymmetric, at opsets 10,
+11, 13, 17 and 21, and onnxruntime's com.microsoft Q/DQ ops. QuantizeLinear-21's output_dtype
+(no zero point) is written by hand. What onnxruntime runs but tessel does not (a blocked
+DequantizeLinear, 16-bit activations, 4-bit weights) must be refused with one line.
+
+onnxruntime runs with graph optimisations disabled, so that it evaluates the Q/DQ steps as
+written. Every output of these models is requantized (a Q/DQ pair at the end), so tessel must
+agree within one quantization step of the output: a last-bit difference in fp32 accumulation
+order may move a value across a rounding boundary somewhere inside.
+
+Exit code 0 when every model matches; prints one line per model and a count line.
+"""
+import argparse
+import logging
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import helper, numpy_helper
+from onnxruntime.quantization import (CalibrationDataReader, QuantFormat, QuantType,
+                                      quantize_static)
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import tiny_cnns  # noqa: E402
+
+logging.getLogger().setLevel(logging.ERROR)  # the quantizer's "consider pre-processing" advice
+
+
+class Reader(CalibrationDataReader):
+    def __init__(self, n=4, seed=3):
+        rng = np.random.default_rng(seed)
+        self.data = [{"input": rng.uniform(-1, 1, (1, 3, 32, 32)).astype(np.float32)}
+                     for _ in range(n)]
+
+    def get_next(self):
+        return self.data.pop(0) if self.data else None
+
+
+def variants():
+    """(name, model builder, opset, quantize_static keyword arguments)."""
+    for model in ("tiny_classifier", "tiny_matmul"):
+        for pc in (False, True):
+            for act in (QuantType.QInt8, QuantType.QUInt8):
+                for sym in (False, True):
+                    name = f"{model}_op17_{'pc' if pc else 'pt'}_{act.name}_{'sym' if sym else 'asym'}"
+                    yield name, model, 17, dict(per_channel=pc, activation_type=act,
+                                                extra_options={"ActivationSymmetric": sym})
+    # onnxruntime's own com.microsoft Q/DQ ops.
+    yield ("tiny_classifier_op17_pc_QInt8_contrib", "tiny_classifier", 17,
+           dict(per_channel=True, activation_type=QuantType.QInt8,
+                extra_options={"UseQDQContribOps": True}))
+    for opset in (10, 11, 13, 21):
+        for pc in (False, True) if opset >= 13 else (False,):
+            yield (f"tiny_classifier_op{opset}_{'pc' if pc else 'pt'}_QInt8_asym", "tiny_classifier",
+                   opset, dict(per_channel=pc, activation_type=QuantType.QInt8))
+
+
+def output_step(model, output):
+    """The scale of the DequantizeLinear that writes `output` (one step of its grid)."""
+    inits = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    for n in model.graph.node:
+        if output in n.output and n.op_type == "DequantizeLinear":
+            return float(np.max(inits[n.input[1]]))
+    return None
+
+
+def without_q_zero_points(model):
+    """QuantizeLinear-21 with output_dtype INT8 instead of a zero point (all zero points 0)."""
+    m = onnx.ModelProto()
+    m.CopyFrom(model)
+    for n in m.graph.node:
+        if n.op_type == "QuantizeLinear" and len(n.input) == 3:
+            del n.input[2]
+            n.attribute.append(helper.make_attribute("output_dtype", onnx.TensorProto.INT8))
+    return m
+
+
+def blocked(model):
+    """A weight DequantizeLinear rewritten as blocked quantization (block_size 4 on axis 1)."""
+    m = onnx.ModelProto()
+    m.CopyFrom(model)
+    inits = {t.name: t for t in m.graph.initializer}
+    for n in m.graph.node:
+        if n.op_type == "DequantizeLinear" and n.input[0].endswith("weight_quantized") \
+                and n.input[0].startswith("fc."):
+            w = numpy_helper.to_array(inits[n.input[0]])  # (10, 16)
+            blocks = (w.shape[0], w.shape[1] // 4)
+            for i, dtype in ((1, np.float32), (2, np.int8)):
+                t = inits[n.input[i]]
+                t.CopyFrom(numpy_helper.from_array(np.full(blocks, 0.01 if i == 1 else 0, dtype),
+                                                   t.name))
+            del n.attribute[:]
+            n.attribute.extend([helper.make_attribute("axis", 1),
+                                helper.make_attribute("block_size", 4)])
+            return m
+    raise RuntimeError("no fc weight DequantizeLinear")
+
+
+def run_tessel(tessel, path, x, work):
+    npy = path + ".input.npy"
+    np.save(npy, x)
+    out_dir = path + ".out"
+    r = subprocess.run([tessel, "run", path, "--device", "cpu", "--input", f"input={npy}",
+                        "--output-dir", out_dir], capture_output=True, text=True)
+    return r, out_dir
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tessel", required=True, help="path of the tessel binary")
+    ap.add_argument("--keep", help="write the models here and keep them")
+    args = ap.parse_args()
+    work = args.keep or tempfile.mkdtemp(prefix="tessel_qdq_")
+    os.makedirs(work, exist_ok=True)
+    rng = np.random.default_rng(11)
+    x = rng.uniform(-1, 1, (1, 3, 32, 32)).astype(np.float32)
+    passed = failed = 0
+
+    cases = []
+    for name, model, opset, kw in variants():
+        fp32 = os.path.join(work, f"{model}_op{opset}.onnx")
+        if not os.path.exists(fp32):
+            onnx.save(tiny_cnns.MODELS[model](opset=opset), fp32)
+        path = os.path.join(work, name + ".onnx")
+        quantize_static(fp32, path, Reader(), quant_format=QuantFormat.QDQ,
+                        weight_type=QuantType.QInt8, **kw)
+        cases.append((name, path))
+        if name == "tiny_classifier_op21_pc_QInt8_asym":
+            sym = os.path.join(work, "tiny_classifier_op21_pc_QInt8_sym.onnx")
+            quantize_static(fp32, sym, Reader(), quant_format=QuantFormat.QDQ,
+                            weight_type=QuantType.QInt8, per_channel=True,
+                            activation_type=QuantType.QInt8,
+                            extra_options={"ActivationSymmetric": True})
+            path21 = os.path.join(work, "tiny_classifier_op21_output_dtype.onnx")
+            onnx.save(without_q_zero_points(onnx.load(sym)), path21)
+            cases.append(("tiny_classifier_op21_output_dtype", path21))
+
+    for name, path in cases:
+        model = onnx.load(path)
+        opts = ort.SessionOptions()
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        sess = ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
+        expected = sess.run(None, {"input": x})[0]
+        r, out_dir = run_tessel(args.tessel, path, x, work)
+        if r.returncode != 0:
+            print(f"FAIL {name}: tessel exited {r.returncode}: {r.stderr.strip()}")
+            failed += 1
+            continue
+        out = sess.get_outputs()[0].name
+        got = np.load(os.path.join(out_dir, out + ".npy"))
+        step = output_step(model, out)
+        diff = np.abs(got.astype(np.float64) - expected).max()
+        steps = diff / step if step else float("nan")
+        ok = got.shape == expected.shape and step is not None and diff <= step * 1.0001
+        print(f"{'ok  ' if ok else 'FAIL'} {name}: max |diff| {diff:.3g} = {steps:.2f} output steps")
+        passed += ok
+        failed += not ok
+
+    # What onnxruntime runs and tessel refuses, with one line each: blocked quantization, and
+    # 16- and 4-bit types (tessel has 8-bit integers only).
+    refused = []
+    src = os.path.join(work, "tiny_classifier_op21_pc_QInt8_asym.onnx")
+    path = os.path.join(work, "tiny_classifier_op21_blocked.onnx")
+    onnx.save(blocked(onnx.load(src)), path)
+    refused.append((path, "blocked quantization"))
+    fp32 = os.path.join(work, "tiny_classifier_op21.onnx")
+    for name, kw, message in (
+            ("QInt16", dict(activation_type=QuantType.QInt16), "element type INT16 is not supported"),
+            ("QInt4_weights", dict(activation_type=QuantType.QUInt8, weight_type=QuantType.QInt4,
+                                   per_channel=True), "element type INT4 is not supported")):
+        path = os.path.join(work, f"tiny_classifier_op21_{name}.onnx")
+        kw.setdefault("weight_type", QuantType.QInt8)
+        quantize_static(fp32, path, Reader(), quant_format=QuantFormat.QDQ, **kw)
+        refused.append((path, message))
+    for path, message in refused:
+        opts = ort.SessionOptions()
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"]).run(None, {"input": x})
+        r, _ = run_tessel(args.tessel, path, x, work)
+        lines = r.stderr.strip().splitlines()
+        ok = r.returncode == 2 and len(lines) == 1 and message in lines[0]
+        print(f"{'ok  ' if ok else 'FAIL'} {os.path.basename(path)[:-5]}: refused "
+              f"(exit {r.returncode}): {r.stderr.strip()}")
+        passed += ok
+        failed += not ok
+
+    print(f"qdq models: {passed} passed, {failed} failed")
+    return 0 if failed == 0 and passed > 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,77 @@
+"""Tiny float CNNs built with onnx.helper, for the int8 tests: small enough (3x32x32 inputs, a
+few channels) that the CPU reference runs them in milliseconds.
+
+  tiny_classifier: conv+relu, maxpool, a residual block (conv+relu, conv, add, relu), global
+                   average pool, flatten, gemm -> (N, 10) logits
+  tiny_matmul:     conv+relu, averagepool, reshape, matmul + add (a dense layer written as
+                   MatMul) -> (N, 8)
+"""
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+
+class _Builder:
+    def __init__(self, seed):
+        self.rng = np.random.default_rng(seed)
+        self.nodes, self.inits = [], []
+
+    def param(self, name, shape, scale):
+        a = (self.rng.standard_normal(shape) * scale).astype(np.float32)
+        self.inits.append(numpy_helper.from_array(a, name))
+        return name
+
+    def node(self, op, inputs, name, **attrs):
+        self.nodes.append(helper.make_node(op, inputs, [name], name=name, **attrs))
+        return name
+
+    def conv(self, x, name, cin, cout, k=3, stride=1):
+        fan_in = cin * k * k
+        w = self.param(name + ".weight", (cout, cin, k, k), np.sqrt(2.0 / fan_in))
+        b = self.param(name + ".bias", (cout,), 0.1)
+        return self.node("Conv", [x, w, b], name, kernel_shape=[k, k], strides=[stride, stride],
+                         pads=[k // 2] * 4)
+
+    def model(self, name, inputs, outputs, opset):
+        graph = helper.make_graph(self.nodes, name, inputs, outputs, self.inits)
+        m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+        m.ir_version = 8 if opset <= 17 else 9
+        onnx.checker.check_model(m)
+        return m
+
+
+def tiny_classifier(batch=1, opset=17, seed=0):
+    b = _Builder(seed)
+    x = b.node("Relu", [b.conv("input", "conv1", 3, 8)], "relu1")
+    x = b.node("MaxPool", [x], "pool1", kernel_shape=[2, 2], strides=[2, 2])  # 8x16x16
+    y = b.node("Relu", [b.conv(x, "block.conv1", 8, 8)], "block.relu1")
+    y = b.conv(y, "block.conv2", 8, 8)
+    x = b.node("Relu", [b.node("Add", [x, y], "block.add")], "block.relu2")
+    x = b.node("Relu", [b.conv(x, "conv2", 8, 16, stride=2)], "relu2")  # 16x8x8
+    x = b.node("GlobalAveragePool", [x], "gap")
+    x = b.node("Flatten", [x], "flatten", axis=1)
+    w = b.param("fc.weight", (10, 16), 0.5)
+    bias = b.param("fc.bias", (10,), 0.1)
+    b.node("Gemm", [x, w, bias], "logits", transB=1)
+    return b.model("tiny_classifier",
+                   [helper.make_tensor_value_info("input", TensorProto.FLOAT, [batch, 3, 32, 32])],
+                   [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [batch, 10])],
+                   opset)
+
+
+def tiny_matmul(batch=1, opset=17, seed=1):
+    b = _Builder(seed)
+    x = b.node("Relu", [b.conv("input", "conv1", 3, 4, stride=2)], "relu1")  # 4x16x16
+    x = b.node("AveragePool", [x], "pool1", kernel_shape=[4, 4], strides=[4, 4])  # 4x4x4
+    b.inits.append(numpy_helper.from_array(np.array([batch, 64], np.int64), "flat_shape"))
+    x = b.node("Reshape", [x, "flat_shape"], "flat")
+    w = b.param("dense.weight", (64, 8), 0.2)
+    bias = b.param("dense.bias", (8,), 0.1)
+    x = b.node("MatMul", [x, w], "dense.matmul")
+    b.node("Add", [x, bias], "out")
+    return b.model("tiny_matmul",
+                   [helper.make_tensor_value_info("input", TensorProto.FLOAT, [batch, 3, 32, 32])],
+                   [helper.make_tensor_value_info("out", TensorProto.FLOAT, [batch, 8])], opset)
+
+
+MODELS = {"tiny_classifier": tiny_classifier, "tiny_matmul": tiny_matmul}
