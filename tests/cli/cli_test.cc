@@ -178,3 +178,32 @@ TEST(Cli, HelpExitsZero) {
 }
 
 }  // namespace
+
+namespace tessel {
+namespace {
+
+using testing::Result;
+using testing::run_tessel;
+using testing::write_file;
+
+// codegen (and bench-op) plan a workload as the engine would: a grouped conv runs the
+// packed-groups Tensor Core kernel, and one of 4 channels per group is first widened into
+// groups of 8 (widen-narrow-groups' rule) -- 16 groups, 4 per 32-channel N tile.
+TEST(Cli, CodegenPlansGroupedWorkloadsAsTheEngineRunsThem) {
+  const std::string csv = write_file(
+      "grouped.csv",
+      "name,n,h,w,ci,co,kh,kw,stride,pad,dilation,groups\n"
+      "resnext_g32_c128,2,14,14,128,128,3,3,1,1,1,32\n"
+      "regnet_g13_c104,2,14,14,104,104,3,3,1,1,1,13\n");
+  Result r = run_tessel("codegen --conv2d " + csv + " --workload resnext_g32_c128 --arch sm_90a --no-source");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("Tensor Cores (mma.sync)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("_g4"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("batch 16 = g(16)"), std::string::npos) << r.out;
+  r = run_tessel("codegen --conv2d " + csv + " --workload regnet_g13_c104 --arch sm_90a --no-source");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("Tensor Cores (mma.sync)"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace tessel
