@@ -27,12 +27,18 @@ namespace tessel::kernels {
 //    (a_vec/b_vec), each thread on one column of the shared-memory tile with at most 32 rows,
 //    Tensor Core tiles swizzled (rows of 64 elements, or 32 for mma.sync); an MN-major operand
 //    needs a single K dim;
-//  - split-K: every split gets at least one k-tile.
+//  - split-K: every split gets at least one k-tile;
+//  - packed groups (groups_per_tile > 0, contraction/grouped.h): a grouped contraction on
+//    mma.sync without split-K, output channels per group a multiple of 8, block_n that many
+//    whole groups, warp tiles nesting with the groups, block_k whole taps of the (padded)
+//    channels per group, A vectors inside a group; A's tile is every group's k-tile side by
+//    side (block_k * groups_per_tile columns).
 // The shared memory limit is the device's: see smem_bytes and resident_ctas.
 std::optional<std::string> check_schedule(const contraction::Contraction& c, const Schedule& s);
 
-// Dynamic shared memory of the kernel: the operand pipeline (A (block_m, block_k, stages) and
-// B (block_n, block_k, stages)) or, when larger, the epilogue's fp32 staging (one 16-row slab
+// Dynamic shared memory of the kernel: the operand pipeline (A (block_m, block_k, stages) --
+// block_k * groups_per_tile columns for packed groups -- and B (block_n, block_k, stages)) or,
+// when larger, the epilogue's fp32 staging (one 16-row slab
 // per warp); plus the wgmma swizzle-atom alignment (1 KiB) and the split-K arrival flag.
 // SIMT kernels: double-buffered fp32 tiles, and per-warp staging of the whole warp tile.
 size_t smem_bytes(const contraction::Contraction& c, const Schedule& s);
