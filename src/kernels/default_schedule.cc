@@ -314,11 +314,10 @@ std::optional<Schedule> packed_groups_schedule(const Contraction& c,
   if (block_k == 0 || block_k > 128)
     return refuse(std::to_string(l->ci_per_group) + " input channels per group: no k-tile of "
                   "whole taps of 32 or a multiple of 64 columns up to 128");
-  // N tile: 64 channels of whole groups where groups are small (32 for groups of 8: measured
-  // on ResNeXt-50's and RegNet-Y's 8-channel groups at batch 32, 64x32 tiles of 4 groups beat
-  // 64x64 tiles of 8 by 1.2x), else one group (up to 128).
-  // As many whole groups as fit the channels, in a multiple of 16 (two n8 fragments per warp
-  // step); at least the fewest groups that make one (24 -> 48).
+  // N tile: as many whole groups as fit 64 channels (32 for groups of 8: measured on
+  // ResNeXt-50's and RegNet-Y's 8-channel groups at batch 32, 64x32 tiles of 4 groups beat
+  // 64x64 tiles of 8 by 1.2x), one group of more, always a multiple of 16 channels (two n8
+  // fragments per warp step): the fewest groups that make one where none fits (24 -> 48).
   const int tile_channels = cog == 8 ? 32 : 64;
   int groups_per_tile = 0;
   for (int g = 1; g * cog <= std::max(tile_channels, cog); ++g)

@@ -76,6 +76,33 @@ bool group_one(const ir::Node& conv) { return conv.get_int("group", 1) == 1; }
 // The dtypes the GPU's contraction kernels store (kernels/cuda/plan.cc, check_epilogue).
 bool storable(DType t) { return t == DType::kF16 || t == DType::kBF16 || t == DType::kF32; }
 
+// The epilogue step of a per-element activation `n` reading v as its input 0 (its other
+// inputs, Clip's bounds, constants), or nothing: what the Fuser absorbs, and what the Sinker
+// may move before a Reshape.
+std::optional<EpilogueStep> activation_step(const ir::Graph& g, const ir::Node& n, ValueId v) {
+  if (n.inputs.empty() || n.inputs[0] != v || n.outputs.size() != 1) return std::nullopt;
+  if (n.op == "Relu") return EpilogueStep{EpilogueKind::kRelu};
+  if (n.op == "Sigmoid") return EpilogueStep{EpilogueKind::kSigmoid};
+  if (n.op == "HardSwish") return EpilogueStep{EpilogueKind::kHardSwish};
+  if (n.op == "Gelu") {
+    const std::string approximate = n.get_string("approximate", "none");
+    if (approximate == "none") return EpilogueStep{EpilogueKind::kGelu};
+    if (approximate == "tanh") return EpilogueStep{EpilogueKind::kGeluTanh};
+    return std::nullopt;  // the op's own check reports it
+  }
+  if (n.op == "LeakyRelu")
+    return EpilogueStep{EpilogueKind::kLeakyRelu, n.get_float("alpha", 0.01)};
+  if (n.op != "Clip") return std::nullopt;
+  double bound[2] = {n.get_float("min", -FLT_MAX), n.get_float("max", FLT_MAX)};
+  for (size_t i = 1; i < n.inputs.size() && i < 3; ++i) {
+    if (n.inputs[i] == kNoValue) continue;
+    const Tensor* t = g.value(n.inputs[i]).data.get();
+    if (!t) return std::nullopt;  // a run-time bound is no epilogue parameter
+    bound[i - 1] = t->get_f64(0);
+  }
+  return EpilogueStep{EpilogueKind::kClip, bound[0], bound[1]};
+}
+
 class Fuser {
  public:
   explicit Fuser(ir::Graph g)
@@ -110,35 +137,6 @@ class Fuser {
   int sole_user(ValueId v) const {
     const std::vector<int>& u = users_[static_cast<size_t>(v)];
     return uses_[static_cast<size_t>(v)] == 1 && u.size() == 1 && !absorbed_[u[0]] ? u[0] : -1;
-  }
-
-  const Tensor* constant(ValueId v) const {
-    return v == kNoValue ? nullptr : g_.value(v).data.get();
-  }
-
-  // The epilogue step of a per-element activation reading v as its input 0.
-  std::optional<EpilogueStep> activation_step(const ir::Node& n, ValueId v) const {
-    if (n.inputs.empty() || n.inputs[0] != v || n.outputs.size() != 1) return std::nullopt;
-    if (n.op == "Relu") return EpilogueStep{EpilogueKind::kRelu};
-    if (n.op == "Sigmoid") return EpilogueStep{EpilogueKind::kSigmoid};
-    if (n.op == "HardSwish") return EpilogueStep{EpilogueKind::kHardSwish};
-    if (n.op == "Gelu") {
-      const std::string approximate = n.get_string("approximate", "none");
-      if (approximate == "none") return EpilogueStep{EpilogueKind::kGelu};
-      if (approximate == "tanh") return EpilogueStep{EpilogueKind::kGeluTanh};
-      return std::nullopt;  // the op's own check reports it
-    }
-    if (n.op == "LeakyRelu")
-      return EpilogueStep{EpilogueKind::kLeakyRelu, n.get_float("alpha", 0.01)};
-    if (n.op != "Clip") return std::nullopt;
-    double bound[2] = {n.get_float("min", -FLT_MAX), n.get_float("max", FLT_MAX)};
-    for (size_t i = 1; i < n.inputs.size() && i < 3; ++i) {
-      if (n.inputs[i] == kNoValue) continue;
-      const Tensor* t = constant(n.inputs[i]);
-      if (!t) return std::nullopt;  // a run-time bound is no epilogue parameter
-      bound[i - 1] = t->get_f64(0);
-    }
-    return EpilogueStep{EpilogueKind::kClip, bound[0], bound[1]};
   }
 
   // Mul(v, Sigmoid(v)) with v read by exactly those two: the Sigmoid's and Mul's indices.
@@ -200,7 +198,7 @@ class Fuser {
       const int u = sole_user(v);
       if (u < 0) break;
       const ir::Node& next = g_.nodes[u];
-      if (auto step = activation_step(next, v)) {
+      if (auto step = activation_step(g_, next, v)) {
         steps.push_back(*step);
       } else if (ValueId r = plain ? residual(next, v, steps) : kNoValue; r != kNoValue) {
         steps.push_back({EpilogueKind::kAddResidual});
@@ -477,13 +475,7 @@ class Sinker {
   // inputs constant), a per-channel constant Mul, or an Add of a non-constant of u's type.
   bool movable(const ir::Node& e, ValueId u) const {
     if (e.outputs.size() != 1 || e.inputs.empty()) return false;
-    static const char* kActivations[] = {"Relu", "Sigmoid", "HardSwish", "LeakyRelu", "Clip", "Gelu"};
-    for (const char* a : kActivations) {
-      if (e.op != a || e.inputs[0] != u) continue;
-      for (size_t k = 1; k < e.inputs.size(); ++k)
-        if (e.inputs[k] != kNoValue && !g_.value(e.inputs[k]).is_constant()) return false;
-      return true;
-    }
+    if (activation_step(g_, e, u)) return true;
     if (scale_of(e, u)) return true;
     if (e.op != "Add" || e.inputs.size() != 2 || e.inputs[0] == e.inputs[1]) return false;
     const ValueId r = e.inputs[0] == u ? e.inputs[1] : e.inputs[0];
