@@ -45,6 +45,16 @@ std::string step_str(const EpilogueStep& s) {
       os << "residual_add";
       operand();
       break;
+    case EpilogueOpKind::kMul:
+      os << "mul(" << s.alpha << ")";
+      break;
+    case EpilogueOpKind::kQuantize:
+      os << "quantize(" << s.alpha << ")";
+      break;
+    case EpilogueOpKind::kScaledResidualAdd:
+      os << "residual_add(scale=" << s.alpha << ")";
+      operand();
+      break;
   }
   return os.str();
 }

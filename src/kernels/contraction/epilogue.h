@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,11 @@ enum class EpilogueOpKind {
   kGelu,         // 0.5 * v * (1 + erf(v / sqrt(2)))
   kGeluTanh,     // 0.5 * v * (1 + tanh(sqrt(2/pi) * (v + 0.044715 v^3)))
   kResidualAdd,  // v += R[store_index(m, n)]  (R has the output's layout and dtype)
+  // int8 (QDQ models, TensorRT semantics: symmetric, zero points 0):
+  kMul,                // v *= alpha                (a DequantizeLinear after a fused quantize)
+  kQuantize,           // v = clamp(rint(v / alpha), -128, 127): QuantizeLinear to int8 by the
+                       //     scale alpha; the value stays a float (integral) until the store
+  kScaledResidualAdd,  // v += alpha * R[store_index(m, n)] (R int8, dequantized by its scale)
 };
 
 struct EpilogueStep {
@@ -54,6 +60,11 @@ struct StoreMap {
 };
 
 // The stored value is C's (maps.c.dtype: the contraction's own dtype) converted to out_dtype.
+// int8 contractions (A and B i8, acc_dtype i32): the steps start from float(acc), exactly
+// converted where |acc| < 2^24 and rounded to nearest beyond; their C dtype is f32. An i8
+// out_dtype stores the value saturated and rounded to nearest even (a kQuantize step makes it
+// integral first). residual_dtype is R's dtype where it differs from out_dtype (an int8
+// residual of a float output: kScaledResidualAdd).
 // Where C's dtype is a 16-bit float and out_dtype another dtype, the kernel rounds the fp32
 // result to C's dtype first, as the Cast it replaces would (a fused "store f32" of an fp16
 // conv writes exactly the fp16 values widened).
@@ -61,6 +72,8 @@ struct Epilogue {
   std::vector<EpilogueStep> steps;
   StoreMap store;
   DType out_dtype = DType::kF16;
+  // The residual operand's dtype where it is not out_dtype (an int8 R of kScaledResidualAdd).
+  std::optional<DType> residual_dtype;
   std::string str() const;
 };
 

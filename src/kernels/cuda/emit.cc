@@ -69,6 +69,12 @@ std::string epilogue_step(const EpilogueStep& st) {
       return "v = gelu_tanh_f(v);  // gelu (tanh)";
     case EpilogueOpKind::kResidualAdd:
       return "v += residual;  // residual add";
+    case EpilogueOpKind::kMul:
+      return fmt::format("v *= {};  // dequantize", float_literal(st.alpha));
+    case EpilogueOpKind::kQuantize:
+      return fmt::format("v = quantize_s8_f(v, {});  // quantize to int8", float_literal(st.alpha));
+    case EpilogueOpKind::kScaledResidualAdd:
+      return fmt::format("v += {} * residual;  // int8 residual add, dequantized", float_literal(st.alpha));
   }
   TESSEL_ICHECK(false) << "unknown epilogue step";
   return "";

@@ -284,15 +284,19 @@ Reason check_epilogue(const Epilogue& e, KernelPlan* p) {
   if (e.out_dtype != DType::kF16 && e.out_dtype != DType::kBF16 && e.out_dtype != DType::kF32) {
     return fmt::format("output dtype {} (f16, bf16 or f32 expected)", dtype_name(e.out_dtype));
   }
+  if (e.residual_dtype && *e.residual_dtype != e.out_dtype) {
+    return fmt::format("a {} residual of a {} output", dtype_name(*e.residual_dtype), dtype_name(e.out_dtype));
+  }
   for (const auto& step : e.steps) {
+    const bool residual = step.kind == EpilogueOpKind::kResidualAdd ||
+                          step.kind == EpilogueOpKind::kScaledResidualAdd;
     const bool has_operand = step.kind == EpilogueOpKind::kScale ||
-                             step.kind == EpilogueOpKind::kBias ||
-                             step.kind == EpilogueOpKind::kResidualAdd;
+                             step.kind == EpilogueOpKind::kBias || residual;
     if (!has_operand) continue;
     if (step.operand < 0 || step.operand >= 4) {
       return fmt::format("epilogue operand index {} outside [0, 4)", step.operand);
     }
-    if (step.kind == EpilogueOpKind::kResidualAdd) {
+    if (residual) {
       if (p->residual_operand >= 0 && p->residual_operand != step.operand) return "two residual adds";
       p->residual_operand = step.operand;
     }
