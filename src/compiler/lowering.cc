@@ -24,6 +24,9 @@ EpilogueOpKind gpu_kind(ops::EpilogueKind k) {
     case ops::EpilogueKind::kGelu: return EpilogueOpKind::kGelu;
     case ops::EpilogueKind::kGeluTanh: return EpilogueOpKind::kGeluTanh;
     case ops::EpilogueKind::kAddResidual: return EpilogueOpKind::kResidualAdd;
+    case ops::EpilogueKind::kMul: return EpilogueOpKind::kMul;
+    case ops::EpilogueKind::kQuantize: return EpilogueOpKind::kQuantize;
+    case ops::EpilogueKind::kAddScaledResidual: return EpilogueOpKind::kScaledResidualAdd;
   }
   TESSEL_ICHECK(false) << "unhandled epilogue kind " << static_cast<int>(k);
   return EpilogueOpKind::kRelu;
@@ -33,11 +36,22 @@ bool has_input(const ir::Node& n, int i) {
   return static_cast<int>(n.inputs.size()) > i && n.inputs[i] != ir::kNoValue;
 }
 
-// Bias, then the node's steps; operands numbered in the order they are first read.
+// The dtype C is computed in: W's, f32 for int8 (the dequantized value).
+DType node_dtype(const ir::Graph& g, const ir::Node& n) {
+  const DType w = g.type(n.inputs.at(1)).dtype;
+  return w == DType::kI8 ? DType::kF32 : w;
+}
+
+// [int8: the dequantization scale,] bias, then the node's steps; operands numbered in the
+// order they are first read.
 contraction::Epilogue epilogue_of(const ir::Graph& g, const ir::Node& n,
                                   std::vector<int>& extra_inputs) {
   contraction::Epilogue e;
-  e.out_dtype = g.type(n.outputs.at(0)).dtype;  // out_dtype, or W's dtype
+  e.out_dtype = g.type(n.outputs.at(0)).dtype;  // out_dtype, or the node's dtype
+  if (has_input(n, kScaleInput)) {
+    e.steps.push_back({.kind = EpilogueOpKind::kScale, .operand = int(extra_inputs.size())});
+    extra_inputs.push_back(kScaleInput);
+  }
   if (has_input(n, kBiasInput)) {
     e.steps.push_back({.kind = EpilogueOpKind::kBias, .operand = int(extra_inputs.size())});
     extra_inputs.push_back(kBiasInput);
@@ -46,21 +60,23 @@ contraction::Epilogue epilogue_of(const ir::Graph& g, const ir::Node& n,
     contraction::EpilogueStep step{.kind = gpu_kind(s.kind),
                                    .alpha = static_cast<float>(s.alpha),
                                    .beta = static_cast<float>(s.beta)};
-    if (s.kind == ops::EpilogueKind::kAddResidual) {
+    if (s.kind == ops::EpilogueKind::kAddResidual || s.kind == ops::EpilogueKind::kAddScaledResidual) {
       TESSEL_USER_CHECK(has_input(n, kResidualInput))
-          << n.label() << ": epilogue step 'add_residual' needs the residual input R";
+          << n.label() << ": epilogue step '" << ops::epilogue_name(s.kind) << "' needs the residual input R";
       step.operand = static_cast<int>(extra_inputs.size());
       extra_inputs.push_back(kResidualInput);
+      // The kernel reads R in its own dtype (the op: in the node's; or i8 when scaled).
+      e.residual_dtype = g.type(n.inputs[kResidualInput]).dtype;
     }
     e.steps.push_back(step);
   }
   return e;
 }
 
-// The GPU epilogue reads R at the stored positions in the stored dtype (contraction/epilogue.h),
-// the op in the pre-store layout and in the node's dtype: the two agree only for a plain store
-// in the node's dtype.
-void check_residual_store(const ir::Graph& g, const ir::Node& n, const ContractionSpec& spec,
+// The GPU epilogue reads R at the stored positions (contraction/epilogue.h), the op in the
+// pre-store layout: the two agree only for a plain store. (R's dtype is the epilogue's
+// residual_dtype, whatever the output's.)
+void check_residual_store(const ir::Node& n, const ContractionSpec& spec,
                           bool plain_store) {
   const bool residual = std::find(spec.extra_inputs.begin(), spec.extra_inputs.end(),
                                   kResidualInput) != spec.extra_inputs.end();
@@ -68,9 +84,7 @@ void check_residual_store(const ir::Graph& g, const ir::Node& n, const Contracti
   TESSEL_USER_CHECK(plain_store)
       << n.label() << ": a residual add before a " << n.get_string("store", "nhwc")
       << " store has no GPU epilogue (the kernel reads R in the stored layout)";
-  TESSEL_USER_CHECK(spec.epilogue.out_dtype == g.type(n.inputs.at(1)).dtype)
-      << n.label() << ": a residual add with out_dtype " << dtype_name(spec.epilogue.out_dtype)
-      << " has no GPU epilogue (the kernel reads R in the stored dtype)";
+
 }
 
 // Two entries of an ints attribute, or its default.
@@ -110,12 +124,12 @@ ContractionSpec conv_spec(const ir::Graph& g, const ir::Node& n) {
   ContractionSpec spec;
   // C in the node's dtype (W's): the epilogue converts it to out_dtype. An NCHW X keeps its
   // own dtype: the kernel converts it as it reads it.
-  const contraction::OperandDTypes types{x.dtype, w.dtype, w.dtype};
+  const contraction::OperandDTypes types{x.dtype, w.dtype, node_dtype(g, n)};
   spec.maps = nchw_input ? contraction::conv2d_nchw_input_maps(p, types)
                          : contraction::conv2d_nhwc_maps(p, types);
   spec.epilogue = epilogue_of(g, n, spec.extra_inputs);
   const ops::StoreMap store = ops::read_store(n);
-  check_residual_store(g, n, spec, store.kind == ops::StoreMap::Kind::kNhwc);
+  check_residual_store(n, spec, store.kind == ops::StoreMap::Kind::kNhwc);
   contraction::StoreMap& st = spec.epilogue.store;
   switch (store.kind) {
     case ops::StoreMap::Kind::kNhwc:
@@ -154,9 +168,9 @@ ContractionSpec gemm_spec(const ir::Graph& g, const ir::Node& n) {
   TESSEL_USER_CHECK(w.shape[layout.trans_b ? 1 : 0] == k)
       << n.label() << ": A " << a.str() << " and W " << w.str() << " disagree on K";
   ContractionSpec spec;
-  spec.maps = contraction::gemm_maps(m, n_extent, k, layout, {a.dtype, w.dtype, w.dtype});
+  spec.maps = contraction::gemm_maps(m, n_extent, k, layout, {a.dtype, w.dtype, node_dtype(g, n)});
   spec.epilogue = epilogue_of(g, n, spec.extra_inputs);
-  check_residual_store(g, n, spec, true);
+  check_residual_store(n, spec, true);
   return spec;
 }
 
@@ -169,7 +183,7 @@ bool is_contraction_op(const ir::Node& n) {
 ContractionSpec contraction_of(const ir::Graph& g, const ir::Node& n) {
   TESSEL_ICHECK(is_contraction_op(n)) << n.label() << " is not a tessel contraction";
   TESSEL_USER_CHECK(n.inputs.size() >= 2 && n.outputs.size() == 1)
-      << n.label() << ": expected inputs (X, W, B?, R?) and one output";
+      << n.label() << ": expected inputs (X, W, B?, R?, S?) and one output";
   return n.op == "tessel.Conv" ? conv_spec(g, n) : gemm_spec(g, n);
 }
 

@@ -14,13 +14,15 @@ namespace tessel::compiler {
 // Node inputs of the tessel contractions (tessel_contraction_ops.cc).
 inline constexpr int kBiasInput = 2;
 inline constexpr int kResidualInput = 3;
+inline constexpr int kScaleInput = 4;  // int8: the per-channel dequantization scale S
 
 struct ContractionSpec {
   contraction::IndexMaps maps;
   contraction::Epilogue epilogue;
   // extra_inputs[i] is the node input bound to KernelArgs::extra[i], the operand that epilogue
-  // steps name by index: kBiasInput (bound as an f32 vector, per contraction/epilogue.h, even
-  // where the graph stores the bias in the activations' dtype) or kResidualInput.
+  // steps name by index: kScaleInput, kBiasInput (bound as an f32 vector, per
+  // contraction/epilogue.h, even where the graph stores the bias in the activations' dtype) or
+  // kResidualInput.
   std::vector<int> extra_inputs;
 };
 
@@ -30,8 +32,8 @@ bool is_contraction_op(const ir::Node& n);
 
 // conv2d_nhwc_maps (conv2d_nchw_input_maps for input_layout = "nchw") / gemm_maps (layout from
 // trans_a / trans_b; by default NT: A [M, K] x W [N, K]) from the node's operand types and attributes (strides, pads [t, l, b, r],
-// dilations, group), C in the node's dtype (W's), and the epilogue: a kBias step first when B
-// is given (the ops add it to the accumulator before every step), then the node's steps in
+// dilations, group), C in the node's dtype (W's; f32 for int8), and the epilogue: for int8 a
+// kScale step by S first (acc * S[n]), then a kBias step when B is given (the ops add it to the accumulator before every step), then the node's steps in
 // order, add_residual reading R; the store map plain, NCHW, or depth_to_space (NHWC or NCHW)
 // over the pre-store [N, OH, OW, Co]; out_dtype the output's dtype. A residual add with any
 // other store, or with an out_dtype, is a UserError: the kernel reads R in the stored layout

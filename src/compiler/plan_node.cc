@@ -137,15 +137,41 @@ std::string NodePlan::summary() const {
     case NodeRun::kNoKernel: return "no kernel: " + why;
     case NodeRun::kUnsupported: return "not supported on the GPU: " + why;
     case NodeRun::kOpKernel: return why.empty() ? "CUDA kernel" : "CUDA kernel: " + why;
-    case NodeRun::kContraction:
+    case NodeRun::kContraction: {
       if (!tensor_cores()) return "SIMT: " + why;
-      return "Tensor Cores (" + instruction() + ") " + schedule.name();
+      const bool int8 = match.contraction && match.contraction->a_dtype == DType::kI8;
+      return "Tensor Cores (" + instruction() + (int8 ? " int8" : "") + ") " + schedule.name() +
+             (why.empty() ? "" : " (" + why + ")");
+    }
   }
   return "";
 }
 
+namespace {
+
+// fold-qdq's reason for leaving a QDQ conv in float (its int8_refusal attribute), added to what
+// the plan says.
+NodePlan with_int8_refusal(const ir::Node& n, NodePlan p) {
+  const std::string refusal = n.get_string("int8_refusal", "");
+  if (refusal.empty() || p.run == NodeRun::kUnsupported) return p;
+  p.why += (p.why.empty() ? "" : "; ") + std::string("float, not int8: ") + refusal;
+  return p;
+}
+
+NodePlan plan_any_node(const ir::Graph& g, const ir::Node& n, const Options& options,
+                       const device::DeviceInfo& target);
+
+}  // namespace
+
 NodePlan plan_node(const ir::Graph& g, const ir::Node& n, const Options& options,
                    const device::DeviceInfo& target) {
+  return with_int8_refusal(n, plan_any_node(g, n, options, target));
+}
+
+namespace {
+
+NodePlan plan_any_node(const ir::Graph& g, const ir::Node& n, const Options& options,
+                       const device::DeviceInfo& target) {
   if (passes::is_view_alias(g, n)) {
     NodePlan p;
     p.run = NodeRun::kNoKernel;
@@ -184,4 +210,5 @@ NodePlan plan_node(const ir::Graph& g, const ir::Node& n, const Options& options
   return p;
 }
 
+}  // namespace
 }  // namespace tessel::compiler

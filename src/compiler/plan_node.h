@@ -30,6 +30,7 @@ struct NodePlan {
   NodeRun run = NodeRun::kUnsupported;
   // kUnsupported: why there is no GPU path (without the node's label). kNoKernel: why nothing
   // launches. kContraction on SIMT, and a grouped conv's kOpKernel: why not on Tensor Cores.
+  // A QDQ conv that fold-qdq left in float: also "float, not int8: <its int8_refusal>".
   std::string why;
 
   // kContraction: the matcher's result (its Contraction, remarks and notes), the epilogue with
@@ -45,7 +46,8 @@ struct NodePlan {
   }
   // "mma.sync", "wgmma" or "SIMT" for a contraction; "SIMT" for an op kernel; "" otherwise.
   std::string instruction() const;
-  // One line: "Tensor Cores (wgmma) wgmma_128x256x64_s4_w64x256_sk1_r8", "SIMT: <why>",
+  // One line: "Tensor Cores (wgmma) wgmma_128x256x64_s4_w64x256_sk1_r8" ("(mma.sync int8)"
+  // for int8, " (<why>)" after it where why is set), "SIMT: <why>",
   // "CUDA kernel" (": <why>" for a grouped conv), "no kernel: <why>", "not supported on the
   // GPU: <why>".
   std::string summary() const;

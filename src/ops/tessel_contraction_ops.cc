@@ -14,7 +14,13 @@
 //     attributes: strides, pads ([t, l, b, r]), dilations, group as in ONNX's Conv (pads are
 //     explicit: convert-layout resolves auto_pad); epilogue, epilogue_alpha, epilogue_beta;
 //     store, block, mode; out_dtype; input_layout.
-//   tessel.Gemm(A, W, B?, R?) -> Y
+//   int8 (fold-qdq's form of a QDQ conv): X i8 NHWC, W i8 OHWI, and S [Co] f32, the per
+//     output channel dequantization scale (x_scale * w_scale[co]): the accumulator is exact
+//     (int32 on the GPU) and the value the steps start from is acc * S[co] + B[co]; Y is f32
+//     (the node's dtype) or, after a last 'quantize' step, out_dtype i8. R is f32 for
+//     'add_residual', or i8 for 'add_residual_scaled' (dequantized by the step's scale).
+//   tessel.Conv(X, W, B?, R?, S?) -> Y, S only for int8
+//   tessel.Gemm(A, W, B?, R?, S?) -> Y
 //     A [M, K] ([K, M] with trans_a = 1); W [N, K] (trans_b = 1, the default: ONNX Gemm with
 //     transB = 1, what convert-layout writes) or [K, N] (trans_b = 0); B [N]; R [M, N];
 //     Y [M, N]; epilogue and out_dtype.
@@ -35,6 +41,39 @@ namespace {
 
 constexpr int kBias = 2;
 constexpr int kResidual = 3;
+constexpr int kScale = 4;
+
+// The dtype a contraction computes in and stores without out_dtype: W's, or f32 for int8.
+DType node_dtype(DType w) { return w == DType::kI8 ? DType::kF32 : w; }
+
+// Operands 0 and 1 both float (X in W's dtype unless `any_float_x`) and no S, or both i8 with
+// the dequantization scale S [channels] f32. out_dtype i8 only after a last 'quantize' step.
+void check_operands(const ir::InferContext& ctx, const char* x_name, bool any_float_x,
+                    int64_t channels) {
+  const ir::Node& node = ctx.node();
+  if (ctx.dtype(1) == DType::kI8) {
+    TESSEL_USER_CHECK(ctx.dtype(0) == DType::kI8 && !any_float_x)
+        << node.label() << ": W is i8, so " << x_name << " must be i8 too, it is "
+        << dtype_name(ctx.dtype(0)) << (any_float_x ? " (and input_layout nchw takes float X only)" : "");
+    TESSEL_USER_CHECK(ctx.has_input(kScale) && ctx.dtype(kScale) == DType::kF32 &&
+                      ctx.shape(kScale) == Shape{channels})
+        << node.label() << ": an int8 contraction needs its dequantization scale S f32[" << channels
+        << "] as input 4" << (ctx.has_input(kScale) ? ", it is " + ctx.input(kScale).str() : "");
+  } else {
+    require_float_input(ctx, 0, x_name);
+    require_float_input(ctx, 1, "W");
+    if (!any_float_x) require_same_dtype(ctx, 0, 1, x_name, "W");
+    TESSEL_USER_CHECK(!ctx.has_input(kScale))
+        << node.label() << ": the dequantization scale S (input 4) belongs to int8 contractions, "
+        << "W is " << dtype_name(ctx.dtype(1));
+  }
+  if (read_out_dtype(node) == DType::kI8) {
+    const std::vector<EpilogueStep> steps = read_epilogue(node);
+    TESSEL_USER_CHECK(!steps.empty() && steps.back().kind == EpilogueKind::kQuantize)
+        << node.label() << ": out_dtype i8 stores a quantized value: the last epilogue step must "
+        << "be 'quantize'";
+  }
+}
 
 // Bias B: one value per output channel, f32 or the node's dtype (W's).
 void check_bias(const ir::InferContext& ctx, int64_t out_channels) {
@@ -49,11 +88,16 @@ void check_bias(const ir::InferContext& ctx, int64_t out_channels) {
       << ", expected [" << out_channels << "] (one value per output channel)";
 }
 
-// R and the add_residual step come together: one step reads the one operand.
+// R and the add_residual step come together: one step reads the one operand, in the node's
+// dtype ('add_residual') or i8 ('add_residual_scaled').
 void check_residual(const ir::InferContext& ctx, const std::vector<EpilogueStep>& steps,
                     const Shape& pre_store) {
   int residual_steps = 0;
-  for (const EpilogueStep& s : steps) residual_steps += s.kind == EpilogueKind::kAddResidual;
+  bool scaled = false;
+  for (const EpilogueStep& s : steps) {
+    residual_steps += s.kind == EpilogueKind::kAddResidual || s.kind == EpilogueKind::kAddScaledResidual;
+    scaled |= s.kind == EpilogueKind::kAddScaledResidual;
+  }
   if (!ctx.has_input(kResidual)) {
     TESSEL_USER_CHECK(residual_steps == 0)
         << ctx.node().label() << ": epilogue step 'add_residual' needs the residual input R";
@@ -62,9 +106,10 @@ void check_residual(const ir::InferContext& ctx, const std::vector<EpilogueStep>
   TESSEL_USER_CHECK(residual_steps == 1)
       << ctx.node().label() << ": residual input R is given, so the epilogue needs exactly one "
       << "'add_residual' step, it has " << residual_steps;
-  TESSEL_USER_CHECK(ctx.dtype(kResidual) == ctx.dtype(1) && ctx.shape(kResidual) == pre_store)
+  const DType r = scaled ? DType::kI8 : node_dtype(ctx.dtype(1));
+  TESSEL_USER_CHECK(ctx.dtype(kResidual) == r && ctx.shape(kResidual) == pre_store)
       << ctx.node().label() << ": residual R is " << ctx.input(kResidual).str() << ", expected "
-      << dtype_name(ctx.dtype(1)) << shape_str(pre_store) << " (the output before the store)";
+      << dtype_name(r) << shape_str(pre_store) << " (the output before the store)";
 }
 
 // out[n, h*b + i, w*b + j, c] = y[n, h, w, co] (tessel_epilogue.h, StoreMap): a transpose of a
@@ -78,23 +123,26 @@ Tensor depth_to_space_nhwc(const Tensor& y, const StoreMap& s) {
   return out.reshaped({n, h * b, w * b, c});
 }
 
-// acc (f64, pre-store, channels last) + bias, epilogue steps, store; one rounding to the node's
-// dtype (W's), then the conversion to out_dtype, as a Cast after the node would do it.
+// acc (f64, pre-store, channels last) [* S] + bias, epilogue steps, store; one rounding to the
+// node's dtype (W's, f32 for int8), then the conversion to out_dtype, as a Cast after the node
+// would do it.
 void finish(ir::KernelContext& ctx, Tensor acc, const StoreMap& store) {
   const std::vector<EpilogueStep> steps = read_epilogue(ctx.node());
   const int64_t channels = acc.shape().back();
   const Tensor* bias = ctx.has_input(kBias) ? &ctx.input(kBias) : nullptr;
   const Tensor* residual = ctx.has_input(kResidual) ? &ctx.input(kResidual) : nullptr;
+  const Tensor* scale = ctx.has_input(kScale) ? &ctx.input(kScale) : nullptr;
   double* a = acc.data<double>();
   for (int64_t i = 0; i < acc.numel(); ++i) {
-    double v = a[i] + (bias ? bias->get_f64(i % channels) : 0.0);
+    const double dequantized = scale ? a[i] * scale->get_f64(i % channels) : a[i];
+    double v = dequantized + (bias ? bias->get_f64(i % channels) : 0.0);
     const double r = residual ? residual->get_f64(i) : 0.0;
     for (const EpilogueStep& s : steps) v = apply_epilogue_step(s, v, r);
     a[i] = v;
   }
   if (store.depth_to_space()) acc = depth_to_space_nhwc(acc, store);
   if (store.nchw()) acc = permute(acc, kNhwcToNchw);
-  store_output(ctx.output(0), acc.cast(ctx.input(1).dtype()));
+  store_output(ctx.output(0), acc.cast(node_dtype(ctx.input(1).dtype())));
 }
 
 // ---- tessel.Conv ----------------------------------------------------------------------------
@@ -110,11 +158,9 @@ ir::Node conv_stand_in(const ir::Node& node) {
 void infer_conv(ir::InferContext& ctx) {
   const ir::Node& node = ctx.node();
   check_attributes(node, {"strides", "pads", "dilations", "group", "epilogue", "epilogue_alpha",
-                          "epilogue_beta", "store", "block", "mode", "out_dtype", "input_layout"});
+                          "epilogue_beta", "store", "block", "mode", "out_dtype", "input_layout",
+                          "int8_refusal"});
   const bool nchw_input = read_nchw_input(node);
-  require_float_input(ctx, 0, "X");
-  require_float_input(ctx, 1, "W");
-  if (!nchw_input) require_same_dtype(ctx, 0, 1, "X", "W");
   require_rank(ctx, 0, "X", 4, 4);
   require_rank(ctx, 1, "W", 4, 4);
   // OHWI and NHWC permute to ONNX's OIHW and NCHW the same way.
@@ -124,13 +170,14 @@ void infer_conv(ir::InferContext& ctx) {
   TESSEL_USER_CHECK(group < 1 || ctx.shape(1)[3] * group == x_nchw[1])
       << node.label() << ": weight W " << shape_str(ctx.shape(1)) << " has " << ctx.shape(1)[3]
       << " input channels per group, expected " << x_nchw[1] << " / group " << group;
-  const ir::TensorType x{ctx.dtype(1), x_nchw};
-  const ir::TensorType w{ctx.dtype(1), permute_shape(ctx.shape(1), kNhwcToNchw)};
+  const ir::TensorType x{node_dtype(ctx.dtype(1)), x_nchw};
+  const ir::TensorType w{node_dtype(ctx.dtype(1)), permute_shape(ctx.shape(1), kNhwcToNchw)};
   const ir::TensorType y = infer_stand_in(node, conv_stand_in(node), {&x, &w}, ctx.opset())[0];
   const Shape pre_store = permute_shape(y.shape, kNchwToNhwc);
+  check_operands(ctx, "X", nchw_input, pre_store[3]);
   check_bias(ctx, pre_store[3]);
   check_residual(ctx, read_epilogue(node), pre_store);
-  ctx.set_output(0, read_out_dtype(node).value_or(ctx.dtype(1)),
+  ctx.set_output(0, read_out_dtype(node).value_or(node_dtype(ctx.dtype(1))),
                  stored_shape(node, read_store(node), pre_store));
 }
 
@@ -138,7 +185,7 @@ void compute_conv(ir::KernelContext& ctx) {
   // X as the convolution reads it: converted to W's dtype (as the folded Cast did), NCHW.
   const DType t = ctx.input(1).dtype();
   const Tensor& in = ctx.input(0);
-  Tensor x = (in.dtype() == t ? in : in.cast(t)).cast(DType::kF64);
+  Tensor x = (in.dtype() == t ? in : in.cast(t)).cast(DType::kF64);  // int8: exact
   if (!read_nchw_input(ctx.node())) x = permute(x, kNhwcToNchw);
   const Tensor w = permute(ctx.input(1).cast(DType::kF64), kNhwcToNchw);
   const Tensor y = run_stand_in(ctx.node(), conv_stand_in(ctx.node()), {&x, &w}, ctx.opset())[0];
@@ -162,13 +209,13 @@ void infer_gemm(ir::InferContext& ctx) {
     TESSEL_USER_CHECK(t == 0 || t == 1)
         << node.label() << ": attribute '" << key << "' is " << t << ", expected 0 or 1";
   }
-  require_float_input(ctx, 0, "A");
-  require_same_dtype(ctx, 0, 1, "A", "W");
-  const ir::TensorType y =
-      infer_stand_in(node, gemm_stand_in(node), {&ctx.input(0), &ctx.input(1)}, ctx.opset())[0];
+  const ir::TensorType a{node_dtype(ctx.dtype(0)), ctx.shape(0)};
+  const ir::TensorType w{node_dtype(ctx.dtype(1)), ctx.shape(1)};
+  const ir::TensorType y = infer_stand_in(node, gemm_stand_in(node), {&a, &w}, ctx.opset())[0];
+  check_operands(ctx, "A", false, y.shape[1]);
   check_bias(ctx, y.shape[1]);
   check_residual(ctx, read_epilogue(node), y.shape);
-  ctx.set_output(0, read_out_dtype(node).value_or(ctx.dtype(1)), y.shape);
+  ctx.set_output(0, read_out_dtype(node).value_or(node_dtype(ctx.dtype(1))), y.shape);
 }
 
 void compute_gemm(ir::KernelContext& ctx) {
@@ -183,12 +230,12 @@ void compute_gemm(ir::KernelContext& ctx) {
 void register_tessel_contraction_ops(ir::OpRegistry& r) {
   r.add({.name = "tessel.Conv",
          .min_inputs = 2,
-         .max_inputs = 4,
+         .max_inputs = 5,
          .infer = infer_conv,
          .compute = compute_conv});
   r.add({.name = "tessel.Gemm",
          .min_inputs = 2,
-         .max_inputs = 4,
+         .max_inputs = 5,
          .infer = infer_gemm,
          .compute = compute_gemm});
 }

@@ -1,5 +1,6 @@
 #include "ops/tessel_epilogue.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/error.h"
@@ -24,6 +25,9 @@ constexpr KindName kKinds[] = {
     {EpilogueKind::kGelu, "gelu", false, false},
     {EpilogueKind::kGeluTanh, "gelu_tanh", false, false},
     {EpilogueKind::kAddResidual, "add_residual", false, false},
+    {EpilogueKind::kMul, "mul", true, false},
+    {EpilogueKind::kQuantize, "quantize", true, false},
+    {EpilogueKind::kAddScaledResidual, "add_residual_scaled", true, false},
 };
 
 const KindName& info(EpilogueKind kind) {
@@ -147,6 +151,16 @@ double apply_epilogue_step(const EpilogueStep& step, double v, double residual) 
       return v / (1.0 + std::exp(-2.0 * std::sqrt(2.0 / M_PI) * (v + 0.044715 * v * v * v)));
     case EpilogueKind::kAddResidual:
       return v + residual;
+    case EpilogueKind::kMul:
+      return v * step.alpha;
+    case EpilogueKind::kQuantize: {
+      // As QuantizeLinear's reference: the f32 value divided by the f32 scale in f32.
+      const float q = static_cast<float>(v) / static_cast<float>(step.alpha);
+      if (std::isnan(q)) return 0.0;
+      return std::clamp(std::nearbyint(static_cast<double>(q)), -128.0, 127.0);
+    }
+    case EpilogueKind::kAddScaledResidual:
+      return v + step.alpha * residual;
   }
   TESSEL_ICHECK(false) << "unhandled epilogue kind " << static_cast<int>(step.kind);
   return v;
@@ -210,8 +224,9 @@ std::optional<DType> read_out_dtype(const ir::Node& node) {
   if (!node.has_attr("out_dtype")) return std::nullopt;
   const std::string name = node.get_string("out_dtype", "");
   const std::optional<DType> t = dtype_from_name(name);
-  TESSEL_USER_CHECK(t && is_float(*t))
-      << node.label() << ": out_dtype '" << name << "' is not a float dtype (f32, f16, bf16, f64)";
+  TESSEL_USER_CHECK(t && (is_float(*t) || *t == DType::kI8))
+      << node.label() << ": out_dtype '" << name
+      << "' is neither a float dtype nor i8 (f32, f16, bf16, f64, i8)";
   return t;
 }
 

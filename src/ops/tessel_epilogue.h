@@ -5,6 +5,7 @@
 //   epilogue       = ["add_residual", "relu"]   steps applied in order to acc = conv + bias
 //   epilogue_alpha = [0.0, 0.0]                 one per step: leaky_relu's alpha, clip's min
 //   epilogue_beta  = [0.0, 0.0]                 one per step: clip's max
+//                                               (mul, quantize, add_residual_scaled: the scale)
 //   store = "nhwc" | "nchw" | "depth_to_space" | "depth_to_space_nchw"      (tessel.Conv only)
 //   block = 2, mode = "DCR" | "CRD"             the depth_to_space stores' parameters
 //   out_dtype = "f32"                           Y's dtype when it is not the node's own
@@ -37,6 +38,11 @@ enum class EpilogueKind {
   kGelu,         // v * Phi(v) = 0.5 * v * (1 + erf(v / sqrt(2)))      (ONNX Gelu)
   kGeluTanh,     // 0.5 * v * (1 + tanh(sqrt(2/pi) * (v + 0.044715 v^3)))  (approximate="tanh")
   kAddResidual,  // v + R[i], R shaped like the pre-store output
+  // int8 (QDQ models: symmetric, zero points 0):
+  kMul,                 // v * alpha: a DequantizeLinear by the scale alpha
+  kQuantize,            // clamp(round_half_even(f32(v) / f32(alpha)), -128, 127): a
+                        // QuantizeLinear to int8 by the scale alpha, as its reference divides
+  kAddScaledResidual,   // v + alpha * R[i], R an int8 tensor dequantized by its scale alpha
 };
 
 struct EpilogueStep {
@@ -47,7 +53,7 @@ struct EpilogueStep {
 };
 
 // "relu", "leaky_relu", "clip", "sigmoid", "hardswish", "silu", "gelu", "gelu_tanh",
-// "add_residual".
+// "add_residual", "mul", "quantize", "add_residual_scaled".
 std::string_view epilogue_name(EpilogueKind kind);
 std::optional<EpilogueKind> epilogue_kind(std::string_view name);
 
@@ -95,7 +101,8 @@ Shape stored_shape(const ir::Node& node, const StoreMap& store, const Shape& pre
 // 'out_dtype': the dtype Y is stored in, or nullopt when absent (Y then has the node's own
 // dtype, W's). The value is computed as without the attribute -- rounded to W's dtype -- and
 // then converted, exactly as a Cast after the node would: the fold of that Cast changes no
-// number. A name that is not a float dtype is a UserError naming the node.
+// number. "i8" stores the result of a last 'quantize' step (a fused QuantizeLinear). A name
+// that is neither a float dtype nor i8 is a UserError naming the node.
 std::optional<DType> read_out_dtype(const ir::Node& node);
 void write_out_dtype(ir::Node& node, std::optional<DType> dtype);
 

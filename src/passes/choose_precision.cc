@@ -9,7 +9,7 @@
 // its values touches an op that must stay fp32:
 //  - QDQ and integer ops (QuantizeLinear, DequantizeLinear, QLinear*, *Integer) and every op
 //    without OpFacts::fp16: their float operands and, through the ties, the float
-//    neighbours around them stay fp32 (int8 is a pass of its own, later);
+//    neighbours around them stay fp32; so do fold-qdq's int8 contractions (run before);
 //  - nothing else: pools, Softmax and ReduceMean compute in fp32 internally (their reference
 //    kernels in double or float, the GPU ones in fp32) and only store fp16.
 // Free operands keep their dtype: biases, BN statistics and scales stay fp32 where the op
@@ -50,6 +50,15 @@ constexpr int64_t kOnnxFloat16 = 10;
 const ir::OpFacts* fp16_facts(const std::string& op) {
   const ir::OpFacts& f = ir::OpRegistry::global().facts(op);
   return f.fp16 ? &f : nullptr;
+}
+
+// fp16_facts of node n; none for an int8 contraction (fold-qdq's, W i8): it computes its f32
+// result from integers and keeps its float operands (S, B, R) and output fp32, as the QDQ ops.
+const ir::OpFacts* fp16_facts(const ir::Graph& g, const ir::Node& n) {
+  const bool int8 = n.inputs.size() > 1 && n.inputs[1] != kNoValue &&
+                    g.type(n.inputs[1]).dtype == DType::kI8 &&
+                    ir::OpRegistry::global().facts(n.op).kind == ir::OpKind::kContraction;
+  return int8 ? nullptr : fp16_facts(n.op);
 }
 
 class UnionFind {
@@ -112,7 +121,7 @@ class PrecisionChooser {
   void build_classes() {
     std::vector<char> pin(g_.values.size(), 0);
     for (const ir::Node& n : g_.nodes) {
-      const ir::OpFacts* op = fp16_facts(n.op);
+      const ir::OpFacts* op = fp16_facts(g_, n);
       if (!op) {
         for (ValueId v : n.inputs)
           if (is_f32(v)) pin[v] = 1;
@@ -137,7 +146,7 @@ class PrecisionChooser {
     std::unordered_map<ValueId, ValueId> half;
     UniqueNames names = UniqueNames::of_values(g_);
     for (ir::Node& n : g_.nodes) {
-      const ir::OpFacts* op = fp16_facts(n.op);
+      const ir::OpFacts* op = fp16_facts(g_, n);
       if (!op) continue;
       std::vector<ValueId> tied = tied_operands(n, op);
       auto var = std::find_if(tied.begin(), tied.end(), [&](ValueId v) { return !is_const(v); });

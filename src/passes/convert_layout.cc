@@ -104,6 +104,8 @@ class LayoutConverter {
     std::vector<ir::Node> nodes = std::move(g_.nodes);
     g_.nodes.clear();
     find_matmul_biases(nodes);
+    for (const ir::Node& n : nodes)
+      if (n.op == "DequantizeLinear" && n.outputs.size() == 1) dequantized_[n.outputs[0]] = n;
     for (size_t i = 0; i < nodes.size(); ++i) {
       const ir::Node& n = nodes[i];
       if (absorbed_.count(i)) continue;  // a MatMul's bias Add, now the tessel.Gemm's bias
@@ -257,16 +259,30 @@ class LayoutConverter {
     return i < n.inputs.size() ? n.inputs[i] : kNoValue;
   }
 
-  // Conv -> tessel.Conv: NHWC input, OHWI weights, explicit pads, channels aligned.
+  // The DequantizeLinear writing a QDQ model's conv weight w, which fold-constants left for
+  // fold-qdq (fold_constants.cc): an integer constant per tensor or per output channel.
+  const ir::Node* quantized_weight(ValueId w) const {
+    auto it = dequantized_.find(w);
+    if (it == dequantized_.end()) return nullptr;
+    const ir::Node& dq = it->second;
+    const bool params_const =
+        is_const(dq.inputs[1]) && (dq.inputs.size() < 3 || dq.inputs[2] == kNoValue || is_const(dq.inputs[2]));
+    return is_const(dq.inputs[0]) && g_.type(dq.inputs[0]).shape.size() == 4 && params_const ? &dq : nullptr;
+  }
+
+  // Conv -> tessel.Conv: NHWC input, OHWI weights, explicit pads, channels aligned. A
+  // quantized weight DequantizeLinear(Wq) becomes DequantizeLinear(Wq in OHWI), axis 0 both.
   bool convert_conv(const ir::Node& n, std::string& why) {
     const ValueId x = n.inputs[0], w = n.inputs[1], b = input(n, 2);
     if (!tracked(x)) return false;  // 1-D / 3-D convs have no NHWC form
-    if (!is_const(w)) {
+    const ir::Node* dq = quantized_weight(w);
+    if (!is_const(w) && !dq) {
       why = n.label() + ": the weight is not a constant";
       return false;
     }
+    const ValueId stored = dq ? dq->inputs[0] : w;
     const ops::ConvGeometry geo = ops::plan_conv(n, g_.type(x).shape, g_.type(w).shape);
-    Tensor ohwi = ops::permute(*g_.value(w).data, ops::kNchwToNhwc);
+    Tensor ohwi = ops::permute(*g_.value(stored).data, ops::kNchwToNhwc);
     ValueId in = to_nhwc(x);
     const int64_t ci = geo.in_channels;
     if (geo.group == 1 && ci % kChannelAlignment != 0) {
@@ -284,7 +300,16 @@ class LayoutConverter {
     if (any_not(pads, 0)) attrs["pads"] = pads;
     if (any_not(geo.dilations, 1)) attrs["dilations"] = geo.dilations;
     if (geo.group != 1) attrs["group"] = geo.group;
-    std::vector<ValueId> ins = {in, add_constant(g_.value(w).name + ".ohwi", std::move(ohwi))};
+    ValueId weight = add_constant(g_.value(stored).name + ".ohwi", std::move(ohwi));
+    if (dq) {
+      ir::Node d = *dq;
+      d.inputs[0] = weight;
+      weight = add_value(g_.value(w).name + ".ohwi", {g_.type(w).dtype, g_.type(weight).shape});
+      d.outputs = {weight};
+      d.name = node_names_.fresh(dq->name + ".ohwi");
+      g_.nodes.push_back(std::move(d));
+    }
+    std::vector<ValueId> ins = {in, weight};
     if (b != kNoValue) ins.push_back(b);
     g_.add_node("tessel.Conv", n.name, std::move(ins), {nhwc_output(n.outputs[0])},
                 std::move(attrs));
@@ -729,6 +754,7 @@ class LayoutConverter {
   UniqueNames node_names_;
   std::vector<ValueId> nhwc_;       // per original value: its NHWC twin, or kNoValue
   std::vector<char> nchw_missing_;  // per original value: only the twin holds the data
+  std::unordered_map<ValueId, ir::Node> dequantized_;  // DequantizeLinear nodes by output
   std::unordered_map<ValueId, ValueId> nhwc_constants_;  // broadcast constants, rewritten
   std::unordered_map<ValueId, ValueId> padded_;          // NHWC value -> channel-aligned copy
   std::unordered_map<ValueId, MatmulBias> matmul_bias_;  // MatMul output -> its bias Add

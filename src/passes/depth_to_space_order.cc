@@ -1,6 +1,6 @@
 // depth-to-space-dcr: a convolution that stores depth_to_space in CRD order (PyTorch's
 // PixelShuffle) computes its output channels in DCR order instead, by permuting its weights
-// and bias once at compile time, and stores DCR.
+// and bias (and an int8 conv's dequantization scale) once at compile time, and stores DCR.
 //
 // Both orders put pre-store channel n of pixel (oh, ow) at out[oh*b + i, ow*b + j, c]; they
 // differ only in which n: CRD n = c*b^2 + i*b + j, DCR n = (i*b + j)*C + c. With DCR, the C
@@ -45,18 +45,20 @@ ir::Graph depth_to_space_dcr(ir::Graph g) {
     if (n.get_int("group", 1) != 1) continue;
     bool residual = false;
     for (const ops::EpilogueStep& s : ops::read_epilogue(n))
-      residual |= s.kind == ops::EpilogueKind::kAddResidual;
-    const bool has_bias = n.inputs.size() > 2 && n.inputs[2] != ir::kNoValue;
-    if (residual || !g.value(n.inputs[1]).is_constant() ||
-        (has_bias && !g.value(n.inputs[2]).is_constant()))
-      continue;
+      residual |= s.kind == ops::EpilogueKind::kAddResidual || s.kind == ops::EpilogueKind::kAddScaledResidual;
+    // The per-channel constants: W, B and (int8) the dequantization scale S.
+    auto has = [&](size_t i) { return n.inputs.size() > i && n.inputs[i] != ir::kNoValue; };
+    const bool constants = g.value(n.inputs[1]).is_constant() &&
+                           (!has(2) || g.value(n.inputs[2]).is_constant()) &&
+                           (!has(4) || g.value(n.inputs[4]).is_constant());
+    if (residual || !constants) continue;
     const int64_t b2 = store.block * store.block;
     const int64_t co = g.value(n.inputs[1]).data->shape().at(0);
     const int64_t c = co / b2;  // read_store's stored_shape already checked co % b2 == 0
     // CRD channel n = ch*b2 + k (k = i*b + j) becomes DCR channel k*C + ch.
     auto to_dcr = [&](int64_t crd) { return (crd % b2) * c + crd / b2; };
-    for (int input : {1, 2}) {
-      if (input == 2 && !has_bias) continue;
+    for (size_t input : {1, 2, 4}) {
+      if (!has(input)) continue;
       const ir::Value& v = g.value(n.inputs[input]);
       const std::string name = names.fresh(v.name + ".dcr");
       n.inputs[input] = g.add_constant(name, permute_rows(*v.data, to_dcr));

@@ -8,6 +8,11 @@
 // ConvTranspose's [C, M/group, k...] axis 1, channel (c / (C/group)) * M/group + m, the group
 // of input channel c picking the block of outputs. The arithmetic is done in double and rounded
 // once to the weights' dtype.
+//
+// A QDQ model's Conv reads its weight through DequantizeLinear(Wq, sw) (an integer constant
+// that fold-constants keeps for fold-qdq): there s goes into the weight's scale instead,
+// sw'[m] = sw[m] * s[m] per output channel (axis 0), and the integers stay as they are, as
+// TensorRT folds batch norm into a quantized conv.
 #include <cmath>
 #include <vector>
 
@@ -17,11 +22,46 @@
 namespace tessel::passes {
 namespace {
 
+const Tensor* constant(const ir::Graph& g, ir::ValueId v) {
+  return v == ir::kNoValue ? nullptr : g.value(v).data.get();
+}
+
+// The DequantizeLinear writing a Conv's weight w when w is a symmetric quantized constant that
+// only this Conv reads (zero point absent or zero; scale per tensor or per output channel).
+int quantized_weight(const ir::Graph& g, const std::vector<int>& producer,
+                     const std::vector<int>& uses, ir::ValueId w) {
+  const int p = producer[static_cast<size_t>(w)];
+  if (p < 0 || uses[static_cast<size_t>(w)] != 1) return -1;
+  const ir::Node& dq = g.nodes[static_cast<size_t>(p)];
+  if (dq.op != "DequantizeLinear" || dq.inputs.size() < 2 || dq.get_int("block_size", 0) != 0) return -1;
+  const Tensor* q = constant(g, dq.inputs[0]);
+  const Tensor* scale = constant(g, dq.inputs[1]);
+  if (!q || !scale || q->shape().size() < 2 || scale->dtype() != DType::kF32) return -1;
+  if (scale->numel() != 1 && (scale->numel() != q->dim(0) || dq.get_int("axis", 1) != 0)) return -1;
+  if (dq.inputs.size() > 2 && dq.inputs[2] != ir::kNoValue) {
+    const Tensor* zp = constant(g, dq.inputs[2]);
+    if (!zp) return -1;
+    for (int64_t i = 0; i < zp->numel(); ++i)
+      if (zp->get_i64(i) != 0) return -1;
+  }
+  return p;
+}
+
 bool all_constant(const ir::Graph& g, const ir::Node& n, size_t first, size_t last) {
   for (size_t i = first; i <= last; ++i)
     if (i >= n.inputs.size() || n.inputs[i] == ir::kNoValue || !g.value(n.inputs[i]).is_constant())
       return false;
   return true;
+}
+
+// The conv at p takes the folded bias and writes the BN's output value directly.
+void finish_fold(ir::Graph& g, int p, const ir::Node& bn, ir::ValueId bias) {
+  ir::Node& c = g.nodes[static_cast<size_t>(p)];
+  c.inputs.resize(3);
+  c.inputs[2] = bias;
+  const ir::ValueId y = bn.outputs[0];
+  g.value(y).type = g.value(c.outputs[0]).type;
+  c.outputs[0] = y;
 }
 
 }  // namespace
@@ -40,13 +80,14 @@ ir::Graph fold_batch_norm(ir::Graph g) {
     if (p < 0 || erase[p] || uses[static_cast<size_t>(x)] != 1) continue;
     ir::Node& conv = g.nodes[static_cast<size_t>(p)];
     const bool transposed = conv.op == "ConvTranspose";
-    if ((conv.op != "Conv" && !transposed) || conv.inputs.size() < 2 ||
-        !g.value(conv.inputs[1]).is_constant())
-      continue;
+    if ((conv.op != "Conv" && !transposed) || conv.inputs.size() < 2) continue;
+    const int dq = conv.op == "Conv" ? quantized_weight(g, producer, uses, conv.inputs[1]) : -1;
+    if (!g.value(conv.inputs[1]).is_constant() && dq < 0) continue;
     bool has_bias = conv.inputs.size() > 2 && conv.inputs[2] != ir::kNoValue;
     if (has_bias && !g.value(conv.inputs[2]).is_constant()) continue;
 
-    const Tensor& w = *g.value(conv.inputs[1]).data;
+    const Tensor& w = dq >= 0 ? *g.value(g.nodes[static_cast<size_t>(dq)].inputs[0]).data
+                              : *g.value(conv.inputs[1]).data;
     const Tensor& gamma = *g.value(bn.inputs[1]).data;
     const Tensor& beta = *g.value(bn.inputs[2]).data;
     const Tensor& mean = *g.value(bn.inputs[3]).data;
@@ -59,12 +100,30 @@ ir::Graph fold_batch_norm(ir::Graph g) {
       continue;
     const double eps = bn.get_float("epsilon", 1e-5);
     std::vector<double> scale(static_cast<size_t>(co));
-    Tensor new_b(w.dtype(), {co});
+    Tensor new_b(dq >= 0 ? g.type(conv.inputs[1]).dtype : w.dtype(), {co});
     for (int64_t c = 0; c < co; ++c) {
       const double s = gamma.get_f64(c) / std::sqrt(var.get_f64(c) + eps);
       const double b = has_bias ? g.value(conv.inputs[2]).data->get_f64(c) : 0.0;
       new_b.set_f64(c, (b - mean.get_f64(c)) * s + beta.get_f64(c));
       scale[static_cast<size_t>(c)] = s;
+    }
+    ir::ValueId b_id = g.add_constant(g.unique_value_name(conv.name + ".bias.bn"), std::move(new_b));
+    if (dq >= 0) {
+      ir::Node& d = g.nodes[static_cast<size_t>(dq)];
+      const Tensor& sw = *g.value(d.inputs[1]).data;
+      Tensor new_scale(DType::kF32, {co});
+      for (int64_t c = 0; c < co; ++c)
+        new_scale.set_f64(c, sw.get_f64(sw.numel() == 1 ? 0 : c) * scale[static_cast<size_t>(c)]);
+      const ir::ValueId s_id =
+          g.add_constant(g.unique_value_name(g.value(d.inputs[1]).name + ".bn"), std::move(new_scale));
+      ir::Node& d2 = g.nodes[static_cast<size_t>(dq)];  // add_constant does not move nodes
+      d2.inputs.resize(2);  // zero point 0: absent
+      d2.inputs[1] = s_id;
+      d2.attrs["axis"] = int64_t{0};
+      finish_fold(g, p, bn, b_id);
+      erase[i] = 1;
+      changed = true;
+      continue;
     }
     // W viewed as [d0, d1, window]: the output channel of each (i0, i1).
     const int64_t d0 = w.dim(0), d1 = w.dim(1);
@@ -80,16 +139,9 @@ ir::Graph fold_batch_norm(ir::Graph g) {
     }
     ir::ValueId w_id = g.add_constant(g.unique_value_name(g.value(conv.inputs[1]).name + ".bn"),
                                       std::move(new_w));
-    ir::ValueId b_id = g.add_constant(g.unique_value_name(conv.name + ".bias.bn"), std::move(new_b));
-    ir::Node& c = g.nodes[static_cast<size_t>(p)];  // add_constant does not move nodes
-    c.inputs.resize(3);
-    c.inputs[1] = w_id;
-    c.inputs[2] = b_id;
-    // The conv now writes the BN's output value directly.
-    ir::ValueId y = bn.outputs[0];
-    ir::ValueId conv_out = c.outputs[0];
-    g.value(y).type = g.value(conv_out).type;
-    c.outputs[0] = y;
+    g.nodes[static_cast<size_t>(p)].inputs.resize(3);
+    g.nodes[static_cast<size_t>(p)].inputs[1] = w_id;
+    finish_fold(g, p, bn, b_id);
     erase[i] = 1;
     changed = true;
   }

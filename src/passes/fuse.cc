@@ -7,6 +7,11 @@
 //                                                range, as in the Clip reference kernel
 //   Mul(v, Sigmoid(v))                         -> silu (v read by exactly those two)
 //   Add(v, r), r any tensor of v's type        -> add_residual, r becomes input R (one per node)
+//   QuantizeLinear(v, s) to int8, zero point 0 -> quantize(s), out_dtype i8; after it only
+//   [DequantizeLinear(q, s')]                     mul(s') (back to f32), then the steps above
+//   Add(v, DequantizeLinear(r, s)), r int8     -> add_residual_scaled(s), r becomes input R
+//   (per-tensor scales, zero points 0 or absent: TensorRT's symmetric int8; the quantize only
+//   where the contraction kernels store: tessel.Gemm and group-1 tessel.Conv)
 //   tessel.DepthToSpace (tessel.Conv only)     -> store = depth_to_space; after it only the
 //                                                per-element activations (it moves the values
 //                                                they act on), no residual and no second store
@@ -103,12 +108,36 @@ std::optional<EpilogueStep> activation_step(const ir::Graph& g, const ir::Node& 
   return EpilogueStep{EpilogueKind::kClip, bound[0], bound[1]};
 }
 
+// The scale of a per-tensor, symmetric Q/DQ node `n` of `op` reading v as its input 0 whose
+// integer side is int8 (zero point 0 or absent), or nothing.
+std::optional<double> int8_scale(const ir::Graph& g, const ir::Node& n, const char* op, ValueId v) {
+  if (n.op != op || n.inputs.size() < 2 || n.inputs[0] != v || n.outputs.size() != 1) return std::nullopt;
+  const ValueId q = std::string_view(op) == "QuantizeLinear" ? n.outputs[0] : n.inputs[0];
+  if (g.type(q).dtype != DType::kI8 || n.get_int("block_size", 0) != 0) return std::nullopt;
+  const Tensor* scale = g.value(n.inputs[1]).data.get();
+  if (!scale || scale->numel() != 1 || scale->dtype() != DType::kF32) return std::nullopt;
+  if (n.inputs.size() > 2 && n.inputs[2] != kNoValue) {
+    const Tensor* zp = g.value(n.inputs[2]).data.get();
+    if (!zp || zp->numel() != 1 || zp->get_f64(0) != 0.0) return std::nullopt;
+  }
+  if (std::string_view(op) == "DequantizeLinear" && g.type(n.outputs[0]).dtype != DType::kF32)
+    return std::nullopt;
+  return scale->get_f64(0);
+}
+
+bool has_residual_step(const std::vector<EpilogueStep>& steps) {
+  return std::any_of(steps.begin(), steps.end(), [](const EpilogueStep& s) {
+    return s.kind == EpilogueKind::kAddResidual || s.kind == EpilogueKind::kAddScaledResidual;
+  });
+}
+
 class Fuser {
  public:
   explicit Fuser(ir::Graph g)
       : g_(std::move(g)),
         uses_(use_counts(g_)),
         users_(g_.users()),
+        producers_(g_.producers()),
         absorbed_(g_.nodes.size(), 0),
         placed_(g_.nodes.size()) {}
 
@@ -164,15 +193,31 @@ class Fuser {
     const ValueId r = add.inputs[0] == v ? add.inputs[1] : add.inputs[0];
     if (g_.value(r).is_constant()) return kNoValue;
     if (!(g_.type(r) == g_.type(v)) || !(g_.type(add.outputs[0]) == g_.type(v))) return kNoValue;
-    for (const EpilogueStep& s : steps)
-      if (s.kind == EpilogueKind::kAddResidual) return kNoValue;
-    return r;
+    return has_residual_step(steps) ? kNoValue : r;
+  }
+
+  // Add(v, DequantizeLinear(r, s)) with r int8: r and s, for add_residual_scaled.
+  std::optional<std::pair<ValueId, double>> int8_residual(const ir::Node& add, ValueId v,
+                                                           const std::vector<EpilogueStep>& steps) const {
+    const ValueId d = residual(add, v, steps);
+    const int p = d == kNoValue ? -1 : producers_[static_cast<size_t>(d)];
+    if (p < 0) return std::nullopt;
+    const ir::Node& dq = g_.nodes[static_cast<size_t>(p)];
+    const std::optional<double> s = int8_scale(g_, dq, "DequantizeLinear", dq.inputs[0]);
+    if (!s) return std::nullopt;
+    return std::make_pair(dq.inputs[0], *s);
   }
 
   // A Cast of v between the dtypes the GPU stores.
   bool is_float_cast(const ir::Node& n, ValueId v) const {
     return n.op == "Cast" && n.inputs.size() == 1 && n.inputs[0] == v &&
            storable(g_.type(v).dtype) && storable(g_.type(n.outputs[0]).dtype);
+  }
+
+  // R is input 3 (B may be omitted; an int8 contraction's S, input 4, stays).
+  static void set_residual(ir::Node& n, ValueId r) {
+    if (n.inputs.size() < 4) n.inputs.resize(4, kNoValue);
+    n.inputs[3] = r;
   }
 
   bool fuse_from(size_t i) {
@@ -198,12 +243,24 @@ class Fuser {
       const int u = sole_user(v);
       if (u < 0) break;
       const ir::Node& next = g_.nodes[u];
-      if (auto step = activation_step(g_, next, v)) {
+      const bool quantized = !steps.empty() && steps.back().kind == EpilogueKind::kQuantize;
+      if (quantized) {  // an int8 value: only its DequantizeLinear continues the epilogue
+        const std::optional<double> s = int8_scale(g_, next, "DequantizeLinear", v);
+        if (!s) break;
+        steps.push_back({EpilogueKind::kMul, *s});
+      } else if (std::optional<double> s = plain && (!conv || group_one(fused))
+                                               ? int8_scale(g_, next, "QuantizeLinear", v)
+                                               : std::nullopt;
+                 s && g_.type(v).dtype == DType::kF32) {
+        steps.push_back({EpilogueKind::kQuantize, *s});
+      } else if (auto step = activation_step(g_, next, v)) {
         steps.push_back(*step);
+      } else if (auto r = plain ? int8_residual(next, v, steps) : std::nullopt) {
+        steps.push_back({EpilogueKind::kAddScaledResidual, r->second});
+        set_residual(fused, r->first);
       } else if (ValueId r = plain ? residual(next, v, steps) : kNoValue; r != kNoValue) {
         steps.push_back({EpilogueKind::kAddResidual});
-        fused.inputs.resize(3, kNoValue);  // B may be omitted; R is input 3
-        fused.inputs.push_back(r);
+        set_residual(fused, r);
       } else if (plain && conv && next.op == "tessel.DepthToSpace") {
         store.kind = StoreKind::kDepthToSpace;
         store.block = next.require_int("blocksize");
@@ -214,10 +271,8 @@ class Fuser {
       chain.push_back(u);
       v = next.outputs[0];
     }
-    const bool has_residual = std::any_of(steps.begin(), steps.end(), [](const EpilogueStep& s) {
-      return s.kind == EpilogueKind::kAddResidual;
-    });
-    const bool edge_stores = !has_residual && (!conv || group_one(fused));
+    if (!steps.empty() && steps.back().kind == EpilogueKind::kQuantize) out_dtype = DType::kI8;
+    const bool edge_stores = !has_residual_step(steps) && out_dtype != DType::kI8 && (!conv || group_one(fused));
     for (int u; edge_stores && (u = sole_user(v)) >= 0;) {
       const ir::Node& next = g_.nodes[u];
       if (conv && !store.nchw() && is_transpose(next, {0, 3, 1, 2})) {
@@ -247,6 +302,7 @@ class Fuser {
   ir::Graph g_;
   std::vector<int> uses_;
   std::vector<std::vector<int>> users_;
+  std::vector<int> producers_;
   std::vector<char> absorbed_;
   std::vector<std::optional<ir::Node>> placed_;  // a fused node, at the index it replaces
 };
@@ -381,7 +437,9 @@ class StemFolder {
 // (the residual's Reshape is a view, no copy). And a Mul by a per-output-channel constant
 // right after a contraction with constant weights and nothing fused yet folds into them:
 // (x W + b) * c = x (W c) + b c, W's output channel n scaled by c[n] (rounded once to W's
-// dtype, as fold-batch-norm does), so the layer scale costs nothing.
+// dtype, as fold-batch-norm does), so the layer scale costs nothing; an int8 contraction's
+// scale S takes it instead of its integer weights. A per-channel constant Add there joins the
+// bias.
 class Sinker {
  public:
   explicit Sinker(ir::Graph g) : g_(std::move(g)), names_(UniqueNames::of_nodes(g_)) {}
@@ -425,22 +483,36 @@ class Sinker {
     return c == v ? nullptr : channel_constant(c, g_.type(v).shape.back());
   }
 
-  // contraction -> Mul(., c[C]): c folded into the weights and bias.
+  // The per-channel constant of Add(v, c) / Add(c, v), whose output keeps v's type.
+  const Tensor* shift_of(const ir::Node& add, ValueId v) const {
+    if (add.op != "Add" || add.inputs.size() != 2 || add.outputs.size() != 1) return nullptr;
+    if (!(g_.type(add.outputs[0]) == g_.type(v))) return nullptr;
+    const ValueId c = add.inputs[0] == v ? add.inputs[1] : add.inputs[0];
+    return c == v ? nullptr : channel_constant(c, g_.type(v).shape.back());
+  }
+
+  // contraction -> Mul(., c[C]): c folded into the weights (an int8 contraction's
+  // dequantization scale S: its integer weights stay) and bias. contraction -> Add(., c[C]): c
+  // added to the bias (a batch norm's shift that fold-batch-norm could not fold).
   bool fold_scale(size_t i, size_t m) {
     ir::Node& p = g_.nodes[i];
     const ValueId v = p.outputs[0];
     const Tensor* c = scale_of(g_.nodes[m], v);
-    if (!c || !ops::read_epilogue(p).empty() || ops::read_out_dtype(p) || p.inputs.size() < 2 ||
-        !g_.value(p.inputs[1]).is_constant())
+    const Tensor* shift = c ? nullptr : shift_of(g_.nodes[m], v);
+    const bool int8 = p.inputs.size() > 4 && p.inputs[4] != kNoValue;
+    const int w_input = int8 ? 4 : 1;
+    if ((!c && !shift) || !ops::read_epilogue(p).empty() || ops::read_out_dtype(p) ||
+        p.inputs.size() < 2 || !g_.value(p.inputs[w_input]).is_constant())
       return false;
     const bool conv = p.op == "tessel.Conv";
     if (conv && ops::read_store(p).kind != StoreKind::kNhwc) return false;
     const bool has_bias = p.inputs.size() > 2 && p.inputs[2] != kNoValue;
     if (has_bias && !g_.value(p.inputs[2]).is_constant()) return false;
+    if (shift) return fold_shift(i, m, *shift);
     const int64_t channels = c->numel();
-    // Weights: OHWI (conv) or [N, K] (Gemm, trans_b) with the channel outermost, or [K, N].
-    const Tensor& w = *g_.value(p.inputs[1]).data;
-    const bool channel_inner = !conv && p.get_int("trans_b", 1) == 0;
+    // Weights: OHWI (conv) or [N, K] (Gemm, trans_b) with the channel outermost, or [K, N]; S.
+    const Tensor& w = *g_.value(p.inputs[w_input]).data;
+    const bool channel_inner = !int8 && !conv && p.get_int("trans_b", 1) == 0;
     const int64_t per_channel = w.numel() / channels;
     if (w.numel() % channels != 0) return false;
     Tensor scaled(w.dtype(), w.shape());
@@ -448,8 +520,8 @@ class Sinker {
       const int64_t n = channel_inner ? e % channels : e / per_channel;
       scaled.set_f64(e, w.get_f64(e) * c->get_f64(n));
     }
-    p.inputs[1] = g_.add_constant(g_.unique_value_name(g_.value(p.inputs[1]).name + ".scaled"),
-                                  std::move(scaled));
+    p.inputs[w_input] = g_.add_constant(
+        g_.unique_value_name(g_.value(p.inputs[w_input]).name + ".scaled"), std::move(scaled));
     if (has_bias) {
       const Tensor& b = *g_.value(p.inputs[2]).data;
       Tensor sb(b.dtype(), b.shape());
@@ -459,6 +531,23 @@ class Sinker {
     }
     // The contraction writes the Mul's output (same type) in its place; the Mul goes.
     p.outputs[0] = g_.nodes[m].outputs[0];
+    g_.nodes.erase(g_.nodes.begin() + static_cast<std::ptrdiff_t>(m));
+    return true;
+  }
+
+  // B' = B + c (B f32 or the node's dtype, as it was; f32 when there was none).
+  bool fold_shift(size_t i, size_t m, const Tensor& c) {
+    ir::Node& p = g_.nodes[i];
+    const bool has_bias = p.inputs.size() > 2 && p.inputs[2] != kNoValue;
+    Tensor b(has_bias ? g_.type(p.inputs[2]).dtype : DType::kF32, {c.numel()});
+    for (int64_t n = 0; n < c.numel(); ++n)
+      b.set_f64(n, (has_bias ? g_.value(p.inputs[2]).data->get_f64(n) : 0.0) + c.get_f64(n));
+    const std::string name = has_bias ? g_.value(p.inputs[2]).name + ".shifted" : p.name + ".bias";
+    const ValueId b_id = g_.add_constant(g_.unique_value_name(name), std::move(b));
+    ir::Node& q = g_.nodes[i];
+    if (q.inputs.size() < 3) q.inputs.resize(3, kNoValue);
+    q.inputs[2] = b_id;
+    q.outputs[0] = g_.nodes[m].outputs[0];
     g_.nodes.erase(g_.nodes.begin() + static_cast<std::ptrdiff_t>(m));
     return true;
   }

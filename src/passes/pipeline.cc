@@ -24,6 +24,10 @@ const std::vector<PassInfo>& all_passes() {
        "NHWC activations, OHWI / [N,K] weights, tessel.* ops; transposes only at the edges",
        convert_layout},
       {"fold-transposes", "compose chained Transposes; drop identity ones", fold_transposes},
+      {"fold-qdq",
+       "QDQ convs (symmetric int8) -> int8 tessel.Conv with a dequantization scale; other "
+       "DequantizeLinear of constants folded",
+       fold_qdq},
       // Precision is a parameter of choose_precision; each precision that does something is
       // a pass name of its own, so that `tessel opt --passes=...` lists can select it. fp32
       // needs none: it is the model as given.
@@ -64,7 +68,7 @@ std::vector<std::string> gpu_pipeline(const Options& options) {
   // than leave Transposes or Casts of constants behind.
   std::vector<std::string> names = {"canonicalize",     "fold-constants",   "fuse-norm-gelu",
                                     "fold-batch-norm",  "lower-batch-norm", "convert-layout",
-                                    "fold-transposes"};
+                                    "fold-transposes",  "fold-qdq"};
   // Narrow groups are widened for the fp16 Tensor Core kernels only: in fp32 they would just
   // multiply zeros on CUDA cores.
   if (options.precision == Precision::kFp16)

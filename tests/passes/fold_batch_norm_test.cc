@@ -137,3 +137,36 @@ TEST(FoldBatchNorm, FoldsIntoConvTransposeNumerics) {
 
 }  // namespace
 }  // namespace tessel
+
+namespace tessel {
+namespace {
+
+// A QDQ conv's weight DequantizeLinear(Wq, sw): the batch norm's scale goes into sw per output
+// channel (s = gamma / sqrt(var + eps) = [1, 0.5]), the integers stay, the shift into the bias.
+TEST(FoldBatchNorm, QuantizedWeightTakesTheScaleIntoItsDequantization) {
+  testing::expect_pass_result("fold-batch-norm", R"(graph @g opset 17 {
+  input %x : f32[1,2,3,3]
+  const %wq : i8[2,2,1,1] = [1, -2, 3, 4]
+  const %sw : f32[] = [0.5]
+  const %gamma : f32[2] = [2.0, 0.5]
+  const %beta : f32[2] = [1.0, -1.0]
+  const %mean : f32[2] = [0.5, 0.25]
+  const %var : f32[2] = [3.0, 0.0]
+  %wd = DequantizeLinear(%wq, %sw) : f32[2,2,1,1] @"dqw"
+  %c = Conv(%x, %wd) : f32[1,2,3,3] @"conv"
+  %y = BatchNormalization(%c, %gamma, %beta, %mean, %var) {epsilon = 1.0} : f32[1,2,3,3] @"bn"
+  output %y
+})",
+                              R"(graph @g opset 17 {
+  input %x : f32[1,2,3,3]
+  const %wq : i8[2,2,1,1] = [1, -2, 3, 4]
+  const %s : f32[2] = [0.5, 0.25]
+  const %b : f32[2] = [0.5, -1.125]
+  %wd = DequantizeLinear(%wq, %s) {axis = 0} : f32[2,2,1,1] @"dqw"
+  %y = Conv(%x, %wd, %b) : f32[1,2,3,3] @"conv"
+  output %y
+})");
+}
+
+}  // namespace
+}  // namespace tessel

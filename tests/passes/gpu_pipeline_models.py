@@ -13,6 +13,18 @@ textual IR on the same seeded input, and check
 
 Exits non-zero with a message per failure. (sr_net and mobilenet_v2 keep it to ~10 s: depthwise
 convs, ReLU6 clips, residual adds, global pool + dense, subpixel stores, a 3-channel tail.)
+
+Then int8: sr_net and mobilenet_v2 quantized by `tessel quantize` (one random calibration
+input), through the fp16 pipeline. The form, for both: every group-1 conv over a multiple of 8
+input channels an int8 tessel.Conv (else it says why in int8_refusal), no QuantizeLinear or
+DequantizeLinear of a constant left. The numbers, for sr_net: its outputs against the QDQ
+model's own on the CPU. The int8 convolutions compute the same sums, but an fp32 rounding
+difference moves a value that sits on a rounding boundary of the next QuantizeLinear one int8
+step, and what reads it moves too: at most 1% of the outputs may differ by more than 1e-3 of
+the output range (a wrong scale or operand moves nearly all of them). mobilenet_v2 is too deep
+for that: with random weights its QDQ output moves by ~10% of its range when its input moves
+by 1e-6, so only its form is checked; the arithmetic is checked per op in fold_qdq_test and
+fuse_int8_test.
 """
 
 import argparse
@@ -28,10 +40,10 @@ MODELS = ["sr_net", "mobilenet_v2"]
 # passes::gpu_pipeline(options) in src/passes/pipeline.cc, for each precision.
 PIPELINES = {
     "fp16": "canonicalize,fold-constants,fuse-norm-gelu,fold-batch-norm,lower-batch-norm,"
-            "convert-layout,fold-transposes,choose-precision-fp16,"
+            "convert-layout,fold-transposes,fold-qdq,choose-precision-fp16,widen-narrow-groups,"
             "fuse,depth-to-space-dcr,dce,split-wide-concats,concat-into-slices",
     "fp32": "canonicalize,fold-constants,fuse-norm-gelu,fold-batch-norm,lower-batch-norm,"
-            "convert-layout,fold-transposes,fuse,depth-to-space-dcr,"
+            "convert-layout,fold-transposes,fold-qdq,fuse,depth-to-space-dcr,"
             "dce,split-wide-concats,concat-into-slices",
 }
 TOLERANCE = {"fp16": 2e-2, "fp32": 1e-4}
@@ -59,6 +71,51 @@ def check_form(tir):
     return problems
 
 
+
+
+def check_int8_form(tir):
+    """Problems with the int8 form of a rewritten QDQ model, as messages."""
+    problems = []
+    types = dict(re.findall(r"(%[\w.]+) : ([a-z0-9]+)\[", tir))
+    convs = re.findall(r"(%[\w.]+) = tessel\.Conv\((%[\w.]+), (%[\w.]+)[^)]*\)(.*)", tir)
+    int8 = 0
+    for out, x, w, rest in convs:
+        if types.get(w) == "i8":
+            int8 += 1
+        elif "group =" not in rest and "int8_refusal" not in rest:
+            problems.append("%s is a float conv and says no int8_refusal" % out)
+    if int8 == 0:
+        problems.append("no int8 tessel.Conv")
+    for line in tir.splitlines():
+        m = re.search(r"= (QuantizeLinear|DequantizeLinear)\((%[\w.]+)", line)
+        if m and m.group(2) in types and line.count("const") == 0 and re.search(
+                r"const " + re.escape(m.group(2)) + " ", tir):
+            problems.append("a %s of the constant %s" % (m.group(1), m.group(2)))
+    return problems, int8
+
+
+def check_int8(tessel, d, model, failures):
+    onnx_path = os.path.join(d, model + ".onnx")
+    qdq = os.path.join(d, model + ".int8.onnx")
+    subprocess.run([tessel, "quantize", onnx_path, "--calib-random", "1", "-o", qdq], check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    tir = os.path.join(d, model + ".int8.tir")
+    subprocess.run([tessel, "opt", "--passes=" + PIPELINES["fp16"], qdq, "-o", tir], check=True)
+    with open(tir) as f:
+        problems, int8 = check_int8_form(f.read())
+    failures += ["%s int8: %s" % (model, p) for p in problems]
+    if model != "sr_net":
+        print("%-14s int8  %d int8 convs (form only)" % (model, int8))
+        return
+    ref = run_model(tessel, qdq, os.path.join(d, model + ".int8.ref"))
+    out = run_model(tessel, tir, os.path.join(d, model + ".int8.out"))
+    off = np.mean(np.abs(out - ref) > 1e-3 * np.abs(ref).max())
+    print("%-14s int8  %d int8 convs, %.3f%% of outputs off by more than 1e-3 of the range" % (
+        model, int8, 100 * off))
+    if not off <= 0.01:
+        failures.append("%s int8: %.3g%% of the outputs differ" % (model, 100 * off))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--tessel", required=True, help="the tessel executable")
@@ -84,6 +141,8 @@ def main():
                 if not err <= TOLERANCE[precision]:
                     failures.append("%s %s: relative error %.3g > %g" % (
                         m, precision, err, TOLERANCE[precision]))
+        for m in MODELS:
+            check_int8(args.tessel, d, m, failures)
     for f in failures:
         print("FAIL " + f)
     return 1 if failures else 0

@@ -120,7 +120,7 @@ TEST(GpuPipeline, NamesAreRegisteredPasses) {
   EXPECT_EQ(fp16,
             (std::vector<std::string>{"canonicalize", "fold-constants", "fuse-norm-gelu",
                                       "fold-batch-norm", "lower-batch-norm", "convert-layout",
-                                      "fold-transposes", "choose-precision-fp16", "widen-narrow-groups",
+                                      "fold-transposes", "fold-qdq", "choose-precision-fp16", "widen-narrow-groups",
                                       "fuse", "depth-to-space-dcr", "dce", "split-wide-concats",
                                       "concat-into-slices"}));
   for (const std::string& name : fp16) EXPECT_NE(passes::find_pass(name), nullptr) << name;

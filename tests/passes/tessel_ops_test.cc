@@ -193,12 +193,12 @@ TEST(TesselConv, Errors) {
   EXPECT_EQ(infer_error(with(base, "EPILOGUE", R"({auto_pad = "SAME_UPPER"})")),
             "tessel.Conv 'c': unknown attribute 'auto_pad' (expected strides, pads, dilations, "
             "group, epilogue, epilogue_alpha, epilogue_beta, store, block, mode, out_dtype, "
-            "input_layout)");
+            "input_layout, int8_refusal)");
   EXPECT_EQ(infer_error(with(base, "EPILOGUE", R"({epilogue = ["add_residual"]})")),
             "tessel.Conv 'c': epilogue step 'add_residual' needs the residual input R");
   EXPECT_EQ(infer_error(with(base, "EPILOGUE", R"({epilogue = ["swish"]})")),
             "tessel.Conv 'c': unknown epilogue step 'swish' (known: relu, leaky_relu, clip, "
-            "sigmoid, hardswish, silu, gelu, gelu_tanh, add_residual)");
+            "sigmoid, hardswish, silu, gelu, gelu_tanh, add_residual, mul, quantize, add_residual_scaled)");
   EXPECT_EQ(infer_error(with(base, "EPILOGUE", R"({epilogue = ["clip"], epilogue_alpha = [0.0]})")),
             "tessel.Conv 'c': epilogue step 'clip' needs 'epilogue_alpha' and 'epilogue_beta'");
   EXPECT_EQ(
@@ -325,6 +325,58 @@ TEST(TesselLayoutOps, Errors) {
   EXPECT_EQ(infer_error(nhwc_op("tessel.MaxPool", "{kernel_shape = [2]}", "f32[1,1,1,2]")),
             "tessel.MaxPool 'p': kernel_shape [2] has 1 values, expected 2 for input X [1,2,2,2] "
             "(checked as ONNX MaxPool on the NCHW view)");
+}
+
+}  // namespace
+}  // namespace tessel
+
+namespace tessel {
+namespace {
+
+// The int8 form: X and W i8, S f32 per output channel; acc * S + B, then the steps.
+constexpr char kInt8[] = R"(graph @g opset 17 {
+  input %x : i8[1,1,1,2]
+  const %w : i8[3,1,1,2] = [1, 1, 1, -1, 3, 2]
+  const %b : f32[3] = [0.0, 0.0, 1.0]
+  const %s : f32[3] = [0.5, 0.25, 2.0]
+  %y = tessel.Conv(%x, %w, %b, _, %s) EPILOGUE : YTYPE @"c"
+  output %y
+})";
+
+std::string int8_conv(const std::string& epilogue, const std::string& y = "f32[1,1,1,3]") {
+  return with(with(kInt8, "EPILOGUE", epilogue), "YTYPE", y);
+}
+
+// x = [4, -2]: acc = [2, 6, 8]; * S + B = [1, 1.5, 17]; quantize by 0.5 = [2, 3, 34] (ties to
+// even: 1.5 / 0.5 = 3 exactly; 17 / 0.5 = 34), then mul 0.5 back.
+TEST(TesselConvInt8, ScaleBiasQuantizeAndInt8Store) {
+  ir::Graph g = ir::parse_graph(int8_conv(R"({epilogue = ["quantize"], epilogue_alpha = [0.5], out_dtype = "i8"})",
+                                          "i8[1,1,1,3]"));
+  const Tensor x = Tensor::from_doubles(DType::kI8, {1, 1, 1, 2}, {4, -2});
+  const Tensor out = runtime::cpu::run_graph(g, {x}).at(0);
+  EXPECT_EQ(out.dtype(), DType::kI8);
+  EXPECT_EQ(out.to_i64_vector(), (std::vector<int64_t>{2, 3, 34}));
+  EXPECT_EQ(run(int8_conv(""), {{4, -2}}), (V{1.0, 1.5, 17.0}));
+}
+
+TEST(TesselConvInt8, Errors) {
+  EXPECT_EQ(infer_error(int8_conv("")), "");
+  // W i8 with a float X.
+  std::string float_x = int8_conv("");
+  float_x.replace(float_x.find("i8[1,1,1,2]"), 11, "f32[1,1,1,2]");
+  EXPECT_EQ(infer_error(float_x), "tessel.Conv 'c': W is i8, so X must be i8 too, it is f32");
+  // No S.
+  std::string no_s = int8_conv("");
+  no_s.replace(no_s.find(", _, %s"), 7, "");
+  EXPECT_EQ(infer_error(no_s),
+            "tessel.Conv 'c': an int8 contraction needs its dequantization scale S f32[3] as input 4");
+  // S on a float conv.
+  EXPECT_EQ(infer_error(with(kPointwise, "%b) EPILOGUE", "%b, _, %b)")),
+            "tessel.Conv 'c': the dequantization scale S (input 4) belongs to int8 contractions, W is f32");
+  // out_dtype i8 without a last quantize step.
+  EXPECT_EQ(infer_error(int8_conv(R"({out_dtype = "i8"})", "i8[1,1,1,3]")),
+            "tessel.Conv 'c': out_dtype i8 stores a quantized value: the last epilogue step must be "
+            "'quantize'");
 }
 
 }  // namespace

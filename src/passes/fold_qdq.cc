@@ -1,0 +1,169 @@
+// fold-qdq: a QDQ model's convolutions become int8 convolutions (TensorRT's semantics:
+// symmetric int8, zero points 0, per-tensor activation scales, per-tensor or per-output-channel
+// weight scales). After convert-layout a quantized conv reads
+//
+//   X = DequantizeLinear(Xq, sx)            Xq int8 NHWC, sx a scalar
+//   W = DequantizeLinear(Wq, sw, axis=0)    Wq an int8 OHWI constant, sw scalar or [Co]
+//   Y = tessel.Conv(X, W, B?)               B f32, or DequantizeLinear of an int32 constant
+//
+// and becomes the int8 tessel.Conv (ops/tessel_contraction_ops.cc) of the integers,
+//
+//   Y = tessel.Conv(Xq, Wq, B, -, S)        S[co] = sx * sw[co]
+//
+// whose value is acc * S[co] + B[co] for the exact integer accumulator acc: the same sum as
+// the dequantized conv's, up to fp32 rounding. fuse then takes the QuantizeLinear after it
+// into its epilogue (quantize, out_dtype i8), so int8 flows from conv to conv; the
+// DequantizeLinear nodes left without readers go.
+//
+// A conv it leaves keeps the dequantized (float) form, and says why in its `int8_refusal`
+// attribute, which `tessel explain` prints: a grouped conv, input channels that are not a
+// multiple of 8 (the RGB stem, padded by convert-layout: a Pad of the dequantized input), a
+// uint8 or asymmetric tensor. Then every DequantizeLinear of a constant still in the graph
+// (the weights of those convs, int32 biases) is folded to its float value, so the float
+// kernels see constants as in any other model.
+#include <algorithm>
+#include <cstring>
+#include <optional>
+
+#include "core/error.h"
+#include "passes/passes.h"
+#include "passes/rewrite_util.h"
+
+namespace tessel::passes {
+namespace {
+
+using ir::kNoValue;
+using ir::ValueId;
+
+constexpr char kRefusalAttr[] = "int8_refusal";
+
+// Input channels the int8 kernels need per pixel: 8 int8 = one 8-byte load.
+constexpr int64_t kInt8ChannelAlignment = 8;
+
+class QdqFolder {
+ public:
+  explicit QdqFolder(ir::Graph g)
+      : g_(std::move(g)), producers_(g_.producers()), names_(UniqueNames::of_values(g_)) {}
+
+  ir::Graph run() {
+    for (size_t i = 0; i < g_.nodes.size(); ++i) {
+      if (g_.nodes[i].op != "tessel.Conv") continue;
+      std::string why;
+      if (!fold(i, why) && !why.empty()) g_.nodes[i].attrs[kRefusalAttr] = why;
+    }
+    // Folding the weights left behind needs no marker: fold-constants folds every
+    // DequantizeLinear of a constant once no ONNX Conv reads it (fold_constants.cc).
+    return eliminate_dead_code(fold_constants(std::move(g_)));
+  }
+
+ private:
+  const ir::Node* producer(ValueId v, const char* op) const {
+    const int p = v == kNoValue ? -1 : producers_[static_cast<size_t>(v)];
+    return p >= 0 && g_.nodes[static_cast<size_t>(p)].op == op ? &g_.nodes[static_cast<size_t>(p)] : nullptr;
+  }
+  const Tensor* constant(ValueId v) const {
+    return v == kNoValue ? nullptr : g_.value(v).data.get();
+  }
+
+  // The scale of DequantizeLinear `dq` when it is symmetric int8 (zero point absent or all
+  // zeros) with an f32 constant scale of `count` values (1: per tensor); else why not.
+  std::optional<const Tensor*> int8_scale(const ir::Node& dq, int64_t count, std::string& why,
+                                          const char* what) const {
+    const ValueId q = dq.inputs[0];
+    if (g_.type(q).dtype != DType::kI8) {
+      why = std::string(what) + " is " + std::string(dtype_name(g_.type(q).dtype)) + ", not int8";
+      return std::nullopt;
+    }
+    const Tensor* scale = constant(dq.inputs[1]);
+    if (!scale || scale->dtype() != DType::kF32 || (scale->numel() != 1 && scale->numel() != count)) {
+      why = std::string(what) + "'s scale is not a constant f32 scalar" + (count > 1 ? " or per-channel vector" : "");
+      return std::nullopt;
+    }
+    if (dq.inputs.size() > 2 && dq.inputs[2] != kNoValue) {
+      const Tensor* zp = constant(dq.inputs[2]);
+      bool zero = zp != nullptr;
+      for (int64_t i = 0; zero && i < zp->numel(); ++i) zero = zp->get_i64(i) == 0;
+      if (!zero) {
+        why = std::string(what) + " has a non-zero zero point (asymmetric)";
+        return std::nullopt;
+      }
+    }
+    if (dq.get_int("block_size", 0) != 0) {
+      why = std::string(what) + " is block-quantized";
+      return std::nullopt;
+    }
+    return scale;
+  }
+
+  // B as an f32 constant: as given, or the value of DequantizeLinear(int32 constant).
+  std::optional<ValueId> float_bias(ValueId b, std::string& why) {
+    if (b == kNoValue) return kNoValue;
+    if (const Tensor* t = constant(b); t && t->dtype() == DType::kF32) return b;
+    why = "the bias is not a constant";
+    return std::nullopt;
+  }
+
+  bool fold(size_t i, std::string& why) {
+    const ir::Node& n = g_.nodes[i];
+    const ir::Node* dqx = producer(n.inputs[0], "DequantizeLinear");
+    const ir::Node* dqw = n.inputs.size() > 1 ? producer(n.inputs[1], "DequantizeLinear") : nullptr;
+    if (!dqw) return false;  // a float conv: nothing to say
+    const Shape& w_shape = g_.type(dqw->inputs[0]).shape;  // OHWI
+    const int64_t co = w_shape.at(0), ci = w_shape.at(3);
+    if (!dqx) {
+      why = "its input is not a DequantizeLinear output (a float producer, or a Pad of one)";
+      return false;
+    }
+    if (n.inputs.size() > 3 || ops_attr(n)) {
+      why = "it already has a fused epilogue";
+      return false;
+    }
+    if (n.get_int("group", 1) != 1) {
+      why = "grouped convolution: the int8 kernels take group 1 only";
+      return false;
+    }
+    if (ci % kInt8ChannelAlignment != 0) {
+      why = std::to_string(ci) + " input channels: int8 needs a multiple of " +
+            std::to_string(kInt8ChannelAlignment);
+      return false;
+    }
+    const std::optional<const Tensor*> sx = int8_scale(*dqx, 1, why, "the input");
+    if (!sx) return false;
+    const std::optional<const Tensor*> sw = int8_scale(*dqw, co, why, "the weight");
+    if (!sw) return false;
+    if (!constant(dqw->inputs[0])) {
+      why = "the weight is not a constant";
+      return false;
+    }
+    if (numel(g_.type(dqw->inputs[1]).shape) > 1 && dqw->get_int("axis", 1) != 0) {
+      why = "the weight scale is not per output channel";
+      return false;
+    }
+    const std::optional<ValueId> b = float_bias(n.inputs.size() > 2 ? n.inputs[2] : kNoValue, why);
+    if (!b) return false;
+
+    Tensor s(DType::kF32, {co});
+    const double x_scale = (*sx)->get_f64(0);
+    for (int64_t c = 0; c < co; ++c)
+      s.data<float>()[c] = static_cast<float>(x_scale * (*sw)->get_f64((*sw)->numel() == 1 ? 0 : c));
+    const ValueId scale = g_.add_constant(names_.fresh(g_.value(n.outputs[0]).name + ".dequant_scale"), std::move(s));
+    ir::Node& conv = g_.nodes[i];  // add_constant may not move nodes, but take it afresh
+    conv.inputs = {dqx->inputs[0], dqw->inputs[0], *b, kNoValue, scale};
+    conv.attrs.erase(kRefusalAttr);
+    return true;
+  }
+
+  static bool ops_attr(const ir::Node& n) {
+    return n.has_attr("epilogue") || n.has_attr("out_dtype") || n.has_attr("input_layout");
+  }
+
+  ir::Graph g_;
+  std::vector<int> producers_;
+  UniqueNames names_;
+};
+
+}  // namespace
+
+ir::Graph fold_qdq(ir::Graph g) { return QdqFolder(std::move(g)).run(); }
+
+}  // namespace tessel::passes

@@ -1,0 +1,82 @@
+// fold-qdq: Before/Expected and same numerics on the CPU executor (the int8 tessel.Conv's
+// reference against the dequantized float conv it replaces).
+#include <gtest/gtest.h>
+
+#include "ir/parser.h"
+#include "pass_test_util.h"
+
+namespace tessel {
+namespace {
+
+// Integers -8..7, repeating: int8 weights the IR parser reads.
+std::string ints(int n) {
+  std::string s;
+  for (int i = 0; i < n; ++i) s += (i > 0 ? ", " : "") + std::to_string((i * 5) % 16 - 8);
+  return s;
+}
+
+// A post-layout QDQ conv: X quantized per tensor, W per output channel, both symmetric int8.
+// Powers of two as scales keep S = sx * sw exact in f32.
+// ci: X's channels; wci: W's input channels (ci / group).
+std::string qdq_conv(const std::string& conv_attrs, const std::string& zw = "0, 0", int ci = 8,
+                     int wci = 8) {
+  const std::string c = std::to_string(ci), wc = std::to_string(wci);
+  return R"(graph @g opset 17 {
+  input %x : f32[1,3,3,)" + c + R"(]
+  const %sx : f32[] = [0.0625]
+  const %zx : i8[] = [0]
+  const %wq : i8[2,3,3,)" + wc + "] = [" + ints(18 * wci) + R"(]
+  const %sw : f32[2] = [0.125, 0.25]
+  const %zw : i8[2] = [)" + zw + R"(]
+  const %b : f32[2] = [0.5, -0.25]
+  %xq = QuantizeLinear(%x, %sx, %zx) : i8[1,3,3,)" + c + R"(] @"qx"
+  %xd = DequantizeLinear(%xq, %sx, %zx) : f32[1,3,3,)" + c + R"(] @"dqx"
+  %wd = DequantizeLinear(%wq, %sw, %zw) {axis = 0} : f32[2,3,3,)" + wc + R"(] @"dqw"
+  %y = tessel.Conv(%xd, %wd, %b) {)" + conv_attrs + R"(} : f32[1,3,3,2] @"conv"
+  output %y
+})";
+}
+
+TEST(FoldQdq, QdqConvBecomesInt8ConvWithDequantizationScale) {
+  testing::expect_pass_result("fold-qdq", qdq_conv("pads = [1, 1, 1, 1]"), R"(graph @g opset 17 {
+  input %x : f32[1,3,3,8]
+  const %sx : f32[] = [0.0625]
+  const %zx : i8[] = [0]
+  const %wq : i8[2,3,3,8] = [)" + ints(144) + R"(]
+  const %b : f32[2] = [0.5, -0.25]
+  const %s : f32[2] = [0.0078125, 0.015625]
+  %xq = QuantizeLinear(%x, %sx, %zx) : i8[1,3,3,8] @"qx"
+  %y = tessel.Conv(%xq, %wq, %b, _, %s) {pads = [1, 1, 1, 1]} : f32[1,3,3,2] @"conv"
+  output %y
+})");
+}
+
+// Left in float, each with its reason, and the weights' DequantizeLinear folded to constants.
+TEST(FoldQdq, RefusedConvsStayFloatAndSayWhy) {
+  struct Case {
+    std::string before, why;
+  };
+  const Case cases[] = {
+      {qdq_conv("pads = [1, 1, 1, 1]", "0, 3"), "the weight has a non-zero zero point (asymmetric)"},
+      {qdq_conv("group = 2", "0, 0", 8, 4), "grouped convolution: the int8 kernels take group 1 only"},
+      {qdq_conv("pads = [1, 1, 1, 1]", "0, 0", 4, 4), "4 input channels: int8 needs a multiple of 8"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.why);
+    ir::Graph g = passes::run_passes(ir::parse_graph(c.before), {"fold-qdq"}, {});
+    int convs = 0;
+    for (const ir::Node& n : g.nodes) {
+      if (n.op == "DequantizeLinear") EXPECT_FALSE(g.value(n.inputs[0]).is_constant()) << n.label();
+      if (n.op != "tessel.Conv") continue;
+      ++convs;
+      EXPECT_EQ(n.get_string("int8_refusal", ""), c.why);
+      EXPECT_EQ(g.type(n.inputs[1]).dtype, DType::kF32);
+      EXPECT_TRUE(g.value(n.inputs[1]).is_constant());
+    }
+    EXPECT_EQ(convs, 1);
+    testing::expect_same_numerics(ir::parse_graph(c.before), g);
+  }
+}
+
+}  // namespace
+}  // namespace tessel

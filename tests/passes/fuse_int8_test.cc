@@ -1,0 +1,64 @@
+// fuse on int8 contractions (fold-qdq's form): QuantizeLinear into the epilogue with an i8
+// store, the DequantizeLinear after it, and an int8 residual read through its scale.
+#include <gtest/gtest.h>
+
+#include "pass_test_util.h"
+
+namespace tessel {
+namespace {
+
+// Integers -8..7, repeating.
+std::string ints(int n) {
+  std::string s;
+  for (int i = 0; i < n; ++i) s += (i > 0 ? ", " : "") + std::to_string((i * 5) % 16 - 8);
+  return s;
+}
+
+const std::string kHead = R"(graph @g opset 17 {
+  input %x : f32[1,3,3,8]
+  const %sx : f32[] = [0.0625]
+  const %sy : f32[] = [0.5]
+  const %z : i8[] = [0]
+  const %wq : i8[8,3,3,8] = [)" + ints(576) + R"(]
+  const %b : f32[8] = [0.5, -0.25, 1.0, -1.0, 0.0, 2.0, -2.0, 0.25]
+  const %s : f32[8] = [0.0078125, 0.015625, 0.0078125, 0.015625, 0.0078125, 0.015625, 0.0078125, 0.015625]
+  %xq = QuantizeLinear(%x, %sx, %z) : i8[1,3,3,8] @"qx"
+)";
+
+// conv -> Relu -> Q -> DQ -> Add(., DQ(xq)) -> Relu: one conv, its residual the int8 xq.
+TEST(FuseInt8, QuantizeDequantizeAndInt8ResidualJoinTheEpilogue) {
+  testing::expect_pass_result("fuse", kHead + R"(  %y = tessel.Conv(%xq, %wq, %b, _, %s) {pads = [1, 1, 1, 1]} : f32[1,3,3,8] @"conv"
+  %r = Relu(%y) : f32[1,3,3,8] @"relu"
+  %yq = QuantizeLinear(%r, %sy, %z) : i8[1,3,3,8] @"qy"
+  %yd = DequantizeLinear(%yq, %sy, %z) : f32[1,3,3,8] @"dqy"
+  %xd = DequantizeLinear(%xq, %sx, %z) : f32[1,3,3,8] @"dqx"
+  %a = Add(%yd, %xd) : f32[1,3,3,8] @"add"
+  %o = Relu(%a) : f32[1,3,3,8] @"relu2"
+  output %o
+})",
+                              kHead + R"(  %xd = DequantizeLinear(%xq, %sx, %z) : f32[1,3,3,8] @"dqx"
+  %o = tessel.Conv(%xq, %wq, %b, %xq, %s) {epilogue = ["relu", "quantize", "mul", "add_residual_scaled", "relu"], epilogue_alpha = [0.0, 0.5, 0.5, 0.0625, 0.0], epilogue_beta = [0.0, 0.0, 0.0, 0.0, 0.0], pads = [1, 1, 1, 1]} : f32[1,3,3,8] @"conv"
+  output %o
+})");
+}
+
+// A last QuantizeLinear: the conv stores i8. A QuantizeLinear with a non-zero zero point, or
+// to uint8, is no int8 epilogue step and stays.
+TEST(FuseInt8, LastQuantizeStoresInt8AndAsymmetricOnesStay) {
+  testing::expect_pass_result("fuse", kHead + R"(  %y = tessel.Conv(%xq, %wq, %b, _, %s) : f32[1,1,1,8] @"conv"
+  %yq = QuantizeLinear(%y, %sy, %z) : i8[1,1,1,8] @"qy"
+  output %yq
+})",
+                              kHead + R"(  %yq = tessel.Conv(%xq, %wq, %b, _, %s) {epilogue = ["quantize"], epilogue_alpha = [0.5], epilogue_beta = [0.0], out_dtype = "i8"} : i8[1,1,1,8] @"conv"
+  output %yq
+})");
+  const std::string asymmetric = kHead + R"(  const %zu : u8[] = [128]
+  %y = tessel.Conv(%xq, %wq, %b, _, %s) : f32[1,1,1,8] @"conv"
+  %yq = QuantizeLinear(%y, %sy, %zu) : u8[1,1,1,8] @"qy"
+  output %yq
+})";
+  testing::expect_pass_result("fuse", asymmetric, asymmetric);
+}
+
+}  // namespace
+}  // namespace tessel
