@@ -203,7 +203,8 @@ ir::Node gemm_stand_in(const ir::Node& node) {
 void infer_gemm(ir::InferContext& ctx) {
   const ir::Node& node = ctx.node();
   check_attributes(node,
-                   {"epilogue", "epilogue_alpha", "epilogue_beta", "out_dtype", "trans_a", "trans_b"});
+                   {"epilogue", "epilogue_alpha", "epilogue_beta", "out_dtype", "trans_a", "trans_b",
+                    "int8_refusal"});
   for (const char* key : {"trans_a", "trans_b"}) {
     const int64_t t = node.get_int(key, key[6] == 'a' ? 0 : 1);
     TESSEL_USER_CHECK(t == 0 || t == 1)

@@ -113,7 +113,16 @@ class LayoutConverter {
       if (!convert(n, why)) keep(n, why);
     }
     for (ValueId v : g_.outputs) to_nchw(v, "");
-    g_.compact();
+    // The quantized weights' DequantizeLinear in OIHW / [K, N] that only the converted
+    // contractions read: the OHWI / [N, K] copies replaced them.
+    const std::vector<int> uses = use_counts(g_);
+    std::vector<char> dead(g_.nodes.size(), 0);
+    for (size_t i = 0; i < g_.nodes.size(); ++i) {
+      const ir::Node& n = g_.nodes[i];
+      dead[i] = n.op == "DequantizeLinear" && n.outputs.size() == 1 && uses[n.outputs[0]] == 0 &&
+                is_const(n.inputs[0]);
+    }
+    erase_nodes(g_, dead);
     return std::move(g_);
   }
 
@@ -261,13 +270,13 @@ class LayoutConverter {
 
   // The DequantizeLinear writing a QDQ model's conv weight w, which fold-constants left for
   // fold-qdq (fold_constants.cc): an integer constant per tensor or per output channel.
-  const ir::Node* quantized_weight(ValueId w) const {
+  const ir::Node* quantized_weight(ValueId w, size_t rank = 4) const {
     auto it = dequantized_.find(w);
     if (it == dequantized_.end()) return nullptr;
     const ir::Node& dq = it->second;
     const bool params_const =
         is_const(dq.inputs[1]) && (dq.inputs.size() < 3 || dq.inputs[2] == kNoValue || is_const(dq.inputs[2]));
-    return is_const(dq.inputs[0]) && g_.type(dq.inputs[0]).shape.size() == 4 && params_const ? &dq : nullptr;
+    return is_const(dq.inputs[0]) && g_.type(dq.inputs[0]).shape.size() == rank && params_const ? &dq : nullptr;
   }
 
   // Conv -> tessel.Conv: NHWC input, OHWI weights, explicit pads, channels aligned. A
@@ -301,14 +310,7 @@ class LayoutConverter {
     if (any_not(geo.dilations, 1)) attrs["dilations"] = geo.dilations;
     if (geo.group != 1) attrs["group"] = geo.group;
     ValueId weight = add_constant(g_.value(stored).name + ".ohwi", std::move(ohwi));
-    if (dq) {
-      ir::Node d = *dq;
-      d.inputs[0] = weight;
-      weight = add_value(g_.value(w).name + ".ohwi", {g_.type(w).dtype, g_.type(weight).shape});
-      d.outputs = {weight};
-      d.name = node_names_.fresh(dq->name + ".ohwi");
-      g_.nodes.push_back(std::move(d));
-    }
+    if (dq) weight = dequantized(*dq, weight, g_.value(w).name + ".ohwi", g_.type(w).dtype);
     std::vector<ValueId> ins = {in, weight};
     if (b != kNoValue) ins.push_back(b);
     g_.add_node("tessel.Conv", n.name, std::move(ins), {nhwc_output(n.outputs[0])},
@@ -392,7 +394,8 @@ class LayoutConverter {
     const ValueId a = n.inputs[0], bw = n.inputs[1], c = input(n, 2);
     if (n.get_int("transA", 0) != 0 || n.get_float("alpha", 1.0) != 1.0) return false;
     if (c != kNoValue && n.get_float("beta", 1.0) != 1.0) return false;
-    if (!is_const(bw) || g_.type(bw).shape.size() != 2) return false;
+    const ir::Node* dq = quantized_weight(bw, 2);
+    if ((!is_const(bw) && !dq) || g_.type(bw).shape.size() != 2) return false;
     const bool trans_b = n.get_int("transB", 0) != 0;
     const int64_t out = g_.type(bw).shape[trans_b ? 0 : 1];
     ValueId bias = kNoValue;
@@ -411,13 +414,29 @@ class LayoutConverter {
         return false;
       }
     }
-    ValueId w = bw;
+    // [N, K] weights; a quantized one as DequantizeLinear(Wq [N, K]), axis 0.
+    const ValueId stored = dq ? dq->inputs[0] : bw;
+    ValueId w = stored;
     if (!trans_b)
-      w = add_constant(g_.value(bw).name + ".nk", ops::permute(*g_.value(bw).data, {1, 0}));
+      w = add_constant(g_.value(stored).name + ".nk", ops::permute(*g_.value(stored).data, {1, 0}));
+    if (dq) w = dequantized(*dq, w, g_.value(bw).name + ".nk", g_.type(bw).dtype);
     std::vector<ValueId> ins = {a, w};
     if (bias != kNoValue) ins.push_back(bias);
     g_.add_node("tessel.Gemm", n.name, std::move(ins), n.outputs);
     return true;
+  }
+
+  // A copy of DequantizeLinear `dq` reading `weight` (its constant permuted so that the output
+  // channels come first: a per-channel scale's axis is 0), as a new value of dtype t.
+  ValueId dequantized(const ir::Node& dq, ValueId weight, const std::string& name, DType t) {
+    ir::Node d = dq;
+    d.inputs[0] = weight;
+    if (numel(g_.type(dq.inputs[1]).shape) > 1) d.attrs["axis"] = int64_t{0};
+    const ValueId out = add_value(name, {t, g_.type(weight).shape});
+    d.outputs = {out};
+    d.name = node_names_.fresh(dq.name + ".weight");
+    g_.nodes.push_back(std::move(d));
+    return out;
   }
 
   // A MatMul of activations A [..., K] (any rank >= 2) and constant weights B [K, N]: a dense

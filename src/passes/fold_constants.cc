@@ -1,7 +1,8 @@
 // Evaluates nodes whose inputs are all constant at compile time, but one kind: the
-// DequantizeLinear of a QDQ model's conv weights (an integer constant, per tensor or per output
-// channel, read only as Conv weights) stays, so that convert-layout and fold-qdq still see the
-// int8 weights and their scales; fold-qdq folds whatever it does not make an int8 conv.
+// DequantizeLinear of a QDQ model's conv and dense weights (an integer constant, per tensor or
+// per output channel, read only as the weight of one Conv or Gemm) stays, so that
+// convert-layout and fold-qdq still see the int8 weights and their scales; fold-qdq folds
+// whatever it does not make an int8 contraction.
 #include "core/error.h"
 #include "ir/op_registry.h"
 #include "passes/passes.h"
@@ -13,39 +14,49 @@ namespace {
 // Folding must not turn a small graph into a huge constant (ConstantOfShape, Expand).
 constexpr int64_t kMaxFoldedElements = int64_t{1} << 26;
 
-// Values read only as the weight (input 1) of a Conv.
-std::vector<char> conv_weights_only(const ir::Graph& g) {
-  std::vector<char> weight(g.values.size(), 0), other(g.values.size(), 0);
+// For each value read only as the weight (input 1) of Conv or Gemm nodes: the axis of its output
+// channels (0 for Conv's OIHW and Gemm's transB = 1 [N, K], 1 for Gemm's [K, N]); -1 otherwise.
+std::vector<int> weight_channel_axis(const ir::Graph& g) {
+  std::vector<int> axis(g.values.size(), -1);
+  std::vector<char> other(g.values.size(), 0);
   for (const ir::Node& n : g.nodes)
-    for (size_t i = 0; i < n.inputs.size(); ++i)
-      if (n.inputs[i] != ir::kNoValue) (n.op == "Conv" && i == 1 ? weight : other)[n.inputs[i]] = 1;
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      const ir::ValueId v = n.inputs[i];
+      if (v == ir::kNoValue) continue;
+      const bool weight = i == 1 && (n.op == "Conv" || n.op == "Gemm");
+      const int a = n.op == "Gemm" && n.get_int("transB", 0) == 0 ? 1 : 0;
+      if (!weight || (axis[v] >= 0 && axis[v] != a)) other[v] = 1;
+      else axis[v] = a;
+    }
   for (ir::ValueId v : g.outputs) other[v] = 1;
-  for (size_t v = 0; v < weight.size(); ++v) weight[v] &= !other[v];
-  return weight;
+  for (size_t v = 0; v < axis.size(); ++v)
+    if (other[v]) axis[v] = -1;
+  return axis;
 }
 
-bool is_quantized_conv_weight(const ir::Graph& g, const ir::Node& n,
-                              const std::vector<char>& conv_weights) {
-  if (n.op != "DequantizeLinear" || n.outputs.size() != 1 || !conv_weights[n.outputs[0]]) return false;
+bool is_quantized_weight(const ir::Graph& g, const ir::Node& n, const std::vector<int>& axis) {
+  if (n.op != "DequantizeLinear" || n.outputs.size() != 1 || axis[n.outputs[0]] < 0) return false;
   const ir::Value& q = g.value(n.inputs[0]);
-  if (!q.is_constant() || !is_integer(q.type.dtype) || q.type.shape.size() != 4) return false;
+  const size_t rank = q.type.shape.size();
+  if (!q.is_constant() || !is_integer(q.type.dtype) || (rank != 4 && rank != 2)) return false;
   if (n.get_int("block_size", 0) != 0) return false;
   const bool per_tensor = numel(g.type(n.inputs[1]).shape) == 1;
-  return per_tensor || n.get_int("axis", 1) == 0;
+  const int64_t a = n.get_int("axis", 1);
+  return per_tensor || (a < 0 ? a + static_cast<int64_t>(rank) : a) == axis[n.outputs[0]];
 }
 
 }  // namespace
 
 ir::Graph fold_constants(ir::Graph g) {
   const ir::OpRegistry& registry = ir::OpRegistry::global();
-  const std::vector<char> conv_weights = conv_weights_only(g);
+  const std::vector<int> weight_axis = weight_channel_axis(g);
   std::vector<char> erase(g.nodes.size(), 0);
   bool changed = false;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const ir::Node& n = g.nodes[i];
     const ir::OpSchema* schema = registry.find(n.op);
     if (!schema || !schema->foldable) continue;
-    if (is_quantized_conv_weight(g, n, conv_weights)) continue;
+    if (is_quantized_weight(g, n, weight_axis)) continue;
     bool all_constant = true;
     std::vector<const ir::TensorType*> types;
     std::vector<const Tensor*> values;

@@ -1,4 +1,4 @@
-// fold-qdq: a QDQ model's convolutions become int8 convolutions (TensorRT's semantics:
+// fold-qdq: a QDQ model's convolutions and dense layers become int8 contractions (TensorRT's semantics:
 // symmetric int8, zero points 0, per-tensor activation scales, per-tensor or per-output-channel
 // weight scales). After convert-layout a quantized conv reads
 //
@@ -10,7 +10,8 @@
 //
 //   Y = tessel.Conv(Xq, Wq, B, -, S)        S[co] = sx * sw[co]
 //
-// whose value is acc * S[co] + B[co] for the exact integer accumulator acc: the same sum as
+// (and likewise a tessel.Gemm of A [M, K] and W [N, K]) whose value is acc * S[co] + B[co] for
+// the exact integer accumulator acc: the same sum as
 // the dequantized conv's, up to fp32 rounding. fuse then takes the QuantizeLinear after it
 // into its epilogue (quantize, out_dtype i8), so int8 flows from conv to conv; the
 // DequantizeLinear nodes left without readers go.
@@ -47,7 +48,7 @@ class QdqFolder {
 
   ir::Graph run() {
     for (size_t i = 0; i < g_.nodes.size(); ++i) {
-      if (g_.nodes[i].op != "tessel.Conv") continue;
+      if (g_.nodes[i].op != "tessel.Conv" && g_.nodes[i].op != "tessel.Gemm") continue;
       std::string why;
       if (!fold(i, why) && !why.empty()) g_.nodes[i].attrs[kRefusalAttr] = why;
     }
@@ -108,8 +109,9 @@ class QdqFolder {
     const ir::Node* dqx = producer(n.inputs[0], "DequantizeLinear");
     const ir::Node* dqw = n.inputs.size() > 1 ? producer(n.inputs[1], "DequantizeLinear") : nullptr;
     if (!dqw) return false;  // a float conv: nothing to say
-    const Shape& w_shape = g_.type(dqw->inputs[0]).shape;  // OHWI
-    const int64_t co = w_shape.at(0), ci = w_shape.at(3);
+    const bool conv = n.op == "tessel.Conv";
+    const Shape& w_shape = g_.type(dqw->inputs[0]).shape;  // OHWI, or [N, K]
+    const int64_t co = w_shape.at(0), ci = w_shape.back();
     if (!dqx) {
       why = "its input is not a DequantizeLinear output (a float producer, or a Pad of one)";
       return false;
@@ -122,9 +124,13 @@ class QdqFolder {
       why = "grouped convolution: the int8 kernels take group 1 only";
       return false;
     }
+    if (!conv && (n.get_int("trans_a", 0) != 0 || n.get_int("trans_b", 1) != 1)) {
+      why = "a transposed operand: the int8 kernels read A [M, K] and W [N, K]";
+      return false;
+    }
     if (ci % kInt8ChannelAlignment != 0) {
-      why = std::to_string(ci) + " input channels: int8 needs a multiple of " +
-            std::to_string(kInt8ChannelAlignment);
+      why = std::to_string(ci) + (conv ? " input channels" : " inputs (K)") +
+            ": int8 needs a multiple of " + std::to_string(kInt8ChannelAlignment);
       return false;
     }
     const std::optional<const Tensor*> sx = int8_scale(*dqx, 1, why, "the input");
@@ -147,9 +153,9 @@ class QdqFolder {
     for (int64_t c = 0; c < co; ++c)
       s.data<float>()[c] = static_cast<float>(x_scale * (*sw)->get_f64((*sw)->numel() == 1 ? 0 : c));
     const ValueId scale = g_.add_constant(names_.fresh(g_.value(n.outputs[0]).name + ".dequant_scale"), std::move(s));
-    ir::Node& conv = g_.nodes[i];  // add_constant may not move nodes, but take it afresh
-    conv.inputs = {dqx->inputs[0], dqw->inputs[0], *b, kNoValue, scale};
-    conv.attrs.erase(kRefusalAttr);
+    ir::Node& node = g_.nodes[i];  // add_constant does not move nodes, but take it afresh
+    node.inputs = {dqx->inputs[0], dqw->inputs[0], *b, kNoValue, scale};
+    node.attrs.erase(kRefusalAttr);
     return true;
   }
 

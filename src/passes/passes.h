@@ -62,11 +62,11 @@ ir::Graph split_wide_concats(ir::Graph g);
 // Transposes and cancel.
 ir::Graph fold_transposes(ir::Graph g);
 
-// QDQ convolutions -> int8 tessel.Conv (fold_qdq.cc): a tessel.Conv reading
-// DequantizeLinear(Xq int8, sx) and DequantizeLinear(Wq int8 constant, sw per tensor or per
-// output channel), zero points 0, group 1, input channels a multiple of 8, becomes
-// tessel.Conv(Xq, Wq, B, -, S = sx * sw); the others say why in `int8_refusal`. Then every
-// DequantizeLinear of a constant left is folded.
+// QDQ convolutions and dense layers -> int8 contractions (fold_qdq.cc): a tessel.Conv (or
+// tessel.Gemm) reading DequantizeLinear(Xq int8, sx) and DequantizeLinear(Wq int8 constant, sw
+// per tensor or per output channel), zero points 0, group 1, input channels (K) a multiple of
+// 8, becomes tessel.Conv(Xq, Wq, B, -, S = sx * sw); the others say why in `int8_refusal`.
+// Then every DequantizeLinear of a constant left is folded.
 ir::Graph fold_qdq(ir::Graph g);
 
 // Chooses storage precision (choose_precision.cc). kFp32 returns g unchanged. kFp16 stores

@@ -405,3 +405,41 @@ TEST(ConvertLayout, PermuteToChannelsFirstAliasesItsInputAsTheNhwcTwin) {
 
 }  // namespace
 }  // namespace tessel
+
+namespace tessel {
+namespace {
+
+// A QDQ conv's weight DequantizeLinear(Wq OIHW, sw, axis 0) becomes DequantizeLinear(Wq OHWI),
+// still axis 0, for fold-qdq; a Gemm's [K, N] one (transB = 0, axis 1) becomes [N, K], axis 0.
+TEST(ConvertLayout, QuantizedWeightsKeepTheirDequantizeLinear) {
+  testing::expect_pass_result("convert-layout", R"(graph @g opset 17 {
+  input %x : f32[1,8,1,1]
+  const %wq : i8[2,8,1,1] = [1, 2, 3, 4, 5, 6, 7, 8, -1, -2, -3, -4, -5, -6, -7, -8]
+  const %sw : f32[2] = [0.5, 0.25]
+  const %vq : i8[2,3] = [1, 2, 3, -1, -2, -3]
+  const %sv : f32[3] = [0.5, 0.25, 2.0]
+  %wd = DequantizeLinear(%wq, %sw) {axis = 0} : f32[2,8,1,1] @"dqw"
+  %vd = DequantizeLinear(%vq, %sv) {axis = 1} : f32[2,3] @"dqv"
+  %c = Conv(%x, %wd) : f32[1,2,1,1] @"conv"
+  %f = Flatten(%c) {axis = 1} : f32[1,2] @"flatten"
+  %y = Gemm(%f, %vd) : f32[1,3] @"fc"
+  output %y
+})",
+                              R"(graph @g opset 17 {
+  input %x : f32[1,8,1,1]
+  const %wq : i8[2,1,1,8] = [1, 2, 3, 4, 5, 6, 7, 8, -1, -2, -3, -4, -5, -6, -7, -8]
+  const %sw : f32[2] = [0.5, 0.25]
+  const %vq : i8[3,2] = [1, -1, 2, -2, 3, -3]
+  const %sv : f32[3] = [0.5, 0.25, 2.0]
+  %xt = Transpose(%x) {perm = [0, 2, 3, 1]} : f32[1,1,1,8] @"t0"
+  %wd = DequantizeLinear(%wq, %sw) {axis = 0} : f32[2,1,1,8] @"dqw"
+  %c = tessel.Conv(%xt, %wd) : f32[1,1,1,2] @"conv"
+  %f = Flatten(%c) {axis = 1} : f32[1,2] @"flatten"
+  %vd = DequantizeLinear(%vq, %sv) {axis = 0} : f32[3,2] @"dqv"
+  %y = tessel.Gemm(%f, %vd) : f32[1,3] @"fc"
+  output %y
+})");
+}
+
+}  // namespace
+}  // namespace tessel

@@ -51,6 +51,34 @@ TEST(FoldQdq, QdqConvBecomesInt8ConvWithDequantizationScale) {
 })");
 }
 
+// A dense layer: tessel.Gemm(A [M, K], W [N, K]) alike.
+TEST(FoldQdq, QdqGemmBecomesInt8Gemm) {
+  testing::expect_pass_result("fold-qdq", R"(graph @g opset 17 {
+  input %a : f32[2,8]
+  const %sa : f32[] = [0.0625]
+  const %z : i8[] = [0]
+  const %wq : i8[3,8] = [)" + ints(24) + R"(]
+  const %sw : f32[3] = [0.125, 0.25, 0.5]
+  const %b : f32[3] = [0.5, -0.25, 1.0]
+  %aq = QuantizeLinear(%a, %sa, %z) : i8[2,8] @"qa"
+  %ad = DequantizeLinear(%aq, %sa, %z) : f32[2,8] @"dqa"
+  %wd = DequantizeLinear(%wq, %sw) {axis = 0} : f32[3,8] @"dqw"
+  %y = tessel.Gemm(%ad, %wd, %b) : f32[2,3] @"fc"
+  output %y
+})",
+                              R"(graph @g opset 17 {
+  input %a : f32[2,8]
+  const %sa : f32[] = [0.0625]
+  const %z : i8[] = [0]
+  const %wq : i8[3,8] = [)" + ints(24) + R"(]
+  const %b : f32[3] = [0.5, -0.25, 1.0]
+  const %s : f32[3] = [0.0078125, 0.015625, 0.03125]
+  %aq = QuantizeLinear(%a, %sa, %z) : i8[2,8] @"qa"
+  %y = tessel.Gemm(%aq, %wq, %b, _, %s) : f32[2,3] @"fc"
+  output %y
+})");
+}
+
 // Left in float, each with its reason, and the weights' DequantizeLinear folded to constants.
 TEST(FoldQdq, RefusedConvsStayFloatAndSayWhy) {
   struct Case {

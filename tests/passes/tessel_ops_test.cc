@@ -264,7 +264,7 @@ TEST(TesselGemm, BiasResidualRelu) {
   EXPECT_EQ(run(text, {{1, 2}, {1, 1, -6}}), (V{4, 0, 0}));
   EXPECT_EQ(infer_error(with(text, R"({epilogue)", R"({store = "nhwc", epilogue)")),
             "tessel.Gemm 'fc': unknown attribute 'store' (expected epilogue, epilogue_alpha, "
-            "epilogue_beta, out_dtype, trans_a, trans_b)");
+            "epilogue_beta, out_dtype, trans_a, trans_b, int8_refusal)");
 }
 
 // A stored [K, M] = [2, 1] and W stored [K, N] = [2, 3] (bench-op's TN and NN GEMM layouts):
