@@ -146,8 +146,13 @@ const std::map<std::string, OpFacts>& table() {
 
     // Quantization: the QDQ ops follow the layout (a per-channel axis is remapped); the
     // integer contractions run on the CPU reference.
+    // Their float side takes fp16 (opset 19's forms): QuantizeLinear's x (its scale keeps its
+    // dtype), DequantizeLinear's output, whose dtype is its scale's (converted with it).
     t["QuantizeLinear"] = quantization();
+    t["QuantizeLinear"].fp16 = true;
+    t["QuantizeLinear"].fp16_free_inputs = {1};
     t["DequantizeLinear"] = quantization();
+    t["DequantizeLinear"].fp16 = true;
     t["ConvInteger"] = quantization(FlopRule::kConv);
     t["ConvInteger"].nhwc = NhwcForm::kNone;
     t["QLinearConv"] = quantization(FlopRule::kConv);

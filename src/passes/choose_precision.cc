@@ -7,9 +7,11 @@
 // statistics, Resize's roi and scales, Dropout's ratio, the input of a Cast or of Shape). Tied
 // non-constant values are joined into classes (union-find); a class becomes fp16 unless one of
 // its values touches an op that must stay fp32:
-//  - QDQ and integer ops (QuantizeLinear, DequantizeLinear, QLinear*, *Integer) and every op
-//    without OpFacts::fp16: their float operands and, through the ties, the float
-//    neighbours around them stay fp32; so do fold-qdq's int8 contractions (run before);
+//  - integer ops (QLinear*, *Integer) and every op without OpFacts::fp16: their float
+//    operands and, through the ties, the float neighbours around them stay fp32; so do
+//    fold-qdq's int8 contractions (run before). QuantizeLinear and DequantizeLinear take fp16
+//    on their float side (x; the output, with its scale converted), so that what a QDQ model
+//    leaves in float (the stem, depthwise convs, pools) runs in fp16 between them;
 //  - nothing else: pools, Softmax and ReduceMean compute in fp32 internally (their reference
 //    kernels in double or float, the GPU ones in fp32) and only store fp16.
 // Free operands keep their dtype: biases, BN statistics and scales stay fp32 where the op

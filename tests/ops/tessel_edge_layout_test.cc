@@ -257,7 +257,7 @@ TEST(TesselConvEdge, Errors) {
 })";
   EXPECT_EQ(infer_error(gemm),
             "tessel.Gemm 'fc': unknown attribute 'store' (expected epilogue, epilogue_alpha, "
-            "epilogue_beta, out_dtype, trans_a, trans_b)");
+            "epilogue_beta, out_dtype, trans_a, trans_b, int8_refusal)");
 }
 
 // The textual IR prints the attributes as written and parses them back to the same graph.

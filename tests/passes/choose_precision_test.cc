@@ -80,33 +80,60 @@ TEST(ChoosePrecision, OperandsThatMustFollowAndOperandsThatStay) {
 })");
 }
 
-// A QDQ region and the float tensors tied to it stay fp32; an unrelated branch goes fp16.
-TEST(ChoosePrecision, QdqRegionStaysFp32) {
+// QuantizeLinear and DequantizeLinear take fp16 on their float side: Q reads x in fp16 with its
+// f32 scale, DQ writes fp16 with its scale converted; the Relu between them runs fp16.
+TEST(ChoosePrecision, QdqFloatSideIsFp16) {
   expect_fp16(R"(graph @g opset 17 {
   input %x : f32[4]
-  input %z : f32[4]
   const %s : f32[] = [0.125]
   const %zp : i8[] = [0]
   %q = QuantizeLinear(%x, %s, %zp) : i8[4] @"q"
   %d = DequantizeLinear(%q, %s, %zp) : f32[4] @"dq"
   %y = Relu(%d) : f32[4] @"relu"
-  %w = Sigmoid(%z) : f32[4] @"sigmoid"
   output %y
-  output %w
 })",
               R"(graph @g opset 17 {
   input %x : f32[4]
-  input %z : f32[4]
   const %s : f32[] = [0.125]
+  const %sh : f16[] = [0.125]
   const %zp : i8[] = [0]
-  %zh = Cast(%z) {to = 10} : f16[4] @"z.to_f16"
-  %q = QuantizeLinear(%x, %s, %zp) : i8[4] @"q"
-  %d = DequantizeLinear(%q, %s, %zp) : f32[4] @"dq"
-  %y = Relu(%d) : f32[4] @"relu"
-  %wh = Sigmoid(%zh) : f16[4] @"sigmoid"
-  %w = Cast(%wh) {to = 1} : f32[4] @"w.to_f32"
+  %xh = Cast(%x) {to = 10} : f16[4] @"x.to_f16"
+  %q = QuantizeLinear(%xh, %s, %zp) : i8[4] @"q"
+  %d = DequantizeLinear(%q, %sh, %zp) : f16[4] @"dq"
+  %yh = Relu(%d) : f16[4] @"relu"
+  %y = Cast(%yh) {to = 1} : f32[4] @"y.to_f32"
   output %y
-  output %w
+})");
+}
+
+// An int8 contraction (fold-qdq's) keeps its float operands and output fp32, and what is tied
+// to them; an unrelated branch goes fp16.
+TEST(ChoosePrecision, Int8ContractionStaysFp32) {
+  expect_fp16(R"(graph @g opset 17 {
+  input %x : i8[1,1,1,8]
+  input %z : f32[4]
+  const %w : i8[2,1,1,8] = [1, 2, 3, 4, 5, 6, 7, 8, 1, 2, 3, 4, 5, 6, 7, 8]
+  const %b : f32[2] = [0.5, 1.0]
+  const %s : f32[2] = [0.25, 0.5]
+  %c = tessel.Conv(%x, %w, %b, _, %s) : f32[1,1,1,2] @"conv"
+  %y = Relu(%c) : f32[1,1,1,2] @"relu"
+  %w2 = Sigmoid(%z) : f32[4] @"sigmoid"
+  output %y
+  output %w2
+})",
+              R"(graph @g opset 17 {
+  input %x : i8[1,1,1,8]
+  input %z : f32[4]
+  const %w : i8[2,1,1,8] = [1, 2, 3, 4, 5, 6, 7, 8, 1, 2, 3, 4, 5, 6, 7, 8]
+  const %b : f32[2] = [0.5, 1.0]
+  const %s : f32[2] = [0.25, 0.5]
+  %zh = Cast(%z) {to = 10} : f16[4] @"z.to_f16"
+  %c = tessel.Conv(%x, %w, %b, _, %s) : f32[1,1,1,2] @"conv"
+  %y = Relu(%c) : f32[1,1,1,2] @"relu"
+  %wh = Sigmoid(%zh) : f16[4] @"sigmoid"
+  %w2 = Cast(%wh) {to = 1} : f32[4] @"w2.to_f32"
+  output %y
+  output %w2
 })");
 }
 

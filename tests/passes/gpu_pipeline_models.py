@@ -15,10 +15,11 @@ Exits non-zero with a message per failure. (sr_net and mobilenet_v2 keep it to ~
 convs, ReLU6 clips, residual adds, global pool + dense, subpixel stores, a 3-channel tail.)
 
 Then int8: sr_net and mobilenet_v2 quantized by `tessel quantize` (one random calibration
-input), through the fp16 pipeline. The form, for both: every group-1 conv over a multiple of 8
+input). The form, through the fp16 pipeline, for both: every group-1 conv over a multiple of 8
 input channels an int8 tessel.Conv (else it says why in int8_refusal), no QuantizeLinear or
-DequantizeLinear of a constant left. The numbers, for sr_net: its outputs against the QDQ
-model's own on the CPU. The int8 convolutions compute the same sums, but an fp32 rounding
+DequantizeLinear of a constant left. The numbers, for sr_net through the fp32 pipeline (in the
+fp16 one the float stem's fp16 rounding moves its quantized outputs, which is fp16's error,
+not int8's): its outputs against the QDQ model's own on the CPU. The int8 convolutions compute the same sums, but an fp32 rounding
 difference moves a value that sits on a rounding boundary of the next QuantizeLinear one int8
 step, and what reads it moves too: at most 1% of the outputs may differ by more than 1e-3 of
 the output range (a wrong scale or operand moves nearly all of them). mobilenet_v2 is too deep
@@ -108,6 +109,7 @@ def check_int8(tessel, d, model, failures):
         print("%-14s int8  %d int8 convs (form only)" % (model, int8))
         return
     ref = run_model(tessel, qdq, os.path.join(d, model + ".int8.ref"))
+    subprocess.run([tessel, "opt", "--passes=" + PIPELINES["fp32"], qdq, "-o", tir], check=True)
     out = run_model(tessel, tir, os.path.join(d, model + ".int8.out"))
     off = np.mean(np.abs(out - ref) > 1e-3 * np.abs(ref).max())
     print("%-14s int8  %d int8 convs, %.3f%% of outputs off by more than 1e-3 of the range" % (
