@@ -13,7 +13,8 @@
 //        out_dtype if given, else W's dtype
 //     attributes: strides, pads ([t, l, b, r]), dilations, group as in ONNX's Conv (pads are
 //     explicit: convert-layout resolves auto_pad); epilogue, epilogue_alpha, epilogue_beta;
-//     store, block, mode; out_dtype; input_layout.
+//     store, block, mode; out_dtype; input_layout; int8_refusal (fold-qdq's note on why a QDQ
+//     conv stays float: read by `tessel explain`, no effect on the value).
 //   int8 (fold-qdq's form of a QDQ conv): X i8 NHWC, W i8 OHWI, and S [Co] f32, the per
 //     output channel dequantization scale (x_scale * w_scale[co]): the accumulator is exact
 //     (int32 on the GPU) and the value the steps start from is acc * S[co] + B[co]; Y is f32
