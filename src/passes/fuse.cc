@@ -115,13 +115,13 @@ std::optional<double> int8_scale(const ir::Graph& g, const ir::Node& n, const ch
   const ValueId q = std::string_view(op) == "QuantizeLinear" ? n.outputs[0] : n.inputs[0];
   if (g.type(q).dtype != DType::kI8 || n.get_int("block_size", 0) != 0) return std::nullopt;
   const Tensor* scale = g.value(n.inputs[1]).data.get();
-  if (!scale || scale->numel() != 1 || scale->dtype() != DType::kF32) return std::nullopt;
+  if (!scale || scale->numel() != 1 || !is_float(scale->dtype())) return std::nullopt;
   if (n.inputs.size() > 2 && n.inputs[2] != kNoValue) {
     const Tensor* zp = g.value(n.inputs[2]).data.get();
     if (!zp || zp->numel() != 1 || zp->get_f64(0) != 0.0) return std::nullopt;
   }
-  if (std::string_view(op) == "DequantizeLinear" && g.type(n.outputs[0]).dtype != DType::kF32)
-    return std::nullopt;
+  const ValueId f = std::string_view(op) == "QuantizeLinear" ? n.inputs[0] : n.outputs[0];
+  if (!storable(g.type(f).dtype)) return std::nullopt;  // the float side: f32, f16 or bf16
   return scale->get_f64(0);
 }
 
@@ -138,6 +138,7 @@ class Fuser {
         uses_(use_counts(g_)),
         users_(g_.users()),
         producers_(g_.producers()),
+        gone_(g_.values.size(), 0),
         absorbed_(g_.nodes.size(), 0),
         placed_(g_.nodes.size()) {}
 
@@ -204,7 +205,8 @@ class Fuser {
     if (p < 0) return std::nullopt;
     const ir::Node& dq = g_.nodes[static_cast<size_t>(p)];
     const std::optional<double> s = int8_scale(g_, dq, "DequantizeLinear", dq.inputs[0]);
-    if (!s) return std::nullopt;
+    // r itself must still exist: not an inner value of a chain fused before.
+    if (!s || absorbed_[static_cast<size_t>(p)] || gone_[static_cast<size_t>(dq.inputs[0])]) return std::nullopt;
     return std::make_pair(dq.inputs[0], *s);
   }
 
@@ -251,13 +253,15 @@ class Fuser {
       } else if (std::optional<double> s = plain && (!conv || group_one(fused))
                                                ? int8_scale(g_, next, "QuantizeLinear", v)
                                                : std::nullopt;
-                 s && g_.type(v).dtype == DType::kF32) {
+                 s) {
         steps.push_back({EpilogueKind::kQuantize, *s});
       } else if (auto step = activation_step(g_, next, v)) {
         steps.push_back(*step);
       } else if (auto r = plain ? int8_residual(next, v, steps) : std::nullopt) {
         steps.push_back({EpilogueKind::kAddScaledResidual, r->second});
         set_residual(fused, r->first);
+        // The fused node reads r now, besides r's DequantizeLinear: no chain may swallow r.
+        ++uses_[static_cast<size_t>(r->first)];
       } else if (ValueId r = plain ? residual(next, v, steps) : kNoValue; r != kNoValue) {
         steps.push_back({EpilogueKind::kAddResidual});
         set_residual(fused, r);
@@ -272,6 +276,9 @@ class Fuser {
       v = next.outputs[0];
     }
     if (!steps.empty() && steps.back().kind == EpilogueKind::kQuantize) out_dtype = DType::kI8;
+    // A chain through a DequantizeLinear to fp16 (choose-precision's) ends in another dtype
+    // than the contraction's own: the store converts.
+    if (!out_dtype && g_.type(v).dtype != g_.type(fused.outputs[0]).dtype) out_dtype = g_.type(v).dtype;
     const bool edge_stores = !has_residual_step(steps) && out_dtype != DType::kI8 && (!conv || group_one(fused));
     for (int u; edge_stores && (u = sole_user(v)) >= 0;) {
       const ir::Node& next = g_.nodes[u];
@@ -293,7 +300,11 @@ class Fuser {
     if (conv) ops::write_store(fused, store);
     ops::write_out_dtype(fused, out_dtype);
     absorbed_[i] = 1;
-    for (int c : chain) absorbed_[c] = 1;
+    for (int c : chain) {
+      absorbed_[c] = 1;
+      for (ValueId o : g_.nodes[c].outputs) gone_[static_cast<size_t>(o)] = o != v;
+    }
+    for (ValueId o : g_.nodes[i].outputs) gone_[static_cast<size_t>(o)] = o != v;
     // The SiLU pair is pushed Sigmoid first, but the Mul comes after it: take the last index.
     placed_[static_cast<size_t>(*std::max_element(chain.begin(), chain.end()))] = std::move(fused);
     return true;
@@ -303,6 +314,7 @@ class Fuser {
   std::vector<int> uses_;
   std::vector<std::vector<int>> users_;
   std::vector<int> producers_;
+  std::vector<char> gone_;  // inner values of the chains fused so far (no longer written)
   std::vector<char> absorbed_;
   std::vector<std::optional<ir::Node>> placed_;  // a fused node, at the index it replaces
 };

@@ -42,6 +42,30 @@ TEST(FuseInt8, QuantizeDequantizeAndInt8ResidualJoinTheEpilogue) {
 })");
 }
 
+// onnxruntime's placement: both Add inputs quantized and dequantized. The first conv takes the
+// Add with the second conv's int8 output as R; the second conv stops at that output, which the
+// first now reads (its DequantizeLinear is left for dce).
+TEST(FuseInt8, BothAddInputsQuantized) {
+  testing::expect_pass_result("fuse", kHead + R"(  const %s2 : f32[] = [0.25]
+  %y1 = tessel.Conv(%xq, %wq, %b, _, %s) {pads = [1, 1, 1, 1]} : f32[1,3,3,8] @"conv1"
+  %q1 = QuantizeLinear(%y1, %sy, %z) : i8[1,3,3,8] @"q1"
+  %d1 = DequantizeLinear(%q1, %sy, %z) : f32[1,3,3,8] @"dq1"
+  %y2 = tessel.Conv(%xq, %wq, %b, _, %s) {pads = [1, 1, 1, 1]} : f32[1,3,3,8] @"conv2"
+  %q2 = QuantizeLinear(%y2, %s2, %z) : i8[1,3,3,8] @"q2"
+  %d2 = DequantizeLinear(%q2, %s2, %z) : f32[1,3,3,8] @"dq2"
+  %a = Add(%d1, %d2) : f32[1,3,3,8] @"add"
+  %r = Relu(%a) : f32[1,3,3,8] @"relu"
+  %o = QuantizeLinear(%r, %sy, %z) : i8[1,3,3,8] @"q3"
+  output %o
+})",
+                              kHead + R"(  const %s2 : f32[] = [0.25]
+  %q2 = tessel.Conv(%xq, %wq, %b, _, %s) {epilogue = ["quantize"], epilogue_alpha = [0.25], epilogue_beta = [0.0], out_dtype = "i8", pads = [1, 1, 1, 1]} : i8[1,3,3,8] @"conv2"
+  %d2 = DequantizeLinear(%q2, %s2, %z) : f32[1,3,3,8] @"dq2"
+  %o = tessel.Conv(%xq, %wq, %b, %q2, %s) {epilogue = ["quantize", "mul", "add_residual_scaled", "relu", "quantize"], epilogue_alpha = [0.5, 0.5, 0.25, 0.0, 0.5], epilogue_beta = [0.0, 0.0, 0.0, 0.0, 0.0], out_dtype = "i8", pads = [1, 1, 1, 1]} : i8[1,3,3,8] @"conv1"
+  output %o
+})");
+}
+
 // A last QuantizeLinear: the conv stores i8. A QuantizeLinear with a non-zero zero point, or
 // to uint8, is no int8 epilogue step and stays.
 TEST(FuseInt8, LastQuantizeStoresInt8AndAsymmetricOnesStay) {
