@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """Writes a QDQ int8 model with onnxruntime's quantizer, the way a TensorRT user would ask it to.
 
-    python3 bench/quantize_ort.py MODEL.onnx OUT.onnx [--samples 8] [--seed 0]
+    python3 bench/quantize_ort.py MODEL.onnx OUT.onnx [--samples 8] [--seed 0] [--calib X.npy]
 
 quantize_static in the QDQ format, int8 activations and weights, both symmetric (zero points 0:
 TensorRT's semantics, what tessel's int8 kernels take), weights per output channel, min-max
-ranges from --samples random normal inputs (the models here have random weights: the ranges
-are as meaningful as the model). The batch dimension of a dynamic-batch model is calibrated at
+ranges from --samples random normal inputs, or from --calib (a .npy of the model's one input,
+as bench/torch_models.py saves it; the models here have random weights: the ranges are as
+meaningful as the model). The batch dimension of a dynamic-batch model is calibrated at
 1 and stays dynamic. Needs onnxruntime (not on the GPU machine: run it here and carry OUT).
 """
 
@@ -23,7 +24,7 @@ from onnxruntime.quantization.shape_inference import quant_pre_process
 
 
 class RandomReader(CalibrationDataReader):
-    def __init__(self, model, samples, seed):
+    def __init__(self, model, samples, seed, calib=None):
         rng = np.random.default_rng(seed)
         inputs = []
         init = {i.name for i in model.graph.initializer}
@@ -32,6 +33,11 @@ class RandomReader(CalibrationDataReader):
                 continue
             shape = [d.dim_value if d.dim_value > 0 else 1 for d in i.type.tensor_type.shape.dim]
             inputs.append((i.name, shape))
+        if calib is not None:
+            if len(inputs) != 1:
+                sys.exit("--calib: the model has %d inputs, expected one" % len(inputs))
+            self.batches = iter([{inputs[0][0]: np.load(calib).astype(np.float32)}])
+            return
         self.batches = iter([{n: rng.standard_normal(s).astype(np.float32) for n, s in inputs}
                              for _ in range(samples)])
 
@@ -45,12 +51,13 @@ def main():
     ap.add_argument("out")
     ap.add_argument("--samples", type=int, default=8)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--calib", help="calibrate on this .npy input (one batch) instead")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
         pre = os.path.join(d, "pre.onnx")
         quant_pre_process(args.model, pre, skip_symbolic_shape=True)
         model = onnx.load(pre)
-        quantize_static(pre, args.out, RandomReader(model, args.samples, args.seed),
+        quantize_static(pre, args.out, RandomReader(model, args.samples, args.seed, args.calib),
                         quant_format=QuantFormat.QDQ, per_channel=True,
                         activation_type=QuantType.QInt8, weight_type=QuantType.QInt8,
                         calibrate_method=CalibrationMethod.MinMax,

@@ -17,5 +17,17 @@ done | sort -u | grep -E 'libprotobuf|libonnx|libfmt|libgtest|libgmock' | while 
   cp -L "$lib" .device/lib/
 done
 cp ../shared/workloads/*.csv .device/workloads/
+# onnxruntime for bench/quantize_ort.py (scripts/gpu_int8.sh): the GPU machine has no network.
+# Python 3.12 wheels (Ubuntu 24.04's); kept in a cache here between packs.
+WHEELS=${TESSEL_WHEEL_CACHE:-$HOME/.cache/tessel-wheels}
+if [[ ${PACK_ORT:-1} == 1 ]]; then
+  mkdir -p "$WHEELS" .device/wheels
+  ls "$WHEELS"/onnxruntime-*.whl > /dev/null 2>&1 ||
+    pip download --quiet onnxruntime==1.20.1 coloredlogs humanfriendly flatbuffers --no-deps \
+      --only-binary=:all: --python-version 3.12 --platform manylinux_2_27_x86_64 \
+      --platform manylinux_2_28_x86_64 -d "$WHEELS" ||
+    echo "pack_device.sh: no onnxruntime wheel (scripts/gpu_int8.sh needs one)" >&2
+  cp "$WHEELS"/*.whl .device/wheels/ 2> /dev/null || true
+fi
 strip --strip-debug .device/bin/* 2>/dev/null || true
 du -sh .device
