@@ -109,7 +109,7 @@ def check_model(tessel, name, work, accuracy, tm):
         if not ok:
             print("FAIL %s: tessel run failed:\n%s" % (label, log[-3000:]))
             return False
-        r = accuracy.check(np.load(os.path.join(out_dir, "output.npy")), ref)
+        r = accuracy.check(np.load(os.path.join(out_dir, "output.npy")), ref, torch16)
         print("%s %s: %s (%.1f s in tessel)" % ("ok  " if r["ok"] else "FAIL", label,
                                                 accuracy.summary(r), secs))
         if not r["ok"]:
