@@ -138,12 +138,20 @@ std::optional<std::string> cublaslt_int8_refusal(const GemmWorkload& g);
 
 // cuBLASLt int8 matmul: CUBLAS_COMPUTE_32I, A (m,k) and B (n,k) int8 row-major whatever the
 // workload's layout says (cuBLAS's "TN", the one its int8 kernels take: both operands
-// K-contiguous), C (m,n) row-major int8 = saturate(round(alpha * A B^T)) with scale type fp32
-// and a scalar alpha. Where the heuristic has nothing for an int8 C it falls back to C int32
-// with scale type int32 and alpha 1 (the accumulators); output() says which.
+// K-contiguous), C (m,n) row-major int8, with scale type fp32. Two epilogues:
+//  - a scalar alpha: C = saturate(round(alpha * A B^T)) (the GEMM workloads). Where the
+//    heuristic has nothing for an int8 C, it falls back to C int32 with scale type int32 and
+//    alpha 1 (the accumulators); output() says which;
+//  - per column n, the conv epilogue: C = saturate(round(relu(A B^T * scale[n] + bias[n]))),
+//    scale as a device alpha vector (CUBLASLT_POINTER_MODE_ALPHA_DEVICE_VECTOR_BETA_HOST) and
+//    bias through CUBLASLT_EPILOGUE_RELU_BIAS, both read from Operands::scale and ::bias at
+//    each enqueue: a 1x1 stride-1 conv run as a GEMM (as_gemm) on the conv's own buffers.
+//    No fallback: cuDNN's graph is the conv's other candidate.
 class CublasLtInt8Gemm {
  public:
   CublasLtInt8Gemm(const GemmWorkload& g, float alpha);
+  struct PerChannel {};
+  CublasLtInt8Gemm(const GemmWorkload& g, PerChannel);
   ~CublasLtInt8Gemm();
   CublasLtInt8Gemm(const CublasLtInt8Gemm&) = delete;
   CublasLtInt8Gemm& operator=(const CublasLtInt8Gemm&) = delete;
@@ -159,8 +167,13 @@ class CublasLtInt8Gemm {
   std::unique_ptr<Descriptors> d_;
   device::DeviceBuffer workspace_;
   float alpha_ = 1;
+  bool per_channel_ = false;
   Int8Output output_ = Int8Output::kInt8;
   std::string variant_, algorithm_;
+
+  // Sets up the descriptors and the heuristic's algorithm for C of type `out`; false, with the
+  // reason added to `tried`, where the heuristic has none.
+  bool try_setup(const GemmWorkload& g, Int8Output out, std::string* tried);
 };
 
 // Library versions, for the benchmark's report: "cuDNN 9.14.0", "cuBLASLt 13.0.0".

@@ -93,8 +93,10 @@ struct Measurement {
   double median_us = 0, min_us = 0;  // per launch
   double rel_l2 = 0, max_abs = 0;
   uint64_t nonfinite = 0;
-  uint64_t mismatches = 0;         // int8 runs: outputs beyond the tolerance
-  std::string description;         // kernel or algorithm; or why it did not run
+  uint64_t mismatches = 0;  // int8 runs: outputs beyond the tolerance
+  std::string output;       // int8 libraries: what was written and checked, "int8", "fp32", "int32"
+  std::string variant;      // int8 libraries: the graph or matmul that ran
+  std::string description;  // kernel or algorithm; or why it did not run
   Timing timing = Timing::kGraph;  // how it was timed (events where capture failed)
   int launches_per_graph = 0;      // with Timing::kGraph
   std::string search;              // a library's algorithm search results, for the JSON
@@ -131,12 +133,15 @@ struct BenchResult {
 struct Int8Result {
   std::string op, name, shape;
   double flops = 0;
-  int buffer_sets = 1;         // int8 operand sets rotated through while timing
-  Measurement tessel;          // tessel's int8 kernel, or why there is none
-  Measurement library;         // cuDNN int8 or cuBLASLt int8; or why it did not run (a refusal)
-  std::string library_output;  // "int8", "fp32" or "int32": what `library` wrote and was checked as
-  std::string library_variant;  // the graph or matmul that `library` ran
-  Measurement fp16_library;     // the fp16 baseline's pick, as BenchResult::library
+  int buffer_sets = 1;  // int8 operand sets rotated through while timing
+  Measurement tessel;   // tessel's int8 kernel, or why there is none
+  // The int8 library's pick (pick_library among the candidates that wrote int8, if any did):
+  // cuDNN int8 or cuBLASLt int8, and for a 1x1 stride-1 conv also cuBLASLt int8 as a GEMM
+  // with the same per-channel epilogue; or why none ran (a refusal). Its `output` says what
+  // it wrote and was checked as.
+  Measurement library;
+  std::vector<Measurement> library_candidates;
+  Measurement fp16_library;  // the fp16 baseline's pick, as BenchResult::library
   std::vector<Measurement> fp16_candidates;
 
   // fp16 library time / int8 library time: the speedup int8 gives the library (0 unless both

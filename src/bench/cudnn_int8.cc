@@ -25,7 +25,7 @@ enum Uid : int64_t { kX = 1, kW, kY, kScale, kBias, kAcc = 10, kScaled, kBiased 
 constexpr int64_t kAlignment = 16;
 // Plans the heuristics rank first that are built and timed before the fastest is kept; each
 // runtime-compiled one costs a compilation, so the search stays short.
-constexpr int kMaxTimedPlans = 3;
+constexpr int kMaxTimedPlans = 6;
 constexpr int kMaxConfigsTried = 12;  // configs that fail to build count too
 constexpr int64_t kMaxWorkspace = int64_t{1} << 30;
 

@@ -19,6 +19,13 @@ struct Int8Setup {
   std::string variant, algorithm, search;
 };
 
+// One int8 library candidate of a workload.
+struct Int8Library {
+  std::string name;                    // "cuDNN int8", "cuBLASLt int8 as GEMM (1x1)"
+  std::optional<std::string> refusal;  // why it does not take the workload
+  std::function<Int8Setup(const Operands&)> setup;
+};
+
 // One workload in int8, whatever its op.
 struct Int8Problem {
   std::string op, name, shape;
@@ -27,9 +34,7 @@ struct Int8Problem {
   int64_t channels = 1;  // the output's innermost dimension, which the epilogue is per
   Int8Epilogue epilogue;
   std::function<std::vector<int32_t>(const int8_t* a, const int8_t* b)> reference;
-  std::string library_name;  // "cuDNN int8"
-  std::optional<std::string> refusal;
-  std::function<Int8Setup(const Operands&)> setup;
+  std::vector<Int8Library> libraries;
 };
 
 // Set 0's output checked against the CPU reference, in whichever type it was written.
@@ -102,20 +107,27 @@ Int8Result run_int8_problem(const Int8Problem& p, BenchResult fp16,
                [&expected, &sets, out](Measurement& m) { expected.check(m, out, sets); }};
   };
 
-  if (p.refusal) {
-    r.library.description = p.library_name + ": refused: " + *p.refusal;
-  } else {
-    try {
-      const Int8Setup setup = p.setup(sets[0]);
-      r.library =
-          measure(setup.enqueue, bed(setup.output), o, p.library_name + ": " + setup.algorithm);
-      r.library.search = setup.search;
-      r.library_output = int8_output_name(setup.output);
-      r.library_variant = setup.variant;
-    } catch (const Error& e) {  // nothing built for the shape, or out of memory for its search
-      r.library.description = p.library_name + ": " + e.what();
+  std::vector<Measurement> wrote_int8;
+  for (const Int8Library& lib : p.libraries) {
+    Measurement m;
+    if (lib.refusal) {
+      m.description = lib.name + ": refused: " + *lib.refusal;
+    } else {
+      try {
+        const Int8Setup setup = lib.setup(sets[0]);
+        m = measure(setup.enqueue, bed(setup.output), o, lib.name + ": " + setup.algorithm);
+        m.search = setup.search;
+        m.output = int8_output_name(setup.output);
+        m.variant = setup.variant;
+      } catch (const Error& e) {  // nothing built for the shape, or out of memory for its search
+        m.description = lib.name + ": " + e.what();
+      }
     }
+    if (m.ran && m.output == "int8") wrote_int8.push_back(m);
+    r.library_candidates.push_back(std::move(m));
   }
+  // A fallback's wider output computed less: it is the pick only where nothing wrote int8.
+  r.library = pick_library(wrote_int8.empty() ? r.library_candidates : wrote_int8);
 
   TesselKernel tessel;
   try {
@@ -146,7 +158,7 @@ TesselKernel fp16_not_run() {
 }  // namespace
 
 double Int8Result::int8_speedup() const {
-  if (!library.ran || !library.correct || library_output != "int8" || !fp16_library.ran ||
+  if (!library.ran || !library.correct || library.output != "int8" || !fp16_library.ran ||
       !fp16_library.correct || library.median_us <= 0)
     return 0;
   return fp16_library.median_us / library.median_us;
@@ -175,13 +187,22 @@ Int8Result Bench::run_int8(const ConvWorkload& w, const ConvProvider& tessel_int
   p.channels = w.co;
   p.epilogue = random_conv_epilogue(w, options_.seed);
   p.reference = [&w](const int8_t* x, const int8_t* wt) { return conv2d_int8_reference(w, x, wt); };
-  p.library_name = "cuDNN int8";
-  p.refusal = cudnn_int8_refusal(w);
-  p.setup = [&w](const Operands& ops) {
-    auto conv = std::make_shared<CudnnInt8Conv>(w, ops);
-    return Int8Setup{[conv](const Operands& o, void* s) { conv->enqueue(o, s); }, conv->output(),
-                     conv->variant(), conv->algorithm(), conv->search()};
-  };
+  p.libraries.push_back({"cuDNN int8", cudnn_int8_refusal(w), [&w](const Operands& ops) {
+                           auto conv = std::make_shared<CudnnInt8Conv>(w, ops);
+                           return Int8Setup{
+                               [conv](const Operands& o, void* s) { conv->enqueue(o, s); },
+                               conv->output(), conv->variant(), conv->algorithm(), conv->search()};
+                         }});
+  if (const std::optional<GemmWorkload> g = as_gemm(w)) {
+    // x, w and y as they lie are A (n*h*w, ci), B (co, ci) and C (n*h*w, co): the int8 GEMM's
+    // own layout, with the conv's scale and bias per column.
+    p.libraries.push_back(
+        {"cuBLASLt int8 as GEMM (1x1)", cublaslt_int8_refusal(*g), [g = *g](const Operands&) {
+           auto gemm = std::make_shared<CublasLtInt8Gemm>(g, CublasLtInt8Gemm::PerChannel{});
+           return Int8Setup{[gemm](const Operands& o, void* s) { gemm->enqueue(o, s); },
+                            gemm->output(), gemm->variant(), gemm->algorithm(), ""};
+         }});
+  }
   return run_int8_problem(
       p, std::move(fp16), [&] { return tessel_int8(w); }, options_, device_.l2_bytes);
 }
@@ -199,14 +220,13 @@ Int8Result Bench::run_int8(const GemmWorkload& w, const GemmProvider& tessel_int
   p.channels = w.n;
   p.epilogue = gemm_epilogue(w);
   p.reference = [&w](const int8_t* a, const int8_t* b) { return gemm_int8_reference(w, a, b); };
-  p.library_name = "cuBLASLt int8";
-  p.refusal = cublaslt_int8_refusal(w);
   const float alpha = p.epilogue.scale[0];
-  p.setup = [&w, alpha](const Operands&) {
-    auto gemm = std::make_shared<CublasLtInt8Gemm>(w, alpha);
-    return Int8Setup{[gemm](const Operands& o, void* s) { gemm->enqueue(o, s); }, gemm->output(),
-                     gemm->variant(), gemm->algorithm(), ""};
-  };
+  p.libraries.push_back({"cuBLASLt int8", cublaslt_int8_refusal(w), [&w, alpha](const Operands&) {
+                           auto gemm = std::make_shared<CublasLtInt8Gemm>(w, alpha);
+                           return Int8Setup{
+                               [gemm](const Operands& o, void* s) { gemm->enqueue(o, s); },
+                               gemm->output(), gemm->variant(), gemm->algorithm(), ""};
+                         }});
   return run_int8_problem(
       p, std::move(fp16), [&] { return tessel_int8(w); }, options_, device_.l2_bytes);
 }

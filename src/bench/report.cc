@@ -124,8 +124,8 @@ std::vector<double> int8_ratios(const std::vector<Int8Result>& results) {
 std::string int8_note(const Int8Result& r) {
   std::vector<std::string> parts;
   if (!r.library.ran) parts.push_back(r.library.description);
-  if (r.library.ran && r.library_output != "int8")
-    parts.push_back("library wrote " + r.library_output + ": " + r.library_variant);
+  if (r.library.ran && r.library.output != "int8")
+    parts.push_back("library wrote " + r.library.output + ": " + r.library.variant);
   if (r.library.ran && !r.library.correct) parts.push_back("library " + wrong(r.library));
   if (!r.fp16_library.ran) parts.push_back("fp16 library: " + r.fp16_library.description);
   if (r.fp16_library.ran && !r.fp16_library.correct)
@@ -190,16 +190,17 @@ nlohmann::json to_json(const Bench& bench, const std::vector<Int8Result>& result
     nlohmann::json candidates = nlohmann::json::array();
     for (const Measurement& m : r.fp16_candidates)
       candidates.push_back(measurement_json(as_fp16, m, peak_tflops));
-    nlohmann::json library = measurement_json(as_fp16, r.library, 0);
-    nlohmann::json tessel = measurement_json(as_fp16, r.tessel, 0);
-    for (const auto& [json, m] : {std::pair{&library, &r.library}, std::pair{&tessel, &r.tessel}}) {
-      json->erase("percent_of_peak");  // of the fp16 peak: meaningless for int8
-      if (m->ran) (*json)["mismatches"] = m->mismatches;
-    }
-    if (r.library.ran) {
-      library["output"] = r.library_output;
-      library["variant"] = r.library_variant;
-    }
+    // An int8 side: TOPS under "tflops", no share of the fp16 peak; what it wrote.
+    const auto int8_json = [&](const Measurement& m) {
+      nlohmann::json json = measurement_json(as_fp16, m, 0);
+      json.erase("percent_of_peak");
+      if (m.ran) json["mismatches"] = m.mismatches;
+      if (!m.output.empty()) json["output"] = m.output;
+      if (!m.variant.empty()) json["variant"] = m.variant;
+      return json;
+    };
+    nlohmann::json int8_candidates = nlohmann::json::array();
+    for (const Measurement& m : r.library_candidates) int8_candidates.push_back(int8_json(m));
     workloads.push_back({{"op", r.op},
                          {"name", r.name},
                          {"shape", r.shape},
@@ -207,10 +208,11 @@ nlohmann::json to_json(const Bench& bench, const std::vector<Int8Result>& result
                          {"buffer_sets", r.buffer_sets},
                          {"int8_speedup", r.int8_speedup()},
                          {"ratio", r.ratio()},
-                         {"int8_library", std::move(library)},
+                         {"int8_library", int8_json(r.library)},
+                         {"int8_library_candidates", std::move(int8_candidates)},
                          {"fp16_library", measurement_json(as_fp16, r.fp16_library, peak_tflops)},
                          {"fp16_library_candidates", std::move(candidates)},
-                         {"tessel_int8", std::move(tessel)}});
+                         {"tessel_int8", int8_json(r.tessel)}});
   }
   j["workloads"] = std::move(workloads);
   return j;

@@ -43,9 +43,9 @@ double geomean_int8_ratio(const std::vector<Int8Result>& results);
 // not int8, a refusal, WRONG, why tessel did not run); then the geometric means.
 void print_int8_table(std::ostream& os, const std::vector<Int8Result>& results);
 
-// As to_json, with "precision": "int8" and per workload the int8 library (with the output it
-// wrote, the graph it ran and its mismatches), the fp16 library and its candidates, tessel's
-// int8 kernel, int8_speedup and ratio.
+// As to_json, with "precision": "int8" and per workload the int8 library's pick and candidates
+// (each with the output it wrote, the graph or matmul it ran, and its mismatches), the fp16
+// library's pick and candidates, tessel's int8 kernel, int8_speedup and ratio.
 nlohmann::json to_json(const Bench& bench, const std::vector<Int8Result>& results,
                        double peak_tflops);
 void write_json(const std::string& path, const Bench& bench, const std::vector<Int8Result>& results,

@@ -121,7 +121,7 @@ Int8Result int8_result(const std::string& name, Measurement library, Measurement
   r.name = name;
   r.flops = 4e9;
   r.library = std::move(library);
-  r.library_output = r.library.ran ? "int8" : "";
+  r.library.output = r.library.ran ? "int8" : "";
   r.fp16_library = std::move(fp16);
   r.tessel.description = "no int8 kernel yet";
   return r;
@@ -134,9 +134,9 @@ TEST(BenchReport, Int8SpeedupAndRatio) {
   EXPECT_EQ(r.ratio(), 0.0);                     // no tessel int8 time
   r.tessel = ran(8, 0, true);
   EXPECT_DOUBLE_EQ(r.ratio(), 1.25);
-  r.library_output = "int32";  // a fallback's time is not int8's
+  r.library.output = "int32";  // a fallback's time is not int8's
   EXPECT_EQ(r.int8_speedup(), 0.0);
-  r.library_output = "int8";
+  r.library.output = "int8";
   r.library.correct = false;  // nor is a wrong one
   EXPECT_EQ(r.int8_speedup(), 0.0);
 }
@@ -145,21 +145,20 @@ TEST(BenchReport, Int8TableShowsBothLibrariesAndAnEmptyTesselColumn) {
   Measurement refused;
   refused.description = "cuDNN int8: refused: ci=3 is not a multiple of 4";
   Int8Result fallback = int8_result("fallback", ran(12, 0, true), ran(20, 1e-4, true));
-  fallback.library_output = "int32";
-  fallback.library_variant = "conv(int8 x, int8 w; int32 acc) -> int32";
+  fallback.library.output = "int32";
+  fallback.library.variant = "conv(int8 x, int8 w; int32 acc) -> int32";
   Measurement wrong = ran(5, 0.1, false);
   wrong.mismatches = 7;
   std::vector<Int8Result> results = {int8_result("l1", ran(10, 0, true), ran(20, 1e-4, true)),
-                                     int8_result("stem", refused, ran(30, 1e-4, true)),
-                                     fallback,
+                                     int8_result("stem", refused, ran(30, 1e-4, true)), fallback,
                                      int8_result("broken", wrong, ran(20, 1e-4, true))};
   std::ostringstream os;
   print_int8_table(os, results);
   std::istringstream lines(os.str());
   std::string header, l1, stem, fb, broken, footer;
   for (std::string* line : {&header, &l1, &stem, &fb, &broken, &footer}) std::getline(lines, *line);
-  for (const char* column : {"int8 lib us", "fp16 lib us", "fp16/int8", "tessel int8 us",
-                             "lib/tessel"})
+  for (const char* column :
+       {"int8 lib us", "fp16 lib us", "fp16/int8", "tessel int8 us", "lib/tessel"})
     EXPECT_NE(header.find(column), std::string::npos) << header;
   // 10 us int8, 20 us fp16: 2.00x, 400 TOPS; tessel's column empty, with the reason.
   EXPECT_NE(l1.find("10.0"), std::string::npos) << l1;
