@@ -1,58 +1,20 @@
 // cuDNN and cuBLASLt baselines.
 #include "bench/baselines.h"
 
-#include <cublasLt.h>
-#include <cudnn.h>
-
 #include <algorithm>
 #include <sstream>
 #include <vector>
+
+#include "bench/library_calls.h"
 
 namespace tessel::bench {
 namespace {
 
 namespace rt = device;
 
-void check_cudnn(cudnnStatus_t s, const char* call) {
-  if (s != CUDNN_STATUS_SUCCESS)
-    throw LibraryError(std::string("cuDNN call ") + call + " failed: " + cudnnGetErrorString(s));
-}
-void check_cublas(cublasStatus_t s, const char* call) {
-  if (s != CUBLAS_STATUS_SUCCESS) {
-    throw LibraryError(std::string("cuBLASLt call ") + call + " failed: " +
-                       cublasLtGetStatusName(s) + " (" + cublasLtGetStatusString(s) + ")");
-  }
-}
-#define TESSEL_CUDNN_CHECK(call) check_cudnn((call), #call)
-#define TESSEL_CUBLAS_CHECK(call) check_cublas((call), #call)
-
 void require_device() {
   std::string reason;
   TESSEL_USER_CHECK(rt::cuda_available(&reason)) << "no CUDA device: " << reason;
-}
-
-// One handle per library and process, never destroyed: creating one costs tens of
-// milliseconds, and destroying it during static destruction races the driver's shutdown.
-// Both libraries go through the CUDA runtime, which uses the device's primary context, the
-// same one tessel's runtime retains, so buffers pass between them freely.
-cudnnHandle_t cudnn_handle() {
-  static cudnnHandle_t handle = [] {
-    require_device();
-    cudnnHandle_t h = nullptr;
-    TESSEL_CUDNN_CHECK(cudnnCreate(&h));
-    return h;
-  }();
-  return handle;
-}
-
-cublasLtHandle_t cublaslt_handle() {
-  static cublasLtHandle_t handle = [] {
-    require_device();
-    cublasLtHandle_t h = nullptr;
-    TESSEL_CUBLAS_CHECK(cublasLtCreate(&h));
-    return h;
-  }();
-  return handle;
 }
 
 const char* algo_name(cudnnConvolutionFwdAlgo_t a) {
@@ -106,6 +68,38 @@ constexpr size_t kMinSearchWorkspace = size_t{64} << 20;
 constexpr size_t kGemmWorkspace = size_t{32} << 20;
 
 }  // namespace
+
+void check_cudnn(cudnnStatus_t s, const char* call) {
+  if (s != CUDNN_STATUS_SUCCESS)
+    throw LibraryError(std::string("cuDNN call ") + call + " failed: " + cudnnGetErrorString(s));
+}
+
+void check_cublas(cublasStatus_t s, const char* call) {
+  if (s != CUBLAS_STATUS_SUCCESS) {
+    throw LibraryError(std::string("cuBLASLt call ") + call + " failed: " +
+                       cublasLtGetStatusName(s) + " (" + cublasLtGetStatusString(s) + ")");
+  }
+}
+
+cudnnHandle_t cudnn_handle() {
+  static cudnnHandle_t handle = [] {
+    require_device();
+    cudnnHandle_t h = nullptr;
+    TESSEL_CUDNN_CHECK(cudnnCreate(&h));
+    return h;
+  }();
+  return handle;
+}
+
+cublasLtHandle_t cublaslt_handle() {
+  static cublasLtHandle_t handle = [] {
+    require_device();
+    cublasLtHandle_t h = nullptr;
+    TESSEL_CUBLAS_CHECK(cublasLtCreate(&h));
+    return h;
+  }();
+  return handle;
+}
 
 struct CudnnConv::Descriptors {
   cudnnTensorDescriptor_t x = nullptr, y = nullptr;
@@ -310,6 +304,20 @@ void CublasLtGemm::enqueue(const Operands& o, void* stream) const {
                                      ptr(workspace_.ptr()), workspace_.size(),
                                      static_cast<cudaStream_t>(stream)));
 }
+
+std::string_view int8_output_name(Int8Output o) {
+  switch (o) {
+    case Int8Output::kInt8:
+      return "int8";
+    case Int8Output::kFloat:
+      return "fp32";
+    case Int8Output::kInt32:
+      return "int32";
+  }
+  return "?";
+}
+
+size_t int8_output_bytes(Int8Output o) { return o == Int8Output::kInt8 ? 1 : 4; }
 
 std::string cudnn_version() {
   const size_t v = cudnnGetVersion();  // major * 10000 + minor * 100 + patch since cuDNN 9

@@ -7,6 +7,7 @@
 #include <optional>
 #include <utility>
 
+#include "bench/measure.h"
 #include "bench/reference.h"
 
 namespace tessel::bench {
@@ -14,18 +15,11 @@ namespace {
 
 namespace rt = device;
 
-// More sets than this would only matter for operands of a few hundred KiB, which 256 sets
-// already spread over far more than L2.
-constexpr int kMaxBufferSets = 256;
-constexpr size_t kSetAlignment = 256;  // every operand starts 256-byte aligned, like cudaMalloc
 constexpr size_t kHalf = 2;
 // Graph timing: a replay of about this length makes the replay's own launch and events
 // negligible, yet up to kMaxLaunchesPerGraph short kernels still share one replay.
 constexpr double kTargetReplayUs = 200;
 constexpr int kMaxLaunchesPerGraph = 50;
-// Event-timed runs that estimate one run's length before a graph is sized (the least of them
-// is taken: event overhead only ever lengthens a run).
-constexpr int kPilotRuns = 3;
 
 // A library implementation set up for one workload (algorithm search, workspace).
 struct LibrarySetup {
@@ -49,128 +43,14 @@ struct Problem {
   std::vector<LibraryCandidate> libraries;
 };
 
-// `count` copies of a problem's operands, each in its own slice of three device buffers.
-class OperandSets {
- public:
-  OperandSets(const size_t elems[3], int count) : count_(count) {
-    for (int i = 0; i < 3; ++i) {
-      stride_[i] = (elems[i] * kHalf + kSetAlignment - 1) / kSetAlignment * kSetAlignment;
-      buffers_[i] = rt::DeviceBuffer(stride_[i] * static_cast<size_t>(count));
-    }
-  }
-  int count() const { return count_; }
-  Operands operator[](int s) const {
-    const auto at = [&](int i) { return buffers_[i].ptr() + stride_[i] * static_cast<size_t>(s); };
-    return {at(0), at(1), at(2)};
-  }
-  // Random inputs, a different draw for every set and operand; outputs poisoned.
-  void fill(uint64_t seed) {
-    for (int s = 0; s < count_; ++s) {
-      for (int i = 0; i < 2; ++i) {
-        const uint64_t draw = (seed << 32) + 2 * static_cast<uint64_t>(s) + i;
-        fill_uniform_f16(buffers_[i].ptr() + stride_[i] * s, stride_[i] / kHalf, draw, nullptr);
-      }
-    }
-    poison_outputs();
-  }
-  // 0xffff is a NaN in fp16: an output element that a kernel fails to write stays NaN.
-  void poison_outputs() { buffers_[2].fill_bytes(0xff); }
-
- private:
-  int count_;
-  rt::DeviceBuffer buffers_[3];
-  size_t stride_[3] = {0, 0, 0};
-};
-
-// Enough sets that, cycling through them, a set's data has left L2 (at least `l2` bytes of
-// other operands touched) before it comes round again.
-int buffer_sets(size_t set_bytes, size_t l2) {
-  if (set_bytes >= l2) return 1;
-  const size_t sets = (2 * l2 + set_bytes - 1) / set_bytes;
-  return static_cast<int>(std::clamp<size_t>(sets, 2, kMaxBufferSets));
-}
-
-// What a measurement needs besides the implementation: the operands and the reference.
-struct Bed {
-  OperandSets& sets;
-  uint64_t ref;      // fp32 reference output of set 0
-  size_t out_elems;  // fp16 outputs per set
-};
-
-// Compares set 0's output with the reference (after all work queued so far).
-void check(Measurement& m, const Bed& bed, double tolerance) {
-  const Comparison c = compare_f16(bed.sets[0].c, bed.ref, bed.out_elems);
+// The fp16 check: set 0's output against the fp32 reference on the device.
+void check_f16(Measurement& m, const OperandSets& sets, uint64_t ref, size_t out_elems,
+               double tolerance) {
+  const Comparison c = compare_f16(sets[0].c, ref, out_elems);
   m.rel_l2 = c.rel_l2;
   m.max_abs = c.max_abs;
   m.nonfinite = c.nonfinite;
   m.correct = c.nonfinite == 0 && c.rel_l2 <= tolerance;
-}
-
-void set_times(Measurement& m, const std::vector<float>& sorted_ms) {
-  m.median_us = 1e3 * sorted_ms[sorted_ms.size() / 2];
-  m.min_us = 1e3 * sorted_ms.front();
-}
-
-// Graph timing (see bench.h). Returns false, with the reason in `why`, where the work cannot
-// be captured; any other failure throws.
-bool measure_with_graph(Measurement& m, const Enqueue& enqueue, const Bed& bed,
-                        const BenchOptions& o, std::string* why) {
-  int next = 0;
-  const auto rotating = [&](void* stream) { enqueue(bed.sets[next++ % bed.sets.count()], stream); };
-  // These first runs happen outside any capture, so modules load and libraries set themselves
-  // up here rather than inside the graph.
-  const std::vector<float> pilot = rt::time_with_events(rotating, /*warmup=*/1, kPilotRuns);
-  std::unique_ptr<rt::CapturedGraph> graph;
-  try {
-    next = 0;  // the graph's first launch writes set 0, which the check reads
-    graph = std::make_unique<rt::CapturedGraph>(
-        rotating, launches_per_graph(1e3 * pilot.front(), bed.sets.count()));
-  } catch (const Error& e) {
-    *why = e.what();
-    return false;
-  }
-  bed.sets.poison_outputs();
-  graph->replay();
-  graph->synchronize();
-  check(m, bed, o.tolerance);
-  set_times(m, rt::time_graph_replays(*graph, o.warmup, o.reps));
-  m.timing = Timing::kGraph;
-  m.launches_per_graph = graph->launches();
-  return true;
-}
-
-// Event timing: a plain checked run on set 0, then runs rotating over the sets.
-void measure_with_events(Measurement& m, const Enqueue& enqueue, const Bed& bed,
-                         const BenchOptions& o) {
-  bed.sets.poison_outputs();
-  enqueue(bed.sets[0], nullptr);
-  check(m, bed, o.tolerance);
-  int next = 0;
-  set_times(m, rt::time_with_events(
-                   [&](void* stream) { enqueue(bed.sets[next++ % bed.sets.count()], stream); },
-                   o.warmup, o.reps));
-  m.timing = Timing::kEvents;
-}
-
-// Checks and times one implementation; `what` describes it. Any tessel::Error (a library
-// call, the driver, a kernel that fails to build) is reported in the measurement rather than
-// ending the run.
-Measurement measure(const Enqueue& enqueue, const Bed& bed, const BenchOptions& o,
-                    const std::string& what) {
-  Measurement m;
-  try {
-    std::string capture_failure;
-    if (o.timing == Timing::kEvents || !measure_with_graph(m, enqueue, bed, o, &capture_failure))
-      measure_with_events(m, enqueue, bed, o);
-    m.ran = true;
-    m.description = what;
-    if (!capture_failure.empty())
-      m.description += " (timed with events: graph capture failed: " + capture_failure + ")";
-  } catch (const Error& e) {
-    m = Measurement{};
-    m.description = std::string("failed: ") + e.what();
-  }
-  return m;
 }
 
 BenchResult run_problem(const Problem& p, const std::function<TesselKernel()>& make_tessel,
@@ -182,11 +62,13 @@ BenchResult run_problem(const Problem& p, const std::function<TesselKernel()>& m
   r.flops = p.flops;
   r.buffer_sets = buffer_sets((p.elems[0] + p.elems[1] + p.elems[2]) * kHalf, l2_bytes);
 
-  OperandSets sets(p.elems, r.buffer_sets);
-  sets.fill(o.seed);
+  const size_t bytes[3] = {p.elems[0] * kHalf, p.elems[1] * kHalf, p.elems[2] * kHalf};
+  OperandSets sets(bytes, r.buffer_sets);
+  sets.fill_f16(o.seed);
   rt::DeviceBuffer ref(p.elems[2] * sizeof(float));
   p.reference(sets[0], ref.ptr());
-  const Bed bed{sets, ref.ptr(), p.elems[2]};
+  const Bed bed{sets, 0xff,
+                [&](Measurement& m) { check_f16(m, sets, ref.ptr(), p.elems[2], o.tolerance); }};
 
   for (const LibraryCandidate& lib : p.libraries) {
     Measurement m;
@@ -327,9 +209,9 @@ double Bench::measured_peak_tflops() {
     GemmWorkload g;
     g.name = "fp16_peak_8192";
     g.m = g.n = g.k = 8192;
-    const size_t elems[3] = {g.a_elems(), g.b_elems(), g.c_elems()};
-    OperandSets sets(elems, 1);  // 384 MiB: far beyond L2 already
-    sets.fill(/*seed=*/7);
+    const size_t bytes[3] = {g.a_elems() * kHalf, g.b_elems() * kHalf, g.c_elems() * kHalf};
+    OperandSets sets(bytes, 1);  // 384 MiB: far beyond L2 already
+    sets.fill_f16(/*seed=*/7);
     CublasLtGemm gemm(g);
     const std::vector<float> ms = rt::time_with_events(
         [&](void* stream) { gemm.enqueue(sets[0], stream); }, /*warmup=*/5, /*reps=*/20);

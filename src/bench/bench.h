@@ -35,6 +35,16 @@
 //
 // tessel's side comes in as a callable so that this library does not depend on the code
 // generator: the caller turns a workload into a TesselKernel.
+//
+// int8 (run_int8, `tessel bench-op --int8`): the same workload as int8 (int8_reference.h says
+// what is computed: int32 accumulation, then scale, bias, ReLU and a rounded, saturated int8
+// output for a conv; alpha and an int8 output for a GEMM), with inputs uniform in [-127, 127]
+// drawn on the host, and set 0's output checked on the host against the CPU reference: correct
+// when no int8 output is more than one step off (a rounding tie broken the other way). The
+// library side is cuDNN's int8 graph or cuBLASLt's int8 matmul, each checked against the part
+// of the epilogue it computed (baselines.h: Int8Output). Alongside, the fp16 library baseline
+// of the workload runs as in run() (tessel's fp16 kernel does not), so that the report gives
+// the int8/fp16 speedup the libraries reach; and tessel's int8 kernel where the caller has one.
 #pragma once
 
 #include <functional>
@@ -83,7 +93,10 @@ struct Measurement {
   double median_us = 0, min_us = 0;  // per launch
   double rel_l2 = 0, max_abs = 0;
   uint64_t nonfinite = 0;
-  std::string description;         // kernel or algorithm; or why it did not run
+  uint64_t mismatches = 0;  // int8 runs: outputs beyond the tolerance
+  std::string output;       // int8 libraries: what was written and checked, "int8", "fp32", "int32"
+  std::string variant;      // int8 libraries: the graph or matmul that ran
+  std::string description;  // kernel or algorithm; or why it did not run
   Timing timing = Timing::kGraph;  // how it was timed (events where capture failed)
   int launches_per_graph = 0;      // with Timing::kGraph
   std::string search;              // a library's algorithm search results, for the JSON
@@ -115,6 +128,30 @@ struct BenchResult {
   double tflops(const Measurement& m) const;
 };
 
+// One workload in int8 (see above). Times are comparable across the three sides: the same
+// method, the same number of operand sets per byte of L2.
+struct Int8Result {
+  std::string op, name, shape;
+  double flops = 0;
+  int buffer_sets = 1;  // int8 operand sets rotated through while timing
+  Measurement tessel;   // tessel's int8 kernel, or why there is none
+  // The int8 library's pick (pick_library among the candidates that wrote int8, if any did):
+  // cuDNN int8 or cuBLASLt int8, and for a 1x1 stride-1 conv also cuBLASLt int8 as a GEMM
+  // with the same per-channel epilogue; or why none ran (a refusal). Its `output` says what
+  // it wrote and was checked as.
+  Measurement library;
+  std::vector<Measurement> library_candidates;
+  Measurement fp16_library;  // the fp16 baseline's pick, as BenchResult::library
+  std::vector<Measurement> fp16_candidates;
+
+  // fp16 library time / int8 library time: the speedup int8 gives the library (0 unless both
+  // ran and were correct, and the int8 library wrote int8, not a fallback's wider output).
+  double int8_speedup() const;
+  // int8 library time / tessel int8 time (> 1: tessel faster); 0 unless both ran.
+  double ratio() const;
+  double tflops(const Measurement& m) const;  // TOPS for the int8 sides
+};
+
 class Bench {
  public:
   // Throws UserError "no CUDA device: ..." where there is none.
@@ -122,6 +159,11 @@ class Bench {
 
   BenchResult run(const ConvWorkload& w, const ConvProvider& tessel);
   BenchResult run(const GemmWorkload& w, const GemmProvider& tessel);
+
+  // The workload in int8 (see above). `tessel_int8` gives tessel's int8 kernel; its operands
+  // are int8, with the epilogue constants in Operands::scale and Operands::bias.
+  Int8Result run_int8(const ConvWorkload& w, const ConvProvider& tessel_int8);
+  Int8Result run_int8(const GemmWorkload& w, const GemmProvider& tessel_int8);
 
   // The fp16 Tensor Core rate (dense, fp32 accumulation) that cuBLASLt reaches on an 8192^3
   // GEMM here, in TFLOP/s. Measured on the first call, then remembered for the process.

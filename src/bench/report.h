@@ -31,4 +31,24 @@ nlohmann::json to_json(const Bench& bench, const std::vector<BenchResult>& resul
 void write_json(const std::string& path, const Bench& bench,
                 const std::vector<BenchResult>& results, double peak_tflops);
 
+// int8 runs (Bench::run_int8). Geometric mean of fp16 library / int8 library time over the
+// workloads where both ran and were correct; 0 when there are none.
+double geomean_int8_speedup(const std::vector<Int8Result>& results);
+// Of int8 library / tessel int8 time, where both ran and tessel was correct; 0 when none.
+double geomean_int8_ratio(const std::vector<Int8Result>& results);
+
+// One line per workload: the int8 library's and the fp16 library's median µs and their ratio
+// (what int8 buys the library), tessel's int8 µs and the int8 library/tessel ratio ("-" where
+// tessel has no int8 kernel), the int8 library's TOPS, and a note (what the library wrote where
+// not int8, a refusal, WRONG, why tessel did not run); then the geometric means.
+void print_int8_table(std::ostream& os, const std::vector<Int8Result>& results);
+
+// As to_json, with "precision": "int8" and per workload the int8 library's pick and candidates
+// (each with the output it wrote, the graph or matmul it ran, and its mismatches), the fp16
+// library's pick and candidates, tessel's int8 kernel, int8_speedup and ratio.
+nlohmann::json to_json(const Bench& bench, const std::vector<Int8Result>& results,
+                       double peak_tflops);
+void write_json(const std::string& path, const Bench& bench, const std::vector<Int8Result>& results,
+                double peak_tflops);
+
 }  // namespace tessel::bench

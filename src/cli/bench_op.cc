@@ -1,6 +1,7 @@
 // `tessel bench-op`: tessel's generated kernel against cuDNN / cuBLASLt on the workloads of
 // CSV files, in one process, on the same inputs. Prints a table and the geometric mean of the
-// speed ratios; writes JSON.
+// speed ratios; writes JSON. With --int8, the workloads in int8: the libraries' int8 baselines
+// beside their fp16 ones, and tessel's int8 kernel where it has one.
 #include <array>
 #include <cstdio>
 #include <iostream>
@@ -131,21 +132,59 @@ bench::TesselKernel make_kernel(const ir::Graph& g, bool tensor_cores,
   return k;
 }
 
+// The command line of bench-op.
+struct BenchOpOptions {
+  std::vector<std::string> conv_files, gemm_files;
+  std::string filter, json;
+  int reps = 100, warmup = 10;
+  std::string timing = "graph";
+  std::string schedule;
+  bool no_tensor_cores = false;
+  bool no_peak = false;
+  bool int8 = false;
+};
+
+// tessel's int8 kernel for a workload. The int8 kernels are not wired into plan_node yet: this
+// is the one place that will turn a workload into one (operands: bench.h, run_int8).
+bench::TesselKernel int8_kernel(const bench::ConvWorkload&) {
+  return {nullptr, "no int8 kernel yet", nullptr};
+}
+bench::TesselKernel int8_kernel(const bench::GemmWorkload&) {
+  return {nullptr, "no int8 kernel yet", nullptr};
+}
+
+// --int8: every workload through Bench::run_int8. Exit status 1 where a side that ran was wrong.
+int run_int8(const BenchOpOptions& o, const std::vector<bench::ConvWorkload>& convs,
+             const std::vector<bench::GemmWorkload>& gemms, const bench::BenchOptions& bopts) {
+  TESSEL_USER_CHECK(o.schedule.empty() && !o.no_tensor_cores)
+      << "bench-op: --schedule and --no-tensor-cores choose tessel's fp16 kernels; --int8 "
+         "takes neither";
+  bench::Bench b(bopts);
+  std::vector<bench::Int8Result> results;
+  for (const auto& w : convs) {
+    results.push_back(b.run_int8(w, [](const bench::ConvWorkload& x) { return int8_kernel(x); }));
+    std::fprintf(stderr, "  %-34s done\n", w.name.c_str());
+  }
+  for (const auto& w : gemms) {
+    results.push_back(b.run_int8(w, [](const bench::GemmWorkload& x) { return int8_kernel(x); }));
+    std::fprintf(stderr, "  %-34s done\n", w.name.c_str());
+  }
+  const double peak = o.no_peak ? 0.0 : bench::Bench::measured_peak_tflops();
+  bench::print_int8_table(std::cout, results);
+  if (!o.json.empty()) bench::write_json(o.json, b, results, peak);
+  bool all_correct = true;
+  for (const auto& r : results)
+    for (const bench::Measurement* m : {&r.library, &r.fp16_library, &r.tessel})
+      all_correct &= !m->ran || m->correct;
+  return all_correct ? 0 : 1;
+}
+
 }  // namespace
 
 Action add_bench_op(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "bench-op", "Time tessel's kernels against cuDNN/cuBLASLt on conv2d and GEMM workloads");
-  struct Opts {
-    std::vector<std::string> conv_files, gemm_files;
-    std::string filter, json;
-    int reps = 100, warmup = 10;
-    std::string timing = "graph";
-    std::string schedule;
-    bool no_tensor_cores = false;
-    bool no_peak = false;
-  };
-  auto o = std::make_shared<Opts>();
+  auto o = std::make_shared<BenchOpOptions>();
   cmd->add_option("--conv2d", o->conv_files,
                   "conv2d workload CSV (shared/workloads/conv2d.csv format)");
   cmd->add_option("--gemm", o->gemm_files, "GEMM workload CSV (shared/workloads/gemm.csv format)");
@@ -165,6 +204,9 @@ Action add_bench_op(CLI::App& app) {
                   "use this schedule (a name as `tessel codegen` prints it) instead of the default");
   cmd->add_flag("--no-peak", o->no_peak,
                 "skip measuring the fp16 peak (the 8192^3 GEMM), e.g. under a profiler");
+  cmd->add_flag("--int8", o->int8,
+                "the workloads in int8: cuDNN's int8 graph (conv, scale, bias, ReLU, int8 out) "
+                "and cuBLASLt's int8 matmul, beside the fp16 libraries, and tessel's int8 kernel");
   return [cmd, o]() {
     if (!cmd->parsed()) return -1;
     TESSEL_USER_CHECK(!o->conv_files.empty() || !o->gemm_files.empty())
@@ -181,6 +223,7 @@ Action add_bench_op(CLI::App& app) {
     bopts.reps = o->reps;
     bopts.warmup = o->warmup;
     bopts.timing = o->timing == "events" ? bench::Timing::kEvents : bench::Timing::kGraph;
+    if (o->int8) return run_int8(*o, convs, gemms, bopts);
     bench::Bench b(bopts);
     const bool tc = !o->no_tensor_cores;
     std::vector<bench::BenchResult> results;

@@ -1,13 +1,16 @@
 // The benchmark's device side: the reference kernels against a float64 CPU computation, the
-// cuDNN and cuBLASLt baselines against the references (which checks their layout mapping), and
-// the driver end to end. Skipped, with the reason, where no GPU is present.
+// cuDNN and cuBLASLt baselines (fp16 and int8) against the references (which checks their
+// layout mapping), and the driver end to end. Skipped, with the reason, where no GPU is present.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <iostream>
+#include <memory>
 #include <vector>
 
 #include "bench/baselines.h"
 #include "bench/bench.h"
+#include "bench/int8_reference.h"
 #include "bench/reference.h"
 #include "bench/report.h"
 #include "core/half.h"
@@ -348,6 +351,190 @@ TEST_F(BenchGpu, OneByOneConvsAlsoRunCublasLtAsAGemm) {
   });
   ASSERT_EQ(three.library_candidates.size(), 1u);
   EXPECT_EQ(three.library.description.rfind("cuDNN: ", 0), 0u) << three.library.description;
+}
+
+// int8 operands drawn on the host, uploaded, and kept for the CPU reference.
+struct Int8Input {
+  rt::DeviceBuffer buf;
+  std::vector<int8_t> host;
+  Int8Input(size_t n, uint64_t seed) : buf(n), host(n) {
+    fill_uniform_i8(host.data(), n, seed);
+    buf.upload(host.data(), n);
+  }
+};
+
+rt::DeviceBuffer upload_floats(const std::vector<float>& v) {
+  if (v.empty()) return {};
+  rt::DeviceBuffer b(v.size() * sizeof(float));
+  b.upload(v.data(), v.size() * sizeof(float));
+  return b;
+}
+
+// An int8 baseline's output (int8, fp32 or int32, as it says) against the CPU reference.
+Int8Comparison check_int8_output(Int8Output out, const rt::DeviceBuffer& y,
+                                 const std::vector<int32_t>& acc, int64_t channels,
+                                 const Int8Epilogue& e) {
+  switch (out) {
+    case Int8Output::kInt8: {
+      std::vector<int8_t> got(acc.size());
+      y.download(got.data(), got.size());
+      return compare_int8(got.data(), apply_int8_epilogue(acc, channels, e));
+    }
+    case Int8Output::kFloat: {
+      std::vector<float> got(acc.size());
+      y.download(got.data(), got.size() * sizeof(float));
+      return compare_float(got.data(), apply_float_epilogue(acc, channels, e));
+    }
+    case Int8Output::kInt32: {
+      std::vector<int32_t> got(acc.size());
+      y.download(got.data(), got.size() * sizeof(int32_t));
+      return compare_int32(got.data(), acc);
+    }
+  }
+  return {};
+}
+
+TEST_F(BenchGpu, CudnnInt8MatchesTheCpuReference) {
+  for (const ConvWorkload& c :
+       {conv(2, 14, 14, 64, 32, 3, 1, 1, 1, 1), conv(1, 15, 17, 32, 64, 1, 2, 0, 1, 1)}) {
+    Int8Input x(c.x_elems(), 21), w(c.w_elems(), 22);
+    const Int8Epilogue e = random_conv_epilogue(c, 23);
+    rt::DeviceBuffer scale = upload_floats(e.scale), bias = upload_floats(e.bias);
+    rt::DeviceBuffer y(c.y_elems() * 4);  // room for a fallback's fp32 or int32
+    const Operands ops{x.buf.ptr(), w.buf.ptr(), y.ptr(), scale.ptr(), bias.ptr()};
+    CudnnInt8Conv cudnn(c, ops);
+    std::cout << c.shape() << ": " << cudnn.variant() << "; " << cudnn.algorithm() << "\n";
+    EXPECT_FALSE(cudnn.search().empty());
+    y.fill_bytes(cudnn.output() == Int8Output::kFloat ? 0xff : 0x80);
+    cudnn.enqueue(ops, nullptr);
+    const Int8Comparison cmp = check_int8_output(
+        cudnn.output(), y, conv2d_int8_reference(c, x.host.data(), w.host.data()), c.co, e);
+    EXPECT_TRUE(cmp.ok()) << c.shape() << " " << cudnn.variant() << ": " << cmp.mismatches
+                          << " mismatches, max " << cmp.max_abs << "\n"
+                          << cudnn.search();
+  }
+}
+
+TEST_F(BenchGpu, CublasLtInt8MatchesTheCpuReference) {
+  for (const GemmWorkload& g :
+       {gemm(72, 40, 136, GemmLayout::kNN), gemm(3, 1000, 256, GemmLayout::kNT)}) {
+    Int8Input a(g.m * g.k, 24), b(g.n * g.k, 25);
+    const Int8Epilogue e = gemm_epilogue(g);
+    rt::DeviceBuffer scale = upload_floats(e.scale);
+    rt::DeviceBuffer c(g.c_elems() * 4);
+    CublasLtInt8Gemm lt(g, e.scale[0]);
+    std::cout << g.shape() << ": " << lt.variant() << "; " << lt.algorithm() << "\n";
+    c.fill_bytes(0x80);
+    lt.enqueue({a.buf.ptr(), b.buf.ptr(), c.ptr(), scale.ptr(), 0}, nullptr);
+    const Int8Comparison cmp = check_int8_output(
+        lt.output(), c, gemm_int8_reference(g, a.host.data(), b.host.data()), g.n, e);
+    EXPECT_TRUE(cmp.ok()) << g.shape() << " " << lt.variant() << ": " << cmp.mismatches
+                          << " mismatches, max " << cmp.max_abs;
+  }
+}
+
+// A 1x1 conv as cuBLASLt's int8 GEMM, with the conv's per-channel scale, bias and ReLU.
+TEST_F(BenchGpu, CublasLtInt8PerChannelMatchesTheConvReference) {
+  const ConvWorkload c = conv(2, 7, 7, 64, 96, 1, 1, 0, 1, 1);
+  const GemmWorkload g = *as_gemm(c);
+  Int8Input x(c.x_elems(), 26), w(c.w_elems(), 27);
+  const Int8Epilogue e = random_conv_epilogue(c, 28);
+  rt::DeviceBuffer scale = upload_floats(e.scale), bias = upload_floats(e.bias);
+  rt::DeviceBuffer y(c.y_elems());
+  CublasLtInt8Gemm lt(g, CublasLtInt8Gemm::PerChannel{});
+  std::cout << c.shape() << " as " << g.shape() << ": " << lt.variant() << "; " << lt.algorithm()
+            << "\n";
+  EXPECT_EQ(lt.output(), Int8Output::kInt8);
+  y.fill_bytes(0x80);
+  lt.enqueue({x.buf.ptr(), w.buf.ptr(), y.ptr(), scale.ptr(), bias.ptr()}, nullptr);
+  const Int8Comparison cmp = check_int8_output(
+      Int8Output::kInt8, y, conv2d_int8_reference(c, x.host.data(), w.host.data()), c.co, e);
+  EXPECT_TRUE(cmp.ok()) << cmp.mismatches << " mismatches, max " << cmp.max_abs;
+}
+
+TEST_F(BenchGpu, DriverRunsInt8BesideTheFp16Library) {
+  BenchOptions o;
+  o.warmup = 2;
+  o.reps = 5;
+  Bench bench(o);
+  const ConvWorkload c = conv(2, 14, 14, 64, 32, 3, 1, 1, 1, 1);
+
+  const auto no_kernel = [](const ConvWorkload&) {
+    return TesselKernel{nullptr, "no int8 kernel yet", nullptr};
+  };
+  Int8Result r = bench.run_int8(c, no_kernel);
+  EXPECT_TRUE(r.library.ran && r.library.correct) << r.library.description;
+  EXPECT_EQ(r.library.description.rfind("cuDNN int8: engine ", 0), 0u) << r.library.description;
+  EXPECT_FALSE(r.library.variant.empty());
+  EXPECT_TRUE(r.fp16_library.ran && r.fp16_library.correct) << r.fp16_library.description;
+  EXPECT_EQ(r.fp16_library.description.rfind("cuDNN: ", 0), 0u) << r.fp16_library.description;
+  EXPECT_FALSE(r.tessel.ran);
+  EXPECT_EQ(r.tessel.description, "no int8 kernel yet");
+  EXPECT_GE(r.buffer_sets, 2);
+  EXPECT_EQ(r.library.timing, Timing::kGraph) << r.library.description;
+  if (r.library.output == "int8") {
+    EXPECT_GT(r.int8_speedup(), 0.0);
+    // cuDNN's int8 graph standing in for tessel's int8 kernel: checked as int8, about as fast.
+    Int8Result same = bench.run_int8(c, [](const ConvWorkload& w) {
+      // Its search runs on operands of its own.
+      Int8Input x(w.x_elems(), 31), wt(w.w_elems(), 32);
+      const Int8Epilogue e = random_conv_epilogue(w, 33);
+      rt::DeviceBuffer scale = upload_floats(e.scale), bias = upload_floats(e.bias);
+      rt::DeviceBuffer y(w.y_elems() * 4);
+      auto conv = std::make_shared<CudnnInt8Conv>(
+          w, Operands{x.buf.ptr(), wt.buf.ptr(), y.ptr(), scale.ptr(), bias.ptr()});
+      return TesselKernel{[conv](const Operands& ops, void* s) { conv->enqueue(ops, s); }, "cudnn",
+                          nullptr};
+    });
+    EXPECT_TRUE(same.tessel.ran && same.tessel.correct) << same.tessel.description;
+    EXPECT_GT(same.ratio(), 0.5);
+    EXPECT_LT(same.ratio(), 2.0);
+  }
+
+  // A kernel that writes nothing leaves the -128 poison, below anything ReLU leaves.
+  Int8Result lazy = bench.run_int8(c, [](const ConvWorkload&) {
+    return TesselKernel{[](const Operands&, void*) {}, "no-op", nullptr};
+  });
+  EXPECT_TRUE(lazy.tessel.ran);
+  EXPECT_FALSE(lazy.tessel.correct);
+  EXPECT_EQ(lazy.tessel.mismatches, c.y_elems());
+
+  // Channels cuDNN's int8 convolutions cannot take: refused with the reason; fp16 still runs.
+  Int8Result stem = bench.run_int8(conv(1, 32, 32, 3, 16, 7, 2, 3, 1, 1), no_kernel);
+  EXPECT_FALSE(stem.library.ran);
+  EXPECT_EQ(stem.library.description.rfind("cuDNN int8: refused: ci=3 is not a multiple of 4", 0),
+            0u)
+      << stem.library.description;
+  EXPECT_TRUE(stem.fp16_library.ran && stem.fp16_library.correct);
+
+  // A 1x1 stride-1 conv also runs cuBLASLt's int8 GEMM; the faster correct one is the pick.
+  Int8Result one = bench.run_int8(conv(2, 14, 14, 64, 32, 1, 1, 0, 1, 1), no_kernel);
+  ASSERT_EQ(one.library_candidates.size(), 2u);
+  for (const Measurement& m : one.library_candidates)
+    EXPECT_TRUE(m.ran && m.correct) << m.description;
+  EXPECT_EQ(one.library_candidates[1].description.rfind("cuBLASLt int8 as GEMM (1x1): algo ", 0),
+            0u)
+      << one.library_candidates[1].description;
+  EXPECT_EQ(one.library.median_us,
+            std::min(one.library_candidates[0].median_us, one.library_candidates[1].median_us));
+
+  const GemmWorkload g = gemm(256, 128, 64, GemmLayout::kNN);
+  Int8Result fc = bench.run_int8(g, [](const GemmWorkload&) {
+    return TesselKernel{nullptr, "none", nullptr};
+  });
+  EXPECT_TRUE(fc.library.ran && fc.library.correct) << fc.library.description;
+  EXPECT_EQ(fc.library.description.rfind("cuBLASLt int8: algo ", 0), 0u) << fc.library.description;
+  EXPECT_TRUE(fc.fp16_library.ran && fc.fp16_library.correct) << fc.fp16_library.description;
+
+  const nlohmann::json j = to_json(bench, {r, fc}, 0);
+  EXPECT_EQ(j["precision"], "int8");
+  const nlohmann::json& w0 = j["workloads"][0];
+  EXPECT_EQ(w0["int8_library"]["output"], r.library.output);
+  EXPECT_EQ(w0["int8_library"]["mismatches"], 0);
+  EXPECT_EQ(w0["tessel_int8"]["ran"], false);
+  EXPECT_EQ(w0["tessel_int8"]["description"], "no int8 kernel yet");
+  EXPECT_TRUE(w0["fp16_library"]["correct"]);
+  EXPECT_EQ(j["workloads"][1]["int8_library"]["output"], fc.library.output);
 }
 
 }  // namespace

@@ -115,6 +115,69 @@ TEST(BenchReport, TableFlagsSidesTimedDifferently) {
   EXPECT_EQ(same.find("timed differently"), std::string::npos) << same;
 }
 
+Int8Result int8_result(const std::string& name, Measurement library, Measurement fp16) {
+  Int8Result r;
+  r.op = "conv2d";
+  r.name = name;
+  r.flops = 4e9;
+  r.library = std::move(library);
+  r.library.output = r.library.ran ? "int8" : "";
+  r.fp16_library = std::move(fp16);
+  r.tessel.description = "no int8 kernel yet";
+  return r;
+}
+
+TEST(BenchReport, Int8SpeedupAndRatio) {
+  Int8Result r = int8_result("a", ran(10, 0, true), ran(25, 1e-4, true));
+  EXPECT_DOUBLE_EQ(r.int8_speedup(), 2.5);
+  EXPECT_DOUBLE_EQ(r.tflops(r.library), 400.0);  // 4e9 ops in 10 us
+  EXPECT_EQ(r.ratio(), 0.0);                     // no tessel int8 time
+  r.tessel = ran(8, 0, true);
+  EXPECT_DOUBLE_EQ(r.ratio(), 1.25);
+  r.library.output = "int32";  // a fallback's time is not int8's
+  EXPECT_EQ(r.int8_speedup(), 0.0);
+  r.library.output = "int8";
+  r.library.correct = false;  // nor is a wrong one
+  EXPECT_EQ(r.int8_speedup(), 0.0);
+}
+
+TEST(BenchReport, Int8TableShowsBothLibrariesAndAnEmptyTesselColumn) {
+  Measurement refused;
+  refused.description = "cuDNN int8: refused: ci=3 is not a multiple of 4";
+  Int8Result fallback = int8_result("fallback", ran(12, 0, true), ran(20, 1e-4, true));
+  fallback.library.output = "int32";
+  fallback.library.variant = "conv(int8 x, int8 w; int32 acc) -> int32";
+  Measurement wrong = ran(5, 0.1, false);
+  wrong.mismatches = 7;
+  std::vector<Int8Result> results = {int8_result("l1", ran(10, 0, true), ran(20, 1e-4, true)),
+                                     int8_result("stem", refused, ran(30, 1e-4, true)), fallback,
+                                     int8_result("broken", wrong, ran(20, 1e-4, true))};
+  std::ostringstream os;
+  print_int8_table(os, results);
+  std::istringstream lines(os.str());
+  std::string header, l1, stem, fb, broken, footer;
+  for (std::string* line : {&header, &l1, &stem, &fb, &broken, &footer}) std::getline(lines, *line);
+  for (const char* column :
+       {"int8 lib us", "fp16 lib us", "fp16/int8", "tessel int8 us", "lib/tessel"})
+    EXPECT_NE(header.find(column), std::string::npos) << header;
+  // 10 us int8, 20 us fp16: 2.00x, 400 TOPS; tessel's column empty, with the reason.
+  EXPECT_NE(l1.find("10.0"), std::string::npos) << l1;
+  EXPECT_NE(l1.find("20.0"), std::string::npos) << l1;
+  EXPECT_NE(l1.find("2.00"), std::string::npos) << l1;
+  EXPECT_NE(l1.find("400.0"), std::string::npos) << l1;
+  EXPECT_NE(l1.find("tessel: no int8 kernel yet"), std::string::npos) << l1;
+  EXPECT_NE(stem.find("cuDNN int8: refused: ci=3 is not a multiple of 4"), std::string::npos)
+      << stem;
+  EXPECT_NE(fb.find("library wrote int32: conv(int8 x, int8 w; int32 acc) -> int32"),
+            std::string::npos)
+      << fb;
+  EXPECT_NE(broken.find("library WRONG"), std::string::npos) << broken;
+  EXPECT_NE(broken.find("7 beyond tolerance"), std::string::npos) << broken;
+  // Only l1 counts: the fallback computed less than int8 out, and the others have no time.
+  EXPECT_NE(footer.find("over 1 of 4 workloads: 2.000"), std::string::npos) << footer;
+  EXPECT_NE(footer.find("int8 library/tessel over 0: 0.000"), std::string::npos) << footer;
+}
+
 // The device helpers must build for every arch tessel targets, on a machine without a GPU.
 TEST(BenchReference, SourceCompilesForSm80AndSm90a) {
   device::set_cache_dir("");
