@@ -12,6 +12,7 @@
 #include "bench/report.h"
 #include "cli/commands.h"
 #include "cli/op_kernels.h"
+#include "compiler/lowering.h"
 #include "passes/group_widening.h"
 #include "core/error.h"
 #include "device/cuda_api.h"
@@ -144,13 +145,46 @@ struct BenchOpOptions {
   bool int8 = false;
 };
 
-// tessel's int8 kernel for a workload. The int8 kernels are not wired into plan_node yet: this
-// is the one place that will turn a workload into one (operands: bench.h, run_int8).
-bench::TesselKernel int8_kernel(const bench::ConvWorkload&) {
-  return {nullptr, "no int8 kernel yet", nullptr};
-}
-bench::TesselKernel int8_kernel(const bench::GemmWorkload&) {
-  return {nullptr, "no int8 kernel yet", nullptr};
+// tessel's int8 kernel for a workload: plan_node's decision for the int8 contraction of
+// int8_workload_graph (what fold-qdq makes of a QDQ conv), bound to the benchmark's operands
+// (bench.h, run_int8): x, w, y int8; the conv's scale and bias per channel; a GEMM's single alpha
+// spread over the output columns once per operand set (`prepare`).
+bench::TesselKernel int8_kernel(const ir::Graph& g, int64_t gemm_columns) {
+  const device::DeviceInfo device = planning_target();
+  compiler::NodePlan plan = plan_workload(g, compiler::Options{}, device);
+  if (plan.run != compiler::NodeRun::kContraction || !plan.tensor_cores())
+    return {{}, plan.why.empty() ? plan.summary() : plan.why, {}};
+  auto p = std::make_shared<Prepared>();
+  p->kernel = kernels::cuda::ContractionKernel::build(*plan.match.contraction, plan.epilogue,
+                                                      plan.schedule, device.arch());
+  if (size_t ws = p->kernel->source().workspace_bytes) {
+    p->workspace = device::DeviceBuffer(ws);
+    p->workspace.fill_bytes(0);
+  }
+  bench::TesselKernel k;
+  k.description = plan.schedule.name();
+  if (gemm_columns > 0) {
+    k.prepare = [p, gemm_columns](const bench::Operands& ops) {
+      float alpha = 0;
+      device::copy_to_host(&alpha, ops.scale, sizeof alpha);
+      const std::vector<float> column(static_cast<size_t>(gemm_columns), alpha);
+      device::DeviceBuffer buffer(column.size() * sizeof(float));
+      buffer.upload(column.data(), column.size() * sizeof(float));
+      p->widened_b[ops.scale] = std::move(buffer);  // the scale vector, by the set's alpha
+    };
+  }
+  const std::vector<int> extra = plan.extra_inputs;
+  k.enqueue = [p, extra](const bench::Operands& ops, void* stream) {
+    kernels::cuda::KernelArgs args;
+    args.a = ops.a;
+    args.b = ops.b;
+    args.c = ops.c;
+    args.workspace = p->workspace.ptr();
+    for (int input : extra)
+      args.extra.push_back(input == compiler::kScaleInput ? p->b_of(ops.scale) : ops.bias);
+    p->kernel->launch(args, stream);
+  };
+  return k;
 }
 
 // --int8: every workload through Bench::run_int8. Exit status 1 where a side that ran was wrong.
@@ -162,11 +196,16 @@ int run_int8(const BenchOpOptions& o, const std::vector<bench::ConvWorkload>& co
   bench::Bench b(bopts);
   std::vector<bench::Int8Result> results;
   for (const auto& w : convs) {
-    results.push_back(b.run_int8(w, [](const bench::ConvWorkload& x) { return int8_kernel(x); }));
+    results.push_back(b.run_int8(w, [](const bench::ConvWorkload& x) {
+      if (x.groups != 1) return bench::TesselKernel{{}, "grouped: the int8 kernels take group 1", {}};
+      return int8_kernel(int8_workload_graph(x), 0);
+    }));
     std::fprintf(stderr, "  %-34s done\n", w.name.c_str());
   }
   for (const auto& w : gemms) {
-    results.push_back(b.run_int8(w, [](const bench::GemmWorkload& x) { return int8_kernel(x); }));
+    results.push_back(b.run_int8(w, [](const bench::GemmWorkload& x) {
+      return int8_kernel(int8_workload_graph(x), x.n);
+    }));
     std::fprintf(stderr, "  %-34s done\n", w.name.c_str());
   }
   const double peak = o.no_peak ? 0.0 : bench::Bench::measured_peak_tflops();

@@ -6,6 +6,7 @@
 #include "device/cuda_api.h"
 #include "ir/infer.h"
 #include "ir/op_registry.h"
+#include "ops/tessel_epilogue.h"
 
 namespace tessel::cli {
 namespace {
@@ -23,7 +24,50 @@ ir::Graph one_node(const std::string& op, const std::string& name, const ir::Ten
   return g;
 }
 
+// The int8 contraction `op` over graph inputs x, w, [b], s with the requantizing epilogue.
+ir::Graph int8_one_node(const std::string& op, const std::string& name, const Shape& x,
+                        const Shape& w, int64_t channels, bool bias_relu, ir::Attributes attrs) {
+  ir::Graph g;
+  const ir::ValueId xv = g.add_value("x", {DType::kI8, x});
+  const ir::ValueId wv = g.add_value("w", {DType::kI8, w});
+  const ir::ValueId sv = g.add_value("scale", {DType::kF32, {channels}});
+  ir::ValueId bv = ir::kNoValue;
+  g.inputs = {xv, wv, sv};
+  if (bias_relu) {
+    bv = g.add_value("bias", {DType::kF32, {channels}});
+    g.inputs.push_back(bv);
+  }
+  const ir::ValueId y = g.add_value("y", {});
+  ir::Node& n = g.add_node(op, name, {xv, wv, bv, ir::kNoValue, sv}, {y}, std::move(attrs));
+  std::vector<ops::EpilogueStep> steps;
+  if (bias_relu) steps.push_back({ops::EpilogueKind::kRelu});
+  steps.push_back({ops::EpilogueKind::kQuantize, 1.0});
+  ops::write_epilogue(n, steps);
+  ops::write_out_dtype(n, DType::kI8);
+  g.outputs = {y};
+  ir::infer_types(g, ir::OpRegistry::global());
+  return g;
+}
+
 }  // namespace
+
+ir::Graph int8_workload_graph(const bench::ConvWorkload& w) {
+  TESSEL_USER_CHECK(w.groups == 1) << "workload '" << w.name << "': groups=" << w.groups
+                                   << ": the int8 kernels take group 1 only";
+  TESSEL_USER_CHECK(w.oh() > 0 && w.ow() > 0)
+      << "workload '" << w.name << "': the kernel window does not fit the padded input";
+  ir::Attributes attrs;
+  attrs["strides"] = std::vector<int64_t>{w.stride, w.stride};
+  attrs["pads"] = std::vector<int64_t>{w.pad, w.pad, w.pad, w.pad};
+  attrs["dilations"] = std::vector<int64_t>{w.dilation, w.dilation};
+  return int8_one_node("tessel.Conv", w.name, {w.n, w.h, w.w, w.ci}, {w.co, w.kh, w.kw, w.ci},
+                       w.co, true, std::move(attrs));
+}
+
+ir::Graph int8_workload_graph(const bench::GemmWorkload& w) {
+  // bench/int8_reference.h: A (m, k) and B (n, k), whatever layout the row names.
+  return int8_one_node("tessel.Gemm", w.name, {w.m, w.k}, {w.n, w.k}, w.n, false, {});
+}
 
 ir::Graph workload_graph(const bench::ConvWorkload& w) {
   TESSEL_USER_CHECK(w.groups >= 1 && w.ci % w.groups == 0 && w.co % w.groups == 0)

@@ -18,6 +18,14 @@ namespace tessel::cli {
 ir::Graph workload_graph(const bench::ConvWorkload& w);
 ir::Graph workload_graph(const bench::GemmWorkload& w);
 
+// The int8 form of a workload as bench-op --int8 measures it (bench/int8_reference.h): x (a) and
+// w int8 as graph inputs, then per output channel y = int8(round(max(acc * scale + bias, 0)))
+// for a conv (scale and bias f32 graph inputs), y = int8(round(alpha * acc)) for a GEMM (scale
+// the alpha per output column). The int8 tessel.Conv / tessel.Gemm fold-qdq writes, with the
+// epilogue [relu,] quantize(1), out_dtype i8. A grouped or transposed workload is a UserError.
+ir::Graph int8_workload_graph(const bench::ConvWorkload& w);
+ir::Graph int8_workload_graph(const bench::GemmWorkload& w);
+
 // plan_node on the workload graph's one node.
 compiler::NodePlan plan_workload(const ir::Graph& g, const compiler::Options& options,
                                  const device::DeviceInfo& target);
