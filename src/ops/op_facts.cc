@@ -144,10 +144,12 @@ const std::map<std::string, OpFacts>& table() {
                    .fp16_free_inputs = {1, 2}};
     t["Upsample"] = {.kind = OpKind::kDataMovement, .gpu = GpuKernel::kResize};
 
-    // Quantization: the QDQ ops follow the layout (a per-channel axis is remapped); the
-    // integer contractions run on the CPU reference.
+    // Quantization: the QDQ ops follow the layout (a per-channel axis is remapped) and run as
+    // element-wise kernels; the integer contractions run on the CPU reference.
     t["QuantizeLinear"] = quantization();
+    t["QuantizeLinear"].gpu = GpuKernel::kElementwise;
     t["DequantizeLinear"] = quantization();
+    t["DequantizeLinear"].gpu = GpuKernel::kElementwise;
     t["ConvInteger"] = quantization(FlopRule::kConv);
     t["ConvInteger"].nhwc = NhwcForm::kNone;
     t["QLinearConv"] = quantization(FlopRule::kConv);
