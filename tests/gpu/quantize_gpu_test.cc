@@ -122,9 +122,9 @@ std::vector<double> random_ints(int64_t n, int lo, int hi, std::mt19937& rng) {
   return v;
 }
 
-// x for a per-tensor scale `s` and element count n: every exact tie (k + 0.5) * s for k in
-// [-300, 300), values that saturate at both ends of any 8-bit range (±1e30, ±inf), NaN, the
-// 0.7f / 0.2f quotient (a tie in f32, not in double), then random multiples of s in ±[0.01, 300].
+// x for a per-tensor scale `s` (a power of two) and element count n: every exact tie
+// (k + 0.5) * s for k in [-300, 300), values that saturate at both ends of any 8-bit range
+// (±1e30, ±inf, ±1e6 s), NaN, then random multiples of s in ±[0.01, 300].
 std::vector<double> edge_values(int64_t n, double s, std::mt19937& rng) {
   std::vector<double> v;
   for (int k = -300; k < 300; ++k) v.push_back((k + 0.5) * s);
@@ -134,6 +134,32 @@ std::vector<double> edge_values(int64_t n, double s, std::mt19937& rng) {
   v.insert(v.end(), r.begin(), r.end());
   v.resize(static_cast<size_t>(n));
   return v;
+}
+
+// Values of dtype t next to the ties (k + 0.5) * s, k in [-127, 127), for which a kernel
+// that skipped a step of the reference's arithmetic rounds x / s to another integer: for f32,
+// multiplying by the reciprocal 1 / s instead of dividing; for f16 and bf16, not rounding the
+// f32 quotient to t first. (s as the kernel reads it: an f32 scale, or one exact in f16.)
+std::vector<double> telling_values(DType t, float s) {
+  auto in_t = [t](float f) {
+    return t == DType::kF16    ? half_to_float(float_to_half(f))
+           : t == DType::kBF16 ? bf16_to_float(float_to_bf16(f))
+                               : f;
+  };
+  // The representable value d steps of t away from c (c's sign kept: |d| is small).
+  auto step = [t](float c, int d) {
+    if (t == DType::kF16) return half_to_float(static_cast<uint16_t>(float_to_half(c) + d));
+    if (t == DType::kBF16) return bf16_to_float(static_cast<uint16_t>(float_to_bf16(c) + d));
+    return bits_float(float_bits(c) + static_cast<uint32_t>(d));
+  };
+  std::vector<double> r;
+  for (int k = -127; k < 127; ++k)
+    for (int d = -8; d <= 8; ++d) {
+      const float x = step((k + 0.5f) * s, d), q = x / s;
+      const float right = in_t(q), wrong = t == DType::kF32 ? x * (1.0f / s) : q;
+      if (std::nearbyint(right) != std::nearbyint(wrong)) r.push_back(x);
+    }
+  return r;
 }
 
 class QuantizeGpu : public ::testing::Test {
@@ -160,13 +186,18 @@ TEST_F(QuantizeGpu, f32_per_tensor_ties_saturation_nan) {
   }
 }
 
-// A scale that is no power of two: the quotient is a correctly rounded f32 division, so
-// 0.7f / 0.2f is the tie 3.5 and goes to 4 (a reciprocal multiply gives 3.4999998 -> 3).
+// Scales that are no power of two: the quotient is a correctly rounded f32 division. Near
+// ties where x * (1 / s) rounds to another integer than x / s, and 0.7f / 0.2f, the tie 3.5 in
+// f32 (4) but 3.4999999 in double (3).
 TEST_F(QuantizeGpu, f32_divides_rather_than_multiplies_by_the_reciprocal) {
-  std::vector<double> v = random_values(4096, 0.001, 40, rng);
-  v[0] = 0.7f;
-  v[1] = -0.7f;
+  std::vector<double> v = telling_values(DType::kF32, 0.037f);
+  EXPECT_GE(v.size(), 32u);
+  const std::vector<double> r = random_values(4096 - static_cast<int64_t>(v.size()), 0.001, 4, rng);
+  v.insert(v.end(), r.begin(), r.end());
+  v[v.size() - 1] = 0.7f;
+  v[v.size() - 2] = -0.7f;
   const Tensor x = f32({4096}, v);
+  expect_exact("QuantizeLinear", {x, f32({}, {0.037f}), of(DType::kI8, {}, {0})});
   expect_exact("QuantizeLinear", {x, f32({}, {0.2f}), of(DType::kU8, {}, {7})});
   expect_exact("QuantizeLinear", {x, f32({}, {0.0173}), of(DType::kI8, {}, {1})});
 }
@@ -220,6 +251,18 @@ TEST_F(QuantizeGpu, f16_and_bf16_inputs) {
   EXPECT_NE(src.find("to_float(from_float<f16>(__fdiv_rn(x0, x1)))"), std::string::npos) << src;
   expect_exact("QuantizeLinear", {x, of(DType::kF16, {}, {0.037}), of(DType::kU8, {}, {100})}, {},
                19);
+  // Quotients that only the rounding to f16 (bf16) makes ties, or moves past one.
+  const float s16 = half_to_float(float_to_half(0.037f));
+  const std::vector<double> h = telling_values(DType::kF16, s16);
+  EXPECT_GE(h.size(), 100u);
+  expect_exact("QuantizeLinear",
+               {of(DType::kF16, {static_cast<int64_t>(h.size())}, h), of(DType::kF16, {}, {s16}),
+                of(DType::kI8, {}, {0})},
+               {}, 19);
+  const std::vector<double> b = telling_values(DType::kBF16, 0.037f);
+  EXPECT_GE(b.size(), 100u);
+  expect_exact("QuantizeLinear", {of(DType::kBF16, {static_cast<int64_t>(b.size())}, b),
+                                  f32({}, {0.037f}), of(DType::kI8, {}, {0})});
   const Tensor xb = of(DType::kBF16, {3, 4, 32}, random_values(384, 0.01, 3, rng));
   expect_exact("QuantizeLinear",
                {xb, f32({32}, random_values(32, 0.005, 0.03, rng)),
