@@ -23,6 +23,14 @@ std::string remarks_text(const contraction::MatchResult& m) {
   return r.empty() ? "no reason given" : r;
 }
 
+// The op kernels' reasons (kernels/cuda/op_kernels.h) name the node, which NodePlan::why
+// leaves to its reader (compile_plan's error, explain's table).
+std::string without_label(const ir::Node& n, std::string why) {
+  const std::string label = n.label() + ": ";
+  if (why.rfind(label, 0) == 0) why.erase(0, label.size());
+  return why;
+}
+
 NodePlan unsupported(std::string why) {
   NodePlan p;
   p.run = NodeRun::kUnsupported;
@@ -193,7 +201,8 @@ NodePlan plan_any_node(const ir::Graph& g, const ir::Node& n, const Options& opt
   if (n.op == "ConvTranspose")
     if (std::optional<std::string> why = ops::conv_transpose_refusal(g, n))
       return unsupported(*why);
-  if (std::optional<std::string> why = cg::can_emit_op(g, n)) return unsupported(*why);
+  if (std::optional<std::string> why = cg::can_emit_op(g, n))
+    return unsupported(without_label(n, *why));
   NodePlan p;
   p.run = NodeRun::kOpKernel;
   if (not_packed) {

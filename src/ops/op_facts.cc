@@ -144,14 +144,16 @@ const std::map<std::string, OpFacts>& table() {
                    .fp16_free_inputs = {1, 2}};
     t["Upsample"] = {.kind = OpKind::kDataMovement, .gpu = GpuKernel::kResize};
 
-    // Quantization: the QDQ ops follow the layout (a per-channel axis is remapped); the
-    // integer contractions run on the CPU reference.
-    // Their float side takes fp16 (opset 19's forms): QuantizeLinear's x (its scale keeps its
-    // dtype), DequantizeLinear's output, whose dtype is its scale's (converted with it).
+    // Quantization: the QDQ ops follow the layout (a per-channel axis is remapped) and run as
+    // element-wise kernels; the integer contractions run on the CPU reference. Their float
+    // side takes fp16 (opset 19's forms): QuantizeLinear's x (its scale keeps its dtype),
+    // DequantizeLinear's output, whose dtype is its scale's (converted with it).
     t["QuantizeLinear"] = quantization();
+    t["QuantizeLinear"].gpu = GpuKernel::kElementwise;
     t["QuantizeLinear"].fp16 = true;
     t["QuantizeLinear"].fp16_free_inputs = {1};
     t["DequantizeLinear"] = quantization();
+    t["DequantizeLinear"].gpu = GpuKernel::kElementwise;
     t["DequantizeLinear"].fp16 = true;
     t["ConvInteger"] = quantization(FlopRule::kConv);
     t["ConvInteger"].nhwc = NhwcForm::kNone;

@@ -45,9 +45,8 @@
 // Linear -> layer scale -> residual fuse as above.
 //
 // Injective chains that no contraction absorbs (a Relu after a pool, a residual Add of two
-// pool outputs, the edge Cast + Transpose + Pad before ResNet's stem) stay ONNX ops in place:
-// the lowering groups maximal single-consumer chains of injective ops into one generated
-// kernel, so marking them here would only duplicate that analysis. Run after convert-layout
+// pool outputs, the edge Cast + Transpose + Pad before ResNet's stem) stay ONNX ops in place,
+// one op kernel each (no pass fuses such chains into one kernel yet). Run after convert-layout
 // (which creates the tessel contractions) and choose-precision.
 #include <algorithm>
 #include <cfloat>

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "cli/cli_util.h"
+#include "compiler/cnn_blocks.h"
 
 namespace {
 
@@ -164,6 +165,22 @@ TEST(Cli, ExplainSaysHowEachNodeRuns) {
   EXPECT_NE(r.out.find("summary: 6 nodes, 0 on Tensor Cores, 2 SIMT contractions, 4 other "
                        "kernels, 0 unsupported, 2 layout changes, 1 fused epilogues\n"),
             std::string::npos) << r.out;
+}
+
+// A QDQ residual block (compiler/cnn_blocks.h): every QuantizeLinear / DequantizeLinear runs
+// as a CUDA kernel on sm_90a, and nothing is unsupported.
+TEST(Cli, ExplainRunsQdqNodesOnTheGpu) {
+  const std::string tir = write_file("qdq.tir", tessel::testing::qdq_residual_block_tir());
+  const Result r = run_tessel("explain " + tir);
+  ASSERT_EQ(r.code, 0) << r.out;
+  for (const char* node : {"q_x", "dq_x", "q_a", "dq_a", "q_b", "dq_b", "q_out", "dq_out"}) {
+    const std::string line = line_of(r.out, node);
+    EXPECT_NE(line.find("CUDA kernel"), std::string::npos) << node << "\n" << r.out;
+  }
+  EXPECT_NE(line_of(r.out, "q_a").find("u8[2,6,6,16]"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("not supported"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("no GPU kernel"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" 0 unsupported,"), std::string::npos) << r.out;
 }
 
 TEST(Cli, ExplainMissingFileIsOneLineError) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "ir/ir_writer.h"
 
@@ -71,6 +72,65 @@ inline ir::Graph dense_block(int64_t n = 1) {
   w.node("%r = Relu(%n) : f32[" + ns + ",32,8,8] @\"relu\"");
   w.node("%y = Conv(%r, %wc) : f32[" + ns + ",24,8,8] @\"conv_c\"");
   return w.graph("y");
+}
+
+// A QDQ model's residual block as onnxruntime's quantizer writes it, before any Q/DQ folding:
+// x (NCHW f32) quantized per tensor (i8) and dequantized; two 1x1 convs over it, their int8
+// weights dequantized per output channel (axis 0); conv a's output quantized per channel (u8
+// zero points along axis 1), conv b's per tensor (i8); both dequantized, added, Relu,
+// quantized to u8 (graph output q: NHWC codes the edge transposes back to NCHW as u8) and
+// dequantized again (graph output y). As textual IR (the CLI tests write it to a file).
+inline std::string qdq_residual_block_tir(int64_t n = 2, int64_t c = 16, int64_t hw = 6) {
+  IrWriter w(21);
+  const std::string dims = "[" + std::to_string(n) + "," + std::to_string(c) + "," +
+                           std::to_string(hw) + "," + std::to_string(hw) + "]";
+  auto list = [](int64_t count, auto value) {
+    std::string r;
+    for (int64_t i = 0; i < count; ++i) r += (i ? ", " : "") + std::to_string(value(i));
+    return "[" + r + "]";
+  };
+  const std::string cs = "[" + std::to_string(c) + "]";
+  const std::string ws = "[" + std::to_string(c) + "," + std::to_string(c) + ",1,1]";
+  w.input("x", "f32" + dims);
+  w.literal("const %sx : f32[] = [0.03125]");
+  w.literal("const %zx : i8[] = [3]");
+  w.literal("const %sb : f32[] = [0.05]");
+  w.literal("const %zb : i8[] = [-2]");
+  w.literal("const %so : f32[] = [0.0625]");
+  w.literal("const %zo : u8[] = [5]");
+  // Weight codes in [-127, 127] without zeros; per-channel weight scales; conv a's output
+  // scales and u8 zero points per channel.
+  for (const char* name : {"wa", "wb"})
+    w.literal(std::string("const %") + name + " : i8" + ws + " = " +
+              list(c * c, [step = name[1] == 'a' ? 37 : 53](int64_t i) {
+                return (i * step % 127 + 1) * (i % 2 ? -1 : 1);
+              }));
+  w.literal("const %sw : f32" + cs + " = " + list(c, [](int64_t i) { return 0.001 + 0.0001 * i; }));
+  w.literal("const %zw : i8" + cs + " = " + list(c, [](int64_t) { return 0; }));
+  w.literal("const %sa : f32" + cs + " = " + list(c, [](int64_t i) { return 0.02 + 0.002 * i; }));
+  w.literal("const %za : u8" + cs + " = " + list(c, [](int64_t i) { return 100 + 3 * i; }));
+  const std::string f = "f32" + dims, u8 = "u8" + dims, i8 = "i8" + dims;
+  w.node("%qx = QuantizeLinear(%x, %sx, %zx) : " + i8 + " @\"q_x\"");
+  w.node("%dx = DequantizeLinear(%qx, %sx, %zx) : " + f + " @\"dq_x\"");
+  w.node("%fwa = DequantizeLinear(%wa, %sw, %zw) {axis = 0} : f32" + ws + " @\"dq_wa\"");
+  w.node("%fwb = DequantizeLinear(%wb, %sw, %zw) {axis = 0} : f32" + ws + " @\"dq_wb\"");
+  w.node("%a = Conv(%dx, %fwa) {kernel_shape = [1, 1]} : " + f + " @\"conv_a\"");
+  w.node("%b = Conv(%dx, %fwb) {kernel_shape = [1, 1]} : " + f + " @\"conv_b\"");
+  w.node("%qa = QuantizeLinear(%a, %sa, %za) {axis = 1} : " + u8 + " @\"q_a\"");
+  w.node("%da = DequantizeLinear(%qa, %sa, %za) {axis = 1} : " + f + " @\"dq_a\"");
+  w.node("%qb = QuantizeLinear(%b, %sb, %zb) : " + i8 + " @\"q_b\"");
+  w.node("%db = DequantizeLinear(%qb, %sb, %zb) : " + f + " @\"dq_b\"");
+  w.node("%s = Add(%da, %db) : " + f + " @\"add\"");
+  w.node("%r = Relu(%s) : " + f + " @\"relu\"");
+  w.node("%q = QuantizeLinear(%r, %so, %zo) : " + u8 + " @\"q_out\"");
+  w.node("%y = DequantizeLinear(%q, %so, %zo) : " + f + " @\"dq_out\"");
+  return w.text(std::vector<std::string>{"q", "y"});
+}
+
+inline ir::Graph qdq_residual_block() {
+  ir::Graph g = ir::parse_graph(qdq_residual_block_tir());
+  ir::infer_types(g, ir::OpRegistry::global());
+  return g;
 }
 
 }  // namespace tessel::testing

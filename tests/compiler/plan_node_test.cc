@@ -1,10 +1,13 @@
-// plan_node for ConvTranspose, without a GPU: after the pass pipeline a 2-D ConvTranspose is a
+// plan_node without a GPU. ConvTranspose: after the pass pipeline a 2-D ConvTranspose is a
 // tessel.Conv with a depth_to_space store, planned on Tensor Cores for an H100 (sm_90a); one
 // that convert-layout leaves is "not supported" with the reason, which compile_plan reports.
+// QDQ: QuantizeLinear and DequantizeLinear are op kernels (the elementwise family), and a QDQ
+// block compiles for sm_90a; what they refuse, plan_node reports.
 #include "compiler/plan_node.h"
 
 #include <gtest/gtest.h>
 
+#include "compiler/cnn_blocks.h"
 #include "compiler/compile_plan.h"
 #include "core/error.h"
 #include "device/device_info.h"
@@ -123,6 +126,91 @@ TEST(PlanNodeConvTranspose, NetworksCompileForSm90a) {
     // UNet: all eight convs; the edges: the two group-1 ones, stems that read the f32 NCHW
     // input (the halo kernel); the depthwise one runs on the grouped-conv kernel.
     EXPECT_EQ(tensor_core, std::string(name) == "unet_like" ? 8 : 2);
+  }
+}
+
+// Every QuantizeLinear / DequantizeLinear the pipeline leaves in a QDQ block runs as an op
+// kernel, per channel along NHWC's axis 3 where it was per channel along NCHW's axis 1; the
+// u8 graph output goes back to NCHW through a u8 Transpose; nothing is unsupported, and the
+// whole graph compiles for sm_90a, in either precision.
+TEST(PlanNodeQdq, QuantizeAndDequantizeAreOpKernelsAndCompileForSm90a) {
+  for (Precision p : {Precision::kFp16, Precision::kFp32}) {
+    SCOPED_TRACE(precision_name(p));
+    Options options;
+    options.precision = p;
+    const CompiledPlan c = compile_plan(testing::qdq_residual_block(), options, h100());
+    int quantization = 0, int8_transposes = 0;
+    for (const ir::Node& n : c.graph.nodes) {
+      const NodePlan plan = plan_node(c.graph, n, options, h100());
+      EXPECT_NE(plan.run, NodeRun::kUnsupported) << n.label() << ": " << plan.why;
+      if (n.op == "QuantizeLinear" || n.op == "DequantizeLinear") {
+        ++quantization;
+        EXPECT_EQ(plan.run, NodeRun::kOpKernel) << n.label() << ": " << plan.summary();
+        EXPECT_EQ(plan.summary(), "CUDA kernel");
+        if (n.name == "q_a" || n.name == "dq_a") {
+          EXPECT_EQ(n.get_int("axis", 1), 3) << n.label();
+        }
+      }
+      if (n.op == "Transpose" && c.graph.type(n.outputs[0]).dtype == DType::kU8) {
+        ++int8_transposes;
+        EXPECT_EQ(plan.run, NodeRun::kOpKernel) << plan.summary();
+      }
+    }
+    // q_x, dq_x, q_a, dq_a, q_b, dq_b, q_out, dq_out (the weights' DQs fold into constants).
+    EXPECT_EQ(quantization, 8);
+    EXPECT_EQ(int8_transposes, 1);
+  }
+}
+
+// What the quantization kernels refuse, plan_node says (and compile_plan reports): QuantizeLinear
+// of i32 (the reference divides in double) and f64 scales; and int8 tensors reach no kernel
+// other than Q/DQ and the data-movement copies.
+TEST(PlanNodeQdq, RefusalsSayWhy) {
+  struct Case {
+    const char* graph;
+    const char* node;
+    const char* why;
+  };
+  const Case cases[] = {
+      {R"(graph @g opset 17 {
+  input %x : i32[4]
+  const %s : f32[] = [2.0]
+  const %zp : u8[] = [128]
+  %y = QuantizeLinear(%x, %s, %zp) : u8[4] @"q"
+  output %y
+})",
+       "q",
+       "input x of dtype i32 has no GPU kernel (f32, f16, bf16; the reference divides i32 in "
+       "double)"},
+      {R"(graph @g opset 17 {
+  input %x : i8[4]
+  const %s : f64[] = [2.0]
+  %y = DequantizeLinear(%x, %s) : f64[4] @"dq"
+  output %y
+})",
+       "dq", "input dtype f64 has no GPU kernel (f32, f16, bf16, i64, i32, i8, u8, bool)"},
+      {R"(graph @g opset 17 {
+  input %x : f32[4]
+  %y = Cast(%x) {to = 3} : i8[4] @"cast"
+  output %y
+})",
+       "cast",
+       "Cast of i8/u8 tensors has no GPU kernel (only QuantizeLinear, DequantizeLinear and data "
+       "movement other than Cast take them)"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.node);
+    ir::Graph g = ir::parse_graph(c.graph);
+    ir::infer_types(g, ir::OpRegistry::global());
+    const NodePlan plan = plan_node(g, node_named(g, c.node), {}, h100());
+    EXPECT_EQ(plan.run, NodeRun::kUnsupported);
+    EXPECT_EQ(plan.why, c.why);
+    try {
+      compile_plan(g, {}, h100());
+      ADD_FAILURE() << "compile_plan accepted " << c.graph;
+    } catch (const UserError& e) {
+      EXPECT_EQ(std::string(e.what()), node_named(g, c.node).label() + ": " + c.why);
+    }
   }
 }
 

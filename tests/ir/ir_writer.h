@@ -33,6 +33,8 @@ class IrWriter {
     }
     head_ += "  const %" + name + " : f32" + shape_str(shape) + " = [" + values + "]\n";
   }
+  // A constant written out: "const %zp : u8[16] = [3, 19, ...]" (integer types included).
+  void literal(const std::string& decl) { head_ += "  " + decl + "\n"; }
   void node(const std::string& line) { body_ += "  " + line + "\n"; }
 
   std::string text(const std::string& output) const {

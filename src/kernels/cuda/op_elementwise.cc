@@ -1,11 +1,22 @@
-// Element-wise float ops with ONNX (numpy) broadcasting, any rank. Every input is read
-// through its own strides over the output's index space (stride 0 along broadcast dims);
-// dims that are contiguous for every operand, or broadcast alike, are merged first. The
-// innermost merged dim moves as V-element fragments (16-byte stores); an input contiguous
-// along it is loaded V-wide, one broadcast along it is loaded once and reused. Arithmetic is
-// fp32 for every storage type (f16, bf16, f32).
+// Element-wise float ops with ONNX (numpy) broadcasting, any rank, and QuantizeLinear /
+// DequantizeLinear. Every input is read through its own strides over the output's index space
+// (stride 0 along broadcast dims); dims that are contiguous for every operand, or broadcast
+// alike, are merged first. The innermost merged dim moves as V-element fragments (16-byte
+// stores); an input contiguous along it is loaded V-wide, one broadcast along it is loaded
+// once and reused. Arithmetic is fp32 for every storage type (f16, bf16, f32).
+//
+// A per-axis scale and zero point ([C] along `axis`) are operands broadcast as [C, 1, ..., 1]:
+// per channel of NHWC data (axis 3) they are loaded V-wide with the channels, along another
+// axis once per fragment. The quantization kernels repeat ops/quantized.cc's arithmetic
+// exactly (the GPU tests compare bit for bit): QuantizeLinear divides (correctly rounded,
+// __fdiv_rn, not a reciprocal multiply), rounds the quotient to x's own precision for f16 and
+// bf16 inputs, rounds half to even and saturates (quantize() in tessel_op_common.cuh);
+// DequantizeLinear subtracts the zero point and multiplies by the scale in f32 (__fmul_rn, so
+// that no later add contracts into an FMA) and rounds to the scale's dtype. The reference
+// divides in double for i32 and f64 inputs; those have no GPU kernel.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 
@@ -62,7 +73,72 @@ bool is_binary(const std::string& op) {
   return ir::OpRegistry::global().facts(op).kind == ir::OpKind::kBroadcast;
 }
 
-std::string expression(const ir::Node& n) {
+bool is_quantization(const std::string& op) {
+  return op == "QuantizeLinear" || op == "DequantizeLinear";
+}
+
+bool is_float_storage(DType t) { return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16; }
+bool is_int8(DType t) { return t == DType::kI8 || t == DType::kU8; }
+
+bool given(const ir::Node& n, size_t input) {
+  return n.inputs.size() > input && n.inputs[input] != ir::kNoValue;
+}
+
+// The shape input k broadcasts from, right-aligned against the output: its own, except that a
+// per-axis scale or zero point ([C], one value per index of `axis`) is [C, 1, ..., 1] with
+// rank - axis dims.
+Shape operand_shape(const ir::Graph& g, const ir::Node& n, size_t k) {
+  const Shape& s = g.type(n.inputs[k]).shape;
+  if (!is_quantization(n.op) || k == 0 || numel(s) == 1) return s;
+  const int64_t rank = static_cast<int64_t>(g.type(n.inputs[0]).shape.size());
+  int64_t axis = n.get_int("axis", 1);
+  if (axis < 0) axis += rank;
+  Shape r(static_cast<size_t>(rank - axis), 1);
+  r[0] = s.at(0);
+  return r;
+}
+
+// Why a QuantizeLinear / DequantizeLinear has no kernel here; infer() checked the rest (the
+// parameters' shapes, the axis, no blocked quantization, the zero point's dtype).
+std::optional<std::string> check_quantization(const ir::Graph& g, const ir::Node& n) {
+  const DType x = g.type(n.inputs[0]).dtype, scale = g.type(n.inputs[1]).dtype;
+  const DType y = g.type(n.outputs[0]).dtype;
+  if (!is_float_storage(scale))
+    return n.label() + ": a scale of dtype " + std::string(dtype_name(scale)) +
+           " has no GPU kernel (f32, f16, bf16)";
+  if (n.op == "QuantizeLinear") {
+    if (!is_float_storage(x))
+      return n.label() + ": input x of dtype " + std::string(dtype_name(x)) +
+             " has no GPU kernel (f32, f16, bf16; the reference divides i32 in double)";
+    if (!is_int8(y)) return n.label() + ": output must be i8 or u8";
+    return std::nullopt;
+  }
+  if (!is_int8(x) && x != DType::kI32)
+    return n.label() + ": input x of dtype " + std::string(dtype_name(x)) +
+           " has no GPU kernel (i8, u8, i32)";
+  if (!is_float_storage(y)) return n.label() + ": output must be f32, f16 or bf16";
+  return std::nullopt;
+}
+
+// The value stored to output element v: the op's float expression over x0, x1, ... converted
+// to the output's type, or QuantizeLinear's rounding.
+std::string stored_value(const ir::Graph& g, const ir::Node& n, const std::string& expr) {
+  const std::string yt = type_of(g.type(n.outputs[0]).dtype);
+  if (n.op != "QuantizeLinear") return fmt::format("from_float<{}>({})", yt, expr);
+  return fmt::format("quantize<{}>({}, {})", yt, expr, given(n, 2) ? "static_cast<int>(x2)" : "0");
+}
+
+// QuantizeLinear's quotient x / scale, rounded to x's precision as the reference does
+// (ops/quantized.cc, quantize_quotient), and DequantizeLinear's (x - zero point) * scale.
+std::string quantization_expression(const ir::Graph& g, const ir::Node& n) {
+  if (n.op == "DequantizeLinear") return given(n, 2) ? "__fmul_rn(x0 - x2, x1)" : "__fmul_rn(x0, x1)";
+  const DType x = g.type(n.inputs[0]).dtype;
+  if (x == DType::kF32) return "__fdiv_rn(x0, x1)";
+  return fmt::format("to_float(from_float<{}>(__fdiv_rn(x0, x1)))", type_of(x));
+}
+
+std::string expression(const ir::Graph& g, const ir::Node& n) {
+  if (is_quantization(n.op)) return quantization_expression(g, n);
   std::string e = op_table().at(n.op);
   auto put = [&e](const std::string& key, const std::string& value) {
     for (size_t at; (at = e.find(key)) != std::string::npos;) e.replace(at, key.size(), value);
@@ -97,6 +173,11 @@ struct Operand {
 
 
 std::optional<std::string> check_elementwise(const ir::Graph& g, const ir::Node& n) {
+  if (is_quantization(n.op)) {
+    if (n.inputs.size() < 2 || n.inputs.size() > 3 || !given(n, 0) || !given(n, 1))
+      return n.label() + ": expected x, a scale and an optional zero point";
+    return check_quantization(g, n);
+  }
   if (!op_table().count(n.op)) return n.label() + ": op " + n.op + " has no elementwise expression";
   const size_t operands = n.op == "Clip" ? 3 : is_binary(n.op) ? 2 : 1;
   if (n.inputs.size() > operands || n.inputs.empty() || n.inputs[0] == ir::kNoValue)
@@ -117,7 +198,7 @@ OpKernelSource emit_elementwise(const ir::Graph& g, const ir::Node& n) {
   std::vector<Operand> ops;
   for (size_t k = 0; k < n.inputs.size(); ++k) {
     if (n.inputs[k] == ir::kNoValue) continue;
-    const Shape& s = g.type(n.inputs[k]).shape;
+    const Shape s = operand_shape(g, n, k);
     Operand o{static_cast<int>(k), g.type(n.inputs[k]).dtype, std::vector<int64_t>(rank, 0)};
     int64_t st = 1;
     for (int d = static_cast<int>(s.size()) - 1; d >= 0; --d) {
@@ -148,7 +229,11 @@ OpKernelSource emit_elementwise(const ir::Graph& g, const ir::Node& n) {
     for (auto& s : strides) s = {0};
   }
   const DType out_type = g.type(n.outputs[0]).dtype;
-  int vec = static_cast<int>(16 / dtype_size(out_type));
+  // 16-byte accesses on the narrower side of a quantization: 16 int8 per thread, whose floats
+  // move as several 16-byte chunks.
+  size_t narrowest = dtype_size(out_type);
+  if (is_quantization(n.op)) narrowest = std::min(narrowest, dtype_size(g.type(n.inputs[0]).dtype));
+  int vec = static_cast<int>(16 / narrowest);
   while (vec > 1 && dims.back() % vec != 0) vec /= 2;
   // After broadcasting, an input steps through the innermost merged dim with stride 1 or
   // not at all: its later dims are merged into that one or are broadcast.
@@ -174,7 +259,7 @@ OpKernelSource emit_elementwise(const ir::Graph& g, const ir::Node& n) {
   for (size_t k = 0; k < ops.size(); ++k)
     body += fmt::format("      const float x{} = to_float(a{}.v[{}]);\n", ops[k].index, k,
                         strides[k].back() == 1 ? "v" : "0");
-  body += fmt::format("      y.v[v] = from_float<{}>({});\n    }}\n", yt, expression(n));
+  body += fmt::format("      y.v[v] = {};\n    }}\n", stored_value(g, n, expression(g, n)));
   body += fmt::format("    y.store(static_cast<{}*>(p.out[0]) + e);\n", yt);
 
   int64_t total = 1;

@@ -4,7 +4,8 @@
 // Families, one file each (which op belongs to which is its OpFacts::gpu, ops/op_facts.cc):
 //   op_copy.cc         data movement: Cast, Transpose, Pad, Concat, Split, Slice,
 //                      tessel.DepthToSpace, Reshape/Flatten/Squeeze/Unsqueeze/Identity
-//   op_elementwise.cc  unary and broadcasting n-ary float math
+//   op_elementwise.cc  unary and broadcasting n-ary float math; QuantizeLinear and
+//                      DequantizeLinear (per tensor or per axis)
 //   op_window.cc       tessel.MaxPool/AveragePool/GlobalAveragePool, grouped tessel.Conv
 //   op_reduce.cc       Softmax (any axis), ReduceMean (any axes)
 //   op_resize.cc       Resize / Upsample, nearest and linear, from the reference's sampling
@@ -34,6 +35,8 @@ std::optional<std::string> cuda_type(DType t) {
     case DType::kI64: return "i64";
     case DType::kI32: return "i32";
     case DType::kBool: return "b8";
+    case DType::kI8: return "i8";
+    case DType::kU8: return "u8";
     default: return std::nullopt;
   }
 }
@@ -85,17 +88,33 @@ ir::GpuKernel family(const ir::Node& n) {
   return k == ir::GpuKernel::kContraction && n.op == "tessel.Conv" ? ir::GpuKernel::kWindow : k;
 }
 
+// 8-bit integer tensors are read and written by the quantization kernels and moved, unchanged,
+// by the copies; every other kernel would need integer arithmetic of its own.
+bool takes_int8(const ir::Node& n) {
+  return n.op == "QuantizeLinear" || n.op == "DequantizeLinear" ||
+         (family(n) == ir::GpuKernel::kCopy && n.op != "Cast");
+}
+
+bool is_int8(DType t) { return t == DType::kI8 || t == DType::kU8; }
+
 }  // namespace
 
 std::optional<std::string> can_emit_op(const ir::Graph& g, const ir::Node& n) {
   for (ir::ValueId v : n.inputs)
     if (v != ir::kNoValue && !cuda_type(g.type(v).dtype))
       return n.label() + ": input dtype " + std::string(dtype_name(g.type(v).dtype)) +
-             " has no GPU kernel (f32, f16, bf16, i64, i32, bool)";
+             " has no GPU kernel (f32, f16, bf16, i64, i32, i8, u8, bool)";
   for (ir::ValueId v : n.outputs)
     if (!cuda_type(g.type(v).dtype))
       return n.label() + ": output dtype " + std::string(dtype_name(g.type(v).dtype)) +
-             " has no GPU kernel (f32, f16, bf16, i64, i32, bool)";
+             " has no GPU kernel (f32, f16, bf16, i64, i32, i8, u8, bool)";
+  if (!takes_int8(n)) {
+    auto int8 = [&](ir::ValueId v) { return v != ir::kNoValue && is_int8(g.type(v).dtype); };
+    if (std::any_of(n.inputs.begin(), n.inputs.end(), int8) ||
+        std::any_of(n.outputs.begin(), n.outputs.end(), int8))
+      return n.label() + ": " + n.op + " of i8/u8 tensors has no GPU kernel (only "
+             "QuantizeLinear, DequantizeLinear and data movement other than Cast take them)";
+  }
   if (n.inputs.size() > kOpKernelInputs || n.outputs.size() > kOpKernelOutputs)
     return n.label() + ": more than " + std::to_string(kOpKernelInputs) + " inputs or " +
            std::to_string(kOpKernelOutputs) + " outputs do not fit the kernel ABI";

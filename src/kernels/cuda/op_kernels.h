@@ -1,9 +1,10 @@
 // Kernels for the graph's nodes that are not contractions: after the GPU pass pipeline
 // (passes::gpu_pipeline) these are NHWC pools, standalone depth_to_space, elementwise and
-// broadcasting ops left unfused, layout transposes and channel pads at the graph's edges,
-// concat/split/slice/reshape copies, softmax and reductions, and depthwise/grouped convs
-// that the Tensor Core generator declines (tessel.Conv with group > 1 and few channels per
-// group). One generated kernel per node; the engine fuses nothing further yet.
+// broadcasting ops left unfused, QuantizeLinear / DequantizeLinear, layout transposes and
+// channel pads at the graph's edges, concat/split/slice/reshape copies, softmax and
+// reductions, and depthwise/grouped convs that the Tensor Core generator declines
+// (tessel.Conv with group > 1 and few channels per group). One generated kernel per node;
+// the engine fuses nothing further yet.
 #pragma once
 
 #include <optional>

@@ -672,5 +672,40 @@ TEST(OpsetConversion, NewerFormsTesselLacksAreRefused) {
             "supported");
 }
 
+// float8 quantization (opset 19+): a float8 zero point, a QuantizeLinear-21 output_dtype of
+// float8, a DequantizeLinear of a float8 input; each refused in one line naming the type.
+TEST(OpsetConversion, Float8QuantizationIsRefused) {
+  // onnx::TensorProto's codes, spelt out: the onnx headers tessel builds with may predate them.
+  constexpr int kFloat8E4M3FN = 17, kFloat8E5M2 = 19;
+  ModelBuilder zero_point(19);
+  zero_point.input("x", TensorProto::FLOAT, {4});
+  zero_point.initializer_f32("scale", {}, {0.5f});
+  zero_point.initializer("zp", kFloat8E4M3FN, {})->add_int32_data(0);
+  zero_point.node("QuantizeLinear", {"x", "scale", "zp"}, {"y"}, "q");
+  zero_point.output("y");
+  EXPECT_EQ(import_error(zero_point),
+            "m.onnx: initializer 'zp': element type FLOAT8E4M3FN is not supported (tessel supports "
+            "FLOAT, FLOAT16, BFLOAT16, DOUBLE, INT8, UINT8, INT32, INT64, BOOL)");
+
+  ModelBuilder output_dtype(21);
+  output_dtype.input("x", TensorProto::FLOAT, {4});
+  output_dtype.initializer_f32("scale", {}, {0.5f});
+  set_int(output_dtype.node("QuantizeLinear", {"x", "scale"}, {"y"}, "q"), "output_dtype",
+          kFloat8E5M2);
+  output_dtype.output("y");
+  EXPECT_EQ(import_error(output_dtype),
+            "m.onnx: QuantizeLinear 'q' (opset 21): output_dtype FLOAT8E5M2 is not an element type "
+            "tessel supports");
+
+  ModelBuilder input(19);
+  input.input("x", kFloat8E4M3FN, {4});
+  input.initializer_f32("scale", {}, {0.5f});
+  input.node("DequantizeLinear", {"x", "scale"}, {"y"}, "dq");
+  input.output("y");
+  EXPECT_EQ(import_error(input),
+            "m.onnx: graph input 'x': element type FLOAT8E4M3FN is not supported (tessel supports "
+            "FLOAT, FLOAT16, BFLOAT16, DOUBLE, INT8, UINT8, INT32, INT64, BOOL)");
+}
+
 }  // namespace
 }  // namespace tessel::onnx::testing

@@ -188,7 +188,74 @@ TEST_F(OpKernelsTest, UnsupportedNodesSayWhy) {
             "ReduceMean 'node': input dtype i32 has no GPU kernel (f32, f16, bf16; integer means "
             "need exact accumulation)");
   EXPECT_EQ(reason(one_node("Cast", {act(DType::kF32, {2})}, {{"to", int64_t{11}}})),
-            "Cast 'node': output dtype f64 has no GPU kernel (f32, f16, bf16, i64, i32, bool)");
+            "Cast 'node': output dtype f64 has no GPU kernel (f32, f16, bf16, i64, i32, i8, u8, bool)");
+}
+
+Input tensor(DType t, Shape s, std::vector<double> v) {
+  Tensor c = Tensor::from_doubles(t, s, v);
+  return {{t, std::move(s)}, std::move(c)};
+}
+
+// QuantizeLinear per tensor: 16 codes per thread (one 16-byte store), the f32 quotient a
+// correctly rounded division; per channel of NHWC data (axis 3): the scales and zero points
+// loaded 16 wide with the channels.
+TEST_F(OpKernelsTest, QuantizeLinearStoresSixteenCodesPerThread) {
+  const OpKernelSource per_tensor = emit_and_compile(
+      one_node("QuantizeLinear", {act(DType::kF32, {1, 8, 8, 32}), tensor(DType::kF32, {}, {0.5}),
+                                  tensor(DType::kU8, {}, {128})}),
+      "quantize<u8>(__fdiv_rn(x0, x1), static_cast<int>(x2))", {"sm_80", "sm_90a"});
+  EXPECT_NE(per_tensor.source.find("Frag<u8, 16> y;"), std::string::npos) << per_tensor.source;
+  EXPECT_NE(per_tensor.source.find("Frag<float, 1> a1;"), std::string::npos) << per_tensor.source;
+  const OpKernelSource per_channel = emit_and_compile(
+      one_node("QuantizeLinear", {act(DType::kF32, {2, 7, 7, 64}), act(DType::kF32, {64}), act(DType::kI8, {64})},
+               {{"axis", int64_t{3}}}),
+      "merged extents [98, 64]");
+  EXPECT_NE(per_channel.source.find("Frag<float, 16> a1;"), std::string::npos) << per_channel.source;
+  EXPECT_NE(per_channel.source.find("Frag<i8, 16> a2;"), std::string::npos) << per_channel.source;
+  // Without a zero point: u8 with zero point 0. f16 input: the quotient rounded to f16 first.
+  emit_and_compile(one_node("QuantizeLinear", {act(DType::kF32, {40}), tensor(DType::kF32, {}, {0.5})}),
+                   "quantize<u8>(__fdiv_rn(x0, x1), 0)");
+  emit_and_compile(one_node("QuantizeLinear", {act(DType::kF16, {4, 8}), tensor(DType::kF16, {}, {0.5}),
+                                               tensor(DType::kI8, {}, {1})}),
+                   "quantize<i8>(to_float(from_float<f16>(__fdiv_rn(x0, x1))), static_cast<int>(x2))");
+}
+
+// DequantizeLinear: per channel along axis 1 of NCHW data, the parameter is one value per
+// fragment ([C, 1, 1] broadcast); i32 input; f16 output.
+TEST_F(OpKernelsTest, DequantizeLinearPerAxisAndTypes) {
+  const OpKernelSource nchw = emit_and_compile(
+      one_node("DequantizeLinear", {act(DType::kU8, {2, 3, 4, 8}), act(DType::kF32, {3}), act(DType::kU8, {3})}),
+      "merged extents [2, 3, 32]", {"sm_80", "sm_90a"});
+  EXPECT_NE(nchw.source.find("Frag<u8, 16> a0;"), std::string::npos) << nchw.source;
+  EXPECT_NE(nchw.source.find("Frag<float, 1> a1;"), std::string::npos) << nchw.source;
+  EXPECT_NE(nchw.source.find("y.v[v] = from_float<float>(__fmul_rn(x0 - x2, x1));"), std::string::npos)
+      << nchw.source;
+  emit_and_compile(one_node("DequantizeLinear", {act(DType::kI32, {64}), tensor(DType::kF32, {}, {0.01})}),
+                   "from_float<float>(__fmul_rn(x0, x1))");
+  ir::Graph f16 = one_node("DequantizeLinear", {act(DType::kI8, {5, 16}), act(DType::kF16, {16}), act(DType::kI8, {16})},
+                           {{"axis", int64_t{-1}}});
+  emit_and_compile(f16, "Frag<f16, 16> y;");
+}
+
+// int8 data movement is a copy; int8 arithmetic other than Q/DQ, and casts, are refused.
+TEST_F(OpKernelsTest, Int8TensorsMoveButOnlyQuantizationComputes) {
+  emit_and_compile(one_node("Transpose", {act(DType::kU8, {2, 5, 7, 24})}, {{"perm", Ints{0, 3, 1, 2}}}),
+                   "Transpose2D<Problem>");
+  emit_and_compile(one_node("Pad", {act(DType::kI8, {1, 5, 7, 3}), ints({0, 0, 0, 0, 0, 0, 0, 13})}),
+                   "convert<i8>(i64(0))");
+  emit_and_compile(one_node("Concat", {act(DType::kI8, {1, 3, 3, 16}), act(DType::kI8, {1, 3, 3, 48})},
+                            {{"axis", int64_t{3}}}),
+                   "Frag<i8, 16> f;");
+  auto reason = [](const ir::Graph& g) { return can_emit_op(g, g.nodes[0]).value_or(""); };
+  EXPECT_EQ(reason(one_node("Cast", {act(DType::kU8, {4})}, {{"to", int64_t{1}}})),
+            "Cast 'node': Cast of i8/u8 tensors has no GPU kernel (only QuantizeLinear, "
+            "DequantizeLinear and data movement other than Cast take them)");
+  EXPECT_EQ(reason(one_node("tessel.MaxPool", {act(DType::kI8, {1, 4, 4, 8})}, {{"kernel_shape", Ints{2, 2}}})),
+            "tessel.MaxPool 'node': tessel.MaxPool of i8/u8 tensors has no GPU kernel (only "
+            "QuantizeLinear, DequantizeLinear and data movement other than Cast take them)");
+  EXPECT_EQ(reason(one_node("QuantizeLinear", {act(DType::kI32, {4}), tensor(DType::kF32, {}, {2})})),
+            "QuantizeLinear 'node': input x of dtype i32 has no GPU kernel (f32, f16, bf16; the "
+            "reference divides i32 in double)");
 }
 
 // The op facts (ops/op_facts.cc) and the elementwise generator agree: every op whose facts
@@ -198,7 +265,9 @@ TEST(OpKernelFacts, ElementwiseFactsMatchTheGenerator) {
   const ir::OpRegistry& r = ir::OpRegistry::global();
   int checked = 0;
   for (const std::string& op : r.names()) {
-    if (r.facts(op).gpu != ir::GpuKernel::kElementwise) continue;
+    // QuantizeLinear / DequantizeLinear take a scale: tested above.
+    if (r.facts(op).gpu != ir::GpuKernel::kElementwise || r.facts(op).kind == ir::OpKind::kQuantization)
+      continue;
     SCOPED_TRACE(op);
     const bool binary = r.facts(op).kind == ir::OpKind::kBroadcast;
     std::vector<Input> inputs = {act(DType::kF16, {2, 8})};

@@ -1,6 +1,7 @@
 // Shared pieces of the kernels for non-contraction ops (kernels/cuda/op_*.cc): the parameter
-// block, element conversions for every storage type those ops see, V-element fragments that
-// move with 16-byte accesses, and the grid-stride loop every op kernel is built on.
+// block, element conversions for every storage type those ops see, the rounding of
+// QuantizeLinear, V-element fragments that move with 16-byte accesses, and the grid-stride loop
+// every op kernel is built on.
 //
 // Self-contained like tessel_ptx.cuh (no cuda_fp16.h under NVRTC): f16 is a raw 16-bit pattern
 // converted with cvt instructions.
@@ -18,6 +19,9 @@ struct OpParams {
 
 using i64 = long long;
 using i32 = int;
+// The quantized types of QuantizeLinear / DequantizeLinear.
+using i8 = signed char;
+using u8 = unsigned char;
 // ONNX bool: one byte, 0 or 1.
 struct b8 {
   unsigned char v;
@@ -34,6 +38,8 @@ struct Vec<1> {
 __device__ __forceinline__ float to_float(i64 x) { return static_cast<float>(x); }
 __device__ __forceinline__ float to_float(i32 x) { return static_cast<float>(x); }
 __device__ __forceinline__ float to_float(b8 x) { return x.v ? 1.f : 0.f; }
+__device__ __forceinline__ float to_float(i8 x) { return static_cast<float>(x); }
+__device__ __forceinline__ float to_float(u8 x) { return static_cast<float>(x); }
 template <>
 __device__ __forceinline__ i64 from_float<i64>(float f) {
   return static_cast<i64>(f);  // truncation toward zero, as ONNX Cast
@@ -67,6 +73,15 @@ template <>
 struct Convert<b8, i64> {
   __device__ __forceinline__ static b8 run(i64 x) { return b8{static_cast<unsigned char>(x != 0)}; }
 };
+// i64 -> 8-bit integers wraps around, as ONNX's integer casts (Pad's default zero).
+template <>
+struct Convert<i8, i64> {
+  __device__ __forceinline__ static i8 run(i64 x) { return static_cast<i8>(x); }
+};
+template <>
+struct Convert<u8, i64> {
+  __device__ __forceinline__ static u8 run(i64 x) { return static_cast<u8>(x); }
+};
 template <>
 struct Convert<i64, b8> {
   __device__ __forceinline__ static i64 run(b8 x) { return x.v; }
@@ -74,6 +89,29 @@ struct Convert<i64, b8> {
 template <typename To, typename From>
 __device__ __forceinline__ To convert(From x) {
   return Convert<To, From>::run(x);
+}
+
+// ---- QuantizeLinear's rounding (ops/quant_common.cc, quantize_value) -------------------------
+// saturate(round_half_even(q) + zero_point) into Q (i8 or u8); NaN gives the zero point.
+// cvt.rni rounds ties to even and saturates at the i32 range (infinities included); clamping
+// to [lo - zp, hi - zp] before adding the zero point keeps the sum from overflowing.
+template <typename Q>
+struct QuantLimits;
+template <>
+struct QuantLimits<i8> {
+  static constexpr int kLo = -128, kHi = 127;
+};
+template <>
+struct QuantLimits<u8> {
+  static constexpr int kLo = 0, kHi = 255;
+};
+template <typename Q>
+__device__ __forceinline__ Q quantize(float q, int zero_point) {
+  if (isnan(q)) return static_cast<Q>(zero_point);
+  int r;
+  asm("cvt.rni.s32.f32 %0, %1;" : "=r"(r) : "f"(q));
+  r = min(max(r, QuantLimits<Q>::kLo - zero_point), QuantLimits<Q>::kHi - zero_point);
+  return static_cast<Q>(r + zero_point);
 }
 
 // ---- Fragments: V consecutive elements moved with the widest accesses that fit ------------
