@@ -85,6 +85,11 @@ inline int64_t store_position(const TestProblem& p, const std::vector<int64_t>& 
   const int64_t ld = st.ld ? st.ld : cs.back();
   int64_t row = 0;
   for (size_t d = 0; d + 1 < cs.size(); ++d) row = row * cs[d] + ci[d];
+  if (st.kind == contraction::StoreMap::Kind::kNchw) {
+    // Channels first: out[img, ch, oh, ow] with row = (img, oh, ow) flattened.
+    const int64_t pixels = st.out_h * st.out_w;
+    return (row / pixels * cs.back() + ch) * pixels + row % pixels;
+  }
   const int64_t offset = st.kind == contraction::StoreMap::Kind::kChannelSlice ? st.channel_offset : 0;
   return row * ld + offset + ch;
 }
