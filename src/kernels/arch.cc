@@ -7,7 +7,10 @@ namespace tessel::kernels {
 namespace {
 
 // Sorted by cc. Columns: cc, threads/SM, CTAs/SM, registers/SM, then per SM per clock:
-// mma.sync flops, wgmma flops, fp32 FMA flops, L2 bytes, DRAM bytes; then the boost clock.
+// mma.sync flops, wgmma flops, mma.sync int8 ops, wgmma int8 ops, fp32 FMA flops, L2 bytes,
+// DRAM bytes; then the boost clock. Dense int8 Tensor Core rates are twice the f16 ones on
+// every row (datasheets: A100 624 TOPS, A10 250, L4 242, H100 SXM 1979 with wgmma; Hopper's
+// mma.sync issues at half its wgmma rate, as for f16).
 //  sm_80 (A100 80GB): 312 TFLOP/s / (108 SMs * 1.41 GHz) = 2048; L2 5120 B/clk (whitepaper)
 //        / 108; DRAM 2.0 TB/s / (108 * 1.41 GHz).
 //  sm_86 (A10): 125 TFLOP/s / (72 * 1.695 GHz) = 1024; DRAM 600 GB/s -> 5.
@@ -21,10 +24,10 @@ namespace {
 constexpr unsigned kAmpere = kMmaSyncF16 | kMmaSyncS8;
 constexpr unsigned kHopper = kAmpere | kWgmmaF16 | kWgmmaS8;
 constexpr std::array<ArchFacts, 4> kArchFacts = {{
-    {80, kAmpere, 163, 2048, 32, 65536, 2048, 0, 128, 47, 13, 1410},
-    {86, kAmpere, 99, 1536, 16, 65536, 1024, 0, 256, 32, 5, 1695},
-    {89, kAmpere, 99, 1536, 24, 65536, 1024, 0, 256, 32, 3, 2040},
-    {90, kHopper, 227, 2048, 32, 65536, 2048, 4096, 256, 33, 13, 1980},
+    {80, kAmpere, 163, 2048, 32, 65536, 2048, 0, 4096, 0, 128, 47, 13, 1410},
+    {86, kAmpere, 99, 1536, 16, 65536, 1024, 0, 2048, 0, 256, 32, 5, 1695},
+    {89, kAmpere, 99, 1536, 24, 65536, 1024, 0, 2048, 0, 256, 32, 3, 2040},
+    {90, kHopper, 227, 2048, 32, 65536, 2048, 4096, 4096, 8192, 256, 33, 13, 1980},
 }};
 
 constexpr bool sorted_by_cc() {

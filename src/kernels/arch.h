@@ -36,6 +36,8 @@ struct ArchFacts {
   int regs_per_sm;          // 32-bit registers
   int mma_flops_per_clk;    // mma.sync m16n8k16 f16 -> f32 (A100: 312 TFLOP/s / 108 / 1.41 GHz)
   int wgmma_flops_per_clk;  // wgmma f16 -> f32; 0 where the architecture has none
+  int mma_s8_ops_per_clk;   // mma.sync m16n8k32 s8 -> s32 (A100: 624 TOPS / 108 / 1.41 GHz)
+  int wgmma_s8_ops_per_clk;  // wgmma s8 -> s32; 0 where the architecture has none
   int fma_flops_per_clk;    // fp32 FMA on CUDA cores (2 flops per lane)
   int l2_bytes_per_clk;     // L2 -> SM
   int dram_bytes_per_clk;   // device memory bandwidth / SMs

@@ -109,9 +109,16 @@ Schedule make(Instruction instruction, Tile cta, Tile warp, int block_k, int sta
   s.stages = stages;
   s.split_k = split;
   s.raster = raster;
-  s.a_vec = std::min(c.a_vec, 8);
-  s.b_vec = std::min(c.b_vec, 8);
+  s.a_vec = std::min(c.a_vec, max_vector_elements(c.a_dtype));
+  s.b_vec = std::min(c.b_vec, max_vector_elements(c.b_dtype));
   return s;
+}
+
+// int8 contractions (mma.sync m16n8k32) take k-tiles of twice the elements: the same bytes
+// per k-tile, shared-memory row and k-step (32 bytes) as the 16-bit kernels, so the f16
+// configurations carry over with block_k doubled.
+int block_k_scale(const Contraction& c) {
+  return c.a_dtype == DType::kI8 && c.b_dtype == DType::kI8 ? 2 : 1;
 }
 
 // Legal for the kernels and resident on the device (shared memory, registers).
@@ -224,7 +231,8 @@ std::vector<Schedule> enumerate_schedules(const Contraction& c, const device::De
       if (warps < kMinWarps || warps > kMaxWarps) continue;
       for (int block_k : kMmaBlockK)
         for (int stages : kMmaStages)
-          add_family(c, device, Instruction::kMmaSync, cta, warp, block_k, stages, &space);
+          add_family(c, device, Instruction::kMmaSync, cta, warp, block_k * block_k_scale(c),
+                     stages, &space);
     }
   }
   if (has_wgmma(device)) {
@@ -303,6 +311,9 @@ std::optional<Schedule> packed_groups_schedule(const Contraction& c,
   if (!l) return refuse("not a grouped contraction of channels-last operands");
   if (!contraction::tensor_core_eligible(c) || device.cc_major < 8)
     return refuse("not Tensor Core eligible on this device");
+  if (c.a_dtype == DType::kI8)
+    return refuse("int8 operands: the packed-groups kernel takes f16 or bf16 (the dense mma.sync "
+                  "kernel runs the groups as a batch)");
   const int cog = static_cast<int>(l->n_per_group), cig = static_cast<int>(l->ci_padded);
   if (cog % 8 != 0)
     return refuse(std::to_string(cog) + " output channels per group (the packed-groups kernel "
@@ -401,8 +412,12 @@ Schedule default_schedule(const Contraction& c, const device::DeviceInfo& device
   std::vector<Ranked> ranked;
   for (const DefaultKernel& k : kDefaultKernels) {
     if (k.instruction == Instruction::kWgmma && !has_wgmma(device)) continue;
+    // int8: the mma.sync configurations with block_k doubled (their sm90_scale residuals were
+    // fitted on f16 kernels; int8 ones were not measured yet). wgmma takes no int8 (rules).
+    const int block_k =
+        k.instruction == Instruction::kMmaSync ? k.block_k * block_k_scale(c) : k.block_k;
     for (int split : kSplitK) {
-      Schedule s = make(k.instruction, {k.block_m, k.block_n}, {k.warp_m, k.warp_n}, k.block_k,
+      Schedule s = make(k.instruction, {k.block_m, k.block_n}, {k.warp_m, k.warp_n}, block_k,
                         k.stages, split, kDefaultRaster, c);
       if (!split_wanted(s) || !runs(c, s, device)) continue;
       // The residual scales the kernel's own time, not the DRAM bound under it.

@@ -31,13 +31,14 @@ std::optional<Schedule> parse_schedule(const std::string& name, const contractio
 
 // The legal action space for the tuner. mma.sync (sm_80+): CTA tiles from 256x128 / 128x256
 // down to 32x32 (and the skinny 128x32, 32x128, 256x32) x warp tiles 64x64, 64x32, 32x64,
-// 32x32, 32x16, 16x32, 16x16 giving 2..8 warps x block_k {32, 64, 128} x stages 2..5. wgmma
-// (compute capability 9.0 only): CTA tiles 64x64 to 256x128 x warpgroup tiles {64x64, 64x128,
-// 64x256, 128x64, 128x128} giving 1 or 2 warpgroups x block_k {64, 128} x stages 3..5. Each with
-// split_k {1, 2, 3, 4, 5, 6, 8, 10, 12, 15, 16} and raster {1, 8}, keeping those that pass
-// check_schedule and fit the SM (shared memory, registers). Vectors are the contraction's widest
-// (a_vec, b_vec, at most 8). A contraction that is not Tensor Core eligible, or a device below
-// sm_80 (mma.sync m16n8k16 needs it), has the SIMT schedule alone.
+// 32x32, 32x16, 16x32, 16x16 giving 2..8 warps x block_k {32, 64, 128} ({64, 128, 256} for
+// int8: the same bytes) x stages 2..5. wgmma (compute capability 9.0 only): CTA tiles 64x64 to
+// 256x128 x warpgroup tiles {64x64, 64x128, 64x256, 128x64, 128x128} giving 1 or 2 warpgroups
+// x block_k {64, 128} x stages 3..5. Each with split_k {1, 2, 3, 4, 5, 6, 8, 10, 12, 15, 16} and
+// raster {1, 8}, keeping those that pass check_schedule and fit the SM (shared memory,
+// registers). Vectors are the contraction's widest (a_vec, b_vec, at most 8; 16 for int8). A
+// contraction that is not Tensor Core eligible, or a device below sm_80 (mma.sync m16n8k16
+// needs it), has the SIMT schedule alone.
 std::vector<Schedule> enumerate_schedules(const contraction::Contraction& c,
                                           const device::DeviceInfo& device);
 
@@ -47,7 +48,7 @@ std::vector<Schedule> enumerate_schedules(const contraction::Contraction& c,
 // 16-, 32- or 64-channel warp tiles, the largest M tile of 128, 64 or 32 with at most 16 KiB of
 // A per stage that still gives every SM two CTAs, the deepest pipeline of 4, 3 or 2 stages (no
 // more than the k-tiles) that keeps two CTAs per SM. Nothing, and why in `why`, where the kernel
-// cannot take the contraction (e.g. groups of fewer than 8 output channels).
+// cannot take the contraction (e.g. groups of fewer than 8 output channels, int8 operands).
 std::optional<Schedule> packed_groups_schedule(const contraction::Contraction& c,
                                                const device::DeviceInfo& device,
                                                std::string* why = nullptr);
@@ -57,7 +58,9 @@ std::optional<Schedule> packed_groups_schedule(const contraction::Contraction& c
 // residual against the estimate) with split-K from the space's list where the M x N tiles
 // cannot fill the SMs and each split keeps K >= 128, the one with the smallest estimate. Estimates
 // within 2% count as equal; then the least split-K wins. Raster 8 (see default_schedule.cc). Falls
-// back to the whole space where no default kernel fits the device.
+// back to the whole space where no default kernel fits the device. int8 contractions take the
+// mma.sync defaults with block_k doubled (128x128x64, 128x64x64, 64x64x64, ...: the same
+// bytes per k-tile as the f16 kernels), 16-byte vectors, ranked on the int8 Tensor Core rate.
 Schedule default_schedule(const contraction::Contraction& c, const device::DeviceInfo& device);
 
 }  // namespace tessel::kernels

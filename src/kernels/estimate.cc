@@ -154,10 +154,11 @@ ScheduleEstimate estimate(const Contraction& c, const Schedule& s, const device:
   const double latency = kL2Latency + (streams ? kStreamingExtraLatency : 0);
 
   // One k-tile of one CTA, per SM resource, when `active` CTAs share the SM.
-  double rate = simt    ? f.fma_flops_per_clk
-                : wgmma ? f.wgmma_flops_per_clk * kWgmmaSustained
-                        : f.mma_flops_per_clk * kMmaSyncSustained;
-  if (!simt && ea == 1) rate *= 2;  // 8-bit Tensor Core instructions do twice the work
+  const bool int8 = !simt && ea == 1;  // m16n8k32 / wgmma k32: the int8 rate of the table
+  const double rate =
+      simt    ? f.fma_flops_per_clk
+      : wgmma ? (int8 ? f.wgmma_s8_ops_per_clk : f.wgmma_flops_per_clk) * kWgmmaSustained
+              : (int8 ? f.mma_s8_ops_per_clk : f.mma_flops_per_clk) * kMmaSyncSustained;
   const double saturate = wgmma ? kWgmmaWarpsToSaturate : kMmaSyncWarpsToSaturate;
   const double flops = 2 * bm * bn * bk;
   const double warps_per_smsp = static_cast<double>(active * s.warps()) / 4;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <utility>
 
 #include "core/dtype.h"
 #include "kernels/contraction/grouped.h"
@@ -32,12 +33,15 @@ Reason check_operand(const Contraction& c, const Schedule& s, char name) {
   const int tile_rows = k_major ? rows_of_block : block_k;
   const int tile_cols = k_major ? block_k : rows_of_block;
   const char v = is_a ? 'a' : 'b';
-  if (!is_pow2(vec) || vec > 8) return fmt::format("{}_vec={} is not 1, 2, 4 or 8", v, vec);
+  const DType dtype = is_a ? c.a_dtype : c.b_dtype;
+  const size_t element = dtype_size(dtype);
+  if (!is_pow2(vec) || vec > max_vector_elements(dtype))
+    return fmt::format("{}_vec={} is not {}", v, vec,
+                       element == 1 ? "1, 2, 4, 8 or 16" : "1, 2, 4 or 8");
   if (vec > max_vec) {
     return fmt::format("{}_vec={} exceeds the {} elements {} can be read in", v, vec, max_vec,
                        name);
   }
-  const size_t element = dtype_size(is_a ? c.a_dtype : c.b_dtype);
   if (s.instruction == Instruction::kSimt && vec * element > 16) {
     return fmt::format("{}_vec={} moves more than 16 bytes per load", v, vec);
   }
@@ -63,9 +67,10 @@ Reason check_operand(const Contraction& c, const Schedule& s, char name) {
                        tile_rows / row_step, kMaxLoadsPerThread);
   }
   if (s.instruction != Instruction::kSimt) {
-    // SwizzledTile: panels of 64 elements (128-byte rows), or rows of 32 for mma.sync.
+    // SwizzledTile: panels of 128-byte rows, or rows of 64 bytes for mma.sync.
     const bool wgmma = s.instruction == Instruction::kWgmma;
-    if (tile_cols % 64 != 0 && (wgmma || tile_cols != 32)) {
+    const size_t row_bytes = tile_cols * element;
+    if (row_bytes % 128 != 0 && (wgmma || row_bytes != 64)) {
       return fmt::format("{} shared-memory rows of {} elements cannot be swizzled", name,
                          tile_cols);
     }
@@ -163,6 +168,33 @@ Reason check_halo(const Contraction& c, const Schedule& s, HaloLayout* out) {
   return std::nullopt;
 }
 
+// int8 operands (mma.sync m16n8k32, tessel_mma.cuh): what the kernels take of them.
+Reason check_int8(const Contraction& c, const Schedule& s) {
+  const bool a8 = c.a_dtype == DType::kI8, b8 = c.b_dtype == DType::kI8;
+  if (!a8 && !b8) return std::nullopt;
+  if (s.instruction == Instruction::kSimt)
+    return "the SIMT kernel reads f16, bf16 or f32 operands, not i8";
+  if (!a8 || !b8)
+    return fmt::format("int8 Tensor Core contractions need both operands i8 (A {}, B {})",
+                       dtype_name(c.a_dtype), dtype_name(c.b_dtype));
+  if (s.instruction == Instruction::kWgmma)
+    return "int8 on wgmma is not implemented: int8 contractions run on mma.sync (m16n8k32)";
+  if (s.block_k % 64 != 0)
+    return fmt::format("block_k={}: int8 mma.sync needs a multiple of 64 (two k32 steps per k-tile)",
+                       s.block_k);
+  for (const auto& [name, major] : {std::pair{"A", c.a_major}, std::pair{"B", c.b_major}}) {
+    if (major != Major::kK)
+      return fmt::format("{} is {}-major: int8 operands must be K-major (ldmatrix .trans moves 16-bit "
+                         "elements only)", name, name[0] == 'A' ? "M" : "N");
+  }
+  if (s.groups_per_tile > 0) return "packed groups run f16 or bf16 operands, not i8";
+  for (const auto& [v, vec] : {std::pair{'a', s.a_vec}, std::pair{'b', s.b_vec}}) {
+    if (vec < 2)
+      return fmt::format("{}_vec={}: int8 loads move at least 2 elements (2 to 16 bytes)", v, vec);
+  }
+  return std::nullopt;
+}
+
 // The packed-groups mainloop (contraction/grouped.h, MmaKernel with kGroupsPerTile > 0).
 Reason check_groups(const Contraction& c, const Schedule& s) {
   const std::optional<contraction::GroupedLayout> l = contraction::grouped_layout(c);
@@ -187,6 +219,8 @@ Reason check_groups(const Contraction& c, const Schedule& s) {
 }
 
 }  // namespace
+
+int max_vector_elements(DType t) { return dtype_size(t) == 1 ? 16 : 8; }
 
 int halo_k_padded(const contraction::ConvWindow& w) {
   const int64_t k = w.kernel_h * w.kernel_w * ((w.channels + 7) / 8 * 8);
@@ -226,6 +260,7 @@ std::optional<std::string> check_schedule(const Contraction& c, const Schedule& 
     return fmt::format("{} threads per CTA (at most {})", s.threads(), kMaxThreads);
   if (s.raster < 1) return "raster group must be >= 1";
   if (auto r = check_instruction(s)) return r;
+  if (auto r = check_int8(c, s)) return r;
   if (s.groups_per_tile < 0) return "negative groups per tile";
   if (s.groups_per_tile > 0)
     if (auto r = check_groups(c, s)) return r;

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 
+#include "core/dtype.h"
 #include "kernels/contraction/contraction.h"
 #include "kernels/contraction/conv_window.h"
 #include "kernels/schedule.h"
@@ -20,13 +21,17 @@ namespace tessel::kernels {
 //  - mma.sync: warp tiles multiples of 16 (m16n8k16, B fragments two n8 tiles at a time),
 //    block_k a multiple of 32 (two k16 steps per k-tile for register double-buffering),
 //    2..5 stages;
+//  - int8 (both operands i8, m16n8k32 with int32 accumulators): mma.sync only (the wgmma, halo
+//    and SIMT kernels take 16-bit or f32 operands), block_k a multiple of 64 (two k32 steps),
+//    both operands K-major (ldmatrix .trans moves 16-bit elements), vectors of at least 2
+//    elements, no packed groups; split-K sums int32 partials;
 //  - wgmma: warpgroup tiles of m a multiple of 64 and n 64, 128 or 256 with at most 128 fp32
 //    accumulators per thread, block_k a multiple of 64 (128-byte swizzle rows), 3..5 stages;
 //  - SIMT: float4 thread tiles (warp 16x32 or 32x16 multiples), no split-K;
-//  - operand loads: vectors of 1, 2, 4 or 8 elements, no wider than the contraction's
-//    (a_vec/b_vec), each thread on one column of the shared-memory tile with at most 32 rows,
-//    Tensor Core tiles swizzled (rows of 64 elements, or 32 for mma.sync); an MN-major operand
-//    needs a single K dim;
+//  - operand loads: vectors of 1, 2, 4 or 8 elements (16 of int8), no wider than the
+//    contraction's (a_vec/b_vec), each thread on one column of the shared-memory tile with at
+//    most 32 rows, Tensor Core tiles swizzled (rows a multiple of 128 bytes, or 64 bytes for
+//    mma.sync); an MN-major operand needs a single K dim;
 //  - split-K: every split gets at least one k-tile;
 //  - packed groups (groups_per_tile > 0, contraction/grouped.h): a grouped contraction on
 //    mma.sync without split-K, output channels per group a multiple of 8, block_n that many
@@ -36,8 +41,13 @@ namespace tessel::kernels {
 // The shared memory limit is the device's: see smem_bytes and resident_ctas.
 std::optional<std::string> check_schedule(const contraction::Contraction& c, const Schedule& s);
 
+// The widest vector, in elements, a loader moves of an operand of dtype `t`: 16 bytes of
+// int8, else 8 elements (16 bytes of 16-bit types; the SIMT loader's own rule bounds f32).
+int max_vector_elements(DType t);
+
 // Dynamic shared memory of the kernel: the operand pipeline (A (block_m, block_k, stages) --
-// block_k * groups_per_tile columns for packed groups -- and B (block_n, block_k, stages)) or,
+// block_k * groups_per_tile columns for packed groups -- and B (block_n, block_k, stages), in
+// bytes of the operands' dtypes: 1 for int8) or,
 // when larger, the epilogue's fp32 staging (one 16-row slab
 // per warp); plus the wgmma swizzle-atom alignment (1 KiB) and the split-K arrival flag.
 // SIMT kernels: double-buffered fp32 tiles, and per-warp staging of the whole warp tile.

@@ -7,7 +7,7 @@
 namespace tessel::kernels {
 
 enum class Instruction {
-  kMmaSync,  // mma.sync.aligned.m16n8k16 (sm_80+), ldmatrix, cp.async pipeline
+  kMmaSync,  // mma.sync.aligned.m16n8k16 (int8: m16n8k32) (sm_80+), ldmatrix, cp.async pipeline
   kWgmma,    // wgmma.mma_async (sm_90a only), operands from 128B-swizzled shared memory
   kSimt,     // CUDA cores, fp32 FMA: the fallback for contractions that do not qualify
 };
@@ -33,9 +33,9 @@ struct Schedule {
   // Warp tile (wgmma: warpgroup tile, see warps_per_warp_tile); block / warp = warp tiles.
   int warp_m = 64, warp_n = 64;
   int stages = 3;            // shared-memory pipeline depth (mma.sync 2..5, wgmma 3..5)
-  int split_k = 1;           // K split across CTAs (fp32 partials)
+  int split_k = 1;           // K split across CTAs (fp32 partials; int32 for int8)
   int raster = 8;            // CTA swizzle: tiles grouped by this many rows
-  int a_vec = 8, b_vec = 8;  // elements per global load (<= contraction's)
+  int a_vec = 8, b_vec = 8;  // elements per global load (<= contraction's; 16 of int8)
   // kHalo: the output tile is tile_h x tile_w pixels (block_m = tile_h * tile_w, tile_w a
   // multiple of 16), block_n covers all of N, block_k is the padded K; `ctas` persistent CTAs
   // loop over the tiles (0: one CTA per tile). stages, split_k, raster and the vectors are

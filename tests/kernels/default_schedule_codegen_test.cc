@@ -55,6 +55,33 @@ TEST(DefaultScheduleCodegen, EveryDefaultOfThePublicWorkloadsIsImplementable) {
   EXPECT_GT(wgmma, 0);
 }
 
+// The public workloads with int8 operands (C f32: the int32 sums as floats), where the int8
+// kernel takes them: Tensor Core eligible (ci = 3 is not: single bytes) and K-major (NHWC
+// convs, NT GEMMs). Their default is an mma.sync schedule the generator implements.
+TEST(DefaultScheduleCodegen, EveryInt8DefaultOfTheKMajorPublicWorkloadsIsImplementable) {
+  std::optional<std::string> dir = contraction::testing::workloads_dir();
+  if (!dir) GTEST_SKIP() << "shared/workloads not found beside " << TESSEL_SOURCE_DIR;
+  int taken = 0;
+  for (const device::DeviceInfo& device : {kA100, kH100}) {
+    for (contraction::testing::Workload& w : contraction::testing::load_workloads(*dir)) {
+      SCOPED_TRACE(w.name + " on sm_" + std::to_string(device.cc_major * 10 + device.cc_minor));
+      w.maps.a.dtype = w.maps.b.dtype = DType::kI8;
+      w.maps.c.dtype = DType::kF32;
+      const Contraction c = matched(w.maps);
+      if (!contraction::tensor_core_eligible(c) || c.a_major != contraction::Major::kK ||
+          c.b_major != contraction::Major::kK)
+        continue;
+      const Schedule s = default_schedule(c, device);
+      EXPECT_EQ(s.instruction, Instruction::kMmaSync) << s.name();
+      EXPECT_EQ(s.block_k % 64, 0) << s.name();
+      const std::optional<std::string> why = implementable(c, s);
+      EXPECT_FALSE(why) << s.name() << ": " << *why;
+      ++taken;
+    }
+  }
+  EXPECT_GT(taken, 80);
+}
+
 TEST(DefaultScheduleCodegen, TheWholeSpaceIsImplementable) {
   // GEMM in the three layouts (K-major and MN-major operands), a padded strided conv (gather),
   // ci=3 (2-byte loads), ci=4 (8-byte loads) and a grouped conv (batch of channel slices).

@@ -198,7 +198,7 @@ std::string emit_store(const KernelPlan& plan) {
 
 std::string emit_epilogue(const KernelPlan& plan) {
   std::ostringstream o;
-  o << "  // v: the fp32 accumulator of C[b, m, n]; ch: its output channel (scale/bias index);\n"
+  o << "  // v: the accumulator of C[b, m, n] as fp32; ch: its output channel (scale/bias index);\n"
        "  // residual: the residual tensor at the output position.\n";
   o << "  __device__ __forceinline__ static float epilogue(const KernelParams& p, float v, int ch,\n"
        "                                                   float residual) {\n";
@@ -213,9 +213,10 @@ std::string describe(const KernelPlan& plan) {
   std::ostringstream o;
   o << fmt::format("// C[b, m, n] = sum_k A(b, m, k) * B(b, n, k): batch {}, M {}, N {}, K {}\n",
                    c.batch, c.m, c.n, c.k);
-  o << fmt::format("// A {} {}-major vec {}; B {} {}-major vec {}; accumulate f32; out {}\n",
-                   dtype_name(c.a_dtype), plan.a.k_major ? "K" : "M", plan.a.vec, dtype_name(c.b_dtype),
-                   plan.b.k_major ? "K" : "N", plan.b.vec, dtype_name(e.out_dtype));
+  o << fmt::format("// A {} {}-major vec {}; B {} {}-major vec {}; accumulate {}; out {}\n",
+                   dtype_name(c.a_dtype), plan.a.k_major ? "K" : "M", plan.a.vec,
+                   dtype_name(c.b_dtype), plan.b.k_major ? "K" : "N", plan.b.vec,
+                   dtype_name(c.acc_dtype), dtype_name(e.out_dtype));
   o << fmt::format("// schedule {}: grid {} x {} threads, {} B shared memory", plan.s.name(),
                    plan.grid_x, plan.threads, plan.smem_bytes);
   if (plan.workspace_bytes) o << fmt::format(", {} B split-K workspace", plan.workspace_bytes);
@@ -277,6 +278,8 @@ KernelSource emit(const Contraction& c, const Epilogue& e, const kernels::Schedu
     body << fmt::format("  using ElementB = {};\n", kernel_element_type(c.b_dtype));
   }
   body << fmt::format("  using Out = {};\n", kernel_element_type(e.out_dtype));
+  body << fmt::format("  using Residual = {};  // the residual's elements, where there is one\n",
+                      kernel_element_type(e.residual_dtype.value_or(e.out_dtype)));
   const Contraction& kc = *plan.c;  // c, or for packed groups its dense view
   body << fmt::format("  static constexpr int kBatch = {}, kM = {}, kN = {}, kK = {};\n", kc.batch, kc.m, kc.n,
                       kc.k);

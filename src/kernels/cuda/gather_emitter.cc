@@ -317,6 +317,7 @@ const char* element_type(DType t) {
     case DType::kF16: return "f16";
     case DType::kBF16: return "bf16";
     case DType::kF32: return "float";
+    case DType::kI8: return "s8";
     default: break;
   }
   TESSEL_ICHECK(false) << "no kernel element type for " << dtype_name(t);

@@ -37,11 +37,11 @@ int64_t coeff(const contraction::AffineIndex& ix, int dim) {
   return dim < static_cast<int>(ix.coeffs.size()) ? ix.coeffs[dim] : 0;
 }
 
-// The largest vector (8, 4, 2 or 1 elements) in which an operand can be read along the
-// innermost dim of `run_dims` (its k dims when K-major, its m/n dims when MN-major): the
-// run dim must step the tensor's stride-1 dim by exactly 1 and never need a bounds check
-// there, and every other term of the flat offset must be a multiple of the vector so that
-// each vector is contiguous and aligned.
+// The largest vector (16 for 1-byte elements, 8, 4, 2 or 1 elements) in which an operand can be
+// read along the innermost dim of `run_dims` (its k dims when K-major, its m/n dims when MN-major):
+// the run dim must step the tensor's stride-1 dim by exactly 1 and never need a bounds check there,
+// and every other term of the flat offset must be a multiple of the vector so that each vector is
+// contiguous and aligned.
 int max_vector(const Contraction& c, const Access& acc, const std::vector<int>& run_dims) {
   if (run_dims.empty() || acc.shape.empty()) return 1;
   const int inner = run_dims.back();
@@ -66,8 +66,8 @@ int max_vector(const Contraction& c, const Access& acc, const std::vector<int>& 
       g = std::gcd(g, strides[d] * coeff(acc.index[d], static_cast<int>(j)));
     }
   }
-  for (int v : {8, 4, 2}) {
-    if (g % v == 0) return v;
+  for (int v : {16, 8, 4, 2}) {
+    if (g % v == 0 && v <= kernels::max_vector_elements(acc.dtype)) return v;
   }
   return 1;
 }
@@ -154,8 +154,9 @@ Reason plan_operand(const Contraction& c, const Schedule& s, Instruction instr, 
   op->tile_rows = op->k_major ? block_rows : s.block_k;
   op->tile_cols = op->k_major ? s.block_k : block_rows;
 
-  if (!is_pow2(sched_vec) || sched_vec > 8) {
-    return fmt::format("{}_vec={} is not 1, 2, 4 or 8", is_a ? 'a' : 'b', sched_vec);
+  if (!is_pow2(sched_vec) || sched_vec > kernels::max_vector_elements(op->access->dtype)) {
+    return fmt::format("{}_vec={} is not {}", is_a ? 'a' : 'b', sched_vec,
+                       dtype_size(op->access->dtype) == 1 ? "1, 2, 4, 8 or 16" : "1, 2, 4 or 8");
   }
   const int legal = max_vector(c, *op->access, op->k_major ? c.k_dims : op->row_dims);
   if (sched_vec > legal) {
@@ -191,12 +192,15 @@ Reason plan_operand(const Contraction& c, const Schedule& s, Instruction instr, 
                        kMaxIters);
   }
   if (instr != Instruction::kSimt) {
-    // SwizzledTile: rows of 32 elements (64 B) or panels of 64 (128 B rows); wgmma reads only
-    // the latter (its 128-byte swizzle mode).
+    // SwizzledTile: rows of 64 B or panels of 128 B rows; wgmma reads only the latter (its
+    // 128-byte swizzle mode).
     const bool wgmma = instr == Instruction::kWgmma;
-    if (op->tile_cols % 64 != 0 && (wgmma || op->tile_cols != 32)) {
-      return fmt::format("{} shared-memory rows of {} elements cannot be swizzled (need {}a multiple "
-                         "of 64)", name, op->tile_cols, wgmma ? "" : "32 or ");
+    const int element = static_cast<int>(dtype_size(op->access->dtype));
+    const int row_bytes = op->tile_cols * element;
+    if (row_bytes % 128 != 0 && (wgmma || row_bytes != 64)) {
+      const std::string or_64_bytes = wgmma ? "" : fmt::format("{} or ", 64 / element);
+      return fmt::format("{} shared-memory rows of {} elements cannot be swizzled (need {}a "
+                         "multiple of {})", name, op->tile_cols, or_64_bytes, 128 / element);
     }
   }
   return std::nullopt;
@@ -280,12 +284,18 @@ Reason plan_store(const Contraction& c, const Epilogue& e, const Schedule& s, Ke
   return std::nullopt;
 }
 
+// The element types the epilogue loads and stores (tessel_ptx.cuh's storage types).
+bool epilogue_dtype(DType t) {
+  return t == DType::kF16 || t == DType::kBF16 || t == DType::kF32 || t == DType::kI8;
+}
+
 Reason check_epilogue(const Epilogue& e, KernelPlan* p) {
-  if (e.out_dtype != DType::kF16 && e.out_dtype != DType::kBF16 && e.out_dtype != DType::kF32) {
-    return fmt::format("output dtype {} (f16, bf16 or f32 expected)", dtype_name(e.out_dtype));
+  if (!epilogue_dtype(e.out_dtype)) {
+    return fmt::format("output dtype {} (f16, bf16, f32 or i8 expected)", dtype_name(e.out_dtype));
   }
-  if (e.residual_dtype && *e.residual_dtype != e.out_dtype) {
-    return fmt::format("a {} residual of a {} output", dtype_name(*e.residual_dtype), dtype_name(e.out_dtype));
+  if (e.residual_dtype && !epilogue_dtype(*e.residual_dtype)) {
+    return fmt::format("residual dtype {} (f16, bf16, f32 or i8 expected)",
+                       dtype_name(*e.residual_dtype));
   }
   for (const auto& step : e.steps) {
     const bool residual = step.kind == EpilogueOpKind::kResidualAdd ||
@@ -343,10 +353,18 @@ std::optional<std::string> make_plan(const Contraction& c, const Epilogue& e, co
   if (c.m >= kInt32Safe || c.n >= kInt32Safe || c.k >= kInt32Safe || c.batch >= kInt32Safe) {
     return "an extent of M, N, K or batch does not fit 31 bits";
   }
-  if (c.acc_dtype != DType::kF32) return fmt::format("accumulator {} (f32 expected)", dtype_name(c.acc_dtype));
-  if (tc && s.mainloop != kernels::Mainloop::kHalo) {  // the halo kernel's are check_schedule's
-    if (c.a_dtype != c.b_dtype || (c.a_dtype != DType::kF16 && c.a_dtype != DType::kBF16)) {
-      return fmt::format("Tensor Cores need f16 or bf16 operands of one type (A {}, B {})",
+  // int8 operands accumulate in int32 (mma.sync m16n8k32 .s32), everything else in fp32.
+  const bool int8 = c.a_dtype == DType::kI8 && c.b_dtype == DType::kI8;
+  const DType acc = int8 ? DType::kI32 : DType::kF32;
+  if (c.acc_dtype != acc) {
+    return fmt::format("accumulator {} ({} expected)", dtype_name(c.acc_dtype), dtype_name(acc));
+  }
+  if (s.mainloop == kernels::Mainloop::kHalo) {
+    // The halo kernel's operand types are check_schedule's (check_halo).
+  } else if (tc) {
+    if (c.a_dtype != c.b_dtype ||
+        (c.a_dtype != DType::kF16 && c.a_dtype != DType::kBF16 && c.a_dtype != DType::kI8)) {
+      return fmt::format("Tensor Cores need f16, bf16 or i8 operands of one type (A {}, B {})",
                          dtype_name(c.a_dtype), dtype_name(c.b_dtype));
     }
   } else {
@@ -407,7 +425,8 @@ std::optional<std::string> make_plan(const Contraction& c, const Epilogue& e, co
   p->smem_bytes = static_cast<unsigned>(smem);
   p->workspace_bytes = 0;
   if (s.split_k > 1) {
-    // [tiles][split_k][block_m * block_n] fp32 partials, then one u32 counter per tile.
+    // [tiles][split_k][block_m * block_n] fp32 (int8: int32) partials, then one u32 counter
+    // per tile.
     p->workspace_bytes = tiles * s.split_k * static_cast<size_t>(s.block_m) * s.block_n * 4 + tiles * 4;
   }
 

@@ -199,7 +199,8 @@ TEST(CanImplement, RejectsIllegalSchedulesWithReasons) {
   const TestProblem ci4 = conv_problem(conv_params(1, 28, 28, 4, 64, 3, 1, 1));
   expect_rejected(with(ci4, tc_schedule(128, 64, 32, 64, 32, 3)), "a_vec=8 exceeds the 4 elements A can be read in");
   const TestProblem f32 = gemm_problem(64, 64, 64, "NN", DType::kF32, DType::kF32);
-  expect_rejected(with(f32, tc_schedule(64, 64, 32, 32, 32, 3, 1, 4, 4)), "Tensor Cores need f16 or bf16");
+  expect_rejected(with(f32, tc_schedule(64, 64, 32, 32, 32, 3, 1, 4, 4)),
+                  "Tensor Cores need f16, bf16 or i8");
   // 2-byte vectors of a 128x64 A tile over 128 threads: 64 per thread, beyond the row mask.
   expect_rejected(with(conv, tc_schedule(128, 128, 64, 64, 64, 3, 1, 1, 8)),
                   "A tile needs 64 loads per thread per k-tile (at most 32)");
@@ -212,8 +213,8 @@ TEST(CanImplement, RejectsIllegalSchedulesWithReasons) {
   bad_operand.e.steps[0].operand = 5;
   expect_rejected(bad_operand, "epilogue operand index 5 outside [0, 4)");
   TestProblem int_out = with(conv, tc_schedule(64, 64, 32, 32, 32, 3));
-  int_out.e.out_dtype = DType::kI8;
-  expect_rejected(int_out, "output dtype i8");
+  int_out.e.out_dtype = DType::kI32;
+  expect_rejected(int_out, "output dtype i32");
   TestProblem bad_slice = with(conv, tc_schedule(64, 64, 32, 32, 32, 3));
   bad_slice.e.store.kind = StoreMap::Kind::kChannelSlice;
   bad_slice.e.store.ld = 96;

@@ -50,11 +50,20 @@ struct TestProblem {
       case K::kSigmoid: return "sigmoid";
       case K::kHardSwish: return "hswish";
       case K::kSilu: return "silu";
+      case K::kGelu: return "gelu";
+      case K::kGeluTanh: return "gelutanh";
       case K::kResidualAdd: return "residual";
+      case K::kMul: return "mul";
+      case K::kQuantize: return "quant";
+      case K::kScaledResidualAdd: return "sresidual";
     }
     return "?";
   }
 };
+
+// C's dtype in the index maps: the output's, except for int8 operands, whose C is f32 (the
+// int32 accumulator as the float the epilogue starts from, contraction/epilogue.h).
+inline DType c_dtype(DType in, DType out) { return in == DType::kI8 ? DType::kF32 : out; }
 
 inline void finish(TestProblem& p, const contraction::IndexMaps& maps, DType out) {
   contraction::MatchResult r = contraction::match(maps);
@@ -74,7 +83,7 @@ inline TestProblem conv_problem(const contraction::Conv2dParams& cp, DType in = 
            std::to_string(cp.dilation_h) + "_g" + std::to_string(cp.groups) + "_n" +
            std::to_string(cp.n) + "_h" + std::to_string(cp.h) + "_w" + std::to_string(cp.w) +
            "_ci" + std::to_string(cp.ci) + "_co" + std::to_string(cp.co);
-  finish(p, contraction::conv2d_nhwc_maps(cp, {in, in, out}), out);
+  finish(p, contraction::conv2d_nhwc_maps(cp, {in, in, c_dtype(in, out)}), out);
   return p;
 }
 
@@ -87,7 +96,7 @@ inline TestProblem gemm_problem(int64_t m, int64_t n, int64_t k, const std::stri
   p.gk = k;
   p.what = "gemm_" + layout + "_" + std::to_string(m) + "x" + std::to_string(n) + "x" +
            std::to_string(k);
-  finish(p, contraction::gemm_maps(m, n, k, p.layout, {in, in, out}), out);
+  finish(p, contraction::gemm_maps(m, n, k, p.layout, {in, in, c_dtype(in, out)}), out);
   return p;
 }
 
@@ -139,7 +148,8 @@ inline kernels::Schedule simt_schedule(int bm, int bn, int bk, int wm, int wn, i
   return s;
 }
 
-// Epilogue steps with the operand slots the tests bind: 0 scale, 1 bias, 2 residual.
+// Epilogue steps with the operand slots the tests bind: 0 scale, 1 bias, 2 residual (either
+// residual add).
 inline contraction::EpilogueStep step(contraction::EpilogueOpKind kind, float alpha = 0.0f,
                                       float beta = 0.0f) {
   using K = contraction::EpilogueOpKind;
@@ -147,7 +157,10 @@ inline contraction::EpilogueStep step(contraction::EpilogueOpKind kind, float al
   s.kind = kind;
   s.alpha = alpha;
   s.beta = beta;
-  s.operand = kind == K::kScale ? 0 : kind == K::kBias ? 1 : kind == K::kResidualAdd ? 2 : -1;
+  s.operand = kind == K::kScale                                          ? 0
+              : kind == K::kBias                                         ? 1
+              : kind == K::kResidualAdd || kind == K::kScaledResidualAdd ? 2
+                                                                         : -1;
   return s;
 }
 

@@ -22,7 +22,7 @@ namespace tessel::kernels::cuda::testing {
 struct HostOperands {
   std::vector<float> a, b;
   std::vector<float> scale, bias;  // per output channel (operands 0 and 1, f32 on the device)
-  std::vector<float> residual;     // output-buffer shaped (operand 2, output dtype)
+  std::vector<float> residual;     // output-buffer shaped (operand 2, the residual's dtype)
 };
 
 // Coordinates of `flat` over `dims` (row-major, outermost first) written into `coord`.
@@ -85,6 +85,11 @@ inline int64_t store_position(const TestProblem& p, const std::vector<int64_t>& 
   const int64_t ld = st.ld ? st.ld : cs.back();
   int64_t row = 0;
   for (size_t d = 0; d + 1 < cs.size(); ++d) row = row * cs[d] + ci[d];
+  if (st.kind == contraction::StoreMap::Kind::kNchw) {
+    // Channels first: out[img, ch, oh, ow] with row = (img, oh, ow) flattened.
+    const int64_t pixels = st.out_h * st.out_w;
+    return (row / pixels * cs.back() + ch) * pixels + row % pixels;
+  }
   const int64_t offset = st.kind == contraction::StoreMap::Kind::kChannelSlice ? st.channel_offset : 0;
   return row * ld + offset + ch;
 }
@@ -106,6 +111,12 @@ inline double apply_step(const contraction::EpilogueStep& s, double v, int64_t c
     case K::kGeluTanh:
       return v / (1.0 + std::exp(-2.0 * std::sqrt(2.0 / M_PI) * (v + 0.044715 * v * v * v)));
     case K::kResidualAdd: return v + residual;
+    case K::kMul:
+      return v * s.alpha;
+    case K::kQuantize:
+      return std::min(std::max(std::nearbyint(v / s.alpha), -128.0), 127.0);
+    case K::kScaledResidualAdd:
+      return v + double(s.alpha) * residual;
   }
   return v;
 }
@@ -160,9 +171,27 @@ inline std::vector<double> reference_output(const TestProblem& p, const HostOper
 inline uint16_t to_bits(float v, DType t) { return t == DType::kBF16 ? float_to_bf16(v) : float_to_half(v); }
 inline float from_bits(uint16_t v, DType t) { return t == DType::kBF16 ? bf16_to_float(v) : half_to_float(v); }
 
-// Random values in [lo, hi] rounded to `t`; `bytes` receives the device image.
+// Random int8 values, never zero (so that a dropped term or an unwritten element shows):
+// magnitudes 1..max_abs, either sign. `bytes` receives the device image.
+inline std::vector<float> random_int8(std::mt19937& rng, int64_t n, std::vector<char>& bytes,
+                                      int max_abs = 127) {
+  std::uniform_int_distribution<int> mag(1, max_abs);
+  std::bernoulli_distribution neg(0.5);
+  std::vector<float> v(n);
+  bytes.resize(n);
+  for (int64_t i = 0; i < n; ++i) {
+    const int x = neg(rng) ? -mag(rng) : mag(rng);
+    bytes[i] = static_cast<char>(static_cast<signed char>(x));
+    v[i] = static_cast<float>(x);
+  }
+  return v;
+}
+
+// Random values in [lo, hi] rounded to `t` (int8: random_int8); `bytes` receives the device
+// image.
 inline std::vector<float> random_tensor(std::mt19937& rng, int64_t n, DType t, std::vector<char>& bytes,
                                  float lo = -1.0f, float hi = 1.0f) {
+  if (t == DType::kI8) return random_int8(rng, n, bytes);
   std::uniform_real_distribution<float> dist(lo, hi);
   std::vector<float> v(n);
   bytes.resize(n * dtype_size(t));
@@ -184,7 +213,9 @@ inline std::vector<double> to_doubles(const std::vector<char>& bytes, DType t) {
   const size_t n = bytes.size() / dtype_size(t);
   std::vector<double> v(n);
   for (size_t i = 0; i < n; ++i) {
-    if (t == DType::kF32) {
+    if (t == DType::kI8) {
+      v[i] = static_cast<signed char>(bytes[i]);
+    } else if (t == DType::kF32) {
       float f;
       std::memcpy(&f, bytes.data() + 4 * i, 4);
       v[i] = f;

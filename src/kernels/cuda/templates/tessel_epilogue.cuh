@@ -13,6 +13,7 @@
 //
 // Contract with generated code (struct Problem):
 //   using Out; using Index;  static constexpr int kM, kN;
+//   using Residual;                      // the residual's element type (Out unless int8)
 //   static constexpr bool kStoreAlongM;  // the output is contiguous along m, not n
 //   static constexpr int kStoreVec;      // elements per store (contiguous in the output)
 //   static constexpr int kStoreNStride;  // along n: distance in n between those elements (1,
@@ -54,29 +55,39 @@ __device__ __forceinline__ float load_f32(const void* p, int i) {
   return __ldg(static_cast<const float*>(p) + i);
 }
 
-// Loads / stores kVec consecutive elements of type T as one access.
+// Loads / stores kVec consecutive elements of type T in accesses of up to 16 bytes: one,
+// unless the elements are wider than the output's whose vector width the plan chose (an f32
+// residual of an int8 output: 16 elements, 4 accesses). The offset is a multiple of kVec, so
+// each access is aligned to its size.
 template <typename T, int kVec>
 struct OutVector {
   static constexpr int kBytes = kVec * int(sizeof(T));
-  using Raw = typename Vec<kBytes>::type;
+  static constexpr int kChunk = kBytes < 16 ? kBytes : 16;
+  static constexpr int kChunks = kBytes / kChunk;
+  using Raw = typename Vec<kChunk>::type;
   union {
-    Raw raw;
+    Raw raw[kChunks];
     T elem[kVec];
   };
   __device__ __forceinline__ void load(const void* base, long long offset) {
-    raw = *reinterpret_cast<const Raw*>(static_cast<const T*>(base) + offset);
+    const Raw* src = reinterpret_cast<const Raw*>(static_cast<const T*>(base) + offset);
+#pragma unroll
+    for (int i = 0; i < kChunks; ++i) raw[i] = src[i];
   }
   __device__ __forceinline__ void store(void* base, long long offset) const {
-    *reinterpret_cast<Raw*>(static_cast<T*>(base) + offset) = raw;
+    Raw* dst = reinterpret_cast<Raw*>(static_cast<T*>(base) + offset);
+#pragma unroll
+    for (int i = 0; i < kChunks; ++i) dst[i] = raw[i];
   }
 };
 
-// The residual's kV elements at output offset `off` (zeros without a residual).
+// The residual's kV elements at output offset `off` (zeros without a residual), as floats:
+// R has the output's layout, in its own element type (an int8 R of a float output).
 template <typename P, int kV>
 __device__ __forceinline__ void load_residual(const KernelParams& p, typename P::Index off,
                                               float (&residual)[kV]) {
   if constexpr (P::kResidual >= 0) {
-    OutVector<typename P::Out, kV> rv;
+    OutVector<typename P::Residual, kV> rv;
     rv.load(p.extra[P::kResidual], off);
 #pragma unroll
     for (int i = 0; i < kV; ++i) residual[i] = to_float(rv.elem[i]);

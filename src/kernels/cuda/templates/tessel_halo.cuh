@@ -177,7 +177,7 @@ struct HaloConvKernel {
   static constexpr int kV = P::kStoreVec;
   static constexpr int kSlabChunks = 16 * (kWN / kV);
   static constexpr int kLaneChunks = (kSlabChunks + 31) / 32;
-  using ResidualVector = OutVector<typename P::Out, kV>;
+  using ResidualVector = OutVector<typename P::Residual, kV>;
 
   // Output coordinates of chunk j of this lane in the slab whose first pixel is flat m_base.
   __device__ __forceinline__ static bool chunk_position(int j, int lane, int m_base, int n_base,

@@ -1,5 +1,6 @@
-// The Tensor Core contraction kernel (sm_80+, runs on Hopper): mma.sync m16n8k16 with fp32
-// accumulators, ldmatrix fragment loads from XOR-swizzled shared memory, a multi-stage
+// The Tensor Core contraction kernel (sm_80+, runs on Hopper): mma.sync m16n8k16 (f16, bf16)
+// with fp32 accumulators or m16n8k32 (int8) with int32 ones, ldmatrix fragment loads from
+// XOR-swizzled shared memory, a multi-stage
 // cp.async pipeline fed by the generated operand gathers, register double-buffered
 // fragments, optional split-K with an in-kernel fixup, and a shared-memory staged epilogue.
 //
@@ -31,6 +32,46 @@ namespace tessel {
 // (for B one x4 covers two n8 tiles: registers {0,1} are the b of n0..n0+7 and {2,3} of
 // n0+8..n0+15). Derivation: matrix i is addressed by lanes 8i..8i+7 and lands in register i;
 // the placement above makes matrix i the 8x8 block that register i of the fragment holds.
+//
+// ---- int8: mma.m16n8k32 .s8 (PTX ISA 9.7.14.5.10), K-major operands only ------------------
+// Each u32 holds four 8-bit elements, the lower k first:
+//   A (T32,V16) -> (M16,K32): a[0]: (g, 4t..4t+3)     a[1]: (g+8, 4t..4t+3)
+//                             a[2]: (g, 4t+16..+19)   a[3]: (g+8, 4t+16..+19)
+//   B (T32,V8)  -> (K32,N8):  b[0]: (4t..4t+3, g)     b[1]: (4t+16..4t+19, g)
+//   C (T32,V4)  -> (M16,N8):  int32, placed as the fp32 C above.
+// In bytes of a K-major row this is the k16 fragment of 16-bit elements exactly: a[0] is
+// bytes 4t..4t+3 of row g in both, a[2] bytes 16+4t.., b likewise. So a k32 step of int8 is
+// a 32-byte step like a k16 step of f16, and the non-.trans ldmatrix addresses above (in
+// 16-byte chunks, two per step) load it unchanged. ldmatrix .trans moves 16-bit elements:
+// it cannot transpose bytes, so MN-major int8 operands are refused (kernel_rules.cc).
+
+// The warp-level Tensor Core instruction of an element type and its accumulator.
+template <typename T>
+struct MmaTraits;
+template <>
+struct MmaTraits<f16> {
+  using Acc = float;
+  static constexpr int kK = 16;  // k per instruction: one 32-byte step of a K-major row
+  __device__ __forceinline__ static void fma(float (&d)[4], const u32 (&a)[4], const u32 (&b)[2]) {
+    MmaM16N8K16<f16>::fma(d, a, b);
+  }
+};
+template <>
+struct MmaTraits<bf16> {
+  using Acc = float;
+  static constexpr int kK = 16;
+  __device__ __forceinline__ static void fma(float (&d)[4], const u32 (&a)[4], const u32 (&b)[2]) {
+    MmaM16N8K16<bf16>::fma(d, a, b);
+  }
+};
+template <>
+struct MmaTraits<s8> {
+  using Acc = int;
+  static constexpr int kK = 32;
+  __device__ __forceinline__ static void fma(int (&d)[4], const u32 (&a)[4], const u32 (&b)[2]) {
+    MmaM16N8K32S8::fma(d, a, b);
+  }
+};
 
 // Packed groups (kernels/contraction/grouped.h): the A view's k-tile of T taps holds, per
 // tap, the kCP = kGroups * kCi channels of every group of the N tile; shared memory keeps
@@ -49,24 +90,32 @@ struct PackedGroupColumns {
 template <typename P>
 struct MmaKernel {
   using Element = typename P::Element;
+  using Mma = MmaTraits<Element>;
+  using Acc = typename Mma::Acc;
+  static constexpr int kElemBytes = int(sizeof(Element));
   static constexpr int kBM = P::kBlockM, kBN = P::kBlockN, kBK = P::kBlockK;
   static constexpr int kWM = P::kWarpM, kWN = P::kWarpN;
   static constexpr int kStages = P::kStages;
   static constexpr int kWarpsM = kBM / kWM, kWarpsN = kBN / kWN;
   static constexpr int kThreads = 32 * kWarpsM * kWarpsN;
-  static constexpr int kMI = kWM / 16, kNI = kWN / 8, kKSteps = kBK / 16;
+  // k-steps of one instruction (k16 of 16-bit elements, k32 of int8: 32 bytes of a row each).
+  static constexpr int kMI = kWM / 16, kNI = kWN / 8, kKSteps = kBK / Mma::kK;
+  static_assert(Mma::kK * kElemBytes == 32, "a k-step is 32 bytes: two 16-byte chunks");
   static constexpr int kTilesM = (P::kM + kBM - 1) / kBM;
   static constexpr int kTilesN = (P::kN + kBN - 1) / kBN;
   static constexpr int kKTiles = (P::kK + kBK - 1) / kBK;
-  static_assert(kKSteps >= 2, "register double-buffering needs two k16 steps per k-tile");
+  static_assert(kKSteps >= 2, "register double-buffering needs two k-steps per k-tile");
   static_assert(kNI % 2 == 0, "B fragments are loaded two n8 tiles at a time");
+  static_assert(kElemBytes == 2 || (P::kAKMajor && P::kBKMajor),
+                "ldmatrix .trans moves 16-bit elements: 8-bit operands must be K-major");
 
   // Packed groups: the N tile is kGroupsPerTile whole groups of kGroupN channels; a warp's n8
   // fragments belong to kGW groups (one when a group spans the warp tile), and fragment ni
   // multiplies the A fragment of its own group. Without groups: one A fragment per mi.
   static constexpr bool kPacked = P::kGroupsPerTile > 0;
   static constexpr int kGroupN = kPacked ? P::kGroupN : kWN;
-  static_assert(!kPacked || (P::kAKMajor && P::kBKMajor && P::kSplitK == 1), "packed groups: K-major, no split");
+  static_assert(!kPacked || (P::kAKMajor && P::kBKMajor && P::kSplitK == 1 && kElemBytes == 2),
+                "packed groups: 16-bit K-major operands, no split");
   static_assert(!kPacked || kGroupN % 8 == 0, "an n8 fragment holds one group");
   static_assert(kWN % kGroupN == 0 || kGroupN % kWN == 0, "warps and groups nest");
   static constexpr int kGW = kWN > kGroupN ? kWN / kGroupN : 1;
@@ -76,15 +125,15 @@ struct MmaKernel {
   static constexpr int kACols = kPacked ? kBK * P::kGroupsPerTile : kBK;  // A's k columns
 
   // smem A: (kBM, kACols, kStages) if K-major, else (kBK, kBM, kStages); likewise B.
-  using TileA = SwizzledTile<P::kAKMajor ? kBM : kBK, P::kAKMajor ? kACols : kBM>;
-  using TileB = SwizzledTile<P::kBKMajor ? kBN : kBK, P::kBKMajor ? kBK : kBN>;
+  using TileA = SwizzledTile<P::kAKMajor ? kBM : kBK, P::kAKMajor ? kACols : kBM, kElemBytes>;
+  using TileB = SwizzledTile<P::kBKMajor ? kBN : kBK, P::kBKMajor ? kBK : kBN, kElemBytes>;
   using ColumnsA = typename Select<kPacked, PackedGroupColumns<(kPacked ? P::kGroupsPerTile : 1),
                                                                (kPacked ? P::kGroupCi : 1), kBK>,
                                    IdentityColumns>::type;
   using LoaderA = TileLoader<typename P::GatherA, P::kAKMajor ? kBM : kBK,
-                             P::kAKMajor ? kACols : kBM, P::kAVec, kThreads, ColumnsA>;
-  using LoaderB = TileLoader<typename P::GatherB, P::kBKMajor ? kBN : kBK,
-                             P::kBKMajor ? kBK : kBN, P::kBVec, kThreads>;
+                             P::kAKMajor ? kACols : kBM, P::kAVec, kThreads, kElemBytes, ColumnsA>;
+  using LoaderB = TileLoader<typename P::GatherB, P::kBKMajor ? kBN : kBK, P::kBKMajor ? kBK : kBN,
+                             P::kBVec, kThreads, kElemBytes>;
   static constexpr int kPipelineBytes = kStages * (TileA::kBytes + TileB::kBytes);
 
   // Epilogue staging: each warp stages one 16-row slab of its accumulators at a time,
@@ -99,10 +148,10 @@ struct MmaKernel {
       (kPipelineBytes > kEpilogueBytes ? kPipelineBytes : kEpilogueBytes) + (P::kSplitK > 1 ? 16 : 0);
 
   // Per-lane byte offsets of the ldmatrix addresses within one stage (see the table above).
-  // K-major operands vary the chunk with the k16 step (offset per step; the 16-row shift of
-  // the next m16/n16 tile keeps the swizzle key, so it is a constant added later). MN-major
-  // operands vary the chunk with the m16/n16 tile (offset per tile; the next k16 step is a
-  // 16-row shift, again a constant).
+  // K-major operands vary the chunk with the k-step (offset per step, two 16-byte chunks per
+  // step; the 16-row shift of the next m16/n16 tile keeps the swizzle key, so it is a
+  // constant added later). MN-major operands vary the chunk with the m16/n16 tile (offset per
+  // tile; the next k16 step is a 16-row shift, again a constant).
   struct FragmentOffsets {
     u32 a[P::kAKMajor ? kKSteps : kMI][kGW];
     u32 b[P::kBKMajor ? kKSteps : kNI / 2];
@@ -118,7 +167,8 @@ struct MmaKernel {
       for (int ks = 0; ks < kKSteps; ++ks)
 #pragma unroll
         for (int q = 0; q < kGW; ++q)
-          f.a[ks][q] = TileA::offset(wm * kWM + lane % 16, (group0 + q) * (kBK / 8) + ks * 2 + lane / 16);
+          f.a[ks][q] = TileA::offset(
+              wm * kWM + lane % 16, (group0 + q) * (kBK / TileA::kChunkElems) + ks * 2 + lane / 16);
     } else {
 #pragma unroll
       for (int mi = 0; mi < kMI; ++mi)
@@ -136,7 +186,7 @@ struct MmaKernel {
     return f;
   }
 
-  // Loads the A and B fragments of k16 step `ks` of the stage at `sa` / `sb`.
+  // Loads the A and B fragments of k-step `ks` of the stage at `sa` / `sb`.
   __device__ __forceinline__ static void load_fragments(u32 (&af)[kMI][kGW][4], u32 (&bf)[kNI][2],
                                                         const FragmentOffsets& f, u32 sa, u32 sb,
                                                         int ks) {
@@ -209,7 +259,7 @@ struct MmaKernel {
     }
 
     const FragmentOffsets fo = fragment_offsets(lane, wm, wn);
-    float acc[kMI][kNI][4] = {};
+    Acc acc[kMI][kNI][4] = {};
     u32 af[2][kMI][kGW][4], bf[2][kNI][2];
 
     cp_async_wait<kStages - 2>();
@@ -236,7 +286,7 @@ struct MmaKernel {
           __syncthreads();
           read_stage = read_stage + 1 == kStages ? 0 : read_stage + 1;
         }
-        // Double-buffering: fragments of the next k16 step load while this step's mmas run.
+        // Double-buffering: fragments of the next k-step load while this step's mmas run.
         const int next = ks + 1 == kKSteps ? 0 : ks + 1;
         load_fragments(af[(ks + 1) % 2], bf[(ks + 1) % 2], fo, stage_a(read_stage),
                        stage_b(read_stage), next);
@@ -247,15 +297,15 @@ struct MmaKernel {
           }
           cp_async_commit();
         }
-        // Where K ends inside the last k-tile, its k16 steps past K would multiply the zeros
+        // Where K ends inside the last k-tile, its k-steps past K would multiply the zeros
         // the gathers filled in: skipped, warp-uniformly. (A group of 8 channels, 3x3: K = 72
         // in k-tiles of 32, the third k-tile's second step.)
-        if (P::kK % kBK != 0 && (kt_begin + kt) * kBK + ks * 16 >= P::kK) continue;
+        if (P::kK % kBK != 0 && (kt_begin + kt) * kBK + ks * Mma::kK >= P::kK) continue;
 #pragma unroll
         for (int mi = 0; mi < kMI; ++mi)
 #pragma unroll
           for (int ni = 0; ni < kNI; ++ni)
-            MmaM16N8K16<Element>::fma(acc[mi][ni], af[ks % 2][mi][group_of_fragment(ni)], bf[ks % 2][ni]);
+            Mma::fma(acc[mi][ni], af[ks % 2][mi][group_of_fragment(ni)], bf[ks % 2][ni]);
       }
     }
     cp_async_wait<0>();
@@ -270,7 +320,7 @@ struct MmaKernel {
       }
     }
 
-    // Epilogue: per warp, one (M16, kWN) slab at a time.
+    // Epilogue: per warp, one (M16, kWN) slab at a time, the accumulators as fp32.
     //   (T32, V(kNI*4)) -> (M16, kWN): c[ni][0..1] at (g, ni*8 + 2t), c[ni][2..3] at (g+8, ...)
     float* slab = reinterpret_cast<float*>(smem) + warp * 16 * kSlabPitch;
     const int g = lane / 4, t = lane % 4;
@@ -279,9 +329,9 @@ struct MmaKernel {
 #pragma unroll
       for (int ni = 0; ni < kNI; ++ni) {
         *reinterpret_cast<float2*>(slab + g * kSlabPitch + ni * 8 + 2 * t) =
-            make_float2(acc[mi][ni][0], acc[mi][ni][1]);
+            make_float2(acc_to_float(acc[mi][ni][0]), acc_to_float(acc[mi][ni][1]));
         *reinterpret_cast<float2*>(slab + (g + 8) * kSlabPitch + ni * 8 + 2 * t) =
-            make_float2(acc[mi][ni][2], acc[mi][ni][3]);
+            make_float2(acc_to_float(acc[mi][ni][2]), acc_to_float(acc[mi][ni][3]));
       }
       __syncwarp();
       store_slab<P, 16, kWN, 32>(p, slab, kSlabPitch, cta.batch, m0 + wm * kWM + mi * 16,

@@ -27,11 +27,6 @@ struct b8 {
   unsigned char v;
 };
 
-template <>
-struct Vec<1> {
-  using type = unsigned char;
-};
-
 // ---- Conversions between storage types ---------------------------------------------------
 // Floating types meet in float (the arithmetic type of every op kernel); integers convert
 // directly so that i64 values above 2^24 survive an integer-to-integer cast.

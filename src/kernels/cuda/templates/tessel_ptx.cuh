@@ -2,11 +2,12 @@
 // struct each, kept apart from their traits (which thread holds which fragment element lives
 // with the kernels that use them, tessel_mma_mainloop.cuh).
 //
-// Self-contained on purpose: NVRTC compiles these with no include path, so fp16 and bf16 are
-// handled as raw 16-bit patterns and converted with cvt instructions, not cuda_fp16.h.
+// Self-contained on purpose: NVRTC compiles these with no include path, so fp16, bf16 and int8
+// are handled as raw bit patterns and converted with cvt instructions, not cuda_fp16.h.
 // PTX ISA references (PTX ISA 8.x, "Parallel Synchronization and Communication Instructions"
 // and "Warp Level Matrix Multiply-Accumulate Instructions"):
 //   mma.sync m16n8k16          9.7.14.5.8  (sm_80+)
+//   mma.sync m16n8k32 .s8      9.7.14.5.10 (sm_80+; "Matrix Fragments for mma.m16n8k32")
 //   ldmatrix                   9.7.14.5.15 (sm_75+)
 //   cp.async / commit / wait   9.7.9.25    (sm_80+)
 #pragma once
@@ -24,6 +25,10 @@ struct f16 {
 struct bf16 {
   u16 bits;
 };
+// int8 (QDQ models: symmetric, zero point 0), one byte.
+struct s8 {
+  signed char bits;
+};
 
 // ---- Conversions ------------------------------------------------------------------------
 __device__ __forceinline__ float to_float(f16 x) {
@@ -33,6 +38,7 @@ __device__ __forceinline__ float to_float(f16 x) {
 }
 __device__ __forceinline__ float to_float(bf16 x) { return __uint_as_float(u32(x.bits) << 16); }
 __device__ __forceinline__ float to_float(float x) { return x; }
+__device__ __forceinline__ float to_float(s8 x) { return float(x.bits); }
 
 template <typename T>
 __device__ __forceinline__ T from_float(float f);
@@ -50,6 +56,22 @@ __device__ __forceinline__ bf16 from_float<bf16>(float f) {
 }
 template <>
 __device__ __forceinline__ float from_float<float>(float f) {
+  return f;
+}
+// Round to nearest even, saturated to [-128, 127] (NaN -> 0): QuantizeLinear's store.
+template <>
+__device__ __forceinline__ s8 from_float<s8>(float f) {
+  int r;
+  asm("cvt.rni.sat.s8.f32 %0, %1;" : "=r"(r) : "f"(f));
+  return s8{static_cast<signed char>(r)};
+}
+
+// An accumulator as the fp32 value the epilogue starts from: int32 sums rounded to nearest
+// (exact below 2^24 in magnitude).
+__device__ __forceinline__ float acc_to_float(float x) { return x; }
+__device__ __forceinline__ float acc_to_float(int x) {
+  float f;
+  asm("cvt.rn.f32.s32 %0, %1;" : "=f"(f) : "r"(x));
   return f;
 }
 
@@ -82,6 +104,19 @@ struct MmaM16N8K16<bf16> {
         "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
         "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  }
+};
+
+// ---- mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 ---------------------------------------
+// D = A * B + D with A 16x32 (row), B 32x8 (col), D 16x8 int32 (wrapping, not .satfinite: a
+// sum of K products of at most 2^14 each cannot overflow for K < 2^17).
+struct MmaM16N8K32S8 {
+  __device__ __forceinline__ static void fma(int (&d)[4], const u32 (&a)[4], const u32 (&b)[2]) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 "
+        "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+        : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
   }
 };
@@ -160,6 +195,10 @@ __device__ __forceinline__ void cp_async_wait() {
 // moves with one instruction.
 template <int Bytes>
 struct Vec;
+template <>
+struct Vec<1> {
+  using type = unsigned char;
+};
 template <>
 struct Vec<2> {
   using type = u16;

@@ -49,17 +49,20 @@ __device__ __forceinline__ CtaCoord rasterize(int linear) {
 }
 
 // ---- Swizzled shared-memory tile ------------------------------------------------------------
-// smem tile: (kRows, kCols) of 16-bit elements, stored as 16-byte chunks (8 elements).
+// smem tile: (kRows, kCols) of kElemBytes-byte elements (2: f16/bf16, 1: int8), stored as
+// 16-byte chunks (8 or 16 elements). Rows are kColBytes = kCols * kElemBytes long; everything
+// below is in bytes, so an int8 tile of 64 columns is laid out as a 16-bit one of 32.
 // ldmatrix reads one chunk from each of 8 consecutive rows at the same logical column;
 // unswizzled, rows of 64 B or more would put those 8 chunks in the same 4 banks (8-way
 // conflict). So the physical chunk is the logical one XOR a 3-bit row key:
-//   kCols % 64 == 0: the tile is stored as panels of 64 columns, (kCols/64, kRows, 64):
+//   kColBytes % 128 == 0: the tile is stored as panels of 128 B, (kColBytes/128, kRows, 128 B):
 //       each row of a panel is one 128 B line and key = row % 8. 8 consecutive rows -> 8
 //       distinct chunk positions -> 8 distinct bank quads. This is exactly the canonical
 //       128B-swizzle layout of wgmma shared-memory operands (8-row x 128 B atoms, 16-byte
-//       chunk ^= row % 8), K-major for an (m, k) tile of 64 k, MN-major for a (k, mn) tile,
-//       so one layout serves ldmatrix and wgmma descriptors alike. Panels are 1024 B aligned.
-//   kCols == 32 (rows of 64 B): two rows share a 128 B line; key = line % 8 with
+//       chunk ^= row % 8), K-major for an (m, k) tile of 64 16-bit k, MN-major for a (k, mn)
+//       tile, so one layout serves ldmatrix and wgmma descriptors alike. Panels are 1024 B
+//       aligned.
+//   kColBytes == 64: two rows share a 128 B line; key = line % 8 with
 //       line = (row*4 + chunk) / 8 = row / 2, XOR applied to the chunk-in-line (0..7).
 //       Rows r..r+7 (r % 8 == 0) are lines L..L+3 with L % 4 == 0: the key takes 4 values that
 //       differ only in bits 0-1 (or share bit 2), so bit 2 of the chunk-in-line (which row of
@@ -69,14 +72,16 @@ __device__ __forceinline__ CtaCoord rasterize(int linear) {
 // Shifting the row by a multiple of 16 leaves the key unchanged in both cases (16 % 8 == 0;
 // 16 rows of 64 B = 8 lines) and moves the chunk by 16 * kRowBytes: the fragment loaders
 // precompute offsets once and add constants.
-template <int kRows, int kCols>
+template <int kRows, int kCols, int kElemBytes = 2>
 struct SwizzledTile {
-  static_assert(kCols == 32 || kCols % 64 == 0, "rows of 64 B or panels of 128 B rows");
+  static constexpr int kColBytes = kCols * kElemBytes;
+  static_assert(kColBytes == 64 || kColBytes % 128 == 0, "rows of 64 B or panels of 128 B rows");
   static_assert(kRows % 8 == 0, "whole 8-row swizzle atoms");
-  static constexpr bool kPanels = kCols % 64 == 0;
+  static constexpr bool kPanels = kColBytes % 128 == 0;
+  static constexpr int kChunkElems = 16 / kElemBytes;       // elements per 16-byte chunk
   static constexpr int kRowBytes = kPanels ? 128 : 64;      // row pitch within a panel
   static constexpr int kPanelBytes = kRows * 128;           // distance between panels
-  static constexpr int kBytes = kRows * kCols * 2;
+  static constexpr int kBytes = kRows * kColBytes;
 
   // Byte offset of logical 16-byte chunk `chunk` of row `row`.
   __device__ __forceinline__ static u32 offset(int row, int chunk) {
@@ -96,9 +101,9 @@ struct SwizzledTile {
 // kThreads % kVecsPerRow == 0 keeps every thread on one column for all its rows, so the
 // gather decomposes the column coordinate once and the row coordinates once.
 // Vectors of >= 4 bytes go through cp.async (asynchronous, zero-filled when invalid); 2-byte
-// vectors (kVec == 1, e.g. ci=3 activations) cannot (cp.async moves 4, 8 or 16 bytes), so
-// they are fetched into registers one stage early and stored to shared memory before the
-// barrier that publishes the stage.
+// vectors (kVec == 1 of 16-bit elements, e.g. ci=3 activations, or kVec == 2 of int8) cannot
+// (cp.async moves 4, 8 or 16 bytes), so they are fetched into registers one stage early and
+// stored to shared memory before the barrier that publishes the stage.
 // The type T if kCond, else F (NVRTC compiles without the standard library).
 template <bool kCond, typename T, typename F>
 struct Select {
@@ -115,11 +120,12 @@ struct IdentityColumns {
   __device__ __forceinline__ static int map(int col) { return col; }
 };
 
-template <typename Gather, int kRows, int kCols, int kVec, int kThreads,
+template <typename Gather, int kRows, int kCols, int kVec, int kThreads, int kElemBytes = 2,
           typename Columns = IdentityColumns>
 struct TileLoader {
-  using Tile = SwizzledTile<kRows, kCols>;
-  static constexpr int kVecBytes = kVec * 2;
+  using Tile = SwizzledTile<kRows, kCols, kElemBytes>;
+  static constexpr int kVecBytes = kVec * kElemBytes;
+  static_assert(kVecBytes >= 2 && kVecBytes <= 16, "vectors of 2 to 16 bytes");
   static constexpr int kVecsPerRow = kCols / kVec;
   static constexpr int kRowStep = kThreads / kVecsPerRow;
   static constexpr int kIters = kRows / kRowStep;
@@ -144,11 +150,12 @@ struct TileLoader {
 
   __device__ __forceinline__ u32 dst(int it) const {
     const int scol = Columns::map(col);
-    const u32 within = u32(scol % 8) * 2u;
+    constexpr int kChunk = Tile::kChunkElems;
+    const u32 within = u32(scol % kChunk * kElemBytes);
     if constexpr (kLinearRows) {
-      return Tile::offset(row0, scol / 8) + u32(it * kRowStep * Tile::kRowBytes) + within;
+      return Tile::offset(row0, scol / kChunk) + u32(it * kRowStep * Tile::kRowBytes) + within;
     } else {
-      return Tile::offset(row0 + it * kRowStep, scol / 8) + within;
+      return Tile::offset(row0 + it * kRowStep, scol / kChunk) + within;
     }
   }
 

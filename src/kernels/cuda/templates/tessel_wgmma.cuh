@@ -40,6 +40,7 @@ struct WgmmaKernel {
   static constexpr int kKTiles = (P::kK + kBK - 1) / kBK;
   static_assert(kStages >= 3, "loads run kStages - 2 tiles ahead");
   static_assert(kWM % 64 == 0 && (kWN == 64 || kWN == 128 || kWN == 256), "wgmma m64nNk16 tiles");
+  static_assert(sizeof(Element) == 2, "wgmma kernel: f16 or bf16 operands (int8 runs on mma.sync)");
 
   // smem A: (kBM, kBK, kStages) if K-major, else (kBK, kBM, kStages); likewise B. All in the
   // 128B-swizzled panel layout of SwizzledTile, which is wgmma's canonical layout.

@@ -1,0 +1,302 @@
+// int8 contractions in the mma.sync generator, without a GPU: each variant compiles with NVRTC
+// for sm_80 and sm_90a and its PTX holds m16n8k32 .s8 with plain (never .trans) ldmatrix, the
+// loads its vectors promise and the int32 -> fp32 conversion; the plan sizes 1-byte tiles and
+// int8 stores; can_implement refuses what the int8 path does not take, with the reason; the
+// default schedule is an mma.sync one the generator implements, and its name round-trips.
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "device/device_info.h"
+#include "kernels/arch.h"
+#include "kernels/cuda/contraction_problems.h"
+#include "kernels/cuda/nvrtc_test_util.h"
+#include "kernels/default_schedule.h"
+#include "kernels/estimate.h"
+#include "kernels/test_devices.h"
+
+namespace tessel::kernels::cuda::testing {
+namespace {
+
+using contraction::StoreMap;
+using K = contraction::EpilogueOpKind;
+
+bool has(const std::string& s, const std::string& what) {
+  return s.find(what) != std::string::npos;
+}
+
+TestProblem i8conv(const contraction::Conv2dParams& cp, DType out = DType::kI8) {
+  return conv_problem(cp, DType::kI8, out);
+}
+TestProblem i8gemm(int64_t m, int64_t n, int64_t k, DType out = DType::kI8,
+                   const char* layout = "NT") {
+  return gemm_problem(m, n, k, layout, DType::kI8, out);
+}
+
+// An int8 schedule: 16-byte vectors where the operands allow them.
+TestProblem with(TestProblem p, kernels::Schedule s,
+                 std::vector<contraction::EpilogueStep> steps = {},
+                 std::optional<DType> residual = std::nullopt) {
+  s.a_vec = std::min(16, p.c.a_vec);
+  s.b_vec = std::min(16, p.c.b_vec);
+  p.s = s;
+  p.e.steps = std::move(steps);
+  p.e.residual_dtype = residual;
+  return p;
+}
+
+std::vector<TestProblem> int8_variants() {
+  std::vector<TestProblem> v;
+  // 3x3 pad 1, dequantize + bias + relu into f16 (a float consumer).
+  v.push_back(with(i8conv(conv_params(2, 28, 28, 64, 64, 3, 1, 1), DType::kF16),
+                   tc_schedule(128, 128, 64, 64, 64, 3),
+                   {step(K::kMul, 1e-3f), step(K::kBias), step(K::kRelu)}));
+  // 1x1 requantized to int8: scale, bias, relu, quantize.
+  v.push_back(with(i8conv(conv_params(1, 28, 28, 64, 128, 1, 1, 0)),
+                   tc_schedule(128, 64, 64, 64, 32, 4),
+                   {step(K::kScale), step(K::kBias), step(K::kRelu), step(K::kQuantize, 0.5f)}));
+  // Strided 3x3, the int32 sums as f32.
+  v.push_back(with(i8conv(conv_params(1, 30, 30, 32, 64, 3, 2, 1), DType::kF32),
+                   tc_schedule(64, 64, 64, 32, 32, 3)));
+  // ci = 6: 2-byte vectors through registers; K = 54 in one k-tile of 64.
+  v.push_back(with(i8conv(conv_params(1, 32, 32, 6, 32, 3, 1, 1)),
+                   tc_schedule(64, 32, 64, 32, 16, 3), {step(K::kQuantize, 4.0f)}));
+  // ci = 8: 8-byte cp.async; an int8 residual added at its scale, then requantized.
+  v.push_back(with(i8conv(conv_params(1, 20, 20, 8, 64, 3, 1, 1)),
+                   tc_schedule(64, 64, 128, 32, 32, 3),
+                   {step(K::kMul, 0.01f), step(K::kBias), step(K::kScaledResidualAdd, 0.05f),
+                    step(K::kRelu), step(K::kQuantize, 0.1f)}));
+  // An f16 output with an int8 residual (residual_dtype).
+  v.push_back(with(i8conv(conv_params(1, 14, 14, 64, 64, 1, 1, 0), DType::kF16),
+                   tc_schedule(64, 64, 64, 32, 32, 2),
+                   {step(K::kMul, 1e-3f), step(K::kScaledResidualAdd, 0.02f)}, DType::kI8));
+  // Split-K: int32 partials.
+  v.push_back(with(i8gemm(200, 72, 512, DType::kF32), tc_schedule(64, 64, 128, 32, 32, 3, 2)));
+  // The largest tile.
+  v.push_back(with(i8gemm(512, 512, 512), tc_schedule(256, 128, 64, 64, 64, 3),
+                   {step(K::kQuantize, 64.0f)}));
+  // Channels-first int8 store (16 pixels per vector along m).
+  TestProblem nchw = i8conv(conv_params(1, 16, 16, 32, 32, 1, 1, 0));
+  nchw.e.store.kind = StoreMap::Kind::kNchw;
+  nchw.e.store.out_h = nchw.e.store.out_w = 16;
+  v.push_back(with(nchw, tc_schedule(64, 32, 64, 32, 32, 3), {step(K::kQuantize, 8.0f)}));
+  // A channel slice at offset 3 of 101 channels: single-byte stores.
+  TestProblem slice = i8conv(conv_params(1, 8, 8, 32, 32, 1, 1, 0));
+  slice.e.store.kind = StoreMap::Kind::kChannelSlice;
+  slice.e.store.ld = 101;
+  slice.e.store.channel_offset = 3;
+  v.push_back(with(slice, tc_schedule(64, 32, 64, 32, 16, 3), {step(K::kQuantize, 8.0f)}));
+  return v;
+}
+
+class Int8VariantCompiles : public ::testing::TestWithParam<TestProblem> {};
+
+TEST_P(Int8VariantCompiles, ForSm80AndSm90aOnM16N8K32) {
+  const TestProblem& p = GetParam();
+  const auto why = can_implement(p.c, p.e, p.s);
+  ASSERT_FALSE(why) << *why;
+  const KernelSource ks = emit(p.c, p.e, p.s);
+  EXPECT_TRUE(has(ks.source, "using Element = s8;")) << ks.source;
+  EXPECT_TRUE(has(ks.source, "accumulate i32"));
+  EXPECT_TRUE(has(ks.source, "MmaKernel<Problem>::run(p)"));
+  for (const char* arch : {"sm_80", "sm_90a"}) {
+    SCOPED_TRACE(arch);
+    const Compiled out = nvrtc_compile(ks, arch);
+    ASSERT_TRUE(out.ok) << out.log << "\n" << ks.source;
+    const std::string& ptx = out.ptx;
+    EXPECT_TRUE(has(ptx, "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32"));
+    EXPECT_FALSE(has(ptx, "m16n8k16"));
+    EXPECT_TRUE(has(ptx, "ldmatrix.sync.aligned.m8n8.x4.shared.b16"));
+    EXPECT_FALSE(has(ptx, ".trans"));
+    EXPECT_TRUE(has(ptx, "cvt.rn.f32.s32")) << "int32 accumulators staged as fp32";
+    EXPECT_EQ(has(ptx, "cvt.rni.sat.s8.f32"), p.e.out_dtype == DType::kI8);
+    for (int vec : {p.s.a_vec, p.s.b_vec}) {
+      // 16, 8 and 4 bytes by cp.async; 2 bytes through registers.
+      const std::string expected = vec == 16  ? "], 16, %r"
+                                   : vec == 8 ? "], 8, %r"
+                                   : vec == 4 ? "], 4, %r"
+                                              : "ld.global.nc.u16";
+      EXPECT_TRUE(has(ptx, expected)) << "vec " << vec;
+    }
+  }
+}
+
+std::string variant_name(const ::testing::TestParamInfo<TestProblem>& info) {
+  std::string n = info.param.name();
+  for (char& ch : n)
+    if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  return n;
+}
+INSTANTIATE_TEST_SUITE_P(Int8, Int8VariantCompiles, ::testing::ValuesIn(int8_variants()),
+                         variant_name);
+
+// ---- The plan -------------------------------------------------------------------------------
+TEST(Int8Plan, OneByteTilesInt8StoresAndInt32Partials) {
+  // 128x64x64, 3 stages: (128 + 64) rows of 64 bytes per stage.
+  const TestProblem p = with(i8conv(conv_params(1, 28, 28, 64, 128, 1, 1, 0)),
+                             tc_schedule(128, 64, 64, 64, 32, 3), {step(K::kQuantize, 0.5f)});
+  KernelSource ks = emit(p.c, p.e, p.s);
+  EXPECT_EQ(ks.smem_bytes, 3u * (128 + 64) * 64);
+  EXPECT_EQ(ks.smem_bytes, kernels::smem_bytes(p.c, p.s));
+  EXPECT_TRUE(has(ks.source, "static constexpr int kStoreVec = 16;"))
+      << "16 int8 outputs per store";
+  EXPECT_TRUE(has(ks.source, "static constexpr int kAVec = 16, kBVec = 16;"));
+  EXPECT_TRUE(has(ks.source, "using Out = s8;"));
+  EXPECT_TRUE(has(ks.source, "v = quantize_s8_f(v, 0.5f);  // quantize to int8"));
+  // An f16 output reading an int8 residual.
+  const TestProblem r =
+      with(i8conv(conv_params(1, 14, 14, 64, 64, 1, 1, 0), DType::kF16),
+           tc_schedule(64, 64, 64, 32, 32, 3), {step(K::kScaledResidualAdd, 0.25f)}, DType::kI8);
+  ks = emit(r.c, r.e, r.s);
+  EXPECT_TRUE(has(ks.source, "using Out = f16;"));
+  EXPECT_TRUE(has(ks.source, "using Residual = s8;"));
+  EXPECT_TRUE(has(ks.source, "static constexpr int kResidual = 2;"));
+  EXPECT_TRUE(has(ks.source, "v += 0.25f * residual;"));
+  // Split-K 4 over 8 k-tiles of 128: [tiles][splits][64 x 64] int32 partials and the counters.
+  const TestProblem sk =
+      with(i8gemm(128, 128, 1024, DType::kF32), tc_schedule(64, 64, 128, 32, 32, 3, 4));
+  ks = emit(sk.c, sk.e, sk.s);
+  EXPECT_EQ(ks.grid[0], 4u * 4);
+  EXPECT_EQ(ks.workspace_bytes, 4u * 4 * 64 * 64 * 4 + 4 * 4);
+  // A channel slice at an odd offset stores single bytes.
+  TestProblem slice =
+      with(i8conv(conv_params(1, 8, 8, 32, 32, 1, 1, 0)), tc_schedule(64, 32, 64, 32, 16, 3));
+  slice.e.store.kind = StoreMap::Kind::kChannelSlice;
+  slice.e.store.ld = 101;
+  slice.e.store.channel_offset = 3;
+  EXPECT_TRUE(has(emit(slice.c, slice.e, slice.s).source, "static constexpr int kStoreVec = 1;"));
+}
+
+// ---- Refusals -------------------------------------------------------------------------------
+void expect_rejected(const TestProblem& p, const std::string& reason) {
+  const auto why = can_implement(p.c, p.e, p.s);
+  ASSERT_TRUE(why) << p.name() << " was accepted";
+  EXPECT_TRUE(has(*why, reason)) << "got: " << *why << "\nwanted: " << reason;
+}
+
+TEST(Int8CanImplement, RefusesWhatTheInt8PathDoesNotTakeWithReasons) {
+  const TestProblem conv = i8conv(conv_params(1, 28, 28, 64, 64, 3, 1, 1));
+  // MN-major operands: ldmatrix .trans moves 16-bit elements.
+  expect_rejected(
+      with(i8gemm(256, 256, 256, DType::kI8, "NN"), tc_schedule(64, 64, 64, 32, 32, 3)),
+      "B is N-major: int8 operands must be K-major (ldmatrix .trans moves 16-bit elements only)");
+  expect_rejected(with(i8gemm(256, 256, 256, DType::kI8, "TN"), tc_schedule(64, 64, 64, 32, 32, 3)),
+                  "A is M-major: int8 operands must be K-major");
+  // wgmma, halo and SIMT kernels take no int8.
+  expect_rejected(with(conv, wgmma_schedule(128, 128, 64, 64, 128, 4)),
+                  "int8 on wgmma is not implemented: int8 contractions run on mma.sync (m16n8k32)");
+  TestProblem halo = conv;
+  halo.s = kernels::halo_schedule(conv.c, 8, 16, 64, 32, 0);
+  expect_rejected(halo, "the halo kernel needs f16 or bf16 weights, not i8");
+  expect_rejected(with(conv, simt_schedule(64, 64, 16, 32, 16, 4, 4)),
+                  "the SIMT kernel reads f16, bf16 or f32 operands, not i8");
+  // k-tiles of two k32 steps; vectors of 2 to 16 bytes.
+  expect_rejected(with(conv, tc_schedule(128, 128, 32, 64, 64, 3)),
+                  "block_k=32: int8 mma.sync needs a multiple of 64 (two k32 steps per k-tile)");
+  TestProblem narrow = with(conv, tc_schedule(64, 64, 64, 32, 32, 3));
+  narrow.s.a_vec = 1;
+  expect_rejected(narrow, "a_vec=1: int8 loads move at least 2 elements");
+  TestProblem wide = with(conv, tc_schedule(64, 64, 64, 32, 32, 3));
+  wide.s.b_vec = 32;
+  expect_rejected(wide, "b_vec=32 is not 1, 2, 4, 8 or 16");
+  // Rows of 192 bytes do not swizzle.
+  expect_rejected(with(conv, tc_schedule(96, 64, 192, 32, 32, 3)),
+                  "shared-memory rows of 192 elements cannot be swizzled");
+  // Packed groups take 16-bit operands; the dense kernel runs the groups as a batch.
+  const TestProblem grouped = i8conv(conv_params(1, 14, 14, 64, 64, 3, 1, 1, 1, 4));
+  TestProblem packed = with(grouped, tc_schedule(64, 16, 64, 32, 16, 3));
+  packed.s.groups_per_tile = 1;
+  expect_rejected(packed, "packed groups run f16 or bf16 operands, not i8");
+  EXPECT_FALSE(
+      can_implement(grouped.c, grouped.e, with(grouped, tc_schedule(64, 16, 64, 32, 16, 3)).s));
+  std::string why;
+  EXPECT_FALSE(kernels::packed_groups_schedule(grouped.c, device::known_device("sm_90a"), &why));
+  EXPECT_TRUE(has(why, "int8 operands")) << why;
+  // Operands of two dtypes, and an output the epilogue cannot store.
+  TestProblem mixed;
+  finish(mixed,
+         contraction::gemm_maps(64, 64, 64, *contraction::parse_gemm_layout("NT"),
+                                {DType::kF16, DType::kI8, DType::kF32}),
+         DType::kF16);
+  mixed.s = tc_schedule(64, 64, 64, 32, 32, 3);
+  expect_rejected(mixed, "Tensor Cores need f16, bf16 or i8 operands of one type (A f16, B i8)");
+  TestProblem i32_out = with(conv, tc_schedule(64, 64, 64, 32, 32, 3));
+  i32_out.e.out_dtype = DType::kI32;
+  expect_rejected(i32_out, "output dtype i32 (f16, bf16, f32 or i8 expected)");
+  TestProblem i32_res = with(conv, tc_schedule(64, 64, 64, 32, 32, 3),
+                             {step(K::kScaledResidualAdd, 1.0f)}, DType::kI32);
+  expect_rejected(i32_res, "residual dtype i32 (f16, bf16, f32 or i8 expected)");
+}
+
+// ---- Schedules ------------------------------------------------------------------------------
+const device::DeviceInfo kA100 = kernels::testing::device_of(108, 163 * 1024, 8, 0);
+const device::DeviceInfo kH100 = kernels::testing::device_of(132, 227 * 1024, 9, 0);
+
+TEST(Int8Schedule, DefaultsAreMmaSyncWithDoubledBlockKAndNamesRoundTrip) {
+  const std::vector<TestProblem> problems = {
+      i8conv(conv_params(32, 56, 56, 64, 64, 3, 1, 1)),   // ResNet-50 stage 1, batch 32
+      i8conv(conv_params(32, 56, 56, 256, 64, 1, 1, 0)),  // its 1x1 reduce
+      i8conv(conv_params(1, 14, 14, 256, 256, 3, 1, 1)),  // batch 1: few tiles, split-K
+      i8conv(conv_params(8, 28, 28, 128, 128, 3, 2, 1)),  // strided
+      i8gemm(32, 1000, 2048, DType::kF32),                // a classifier
+      i8gemm(4096, 4096, 4096),
+  };
+  for (const device::DeviceInfo& device : {kA100, kH100}) {
+    for (const TestProblem& p : problems) {
+      SCOPED_TRACE(p.what + " on sm_" + std::to_string(device.cc_major * 10 + device.cc_minor));
+      const kernels::Schedule s = kernels::default_schedule(p.c, device);
+      EXPECT_EQ(s.instruction, kernels::Instruction::kMmaSync) << s.name();
+      EXPECT_EQ(s.block_k % 64, 0) << s.name();
+      EXPECT_EQ(s.a_vec, std::min(16, p.c.a_vec));
+      EXPECT_EQ(s.b_vec, std::min(16, p.c.b_vec));
+      const auto why = can_implement(p.c, p.e, s);
+      EXPECT_FALSE(why) << s.name() << ": " << *why;
+      EXPECT_EQ(kernels::parse_schedule(s.name(), p.c), s) << s.name();
+    }
+  }
+  // The big GEMM takes a large tile with k-tiles of 64 bytes or more, 16-byte vectors.
+  const kernels::Schedule big = kernels::default_schedule(problems.back().c, kH100);
+  EXPECT_GE(big.block_m * big.block_n, 128 * 128) << big.name();
+  EXPECT_TRUE(has(big.name(), "_v16x16")) << big.name();
+  const auto parsed =
+      kernels::parse_schedule("tc_128x128x64_s3_w64x64_sk1_r8_v16x16", problems.back().c);
+  ASSERT_TRUE(parsed);
+  EXPECT_EQ(parsed->block_k, 64);
+  EXPECT_EQ(parsed->a_vec, 16);
+  EXPECT_EQ(parsed->name(), "tc_128x128x64_s3_w64x64_sk1_r8_v16x16");
+}
+
+TEST(Int8Schedule, TheSpaceIsMmaSyncOnlyAndImplementable) {
+  const TestProblem p = i8conv(conv_params(2, 28, 28, 64, 128, 3, 2, 1));
+  const std::vector<kernels::Schedule> space = kernels::enumerate_schedules(p.c, kH100);
+  ASSERT_GT(space.size(), 100u);
+  int rejected = 0;
+  for (const kernels::Schedule& s : space) {
+    EXPECT_EQ(s.instruction, kernels::Instruction::kMmaSync);
+    EXPECT_EQ(s.block_k % 64, 0);
+    const auto why = can_implement(p.c, p.e, s);
+    if (why && ++rejected <= 5) ADD_FAILURE() << s.name() << ": " << *why;
+  }
+  EXPECT_EQ(rejected, 0) << "of " << space.size();
+}
+
+TEST(Int8Estimate, RanksOnTheInt8TensorCoreRate) {
+  for (const device::DeviceInfo& device : {kA100, kH100})
+    EXPECT_EQ(kernels::arch_facts(device).mma_s8_ops_per_clk,
+              2 * kernels::arch_facts(device).mma_flops_per_clk);
+  EXPECT_EQ(kernels::arch_facts(kH100).wgmma_s8_ops_per_clk,
+            2 * kernels::arch_facts(kH100).wgmma_flops_per_clk);
+  // A math-bound GEMM: the int8 kernel moves the bytes of the f16 one per k-tile and does
+  // twice the work per instruction, so it is estimated faster.
+  const TestProblem f16 = gemm_problem(4096, 4096, 4096, "NT");
+  const TestProblem i8 = i8gemm(4096, 4096, 4096);
+  const kernels::Schedule s16 = tc_schedule(128, 128, 32, 64, 64, 3);
+  const kernels::Schedule s8 = with(i8, tc_schedule(128, 128, 64, 64, 64, 3)).s;
+  EXPECT_LT(kernels::estimate(i8.c, s8, kH100).cycles,
+            0.75 * kernels::estimate(f16.c, s16, kH100).cycles);
+}
+
+}  // namespace
+}  // namespace tessel::kernels::cuda::testing
