@@ -26,7 +26,9 @@ enum class EpilogueOpKind {
   // int8 (QDQ models, TensorRT semantics: symmetric, zero points 0):
   kMul,                // v *= alpha                (a DequantizeLinear after a fused quantize)
   kQuantize,           // v = clamp(rint(v / alpha), -128, 127): QuantizeLinear to int8 by the
-                       //     scale alpha; the value stays a float (integral) until the store
+                       //     scale alpha; the value stays a float (integral) until the store.
+                       //     The kernels multiply by the f32 reciprocal: one step off the
+                       //     division where the quotient is within an ulp of a tie
   kScaledResidualAdd,  // v += alpha * R[store_index(m, n)] (R int8, dequantized by its scale)
 };
 

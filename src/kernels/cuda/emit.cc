@@ -72,7 +72,10 @@ std::string epilogue_step(const EpilogueStep& st) {
     case EpilogueOpKind::kMul:
       return fmt::format("v *= {};  // dequantize", float_literal(st.alpha));
     case EpilogueOpKind::kQuantize:
-      return fmt::format("v = quantize_s8_f(v, {});  // quantize to int8", float_literal(st.alpha));
+      // By the f32 reciprocal: a multiply, not a division per output element (the reference
+      // divides; a quotient within an ulp of a rounding tie may land one int8 step away).
+      return fmt::format("v = quantize_s8_f(v, {});  // quantize to int8 by 1 / {}",
+                         float_literal(static_cast<float>(1.0 / st.alpha)), float_literal(st.alpha));
     case EpilogueOpKind::kScaledResidualAdd:
       return fmt::format("v += {} * residual;  // int8 residual add, dequantized", float_literal(st.alpha));
   }

@@ -278,7 +278,10 @@ Reason plan_store(const Contraction& c, const Epilogue& e, const Schedule& s, Ke
   // Batch dims that move the output channel (grouped conv) must keep vectors aligned too.
   int64_t g = std::gcd(std::gcd(units, ld), offset == 0 ? ld : offset);
   for (int j : c.batch_dims) g = std::gcd(g, coeff(c.maps.c.index.back(), j));
-  int v = 16 / out_size;
+  // 16 bytes per store, but at most 8 elements: each thread reads its vector's fp32 values from
+  // the staging slab, and 16 of them (64 B per thread, int8 outputs) make every warp's slab read
+  // 8-way bank-conflicted; 8 int8 (8-byte stores) still write whole 256-byte runs per warp.
+  int v = std::min(16 / out_size, 8);
   while (v > 1 && (g % v != 0 || s.warp_n % (v * p->store_n_stride) != 0)) v /= 2;
   p->store_vec = v;
   return std::nullopt;

@@ -43,10 +43,11 @@ __device__ __forceinline__ float gelu_f(float v) {
 __device__ __forceinline__ float gelu_tanh_f(float v) {
   return v / (1.0f + __expf(-1.5957691216f * (v + 0.044715f * v * v * v)));
 }
-// QuantizeLinear to int8 (zero point 0): round half to even of v / scale (an IEEE division,
-// as the reference's), saturated; the result stays a float until the store.
-__device__ __forceinline__ float quantize_s8_f(float v, float scale) {
-  return fminf(fmaxf(rintf(__fdiv_rn(v, scale)), -128.0f), 127.0f);
+// QuantizeLinear to int8 (zero point 0): round half to even of v * (1 / scale), saturated;
+// the result stays a float until the store. (The reference divides: where v / scale is within
+// an ulp of a tie, the two may round one step apart.)
+__device__ __forceinline__ float quantize_s8_f(float v, float inv_scale) {
+  return fminf(fmaxf(rintf(v * inv_scale), -128.0f), 127.0f);
 }
 __device__ __forceinline__ float clip_f(float v, float lo, float hi) {
   return fminf(fmaxf(v, lo), hi);
