@@ -396,8 +396,9 @@ TEST(EdgeStoreLowering, NchwInputStem) {
   EXPECT_EQ(m.contraction->k, 27);
 }
 
-// R is given NHWC in the conv's dtype; the kernel would read it at the stored positions.
-TEST(EdgeStoreLowering, ResidualWithAnEdgeStoreIsRefused) {
+// R is given NHWC in the conv's dtype; the kernel would read it at the stored positions: refused
+// before an NCHW store. Before another out_dtype it is read in its own (Epilogue::residual_dtype).
+TEST(EdgeStoreLowering, ResidualWithAnEdgeStore) {
   const std::string inputs = "  input %x : f16[1,4,4,8]\n  input %r : f16[1,4,4,8]\n";
   const ir::Graph nchw = conv_graph(inputs, "f16", {8, 1, 1, 8},
                                     R"(%y = tessel.Conv(%x, %w, _, %r) {epilogue = ["add_residual"], store = "nchw"} : f16[1,8,4,4] @"c")");
@@ -410,13 +411,10 @@ TEST(EdgeStoreLowering, ResidualWithAnEdgeStoreIsRefused) {
   }
   const ir::Graph f32 = conv_graph(inputs, "f16", {8, 1, 1, 8},
                                    R"(%y = tessel.Conv(%x, %w, _, %r) {epilogue = ["add_residual"], out_dtype = "f32"} : f32[1,4,4,8] @"c")");
-  try {
-    eng::contraction_of(f32, f32.nodes[0]);
-    ADD_FAILURE() << "accepted";
-  } catch (const UserError& e) {
-    EXPECT_STREQ(e.what(), "tessel.Conv 'c': a residual add with out_dtype f32 has no GPU epilogue "
-                           "(the kernel reads R in the stored dtype)");
-  }
+  const eng::ContractionSpec s = eng::contraction_of(f32, f32.nodes[0]);
+  EXPECT_EQ(s.epilogue.out_dtype, DType::kF32);
+  ASSERT_TRUE(s.epilogue.residual_dtype);
+  EXPECT_EQ(*s.epilogue.residual_dtype, DType::kF16);
 }
 
 }  // namespace
