@@ -7,7 +7,10 @@
 # (eager as a CUDA graph); bench/quantize_ort.py writes the QDQ int8 model with onnxruntime's
 # quantizer (symmetric int8, per-channel weights, calibrated on that input); then tessel
 # compiles both (fp16 and int8), `tessel bench`es both, runs both on the input, and compares
-# with PyTorch's fp32 output: top-1 agreement and relative L2 (sr_net: PSNR against fp32).
+# with PyTorch's fp32 output: top-1 agreement and relative L2 (sr_net: PSNR against fp32). At
+# batch 1 the classifiers' int8 engine is also checked against the QDQ model run as written on
+# tessel's CPU reference (the oracle: what the model says, quantization error included), which
+# separates the quantizer's error from tessel's execution.
 # Ends with a table; every number in $OUT/int8_models.json, the log in $OUT/int8_models.log.
 #
 # Usage: scripts/gpu_int8.sh [RUNS]   (default resnet50:1,resnet50:32,mobilenet_v2:32,sr_net:1)
@@ -51,6 +54,10 @@ for m in $(tr ',' '\n' <<< "$runs" | cut -d: -f1 | awk '!seen[$0]++'); do
       logged "$TESSEL" run "$base.$v.tsl" --device cuda --input "input=$base.input.npy" \
         --output-dir "$base.$v.out" || status=1
     done
+    if [[ $b == 1 && $m != sr_net ]]; then
+      logged "$TESSEL" run "$base.int8.onnx" --input "input=$base.input.npy" \
+        --output-dir "$base.qdq_cpu.out" || status=1
+    fi
   done
 done
 python3 - "$W" "$runs" "$OUT/int8_models.json" <<'PY' || status=1
@@ -82,6 +89,11 @@ for r in runs.split(","):
         else:
             peak = np.abs(ref).max()
             row[v + "_psnr_db"] = float(10 * np.log10(peak ** 2 / np.mean((y - ref) ** 2)))
+        q = os.path.join(base + ".qdq_cpu.out", "output.npy")
+        if v == "int8" and os.path.exists(q):
+            c = np.load(q).astype(np.float64)
+            row["int8_vs_cpu_rel_l2"] = float(np.linalg.norm(y - c) / np.linalg.norm(c))
+            row["int8_vs_cpu_top1"] = float(np.mean(y.argmax(1) == c.argmax(1)))
         e = base + ".%s.explain.txt" % v
         if os.path.exists(e):
             text = open(e).read()
@@ -100,5 +112,9 @@ for r in rows:
         r["model"], r["batch"], f(r["torch_fp16_ms"], ".3f"), f(r["fp16_ms"], ".3f"), f(r["int8_ms"], ".3f"),
         f(r["fp16_ms"] / r["int8_ms"], ".2f"), f(r["torch_fp16_ms"] / r["int8_ms"], ".2f"),
         r.get("int8_int8_convs", "-"), r.get("int8_float_convs", "-"), acc))
+for r in rows:
+    if "int8_vs_cpu_rel_l2" in r:
+        print("%s b%d: tessel int8 on the GPU against the QDQ model on the CPU reference: rel L2 %.2e, "
+              "top-1 %.3f" % (r["model"], r["batch"], r["int8_vs_cpu_rel_l2"], r["int8_vs_cpu_top1"]))
 PY
 exit $status
