@@ -10,8 +10,8 @@
 //   QuantizeLinear(v, s) to int8, zero point 0 -> quantize(s), out_dtype i8; after it only
 //   [DequantizeLinear(q, s')]                     mul(s') (back to f32), then the steps above
 //   Add(v, DequantizeLinear(r, s)), r int8     -> add_residual_scaled(s), r becomes input R
-//   (per-tensor scales, zero points 0 or absent: TensorRT's symmetric int8; the quantize only
-//   where the contraction kernels store: tessel.Gemm and group-1 tessel.Conv)
+//   (per-tensor scales, zero points 0 or absent: TensorRT's symmetric int8; the quantize and
+//   the int8 residual only where the contraction kernels run: tessel.Gemm, group-1 tessel.Conv)
 //   tessel.DepthToSpace (tessel.Conv only)     -> store = depth_to_space; after it only the
 //                                                per-element activations (it moves the values
 //                                                they act on), no residual and no second store
@@ -256,7 +256,8 @@ class Fuser {
         steps.push_back({EpilogueKind::kQuantize, *s});
       } else if (auto step = activation_step(g_, next, v)) {
         steps.push_back(*step);
-      } else if (auto r = plain ? int8_residual(next, v, steps) : std::nullopt) {
+      } else if (auto r = plain && (!conv || group_one(fused)) ? int8_residual(next, v, steps)
+                                                                : std::nullopt) {
         steps.push_back({EpilogueKind::kAddScaledResidual, r->second});
         set_residual(fused, r->first);
         // The fused node reads r now, besides r's DequantizeLinear: no chain may swallow r.

@@ -181,7 +181,9 @@ TEST_F(QuantizeGpu, f32_per_tensor_ties_saturation_nan) {
     const Tensor x = f32(n == 1024 ? Shape{4, 256} : Shape{n}, edge_values(n, 0.25, rng));
     const std::string src =
         expect_exact("QuantizeLinear", {x, f32({}, {0.25}), of(DType::kU8, {}, {128})});
-    if (n == 1024) EXPECT_NE(src.find("Frag<u8, 16> y;"), std::string::npos) << src;
+    if (n == 1024) {
+      EXPECT_NE(src.find("Frag<u8, 16> y;"), std::string::npos) << src;
+    }
     expect_exact("QuantizeLinear", {x, f32({}, {0.25}), of(DType::kI8, {}, {-3})});
     expect_exact("QuantizeLinear", {x, f32({1}, {0.25}), of(DType::kI8, {1}, {100})});
   }
@@ -222,7 +224,9 @@ TEST_F(QuantizeGpu, f32_per_channel_nhwc) {
     const std::string src = expect_exact(
         "QuantizeLinear", {x, scale, of(DType::kI8, {c}, random_ints(c, -20, 20, rng))},
         {{"axis", int64_t{3}}});
-    if (c == 48) EXPECT_NE(src.find("Frag<float, 16> a1;"), std::string::npos) << src;
+    if (c == 48) {
+      EXPECT_NE(src.find("Frag<float, 16> a1;"), std::string::npos) << src;
+    }
     expect_exact("QuantizeLinear", {x, scale, of(DType::kU8, {c}, random_ints(c, 1, 255, rng))},
                  {{"axis", int64_t{-1}}});
   }

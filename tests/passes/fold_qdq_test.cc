@@ -94,7 +94,9 @@ TEST(FoldQdq, RefusedConvsStayFloatAndSayWhy) {
     ir::Graph g = passes::run_passes(ir::parse_graph(c.before), {"fold-qdq"}, {});
     int convs = 0;
     for (const ir::Node& n : g.nodes) {
-      if (n.op == "DequantizeLinear") EXPECT_FALSE(g.value(n.inputs[0]).is_constant()) << n.label();
+      if (n.op == "DequantizeLinear") {
+        EXPECT_FALSE(g.value(n.inputs[0]).is_constant()) << n.label();
+      }
       if (n.op != "tessel.Conv") continue;
       ++convs;
       EXPECT_EQ(n.get_string("int8_refusal", ""), c.why);

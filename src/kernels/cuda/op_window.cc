@@ -76,8 +76,12 @@ std::string step_code(const ops::EpilogueStep& s) {
     case EpilogueKind::kGeluTanh:
       return "v = v / (1.f + expf(-1.5957691216f * (v + 0.044715f * v * v * v)));";
     case EpilogueKind::kAddResidual: return "v += to_float(residual);";
+    case EpilogueKind::kMul:
+    case EpilogueKind::kQuantize:
+    case EpilogueKind::kAddScaledResidual:
+      break;  // check_window refuses them
   }
-  TESSEL_ICHECK(false) << "unhandled epilogue step";
+  TESSEL_ICHECK(false) << "unhandled epilogue step " << ops::epilogue_name(s.kind);
   return "";
 }
 
@@ -308,6 +312,11 @@ std::optional<std::string> check_window(const ir::Graph& g, const ir::Node& n) {
         n.has_attr("input_layout"))
       return n.label() + ": a grouped convolution with an NCHW store, out_dtype or input_layout "
                          "(only group-1 convolutions take them)";
+    for (const ops::EpilogueStep& s : ops::read_epilogue(n))
+      if (s.kind == ops::EpilogueKind::kMul || s.kind == ops::EpilogueKind::kQuantize ||
+          s.kind == ops::EpilogueKind::kAddScaledResidual)
+        return n.label() + ": the int8 epilogue step '" + std::string(ops::epilogue_name(s.kind)) +
+               "' on a grouped convolution (only the contraction kernels take int8 steps)";
     return std::nullopt;
   }
   if (n.op == "tessel.GlobalAveragePool") return std::nullopt;

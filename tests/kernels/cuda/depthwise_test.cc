@@ -445,5 +445,14 @@ TEST_F(DepthwiseKernelTest, GroupedAndMultiplierConvsKeepTheDirectKernel) {
   EXPECT_NE(emit_op(g, g.nodes[0]).source.find("GroupedConv<Problem>"), std::string::npos);
 }
 
+// The int8 epilogue steps belong to the contraction kernels: fuse never gives them to a grouped
+// conv, and a graph that does is refused with the step's name.
+TEST(DepthwiseKernel, RefusesInt8EpilogueSteps) {
+  ir::Graph g = depthwise_node(DType::kF32, {1, 8, 8, 16}, 3, 1, 1, 1, {"mul"});
+  EXPECT_EQ(can_emit_op(g, g.nodes[0]).value_or(""),
+            "tessel.Conv 'dw': the int8 epilogue step 'mul' on a grouped convolution (only the "
+            "contraction kernels take int8 steps)");
+}
+
 }  // namespace
 }  // namespace tessel::kernels::cuda
