@@ -84,24 +84,9 @@ BenchResult run_problem(const Problem& p, const std::function<TesselKernel()>& m
   }
   r.library = pick_library(r.library_candidates);
 
-  TesselKernel tessel;
-  try {
-    tessel = make_tessel();
-  } catch (const Error& e) {
-    tessel.description = std::string("failed to build: ") + e.what();
-  }
-  if (!tessel.enqueue) {
-    r.tessel.description = tessel.description.empty() ? "not supported" : tessel.description;
-    return r;
-  }
-  if (tessel.prepare) {
-    try {
-      for (int i = 0; i < sets.count(); ++i) tessel.prepare(sets[i]);
-    } catch (const Error& e) {
-      r.tessel.description = std::string("failed to prepare its operands: ") + e.what();
-      return r;
-    }
-  }
+  const std::optional<TesselKernel> ready = ready_tessel(make_tessel, sets, &r.tessel.description);
+  if (!ready) return r;
+  const TesselKernel& tessel = *ready;
   r.tessel = measure(tessel.enqueue, bed, o, tessel.description);
   return r;
 }

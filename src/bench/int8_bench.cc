@@ -129,24 +129,9 @@ Int8Result run_int8_problem(const Int8Problem& p, BenchResult fp16,
   // A fallback's wider output computed less: it is the pick only where nothing wrote int8.
   r.library = pick_library(wrote_int8.empty() ? r.library_candidates : wrote_int8);
 
-  TesselKernel tessel;
-  try {
-    tessel = make_tessel();
-  } catch (const Error& e) {
-    tessel.description = std::string("failed to build: ") + e.what();
-  }
-  if (!tessel.enqueue) {
-    r.tessel.description = tessel.description.empty() ? "not supported" : tessel.description;
-    return r;
-  }
-  if (tessel.prepare) {
-    try {
-      for (int i = 0; i < sets.count(); ++i) tessel.prepare(sets[i]);
-    } catch (const Error& e) {
-      r.tessel.description = std::string("failed to prepare its operands: ") + e.what();
-      return r;
-    }
-  }
+  const std::optional<TesselKernel> ready = ready_tessel(make_tessel, sets, &r.tessel.description);
+  if (!ready) return r;
+  const TesselKernel& tessel = *ready;
   r.tessel = measure(tessel.enqueue, bed(Int8Output::kInt8), o, tessel.description);
   return r;
 }

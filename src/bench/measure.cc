@@ -136,4 +136,27 @@ Measurement measure(const Enqueue& enqueue, const Bed& bed, const BenchOptions& 
   return m;
 }
 
+std::optional<TesselKernel> ready_tessel(const std::function<TesselKernel()>& make,
+                                         const OperandSets& sets, std::string* why) {
+  TesselKernel tessel;
+  try {
+    tessel = make();
+  } catch (const Error& e) {
+    tessel.description = std::string("failed to build: ") + e.what();
+  }
+  if (!tessel.enqueue) {
+    *why = tessel.description.empty() ? "not supported" : tessel.description;
+    return std::nullopt;
+  }
+  if (tessel.prepare) {
+    try {
+      for (int i = 0; i < sets.count(); ++i) tessel.prepare(sets[i]);
+    } catch (const Error& e) {
+      *why = std::string("failed to prepare its operands: ") + e.what();
+      return std::nullopt;
+    }
+  }
+  return tessel;
+}
+
 }  // namespace tessel::bench

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "bench/bench.h"
@@ -34,6 +35,11 @@ class OperandSets {
   size_t stride_[3] = {0, 0, 0};
   device::DeviceBuffer scale_, bias_;
 };
+
+// tessel's kernel for a problem, built by `make` and prepared on every operand set, or nothing
+// and `*why` (not supported, failed to build or to prepare): the one way both benchmarks get it.
+std::optional<TesselKernel> ready_tessel(const std::function<TesselKernel()>& make,
+                                         const OperandSets& sets, std::string* why);
 
 // Enough sets that, cycling through them, a set's data has left L2 (at least `l2` bytes of
 // other operands touched) before it comes round again.

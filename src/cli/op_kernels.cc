@@ -49,19 +49,24 @@ ir::Graph int8_one_node(const std::string& op, const std::string& name, const Sh
   return g;
 }
 
-}  // namespace
-
-ir::Graph int8_workload_graph(const bench::ConvWorkload& w) {
-  TESSEL_USER_CHECK(w.groups == 1) << "workload '" << w.name << "': groups=" << w.groups
-                                   << ": the int8 kernels take group 1 only";
+// A conv workload's strides, pads and dilations; UserError where its window does not fit.
+ir::Attributes conv_attrs(const bench::ConvWorkload& w) {
   TESSEL_USER_CHECK(w.oh() > 0 && w.ow() > 0)
       << "workload '" << w.name << "': the kernel window does not fit the padded input";
   ir::Attributes attrs;
   attrs["strides"] = std::vector<int64_t>{w.stride, w.stride};
   attrs["pads"] = std::vector<int64_t>{w.pad, w.pad, w.pad, w.pad};
   attrs["dilations"] = std::vector<int64_t>{w.dilation, w.dilation};
+  return attrs;
+}
+
+}  // namespace
+
+ir::Graph int8_workload_graph(const bench::ConvWorkload& w) {
+  TESSEL_USER_CHECK(w.groups == 1) << "workload '" << w.name << "': groups=" << w.groups
+                                   << ": the int8 kernels take group 1 only";
   return int8_one_node("tessel.Conv", w.name, {w.n, w.h, w.w, w.ci}, {w.co, w.kh, w.kw, w.ci},
-                       w.co, true, std::move(attrs));
+                       w.co, true, conv_attrs(w));
 }
 
 ir::Graph int8_workload_graph(const bench::GemmWorkload& w) {
@@ -73,12 +78,7 @@ ir::Graph workload_graph(const bench::ConvWorkload& w) {
   TESSEL_USER_CHECK(w.groups >= 1 && w.ci % w.groups == 0 && w.co % w.groups == 0)
       << "workload '" << w.name << "': groups=" << w.groups << " does not divide ci=" << w.ci
       << " and co=" << w.co;
-  TESSEL_USER_CHECK(w.oh() > 0 && w.ow() > 0)
-      << "workload '" << w.name << "': the kernel window does not fit the padded input";
-  ir::Attributes attrs;
-  attrs["strides"] = std::vector<int64_t>{w.stride, w.stride};
-  attrs["pads"] = std::vector<int64_t>{w.pad, w.pad, w.pad, w.pad};
-  attrs["dilations"] = std::vector<int64_t>{w.dilation, w.dilation};
+  ir::Attributes attrs = conv_attrs(w);
   // Narrow groups as the engine runs them: widened (passes/group_widening.h), the weights
   // block-diagonal (bench-op widens the workload's weights to match).
   const int64_t f = passes::group_widening(w.groups, w.co, w.ci / w.groups);

@@ -8,12 +8,7 @@
 namespace tessel {
 namespace {
 
-// Integers -8..7, repeating: int8 weights the IR parser reads.
-std::string ints(int n) {
-  std::string s;
-  for (int i = 0; i < n; ++i) s += (i > 0 ? ", " : "") + std::to_string((i * 5) % 16 - 8);
-  return s;
-}
+using testing::small_ints;
 
 // A post-layout QDQ conv: X quantized per tensor, W per output channel, both symmetric int8.
 // Powers of two as scales keep S = sx * sw exact in f32.
@@ -25,7 +20,7 @@ std::string qdq_conv(const std::string& conv_attrs, const std::string& zw = "0, 
   input %x : f32[1,3,3,)" + c + R"(]
   const %sx : f32[] = [0.0625]
   const %zx : i8[] = [0]
-  const %wq : i8[2,3,3,)" + wc + "] = [" + ints(18 * wci) + R"(]
+  const %wq : i8[2,3,3,)" + wc + "] = [" + small_ints(18 * wci) + R"(]
   const %sw : f32[2] = [0.125, 0.25]
   const %zw : i8[2] = [)" + zw + R"(]
   const %b : f32[2] = [0.5, -0.25]
@@ -42,7 +37,7 @@ TEST(FoldQdq, QdqConvBecomesInt8ConvWithDequantizationScale) {
   input %x : f32[1,3,3,8]
   const %sx : f32[] = [0.0625]
   const %zx : i8[] = [0]
-  const %wq : i8[2,3,3,8] = [)" + ints(144) + R"(]
+  const %wq : i8[2,3,3,8] = [)" + small_ints(144) + R"(]
   const %b : f32[2] = [0.5, -0.25]
   const %s : f32[2] = [0.0078125, 0.015625]
   %xq = QuantizeLinear(%x, %sx, %zx) : i8[1,3,3,8] @"qx"
@@ -57,7 +52,7 @@ TEST(FoldQdq, QdqGemmBecomesInt8Gemm) {
   input %a : f32[2,8]
   const %sa : f32[] = [0.0625]
   const %z : i8[] = [0]
-  const %wq : i8[3,8] = [)" + ints(24) + R"(]
+  const %wq : i8[3,8] = [)" + small_ints(24) + R"(]
   const %sw : f32[3] = [0.125, 0.25, 0.5]
   const %b : f32[3] = [0.5, -0.25, 1.0]
   %aq = QuantizeLinear(%a, %sa, %z) : i8[2,8] @"qa"
@@ -70,7 +65,7 @@ TEST(FoldQdq, QdqGemmBecomesInt8Gemm) {
   input %a : f32[2,8]
   const %sa : f32[] = [0.0625]
   const %z : i8[] = [0]
-  const %wq : i8[3,8] = [)" + ints(24) + R"(]
+  const %wq : i8[3,8] = [)" + small_ints(24) + R"(]
   const %b : f32[3] = [0.5, -0.25, 1.0]
   const %s : f32[3] = [0.0078125, 0.015625, 0.03125]
   %aq = QuantizeLinear(%a, %sa, %z) : i8[2,8] @"qa"

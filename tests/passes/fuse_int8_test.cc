@@ -7,19 +7,14 @@
 namespace tessel {
 namespace {
 
-// Integers -8..7, repeating.
-std::string ints(int n) {
-  std::string s;
-  for (int i = 0; i < n; ++i) s += (i > 0 ? ", " : "") + std::to_string((i * 5) % 16 - 8);
-  return s;
-}
+using testing::small_ints;
 
 const std::string kHead = R"(graph @g opset 17 {
   input %x : f32[1,3,3,8]
   const %sx : f32[] = [0.0625]
   const %sy : f32[] = [0.5]
   const %z : i8[] = [0]
-  const %wq : i8[8,3,3,8] = [)" + ints(576) + R"(]
+  const %wq : i8[8,3,3,8] = [)" + small_ints(576) + R"(]
   const %b : f32[8] = [0.5, -0.25, 1.0, -1.0, 0.0, 2.0, -2.0, 0.25]
   const %s : f32[8] = [0.0078125, 0.015625, 0.0078125, 0.015625, 0.0078125, 0.015625, 0.0078125, 0.015625]
   %xq = QuantizeLinear(%x, %sx, %z) : i8[1,3,3,8] @"qx"

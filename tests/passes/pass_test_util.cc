@@ -45,4 +45,10 @@ void expect_pass_result(const std::string& pass, const std::string& before,
   expect_same_numerics(in, got, rtol, atol);
 }
 
+std::string small_ints(int n) {
+  std::string s;
+  for (int i = 0; i < n; ++i) s += (i > 0 ? ", " : "") + std::to_string((i * 5) % 16 - 8);
+  return s;
+}
+
 }  // namespace tessel::testing

@@ -14,6 +14,10 @@ namespace tessel::testing {
 void expect_pass_result(const std::string& pass, const std::string& before,
                         const std::string& expected, double rtol = 1e-5, double atol = 1e-6);
 
+// "n0, n1, ...": n integers -8..7, repeating ((i * 5) % 16 - 8), as the IR parser reads an
+// integer constant (int8 weights in tests).
+std::string small_ints(int n);
+
 // Runs both graphs on the same seeded random inputs and checks the outputs agree within
 // rtol/atol.
 void expect_same_numerics(const ir::Graph& a, const ir::Graph& b, double rtol = 1e-5,
