@@ -113,7 +113,18 @@ class QdqFolder {
     const Shape& w_shape = g_.type(dqw->inputs[0]).shape;  // OHWI, or [N, K]
     const int64_t co = w_shape.at(0), ci = w_shape.back();
     if (!dqx) {
-      why = "its input is not a DequantizeLinear output (a float producer, or a Pad of one)";
+      // convert-layout pads a stem's few channels (RGB) to 8 after the DequantizeLinear (and
+      // the edge Transpose).
+      const ir::Node* pad = producer(n.inputs[0], "Pad");
+      const ir::Node* t = pad ? producer(pad->inputs[0], "Transpose") : nullptr;
+      const ValueId before = t ? t->inputs[0] : pad ? pad->inputs[0] : kNoValue;
+      if (pad && producer(before, "DequantizeLinear")) {
+        why = std::to_string(g_.type(pad->inputs[0]).shape.back()) +
+              " input channels, padded to a multiple of 8 in float: the stem stays fp16 (an "
+              "int8 conv over so few channels would be slower than the fp16 one)";
+      } else {
+        why = "its input is not a DequantizeLinear output (a float producer)";
+      }
       return false;
     }
     if (n.inputs.size() > 3 || ops_attr(n)) {

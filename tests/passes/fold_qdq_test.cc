@@ -103,5 +103,32 @@ TEST(FoldQdq, RefusedConvsStayFloatAndSayWhy) {
   }
 }
 
+// The RGB stem: convert-layout pads its 3 channels to 8 after the DequantizeLinear; it stays
+// float and says so.
+TEST(FoldQdq, PaddedStemStaysFloatAndSaysWhy) {
+  const std::string before = R"(graph @g opset 17 {
+  input %x : f32[1,3,3,3]
+  const %sx : f32[] = [0.0625]
+  const %zx : i8[] = [0]
+  const %pads : i64[8] = [0, 0, 0, 0, 0, 0, 0, 5]
+  const %wq : i8[2,3,3,8] = [)" + small_ints(144) + R"(]
+  const %sw : f32[2] = [0.125, 0.25]
+  %xq = QuantizeLinear(%x, %sx, %zx) : i8[1,3,3,3] @"qx"
+  %xd = DequantizeLinear(%xq, %sx, %zx) : f32[1,3,3,3] @"dqx"
+  %xp = Pad(%xd, %pads) : f32[1,3,3,8] @"pad"
+  %wd = DequantizeLinear(%wq, %sw) {axis = 0} : f32[2,3,3,8] @"dqw"
+  %y = tessel.Conv(%xp, %wd) {pads = [1, 1, 1, 1]} : f32[1,3,3,2] @"stem"
+  output %y
+})";
+  ir::Graph g = passes::run_passes(ir::parse_graph(before), {"fold-qdq"}, {});
+  const ir::Node& conv = g.nodes.back();
+  ASSERT_EQ(conv.op, "tessel.Conv");
+  EXPECT_EQ(conv.get_string("int8_refusal", ""),
+            "3 input channels, padded to a multiple of 8 in float: the stem stays fp16 (an int8 "
+            "conv over so few channels would be slower than the fp16 one)");
+  EXPECT_EQ(g.type(conv.inputs[1]).dtype, DType::kF32);
+  testing::expect_same_numerics(ir::parse_graph(before), g);
+}
+
 }  // namespace
 }  // namespace tessel
