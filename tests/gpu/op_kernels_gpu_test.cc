@@ -131,6 +131,10 @@ TEST(OpKernelsGpu, CopiesAndReshapes) {
 
 TEST(OpKernelsGpu, Transpose) {
   check_op("Transpose", {act(DType::kF16, {2, 3, 17, 33})}, {{"perm", Ints{0, 2, 3, 1}}});
+  // Tiled (more than 8 channels), and a short row of 8 / 9 either way.
+  check_op("Transpose", {act(DType::kF16, {2, 40, 5, 7})}, {{"perm", Ints{0, 2, 3, 1}}});
+  check_op("Transpose", {act(DType::kF32, {3, 8, 6, 5})}, {{"perm", Ints{0, 2, 3, 1}}});
+  check_op("Transpose", {act(DType::kF16, {1, 9, 11, 8})}, {{"perm", Ints{0, 3, 1, 2}}});
   check_op("Transpose", {act(DType::kF16, {1, 40, 37, 3})}, {{"perm", Ints{0, 3, 1, 2}}});
   check_op("Transpose", {act(DType::kF16, {2, 3, 4, 8})}, {{"perm", Ints{0, 2, 1, 3}}});
   check_op("Transpose", {act(DType::kF32, {2, 3, 4, 5})}, {{"perm", Ints{3, 1, 0, 2}}});

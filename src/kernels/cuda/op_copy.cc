@@ -364,9 +364,12 @@ OpKernelSource emit_copy(const ir::Graph& g, const ir::Node& n) {
           "  static constexpr i64 kB = {}, kR = {}, kC = {};\n}};\n",
           g.type(n.inputs[0]).str(), g.type(n.outputs[0]).str(), r, c, c, r,
           type_of(segs[0].src_type), type_of(segs[0].dst_type), b, r, c);
-      const int64_t tiles = b * ((r + 31) / 32) * ((c + 31) / 32);
+      // Transpose2D: 32x32 tiles, or one thread per short row / column (8 or fewer).
+      const int64_t blocks = r <= 8 ? (b * c + 255) / 256
+                             : c <= 8 ? (b * r + 255) / 256
+                                      : b * ((r + 31) / 32) * ((c + 31) / 32);
       return make_source(n, "transpose2d", "tessel_op_transpose.cuh", problem,
-                         "tessel::Transpose2D<Problem>::run(p);", tiles, 256);
+                         "tessel::Transpose2D<Problem>::run(p);", blocks, 256);
     }
   }
 

@@ -85,7 +85,12 @@ TEST_F(OpKernelsTest, LayoutTransposeIsTiledOthersGather) {
       one_node("Transpose", {act(DType::kF16, {2, 3, 17, 33})}, {{"perm", std::vector<int64_t>{0, 2, 3, 1}}}),
       "kB = 2, kR = 3, kC = 561", {"sm_80", "sm_90a"});
   EXPECT_NE(nhwc.source.find("Transpose2D<Problem>"), std::string::npos);
-  EXPECT_EQ(nhwc.grid[0], 2u * 1 * 18);  // 2 batches x 1 x 18 tiles of 32x32
+  // 3 rows (channels): one thread per column, 2 x 561 of them in blocks of 256.
+  EXPECT_EQ(nhwc.grid[0], (2u * 561 + 255) / 256);
+  const OpKernelSource wide = emit_and_compile(
+      one_node("Transpose", {act(DType::kF16, {2, 40, 17, 33})}, {{"perm", std::vector<int64_t>{0, 2, 3, 1}}}),
+      "kB = 2, kR = 40, kC = 561", {"sm_80"});
+  EXPECT_EQ(wide.grid[0], 2u * 2 * 18);  // 2 batches x 2 x 18 tiles of 32x32
   // Swapping two middle dims keeps the innermost contiguous: 16-byte loads and stores.
   const OpKernelSource mid = emit_and_compile(
       one_node("Transpose", {act(DType::kF16, {2, 3, 4, 8})}, {{"perm", std::vector<int64_t>{0, 2, 1, 3}}}),
