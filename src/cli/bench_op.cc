@@ -149,11 +149,20 @@ struct BenchOpOptions {
 // int8_workload_graph (what fold-qdq makes of a QDQ conv), bound to the benchmark's operands
 // (bench.h, run_int8): x, w, y int8; the conv's scale and bias per channel; a GEMM's single alpha
 // spread over the output columns once per operand set (`prepare`).
-bench::TesselKernel int8_kernel(const ir::Graph& g, int64_t gemm_columns) {
+// `schedule`: a Schedule::name() instead of the default pick (sweeps), as for fp16.
+bench::TesselKernel int8_kernel(const ir::Graph& g, int64_t gemm_columns,
+                                const std::string& schedule) {
   const device::DeviceInfo device = planning_target();
   compiler::NodePlan plan = plan_workload(g, compiler::Options{}, device);
   if (plan.run != compiler::NodeRun::kContraction || !plan.tensor_cores())
     return {{}, plan.why.empty() ? plan.summary() : plan.why, {}};
+  if (!schedule.empty()) {
+    const std::optional<kernels::Schedule> s = kernels::parse_schedule(schedule, *plan.match.contraction);
+    if (!s) return {{}, schedule + ": not a schedule name for this workload", {}};
+    if (auto why = kernels::cuda::can_implement(*plan.match.contraction, plan.epilogue, *s))
+      return {{}, schedule + ": " + *why, {}};
+    plan.schedule = *s;
+  }
   auto p = std::make_shared<Prepared>();
   p->kernel = kernels::cuda::ContractionKernel::build(*plan.match.contraction, plan.epilogue,
                                                       plan.schedule, device.arch());
@@ -190,21 +199,21 @@ bench::TesselKernel int8_kernel(const ir::Graph& g, int64_t gemm_columns) {
 // --int8: every workload through Bench::run_int8. Exit status 1 where a side that ran was wrong.
 int run_int8(const BenchOpOptions& o, const std::vector<bench::ConvWorkload>& convs,
              const std::vector<bench::GemmWorkload>& gemms, const bench::BenchOptions& bopts) {
-  TESSEL_USER_CHECK(o.schedule.empty() && !o.no_tensor_cores)
-      << "bench-op: --schedule and --no-tensor-cores choose tessel's fp16 kernels; --int8 "
-         "takes neither";
+  TESSEL_USER_CHECK(!o.no_tensor_cores)
+      << "bench-op: --no-tensor-cores chooses tessel's fp16 SIMT kernels; --int8 runs Tensor "
+         "Cores only";
   bench::Bench b(bopts);
   std::vector<bench::Int8Result> results;
   for (const auto& w : convs) {
-    results.push_back(b.run_int8(w, [](const bench::ConvWorkload& x) {
+    results.push_back(b.run_int8(w, [&o](const bench::ConvWorkload& x) {
       if (x.groups != 1) return bench::TesselKernel{{}, "grouped: the int8 kernels take group 1", {}};
-      return int8_kernel(int8_workload_graph(x), 0);
+      return int8_kernel(int8_workload_graph(x), 0, o.schedule);
     }));
     std::fprintf(stderr, "  %-34s done\n", w.name.c_str());
   }
   for (const auto& w : gemms) {
-    results.push_back(b.run_int8(w, [](const bench::GemmWorkload& x) {
-      return int8_kernel(int8_workload_graph(x), x.n);
+    results.push_back(b.run_int8(w, [&o](const bench::GemmWorkload& x) {
+      return int8_kernel(int8_workload_graph(x), x.n, o.schedule);
     }));
     std::fprintf(stderr, "  %-34s done\n", w.name.c_str());
   }

@@ -37,12 +37,10 @@ TEST(BenchOpCli, Int8NeedsWorkloadsThatParse) {
   expect_user_error("bench-op --int8 --conv2d " + bad, bad + ":1:");
 }
 
-TEST(BenchOpCli, Int8RefusesTesselFp16Options) {
-  for (const char* option : {" --schedule f16_tc_64x64x32_s3", " --no-tensor-cores"}) {
-    expect_user_error("bench-op --int8 --conv2d " + conv_csv() + option,
-                      "bench-op: --schedule and --no-tensor-cores choose tessel's fp16 kernels; "
-                      "--int8 takes neither");
-  }
+TEST(BenchOpCli, Int8RefusesNoTensorCores) {
+  expect_user_error("bench-op --int8 --no-tensor-cores --conv2d " + conv_csv(),
+                    "bench-op: --no-tensor-cores chooses tessel's fp16 SIMT kernels; --int8 runs "
+                    "Tensor Cores only");
 }
 
 TEST(BenchOpCli, Int8WithoutGpuIsOneLineError) {
