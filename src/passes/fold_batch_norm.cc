@@ -22,28 +22,18 @@
 namespace tessel::passes {
 namespace {
 
-const Tensor* constant(const ir::Graph& g, ir::ValueId v) {
-  return v == ir::kNoValue ? nullptr : g.value(v).data.get();
-}
-
-// The DequantizeLinear writing a Conv's weight w when w is a symmetric quantized constant that
-// only this Conv reads (zero point absent or zero; scale per tensor or per output channel).
+// The DequantizeLinear writing a Conv's weight w when w is a symmetric quantized constant
+// (rewrite_util.h) that only this Conv reads, its scale per tensor or per output channel.
 int quantized_weight(const ir::Graph& g, const std::vector<int>& producer,
                      const std::vector<int>& uses, ir::ValueId w) {
   const int p = producer[static_cast<size_t>(w)];
   if (p < 0 || uses[static_cast<size_t>(w)] != 1) return -1;
   const ir::Node& dq = g.nodes[static_cast<size_t>(p)];
-  if (dq.op != "DequantizeLinear" || dq.inputs.size() < 2 || dq.get_int("block_size", 0) != 0) return -1;
-  const Tensor* q = constant(g, dq.inputs[0]);
-  const Tensor* scale = constant(g, dq.inputs[1]);
-  if (!q || !scale || q->shape().size() < 2 || scale->dtype() != DType::kF32) return -1;
-  if (scale->numel() != 1 && (scale->numel() != q->dim(0) || dq.get_int("axis", 1) != 0)) return -1;
-  if (dq.inputs.size() > 2 && dq.inputs[2] != ir::kNoValue) {
-    const Tensor* zp = constant(g, dq.inputs[2]);
-    if (!zp) return -1;
-    for (int64_t i = 0; i < zp->numel(); ++i)
-      if (zp->get_i64(i) != 0) return -1;
-  }
+  if (dq.op != "DequantizeLinear") return -1;
+  const std::optional<SymmetricQdq> q = symmetric_qdq(g, dq);
+  const Tensor* weights = g.value(dq.inputs[0]).data.get();
+  if (!q || !weights || weights->shape().size() < 2) return -1;
+  if (!q->per_tensor() && (q->scale->numel() != weights->dim(0) || q->axis != 0)) return -1;
   return p;
 }
 

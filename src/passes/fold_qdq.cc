@@ -66,34 +66,25 @@ class QdqFolder {
     return v == kNoValue ? nullptr : g_.value(v).data.get();
   }
 
-  // The scale of DequantizeLinear `dq` when it is symmetric int8 (zero point absent or all
-  // zeros) with an f32 constant scale of `count` values (1: per tensor); else why not.
+  // The scale of DequantizeLinear `dq` when it is symmetric int8 (rewrite_util.h) with `count`
+  // values or one (per tensor); else why not.
   std::optional<const Tensor*> int8_scale(const ir::Node& dq, int64_t count, std::string& why,
                                           const char* what) const {
-    const ValueId q = dq.inputs[0];
-    if (g_.type(q).dtype != DType::kI8) {
-      why = std::string(what) + " is " + std::string(dtype_name(g_.type(q).dtype)) + ", not int8";
+    const std::optional<SymmetricQdq> q = symmetric_qdq(g_, dq, &why);
+    if (!q) {
+      why = what + why;
       return std::nullopt;
     }
-    const Tensor* scale = constant(dq.inputs[1]);
-    if (!scale || scale->dtype() != DType::kF32 || (scale->numel() != 1 && scale->numel() != count)) {
-      why = std::string(what) + "'s scale is not a constant f32 scalar" + (count > 1 ? " or per-channel vector" : "");
+    if (q->integer != DType::kI8) {
+      why = std::string(what) + " is " + std::string(dtype_name(q->integer)) + ", not int8";
       return std::nullopt;
     }
-    if (dq.inputs.size() > 2 && dq.inputs[2] != kNoValue) {
-      const Tensor* zp = constant(dq.inputs[2]);
-      bool zero = zp != nullptr;
-      for (int64_t i = 0; zero && i < zp->numel(); ++i) zero = zp->get_i64(i) == 0;
-      if (!zero) {
-        why = std::string(what) + " has a non-zero zero point (asymmetric)";
-        return std::nullopt;
-      }
-    }
-    if (dq.get_int("block_size", 0) != 0) {
-      why = std::string(what) + " is block-quantized";
+    if (!q->per_tensor() && q->scale->numel() != count) {
+      why = std::string(what) + "'s scale has " + std::to_string(q->scale->numel()) +
+            " values, neither one nor one per output channel";
       return std::nullopt;
     }
-    return scale;
+    return q->scale;
   }
 
   // B as an f32 constant: as given, or the value of DequantizeLinear(int32 constant).
@@ -152,7 +143,7 @@ class QdqFolder {
       why = "the weight is not a constant";
       return false;
     }
-    if (numel(g_.type(dqw->inputs[1]).shape) > 1 && dqw->get_int("axis", 1) != 0) {
+    if ((*sw)->numel() > 1 && symmetric_qdq(g_, *dqw)->axis != 0) {
       why = "the weight scale is not per output channel";
       return false;
     }

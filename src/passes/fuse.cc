@@ -108,20 +108,14 @@ std::optional<EpilogueStep> activation_step(const ir::Graph& g, const ir::Node& 
 }
 
 // The scale of a per-tensor, symmetric Q/DQ node `n` of `op` reading v as its input 0 whose
-// integer side is int8 (zero point 0 or absent), or nothing.
+// integer side is int8 and float side a stored dtype, or nothing.
 std::optional<double> int8_scale(const ir::Graph& g, const ir::Node& n, const char* op, ValueId v) {
-  if (n.op != op || n.inputs.size() < 2 || n.inputs[0] != v || n.outputs.size() != 1) return std::nullopt;
-  const ValueId q = std::string_view(op) == "QuantizeLinear" ? n.outputs[0] : n.inputs[0];
-  if (g.type(q).dtype != DType::kI8 || n.get_int("block_size", 0) != 0) return std::nullopt;
-  const Tensor* scale = g.value(n.inputs[1]).data.get();
-  if (!scale || scale->numel() != 1 || !is_float(scale->dtype())) return std::nullopt;
-  if (n.inputs.size() > 2 && n.inputs[2] != kNoValue) {
-    const Tensor* zp = g.value(n.inputs[2]).data.get();
-    if (!zp || zp->numel() != 1 || zp->get_f64(0) != 0.0) return std::nullopt;
-  }
+  if (n.op != op || n.inputs.empty() || n.inputs[0] != v) return std::nullopt;
+  const std::optional<SymmetricQdq> q = symmetric_qdq(g, n);
+  if (!q || !q->per_tensor() || q->integer != DType::kI8) return std::nullopt;
   const ValueId f = std::string_view(op) == "QuantizeLinear" ? n.inputs[0] : n.outputs[0];
   if (!storable(g.type(f).dtype)) return std::nullopt;  // the float side: f32, f16 or bf16
-  return scale->get_f64(0);
+  return q->scale->get_f64(0);
 }
 
 bool has_residual_step(const std::vector<EpilogueStep>& steps) {

@@ -4,6 +4,33 @@
 
 namespace tessel::passes {
 
+std::optional<SymmetricQdq> symmetric_qdq(const ir::Graph& g, const ir::Node& n, std::string* why) {
+  auto no = [&](const char* reason) -> std::optional<SymmetricQdq> {
+    if (why) *why = reason;
+    return std::nullopt;
+  };
+  const bool quantize = n.op == "QuantizeLinear";
+  if ((!quantize && n.op != "DequantizeLinear") || n.inputs.size() < 2 || n.outputs.size() != 1)
+    return no(" is no QuantizeLinear or DequantizeLinear");
+  if (n.get_int("block_size", 0) != 0) return no(" is block-quantized");
+  SymmetricQdq q;
+  q.scale = g.value(n.inputs[1]).data.get();
+  if (!q.scale || !is_float(q.scale->dtype()) || q.scale->numel() < 1)
+    return no("'s scale is not a constant float");
+  if (n.inputs.size() > 2 && n.inputs[2] != ir::kNoValue) {
+    const Tensor* zp = g.value(n.inputs[2]).data.get();
+    bool zero = zp != nullptr;
+    for (int64_t i = 0; zero && i < zp->numel(); ++i) zero = zp->get_i64(i) == 0;
+    if (!zero) return no(" has a non-zero zero point (asymmetric)");
+  }
+  const ir::ValueId integer = quantize ? n.outputs[0] : n.inputs[0];
+  q.integer = g.type(integer).dtype;
+  const int64_t rank = static_cast<int64_t>(g.type(n.inputs[0]).shape.size());
+  q.axis = n.get_int("axis", 1);
+  if (q.axis < 0) q.axis += rank;
+  return q;
+}
+
 bool replace_all_uses(ir::Graph& g, ir::ValueId from, ir::ValueId to) {
   bool from_is_output = std::count(g.outputs.begin(), g.outputs.end(), from) > 0;
   if (from_is_output) {

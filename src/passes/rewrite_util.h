@@ -1,6 +1,7 @@
 // Small helpers shared by the rewriting passes.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -20,6 +21,21 @@ void erase_nodes(ir::Graph& g, const std::vector<char>& erase);
 
 // Number of readers of each value, counting graph outputs as readers.
 std::vector<int> use_counts(const ir::Graph& g);
+
+// The parameters of a QuantizeLinear / DequantizeLinear node in TensorRT's symmetric form: a
+// constant float scale (one value, or one per index of `axis`), a zero point absent or a
+// constant of zeros, no blocks. The one definition fold-batch-norm, fold-qdq and fuse read.
+struct SymmetricQdq {
+  const Tensor* scale = nullptr;
+  int64_t axis = 0;             // normalized against the quantized tensor's rank
+  DType integer = DType::kI8;   // the quantized side's dtype (DequantizeLinear's input,
+                                // QuantizeLinear's output)
+  bool per_tensor() const { return scale->numel() == 1; }
+};
+// n's parameters, or nothing and (when given) *why: "is block-quantized", "has a non-zero zero
+// point (asymmetric)", "'s scale is not a constant float" (to follow the operand's name).
+std::optional<SymmetricQdq> symmetric_qdq(const ir::Graph& g, const ir::Node& n,
+                                          std::string* why = nullptr);
 
 // Fresh names for the values (or nodes) a pass adds: unique in the graph and among each other.
 // Graph::unique_value_name rescans the graph on every call; a pass that adds a value per node
