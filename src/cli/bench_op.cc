@@ -58,6 +58,26 @@ void prepare_widened_weights(bench::TesselKernel& k, const std::shared_ptr<Prepa
   };
 }
 
+// The contraction kernel of `plan` (its schedule, or `schedule` where one is named: a
+// Schedule::name() for sweeps) into p, with its zeroed split-K workspace; or why not.
+std::optional<std::string> build_contraction(compiler::NodePlan& plan, const std::string& schedule,
+                                             const std::string& arch, Prepared& p) {
+  const contraction::Contraction& c = *plan.match.contraction;
+  if (!schedule.empty()) {
+    const std::optional<kernels::Schedule> s = kernels::parse_schedule(schedule, c);
+    if (!s) return schedule + ": not a schedule name for this workload";
+    if (auto why = kernels::cuda::can_implement(c, plan.epilogue, *s)) return schedule + ": " + *why;
+    plan.schedule = *s;
+  }
+  p.kernel = kernels::cuda::ContractionKernel::build(c, plan.epilogue, plan.schedule, arch);
+  if (size_t ws = p.kernel->source().workspace_bytes) {
+    p.workspace = device::DeviceBuffer(ws);
+    // Split-K kernels expect their workspace zeroed, and leave it zeroed after every launch.
+    p.workspace.fill_bytes(0);
+  }
+  return std::nullopt;
+}
+
 // tessel's kernel for a workload, as plan_node decides it for the workload's node. `schedule`:
 // a Schedule::name() to use instead of the default pick (for sweeps); a workload it cannot
 // implement reports why instead of a time.
@@ -104,18 +124,7 @@ bench::TesselKernel make_kernel(const ir::Graph& g, bool tensor_cores,
     return k;
   }
   const contraction::Contraction& c = *plan.match.contraction;
-  if (!schedule.empty()) {
-    const std::optional<kernels::Schedule> s = kernels::parse_schedule(schedule, c);
-    if (!s) return {{}, schedule + ": not a schedule name for this workload"};
-    if (auto why = kernels::cuda::can_implement(c, plan.epilogue, *s)) return {{}, schedule + ": " + *why};
-    plan.schedule = *s;
-  }
-  p->kernel = kernels::cuda::ContractionKernel::build(c, plan.epilogue, plan.schedule, arch);
-  if (size_t ws = p->kernel->source().workspace_bytes) {
-    p->workspace = device::DeviceBuffer(ws);
-    // Split-K kernels expect their workspace zeroed, and leave it zeroed after every launch.
-    p->workspace.fill_bytes(0);
-  }
+  if (auto why = build_contraction(plan, schedule, arch, *p)) return {{}, *why};
   p->swapped = c.operands_swapped;
   k.description = plan.schedule.name();
   if (!plan.tensor_cores() && !plan.why.empty()) k.description += " (" + plan.why + ")";
@@ -156,20 +165,8 @@ bench::TesselKernel int8_kernel(const ir::Graph& g, int64_t gemm_columns,
   compiler::NodePlan plan = plan_workload(g, compiler::Options{}, device);
   if (plan.run != compiler::NodeRun::kContraction || !plan.tensor_cores())
     return {{}, plan.why.empty() ? plan.summary() : plan.why, {}};
-  if (!schedule.empty()) {
-    const std::optional<kernels::Schedule> s = kernels::parse_schedule(schedule, *plan.match.contraction);
-    if (!s) return {{}, schedule + ": not a schedule name for this workload", {}};
-    if (auto why = kernels::cuda::can_implement(*plan.match.contraction, plan.epilogue, *s))
-      return {{}, schedule + ": " + *why, {}};
-    plan.schedule = *s;
-  }
   auto p = std::make_shared<Prepared>();
-  p->kernel = kernels::cuda::ContractionKernel::build(*plan.match.contraction, plan.epilogue,
-                                                      plan.schedule, device.arch());
-  if (size_t ws = p->kernel->source().workspace_bytes) {
-    p->workspace = device::DeviceBuffer(ws);
-    p->workspace.fill_bytes(0);
-  }
+  if (auto why = build_contraction(plan, schedule, device.arch(), *p)) return {{}, *why, {}};
   bench::TesselKernel k;
   k.description = plan.schedule.name();
   if (gemm_columns > 0) {
