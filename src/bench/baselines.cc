@@ -65,7 +65,6 @@ constexpr size_t kMaxConvWorkspace = size_t{1} << 30;
 // with 0 B was IMPLICIT_GEMM without Tensor Cores (10-20x slower than PyTorch's cuDNN call),
 // while the 1x1 convs given a search workspace chose Tensor Core engines that take a few KiB.
 constexpr size_t kMinSearchWorkspace = size_t{64} << 20;
-constexpr size_t kGemmWorkspace = size_t{32} << 20;
 
 }  // namespace
 
@@ -99,6 +98,20 @@ cublasLtHandle_t cublaslt_handle() {
     return h;
   }();
   return handle;
+}
+
+cublasStatus_t cublaslt_first_algo(cublasLtMatmulDesc_t op, cublasLtMatrixLayout_t a,
+                                   cublasLtMatrixLayout_t b, cublasLtMatrixLayout_t c,
+                                   cublasLtMatmulHeuristicResult_t* result, int* returned) {
+  cublasLtMatmulPreference_t pref = nullptr;
+  TESSEL_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+  std::unique_ptr<cublasLtMatmulPreferenceOpaque_t, decltype(&cublasLtMatmulPreferenceDestroy)>
+      pref_owner(pref, cublasLtMatmulPreferenceDestroy);
+  const size_t max_workspace = kCublasLtWorkspace;
+  TESSEL_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+      pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &max_workspace, sizeof(max_workspace)));
+  *returned = 0;
+  return cublasLtMatmulAlgoGetHeuristic(cublaslt_handle(), op, a, b, c, c, pref, 1, result, returned);
 }
 
 struct CudnnConv::Descriptors {
@@ -238,7 +251,6 @@ struct CublasLtGemm::Descriptors {
 };
 
 CublasLtGemm::CublasLtGemm(const GemmWorkload& g) : d_(std::make_unique<Descriptors>()) {
-  cublasLtHandle_t h = cublaslt_handle();
   // cuBLAS is column-major, and a row-major (r, c) matrix is the column-major (c, r) matrix
   // with the same leading dimension, i.e. its transpose. So row-major C = A B is computed as
   // column-major C^T (n, m) = B^T A^T: cuBLAS's A is our B and its B is our A.
@@ -265,17 +277,9 @@ CublasLtGemm::CublasLtGemm(const GemmWorkload& g) : d_(std::make_unique<Descript
                            : cublasLtMatrixLayoutCreate(&d_->b, CUDA_R_16F, k, m, k));
   TESSEL_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&d_->c, CUDA_R_16F, n, m, n));
 
-  cublasLtMatmulPreference_t pref = nullptr;
-  TESSEL_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
-  std::unique_ptr<cublasLtMatmulPreferenceOpaque_t, decltype(&cublasLtMatmulPreferenceDestroy)>
-      pref_owner(pref, cublasLtMatmulPreferenceDestroy);
-  const size_t max_workspace = kGemmWorkspace;
-  TESSEL_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
-      pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &max_workspace, sizeof(max_workspace)));
   cublasLtMatmulHeuristicResult_t result{};
   int returned = 0;
-  TESSEL_CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(h, d_->op, d_->a, d_->b, d_->c, d_->c, pref, 1,
-                                                     &result, &returned));
+  TESSEL_CUBLAS_CHECK(cublaslt_first_algo(d_->op, d_->a, d_->b, d_->c, &result, &returned));
   if (returned == 0) throw LibraryError("cuBLASLt has no algorithm for " + g.name);
   d_->algo = result.algo;
   workspace_ = rt::DeviceBuffer(result.workspaceSize);

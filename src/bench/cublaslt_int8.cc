@@ -5,11 +5,6 @@
 #include "bench/library_calls.h"
 
 namespace tessel::bench {
-namespace {
-
-constexpr size_t kWorkspace = size_t{32} << 20;
-
-}  // namespace
 
 struct CublasLtInt8Gemm::Descriptors {
   cublasLtMatmulDesc_t op = nullptr;
@@ -59,7 +54,6 @@ CublasLtInt8Gemm::CublasLtInt8Gemm(const GemmWorkload& g, PerChannel)
 }
 
 bool CublasLtInt8Gemm::try_setup(const GemmWorkload& g, Int8Output out, std::string* tried) {
-  cublasLtHandle_t h = cublaslt_handle();
   // Row-major C (m, n) = A (m, k) B (n, k)^T is, column-major, C^T (n, m) = B A^T with
   //   our B, stored (n, k) row-major = column-major (k, n), ld k: cuBLAS's A, transposed;
   //   our A, stored (m, k) row-major = column-major (k, m), ld k: cuBLAS's B, as it is;
@@ -93,17 +87,9 @@ bool CublasLtInt8Gemm::try_setup(const GemmWorkload& g, Int8Output out, std::str
   TESSEL_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&d_->b, CUDA_R_8I, k, m, k));
   TESSEL_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&d_->c, c_type, n, m, n));
 
-  cublasLtMatmulPreference_t pref = nullptr;
-  TESSEL_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
-  std::unique_ptr<cublasLtMatmulPreferenceOpaque_t, decltype(&cublasLtMatmulPreferenceDestroy)>
-      pref_owner(pref, cublasLtMatmulPreferenceDestroy);
-  const size_t max_workspace = kWorkspace;
-  TESSEL_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
-      pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &max_workspace, sizeof(max_workspace)));
   cublasLtMatmulHeuristicResult_t result{};
   int returned = 0;
-  const cublasStatus_t s = cublasLtMatmulAlgoGetHeuristic(h, d_->op, d_->a, d_->b, d_->c, d_->c,
-                                                          pref, 1, &result, &returned);
+  const cublasStatus_t s = cublaslt_first_algo(d_->op, d_->a, d_->b, d_->c, &result, &returned);
   if (s != CUBLAS_STATUS_SUCCESS || returned == 0) {
     *tried += std::string(tried->empty() ? "" : "; ") + "no algorithm for an " +
               std::string(int8_output_name(out)) + " C (" +

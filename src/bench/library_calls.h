@@ -6,6 +6,8 @@
 #include <cublasLt.h>
 #include <cudnn.h>
 
+#include <cstddef>
+
 namespace tessel::bench {
 
 // Created on first use (a UserError "no CUDA device: ..." where there is none), never
@@ -15,6 +17,13 @@ namespace tessel::bench {
 // between them freely.
 cudnnHandle_t cudnn_handle();
 cublasLtHandle_t cublaslt_handle();
+
+// cuBLASLt's first heuristic algorithm for `op` on layouts a, b, c (c also as D) with up to
+// kCublasLtWorkspace bytes of workspace: the status of the query, and *returned (0 or 1).
+inline constexpr size_t kCublasLtWorkspace = size_t{32} << 20;
+cublasStatus_t cublaslt_first_algo(cublasLtMatmulDesc_t op, cublasLtMatrixLayout_t a,
+                                   cublasLtMatrixLayout_t b, cublasLtMatrixLayout_t c,
+                                   cublasLtMatmulHeuristicResult_t* result, int* returned);
 
 // Throw LibraryError "cuDNN call <call> failed: <status>" or "cuBLASLt call <call> failed:
 // <name> (<text>)".
