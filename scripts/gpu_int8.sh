@@ -18,16 +18,16 @@ set -uo pipefail
 ROOT=$(pwd)
 OUT=${OUT:-/tmp/tessel_out}
 W=/tmp/tessel_int8
-TESSEL=$ROOT/.device/bin/tessel
+TESSEL=$ROOT/${TESSEL_DEVICE_DIR:-.device}/bin/tessel
 runs=${1:-resnet50:1,resnet50:32,mobilenet_v2:32,sr_net:1}
-export LD_LIBRARY_PATH="$ROOT/.device/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+export LD_LIBRARY_PATH="$ROOT/${TESSEL_DEVICE_DIR:-.device}/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 export TESSEL_CACHE_DIR=/tmp/tessel_cache
 mkdir -p "$OUT" "$W"
 LOG=$OUT/int8_models.log
 : > "$LOG"
 status=0
 if ! python3 -c "import onnxruntime" 2> /dev/null; then
-  pip install --quiet --no-index --target "$W/py" "$ROOT"/.device/wheels/*.whl >> "$LOG" 2>&1
+  pip install --quiet --no-index --target "$W/py" "$ROOT"/${TESSEL_DEVICE_DIR:-.device}/wheels/*.whl >> "$LOG" 2>&1
   export PYTHONPATH="$W/py:${PYTHONPATH:-}"
 fi
 logged() {

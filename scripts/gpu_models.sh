@@ -20,12 +20,12 @@ set -uo pipefail
 ROOT=$(pwd)
 OUT=${OUT:-/tmp/tessel_out}
 W=/tmp/tessel_models
-TESSEL=$ROOT/.device/bin/tessel
+TESSEL=$ROOT/${TESSEL_DEVICE_DIR:-.device}/bin/tessel
 runs=${1:-resnet50:1,vgg16:1,mobilenet_v2:1,inception_v3:1,sr_net:1,resnet50:32,vgg16:32,mobilenet_v2:32,inception_v3:32}
 for r in ${runs//,/ }; do
   [[ $r =~ ^[a-z0-9_]+:[0-9]+$ ]] || { echo "gpu_models.sh: '$r' is not model:batch" >&2; exit 2; }
 done
-export LD_LIBRARY_PATH="$ROOT/.device/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+export LD_LIBRARY_PATH="$ROOT/${TESSEL_DEVICE_DIR:-.device}/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 rm -rf "$W"
 mkdir -p "$OUT" "$W"
 LOG=$OUT/models.log

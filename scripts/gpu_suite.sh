@@ -11,12 +11,12 @@ filter=${2:-}
 ROOT=$(pwd)
 OUT=${OUT:-/tmp/tessel_out}
 mkdir -p "$OUT"
-export LD_LIBRARY_PATH="$ROOT/.device/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+export LD_LIBRARY_PATH="$ROOT/${TESSEL_DEVICE_DIR:-.device}/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 export TESSEL_CACHE_DIR=/tmp/tessel_cache
-export TESSEL_WORKLOADS_DIR="$ROOT/.device/workloads"  # for the largest-workload GPU test
-export TESSEL_BIN="$ROOT/.device/bin/tessel"               # for the tests that run the CLI
-BIN=$ROOT/.device/bin
-W=$ROOT/.device/workloads
+export TESSEL_WORKLOADS_DIR="$ROOT/${TESSEL_DEVICE_DIR:-.device}/workloads"  # for the largest-workload GPU test
+export TESSEL_BIN="$ROOT/${TESSEL_DEVICE_DIR:-.device}/bin/tessel"               # for the tests that run the CLI
+BIN=$ROOT/${TESSEL_DEVICE_DIR:-.device}/bin
+W=$ROOT/${TESSEL_DEVICE_DIR:-.device}/workloads
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
 status=0
 

@@ -6,10 +6,10 @@ set -uo pipefail
 ROOT=$(pwd)
 OUT=${OUT:-/tmp/tessel_out}
 mkdir -p "$OUT"
-export LD_LIBRARY_PATH="$ROOT/.device/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+export LD_LIBRARY_PATH="$ROOT/${TESSEL_DEVICE_DIR:-.device}/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 export TESSEL_CACHE_DIR=/tmp/tessel_cache
-BIN=$ROOT/.device/bin
-W=$ROOT/.device/workloads
+BIN=$ROOT/${TESSEL_DEVICE_DIR:-.device}/bin
+W=$ROOT/${TESSEL_DEVICE_DIR:-.device}/workloads
 layers=${*:-resnet50_l3_3x3_256_256_b32 resnet50_l2_1x1_128_512_b32 seed_edsr_body_720p}
 for layer in $layers; do
   ncu --metrics 'regex:sm__pipe_tensor_op_(hmma|gmma)_cycles_active.avg.pct_of_peak_sustained_active,gpu__time_duration.sum' \

@@ -11,14 +11,14 @@ shift
 ROOT=$(pwd)
 OUT=${OUT:-/tmp/tessel_out}
 mkdir -p "$OUT/sweep"
-export LD_LIBRARY_PATH="$ROOT/.device/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+export LD_LIBRARY_PATH="$ROOT/${TESSEL_DEVICE_DIR:-.device}/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 export TESSEL_CACHE_DIR=${TESSEL_CACHE_DIR:-/tmp/tessel_cache}
-W=$ROOT/.device/workloads
+W=$ROOT/${TESSEL_DEVICE_DIR:-.device}/workloads
 i=0
 for s in default "$@"; do
   opt=()
   [[ $s != default ]] && opt=(--schedule "$s")
-  "$ROOT/.device/bin/tessel" bench-op --conv2d "$W/conv2d.csv" --gemm "$W/gemm.csv" --filter "$filter" \
+  "$ROOT/${TESSEL_DEVICE_DIR:-.device}/bin/tessel" bench-op --conv2d "$W/conv2d.csv" --gemm "$W/gemm.csv" --filter "$filter" \
     --no-peak --reps 50 "${opt[@]}" --json "$OUT/sweep/$i.json" > /dev/null 2> "$OUT/sweep/$i.err" ||
     grep -E "error" "$OUT/sweep/$i.err" | head -3
   i=$((i + 1))
