@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "ir/op_registry.h"
 #include "ops/tessel_epilogue.h"
+#include "passes/plan_memory.h"
 
 namespace tessel::compiler {
 namespace {
@@ -70,6 +71,15 @@ contraction::Epilogue epilogue_of(const ir::Graph& g, const ir::Node& n,
     }
     e.steps.push_back(step);
   }
+  if (const std::optional<ops::Prologue> pro = ops::read_prologue(n)) {
+    TESSEL_USER_CHECK(has_input(n, kPrologueInput))
+        << n.label() << ": prologue '" << n.get_string("prologue", "") << "' needs its operand P (input 5)";
+    e.a_prologue = contraction::OperandPrologue{
+        .relu = pro->relu,
+        .operand = static_cast<int>(extra_inputs.size()),
+        .channels = g.type(n.inputs[kPrologueInput]).shape.at(1)};
+    extra_inputs.push_back(kPrologueInput);
+  }
   return e;
 }
 
@@ -116,6 +126,13 @@ ContractionSpec conv_spec(const ir::Graph& g, const ir::Node& n) {
   p.dilation_h = dilations[0], p.dilation_w = dilations[1];
   p.pad_top = pads[0], p.pad_left = pads[1], p.pad_bottom = pads[2], p.pad_right = pads[3];
   p.groups = n.get_int("group", 1);
+  // X held in place in a Concat's buffer (passes/plan_memory.h: nested Concats, DenseNet's
+  // blocks): read where it lies, rows of the buffer's channels.
+  if (!nchw_input)
+    if (const std::optional<passes::SliceOf> slice = passes::channel_slice_of(g, n.inputs[0])) {
+      p.x_channels = slice->channels;
+      p.x_channel_offset = slice->channel_offset;
+    }
   TESSEL_USER_CHECK(p.groups >= 1 && p.ci % p.groups == 0 && p.co % p.groups == 0 &&
                     w.shape[3] * p.groups == p.ci)
       << n.label() << ": group " << p.groups << " does not split X " << x.str() << " and W "

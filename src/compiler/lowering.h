@@ -15,6 +15,7 @@ namespace tessel::compiler {
 inline constexpr int kBiasInput = 2;
 inline constexpr int kResidualInput = 3;
 inline constexpr int kScaleInput = 4;  // int8: the per-channel dequantization scale S
+inline constexpr int kPrologueInput = 5;  // tessel.Conv's prologue scale and shift P
 
 struct ContractionSpec {
   contraction::IndexMaps maps;

@@ -83,7 +83,7 @@ std::vector<NodeKernel> build_node_kernels(const ir::Graph& g, const Options& op
       auto [it, fresh] = contractions.try_emplace(key, std::move(job), std::vector<int>{});
       it->second.second.push_back(static_cast<int>(i));
     } else {
-      cg::OpKernelSource ks = cg::emit_op(g, n);
+      cg::OpKernelSource ks = cg::emit_op(g, n, plan.out_slice);
       const std::string key = ks.name;  // a hash of the source (op_kernels.cc)
       auto [it, fresh] = ops.try_emplace(key, std::move(ks), std::vector<int>{});
       it->second.second.push_back(static_cast<int>(i));

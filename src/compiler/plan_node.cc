@@ -74,7 +74,11 @@ NodePlan plan_contraction(const ir::Graph& g, const ir::Node& n, const Options& 
     plan.why = "Tensor Cores turned off (compiler::Options::tensor_cores)";
     plan.schedule = kernels::simt_schedule(c);
   } else {
-    plan.schedule = kernels::default_schedule(c, target);
+    // An A prologue is applied by the mma.sync kernel's loader alone; an X read inside a
+    // Concat's buffer needs a kernel that reads through the gathers (not the halo kernel).
+    const bool x_slice = n.op == "tessel.Conv" && passes::channel_slice_of(g, n.inputs.at(0));
+    plan.schedule =
+        kernels::default_schedule(c, target, plan.epilogue.a_prologue.has_value() || x_slice);
     if (plan.schedule.instruction == kernels::Instruction::kSimt)
       plan.why = plan.match.remarks.empty() ? "no reason given" : plan.match.remarks[0].text;
   }
@@ -201,10 +205,16 @@ NodePlan plan_any_node(const ir::Graph& g, const ir::Node& n, const Options& opt
   if (n.op == "ConvTranspose")
     if (std::optional<std::string> why = ops::conv_transpose_refusal(g, n))
       return unsupported(*why);
-  if (std::optional<std::string> why = cg::can_emit_op(g, n))
+  // A Concat held in place in an outer Concat copies its other inputs into that buffer.
+  std::optional<cg::OutputSlice> out_slice;
+  if (n.op == "Concat" && n.outputs.size() == 1)
+    if (const std::optional<passes::SliceOf> s = passes::channel_slice_of(g, n.outputs[0]))
+      out_slice = cg::OutputSlice{.channel_offset = s->channel_offset, .channels = s->channels};
+  if (std::optional<std::string> why = cg::can_emit_op(g, n, out_slice))
     return unsupported(without_label(n, *why));
   NodePlan p;
   p.run = NodeRun::kOpKernel;
+  p.out_slice = out_slice;
   if (not_packed) {
     // Grouped convolutions: say why they are not on Tensor Cores.
     const int64_t groups = n.get_int("group", 1);

@@ -15,6 +15,7 @@
 #include "ir/graph.h"
 #include "kernels/contraction/contraction.h"
 #include "kernels/contraction/epilogue.h"
+#include "kernels/cuda/op_kernels.h"
 #include "kernels/schedule.h"
 
 namespace tessel::compiler {
@@ -40,6 +41,9 @@ struct NodePlan {
   contraction::Epilogue epilogue;
   std::vector<int> extra_inputs;
   kernels::Schedule schedule;
+  // kOpKernel: where a Concat stored in place in an outer Concat writes (its output is a
+  // channel slice of that buffer).
+  std::optional<kernels::cuda::OutputSlice> out_slice;
 
   bool tensor_cores() const {
     return run == NodeRun::kContraction && schedule.instruction != kernels::Instruction::kSimt;

@@ -397,11 +397,14 @@ std::optional<Schedule> packed_groups_schedule(const Contraction& c,
   return refuse("no packed-groups schedule fits: " + last);
 }
 
-Schedule default_schedule(const Contraction& c, const device::DeviceInfo& device) {
+Schedule default_schedule(const Contraction& c, const device::DeviceInfo& device,
+                          bool mma_sync_only) {
   // Before the eligibility test: the halo kernel also takes a stem's f32 NCHW input.
-  if (std::optional<Schedule> halo = default_halo(c, device)) return *halo;
-  if (contraction::grouped_layout(c))
-    if (std::optional<Schedule> packed = packed_groups_schedule(c, device)) return *packed;
+  if (!mma_sync_only) {
+    if (std::optional<Schedule> halo = default_halo(c, device)) return *halo;
+    if (contraction::grouped_layout(c))
+      if (std::optional<Schedule> packed = packed_groups_schedule(c, device)) return *packed;
+  }
   if (!contraction::tensor_core_eligible(c) || device.cc_major < 8) return simt_schedule(c);
   const double launch = launch_cycles(device);
   const bool hopper = device.cc_major == 9;
@@ -411,7 +414,7 @@ Schedule default_schedule(const Contraction& c, const device::DeviceInfo& device
   };
   std::vector<Ranked> ranked;
   for (const DefaultKernel& k : kDefaultKernels) {
-    if (k.instruction == Instruction::kWgmma && !has_wgmma(device)) continue;
+    if (k.instruction == Instruction::kWgmma && (mma_sync_only || !has_wgmma(device))) continue;
     // int8: the mma.sync configurations with block_k doubled (their sm90_scale residuals were
     // fitted on f16 kernels; int8 ones were not measured yet). wgmma takes no int8 (rules).
     const int block_k =
@@ -431,7 +434,8 @@ Schedule default_schedule(const Contraction& c, const device::DeviceInfo& device
     const std::vector<Schedule> space = enumerate_schedules(c, device);
     if (space.front().instruction == Instruction::kSimt) return space.front();
     for (const Schedule& s : space)
-      if (s.raster == kDefaultRaster && split_wanted(s))
+      if (s.raster == kDefaultRaster && split_wanted(s) &&
+          !(mma_sync_only && s.instruction != Instruction::kMmaSync))
         ranked.push_back({s, launch + estimate(c, s, device).cycles});
   }
   return pick(ranked);

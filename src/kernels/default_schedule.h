@@ -61,6 +61,9 @@ std::optional<Schedule> packed_groups_schedule(const contraction::Contraction& c
 // back to the whole space where no default kernel fits the device. int8 contractions take the
 // mma.sync defaults with block_k doubled (128x128x64, 128x64x64, 64x64x64, ...: the same
 // bytes per k-tile as the f16 kernels), 16-byte vectors, ranked on the int8 Tensor Core rate.
-Schedule default_schedule(const contraction::Contraction& c, const device::DeviceInfo& device);
+// mma_sync_only: the plain mma.sync kernel's defaults only (no halo, packed groups or wgmma),
+// for what only that kernel does (an A prologue, contraction/epilogue.h).
+Schedule default_schedule(const contraction::Contraction& c, const device::DeviceInfo& device,
+                          bool mma_sync_only = false);
 
 }  // namespace tessel::kernels

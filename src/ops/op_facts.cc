@@ -91,7 +91,7 @@ const std::map<std::string, OpFacts>& table() {
     t["ConvTranspose"] =
         tessel_form(OpKind::kContraction, "tessel.Conv", FlopRule::kConvTranspose);
     t["MatMul"] = {.kind = OpKind::kContraction, .flops = FlopRule::kGemm, .fp16 = true};
-    t["tessel.Conv"] = nhwc_op(OpKind::kContraction, GpuKernel::kContraction, FlopRule::kConv, {2});
+    t["tessel.Conv"] = nhwc_op(OpKind::kContraction, GpuKernel::kContraction, FlopRule::kConv, {2, 5});
     t["tessel.Gemm"] = nhwc_op(OpKind::kContraction, GpuKernel::kContraction, FlopRule::kGemm, {2});
 
     // Windows.

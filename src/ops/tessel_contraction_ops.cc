@@ -21,6 +21,10 @@
 //     (the node's dtype) or, after a last 'quantize' step, out_dtype i8. R is f32 for
 //     'add_residual', or i8 for 'add_residual_scaled' (dequantized by the step's scale).
 //   tessel.Conv(X, W, B?, R?, S?) -> Y, S only for int8
+//   prologue (fuse-prologue's fusion of a per-channel scale and shift, and a ReLU, before the
+//     conv): tessel.Conv(X, W, B?, R?, -, P) with P f32 [2, Ci]; the convolution reads
+//     act(X * P[0, c] + P[1, c]) rounded to W's dtype (float X in NHWC only), and pads with
+//     zeros after that, as the unfused nodes before it would.
 //   tessel.Gemm(A, W, B?, R?, S?) -> Y
 //     A [M, K] ([K, M] with trans_a = 1); W [N, K] (trans_b = 1, the default: ONNX Gemm with
 //     transB = 1, what convert-layout writes) or [K, N] (trans_b = 0); B [N]; R [M, N];
@@ -31,6 +35,8 @@
 // before one rounding to W's dtype -- what the GPU's fp32 epilogue approximates -- and, with
 // out_dtype, the conversion to it. So folding a Cast into out_dtype, or a Cast and Transpose
 // into input_layout, changes no number.
+#include <algorithm>
+
 #include "core/error.h"
 #include "ops/nn_common.h"
 #include "ops/tessel_epilogue.h"
@@ -43,6 +49,7 @@ namespace {
 constexpr int kBias = 2;
 constexpr int kResidual = 3;
 constexpr int kScale = 4;
+constexpr int kPrologue = 5;
 
 // The dtype a contraction computes in and stores without out_dtype: W's, or f32 for int8.
 DType node_dtype(DType w) { return w == DType::kI8 ? DType::kF32 : w; }
@@ -74,6 +81,24 @@ void check_operands(const ir::InferContext& ctx, const char* x_name, bool any_fl
         << node.label() << ": out_dtype i8 stores a quantized value: the last epilogue step must "
         << "be 'quantize'";
   }
+}
+
+// The prologue attribute and its operand P f32 [2, Ci] come together, on a float NHWC X.
+void check_prologue(const ir::InferContext& ctx, bool nchw_input, int64_t in_channels) {
+  const ir::Node& node = ctx.node();
+  const bool attr = read_prologue(node).has_value();
+  const bool operand = ctx.has_input(kPrologue);
+  TESSEL_USER_CHECK(attr == operand)
+      << node.label() << ": " << (attr ? "prologue '" + node.get_string("prologue", "") + "' needs"
+                                       : std::string("input 5 is given, so the node needs"))
+      << (attr ? " its scale and shift P as input 5" : " a 'prologue' attribute");
+  if (!attr) return;
+  TESSEL_USER_CHECK(!nchw_input && ctx.dtype(1) != DType::kI8)
+      << node.label() << ": a prologue reads a float NHWC X (input_layout nhwc, float W)";
+  TESSEL_USER_CHECK(ctx.dtype(kPrologue) == DType::kF32 &&
+                    ctx.shape(kPrologue) == Shape({2, in_channels}))
+      << node.label() << ": prologue operand P is " << ctx.input(kPrologue).str()
+      << ", expected f32[2," << in_channels << "] (scale and shift per input channel)";
 }
 
 // Bias B: one value per output channel, f32 or the node's dtype (W's).
@@ -160,7 +185,7 @@ void infer_conv(ir::InferContext& ctx) {
   const ir::Node& node = ctx.node();
   check_attributes(node, {"strides", "pads", "dilations", "group", "epilogue", "epilogue_alpha",
                           "epilogue_beta", "store", "block", "mode", "out_dtype", "input_layout",
-                          "int8_refusal"});
+                          "int8_refusal", "prologue"});
   const bool nchw_input = read_nchw_input(node);
   require_rank(ctx, 0, "X", 4, 4);
   require_rank(ctx, 1, "W", 4, 4);
@@ -176,6 +201,7 @@ void infer_conv(ir::InferContext& ctx) {
   const ir::TensorType y = infer_stand_in(node, conv_stand_in(node), {&x, &w}, ctx.opset())[0];
   const Shape pre_store = permute_shape(y.shape, kNchwToNhwc);
   check_operands(ctx, "X", nchw_input, pre_store[3]);
+  check_prologue(ctx, nchw_input, x_nchw[1]);
   check_bias(ctx, pre_store[3]);
   check_residual(ctx, read_epilogue(node), pre_store);
   ctx.set_output(0, read_out_dtype(node).value_or(node_dtype(ctx.dtype(1))),
@@ -187,6 +213,17 @@ void compute_conv(ir::KernelContext& ctx) {
   const DType t = ctx.input(1).dtype();
   const Tensor& in = ctx.input(0);
   Tensor x = (in.dtype() == t ? in : in.cast(t)).cast(DType::kF64);  // int8: exact
+  if (const std::optional<Prologue> pro = read_prologue(ctx.node())) {
+    // act(x * scale + shift) per channel (NHWC: the last axis), one rounding to W's dtype.
+    const Tensor& pv = ctx.input(kPrologue);
+    const int64_t c = x.shape().back();
+    double* v = x.data<double>();
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      const double y = v[i] * pv.get_f64(i % c) + pv.get_f64(c + i % c);
+      v[i] = pro->relu ? std::max(y, 0.0) : y;
+    }
+    x = x.cast(t).cast(DType::kF64);
+  }
   if (!read_nchw_input(ctx.node())) x = permute(x, kNhwcToNchw);
   const Tensor w = permute(ctx.input(1).cast(DType::kF64), kNhwcToNchw);
   const Tensor y = run_stand_in(ctx.node(), conv_stand_in(ctx.node()), {&x, &w}, ctx.opset())[0];
@@ -232,7 +269,7 @@ void compute_gemm(ir::KernelContext& ctx) {
 void register_tessel_contraction_ops(ir::OpRegistry& r) {
   r.add({.name = "tessel.Conv",
          .min_inputs = 2,
-         .max_inputs = 5,
+         .max_inputs = 6,
          .infer = infer_conv,
          .compute = compute_conv});
   r.add({.name = "tessel.Gemm",

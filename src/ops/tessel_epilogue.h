@@ -10,6 +10,8 @@
 //   block = 2, mode = "DCR" | "CRD"             the depth_to_space stores' parameters
 //   out_dtype = "f32"                           Y's dtype when it is not the node's own
 //   input_layout = "nhwc" | "nchw"              X's layout                  (tessel.Conv only)
+//   prologue = "affine" | "affine_relu"         X is read as act(X * P[0, c] + P[1, c]), P the
+//                                               node's input 5, f32 [2, Ci] (tessel.Conv only)
 //
 // The last three let the first and last convolution of a network do the layout and dtype
 // changes at the graph's edges themselves (fuse.cc), instead of standalone Transpose / Cast /
@@ -111,5 +113,18 @@ void write_out_dtype(ir::Node& node, std::optional<DType> dtype);
 // read, as a Cast and a Transpose before the node would). Anything else is a UserError.
 bool read_nchw_input(const ir::Node& node);
 void write_nchw_input(ir::Node& node, bool nchw);
+
+// 'prologue' of a tessel.Conv: a per-input-channel affine map of X, then an optional ReLU,
+// applied to every element of X the convolution reads (never to its zero padding), before
+// the contraction. It is an unfoldable BatchNormalization (+ ReLU) before the conv, fused
+// into the conv's operand loads (fuse-prologue). The scale and shift are the node's input 5,
+// P f32 [2, Ci]: P[0] the scale, P[1] the shift.
+struct Prologue {
+  bool relu = false;
+  bool operator==(const Prologue&) const = default;
+};
+// nullopt without the attribute; an unknown name is a UserError naming the node.
+std::optional<Prologue> read_prologue(const ir::Node& node);
+void write_prologue(ir::Node& node, std::optional<Prologue> prologue);
 
 }  // namespace tessel::ops

@@ -21,6 +21,8 @@ bool is_copy(const ir::Graph& g, const ir::Node& n) {
   }
   if (n.op == "Cast")
     return n.get_int("to", -1) >= 0 && g.type(n.inputs[0]).dtype == g.type(n.outputs[0]).dtype;
+  // A Concat of one tensor (torch.cat of a one-element list: DenseNet's first dense layer).
+  if (n.op == "Concat") return n.inputs.size() == 1 && n.inputs[0] != ir::kNoValue;
   return false;
 }
 

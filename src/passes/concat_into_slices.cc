@@ -4,6 +4,12 @@
 // the Concat then copies. An Inception block's three conv branches thus cost no concat traffic;
 // its pool branch, which no contraction writes, is still copied.
 //
+// Concats nest: an inner Concat along the channels is itself stored in place in the outer one
+// (its in-place producers store into the outer buffer, its kernel copies the rest there). After
+// nest-prefix-concats, DenseNet's block is such a chain: one buffer per block, each inner
+// Concat a channel prefix of it, read where it lies by the 1x1 conv after it
+// (plan_memory.h reads_channel_slice: the conv's A operand takes the buffer's row stride).
+//
 // The rewrite only annotates: the Concat gets `in_place` (one flag per input, plan_memory.h).
 // Values and their meaning are unchanged, so the CPU executor runs the result as before; the
 // memory plan places each flagged input as an alias inside the Concat's buffer, the GPU lowering
@@ -24,13 +30,14 @@ constexpr int kResidualInput = 3;  // tessel.Conv / tessel.Gemm (X, W, B?, R?)
 // A contraction the GPU lowers through the contraction generator (as the engine's
 // lowered_as_contraction: grouped convs go to the op kernels) with the plain store map, which a
 // channel slice replaces, and no residual operand, which the generator reads at the store index.
-// Or a Concat whose inputs are all stored in place already (Inception-v3's nested
-// torch.cat): its producers then store into the outer Concat's buffer directly.
-bool stores_channel_slices(const ir::Node& p) {
+// Or a Concat along the channels (Inception-v3's nested torch.cat, DenseNet's nested prefixes
+// from nest-prefix-concats): its in-place producers then store into the outer Concat's buffer
+// directly, and its kernel copies the rest there.
+bool stores_channel_slices(const ir::Graph& g, const ir::Node& p) {
   if (p.op == "Concat") {
-    const std::vector<int64_t> flags = p.get_ints(kInPlaceAttr, {});
-    return !flags.empty() &&
-           std::count(flags.begin(), flags.end(), 1) == static_cast<int64_t>(flags.size());
+    const int64_t rank = static_cast<int64_t>(g.type(p.outputs.at(0)).shape.size());
+    const int64_t axis = p.get_int("axis", 0);
+    return rank >= 1 && (axis == rank - 1 || axis == -1) && p.outputs.size() == 1;
   }
   const bool contraction =
       p.op == "tessel.Gemm" || (p.op == "tessel.Conv" && p.get_int("group", 1) == 1 &&
@@ -41,9 +48,10 @@ bool stores_channel_slices(const ir::Node& p) {
 }
 
 // The in_place flags of Concat `n`, all zero when none of its inputs qualifies.
-std::vector<int64_t> in_place_flags(const ir::Graph& g, const ir::Node& n,
+std::vector<int64_t> in_place_flags(const ir::Graph& g, const ir::Node& n, int self,
                                     const std::vector<int>& producers,
-                                    const std::vector<int>& uses) {
+                                    const std::vector<int>& uses,
+                                    const std::vector<std::vector<int>>& readers) {
   std::vector<int64_t> flags(n.inputs.size(), 0);
   const ir::ValueId out = n.outputs.at(0);
   const int64_t rank = static_cast<int64_t>(g.type(out).shape.size());
@@ -52,9 +60,16 @@ std::vector<int64_t> in_place_flags(const ir::Graph& g, const ir::Node& n,
   if (std::count(g.outputs.begin(), g.outputs.end(), out) > 0) return flags;
   for (size_t k = 0; k < n.inputs.size(); ++k) {
     const ir::ValueId v = n.inputs[k];
-    // uses == 1: this Concat reads it, once, and it is no graph output.
-    if (v == ir::kNoValue || producers[v] < 0 || uses[v] != 1) continue;
-    flags[k] = stores_channel_slices(g.nodes[static_cast<size_t>(producers[v])]);
+    if (v == ir::kNoValue || producers[v] < 0) continue;
+    const ir::Node& p = g.nodes[static_cast<size_t>(producers[v])];
+    // This Concat reads it once and nothing else does (uses counts graph outputs too), or,
+    // for an inner Concat's output, the other readers read it where it lies.
+    int others = uses[v] - 1;
+    if (p.op == "Concat" && std::count(g.outputs.begin(), g.outputs.end(), v) == 0)
+      for (int r : readers[v])
+        if (r != self && reads_channel_slice(g, g.nodes[static_cast<size_t>(r)], v)) --others;
+    if (others != 0 || std::count(n.inputs.begin(), n.inputs.end(), v) != 1) continue;
+    flags[k] = stores_channel_slices(g, p);
   }
   return flags;
 }
@@ -64,10 +79,14 @@ std::vector<int64_t> in_place_flags(const ir::Graph& g, const ir::Node& n,
 ir::Graph concat_into_slices(ir::Graph g) {
   const std::vector<int> producers = g.producers();
   const std::vector<int> uses = use_counts(g);
-  // In node order: an inner Concat's flags are final when the outer one asks for them.
-  for (ir::Node& n : g.nodes) {
+  std::vector<std::vector<int>> readers(g.values.size());
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    for (ir::ValueId v : g.nodes[i].inputs)
+      if (v != ir::kNoValue) readers[v].push_back(static_cast<int>(i));
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    ir::Node& n = g.nodes[i];
     if (n.op != "Concat") continue;
-    const std::vector<int64_t> flags = in_place_flags(g, n, producers, uses);
+    const std::vector<int64_t> flags = in_place_flags(g, n, static_cast<int>(i), producers, uses, readers);
     if (std::count(flags.begin(), flags.end(), 1) > 0)
       n.attrs[kInPlaceAttr] = flags;
     else

@@ -91,6 +91,16 @@ ir::Graph widen_narrow_groups(ir::Graph g);
 // ops for the lowering to group.
 ir::Graph fuse(ir::Graph g);
 
+// A per-channel affine chain (Mul / Add / Sub / Div by constants: an unfoldable
+// BatchNormalization) and a ReLU before group-1 tessel.Convs become those convs' A prologue,
+// applied as the kernel loads X (fuse_prologue.cc).
+ir::Graph fuse_prologue(ir::Graph g);
+
+// A Concat whose leading inputs are an earlier Concat's inputs reads that Concat instead
+// (DenseNet's growing concatenations become a chain of two-input Concats;
+// nest_prefix_concats.cc).
+ir::Graph nest_prefix_concats(ir::Graph g);
+
 // A conv storing depth_to_space CRD computes its channels in DCR order (weights and bias
 // permuted at compile time) and stores DCR: contiguous channel vectors in the GPU epilogue.
 ir::Graph depth_to_space_dcr(ir::Graph g);

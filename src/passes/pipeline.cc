@@ -40,10 +40,16 @@ const std::vector<PassInfo>& all_passes() {
        widen_narrow_groups},
       {"fuse",
        "fold epilogue, depth_to_space and edge-layout chains into tessel.Conv / tessel.Gemm", fuse},
+      {"fuse-prologue",
+       "per-channel scale/shift (+ ReLU) before a tessel.Conv -> the conv's A prologue",
+       fuse_prologue},
       {"depth-to-space-dcr",
        "convs storing depth_to_space CRD permute their weights to store DCR (contiguous vectors)",
        depth_to_space_dcr},
       {"dce", "remove nodes whose outputs reach no graph output", eliminate_dead_code},
+      {"nest-prefix-concats",
+       "a Concat starting with an earlier Concat's inputs reads that Concat (DenseNet's blocks)",
+       nest_prefix_concats},
       {"split-wide-concats", "Concats of more than 8 inputs -> a tree of Concats",
        split_wide_concats},
       {"concat-into-slices",
@@ -76,7 +82,8 @@ std::vector<std::string> gpu_pipeline(const Options& options) {
   // Slices last: fuse has settled each contraction's epilogue and store, and dce has removed the
   // dead readers that would make a producer look shared.
   names.insert(names.end(),
-               {"fuse", "depth-to-space-dcr", "dce", "split-wide-concats", "concat-into-slices"});
+               {"fuse", "fuse-prologue", "depth-to-space-dcr", "dce", "nest-prefix-concats",
+                "split-wide-concats", "concat-into-slices"});
   return names;
 }
 

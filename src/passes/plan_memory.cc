@@ -126,7 +126,7 @@ Storage storage_of(const ir::Graph& g, const std::vector<LiveRange>& ranges) {
     }
   }
   // Then each value's base at the end of its chain. A chain is all views or all slices: a
-  // slice is read by its Concat alone, so no view reads it, and in_place_inputs refuses views.
+  // slice is read by its Concat (and convs), no view, and in_place_inputs refuses views.
   Storage s;
   s.base.resize(g.values.size());
   s.channel_offset.assign(g.values.size(), -1);
@@ -177,16 +177,23 @@ std::vector<ChannelSlice> in_place_inputs(const ir::Graph& g, const ir::Node& co
     const ValueId v = concat.inputs[k];
     TESSEL_USER_CHECK(v != kNoValue) << concat.label() << ": input " << k << " is omitted";
     if ((*flags)[k] == 1) {
-      TESSEL_USER_CHECK(!g.value(v).is_constant() && producers[v] >= 0 && uses[v] == 1)
+      TESSEL_USER_CHECK(!g.value(v).is_constant() && producers[v] >= 0)
           << concat.label() << ": input " << k << " (%" << g.value(v).name << ") is marked '"
-          << kInPlaceAttr << "' but is not a node's output read by this Concat alone";
-      // Its producer must store it: a view is its input's bytes, and a Concat that copies some
-      // inputs writes them into a dense buffer of its own.
+          << kInPlaceAttr << "' but is not a node's output";
+      // Its producer must store it: a view is its input's bytes.
       const ir::Node& p = g.nodes[static_cast<size_t>(producers[v])];
-      TESSEL_USER_CHECK(!is_view_alias(g, p) &&
-                        (p.op != "Concat" || in_place_inputs(g, p).size() == p.inputs.size()))
+      TESSEL_USER_CHECK(!is_view_alias(g, p))
           << concat.label() << ": input " << k << " (%" << g.value(v).name << ") is marked '"
           << kInPlaceAttr << "', but " << p.label() << " cannot store it into a channel slice";
+      // Read by this Concat alone, or (an inner Concat's output) also by readers that take it
+      // where it lies (reads_channel_slice).
+      int others = uses[v] - 1;
+      if (p.op == "Concat")
+        for (const ir::Node& r : g.nodes)
+          if (&r != &concat && reads_channel_slice(g, r, v)) --others;
+      TESSEL_USER_CHECK(others == 0 && !contains(g.outputs, v))
+          << concat.label() << ": input " << k << " (%" << g.value(v).name << ") is marked '"
+          << kInPlaceAttr << "' but has readers that cannot read it inside the Concat's buffer";
       slices.push_back({static_cast<int>(k), v, offset});
     }
     offset += g.type(v).shape.back();
@@ -212,6 +219,14 @@ std::optional<SliceOf> channel_slice_of(const ir::Graph& g, ValueId v) {
     }
   }
   return slice;
+}
+
+bool reads_channel_slice(const ir::Graph& g, const ir::Node& reader, ValueId v) {
+  if (reader.op != "tessel.Conv" || reader.inputs.empty() || reader.inputs[0] != v) return false;
+  if (reader.get_int("group", 1) != 1 || reader.get_string("input_layout", "nhwc") != "nhwc")
+    return false;
+  const auto reads = std::count(reader.inputs.begin(), reader.inputs.end(), v);
+  return reads == 1 && g.type(v).shape.size() == 4;
 }
 
 bool is_view_alias(const ir::Graph& g, const ir::Node& n) {

@@ -47,9 +47,10 @@ struct ChannelSlice {
 
 // The in-place inputs of Concat `concat` (its `in_place` attribute), with their offsets. A
 // malformed attribute, or one naming an input that cannot be aliased (a constant, graph input or
-// output, a value with another reader, a view's output, the output of a Concat that copies
-// some of its inputs, a Concat that is a graph output or not along the last axis), is a
-// UserError naming the node.
+// output, a value with another reader -- except, for an inner Concat's output, readers that
+// reads_channel_slice accepts --, a view's output, a Concat that is a graph output or not
+// along the last axis), is a UserError naming the node. An inner Concat that copies some of
+// its inputs copies them into the outer buffer (the op kernel's strided output).
 std::vector<ChannelSlice> in_place_inputs(const ir::Graph& g, const ir::Node& concat);
 
 // Where value v is stored in place: the buffer's base (the outermost Concat's output, through
@@ -61,6 +62,12 @@ struct SliceOf {
   int64_t channels = 0;
 };
 std::optional<SliceOf> channel_slice_of(const ir::Graph& g, ir::ValueId v);
+
+// A node that reads value v where a Concat's buffer holds it (a channel slice: rows of the
+// buffer's channels): a group-1 tessel.Conv reading v once, as its NHWC X (the GPU lowering
+// gives its A operand the buffer's row stride). Besides its Concat, only these may read an
+// inner Concat's output that is stored in place in an outer one (DenseNet's blocks).
+bool reads_channel_slice(const ir::Graph& g, const ir::Node& reader, ir::ValueId v);
 
 // A Reshape, Flatten, Squeeze, Unsqueeze or Identity whose output is its input's bytes: the input
 // is not a constant, and neither it nor the output is a graph input or output (the engine keeps

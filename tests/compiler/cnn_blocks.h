@@ -74,6 +74,82 @@ inline ir::Graph dense_block(int64_t n = 1) {
   return w.graph("y");
 }
 
+// A DenseNet dense block as torchvision writes it: a stem conv and a max pool give the block
+// input b; layer i concatenates b and every feature before it (torch.cat of the list), then
+// BN + ReLU (pre-activation, unfoldable), 1x1 conv to 4*growth, BN + ReLU, padded 3x3 conv to
+// `growth` channels: feature f_i. The block ends with the Concat of all and a last BN + ReLU.
+inline ir::Graph dense_block_chain(int64_t n = 2, int64_t c0 = 16, int64_t growth = 8,
+                                   int layers = 3, int64_t hw = 6) {
+  IrWriter w(17);
+  auto type = [&](int64_t c) {
+    return "f32[" + std::to_string(n) + "," + std::to_string(c) + "," + std::to_string(hw) + "," +
+           std::to_string(hw) + "]";
+  };
+  w.input("x", type(8));
+  conv_weight(w, "w_stem", c0, 8, 3);
+  w.node("%s = Conv(%x, %w_stem) {pads = [1, 1, 1, 1]} : " + type(c0) + " @\"conv0\"");
+  w.node("%b = MaxPool(%s) {kernel_shape = [3, 3], pads = [1, 1, 1, 1], strides = [1, 1]} : " +
+         type(c0) + " @\"pool0\"");
+  std::vector<std::string> feats = {"b"};
+  int64_t c = c0;
+  for (int i = 0; i <= layers; ++i) {
+    const std::string l = std::to_string(i);
+    std::string in = "b";
+    if (i > 0) {
+      std::string list;
+      for (const std::string& f : feats) list += (list.empty() ? "%" : ", %") + f;
+      w.node("%cat" + l + " = Concat(" + list + ") {axis = 1} : " + type(c) + " @\"cat" + l + "\"");
+      in = "cat" + l;
+    }
+    batch_norm_params(w, "bn1_" + l, c);
+    w.node(bn("n1_" + l, in, "bn1_" + l, type(c)));
+    w.node("%r1_" + l + " = Relu(%n1_" + l + ") : " + type(c) + " @\"relu1_" + l + "\"");
+    if (i == layers) return w.graph("r1_" + l);  // norm5 + relu after the block
+    conv_weight(w, "w1_" + l, 4 * growth, c, 1);
+    conv_weight(w, "w2_" + l, growth, 4 * growth, 3);
+    batch_norm_params(w, "bn2_" + l, 4 * growth);
+    w.node("%c1_" + l + " = Conv(%r1_" + l + ", %w1_" + l + ") : " + type(4 * growth) + " @\"conv1_" + l + "\"");
+    w.node(bn("n2_" + l, "c1_" + l, "bn2_" + l, type(4 * growth)));
+    w.node("%r2_" + l + " = Relu(%n2_" + l + ") : " + type(4 * growth) + " @\"relu2_" + l + "\"");
+    w.node("%f" + l + " = Conv(%r2_" + l + ", %w2_" + l + ") {pads = [1, 1, 1, 1]} : " + type(growth) +
+           " @\"conv2_" + l + "\"");
+    feats.push_back("f" + l);
+    c += growth;
+  }
+  return w.graph("b");  // not reached
+}
+
+// A pre-activation residual unit (ResNet-v2) after a stem conv and a pooling: BN + ReLU on the
+// unit's input, read by a padded 3x3 conv and a strided 1x1 projection; the 3x3's output goes
+// through BN + ReLU again into a second padded 3x3. c channels (c % 8 == 0 for the Tensor Core
+// prologue), hw x hw pixels. (The stem keeps the unit off the graph's input edge, whose
+// layout-agnostic ops convert-layout leaves in NCHW before the edge Transpose.)
+inline ir::Graph preact_block(int64_t n = 2, int64_t c = 32, int64_t hw = 10) {
+  IrWriter w(13);
+  const std::string ns = std::to_string(n), cs = std::to_string(c), c2 = std::to_string(2 * c);
+  const std::string full = "f32[" + ns + "," + cs + "," + std::to_string(hw) + "," + std::to_string(hw) + "]";
+  const std::string half = "f32[" + ns + "," + c2 + "," + std::to_string(hw / 2) + "," +
+                           std::to_string(hw / 2) + "]";
+  w.input("x", full);
+  batch_norm_params(w, "bn1", c);
+  batch_norm_params(w, "bn2", c);
+  conv_weight(w, "w0", c, c, 1);
+  conv_weight(w, "w1", c, c, 3);
+  conv_weight(w, "w2", c, c, 3);
+  conv_weight(w, "wp", 2 * c, c, 1);
+  w.node("%s = Conv(%x, %w0) : " + full + " @\"stem\"");
+  w.node("%u = AveragePool(%s) {kernel_shape = [3, 3], pads = [1, 1, 1, 1], strides = [1, 1]} : " +
+         full + " @\"pool\"");
+  w.node(bn("n1", "u", "bn1", full));
+  w.node("%r1 = Relu(%n1) : " + full + " @\"relu1\"");
+  w.node("%c1 = Conv(%r1, %w1) {pads = [1, 1, 1, 1]} : " + full + " @\"conv1\"");
+  w.node(bn("n2", "c1", "bn2", full));  // folds into conv1 (a BN after a conv)
+  w.node("%r2 = Relu(%n2) : " + full + " @\"relu2\"");
+  w.node("%c2 = Conv(%r2, %w2) {pads = [1, 1, 1, 1]} : " + full + " @\"conv2\"");
+  w.node("%p = Conv(%r1, %wp) {strides = [2, 2]} : " + half + " @\"proj\"");
+  return w.graph(std::vector<std::string>{"c2", "p"});
+}
+
 // A QDQ model's residual block as onnxruntime's quantizer writes it, before any Q/DQ folding:
 // x (NCHW f32) quantized per tensor (i8) and dequantized; two 1x1 convs over it, their int8
 // weights dequantized per output channel (axis 0); conv a's output quantized per channel (u8

@@ -11,6 +11,7 @@
 #include "ir/printer.h"
 #include "kernels/cuda/op_kernels.h"
 #include "passes/passes.h"
+#include "passes/plan_memory.h"
 #include "passes/pipeline.h"
 #include "passes/pass_test_util.h"
 
@@ -58,13 +59,59 @@ TEST(CnnBlocks, ConvNeXtBlockIsNhwcThroughoutWithDenseLayersOnTensorCores) {
   }
 }
 
-TEST(CnnBlocks, DenseNetPreActivationBatchNormHasAGpuPath) {
+// The pre-activation BN + ReLU after the Concat becomes the 1x1 conv's A prologue: no
+// elementwise node is left between the Concat and the conv.
+TEST(CnnBlocks, DenseNetPreActivationBatchNormIsTheConvsPrologue) {
   const ir::Graph in = testing::dense_block();
   const ir::Graph g = passes::run_passes(in, passes::gpu_pipeline({}));
   const std::map<std::string, int> ops = op_counts(g);
   EXPECT_EQ(ops.count("BatchNormalization"), 0u) << ir::print_graph(g);
+  for (const char* op : {"Mul", "Add", "Relu"}) EXPECT_EQ(ops.count(op), 0u) << op << "\n" << ir::print_graph(g);
   EXPECT_EQ(ops.at("tessel.Conv"), 3);
+  int prologues = 0;
+  for (const ir::Node& n : g.nodes) prologues += n.get_string("prologue", "") == "affine_relu";
+  EXPECT_EQ(prologues, 1);
   check_every_node_runs(g);
+  testing::expect_same_numerics(in, g, 2e-2, 2e-2);
+}
+
+// DenseNet's growing Concats nest into one buffer per block: the features are stored in place
+// by their 3x3 convs, every inner Concat is a channel prefix read where it lies by its 1x1 conv
+// (with the BN + ReLU prologue), and only the block input is copied, once.
+TEST(CnnBlocks, DenseBlockConcatsShareOneBuffer) {
+  const ir::Graph in = testing::dense_block_chain();
+  const ir::Graph g = passes::run_passes(in, passes::gpu_pipeline({}));
+  const device::DeviceInfo& h100 = device::known_device("sm_90a");
+  int concat_kernels = 0, concats = 0;
+  for (const ir::Node& n : g.nodes) {
+    if (n.op != "Concat") continue;
+    ++concats;
+    const NodePlan p = plan_node(g, n, {}, h100);
+    concat_kernels += p.run == NodeRun::kOpKernel;
+    EXPECT_LE(n.inputs.size(), 2u) << n.label();
+  }
+  EXPECT_EQ(concats, 3) << ir::print_graph(g);
+  EXPECT_EQ(concat_kernels, 1) << ir::print_graph(g);
+  int prologues = 0;
+  for (const ir::Node& n : g.nodes) prologues += n.get_string("prologue", "") == "affine_relu";
+  EXPECT_EQ(prologues, 3) << ir::print_graph(g);
+  check_every_node_runs(g);
+  EXPECT_EQ(passes::verify_plan(g, passes::plan_memory(g)), "");
+  testing::expect_same_numerics(in, g, 2e-2, 2e-2);
+}
+
+// ResNet-v2's unit: the input's BN + ReLU is the prologue of both its readers (a padded 3x3
+// and a strided 1x1, each on Tensor Cores), the second BN folds into conv1 and its ReLU is
+// conv1's epilogue.
+TEST(CnnBlocks, PreActivationBatchNormIsThePrologueOfEveryReader) {
+  const ir::Graph in = testing::preact_block();
+  const ir::Graph g = passes::run_passes(in, passes::gpu_pipeline({}));
+  const std::map<std::string, int> ops = op_counts(g);
+  for (const char* op : {"Mul", "Add", "Relu"}) EXPECT_EQ(ops.count(op), 0u) << op << "\n" << ir::print_graph(g);
+  int prologues = 0;
+  for (const ir::Node& n : g.nodes) prologues += n.get_string("prologue", "") == "affine_relu";
+  EXPECT_EQ(prologues, 2) << ir::print_graph(g);
+  EXPECT_EQ(check_every_node_runs(g), 4);
   testing::expect_same_numerics(in, g, 2e-2, 2e-2);
 }
 
@@ -125,7 +172,9 @@ TEST(CnnBlocks, ConcatLimitIsTheOpKernelAbi) {
 }
 
 TEST(CnnBlocks, BothCompileForSm90a) {
-  for (const ir::Graph& g : {testing::convnext_block(), testing::dense_block()}) {
+  for (const ir::Graph& g :
+       {testing::convnext_block(), testing::dense_block(), testing::preact_block(),
+        testing::dense_block_chain()}) {
     const CompiledPlan c = compile_plan(g, {}, device::known_device("sm_90a"));
     EXPECT_GT(c.plan.launches.size(), 3u);
     EXPECT_GE(runtime::tensor_core_launches(c.plan), 2);

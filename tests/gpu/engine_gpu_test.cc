@@ -198,6 +198,30 @@ TEST_F(EngineGpu, DenseBlockFp16AndFp32) {
   check_model(testing::dense_block(1), Precision::kFp32, 1e-3);
 }
 
+// BN + ReLU fused into the A loads of a padded 3x3 (zero padding must stay zero), a strided
+// 1x1 and DenseNet's 1x1 after a Concat: mma.sync in fp16 (several k-tiles in flight), the
+// SIMT kernel in fp32.
+TEST_F(EngineGpu, PreActivationPrologueFp16AndFp32) {
+  check_model(testing::preact_block(2, 32, 10), Precision::kFp16, 2e-2);
+  check_model(testing::preact_block(1, 64, 15), Precision::kFp16, 2e-2);
+  check_model(testing::preact_block(2, 16, 6), Precision::kFp32, 1e-3);
+}
+
+// DenseNet's block: nested Concats in one buffer (the 1x1 convs read channel prefixes of it,
+// the first Concat copies the block input into it), BN + ReLU prologues.
+TEST_F(EngineGpu, DenseBlockChainFp16AndFp32) {
+  check_model(testing::dense_block_chain(2, 16, 8, 3, 6), Precision::kFp16, 2e-2);
+  check_model(testing::dense_block_chain(1, 32, 16, 4, 9), Precision::kFp16, 2e-2);
+  check_model(testing::dense_block_chain(1, 16, 8, 2, 5), Precision::kFp32, 1e-3);
+}
+
+// compute-sanitizer's subset (scripts/gpu_suite.sh): the prologue's in-place rewrite of
+// landed shared-memory vectors, between cp.async.wait_group and the barrier.
+TEST_F(EngineGpu, SanitizePreActivationPrologue) {
+  check_model(testing::preact_block(1, 16, 6), Precision::kFp16, 2e-2);
+  check_model(testing::dense_block_chain(1, 16, 8, 2, 5), Precision::kFp16, 2e-2);
+}
+
 TEST_F(EngineGpu, WrongInputIsAUserError) {
   Session s = testing::compile_session(depthwise_block());
   Engine& e = *s.engine();

@@ -24,6 +24,21 @@ TEST(Canonicalize, BypassesIdentityDropoutAndNoOpCast) {
 })");
 }
 
+// torch.cat of a one-element list: a Concat of one input copies it.
+TEST(Canonicalize, BypassesSingleInputConcat) {
+  testing::expect_pass_result("canonicalize", R"(graph @g opset 17 {
+  input %x : f32[1,4,2,2]
+  %c = Concat(%x) {axis = 1} : f32[1,4,2,2] @"cat"
+  %r = Relu(%c) : f32[1,4,2,2] @"relu"
+  output %r
+})",
+                              R"(graph @g opset 17 {
+  input %x : f32[1,4,2,2]
+  %r = Relu(%x) : f32[1,4,2,2] @"relu"
+  output %r
+})");
+}
+
 // A graph output produced by Identity keeps its name: the producer's value takes it over.
 TEST(Canonicalize, KeepsGraphOutputNames) {
   ir::Graph g = ir::parse_graph(R"(graph @g opset 17 {

@@ -121,7 +121,7 @@ TEST(GpuPipeline, NamesAreRegisteredPasses) {
             (std::vector<std::string>{"canonicalize", "fold-constants", "fuse-norm-gelu",
                                       "fold-batch-norm", "lower-batch-norm", "convert-layout",
                                       "fold-transposes", "fold-qdq", "choose-precision-fp16", "widen-narrow-groups",
-                                      "fuse", "depth-to-space-dcr", "dce", "split-wide-concats",
+                                      "fuse", "fuse-prologue", "depth-to-space-dcr", "dce", "nest-prefix-concats", "split-wide-concats",
                                       "concat-into-slices"}));
   for (const std::string& name : fp16) EXPECT_NE(passes::find_pass(name), nullptr) << name;
   const std::vector<std::string> fp32 =

@@ -193,7 +193,7 @@ TEST(TesselConv, Errors) {
   EXPECT_EQ(infer_error(with(base, "EPILOGUE", R"({auto_pad = "SAME_UPPER"})")),
             "tessel.Conv 'c': unknown attribute 'auto_pad' (expected strides, pads, dilations, "
             "group, epilogue, epilogue_alpha, epilogue_beta, store, block, mode, out_dtype, "
-            "input_layout, int8_refusal)");
+            "input_layout, int8_refusal, prologue)");
   EXPECT_EQ(infer_error(with(base, "EPILOGUE", R"({epilogue = ["add_residual"]})")),
             "tessel.Conv 'c': epilogue step 'add_residual' needs the residual input R");
   EXPECT_EQ(infer_error(with(base, "EPILOGUE", R"({epilogue = ["swish"]})")),
@@ -377,6 +377,49 @@ TEST(TesselConvInt8, Errors) {
   EXPECT_EQ(infer_error(int8_conv(R"({out_dtype = "i8"})", "i8[1,1,1,3]")),
             "tessel.Conv 'c': out_dtype i8 stores a quantized value: the last epilogue step must be "
             "'quantize'");
+}
+
+}  // namespace
+}  // namespace tessel
+
+namespace tessel {
+namespace {
+
+// The prologue: X read as relu(X * P[0] + P[1]) per input channel before the 1x1 conv.
+constexpr char kPrologue[] = R"(graph @g opset 17 {
+  input %x : f32[1,1,1,2]
+  const %w : f32[3,1,1,2] = [1.0, 1.0, 1.0, -1.0, 0.5, 2.0]
+  const %b : f32[3] = [0.0, 0.0, 1.0]
+  const %p : f32[2,2] = [2.0, -1.0, 1.0, 0.5]
+  %y = tessel.Conv(%x, %w, %b, _, _, %p) ATTRS : f32[1,1,1,3] @"c"
+  output %y
+})";
+
+// x = [1, 3]: x * [2, -1] + [1, 0.5] = [3, -2.5]; affine_relu reads [3, 0]: y = [3, 3, 2.5];
+// affine reads [3, -2.5]: y = [0.5, 5.5, -2.5].
+TEST(TesselConvPrologue, AffineThenReluBeforeTheConv) {
+  EXPECT_EQ(run(with(kPrologue, "ATTRS", R"({prologue = "affine_relu"})"), {{1, 3}}), (V{3.0, 3.0, 2.5}));
+  EXPECT_EQ(run(with(kPrologue, "ATTRS", R"({prologue = "affine"})"), {{1, 3}}), (V{0.5, 5.5, -2.5}));
+}
+
+TEST(TesselConvPrologue, Errors) {
+  EXPECT_EQ(infer_error(with(kPrologue, "ATTRS", R"({prologue = "affine"})")), "");
+  EXPECT_EQ(infer_error(with(kPrologue, "ATTRS", R"({prologue = "gelu"})")),
+            "tessel.Conv 'c': prologue 'gelu' is not supported (affine, affine_relu)");
+  EXPECT_EQ(infer_error(with(kPrologue, "ATTRS", "")),
+            "tessel.Conv 'c': input 5 is given, so the node needs a 'prologue' attribute");
+  std::string no_p = with(kPrologue, "ATTRS", R"({prologue = "affine"})");
+  no_p.replace(no_p.find(", _, _, %p"), 10, "");
+  EXPECT_EQ(infer_error(no_p), "tessel.Conv 'c': prologue 'affine' needs its scale and shift P as input 5");
+  std::string wrong = with(kPrologue, "ATTRS", R"({prologue = "affine"})");
+  wrong.replace(wrong.find("f32[2,2]"), 8, "f32[1,4]");
+  EXPECT_EQ(infer_error(wrong),
+            "tessel.Conv 'c': prologue operand P is f32[1,4], expected f32[2,2] (scale and shift per "
+            "input channel)");
+  std::string nchw = with(kPrologue, "ATTRS", R"({input_layout = "nchw", prologue = "affine"})");
+  nchw.replace(nchw.find("input %x : f32[1,1,1,2]"), 23, "input %x : f32[1,2,1,1]");
+  EXPECT_EQ(infer_error(nchw),
+            "tessel.Conv 'c': a prologue reads a float NHWC X (input_layout nhwc, float W)");
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "kernels/contraction/epilogue.h"
 
 #include <sstream>
+#include <string>
 
 namespace tessel::contraction {
 namespace {
@@ -91,6 +92,9 @@ std::string store_str(const StoreMap& s) {
 std::string Epilogue::str() const {
   // "bias(#0) -> relu -> store f16 plain(ld=n)"
   std::string s;
+  if (a_prologue)
+    s += "A prologue affine(#" + std::to_string(a_prologue->operand) + ")" +
+         (a_prologue->relu ? " -> relu" : "") + " | ";
   for (const EpilogueStep& step : steps) s += step_str(step) + " -> ";
   return s + "store " + std::string(dtype_name(out_dtype)) + " " + store_str(store);
 }

@@ -61,6 +61,16 @@ struct StoreMap {
   bool dcr = false;
 };
 
+// A prologue of A (a tessel.Conv's 'prologue', fuse-prologue): the kernel reads
+// act(A * P[0, c] + P[1, c]) instead of A, with c = k % channels (A's channel: conv K dims are
+// (kh, kw, ci), ci innermost), applied to the elements it loads and never to the zeros it
+// fills in for padding. P is f32 [2, channels], the extra operand `operand`.
+struct OperandPrologue {
+  bool relu = false;
+  int operand = -1;
+  int64_t channels = 0;
+};
+
 // The stored value is C's (maps.c.dtype: the contraction's own dtype) converted to out_dtype.
 // int8 contractions (A and B i8, acc_dtype i32): the steps start from float(acc), exactly
 // converted where |acc| < 2^24 and rounded to nearest beyond; their C dtype is f32. An i8
@@ -76,6 +86,9 @@ struct Epilogue {
   DType out_dtype = DType::kF16;
   // The residual operand's dtype where it is not out_dtype (an int8 R of kScaledResidualAdd).
   std::optional<DType> residual_dtype;
+  // Fused into A's loads, not after the contraction; here because it travels with the
+  // epilogue's operands (extra pointers) from lowering to the generator.
+  std::optional<OperandPrologue> a_prologue;
   std::string str() const;
 };
 

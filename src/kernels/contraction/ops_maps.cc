@@ -77,10 +77,16 @@ IndexMaps conv2d_nhwc_maps(const Conv2dParams& p, OperandDTypes types) {
   };
 
   IndexMaps& maps = mb.maps();
+  const int64_t x_channels = p.x_channels > 0 ? p.x_channels : p.ci;
+  TESSEL_ICHECK(p.x_channel_offset >= 0 && p.x_channel_offset + p.ci <= x_channels)
+      << "conv2d X channels [" << p.x_channel_offset << ", " << p.x_channel_offset + p.ci
+      << ") outside rows of " << x_channels;
+  AffineIndex x_channel = channel(ci, cig);
+  x_channel.offset += p.x_channel_offset;
   maps.a = {types.a,
-            {p.n, p.h, p.w, p.ci},
+            {p.n, p.h, p.w, x_channels},
             {mb.index({{b, 1}}), mb.index({{oh, p.stride_h}, {kh, p.dilation_h}}, -p.pad_top),
-             mb.index({{ow, p.stride_w}, {kw, p.dilation_w}}, -p.pad_left), channel(ci, cig)}};
+             mb.index({{ow, p.stride_w}, {kw, p.dilation_w}}, -p.pad_left), x_channel}};
   maps.b = {types.b,
             {p.co, p.kh, p.kw, cig},
             {channel(co, cog), mb.index({{kh, 1}}), mb.index({{kw, 1}}), mb.index({{ci, 1}})}};

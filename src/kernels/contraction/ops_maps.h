@@ -35,6 +35,9 @@ struct Conv2dParams {
   int64_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
   int64_t dilation_h = 1, dilation_w = 1;
   int64_t groups = 1;
+  // X as channels [x_channel_offset, x_channel_offset + ci) of rows of x_channels elements
+  // (0: ci, a dense X): a channel slice of a Concat's buffer, read where it lies.
+  int64_t x_channels = 0, x_channel_offset = 0;
 
   int64_t out_h() const;
   int64_t out_w() const;

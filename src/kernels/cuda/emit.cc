@@ -305,7 +305,12 @@ KernelSource emit(const Contraction& c, const Epilogue& e, const kernels::Schedu
     }
     body << fmt::format("  // packed groups: whole groups per N tile, channels per group of C and of A\n"
                         "  static constexpr int kGroupsPerTile = {}, kGroupN = {}, kGroupCi = {};\n",
-                        s.groups_per_tile, group_n, group_ci);
+                        s.groups_per_tile, group_n, group_ci);  }
+  if (!wgmma && !halo) {
+    const std::optional<contraction::OperandPrologue>& pro = e.a_prologue;
+    body << fmt::format("  // A prologue: 0 none, 1 A * P[0, c] + P[1, c], 2 the same then relu; c = k % channels\n"
+                        "  static constexpr int kPrologue = {}, kPrologueOperand = {}, kPrologueChannels = {};\n",
+                        pro ? (pro->relu ? 2 : 1) : 0, pro ? pro->operand : 0, pro ? pro->channels : 1);
   }
   body << fmt::format("  static constexpr bool kAKMajor = {}, kBKMajor = {};\n", plan.a.k_major, plan.b.k_major);
   body << fmt::format("  static constexpr int kAVec = {}, kBVec = {};\n\n", plan.a.vec, plan.b.vec);

@@ -168,7 +168,8 @@ Segment identity_segment(const ir::Graph& g, const ir::Node& n, int in, int out)
 }
 
 // The segments of a checked node.
-std::vector<Segment> segments_of(const ir::Graph& g, const ir::Node& n) {
+std::vector<Segment> segments_of(const ir::Graph& g, const ir::Node& n,
+                                 std::optional<OutputSlice> out_slice) {
   const Shape& out = g.type(n.outputs[0]).shape;
   const Shape& in = g.type(n.inputs[0]).shape;
   const std::vector<int64_t> out_st = contiguous_strides(out), in_st = contiguous_strides(in);
@@ -200,7 +201,11 @@ std::vector<Segment> segments_of(const ir::Graph& g, const ir::Node& n) {
     const bool concat = n.op == "Concat";
     const Shape& whole = concat ? out : in;
     const int64_t axis = normalize_axis(n.get_int("axis", 0), static_cast<int64_t>(whole.size()), n.label());
-    const std::vector<int64_t> whole_st = contiguous_strides(whole);
+    // A Concat stored in place in an outer one: its rows are the outer buffer's.
+    Shape rows = whole;
+    if (out_slice) rows.back() = out_slice->channels;
+    const std::vector<int64_t> whole_st = contiguous_strides(rows);
+    const int64_t slice_base = out_slice ? out_slice->channel_offset : 0;
     std::vector<Segment> segs;
     int64_t offset = 0;
     const size_t parts = concat ? n.inputs.size() : n.outputs.size();
@@ -212,7 +217,7 @@ std::vector<Segment> segments_of(const ir::Graph& g, const ir::Node& n) {
       s.dims = g.type(concat ? n.inputs[k] : n.outputs[k]).shape;
       (concat ? s.src_stride : s.dst_stride) = contiguous_strides(s.dims);
       (concat ? s.dst_stride : s.src_stride) = whole_st;
-      (concat ? s.dst_base : s.src_base) = offset * whole_st[axis];
+      (concat ? s.dst_base : s.src_base) = offset * whole_st[axis] + slice_base;
       offset += s.dims[axis];
       const bool stored = k < in_place.size() && in_place[k] == 1;
       if (numel(s.dims) > 0 && !stored) segs.push_back(std::move(s));
@@ -350,9 +355,9 @@ std::optional<std::string> check_copy(const ir::Graph& g, const ir::Node& n) {
   return std::nullopt;
 }
 
-OpKernelSource emit_copy(const ir::Graph& g, const ir::Node& n) {
+OpKernelSource emit_copy(const ir::Graph& g, const ir::Node& n, std::optional<OutputSlice> out_slice) {
   if (n.op == "Gather") return emit_gather(g, n);
-  std::vector<Segment> segs = segments_of(g, n);
+  std::vector<Segment> segs = segments_of(g, n, out_slice);
   for (Segment& s : segs) collapse(s), choose_vector(s);
 
   if (n.op == "Transpose" && segs.size() == 1) {

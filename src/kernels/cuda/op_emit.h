@@ -38,7 +38,8 @@ OpKernelSource make_source(const ir::Node& n, const std::string& kind, const std
 // Families, one file each (the op's OpFacts::gpu says which). check_* gives the reason a node
 // of it cannot be emitted (empty when it can); emit_* requires check_* empty.
 std::optional<std::string> check_copy(const ir::Graph& g, const ir::Node& n);
-OpKernelSource emit_copy(const ir::Graph& g, const ir::Node& n);
+OpKernelSource emit_copy(const ir::Graph& g, const ir::Node& n,
+                         std::optional<OutputSlice> out_slice = std::nullopt);
 
 std::optional<std::string> check_elementwise(const ir::Graph& g, const ir::Node& n);
 OpKernelSource emit_elementwise(const ir::Graph& g, const ir::Node& n);

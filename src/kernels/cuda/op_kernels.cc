@@ -99,7 +99,18 @@ bool is_int8(DType t) { return t == DType::kI8 || t == DType::kU8; }
 
 }  // namespace
 
-std::optional<std::string> can_emit_op(const ir::Graph& g, const ir::Node& n) {
+std::optional<std::string> can_emit_op(const ir::Graph& g, const ir::Node& n,
+                                       std::optional<OutputSlice> out_slice) {
+  if (out_slice) {
+    const Shape& out = g.type(n.outputs.at(0)).shape;
+    const int64_t rank = static_cast<int64_t>(out.size());
+    const int64_t axis = n.get_int("axis", 0);
+    if (n.op != "Concat" || rank < 1 || (axis != rank - 1 && axis != -1) ||
+        out_slice->channel_offset < 0 ||
+        out_slice->channel_offset + out.back() > out_slice->channels)
+      return n.label() + ": only a Concat along its last axis writes into a channel slice of "
+             "another buffer";
+  }
   for (ir::ValueId v : n.inputs)
     if (v != ir::kNoValue && !cuda_type(g.type(v).dtype))
       return n.label() + ": input dtype " + std::string(dtype_name(g.type(v).dtype)) +
@@ -130,11 +141,12 @@ std::optional<std::string> can_emit_op(const ir::Graph& g, const ir::Node& n) {
   return n.label() + ": op " + n.op + " has no GPU op kernel";
 }
 
-OpKernelSource emit_op(const ir::Graph& g, const ir::Node& n) {
-  const std::optional<std::string> why = can_emit_op(g, n);
+OpKernelSource emit_op(const ir::Graph& g, const ir::Node& n,
+                       std::optional<OutputSlice> out_slice) {
+  const std::optional<std::string> why = can_emit_op(g, n, out_slice);
   TESSEL_ICHECK(!why) << "emit_op called for a node it cannot emit: " << *why;
   switch (family(n)) {
-    case ir::GpuKernel::kCopy: return emit_copy(g, n);
+    case ir::GpuKernel::kCopy: return emit_copy(g, n, out_slice);
     case ir::GpuKernel::kElementwise: return emit_elementwise(g, n);
     case ir::GpuKernel::kReduce: return emit_reduce(g, n);
     case ir::GpuKernel::kResize: return emit_resize(g, n);

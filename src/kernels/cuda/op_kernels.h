@@ -32,10 +32,21 @@ struct OpKernelSource {
   unsigned smem_bytes = 0;
 };
 
+// Where output 0 lies when it is no dense tensor of its own: channels [channel_offset,
+// channel_offset + C) of rows of `channels` elements, in the buffer of an outer Concat that
+// holds it in place (passes/plan_memory.h; the output pointer is that buffer's). Only a
+// Concat along its last axis writes such an output.
+struct OutputSlice {
+  int64_t channel_offset = 0;
+  int64_t channels = 0;
+};
+
 // Why `n` cannot run through emit_op (empty when it can): unsupported op, dtype or attribute.
-std::optional<std::string> can_emit_op(const ir::Graph& g, const ir::Node& n);
+std::optional<std::string> can_emit_op(const ir::Graph& g, const ir::Node& n,
+                                       std::optional<OutputSlice> out_slice = std::nullopt);
 
 // Throws InternalError when can_emit_op says no.
-OpKernelSource emit_op(const ir::Graph& g, const ir::Node& n);
+OpKernelSource emit_op(const ir::Graph& g, const ir::Node& n,
+                       std::optional<OutputSlice> out_slice = std::nullopt);
 
 }  // namespace tessel::kernels::cuda

@@ -317,6 +317,37 @@ Reason check_epilogue(const Epilogue& e, KernelPlan* p) {
   return std::nullopt;
 }
 
+// A prologue (contraction/epilogue.h) is applied by the mma.sync kernel's A loader to the
+// vectors each thread copied, once they land in shared memory (tessel_mma.cuh): so that
+// kernel only, with A K-major in cp.async vectors of whole channels, 16-bit floats.
+Reason check_prologue(const Contraction& c, const Epilogue& e, const Schedule& s,
+                      const KernelPlan& p) {
+  if (!e.a_prologue) return std::nullopt;
+  const contraction::OperandPrologue& pro = *e.a_prologue;
+  const bool simt = s.instruction == Instruction::kSimt;
+  if ((!simt && s.instruction != Instruction::kMmaSync) || s.mainloop == kernels::Mainloop::kHalo ||
+      s.groups_per_tile > 0)
+    return "an A prologue runs in the mma.sync and SIMT kernels' loaders only (not wgmma, halo or "
+           "packed groups)";
+  if (c.a_dtype != DType::kF16 && c.a_dtype != DType::kBF16 && !(simt && c.a_dtype == DType::kF32))
+    return fmt::format("an A prologue transforms f16 or bf16 elements (f32 on CUDA cores), not {}",
+                       dtype_name(c.a_dtype));
+  if (!p.a.k_major || c.operands_swapped)
+    return "an A prologue needs A K-major (channels contiguous)";
+  if (!simt && p.a.vec * 2 < 4) return "an A prologue needs cp.async vectors of at least 4 bytes";
+  if (pro.channels < 1 || c.k % pro.channels != 0 || pro.channels % p.a.vec != 0)
+    return fmt::format("an A prologue of {} channels does not tile K = {} in vectors of {}",
+                       pro.channels, c.k, p.a.vec);
+  if (pro.operand < 0 || pro.operand >= 4)
+    return fmt::format("prologue operand index {} outside [0, 4)", pro.operand);
+  // The loader remembers which of its vectors were copied (not zero-filled) for each k-tile in
+  // flight, in 64 bits.
+  if (!simt && p.a.iters * (s.stages - 1) > 64)
+    return fmt::format("an A prologue tracks at most 64 vectors in flight per thread ({} x {})",
+                       p.a.iters, s.stages - 1);
+  return std::nullopt;
+}
+
 // Packed groups (contraction/grouped.h): B, C and the epilogue through the dense view (the
 // plan's contraction from here on), A through the packed-A view, whose k-tile is every group's.
 Reason plan_packed_groups(const Contraction& c, const Schedule& s, KernelPlan* p) {
@@ -417,6 +448,7 @@ std::optional<std::string> make_plan(const Contraction& c, const Epilogue& e, co
   if (p->grid_x > 0x7fffffffull) return fmt::format("{} CTAs exceed the grid limit", p->grid_x);
 
   if (auto r = check_epilogue(e, p)) return r;
+  if (auto r = check_prologue(c, e, s, *p)) return r;
   if (auto r = plan_store(*p->c, e, s, p)) return r;
 
   // Shared memory: kernels::smem_bytes mirrors MmaKernel / SimtKernel::kSmemBytes (the

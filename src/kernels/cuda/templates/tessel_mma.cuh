@@ -130,8 +130,12 @@ struct MmaKernel {
   using ColumnsA = typename Select<kPacked, PackedGroupColumns<(kPacked ? P::kGroupsPerTile : 1),
                                                                (kPacked ? P::kGroupCi : 1), kBK>,
                                    IdentityColumns>::type;
+  static constexpr bool kPrologue = P::kPrologue != 0;
+  static_assert(!kPrologue || (P::kAKMajor && !kPacked && kElemBytes == 2 && P::kAVec % 2 == 0),
+                "an A prologue transforms K-major 16-bit A in vectors of whole u32 words");
   using LoaderA = TileLoader<typename P::GatherA, P::kAKMajor ? kBM : kBK,
-                             P::kAKMajor ? kACols : kBM, P::kAVec, kThreads, kElemBytes, ColumnsA>;
+                             P::kAKMajor ? kACols : kBM, P::kAVec, kThreads, kElemBytes, ColumnsA,
+                             kPrologue>;
   using LoaderB = TileLoader<typename P::GatherB, P::kBKMajor ? kBN : kBK, P::kBKMajor ? kBK : kBN,
                              P::kBVec, kThreads, kElemBytes>;
   static constexpr int kPipelineBytes = kStages * (TileA::kBytes + TileB::kBytes);
@@ -215,6 +219,44 @@ struct MmaKernel {
     }
   }
 
+  // The A prologue (contraction/epilogue.h): once this thread's vectors of A's k-tile
+  // `k_tile` (of the whole K) have landed in `stage` (the byte offset of the stage in shared
+  // memory), each copied element a of channel c becomes act(a * P[0, c] + P[1, c]), rounded
+  // back to the element type; zero-filled vectors (padding) stay zero. Each thread rewrites
+  // only what it copied itself, so cp.async.wait_group orders it, and the barrier after it
+  // publishes the stage as before. A thread's column is one vector of channels for the whole
+  // tile: the same 2 x kAVec parameters for all its rows.
+  __device__ __forceinline__ static void apply_prologue(const KernelParams& p, LoaderA& la,
+                                                        unsigned char* smem, u32 stage,
+                                                        int k_tile) {
+    constexpr int kV = P::kAVec;
+    const u32 copied = la.pop_copied();
+    const int c0 = (k_tile * kBK + la.col) % P::kPrologueChannels;
+    const float* pv = static_cast<const float*>(p.extra[P::kPrologueOperand]);
+    float scale[kV], shift[kV];
+#pragma unroll
+    for (int j = 0; j < kV; ++j) {
+      scale[j] = __ldg(pv + c0 + j);
+      shift[j] = __ldg(pv + P::kPrologueChannels + c0 + j);
+    }
+#pragma unroll
+    for (int it = 0; it < LoaderA::kIters; ++it) {
+      if (!(copied >> it & 1u)) continue;
+      u32* w = reinterpret_cast<u32*>(smem + stage + la.dst(it));
+#pragma unroll
+      for (int j = 0; j < kV / 2; ++j) {
+        const u32 pair = w[j];
+        float lo = to_float(Element{u16(pair & 0xffffu)}) * scale[2 * j] + shift[2 * j];
+        float hi = to_float(Element{u16(pair >> 16)}) * scale[2 * j + 1] + shift[2 * j + 1];
+        if constexpr (P::kPrologue == 2) {
+          lo = fmaxf(lo, 0.0f);
+          hi = fmaxf(hi, 0.0f);
+        }
+        w[j] = u32(from_float<Element>(lo).bits) | (u32(from_float<Element>(hi).bits) << 16);
+      }
+    }
+  }
+
   static constexpr int kAcc = kMI * kNI * 4;
   static constexpr long long kTileCount = (long long)kTilesM * kTilesN * P::kBatch;
 
@@ -263,6 +305,9 @@ struct MmaKernel {
     u32 af[2][kMI][kGW][4], bf[2][kNI][2];
 
     cp_async_wait<kStages - 2>();
+    if constexpr (kPrologue) {
+      if (kt_count > 0) apply_prologue(p, la, smem, 0, kt_begin);
+    }
     __syncthreads();
     int read_stage = 0, write_stage = kStages - 1;
     load_fragments(af[0], bf[0], fo, stage_a(0), stage_b(0), 0);
@@ -283,8 +328,12 @@ struct MmaKernel {
           // Stage kt+1 has landed (its group is the oldest pending) and is visible to all
           // warps; every warp is done reading stage kt-1's slot before anyone refills it.
           cp_async_wait<kStages - 2>();
-          __syncthreads();
           read_stage = read_stage + 1 == kStages ? 0 : read_stage + 1;
+          if constexpr (kPrologue) {
+            if (kt + 1 < kt_count)
+              apply_prologue(p, la, smem, u32(read_stage * TileA::kBytes), kt_begin + kt + 1);
+          }
+          __syncthreads();
         }
         // Double-buffering: fragments of the next k-step load while this step's mmas run.
         const int next = ks + 1 == kKSteps ? 0 : ks + 1;

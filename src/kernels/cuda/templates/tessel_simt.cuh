@@ -22,7 +22,11 @@ namespace tessel {
 // Global -> registers -> fp32 shared tile. Same thread mapping as TileLoader (one column per
 // thread, kIters rows kRowStep apart); the smem tile is stored (k, mn) whatever the operand's
 // majorness, so a K-major operand is transposed on the way.
-template <typename Gather, typename Elem, int kRows, int kCols, int kVec, int kThreads, bool kKMajor>
+// kPrologue (K-major A only; contraction/epilogue.h): each loaded element of channel
+// c = k % kProChannels becomes act(a * P[0, c] + P[1, c]) rounded to Elem, as the mma.sync
+// kernel's prologue; zero fills stay zero. 1: affine, 2: affine then relu.
+template <typename Gather, typename Elem, int kRows, int kCols, int kVec, int kThreads, bool kKMajor,
+          int kPrologue = 0, int kProChannels = 1>
 struct SimtLoader {
   static constexpr int kVecsPerRow = kCols / kVec;
   static constexpr int kRowStep = kThreads / kVecsPerRow;
@@ -33,14 +37,19 @@ struct SimtLoader {
   static_assert(kThreads % kVecsPerRow == 0 && kRowStep > 0 && kRows % kRowStep == 0, "mapping");
   static_assert(Gather::kIters == kIters, "emitter and loader agree on the thread mapping");
 
+  static_assert(kPrologue == 0 || kKMajor, "a prologue transforms K-major A");
   Gather gather;
   int row0, col;
+  int k;                 // kPrologue: the k of this thread's column in the next k-tile
+  const float* pro;      // kPrologue: P [2, kProChannels]
   float staged[kIters][kVec];
 
   __device__ __forceinline__ void init(const KernelParams& p, int batch, int row_base,
-                                       int col_base, int thread) {
+                                       int col_base, int thread, const void* prologue = nullptr) {
     row0 = thread / kVecsPerRow;
     col = (thread % kVecsPerRow) * kVec;
+    k = col_base + col;
+    pro = static_cast<const float*>(prologue);
     gather.init(p, batch, row_base + row0, kRowStep, col_base + col);
   }
 
@@ -54,12 +63,22 @@ struct SimtLoader {
       if (gather.valid(it)) {
         v.raw = *static_cast<const typename Vec<kVecBytes>::type*>(gather.ptr(it));
 #pragma unroll
-        for (int i = 0; i < kVec; ++i) staged[it][i] = to_float(v.e[i]);
+        for (int i = 0; i < kVec; ++i) {
+          float x = to_float(v.e[i]);
+          if constexpr (kPrologue != 0) {
+            const int c = (k + i) % kProChannels;
+            x = x * __ldg(pro + c) + __ldg(pro + kProChannels + c);
+            if constexpr (kPrologue == 2) x = fmaxf(x, 0.0f);
+            x = to_float(from_float<Elem>(x));
+          }
+          staged[it][i] = x;
+        }
       } else {
 #pragma unroll
         for (int i = 0; i < kVec; ++i) staged[it][i] = 0.0f;
       }
     }
+    k += kCols;
     gather.advance();
   }
 
@@ -92,7 +111,8 @@ struct SimtKernel {
   static_assert(P::kSplitK == 1, "the SIMT kernel does not split K");
 
   using LoaderA = SimtLoader<typename P::GatherA, typename P::ElementA, P::kAKMajor ? kBM : kBK,
-                             P::kAKMajor ? kBK : kBM, P::kAVec, kThreads, P::kAKMajor>;
+                             P::kAKMajor ? kBK : kBM, P::kAVec, kThreads, P::kAKMajor,
+                             P::kPrologue, P::kPrologueChannels>;
   using LoaderB = SimtLoader<typename P::GatherB, typename P::ElementB, P::kBKMajor ? kBN : kBK,
                              P::kBKMajor ? kBK : kBN, P::kBVec, kThreads, P::kBKMajor>;
   static constexpr int kPitchA = kBM + 4, kPitchB = kBN + 4;
@@ -113,7 +133,7 @@ struct SimtKernel {
 
     LoaderA la;
     LoaderB lb;
-    if constexpr (P::kAKMajor) la.init(p, cta.batch, m0, 0, tid);
+    if constexpr (P::kAKMajor) la.init(p, cta.batch, m0, 0, tid, p.extra[P::kPrologueOperand]);
     else la.init(p, cta.batch, 0, m0, tid);
     if constexpr (P::kBKMajor) lb.init(p, cta.batch, n0, 0, tid);
     else lb.init(p, cta.batch, 0, n0, tid);

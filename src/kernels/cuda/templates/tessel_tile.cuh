@@ -120,8 +120,12 @@ struct IdentityColumns {
   __device__ __forceinline__ static int map(int col) { return col; }
 };
 
+// kTrackValid: the loader remembers, per k-tile in flight, which of its vectors it copied
+// (the others are zero-filled: padding, residues), for a prologue that transforms the landed
+// vectors and must leave the fills zero (MmaKernel). k-tiles land in the order they are
+// issued, so the record is a FIFO of kIters bits per k-tile in 64 bits.
 template <typename Gather, int kRows, int kCols, int kVec, int kThreads, int kElemBytes = 2,
-          typename Columns = IdentityColumns>
+          typename Columns = IdentityColumns, bool kTrackValid = false>
 struct TileLoader {
   using Tile = SwizzledTile<kRows, kCols, kElemBytes>;
   static constexpr int kVecBytes = kVec * kElemBytes;
@@ -140,6 +144,8 @@ struct TileLoader {
   Gather gather;
   int row0, col;  // this thread's first row and its column (elements)
   u16 staged[kAsync ? 1 : kIters];
+  u64 copied = 0;    // kTrackValid: bit (kIters * i + it) = vector it of the i-th k-tile in flight
+  int in_flight = 0;
 
   __device__ __forceinline__ void init(const KernelParams& p, int batch, int row_base,
                                        int col_base, int thread) {
@@ -161,12 +167,27 @@ struct TileLoader {
 
   // Asynchronous path: issue this thread's copies of the next k-tile into `stage`.
   __device__ __forceinline__ void load_async(u32 stage) {
+    u64 bits = 0;
 #pragma unroll
     for (int it = 0; it < kIters; ++it) {
       const bool ok = gather.valid(it);
       CpAsync<kVecBytes, Gather::kReuseInL1>::copy(stage + dst(it), ok ? gather.ptr(it) : gather.base(), ok);
+      bits |= u64(ok) << it;
+    }
+    if constexpr (kTrackValid) {
+      copied |= bits << (kIters * in_flight);
+      ++in_flight;
     }
     gather.advance();
+  }
+
+  // kTrackValid: which vectors of the oldest k-tile in flight were copied; forgets it.
+  __device__ __forceinline__ u32 pop_copied() {
+    static_assert(kTrackValid && kIters <= 32, "the loader tracks copied vectors");
+    const u32 bits = u32(copied & ((u64(1) << kIters) - 1));
+    copied >>= kIters;
+    --in_flight;
+    return bits;
   }
 
   // Register path, part 1: read the next k-tile into registers (zeros where invalid).

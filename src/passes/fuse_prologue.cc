@@ -1,0 +1,176 @@
+// fuse-prologue: a per-channel affine map and ReLU before a convolution become the conv's
+// A prologue (ops/tessel_epilogue.h 'prologue'), applied by the kernel to the input elements
+// it loads, instead of elementwise kernels that read and write the whole tensor first.
+//
+//   %s = Mul(%x, %scale[C])            tessel.Conv(%x, %w, %b, -, -, %p)
+//   %t = Add(%s, %shift[C])      ->      {prologue = "affine_relu"}
+//   %r = Relu(%t)                      %p = [[scale], [shift]] : f32[2, C]
+//   %y = tessel.Conv(%r, %w, %b)
+//
+// This is the unfoldable BatchNormalization (lower-batch-norm's Mul + Add) of pre-activation
+// networks: DenseNet's BN + ReLU after each Concat, ResNet-v2's before each conv. Such a BN
+// cannot fold into the conv's weights: the ReLU between them is not linear, and the conv's
+// zero padding would become the shift (the prologue leaves padding zero, as the graph does).
+//
+// The chain: any run of Mul, Add, Sub and Div with a constant that is a scalar or one value
+// per channel (NHWC: the last axis), in any operand order Add/Mul allow and x - c, x / c,
+// composed into one scale and shift; then at most one Relu, last. Every intermediate value
+// is read once, by the next node of the chain; the chain's value is read only as X by
+// tessel.Convs that take a prologue (group 1, NHWC input, float weights, none yet): each of
+// them gets the prologue, and the chain is removed. fuse runs first, so that what a
+// producer's epilogue can take goes there.
+#include <optional>
+
+#include "ops/tessel_epilogue.h"
+#include "passes/passes.h"
+#include "passes/rewrite_util.h"
+
+namespace tessel::passes {
+namespace {
+
+constexpr int kPrologueInput = 5;  // tessel.Conv's P (ops/tessel_contraction_ops.cc)
+
+// A tessel.Conv that can read its X through a prologue.
+bool takes_prologue(const ir::Graph& g, const ir::Node& n) {
+  if (n.op != "tessel.Conv" || n.inputs.size() < 2 || n.get_int("group", 1) != 1) return false;
+  if (ops::read_nchw_input(n) || ops::read_prologue(n)) return false;
+  if (n.inputs.size() > kPrologueInput) return false;
+  const DType w = g.type(n.inputs[1]).dtype;
+  return is_float(w) && g.type(n.inputs[0]).dtype == w;
+}
+
+// One node of the chain: y = x * scale + shift per channel (constants broadcast along the
+// last axis), or a ReLU.
+struct Link {
+  int node = -1;
+  ir::ValueId x = ir::kNoValue;  // the chain value it reads
+  std::vector<double> scale, shift;
+  bool relu = false;
+};
+
+// The per-channel values of constant `v` for `channels` channels: a scalar, or a tensor whose
+// only non-1 dim is the last, of extent `channels`, and of rank at most `rank`.
+std::optional<std::vector<double>> per_channel(const ir::Graph& g, ir::ValueId v,
+                                               int64_t channels, size_t rank) {
+  const ir::Value& val = g.value(v);
+  if (!val.is_constant() || !is_float(val.data->dtype())) return std::nullopt;
+  const Shape& s = val.data->shape();
+  if (s.size() > rank) return std::nullopt;
+  const int64_t n = val.data->numel();
+  if (n != 1) {
+    if (s.empty() || s.back() != channels || n != channels) return std::nullopt;
+  }
+  std::vector<double> out(static_cast<size_t>(channels));
+  for (int64_t c = 0; c < channels; ++c) out[c] = val.data->get_f64(n == 1 ? 0 : c);
+  return out;
+}
+
+// Node `i` as a link of a chain over a [..., C] float tensor, or nothing.
+std::optional<Link> link_of(const ir::Graph& g, int i) {
+  const ir::Node& n = g.nodes[static_cast<size_t>(i)];
+  if (n.outputs.size() != 1) return std::nullopt;
+  const ir::TensorType& y = g.type(n.outputs[0]);
+  if (!is_float(y.dtype) || y.shape.size() != 4) return std::nullopt;
+  const int64_t c = y.shape.back();
+  Link l;
+  l.node = i;
+  if (n.op == "Relu" && n.inputs.size() == 1) {
+    l.x = n.inputs[0];
+    l.relu = true;
+    return l;
+  }
+  if (n.inputs.size() != 2) return std::nullopt;
+  const bool add = n.op == "Add", sub = n.op == "Sub", mul = n.op == "Mul", div = n.op == "Div";
+  if (!add && !sub && !mul && !div) return std::nullopt;
+  for (int side = 0; side < 2; ++side) {
+    // x op k (side 0: x first); Sub and Div only as x - k, x / k.
+    if (side == 1 && (sub || div)) break;
+    const ir::ValueId x = n.inputs[side], k = n.inputs[1 - side];
+    if (g.value(x).is_constant() || !(g.type(x) == y)) continue;
+    const std::optional<std::vector<double>> v = per_channel(g, k, c, y.shape.size());
+    if (!v) continue;
+    l.x = x;
+    l.scale.assign(static_cast<size_t>(c), 1.0);
+    l.shift.assign(static_cast<size_t>(c), 0.0);
+    for (int64_t j = 0; j < c; ++j) {
+      if (add) l.shift[j] = (*v)[j];
+      if (sub) l.shift[j] = -(*v)[j];
+      if (mul) l.scale[j] = (*v)[j];
+      if (div) l.scale[j] = 1.0 / (*v)[j];
+    }
+    return l;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+ir::Graph fuse_prologue(ir::Graph g) {
+  const std::vector<int> producers = g.producers();
+  const std::vector<int> uses = use_counts(g);
+  std::vector<std::vector<int>> readers(g.values.size());
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    for (ir::ValueId v : g.nodes[i].inputs)
+      if (v != ir::kNoValue) readers[v].push_back(static_cast<int>(i));
+  UniqueNames names = UniqueNames::of_values(g);
+  std::vector<char> erase(g.nodes.size(), 0);
+  bool changed = false;
+
+  for (size_t ci = 0; ci < g.nodes.size(); ++ci) {
+    const ir::Node& conv = g.nodes[ci];
+    if (erase[ci] || !takes_prologue(g, conv)) continue;
+    const ir::ValueId v = conv.inputs[0];
+    // Every reader of v: a prologue-taking conv reading it as X only.
+    bool all_convs = uses[v] == static_cast<int>(readers[v].size());
+    for (int r : readers[v]) {
+      const ir::Node& rn = g.nodes[static_cast<size_t>(r)];
+      int reads = 0;
+      for (ir::ValueId in : rn.inputs) reads += in == v;
+      all_convs &= takes_prologue(g, rn) && rn.inputs[0] == v && reads == 1;
+    }
+    if (!all_convs) continue;
+    // Walk back from v: at most one Relu, last; affine links before it.
+    std::vector<Link> chain;  // from v backwards
+    ir::ValueId x = v;
+    while (producers[x] >= 0) {
+      const std::optional<Link> l = link_of(g, producers[x]);
+      if (!l || (l->relu && !chain.empty())) break;
+      if (x != v && uses[x] != 1) break;  // an intermediate value read elsewhere too
+      chain.push_back(*l);
+      x = l->x;
+    }
+    if (chain.empty()) continue;
+    const bool relu = chain.front().relu;
+    const int64_t c = g.type(v).shape.back();
+    // Compose the affine links in graph order: y = (x * s1 + t1) * s2 + t2 ...
+    std::vector<double> scale(static_cast<size_t>(c), 1.0), shift(static_cast<size_t>(c), 0.0);
+    for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+      if (it->relu) continue;
+      for (int64_t j = 0; j < c; ++j) {
+        scale[j] *= it->scale[j];
+        shift[j] = shift[j] * it->scale[j] + it->shift[j];
+      }
+    }
+    Tensor p(DType::kF32, {2, c});
+    for (int64_t j = 0; j < c; ++j) {
+      p.set_f64(j, scale[j]);
+      p.set_f64(c + j, shift[j]);
+    }
+    const ir::Node& last = g.nodes[static_cast<size_t>(chain.front().node)];
+    const ir::ValueId pv = g.add_constant(names.fresh(last.name + ".prologue"), std::move(p));
+    for (int r : readers[v]) {
+      ir::Node& rn = g.nodes[static_cast<size_t>(r)];
+      rn.inputs[0] = x;
+      rn.inputs.resize(kPrologueInput + 1, ir::kNoValue);
+      rn.inputs[kPrologueInput] = pv;
+      ops::write_prologue(rn, ops::Prologue{.relu = relu});
+    }
+    for (const Link& l : chain) erase[static_cast<size_t>(l.node)] = 1;
+    changed = true;
+  }
+  if (!changed) return g;
+  erase_nodes(g, erase);
+  return g;
+}
+
+}  // namespace tessel::passes
