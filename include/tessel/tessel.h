@@ -44,6 +44,7 @@ struct Options {
   int64_t batch = 0;                       // fixes a symbolic batch dimension
   std::map<std::string, Shape> input_shapes;  // static shapes for symbolic inputs
   ProgressFn progress = nullptr;              // long steps: passes, compiling, loading
+  std::string tuning_db;  // a `tessel tune` database whose schedules the compiler uses
 };
 
 // An input or output of a session.

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "compiler/compile_plan.h"
+#include "compiler/tuning_db.h"
 #include "core/units.h"
 #include "device/cuda_api.h"
 #include "frontend/onnx/importer.h"
@@ -29,6 +30,8 @@ compiler::Options compiler_options(const Options& o) {
   c.precision = o.precision;
   c.tensor_cores = o.tensor_cores;
   c.progress = o.progress;
+  if (!o.tuning_db.empty())
+    c.tuning = std::make_shared<const compiler::TuningDb>(compiler::TuningDb::load(o.tuning_db));
   return c;
 }
 

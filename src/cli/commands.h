@@ -23,6 +23,8 @@ Action add_opt(CLI::App& app);
 Action add_bench_op(CLI::App& app);
 Action add_codegen(CLI::App& app);
 Action add_explain(CLI::App& app);
+Action add_predict(CLI::App& app);
+Action add_tune(CLI::App& app);
 Action add_compile(CLI::App& app);
 Action add_bench(CLI::App& app);
 Action add_profile(CLI::App& app);
@@ -33,7 +35,10 @@ struct ModelOptions {
   std::string path;
   int64_t batch = 0;
   std::vector<std::string> input_shapes;  // "name=1x3x224x224"
+  std::string tuning_db;                  // --db, where the command compiles
 };
+// --db FILE: the tuning database (`tessel tune`) whose schedules compiling uses.
+void add_tuning_db_option(CLI::App& cmd, ModelOptions& o);
 // `what`: the model argument's help text.
 void add_model_options(CLI::App& cmd, ModelOptions& o,
                        const std::string& what = "ONNX model (.onnx) or textual IR (.tir)");

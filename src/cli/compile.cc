@@ -24,6 +24,7 @@ Action add_compile(CLI::App& app) {
   };
   auto o = std::make_shared<Opts>();
   add_model_options(*cmd, o->model);
+  add_tuning_db_option(*cmd, o->model);
   cmd->add_option("-o,--output", o->output, "the engine file to write (.tsl)")->required();
   add_precision_option(*cmd, o->precision);
   cmd->add_option("--target", o->target,

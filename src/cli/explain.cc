@@ -16,6 +16,7 @@
 #include "cli/commands.h"
 #include "cli/op_kernels.h"
 #include "compiler/plan_node.h"
+#include "compiler/tuning_db.h"
 #include "core/error.h"
 #include "ops/tessel_epilogue.h"
 #include "passes/pipeline.h"
@@ -128,6 +129,7 @@ Action add_explain(CLI::App& app) {
   };
   auto o = std::make_shared<Opts>();
   add_model_options(*cmd, o->model);
+  add_tuning_db_option(*cmd, o->model);
   add_precision_option(*cmd, o->precision);
   cmd->add_option("--target", o->target,
                   "plan for this GPU: sm_90a (H100) or sm_80 (A100); default: the GPU present, "
@@ -140,6 +142,8 @@ Action add_explain(CLI::App& app) {
     ir::Graph g = load_model(o->model);
     compiler::Options options;
     options.precision = parse_precision(o->precision);
+    if (!o->model.tuning_db.empty())
+      options.tuning = std::make_shared<const compiler::TuningDb>(compiler::TuningDb::load(o->model.tuning_db));
     g = passes::run_passes(std::move(g), passes::gpu_pipeline({.precision = options.precision}));
 
     const device::DeviceInfo device = planning_target(o->target);

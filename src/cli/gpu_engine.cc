@@ -14,9 +14,10 @@ Session open_gpu_session(const GpuEngineOptions& o, ProgressBar& progress) {
   options.precision = parse_precision(o.precision);
   options.progress = progress.callback();
   if (is_engine_file(path)) {
-    TESSEL_USER_CHECK(o.model.batch == 0 && o.model.input_shapes.empty() && !o.precision_given)
-        << path << " is a compiled engine: --batch, --input-shape and --precision apply when "
-        << "compiling a model (tessel compile)";
+    TESSEL_USER_CHECK(o.model.batch == 0 && o.model.input_shapes.empty() && !o.precision_given &&
+                      o.model.tuning_db.empty())
+        << path << " is a compiled engine: --batch, --input-shape, --precision and --db apply "
+        << "when compiling a model (tessel compile)";
   }
   return Session::open(path, options);
 }

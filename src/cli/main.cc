@@ -20,6 +20,8 @@ int main(int argc, char** argv) {
       tessel::cli::add_bench_op(app),
       tessel::cli::add_codegen(app),
       tessel::cli::add_explain(app),
+      tessel::cli::add_predict(app),
+      tessel::cli::add_tune(app),
       tessel::cli::add_compile(app),
       tessel::cli::add_bench(app),
       tessel::cli::add_profile(app),

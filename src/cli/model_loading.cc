@@ -39,9 +39,16 @@ Shape parse_dims(const std::string& text, const std::string& what) {
 
 }  // namespace
 
+void add_tuning_db_option(CLI::App& cmd, ModelOptions& o) {
+  cmd.add_option("--db", o.tuning_db,
+                 "tuning database (tessel tune): its measured schedules replace the cost "
+                 "model's picks where they match");
+}
+
 Options model_api_options(const ModelOptions& o) {
   Options opts;
   opts.batch = o.batch;
+  opts.tuning_db = o.tuning_db;
   for (const std::string& spec : o.input_shapes) {
     size_t eq = spec.find('=');
     TESSEL_USER_CHECK(eq != std::string::npos && eq > 0)

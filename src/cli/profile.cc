@@ -51,6 +51,7 @@ Action add_profile(CLI::App& app) {
   };
   auto o = std::make_shared<Opts>();
   add_model_options(*cmd, o->gpu.model, "ONNX model (.onnx), textual IR (.tir) or engine (.tsl)");
+  add_tuning_db_option(*cmd, o->gpu.model);
   CLI::Option* precision = add_precision_option(*cmd, o->gpu.precision);
   cmd->add_option("--reps", o->reps, "timed replays per kernel (the median is reported)")
       ->check(CLI::PositiveNumber);

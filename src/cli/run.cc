@@ -37,6 +37,7 @@ Action add_run(CLI::App& app) {
   auto o = std::make_shared<Opts>();
   add_model_options(*cmd, o->gpu.model,
                     "ONNX model (.onnx), textual IR (.tir) or compiled engine (.tsl, cuda only)");
+  add_tuning_db_option(*cmd, o->gpu.model);
   cmd->add_option("--input", o->inputs, "input from a .npy file: name=path.npy (others random)");
   cmd->add_option("--seed", o->seed, "seed for random inputs");
   cmd->add_option("--device", o->device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}));

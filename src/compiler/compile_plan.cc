@@ -153,6 +153,7 @@ void PlanAssembler::add_launch(const ir::Node& n, const NodeKernel& k) {
   l.node = n.name;
   l.op = n.op;
   l.flops = ops::node_flops(g_, n);
+  l.predicted_us = k.predicted_us;
   for (ir::ValueId v : n.inputs)
     if (v != ir::kNoValue) l.bytes += static_cast<int64_t>(value_bytes(g_, v));
   for (ir::ValueId v : n.outputs) l.bytes += static_cast<int64_t>(value_bytes(g_, v));

@@ -2,10 +2,14 @@
 // told. The target GPU is an argument of its own (a device::DeviceInfo), not an option.
 #pragma once
 
+#include <memory>
+
 #include "core/dtype.h"
 #include "core/progress.h"
 
 namespace tessel::compiler {
+
+class TuningDb;
 
 struct Options {
   Precision precision = Precision::kFp16;
@@ -13,6 +17,9 @@ struct Options {
   // Core kernel suspected of a bug).
   bool tensor_cores = true;
   ProgressFn progress = nullptr;  // optional: "running passes", "compiling kernels"
+  // Measured schedules (`tessel tune`): used where a record matches a contraction on the
+  // target, the cost model's default elsewhere.
+  std::shared_ptr<const TuningDb> tuning;
 };
 
 }  // namespace tessel::compiler

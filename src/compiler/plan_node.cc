@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "compiler/lowering.h"
+#include "compiler/tuning_db.h"
 #include "core/error.h"
 #include "kernels/cuda/contraction_kernel.h"
 #include "kernels/cuda/op_kernels.h"
@@ -68,6 +69,7 @@ NodePlan plan_contraction(const ir::Graph& g, const ir::Node& n, const Options& 
   if (!plan.match.contraction)
     return unsupported("cannot be lowered to a contraction kernel: " + remarks_text(plan.match));
   const contraction::Contraction& c = *plan.match.contraction;
+  const bool x_slice = n.op == "tessel.Conv" && passes::channel_slice_of(g, n.inputs.at(0));
   // default_schedule is SIMT where match() says no, except where the halo kernel takes what
   // the GEMM kernels cannot (a stem's f32 NCHW input, converted while staged).
   if (!options.tensor_cores) {
@@ -76,12 +78,23 @@ NodePlan plan_contraction(const ir::Graph& g, const ir::Node& n, const Options& 
   } else {
     // An A prologue is applied by the mma.sync kernel's loader alone; an X read inside a
     // Concat's buffer needs a kernel that reads through the gathers (not the halo kernel).
-    const bool x_slice = n.op == "tessel.Conv" && passes::channel_slice_of(g, n.inputs.at(0));
     plan.schedule =
         kernels::default_schedule(c, target, plan.epilogue.a_prologue.has_value() || x_slice);
     if (plan.schedule.instruction == kernels::Instruction::kSimt)
       plan.why = plan.match.remarks.empty() ? "no reason given" : plan.match.remarks[0].text;
   }
+  // A measured schedule from the tuning database, where one matches and the kernel takes it
+  // with this node's epilogue (and, for an X inside a Concat's buffer, reads X through the
+  // gathers: not the halo kernel).
+  if (options.tensor_cores && options.tuning)
+    if (const TuningRecord* r = options.tuning->find(c.key(), TuningDb::device_key(target)))
+      if (std::optional<kernels::Schedule> s = kernels::parse_schedule(r->schedule, c))
+        if (!cg::can_implement(c, plan.epilogue, *s) &&
+            !(x_slice && s->mainloop == kernels::Mainloop::kHalo)) {
+          plan.schedule = *s;
+          plan.tuned = true;
+          plan.why.clear();
+        }
   std::optional<std::string> why = cg::can_implement(c, plan.epilogue, plan.schedule);
   if (why && plan.schedule.instruction != kernels::Instruction::kSimt) {
     plan.why = "the Tensor Core generator refuses " + plan.schedule.name() + ": " + *why;
@@ -153,7 +166,7 @@ std::string NodePlan::summary() const {
       if (!tensor_cores()) return "SIMT: " + why;
       const bool int8 = match.contraction && match.contraction->a_dtype == DType::kI8;
       return "Tensor Cores (" + instruction() + (int8 ? " int8" : "") + ") " + schedule.name() +
-             (why.empty() ? "" : " (" + why + ")");
+             (tuned ? " tuned" : "") + (why.empty() ? "" : " (" + why + ")");
     }
   }
   return "";

@@ -41,6 +41,7 @@ struct NodePlan {
   contraction::Epilogue epilogue;
   std::vector<int> extra_inputs;
   kernels::Schedule schedule;
+  bool tuned = false;  // the schedule is a tuning database's (Options::tuning)
   // kOpKernel: where a Concat stored in place in an outer Concat writes (its output is a
   // channel slice of that buffer).
   std::optional<kernels::cuda::OutputSlice> out_slice;

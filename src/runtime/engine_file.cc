@@ -228,6 +228,7 @@ void write_sections(const EnginePlan& plan, const std::function<void(const char*
     w.i64(l.bytes);
     w.str(l.instruction);
     w.str(l.schedule);
+    w.i64(static_cast<int64_t>(l.predicted_us * 1000.0 + 0.5));  // nanoseconds
   }
   put("LNCH", w);
 }
@@ -235,7 +236,7 @@ void write_sections(const EnginePlan& plan, const std::function<void(const char*
 // The smallest encodings, which bound the counts a section may claim.
 constexpr size_t kMinRelocationBytes = 1 + 4 + 8 + 8;
 constexpr size_t kMinTensorBytes = 4 + 4 + 4;
-constexpr size_t kMinLaunchBytes = 4 + 4 + 7 * 4 + 4 + 4 + 4 + 8 + 8 + 4 + 4;
+constexpr size_t kMinLaunchBytes = 4 + 4 + 7 * 4 + 4 + 4 + 4 + 8 + 8 + 4 + 4 + 8;
 
 void read_target(Reader& r, EnginePlan& plan) {
   device::DeviceInfo& t = plan.target;
@@ -295,6 +296,7 @@ void read_launches(Reader& r, EnginePlan& plan) {
     l.bytes = r.i64();
     l.instruction = r.str();
     l.schedule = r.str();
+    l.predicted_us = static_cast<double>(r.i64()) / 1000.0;
     plan.launches.push_back(std::move(l));
   }
 }

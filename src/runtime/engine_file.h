@@ -19,7 +19,7 @@
 //   CUBN  u32 count, a blob each
 //   LNCH  u32 count; each: u32 cubin, str entry, u32 grid[3], u32 block[3], u32 smem bytes,
 //         u32 word count, relocations; then str node, str op, i64 flops, i64 bytes,
-//         str instruction, str schedule
+//         str instruction, str schedule, i64 predicted time in nanoseconds
 // A relocation: u8 region (Region's value), u32 index, u64 offset, u64 bytes.
 //
 // Reading trusts nothing: the magic, the version, the header against the file's size, the
@@ -35,7 +35,7 @@
 
 namespace tessel::runtime {
 
-inline constexpr uint32_t kEngineFormatVersion = 1;
+inline constexpr uint32_t kEngineFormatVersion = 2;  // 2: each launch's predicted time
 inline constexpr size_t kEngineHeaderBytes = 32;
 
 // The file's bytes. Writes `plan` as it is: serializing does not check it (check_plan).

@@ -77,6 +77,7 @@ struct PlanLaunch {
   int64_t bytes = 0;        // inputs and outputs, constants included
   std::string instruction;  // "mma.sync", "wgmma" or "SIMT" (op kernels too)
   std::string schedule;     // Schedule::name() of a contraction; empty for op kernels
+  double predicted_us = 0;  // the compiler's prediction (compiler/predict.h), 0: none
   bool operator==(const PlanLaunch&) const = default;
 };
 

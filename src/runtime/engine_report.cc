@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <vector>
 
 #include "core/error.h"
 
@@ -62,6 +63,7 @@ ProfileReport make_profile_report(const EnginePlan& plan, const std::vector<floa
     row.us = launch_ms[i] * 1e3;
     start += row.us;
     row.percent = r.total_us > 0 ? 100.0 * row.us / r.total_us : 0;
+    row.predicted_us = l.predicted_us;
     if (row.us > 0) {
       row.tflops = static_cast<double>(l.flops) / (row.us * 1e6);
       row.gbps = static_cast<double>(l.bytes) / (row.us * 1e3);
@@ -74,6 +76,25 @@ ProfileReport make_profile_report(const EnginePlan& plan, const std::vector<floa
     r.rows.push_back(row);
   }
   return r;
+}
+
+PredictionError prediction_error(const ProfileReport& r) {
+  PredictionError e;
+  std::vector<double> errors;
+  for (const KernelRow& row : r.rows) {
+    if (row.predicted_us <= 0 || row.us <= 0) continue;
+    const double rel = std::abs(row.predicted_us - row.us) / row.us;
+    errors.push_back(rel);
+    e.within_10_percent += rel <= 0.1;
+    e.total_predicted_us += row.predicted_us;
+  }
+  e.kernels = static_cast<int>(errors.size());
+  if (!errors.empty()) {
+    std::sort(errors.begin(), errors.end());
+    const size_t n = errors.size();
+    e.median = n % 2 ? errors[n / 2] : (errors[n / 2 - 1] + errors[n / 2]) / 2.0;
+  }
+  return e;
 }
 
 std::string format_profile(const ProfileReport& r) {
@@ -89,15 +110,17 @@ std::string format_profile(const ProfileReport& r) {
     std::snprintf(line, sizeof line, "%% of peak: no peak is known for this device\n");
   }
   out += line;
-  const char* row_format = "%-4s %-28s %-20s %9s %6s %9s %8s %7s %9s %8s  %s\n";
-  std::snprintf(line, sizeof line, row_format, "#", "node", "op", "time us", "%", "FLOPs",
-                "TFLOP/s", "% peak", "bytes", "GB/s", "instruction");
+  const char* row_format = "%-4s %-28s %-20s %9s %9s %6s %9s %8s %7s %9s %8s  %s\n";
+  std::snprintf(line, sizeof line, row_format, "#", "node", "op", "time us", "pred us", "%",
+                "FLOPs", "TFLOP/s", "% peak", "bytes", "GB/s", "instruction");
   out += line;
   for (const KernelRow& row : r.rows) {
     const PlanLaunch& l = *row.launch;
     const std::string peak = row.percent_of_peak ? fixed(*row.percent_of_peak, 1) : "-";
     std::snprintf(line, sizeof line, row_format, std::to_string(row.index).c_str(), l.node.c_str(),
-                  l.op.c_str(), fixed(row.us, 2).c_str(), fixed(row.percent, 1).c_str(),
+                  l.op.c_str(), fixed(row.us, 2).c_str(),
+                  row.predicted_us > 0 ? fixed(row.predicted_us, 2).c_str() : "-",
+                  fixed(row.percent, 1).c_str(),
                   si(static_cast<double>(l.flops)).c_str(), fixed(row.tflops, 2).c_str(),
                   peak.c_str(), si(static_cast<double>(l.bytes)).c_str(),
                   fixed(row.gbps, 1).c_str(),
@@ -107,8 +130,10 @@ std::string format_profile(const ProfileReport& r) {
   const double tflops =
       r.total_us > 0 ? static_cast<double>(r.total_flops) / (r.total_us * 1e6) : 0;
   const double gbps = r.total_us > 0 ? static_cast<double>(r.total_bytes) / (r.total_us * 1e3) : 0;
-  std::snprintf(line, sizeof line, "%-4s %-28s %-20s %9s %6s %9s %8s %7s %9s %8s\n", "", "total",
-                "", fixed(r.total_us, 2).c_str(), "100.0",
+  const PredictionError pe = prediction_error(r);
+  std::snprintf(line, sizeof line, "%-4s %-28s %-20s %9s %9s %6s %9s %8s %7s %9s %8s\n", "", "total",
+                "", fixed(r.total_us, 2).c_str(),
+                pe.kernels > 0 ? fixed(pe.total_predicted_us, 2).c_str() : "-", "100.0",
                 si(static_cast<double>(r.total_flops)).c_str(), fixed(tflops, 2).c_str(), "",
                 si(static_cast<double>(r.total_bytes)).c_str(), fixed(gbps, 1).c_str());
   out += line;
@@ -117,6 +142,14 @@ std::string format_profile(const ProfileReport& r) {
                 "%.2f us\n",
                 r.rows.size(), r.total_us, r.replay_us);
   out += line;
+  if (pe.kernels > 0) {
+    std::snprintf(line, sizeof line,
+                  "predicted (tessel predict): %.2f us in all, %+.1f%% of the measured sum; per "
+                  "kernel median error %.1f%%, %d of %d within 10%%\n",
+                  pe.total_predicted_us, 100.0 * (pe.total_predicted_us - r.total_us) / r.total_us,
+                  100.0 * pe.median, pe.within_10_percent, pe.kernels);
+    out += line;
+  }
   return out;
 }
 

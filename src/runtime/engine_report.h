@@ -31,7 +31,18 @@ struct KernelRow {
   double tflops = 0;                      // launch->flops / time
   double gbps = 0;                        // launch->bytes / time
   std::optional<double> percent_of_peak;  // of the peak of its instruction class, when known
+  double predicted_us = 0;                // the compiler's prediction (0: none recorded)
 };
+
+// How far the compiler's predictions (PlanLaunch::predicted_us) are from the measured times:
+// per kernel |predicted - measured| / measured, over the launches that have a prediction.
+struct PredictionError {
+  int kernels = 0;
+  double median = 0;        // of the per-kernel relative errors
+  int within_10_percent = 0;
+  double total_predicted_us = 0;  // against ProfileReport::total_us
+};
+PredictionError prediction_error(const struct ProfileReport& r);
 
 struct ProfileReport {
   std::vector<KernelRow> rows;

@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 
 #include "cli/cli_util.h"
@@ -181,6 +183,66 @@ TEST(Cli, ExplainRunsQdqNodesOnTheGpu) {
   EXPECT_EQ(r.out.find("not supported"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("no GPU kernel"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find(" 0 unsupported,"), std::string::npos) << r.out;
+}
+
+// The number after `key` on the line starting with `prefix` (0 when there is none).
+double number_after(const std::string& out, const std::string& prefix, const std::string& key) {
+  const std::string line = line_of(out, prefix);
+  const size_t at = line.find(key);
+  return at == std::string::npos ? 0.0 : std::stod(line.substr(at + key.size()));
+}
+
+// `tessel predict`: a time per launching node, the cost model's for the convs and a roofline
+// for the other kernels; totals that add up; the A100 slower than the H100 on the same model;
+// the same numbers in the JSON form.
+TEST(Cli, PredictGivesEachKernelsTimeAndTheTotal) {
+  const std::string tir = write_file("predict.tir", explain_tir());
+  const std::string json = (temp_dir() / "predict.json").string();
+  const Result h100 = run_tessel("predict " + tir + " --target sm_90a --json " + json);
+  ASSERT_EQ(h100.code, 0) << h100.out;
+  EXPECT_NE(line_of(h100.out, "conv_b").find("(cost model)"), std::string::npos) << h100.out;
+  EXPECT_NE(line_of(h100.out, "pool").find("(bandwidth)"), std::string::npos) << h100.out;
+  const double total_h100 = number_after(h100.out, "total:", "kernels, ");
+  EXPECT_GT(total_h100, 0.0) << h100.out;
+  EXPECT_NE(line_of(h100.out, "total:").find("device memory"), std::string::npos) << h100.out;
+  const Result a100 = run_tessel("predict " + tir + " --target sm_80 --total-only");
+  ASSERT_EQ(a100.code, 0) << a100.out;
+  EXPECT_GT(number_after(a100.out, "total:", "kernels, "), total_h100) << a100.out;
+  EXPECT_EQ(line_of(a100.out, "conv_b"), "") << a100.out;
+  std::ifstream f(json);
+  const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("\"target\": \"sm_90a\""), std::string::npos) << text;
+  EXPECT_NE(text.find("\"node\": \"conv_b\""), std::string::npos) << text;
+  expect_user_error("predict " + tir + " --target sm_99", "sm_99");
+  expect_user_error("predict /nonexistent/model.onnx", "/nonexistent/model.onnx: cannot open file");
+}
+
+// `tessel tune` measures on the GPU: without one it says so in one line; --merge needs no GPU
+// and writes the union of its databases; a damaged database is refused by name.
+TEST(Cli, TuneNeedsAGpuAndMergesDatabases) {
+  const std::string tir = write_file("tune.tir", explain_tir());
+  const std::string db = (temp_dir() / "tune.json").string();
+  const Result r = run_tessel("tune " + tir + " --db " + db);
+  if (r.code == 0) GTEST_SKIP() << "a GPU is present: tune ran";
+  expect_user_error("tune " + tir + " --db " + db, "tessel tune measures on the GPU: no CUDA device");
+  expect_user_error("tune " + tir, "tune MODEL --db FILE");
+  expect_user_error("tune " + tir + " --db " + db + " --budget soon", "--budget 'soon'");
+  // An empty database (FNV-1a 64 of "[]" is 09612b07b5ecb5a5), merged with itself.
+  const std::string a = write_file("a.json", R"({
+ "checksum": "09612b07b5ecb5a5",
+ "format": "tessel-tuning-db",
+ "records": [],
+ "version": 1
+})");
+  const Result merged = run_tessel("tune --merge " + a + " " + a + " -o " + db);
+  ASSERT_EQ(merged.code, 0) << merged.out;
+  EXPECT_NE(merged.out.find("merged 2 databases: 0 records -> " + db), std::string::npos) << merged.out;
+  const Result explain = run_tessel("explain " + tir + " --db " + db);
+  EXPECT_EQ(explain.code, 0) << explain.out;
+  EXPECT_EQ(explain.out.find(" tuned"), std::string::npos) << explain.out;
+  const std::string damaged = write_file("damaged.json", "{\"format\": \"tessel-tuning-db\"");
+  expect_user_error("tune --merge " + damaged + " -o " + db, damaged + ": not a tessel tuning database");
+  expect_user_error("explain " + tir + " --db " + damaged, damaged + ": not a tessel tuning database");
 }
 
 TEST(Cli, ExplainMissingFileIsOneLineError) {

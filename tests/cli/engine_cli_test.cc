@@ -87,9 +87,10 @@ TEST(EngineCli, CompiledFileAndItsErrors) {
   expect_user_error("run " + tsl, tsl + " is a compiled engine: it runs with --device cuda only");
   expect_user_error("run " + tsl + " --device cuda --batch 4",
                     tsl +
-                        " is a compiled engine: --batch, --input-shape and --precision apply "
-                        "when compiling a model (tessel compile)");
+                        " is a compiled engine: --batch, --input-shape, --precision and --db "
+                        "apply when compiling a model (tessel compile)");
   expect_user_error("bench " + tsl + " --precision fp32", "apply when compiling a model");
+  expect_user_error("profile " + tsl + " --db tuning.json", "apply when compiling a model");
 
   std::string flipped = bytes;
   flipped[flipped.size() / 2] = static_cast<char>(flipped[flipped.size() / 2] ^ 0x40);

@@ -79,13 +79,39 @@ TEST(ProfileReport, RatesSharesAndPeaks) {
       << table;
   EXPECT_NE(table.find("conv1"), std::string::npos);
   EXPECT_NE(table.find("wgmma wgmma_128x128x64_s4_w64x128_sk1_r8"), std::string::npos) << table;
-  EXPECT_NE(table.find("   100.00   50.0    98.94G   989.40   100.0"), std::string::npos) << table;
+  EXPECT_NE(table.find("   100.00         -   50.0    98.94G   989.40   100.0"), std::string::npos) << table;
   EXPECT_NE(table.find("sum of the 3 kernels' own times 200.00 us; one replay of the whole CUDA "
                        "graph 190.00 us\n"),
             std::string::npos)
       << table;
   // Header, column names, three rows, the total, the comparison.
   EXPECT_EQ(std::count(table.begin(), table.end(), '\n'), 7) << table;
+}
+
+// Predicted 110, 10 and 80 us against measured 100, 20 and 80: errors 10%, 50% and 0%
+// (median 10%, two within 10%), 200 us predicted in all against 200 measured.
+TEST(ProfileReport, PredictedAgainstMeasured) {
+  EnginePlan plan;
+  plan.launches = {launch("conv1", "tessel.Conv", 1000, 1000, "mma.sync"),
+                   launch("pool", "tessel.MaxPool", 1000, 1000, "SIMT"),
+                   launch("cast", "Cast", 0, 1000, "SIMT"),
+                   launch("unpredicted", "Relu", 0, 1000, "SIMT")};
+  plan.launches[0].predicted_us = 110;
+  plan.launches[1].predicted_us = 10;
+  plan.launches[2].predicted_us = 80;
+  const ProfileReport r =
+      make_profile_report(plan, {0.1f, 0.02f, 0.08f, 0.01f}, 0.21, device::DeviceInfo{});
+  const PredictionError e = prediction_error(r);
+  EXPECT_EQ(e.kernels, 3);
+  EXPECT_NEAR(e.median, 0.1, 1e-6);
+  EXPECT_EQ(e.within_10_percent, 2);
+  EXPECT_NEAR(e.total_predicted_us, 200, 1e-9);
+  const std::string table = format_profile(r);
+  EXPECT_NE(table.find("   100.00    110.00"), std::string::npos) << table;
+  EXPECT_NE(table.find("predicted (tessel predict): 200.00 us in all, -4.8% of the measured sum; "
+                       "per kernel median error 10.0%, 2 of 3 within 10%\n"),
+            std::string::npos)
+      << table;
 }
 
 TEST(ProfileReport, UnknownDeviceHasNoPeak) {

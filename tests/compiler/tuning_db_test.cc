@@ -1,0 +1,128 @@
+// The tuning database: its file format (round trip, refusal of damaged and foreign files),
+// merging, and plan_node's use of a matching record (`tessel explain` says "tuned").
+#include "compiler/tuning_db.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <unistd.h>
+
+#include "compiler/cnn_blocks.h"
+#include "compiler/plan_node.h"
+#include "core/error.h"
+#include "kernels/default_schedule.h"
+#include "passes/pipeline.h"
+
+namespace tessel::compiler {
+namespace {
+
+std::string temp_path(const std::string& name) {
+  return (std::filesystem::temp_directory_path() /
+          ("tessel_tuning_" + std::to_string(::getpid()) + "_" + name))
+      .string();
+}
+
+std::string read(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+void write(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
+
+std::string load_error(const std::string& path) {
+  try {
+    TuningDb::load(path);
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(TuningDb, RoundTripAndTheFasterRecordWins) {
+  TuningDb a;
+  a.add({"f16:b1:m64:n64:k64:A", "sm_90a/132/H100", "tc_64x64x32_s3_w32x32_sk1_r8", 12.5, 8});
+  a.add({"f16:b1:m64:n64:k64:A", "sm_90a/132/H100", "tc_128x64x32_s3_w64x32_sk1_r8", 14.0, 8});
+  a.add({"f16:b1:m64:n64:k64:A", "sm_80/108/A100", "tc_128x64x32_s3_w64x32_sk1_r8", 20.0, 4});
+  ASSERT_EQ(a.size(), 2u);
+  EXPECT_EQ(a.find("f16:b1:m64:n64:k64:A", "sm_90a/132/H100")->schedule, "tc_64x64x32_s3_w32x32_sk1_r8");
+  EXPECT_EQ(a.find("other", "sm_90a/132/H100"), nullptr);
+  const std::string path = temp_path("a.json");
+  a.save(path);
+  const TuningDb b = TuningDb::load(path);
+  EXPECT_EQ(b.records(), a.records());
+
+  TuningDb c;
+  c.add({"f16:b1:m64:n64:k64:A", "sm_90a/132/H100", "tc_32x32x32_s3_w16x16_sk1_r8", 10.0, 16});
+  c.add({"f16:b1:m8:n8:k8:A", "sm_90a/132/H100", "tc_32x32x32_s3_w16x16_sk1_r8", 3.0, 16});
+  c.merge(b);
+  EXPECT_EQ(c.size(), 3u);
+  EXPECT_EQ(c.find("f16:b1:m64:n64:k64:A", "sm_90a/132/H100")->microseconds, 10.0);
+  std::filesystem::remove(path);
+}
+
+TEST(TuningDb, DamagedAndForeignFilesAreRefused) {
+  const std::string path = temp_path("bad.json");
+  TuningDb a;
+  a.add({"k", "sm_90a/132/H100", "tc_64x64x32_s3_w32x32_sk1_r8", 12.5, 8});
+  a.save(path);
+  const std::string good = read(path);
+  std::string edited = good;
+  edited.replace(edited.find("12.5"), 4, "11.5");
+  write(path, edited);
+  EXPECT_EQ(load_error(path), path + ": damaged tuning database (its checksum does not match its records)");
+  write(path, good.substr(0, good.size() / 2));
+  EXPECT_EQ(load_error(path), path + ": not a tessel tuning database (not JSON)");
+  write(path, R"({"format": "something-else", "version": 1})");
+  EXPECT_EQ(load_error(path), path + ": not a tessel tuning database (format is not \"tessel-tuning-db\")");
+  std::string newer = good;
+  newer.replace(newer.find("\"version\": 1"), 12, "\"version\": 7");
+  write(path, newer);
+  EXPECT_EQ(load_error(path), path + ": tuning database version 7; this tessel reads version 1");
+  std::filesystem::remove(path);
+  EXPECT_EQ(load_error(path), path + ": cannot open file");
+  EXPECT_EQ(TuningDb::load_or_empty(path).size(), 0u);
+}
+
+// A record for a conv's contraction on the H100 replaces the cost model's pick, and the plan
+// says so; a record the generator cannot take (a schedule name that is no schedule) is ignored.
+TEST(TuningDb, PlanNodeUsesAMatchingRecord) {
+  const ir::Graph g = passes::run_passes(testing::preact_block(), passes::gpu_pipeline({}));
+  const device::DeviceInfo& h100 = device::known_device("sm_90a");
+  const ir::Node* conv = nullptr;
+  for (const ir::Node& n : g.nodes)
+    if (n.name == "conv2") conv = &n;
+  ASSERT_NE(conv, nullptr);
+  const NodePlan untuned = plan_node(g, *conv, {}, h100);
+  ASSERT_EQ(untuned.run, NodeRun::kContraction);
+  EXPECT_FALSE(untuned.tuned);
+  const std::string key = untuned.match.contraction->key();
+  const std::string other = untuned.schedule.name() == "tc_64x64x32_s4_w32x32_sk1_r8"
+                                ? "tc_128x64x32_s3_w64x32_sk1_r8"
+                                : "tc_64x64x32_s4_w32x32_sk1_r8";
+  auto db = std::make_shared<TuningDb>();
+  db->add({key, TuningDb::device_key(h100), other, 5.0, 2});
+  Options options;
+  options.tuning = db;
+  const NodePlan tuned = plan_node(g, *conv, options, h100);
+  EXPECT_TRUE(tuned.tuned);
+  EXPECT_EQ(tuned.schedule.name(), other);
+  EXPECT_NE(tuned.summary().find(other + " tuned"), std::string::npos) << tuned.summary();
+  // Another GPU's record does not apply.
+  auto a100 = std::make_shared<TuningDb>();
+  a100->add({key, TuningDb::device_key(device::known_device("sm_80")), other, 5.0, 2});
+  options.tuning = a100;
+  EXPECT_FALSE(plan_node(g, *conv, options, h100).tuned);
+  auto bad = std::make_shared<TuningDb>();
+  bad->add({key, TuningDb::device_key(h100), "not_a_schedule", 5.0, 2});
+  options.tuning = bad;
+  const NodePlan ignored = plan_node(g, *conv, options, h100);
+  EXPECT_FALSE(ignored.tuned);
+  EXPECT_EQ(ignored.schedule.name(), untuned.schedule.name());
+}
+
+}  // namespace
+}  // namespace tessel::compiler
