@@ -70,7 +70,7 @@ BenchResult run_problem(const Problem& p, const std::function<TesselKernel()>& m
   const Bed bed{sets, 0xff,
                 [&](Measurement& m) { check_f16(m, sets, ref.ptr(), p.elems[2], o.tolerance); }};
 
-  for (const LibraryCandidate& lib : p.libraries) {
+  for (const LibraryCandidate& lib : o.libraries ? p.libraries : std::vector<LibraryCandidate>{}) {
     Measurement m;
     try {
       // Set up one at a time: a candidate's workspace is freed before the next one's search.

@@ -84,6 +84,7 @@ struct BenchOptions {
   double tolerance = 1e-2;  // relative L2 error allowed against the fp32 reference
   uint64_t seed = 1;
   Timing timing = Timing::kGraph;
+  bool libraries = true;  // false: tessel alone (sweeps of its schedules)
 };
 
 // One implementation on one workload.

@@ -2,23 +2,26 @@
 // CSV files, in one process, on the same inputs. Prints a table and the geometric mean of the
 // speed ratios; writes JSON. With --int8, the workloads in int8: the libraries' int8 baselines
 // beside their fp16 ones, and tessel's int8 kernel where it has one.
+#include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstdio>
 #include <iostream>
 #include <map>
 #include <memory>
+#include <thread>
 
 #include "bench/bench.h"
 #include "bench/report.h"
 #include "cli/commands.h"
 #include "cli/op_kernels.h"
 #include "compiler/lowering.h"
-#include "passes/group_widening.h"
 #include "core/error.h"
 #include "device/cuda_api.h"
 #include "kernels/cuda/contraction_kernel.h"
 #include "kernels/cuda/op_kernels.h"
 #include "kernels/default_schedule.h"
+#include "passes/group_widening.h"
 
 namespace tessel::cli {
 namespace {
@@ -93,10 +96,19 @@ bench::TesselKernel make_kernel(const ir::Graph& g, bool tensor_cores,
   auto p = std::make_shared<Prepared>();
   bench::TesselKernel k;
   if (plan.run == compiler::NodeRun::kOpKernel) {
-    TESSEL_USER_CHECK(schedule.empty())
-        << g.nodes[0].label() << ": --schedule applies to contractions; this node runs an op "
-        << "kernel";
-    const kernels::cuda::OpKernelSource src = kernels::cuda::emit_op(g, g.nodes[0]);
+    const ir::Node& node = g.nodes[0];
+    // A depthwise conv takes a tiling name as its schedule; other op kernels have none.
+    const std::optional<std::string> tiling =
+        schedule.empty() ? kernels::cuda::chosen_depthwise_tiling(g, node) : schedule;
+    if (!schedule.empty()) {
+      TESSEL_USER_CHECK(kernels::cuda::chosen_depthwise_tiling(g, node))
+          << node.label() << ": --schedule applies to contractions and depthwise convolutions; "
+          << "this node runs another op kernel";
+      if (auto why = kernels::cuda::cannot_tile_depthwise(g, node, schedule)) return {{}, *why};
+    }
+    const kernels::cuda::OpKernelSource src =
+        schedule.empty() ? kernels::cuda::emit_op(g, node)
+                         : kernels::cuda::emit_depthwise(g, node, schedule);
     device::CompileOptions copts;
     copts.arch = arch;
     copts.headers = src.headers;
@@ -105,8 +117,8 @@ bench::TesselKernel make_kernel(const ir::Graph& g, bool tensor_cores,
     std::copy(src.grid, src.grid + 3, p->op_launch.grid);
     std::copy(src.block, src.block + 3, p->op_launch.block);
     p->op_launch.smem_bytes = src.smem_bytes;
-    k.description = "op kernel (" + g.nodes[0].op + ", group " +
-                    std::to_string(g.nodes[0].get_int("group", 1)) + ")";
+    k.description = "op kernel (" + node.op + ", group " +
+                    std::to_string(node.get_int("group", 1)) + (tiling ? ", " + *tiling : "") + ")";
     if (conv && conv->groups != g.nodes[0].get_int("group", 1))
       prepare_widened_weights(k, p, *conv, conv->groups / g.nodes[0].get_int("group", 1));
     k.enqueue = [p](const bench::Operands& ops, void* stream) {
@@ -142,6 +154,51 @@ bench::TesselKernel make_kernel(const ir::Graph& g, bool tensor_cores,
   return k;
 }
 
+// The schedules of --schedule: names separated by commas, each timed on every workload; one
+// empty name (the default pick) when none is given.
+std::vector<std::string> schedule_list(const std::string& option) {
+  std::vector<std::string> names;
+  size_t start = 0;
+  while (start <= option.size()) {
+    const size_t end = std::min(option.find(',', start), option.size());
+    names.push_back(option.substr(start, end - start));
+    start = end + 1;
+  }
+  return names;
+}
+
+// Compiles the depthwise kernels of every workload and tiling on all cores into the kernel
+// cache first, so that a sweep of many tilings does not wait on one NVRTC at a time (the
+// runs then load them from the cache). Nothing to do without a cache or with one schedule.
+void precompile_depthwise(const std::vector<bench::ConvWorkload>& convs,
+                          const std::vector<std::string>& schedules) {
+  if (device::cache_dir().empty() || schedules.size() < 2) return;
+  std::vector<std::pair<std::string, std::string>> sources;  // (name, source)
+  std::vector<std::pair<std::string, std::string>> headers;
+  for (const bench::ConvWorkload& w : convs) {
+    const ir::Graph g = workload_graph(w);
+    for (const std::string& s : schedules) {
+      if (s.empty() || kernels::cuda::cannot_tile_depthwise(g, g.nodes[0], s)) continue;
+      kernels::cuda::OpKernelSource src = kernels::cuda::emit_depthwise(g, g.nodes[0], s);
+      headers = src.headers;
+      sources.emplace_back(src.name, std::move(src.source));
+    }
+  }
+  device::CompileOptions copts;
+  copts.arch = planning_target().arch();
+  copts.headers = headers;
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t i = next++; i < sources.size(); i = next++)
+      device::compile(sources[i].second, sources[i].first + ".cu", copts);
+  };
+  std::vector<std::thread> pool;
+  const size_t threads =
+      std::min<size_t>(std::max(1u, std::thread::hardware_concurrency()), sources.size());
+  for (size_t t = 0; t < threads; ++t) pool.emplace_back(worker);
+  for (std::thread& t : pool) t.join();
+}
+
 // The command line of bench-op.
 struct BenchOpOptions {
   std::vector<std::string> conv_files, gemm_files;
@@ -151,6 +208,7 @@ struct BenchOpOptions {
   std::string schedule;
   bool no_tensor_cores = false;
   bool no_peak = false;
+  bool no_library = false;
   bool int8 = false;
 };
 
@@ -246,7 +304,11 @@ Action add_bench_op(CLI::App& app) {
       ->check(CLI::IsMember({"graph", "events"}));
   cmd->add_flag("--no-tensor-cores", o->no_tensor_cores, "use the SIMT (CUDA core) generator");
   cmd->add_option("--schedule", o->schedule,
-                  "use this schedule (a name as `tessel codegen` prints it) instead of the default");
+                  "use this schedule (a name as `tessel codegen` prints it, or a depthwise conv's "
+                  "tiling as bench-op's description shows it) instead of the default; several, "
+                  "separated by commas, are each timed");
+  cmd->add_flag("--no-library", o->no_library,
+                "time tessel alone, without the cuDNN / cuBLASLt baselines (schedule sweeps)");
   cmd->add_flag("--no-peak", o->no_peak,
                 "skip measuring the fp16 peak (the 8192^3 GEMM), e.g. under a profiler");
   cmd->add_flag("--int8", o->int8,
@@ -268,20 +330,29 @@ Action add_bench_op(CLI::App& app) {
     bopts.reps = o->reps;
     bopts.warmup = o->warmup;
     bopts.timing = o->timing == "events" ? bench::Timing::kEvents : bench::Timing::kGraph;
-    if (o->int8) return run_int8(*o, convs, gemms, bopts);
+    bopts.libraries = !o->no_library;
+    if (o->int8) {
+      TESSEL_USER_CHECK(o->schedule.find(',') == std::string::npos && !o->no_library)
+          << "bench-op --int8: one --schedule, and the libraries";
+      return run_int8(*o, convs, gemms, bopts);
+    }
     bench::Bench b(bopts);
     const bool tc = !o->no_tensor_cores;
+    const std::vector<std::string> schedules = schedule_list(o->schedule);
+    precompile_depthwise(convs, schedules);
     std::vector<bench::BenchResult> results;
     for (const auto& w : convs) {
-      results.push_back(
-          b.run(w, [&](const bench::ConvWorkload& x) {
-            return make_kernel(workload_graph(x), tc, o->schedule, &x);
-          }));
+      for (const std::string& s : schedules)
+        results.push_back(b.run(w, [&](const bench::ConvWorkload& x) {
+          return make_kernel(workload_graph(x), tc, s, &x);
+        }));
       std::fprintf(stderr, "  %-34s done\n", w.name.c_str());
     }
     for (const auto& w : gemms) {
-      results.push_back(
-          b.run(w, [&](const bench::GemmWorkload& x) { return make_kernel(workload_graph(x), tc, o->schedule); }));
+      for (const std::string& s : schedules)
+        results.push_back(b.run(w, [&](const bench::GemmWorkload& x) {
+          return make_kernel(workload_graph(x), tc, s);
+        }));
       std::fprintf(stderr, "  %-34s done\n", w.name.c_str());
     }
     const double peak = o->no_peak ? 0.0 : bench::Bench::measured_peak_tflops();

@@ -52,8 +52,9 @@ double relative_l2(const Tensor& got, const Tensor& want) {
   return den == 0 ? std::sqrt(num) : std::sqrt(num / den);
 }
 
+// `depthwise_tiling`: a depthwise conv's kernel with this tiling instead of the chooser's.
 void check_op(const std::string& op, const std::vector<Input>& inputs, ir::Attributes attrs = {},
-              int outputs = 1) {
+              int outputs = 1, const std::string& depthwise_tiling = "") {
   std::string why;
   if (!rt::cuda_available(&why)) GTEST_SKIP() << "no CUDA device: " << why;
   ir::Graph g;
@@ -79,9 +80,13 @@ void check_op(const std::string& op, const std::vector<Input>& inputs, ir::Attri
   ir::infer_types(g, ir::OpRegistry::global());
   const std::vector<Tensor> want = runtime::cpu::run_graph(g, graph_inputs);
 
-  const std::optional<std::string> cannot = can_emit_op(g, g.nodes[0]);
+  const std::optional<std::string> cannot =
+      depthwise_tiling.empty() ? can_emit_op(g, g.nodes[0])
+                               : cannot_tile_depthwise(g, g.nodes[0], depthwise_tiling);
   ASSERT_FALSE(cannot) << *cannot;
-  const OpKernelSource ks = emit_op(g, g.nodes[0]);
+  const OpKernelSource ks = depthwise_tiling.empty()
+                                ? emit_op(g, g.nodes[0])
+                                : emit_depthwise(g, g.nodes[0], depthwise_tiling);
   rt::CompileOptions options;
   options.arch = rt::device_info().arch();
   options.headers = ks.headers;
@@ -234,10 +239,12 @@ TEST(OpKernelsGpu, DepthwiseAndGroupedConv) {
 // A depthwise tessel.Conv (the tiled kernel, templates/tessel_depthwise.cuh): x [n, h, w, c],
 // weights [c, k, k, 1], an f32 bias, "same" padding, the epilogue `steps` (clip as ReLU6,
 // leaky_relu with alpha 0.1) and, with add_residual, a residual shaped like the output.
+// `tiling`: run this tiling (a name, op_kernels.h) instead of the chooser's.
 void check_depthwise(DType t, Shape x, int64_t k, int64_t stride, int64_t dilation = 1,
-                     const std::vector<std::string>& steps = {}) {
-  SCOPED_TRACE(::testing::Message() << dtype_name(t) << shape_str(x) << " k" << k << " s" << stride << " d"
-                                    << dilation << " " << steps.size() << " epilogue steps");
+                     const std::vector<std::string>& steps = {}, const std::string& tiling = "") {
+  SCOPED_TRACE(::testing::Message()
+               << dtype_name(t) << shape_str(x) << " k" << k << " s" << stride << " d" << dilation
+               << " " << steps.size() << " epilogue steps " << tiling);
   const int64_t c = x[3], pad = dilation * (k - 1) / 2, span = dilation * (k - 1) + 1;
   const Shape y{x[0], (x[1] + 2 * pad - span) / stride + 1, (x[2] + 2 * pad - span) / stride + 1, c};
   std::vector<Input> inputs = {act(t, x), act(t, {c, k, k, 1}), act(DType::kF32, {c})};
@@ -256,7 +263,7 @@ void check_depthwise(DType t, Shape x, int64_t k, int64_t stride, int64_t dilati
     attrs["epilogue_alpha"] = alpha;
     attrs["epilogue_beta"] = beta;
   }
-  check_op("tessel.Conv", inputs, std::move(attrs));
+  check_op("tessel.Conv", inputs, std::move(attrs), 1, tiling);
 }
 
 TEST(DepthwiseConvGpu, KernelSizesStridesDilations) {
@@ -299,12 +306,48 @@ TEST(DepthwiseConvGpu, LargeImageAndDepthToSpaceStore) {
             {"block", int64_t{2}}, {"mode", std::string("DCR")}});
 }
 
+// Every kind of tiling by name, whatever the chooser picks today: fragments of 8, 4, 2 and 1
+// f16 channels (16-, 8-, 4- and 2-byte shared reads of 16-byte copies), weights in registers and in
+// shared memory, blocks of several rows and columns (with stride 2 and dilation 2 between
+// the taps a thread's span row feeds), partial tiles and slabs, and two stages with several
+// tiles per CTA (the persistent grid's prefetch: 8 x 112 x 112 pixels of 64 channels are
+// several thousand tiles, more than 132 SMs hold at once; so are the 7x7 cases).
+TEST(DepthwiseConvGpu, TilingFamilies) {
+  for (const char* tiling :
+       {"dw_v8x4_r4x2_c1x8_s1_ws", "dw_v8x4_r2x2_c2x4_s2_wr", "dw_v4x8_r2x2_c2x4_s2_wr",
+        "dw_v4x8_r3x1_c3x4_s1_ws", "dw_v2x16_r4x1_c4x2_s2_wr", "dw_v2x16_r2x2_c4x2_s2_ws",
+        "dw_v4x8_r2x2_c2x4_s1_wr_t", "dw_v1x32_r4x2_c8x1_s2_wr"}) {
+    check_depthwise(DType::kF16, {8, 112, 112, 64}, 3, 1, 1, {"relu"}, tiling);
+    check_depthwise(DType::kF16, {2, 30, 33, 96}, 3, 2, 1, {"clip"}, tiling);
+    check_depthwise(DType::kF16, {1, 27, 25, 40}, 3, 1, 2, {}, tiling);
+  }
+  for (const char* tiling :
+       {"dw_v2x16_r4x2_c4x4_s2_wr", "dw_v2x16_r2x2_c4x2_s1_wr", "dw_v4x8_r4x2_c2x4_s2_ws",
+        "dw_v8x4_r2x4_c2x4_s2_ws", "dw_v1x32_r8x1_c4x2_s2_wr", "dw_v2x16_r4x2_c4x2_s1_wr_t"})
+    check_depthwise(DType::kF16, {4, 56, 56, 96}, 7, 1, 1, {"add_residual"}, tiling);  // ConvNeXt
+  for (const char* tiling :
+       {"dw_v4x8_r2x2_c2x4_s2_wr", "dw_v2x16_r2x2_c4x2_s2_wr", "dw_v8x4_r4x1_c1x8_s1_ws"})
+    check_depthwise(DType::kF16, {8, 28, 28, 144}, 5, 2, 1, {"silu"}, tiling);  // EfficientNet
+  // f32 (4-channel copies) against a tight tolerance, and bf16.
+  for (const char* tiling :
+       {"dw_v4x8_r2x2_c2x4_s2_wr", "dw_v2x16_r4x1_c2x4_s1_ws", "dw_v1x32_r2x2_c2x1_s2_wr"})
+    check_depthwise(DType::kF32, {2, 21, 19, 32}, 5, 1, 1, {"relu"}, tiling);
+  check_depthwise(DType::kBF16, {2, 20, 20, 64}, 3, 2, 1, {"clip"}, "dw_v4x8_r2x2_c2x4_s2_wr");
+}
+
 // Under compute-sanitizer (scripts/gpu_suite.sh sanitize): partial tiles and slabs, the halo
-// at every edge, zero-filled copies, several tiles per CTA, the residual read.
+// at every edge, zero-filled copies, several tiles per CTA, the residual read; the chooser's
+// picks and named tilings of each kind (two stages over many tiles per CTA among them).
 TEST(DepthwiseConvGpuSanitize, PartialTilesAndSlabs) {
   check_depthwise(DType::kF16, {2, 13, 11, 200}, 3, 2, 1, {"add_residual", "clip"});
   check_depthwise(DType::kF16, {1, 9, 10, 40}, 7, 1);
   check_depthwise(DType::kF32, {1, 10, 9, 12}, 5, 1, 2, {"silu"});
+  check_depthwise(DType::kF16, {2, 30, 31, 64}, 3, 1, 1, {}, "dw_v4x8_r2x2_c2x4_s2_wr");
+  check_depthwise(DType::kF16, {2, 30, 31, 64}, 3, 1, 1, {}, "dw_v8x4_r4x2_c1x8_s1_ws");
+  check_depthwise(DType::kF16, {4, 56, 56, 96}, 7, 1, 1, {"add_residual"},
+                  "dw_v2x16_r4x2_c4x4_s2_wr");
+  check_depthwise(DType::kF16, {4, 56, 56, 96}, 7, 1, 1, {}, "dw_v2x16_r2x2_c4x2_s1_wr");
+  check_depthwise(DType::kF16, {2, 23, 21, 96}, 5, 2, 1, {}, "dw_v2x16_r2x2_c4x2_s2_ws");
 }
 
 }  // namespace

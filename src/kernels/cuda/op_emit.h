@@ -47,12 +47,24 @@ OpKernelSource emit_elementwise(const ir::Graph& g, const ir::Node& n);
 std::optional<std::string> check_window(const ir::Graph& g, const ir::Node& n);
 OpKernelSource emit_window(const ir::Graph& g, const ir::Node& n);
 
-// The tiling of the depthwise kernel (templates/tessel_depthwise.cuh) for `problem` (its
-// problem fields and vec set; the tiling fields are ignored), for elements of `elem_bytes`:
-// the candidate within the kernel's shared-memory and register budgets that moves the fewest
-// bytes while giving every SM of the GPU several CTAs, where the problem has that many.
-// nullopt when none fits (a window too large to stage): the grouped kernel then runs it.
+// The tiling of the depthwise kernel (templates/tessel_depthwise.cuh; depthwise_tiling.cc).
+// choose_depthwise_tiling: for `problem` (its problem fields and stage_vec set; the tiling
+// fields are ignored) and elements of `elem_bytes`, the tiling within the kernel's
+// shared-memory and register budgets with the least estimated time (depthwise_cycles, in SM
+// cycles of an H100); nullopt when none fits (a window too large to stage): the grouped
+// kernel then runs it. depthwise_tiling_refusal: why a tiling cannot run (empty when it
+// can). depthwise_grid: the CTAs to launch (one per tile, or as many as are resident at
+// once, a multiple of the slab count). depthwise_registers: the registers per thread the
+// estimate assumes. Names ("dw_v4x8_r2x4_c4x2_s2_wr": vec x slab_vecs, rows x row groups,
+// cols x col groups, stages, weights in registers or shared memory) name a tiling for sweeps.
 std::optional<DepthwiseTiling> choose_depthwise_tiling(const DepthwiseTiling& problem, int elem_bytes);
+std::optional<std::string> depthwise_tiling_refusal(const DepthwiseTiling& t, int elem_bytes);
+int64_t depthwise_grid(const DepthwiseTiling& t, int elem_bytes);
+int depthwise_registers(const DepthwiseTiling& t);
+double depthwise_cycles(const DepthwiseTiling& t, int elem_bytes);
+std::string depthwise_tiling_name(const DepthwiseTiling& t);
+std::optional<DepthwiseTiling> parse_depthwise_tiling(const std::string& name,
+                                                      const DepthwiseTiling& problem);
 
 std::optional<std::string> check_resize(const ir::Graph& g, const ir::Node& n);
 OpKernelSource emit_resize(const ir::Graph& g, const ir::Node& n);

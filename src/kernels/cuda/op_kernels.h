@@ -49,4 +49,14 @@ std::optional<std::string> can_emit_op(const ir::Graph& g, const ir::Node& n,
 OpKernelSource emit_op(const ir::Graph& g, const ir::Node& n,
                        std::optional<OutputSlice> out_slice = std::nullopt);
 
+// Depthwise convolutions (tessel.Conv with one channel per group) run a tiled kernel whose
+// tiling has a name ("dw_v4x8_r2x4_c4x2_s2_wr", kernels/cuda/op_emit.h). For sweeps
+// (`tessel bench-op --schedule`): the name of the tiling emit_op picks (nullopt where the node
+// runs no tiled depthwise kernel), why another tiling cannot run the node (empty when it
+// can), and the node's kernel with that tiling (InternalError where it cannot).
+std::optional<std::string> chosen_depthwise_tiling(const ir::Graph& g, const ir::Node& n);
+std::optional<std::string> cannot_tile_depthwise(const ir::Graph& g, const ir::Node& n,
+                                                 const std::string& tiling);
+OpKernelSource emit_depthwise(const ir::Graph& g, const ir::Node& n, const std::string& tiling);
+
 }  // namespace tessel::kernels::cuda

@@ -4,7 +4,8 @@
 // bias, epilogue steps and store map, as the reference kernel (ops/tessel_contraction_ops.cc)
 // defines them: acc + bias, then each step in fp32, then one rounding at the store. Depthwise
 // convolutions (one channel per group, multiplier 1) run the tiled kernel of
-// tessel_depthwise.cuh; other grouped ones the direct kernel of tessel_op_window.cuh.
+// tessel_depthwise.cuh with the tiling depthwise_tiling.cc chooses; other grouped ones the
+// direct kernel of tessel_op_window.cuh.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -146,6 +147,7 @@ Shape pre_store_shape(const ir::Graph& g, const ir::Node& n, const ops::StoreMap
   return Shape{y[0], y[1] / b, y[2] / b, g.type(n.inputs[1]).shape[0]};
 }
 
+// The problem fields of a depthwise tiling; `vec` channels per staged copy.
 DepthwiseTiling depthwise_problem(const Shape& x, const Shape& pre, const Window& w, int vec) {
   auto i = [](int64_t v) { return static_cast<int>(v); };
   DepthwiseTiling t{};
@@ -155,7 +157,7 @@ DepthwiseTiling depthwise_problem(const Shape& x, const Shape& pre, const Window
   t.stride_h = i(w.strides[0]), t.stride_w = i(w.strides[1]);
   t.pad_top = i(w.pads[0]), t.pad_left = i(w.pads[1]);
   t.dilation_h = i(w.dilations[0]), t.dilation_w = i(w.dilations[1]);
-  t.vec = vec;
+  t.stage_vec = vec;
   return t;
 }
 
@@ -163,6 +165,24 @@ DepthwiseTiling depthwise_problem(const Shape& x, const Shape& pre, const Window
 bool is_depthwise(const ir::Graph& g, const ir::Node& n) {
   const Shape& w = g.type(n.inputs[1]).shape;
   return w[3] == 1 && w[0] == n.get_int("group", 1) && w[0] == g.type(n.inputs[0]).shape[3];
+}
+
+// The problem fields of a depthwise node's tiling.
+DepthwiseTiling depthwise_problem_of(const ir::Graph& g, const ir::Node& n) {
+  const ops::StoreMap store = ops::read_store(n);
+  const Shape pre = pre_store_shape(g, n, store);
+  const DType t = g.type(n.inputs[0]).dtype;
+  return depthwise_problem(g.type(n.inputs[0]).shape, pre,
+                           read_window(n, g.type(n.inputs[1]).shape), channel_vector(t, pre[3]));
+}
+
+// The chooser's tiling of a depthwise node; nullopt for other nodes and windows too large
+// to stage (the direct grouped kernel runs those).
+std::optional<DepthwiseTiling> depthwise_pick(const ir::Graph& g, const ir::Node& n) {
+  if (n.op != "tessel.Conv" || n.get_int("group", 1) == 1 || !is_depthwise(g, n))
+    return std::nullopt;
+  return choose_depthwise_tiling(depthwise_problem_of(g, n),
+                                 static_cast<int>(dtype_size(g.type(n.inputs[0]).dtype)));
 }
 
 // The depthwise kernel (templates/tessel_depthwise.cuh) for `tiling`.
@@ -179,12 +199,22 @@ OpKernelSource emit_depthwise_conv(const ir::Graph& g, const ir::Node& n, const 
                                     g.type(n.outputs[0]).str(), type_of(t));
   problem += geometry(x, pre, read_window(n, g.type(n.inputs[1]).shape), tiling.vec);
   problem += fmt::format(
-      "  // Tiling (tessel_depthwise_tile.cuh): CTA tile ({}, {}) output pixels x {} channels; {} threads\n"
-      "  // of ({}, {}) outputs (rows, channels); smem x ({}, {}, {}) + w + bias: {} bytes.\n",
-      tiling.tile_rows(), tiling.tile_cols, tiling.slab(), tiling.threads(), tiling.rows_per_thread, tiling.vec,
-      tiling.in_rows(), tiling.in_cols(), tiling.slab(), tiling.smem_bytes(elem));
-  problem += fmt::format("  static constexpr int kSlabVecs = {}, kTileCols = {}, kRowGroups = {}, kRowsPerThread = {};\n",
-                         tiling.slab_vecs, tiling.tile_cols, tiling.row_groups, tiling.rows_per_thread);
+      "  // Tiling {} (tessel_depthwise_tile.cuh): CTA tile ({}, {}) output pixels x {} channels;\n"
+      "  // {} threads of ({}, {}) outputs x {} channels; smem x {} x ({}, {}, {}) + w: {} bytes; "
+      "weights in {}.\n",
+      depthwise_tiling_name(tiling), tiling.tile_rows(), tiling.tile_cols(), tiling.slab(),
+      tiling.threads(), tiling.rows_per_thread, tiling.cols_per_thread, tiling.vec, tiling.stages,
+      tiling.in_rows(), tiling.in_cols(), tiling.slab(), tiling.smem_bytes(elem),
+      tiling.register_weights ? "registers" : "shared memory");
+  problem += fmt::format("  static constexpr int kStageVec = {};\n", tiling.stage_vec);
+  problem += fmt::format(
+      "  static constexpr int kSlabVecs = {}, kColGroups = {}, kColsPerThread = {}, kRowGroups = "
+      "{}, "
+      "kRowsPerThread = {}, kStages = {};\n",
+      tiling.slab_vecs, tiling.col_groups, tiling.cols_per_thread, tiling.row_groups,
+      tiling.rows_per_thread, tiling.stages);
+  problem += fmt::format("  static constexpr bool kRegisterWeights = {}, kTilePerCta = {};\n",
+                         tiling.register_weights, tiling.tile_per_cta);
   problem += fmt::format("  static constexpr bool kResidual = {};\n", has_residual);
   // Only the plain NHWC store keeps a fragment's channels adjacent in memory.
   problem += fmt::format("  static constexpr bool kVectorStore = {};\n\n", store.kind == ops::StoreMap::Kind::kNhwc);
@@ -195,12 +225,16 @@ OpKernelSource emit_depthwise_conv(const ir::Graph& g, const ir::Node& n, const 
   problem += "    return v;\n  }\n";
   problem += store_offset_code(store, pre, g.type(n.outputs[0]).shape);
   problem += "};\n";
-  // A grid that is a multiple of the slab count keeps each CTA on one slab (its weights
-  // staged once) as it strides over the tiles.
-  const int64_t tiles = tiling.tiles(), slabs = tiling.slabs();
-  const int64_t blocks = tiles <= kMaxBlocks ? tiles : std::max<int64_t>(1, kMaxBlocks / slabs) * slabs;
-  return make_source(n, "depthwise_conv", "tessel_depthwise.cuh", problem,
-                     "tessel::DepthwiseConv<Problem>::run(p);", blocks, tiling.threads());
+  // One CTA per tile, or a multiple of the slab count: each CTA keeps one slab as it strides
+  // over the tiles.
+  const int64_t blocks = depthwise_grid(tiling, elem);
+  TESSEL_ICHECK(blocks == tiling.tiles() || (blocks <= kMaxBlocks && blocks % tiling.slabs() == 0))
+      << n.label() << ": depthwise grid " << blocks << " for " << tiling.tiles() << " tiles";
+  OpKernelSource ks =
+      make_source(n, "depthwise_conv", "tessel_depthwise.cuh", problem,
+                  "tessel::DepthwiseConv<Problem>::run(p);", blocks, tiling.threads());
+  ks.grid[0] = static_cast<unsigned>(blocks);  // one CTA per tile may pass make_source's cap
+  return ks;
 }
 
 OpKernelSource emit_grouped_conv(const ir::Graph& g, const ir::Node& n) {
@@ -210,11 +244,8 @@ OpKernelSource emit_grouped_conv(const ir::Graph& g, const ir::Node& n) {
   const ops::StoreMap store = ops::read_store(n);
   const Shape pre = pre_store_shape(g, n, store);
   const int vec = channel_vector(t, pre[3]);
-  if (is_depthwise(g, n)) {
-    const std::optional<DepthwiseTiling> tiling = choose_depthwise_tiling(
-        depthwise_problem(x, pre, read_window(n, w), vec), static_cast<int>(dtype_size(t)));
-    if (tiling) return emit_depthwise_conv(g, n, *tiling);
-  }
+  if (const std::optional<DepthwiseTiling> tiling = depthwise_pick(g, n))
+    return emit_depthwise_conv(g, n, *tiling);
   const int64_t group = n.get_int("group", 1);
   const int64_t co = w[0], cig = w[3], cog = co / group;
   const bool has_residual = n.inputs.size() > 3 && n.inputs[3] != ir::kNoValue;
@@ -244,58 +275,6 @@ OpKernelSource emit_grouped_conv(const ir::Graph& g, const ir::Node& n) {
 }
 
 }  // namespace
-
-std::optional<DepthwiseTiling> choose_depthwise_tiling(const DepthwiseTiling& problem, int elem_bytes) {
-  // Static shared memory per CTA: 7 CTAs fit an H100 SM (228 KB), enough loads in flight.
-  constexpr int kSmemBudget = 32 * 1024;
-  // Bytes of one pixel's slab at least (when the channels allow): whole 32-byte sectors, and
-  // few requests per byte.
-  constexpr int kMinSlabBytes = 64;
-  // fp32 registers for a thread's accumulators (kRowsPerThread x kVec) and one kernel
-  // column's weights (kKH x kVec).
-  constexpr int kMaxAccRegs = 32, kMaxValueRegs = 96;
-  // CTAs that keep every SM of an H100 busy with several resident CTAs.
-  constexpr double kFullMachine = 4.0 * 132;
-  // Shared memory's bandwidth is about 8x an SM's share of DRAM's: a byte read from smem
-  // costs an eighth of one moved to or from L2.
-  constexpr double kSmemByteCost = 1.0 / 8;
-
-  const int frags = problem.c / problem.vec;
-  const int all_bytes = problem.c * elem_bytes;
-  std::optional<DepthwiseTiling> best;
-  double best_cost = 0;
-  for (int most = 8; most >= 1; --most) {
-    // Slabs of at most `most` fragments, split evenly.
-    const int slabs = (frags + most - 1) / most;
-    const int slab_vecs = (frags + slabs - 1) / slabs;
-    if (slab_vecs != most) continue;  // the same split as a larger `most`
-    if (slab_vecs * problem.vec * elem_bytes < std::min(kMinSlabBytes, all_bytes)) continue;
-    for (int pixel_threads : {16, 32, 64}) {
-      const int threads = slab_vecs * pixel_threads;
-      if (threads % 32 != 0 || threads < 64 || threads > 512) continue;
-      for (int tile_cols : {4, 8, 16, 32}) {
-        if (tile_cols > pixel_threads) continue;
-        for (int rows : {1, 2, 4, 8}) {
-          if (rows * problem.vec > kMaxAccRegs || (rows + problem.kernel_h) * problem.vec > kMaxValueRegs) continue;
-          DepthwiseTiling t = problem;
-          t.slab_vecs = slab_vecs;
-          t.tile_cols = tile_cols;
-          t.row_groups = pixel_threads / tile_cols;
-          t.rows_per_thread = rows;
-          if (t.smem_bytes(elem_bytes) > kSmemBudget) continue;
-          int used_rows = 0;
-          for (int j = 0; j < t.span_rows(); ++j) used_rows += t.span_row_used(j);
-          const double moved = double(t.in_rows() * t.in_cols() + t.tile_rows() * t.tile_cols) * t.slab() * elem_bytes;
-          const double smem_read = double(threads) * t.kernel_w * (used_rows * t.vec * elem_bytes + t.kernel_h * t.vec * 4);
-          // Below a full machine, time goes with the bytes of one CTA (the longest path).
-          const double cost = (moved + kSmemByteCost * smem_read) * std::max(double(t.tiles()), kFullMachine);
-          if (!best || cost < best_cost) best = t, best_cost = cost;
-        }
-      }
-    }
-  }
-  return best;
-}
 
 std::optional<std::string> check_window(const ir::Graph& g, const ir::Node& n) {
   const ir::TensorType& x = g.type(n.inputs[0]);
@@ -332,3 +311,35 @@ OpKernelSource emit_window(const ir::Graph& g, const ir::Node& n) {
 }
 
 }  // namespace tessel::kernels::cuda::op_detail
+
+namespace tessel::kernels::cuda {
+
+using namespace op_detail;
+
+std::optional<std::string> chosen_depthwise_tiling(const ir::Graph& g, const ir::Node& n) {
+  if (can_emit_op(g, n)) return std::nullopt;
+  const std::optional<DepthwiseTiling> t = depthwise_pick(g, n);
+  return t ? std::optional<std::string>(depthwise_tiling_name(*t)) : std::nullopt;
+}
+
+std::optional<std::string> cannot_tile_depthwise(const ir::Graph& g, const ir::Node& n,
+                                                 const std::string& tiling) {
+  if (std::optional<std::string> why = can_emit_op(g, n)) return why;
+  if (n.op != "tessel.Conv" || n.get_int("group", 1) == 1 || !is_depthwise(g, n))
+    return n.label() + ": not a depthwise convolution";
+  const std::optional<DepthwiseTiling> t =
+      parse_depthwise_tiling(tiling, depthwise_problem_of(g, n));
+  if (!t) return tiling + ": not a depthwise tiling name (dw_v4x8_r2x4_c4x2_s2_wr)";
+  if (std::optional<std::string> why =
+          depthwise_tiling_refusal(*t, static_cast<int>(dtype_size(g.type(n.inputs[0]).dtype))))
+    return tiling + ": " + *why;
+  return std::nullopt;
+}
+
+OpKernelSource emit_depthwise(const ir::Graph& g, const ir::Node& n, const std::string& tiling) {
+  const std::optional<std::string> why = cannot_tile_depthwise(g, n, tiling);
+  TESSEL_ICHECK(!why) << "emit_depthwise: " << *why;
+  return emit_depthwise_conv(g, n, *parse_depthwise_tiling(tiling, depthwise_problem_of(g, n)));
+}
+
+}  // namespace tessel::kernels::cuda

@@ -5,6 +5,7 @@
 //  - the emitter's choice of tiling, and that the generated source compiles with NVRTC for
 //    sm_80 and sm_90a with 16-byte cp.async copies and stores where the channels allow.
 // The numbers against the CPU reference run in tests/gpu/op_kernels_gpu_test.cc.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -38,7 +39,7 @@ struct Conv {
     t.n = n, t.h = h, t.w = w, t.c = c, t.oh = oh(), t.ow = ow();
     t.kernel_h = kh, t.kernel_w = kw, t.stride_h = sh, t.stride_w = sw;
     t.pad_top = pt, t.pad_left = pl, t.dilation_h = dh, t.dilation_w = dw;
-    t.vec = vec;
+    t.stage_vec = vec;
     return t;
   }
 };
@@ -72,8 +73,8 @@ std::vector<double> naive(const Conv& p, const std::vector<double>& x,
 }
 
 // What the kernel does, with its index functions, one tile and one thread at a time: stage
-// smem x (poisoned with NaN first) and smem w, accumulate, store. Counts the writes of every
-// output element; fails the test at the first out-of-range smem access.
+// smem x (poisoned with NaN first) and smem w, accumulate span row by span row, store. Counts
+// the writes of every output element; fails the test at the first out-of-range smem access.
 std::vector<double> emulate(const DepthwiseTiling& t, const std::vector<double>& x,
                             const std::vector<double>& w, std::vector<int>& writes) {
   const int taps = t.kernel_h * t.kernel_w;
@@ -87,12 +88,13 @@ std::vector<double> emulate(const DepthwiseTiling& t, const std::vector<double>&
     std::fill(staged.begin(), staged.end(), 0);
     for (int q = 0; q < t.chunks(); ++q) {
       const DwChunk ch = t.chunk(q);
-      const int ih = t.ih0(tile) + ch.row, iw = t.iw0(tile) + ch.col, c = tile.c0 + ch.frag * t.vec;
+      const int ih = t.ih0(tile) + ch.row, iw = t.iw0(tile) + ch.col;
+      const int c = tile.c0 + ch.chunk * t.stage_vec;
       const bool valid = ih >= 0 && ih < t.h && iw >= 0 && iw < t.w && c < t.c;
-      const int off = t.smem_offset(ch.row, ch.col, ch.frag);
-      EXPECT_TRUE(off >= 0 && off + t.vec <= t.smem_x_elems()) << "chunk " << q;
-      if (off < 0 || off + t.vec > t.smem_x_elems()) return y;
-      for (int v = 0; v < t.vec; ++v) {
+      const int off = t.smem_offset(ch.row, ch.col, ch.chunk * t.stage_vec);
+      EXPECT_TRUE(off >= 0 && off + t.stage_vec <= t.smem_x_elems()) << "chunk " << q;
+      if (off < 0 || off + t.stage_vec > t.smem_x_elems()) return y;
+      for (int v = 0; v < t.stage_vec; ++v) {
         sx[off + v] = valid ? x[((size_t(tile.n) * t.h + ih) * t.w + iw) * t.c + c + v] : 0.0;
         ++staged[off + v];
       }
@@ -102,33 +104,48 @@ std::vector<double> emulate(const DepthwiseTiling& t, const std::vector<double>&
       sw[e] = c < t.c ? w[size_t(c) * taps + tap] : 0.0;
     }
     for (int s : staged) EXPECT_EQ(s, 1) << "smem x slot staged " << s << " times";
+    const int rows = t.rows_per_thread, cols = t.cols_per_thread;
     for (int tid = 0; tid < t.threads(); ++tid) {
       const DwThread th = t.thread(tid);
-      std::vector<double> acc(size_t(t.rows_per_thread) * t.vec, 0.0);
-      for (int kw = 0; kw < t.kernel_w; ++kw)
-        for (int j = 0; j < t.span_rows(); ++j) {
-          if (!t.span_row_used(j)) continue;
-          const int off = t.smem_offset(t.span_row(th, j), t.span_col(th, kw), th.frag);
+      std::vector<double> acc(size_t(rows) * cols * t.vec, 0.0);
+      for (int j = 0; j < t.span_rows(); ++j) {
+        if (!t.span_row_used(j)) continue;
+        std::vector<double> xr(size_t(t.span_cols()) * t.vec, NAN);
+        for (int u = 0; u < t.span_cols(); ++u) {
+          if (!t.span_col_used(u)) continue;
+          const int off = t.smem_offset(t.span_row(th, j), t.span_col(th, u), th.frag * t.vec);
           EXPECT_TRUE(off >= 0 && off + t.vec <= t.smem_x_elems())
-              << "thread " << tid << " kw " << kw << " j " << j;
+              << "thread " << tid << " j " << j << " u " << u;
           if (off < 0 || off + t.vec > t.smem_x_elems()) return y;
-          for (int r = 0; r < t.rows_per_thread; ++r) {
-            const int kh = t.tap_row(j, r);
-            if (kh < 0) continue;
-            for (int v = 0; v < t.vec; ++v)
-              acc[r * t.vec + v] +=
-                  sx[off + v] * sw[(kh * t.kernel_w + kw) * t.slab() + th.frag * t.vec + v];
-          }
+          for (int v = 0; v < t.vec; ++v) xr[size_t(u) * t.vec + v] = sx[off + v];
         }
-      const int c = tile.c0 + th.frag * t.vec, ow = tile.ow0 + th.col;
-      if (c >= t.c || ow >= t.ow) continue;
-      for (int r = 0; r < t.rows_per_thread; ++r) {
+        for (int r = 0; r < rows; ++r) {
+          const int kh = t.tap_row(j, r);
+          if (kh < 0) continue;
+          for (int kw = 0; kw < t.kernel_w; ++kw)
+            for (int q = 0; q < cols; ++q) {
+              const int u = q * t.stride_w + kw * t.dilation_w;
+              EXPECT_EQ(t.tap_col(u, q), kw);
+              for (int v = 0; v < t.vec; ++v)
+                acc[(size_t(r) * cols + q) * t.vec + v] +=
+                    xr[size_t(u) * t.vec + v] *
+                    sw[(kh * t.kernel_w + kw) * t.slab() + th.frag * t.vec + v];
+            }
+        }
+      }
+      const int c = tile.c0 + th.frag * t.vec;
+      if (c >= t.c) continue;
+      for (int r = 0; r < rows; ++r) {
         const int oh = tile.oh0 + th.row0 + r;
         if (oh >= t.oh) break;
-        for (int v = 0; v < t.vec; ++v) {
-          const size_t o = ((size_t(tile.n) * t.oh + oh) * t.ow + ow) * t.c + c + v;
-          y[o] = acc[r * t.vec + v];
-          ++writes[o];
+        for (int q = 0; q < cols; ++q) {
+          const int ow = tile.ow0 + th.col0 + q;
+          if (ow >= t.ow) break;
+          for (int v = 0; v < t.vec; ++v) {
+            const size_t o = ((size_t(tile.n) * t.oh + oh) * t.ow + ow) * t.c + c + v;
+            y[o] = acc[(size_t(r) * cols + q) * t.vec + v];
+            ++writes[o];
+          }
         }
       }
     }
@@ -137,9 +154,7 @@ std::vector<double> emulate(const DepthwiseTiling& t, const std::vector<double>&
 }
 
 void check_tiling(const Conv& p, const DepthwiseTiling& t) {
-  SCOPED_TRACE(::testing::Message()
-               << "tiling slab_vecs " << t.slab_vecs << ", tile_cols " << t.tile_cols
-               << ", row_groups " << t.row_groups << ", rows_per_thread " << t.rows_per_thread);
+  SCOPED_TRACE(::testing::Message() << "tiling " << op_detail::depthwise_tiling_name(t));
   const std::vector<double> x = ramp(size_t(p.n) * p.h * p.w * p.c, 1);
   const std::vector<double> w = ramp(size_t(p.c) * p.kh * p.kw, 4);
   std::vector<int> writes;
@@ -153,22 +168,29 @@ void check_tiling(const Conv& p, const DepthwiseTiling& t) {
                        << " times, " << got[first] << " instead of " << want[first];
 }
 
-// The emitter's pick and hand-made tilings (odd rows per thread, partial slabs and tiles).
+// The emitter's pick and hand-made tilings (odd blocks per thread, fragments narrower than
+// the copies, partial slabs and tiles).
 void check_tilings(const Conv& p) {
   SCOPED_TRACE(::testing::Message() << "n" << p.n << " " << p.h << "x" << p.w << "x" << p.c << " k"
                                     << p.kh << "x" << p.kw << " s" << p.sh << "," << p.sw << " d"
                                     << p.dh << "," << p.dw << " vec " << p.vec);
   const std::optional<DepthwiseTiling> pick = op_detail::choose_depthwise_tiling(p.problem(), 2);
   ASSERT_TRUE(pick);
+  EXPECT_FALSE(op_detail::depthwise_tiling_refusal(*pick, 2));
   check_tiling(p, *pick);
-  const int frags = p.c / p.vec;
-  for (int slab_vecs : {1, 3, 8}) {
-    if (slab_vecs > frags + 2) continue;
-    for (auto [cols, groups, rows] : {std::tuple{4, 1, 1}, {8, 2, 3}, {5, 3, 2}}) {
-      DepthwiseTiling t = p.problem();
-      t.slab_vecs = slab_vecs, t.tile_cols = cols, t.row_groups = groups, t.rows_per_thread = rows;
-      check_tiling(p, t);
-    }
+  const int chunks = (p.c + p.vec - 1) / p.vec;
+  for (int slab_chunks : {1, 3, 8}) {
+    if (slab_chunks > chunks + 2) continue;
+    for (int vec : {p.vec, std::max(1, p.vec / 4)})
+      for (auto [rows, groups_h, cols, groups_w] :
+           {std::tuple{1, 1, 4, 1}, {3, 2, 2, 4}, {2, 3, 5, 1}, {4, 1, 1, 3}}) {
+        DepthwiseTiling t = p.problem();
+        t.vec = vec, t.slab_vecs = slab_chunks * p.vec / vec;
+        t.rows_per_thread = rows, t.row_groups = groups_h;
+        t.cols_per_thread = cols, t.col_groups = groups_w;
+        t.stages = 1, t.register_weights = true;
+        check_tiling(p, t);
+      }
   }
 }
 
@@ -273,26 +295,39 @@ TEST(DepthwiseTiling, LargeImagesTileWithoutOverflow) {
   const DwTile last = t->tile(t->tiles() - 1);
   EXPECT_EQ(last.n, p.n - 1);
   EXPECT_GE(last.oh0 + t->tile_rows(), p.oh());
-  EXPECT_GE(last.ow0 + t->tile_cols, p.ow());
+  EXPECT_GE(last.ow0 + t->tile_cols(), p.ow());
   EXPECT_GE(last.c0 + t->slab(), p.c);
 }
 
-// The pick: full 64-channel slabs for wide f16 layers, small tiles where a batch-1 layer would
-// otherwise leave SMs idle, large ones (less halo per output) at batch 32, and nothing for a
-// window too large to stage (the grouped kernel runs it).
+// The pick: one CTA per tile, 2 channels per thread with weights in registers, blocks of at
+// least 2x2 outputs per thread (each staged pixel feeds several), slabs of whole 32-byte
+// sectors per pixel; at batch 1 a small image still spreads over many CTAs; a window too
+// large to unroll gets nothing (the grouped kernel runs it).
 TEST(DepthwiseTiling, ChoiceFitsTheProblem) {
   const Conv b32{
       .n = 32, .h = 56, .w = 56, .c = 192, .kh = 3, .kw = 3, .pt = 1, .pl = 1, .pb = 1, .pr = 1};
   const std::optional<DepthwiseTiling> big = op_detail::choose_depthwise_tiling(b32.problem(), 2);
   ASSERT_TRUE(big);
-  EXPECT_EQ(big->slab(), 64);
-  EXPECT_GE(big->tile_rows() * big->tile_cols, 64);
-  EXPECT_LE(big->smem_bytes(2), 32 * 1024);
+  SCOPED_TRACE(op_detail::depthwise_tiling_name(*big));
+  EXPECT_TRUE(big->tile_per_cta);
+  EXPECT_EQ(big->stages, 1);
+  EXPECT_EQ(big->vec, 2);
+  EXPECT_TRUE(big->register_weights);
+  EXPECT_GE(big->rows_per_thread, 2);
+  EXPECT_GE(big->cols_per_thread, 2);
+  EXPECT_GE(big->slab() * 2, 64);
+  EXPECT_FALSE(op_detail::depthwise_tiling_refusal(*big, 2));
   Conv b1 = b32;
   b1.n = 1, b1.h = b1.w = 7;
   const std::optional<DepthwiseTiling> small = op_detail::choose_depthwise_tiling(b1.problem(), 2);
   ASSERT_TRUE(small);
-  EXPECT_GE(small->tiles(), 12);
+  EXPECT_GE(small->tiles(), 6);
+  // ConvNeXt's 7x7: 98 weights per thread still fit in registers.
+  const Conv k7{
+      .n = 32, .h = 56, .w = 56, .c = 96, .kh = 7, .kw = 7, .pt = 3, .pl = 3, .pb = 3, .pr = 3};
+  const std::optional<DepthwiseTiling> seven = op_detail::choose_depthwise_tiling(k7.problem(), 2);
+  ASSERT_TRUE(seven);
+  EXPECT_TRUE(seven->register_weights);
   const Conv huge{.n = 1,
                   .h = 64,
                   .w = 64,
@@ -304,6 +339,30 @@ TEST(DepthwiseTiling, ChoiceFitsTheProblem) {
                   .pb = 15,
                   .pr = 15};
   EXPECT_FALSE(op_detail::choose_depthwise_tiling(huge.problem(), 2));
+}
+
+// Names round-trip, and what cannot run says why.
+TEST(DepthwiseTiling, NamesRoundTripAndRefusalsSayWhy) {
+  const Conv p{
+      .n = 2, .h = 28, .w = 28, .c = 96, .kh = 3, .kw = 3, .pt = 1, .pl = 1, .pb = 1, .pr = 1};
+  for (const char* name :
+       {"dw_v2x16_r4x2_c4x2_s1_wr_t", "dw_v8x4_r2x2_c1x8_s2_ws", "dw_v1x32_r4x1_c4x3_s1_wr"}) {
+    const std::optional<DepthwiseTiling> t = op_detail::parse_depthwise_tiling(name, p.problem());
+    ASSERT_TRUE(t) << name;
+    EXPECT_EQ(op_detail::depthwise_tiling_name(*t), name);
+    EXPECT_FALSE(op_detail::depthwise_tiling_refusal(*t, 2)) << name;
+  }
+  EXPECT_FALSE(op_detail::parse_depthwise_tiling("dw_v2x16_r4x2_c4x2", p.problem()));
+  auto refusal = [&](const char* name) {
+    return op_detail::depthwise_tiling_refusal(
+               *op_detail::parse_depthwise_tiling(name, p.problem()), 2)
+        .value_or("");
+  };
+  EXPECT_NE(refusal("dw_v3x16_r4x2_c4x2_s1_wr").find("do not divide"), std::string::npos);
+  EXPECT_NE(refusal("dw_v2x16_r4x2_c4x2_s2_wr_t").find("two stages with one tile per CTA"),
+            std::string::npos);
+  EXPECT_NE(refusal("dw_v2x15_r4x2_c4x2_s1_wr").find("whole number"), std::string::npos);
+  EXPECT_NE(refusal("dw_v8x8_r4x4_c1x16_s2_ws").find("shared memory"), std::string::npos);
 }
 
 // ---- The generated kernel -------------------------------------------------------------------
@@ -355,8 +414,10 @@ std::string compile_depthwise(const ir::Graph& g) {
   const OpKernelSource ks = emit_op(g, g.nodes[0]);
   EXPECT_NE(ks.source.find("tessel::DepthwiseConv<Problem>::run(p);"), std::string::npos)
       << ks.source;
+  // One CTA per tile (a 1-D grid: x may reach 2^31 - 1, y and z stay 1), or a persistent
+  // grid under make_source's cap.
   EXPECT_GE(ks.grid[0], 1u);
-  EXPECT_LE(ks.grid[0], op_detail::kMaxBlocks);
+  EXPECT_LE(ks.grid[0], 0x7fffffffu);
   EXPECT_EQ(ks.grid[1] * ks.grid[2], 1u);
   EXPECT_EQ(ks.block[0] % 32, 0u);
   std::string ptx;
@@ -379,7 +440,29 @@ class DepthwiseKernelTest : public ::testing::Test {
   void SetUp() override { device::set_cache_dir(""); }
 };
 
-TEST_F(DepthwiseKernelTest, SixteenByteCopiesAndStoresForWholeChannelVectors) {
+// The shared reads and global stores of a thread's fragment of `vec` f16 channels (one
+// instruction each: NVRTC spells a 32-bit shared read of two f16 as ld.shared.v2.u16).
+std::string shared_read(int vec) {
+  return vec == 8   ? "ld.shared.v4"
+         : vec == 4 ? "ld.shared.v2.u32"
+         : vec == 2 ? "ld.shared.v2.u16"
+                    : "ld.shared.u16";
+}
+std::string global_store(int vec) {
+  return vec == 8   ? "st.global.v4"
+         : vec == 4 ? "st.global.v2"
+         : vec == 2 ? "st.global.u32"
+                    : "st.global.u16";
+}
+
+// The channels per thread of the tiling emit_op picks for a node.
+int picked_vec(const ir::Graph& g) {
+  const std::optional<std::string> name = chosen_depthwise_tiling(g, g.nodes[0]);
+  EXPECT_TRUE(name);
+  return name ? std::stoi(name->substr(4)) : 0;  // "dw_v<vec>x..."
+}
+
+TEST_F(DepthwiseKernelTest, SixteenByteCopiesWhateverTheFragment) {
   struct Case {
     Shape x;
     int64_t k, stride, pad, dilation;
@@ -396,28 +479,53 @@ TEST_F(DepthwiseKernelTest, SixteenByteCopiesAndStoresForWholeChannelVectors) {
   for (const Case& c : cases) {
     SCOPED_TRACE(::testing::Message()
                  << shape_str(c.x) << " k" << c.k << " s" << c.stride << " d" << c.dilation);
-    const std::string ptx = compile_depthwise(
-        depthwise_node(DType::kF16, c.x, c.k, c.stride, c.pad, c.dilation, {"clip"}));
+    const ir::Graph g =
+        depthwise_node(DType::kF16, c.x, c.k, c.stride, c.pad, c.dilation, {"clip"});
+    const std::string ptx = compile_depthwise(g);
     EXPECT_TRUE(has(ptx, "cp.async.cg.shared.global")) << ptx.substr(0, 4000);
     EXPECT_TRUE(has(ptx, ", 16, ")) << "16-byte copies";
-    EXPECT_TRUE(has(ptx, "st.global.v4")) << "16-byte stores";
-    EXPECT_TRUE(has(ptx, "ld.shared.v4")) << "16-byte shared reads";
+    const int vec = picked_vec(g);
+    EXPECT_TRUE(has(ptx, global_store(vec))) << "fragment-wide stores of " << vec << " channels";
+    EXPECT_TRUE(has(ptx, shared_read(vec)))
+        << "fragment-wide shared reads of " << vec << " channels";
   }
+}
+
+// Each fragment width reads shared memory and stores at its own width from 16-byte copies;
+// weights in registers leave no shared reads of 32-bit floats in the inner loop.
+TEST_F(DepthwiseKernelTest, NamedTilingsReadAndStoreAtTheirFragmentWidth) {
+  const ir::Graph g = depthwise_node(DType::kF16, {32, 28, 28, 192}, 3, 1, 1, 1, {"relu"});
+  for (int vec : {8, 4, 2, 1}) {
+    const std::string name = fmt::format("dw_v{}x{}_r2x2_c2x4_s2_wr", vec, 64 / vec);
+    SCOPED_TRACE(name);
+    ASSERT_FALSE(cannot_tile_depthwise(g, g.nodes[0], name));
+    const testing::Compiled out =
+        testing::nvrtc_compile(emit_depthwise(g, g.nodes[0], name), "sm_90a");
+    ASSERT_TRUE(out.ok) << out.log;
+    EXPECT_TRUE(has(out.ptx, ", 16, ")) << "16-byte copies";
+    EXPECT_TRUE(has(out.ptx, global_store(vec)));
+    EXPECT_TRUE(has(out.ptx, shared_read(vec)));
+    EXPECT_EQ(out.ptx.find(".local"), std::string::npos);
+  }
+  EXPECT_TRUE(
+      cannot_tile_depthwise(g, g.nodes[0], "dw_v3x8_r2x2_c2x4_s2_wr"));  // 3 does not divide 8
+  EXPECT_TRUE(cannot_tile_depthwise(g, g.nodes[0], "dw_v8x8_r2x2_c2x4_s3_wr"));  // 3 stages
+  EXPECT_TRUE(cannot_tile_depthwise(g, g.nodes[0], "tc_128x64x32_s3_w32x64_sk1_r8"));
 }
 
 TEST_F(DepthwiseKernelTest, NarrowChannelCountsAndOtherDtypes) {
   // 3 channels of f16: 2-byte fragments, plain copies.
   const std::string c3 = compile_depthwise(depthwise_node(DType::kF16, {1, 17, 19, 3}, 3, 2, 1, 1));
   EXPECT_FALSE(has(c3, "cp.async.cg.shared") || has(c3, "cp.async.ca.shared"));
-  // 20 channels of f16: 8-byte fragments.
+  // 20 channels of f16: 8-byte copies.
   const std::string c20 =
       compile_depthwise(depthwise_node(DType::kF16, {2, 15, 15, 20}, 3, 1, 1, 1));
   EXPECT_TRUE(has(c20, "cp.async.ca.shared.global")) << c20.substr(0, 4000);
-  // f32 and bf16 keep 16-byte fragments (4 and 8 channels).
-  EXPECT_TRUE(has(compile_depthwise(depthwise_node(DType::kF32, {1, 20, 20, 24}, 5, 1, 2, 1)),
-                  "st.global.v4"));
-  EXPECT_TRUE(has(compile_depthwise(depthwise_node(DType::kBF16, {1, 20, 20, 144}, 3, 2, 1, 1)),
-                  "st.global.v4"));
+  // f32 and bf16 keep 16-byte copies (4 and 8 channels).
+  EXPECT_TRUE(
+      has(compile_depthwise(depthwise_node(DType::kF32, {1, 20, 20, 24}, 5, 1, 2, 1)), ", 16, "));
+  EXPECT_TRUE(
+      has(compile_depthwise(depthwise_node(DType::kBF16, {1, 20, 20, 144}, 3, 2, 1, 1)), ", 16, "));
 }
 
 TEST_F(DepthwiseKernelTest, EveryEpilogueStepAndTheResidual) {

@@ -1,25 +1,33 @@
 // Depthwise convolution (tessel.Conv with group == C, one input and one output channel per
-// group) over NHWC activations in f16, bf16 or f32 storage with fp32 math. A memory-bound op:
-// each output channel reads kKH*kKW inputs of its own channel, so the kernel is built to move
-// each input byte from DRAM once and each output byte once, at full 16-byte width.
+// group) over NHWC activations in f16, bf16 or f32 storage with fp32 math. Each output channel
+// reads kKH*kKW inputs of its own channel: a memory-bound op for 3x3 windows, for which the
+// kernel moves each input byte from DRAM once and each output byte once, in 16-byte copies;
+// at 7x7 (49 fp32 FMAs per output) the FMAs bound it, and the kernel keeps every other
+// instruction (shared reads, f16 conversions, weights) few per FMA by blocking outputs per
+// thread.
 //
-// Per CTA and tile (the tiling, with every shape, is tessel_depthwise_tile.cuh):
+// Per CTA (the tiling, with every shape, is tessel_depthwise_tile.cuh): once, the slab's
+// weights into smem w (KH*KW, slab) fp32 and, where they fit, into each thread's registers;
+// the bias into registers. Then per tile:
 //   1. cp.async stages the input tile with its halo, smem x (in_rows, in_cols, slab), one
-//      16-byte fragment (8 f16 channels) per copy, coalesced along channels; the window's
-//      padding and the channels past kC are zero-filled by the copy itself;
-//   2. when the slab changes, the slab's weights are transposed into smem w (KH*KW, slab) fp32
-//      and its bias into smem bias (slab) fp32, while the copies are in flight;
-//   3. each thread computes rows_per_thread output rows x kVec channels of one output column,
-//      walking one smem column per kernel column so that each staged pixel is read and
-//      converted once and feeds all the taps that use it;
-//   4. bias, the fused epilogue steps and the residual in fp32, one rounding, one 16-byte
-//      store per pixel (or the problem's store map, element-wise).
-// CTAs walk the tiles grid-stride (a 1-D grid of any size); the emitter makes the grid a
-// multiple of the slab count, so that a CTA keeps its slab and stages its weights once.
+//      16-byte chunk (8 f16 channels) per copy whatever the thread's fragment, coalesced along
+//      channels; the window's padding and the channels past kC are zero-filled by the copy
+//      itself. With two stages the next tile's copies fly while this one is computed;
+//   2. each thread computes a block of rows_per_thread x cols_per_thread output pixels x kVec
+//      channels, reading its span of staged pixels one row at a time into registers: each
+//      staged pixel is read and converted once and feeds every tap that uses it (KH x KW
+//      taps of up to rows x cols outputs), so shared-memory traffic per output falls with the
+//      block and the weights need no shared-memory reads when they live in registers;
+//   3. bias, the fused epilogue steps and the residual in fp32, one rounding, one store of
+//      kVec channels per pixel (16 bytes for 8 f16), or the problem's store map element-wise.
+// CTAs walk the tiles grid-stride (a 1-D grid of any size); the emitter launches one CTA per
+// tile or a multiple of the slab count, so that a CTA keeps its slab and its weights.
 //
 // Problem supplies: using T; kN, kH, kW, kC (input), kOH, kOW, kCo (pre-store output, kCo ==
-// kC), kKH, kKW, kSH, kSW, kPT, kPL, kDH, kDW, kVec; the tiling kSlabVecs, kTileCols,
-// kRowGroups, kRowsPerThread; kResidual and kVectorStore; and
+// kC), kKH, kKW, kSH, kSW, kPT, kPL, kDH, kDW, kStageVec; the tiling kVec, kSlabVecs,
+// kColGroups, kColsPerThread, kRowGroups, kRowsPerThread, kStages, kRegisterWeights,
+// kTilePerCta;
+// kResidual and kVectorStore; and
 //   static float bias(const OpParams&, int c);            // 0 without a bias
 //   static float epilogue(float v, float residual);       // the fused steps, in order
 //   static i64 store_offset(int n, int oh, int ow, int c); // where pre-store (n, oh, ow, c) goes
@@ -39,6 +47,16 @@ __device__ __forceinline__ void load_shared(Frag<T, V>& f, const T* p) {
 #pragma unroll
   for (int c = 0; c < Frag<T, V>::kBytes / Frag<T, V>::kChunk; ++c)
     reinterpret_cast<Chunk*>(f.v)[c] = reinterpret_cast<const Chunk*>(p)[c];
+}
+
+// One element through the read-only path (ld.global.nc): loads the compiler may batch ahead of
+// shared-memory stores, which a generic pointer's loads could alias.
+template <typename T>
+__device__ __forceinline__ T load_nc(const T* p) {
+  const auto bits = ld_global_nc<static_cast<int>(sizeof(T))>(p);
+  T v;
+  memcpy(&v, &bits, sizeof(T));
+  return v;
 }
 
 // Copies one fragment of kBytes from global `src` to shared `dst`, or zeros when !valid.
@@ -104,144 +122,224 @@ struct DepthwiseConv {
   using T = typename P::T;
   static_assert(P::kCo == P::kC, "channel multiplier 1: the grouped kernel takes the others");
 
-  // In DepthwiseTiling's field order: problem, fragment width, tiling.
+  // In DepthwiseTiling's field order: problem, staged chunk width, tiling.
+  // clang-format off
   static constexpr DepthwiseTiling kTiling{
-      P::kN,   P::kH,        P::kW,        P::kC,         P::kOH,           P::kOW, P::kKH,
-      P::kKW,  P::kSH,       P::kSW,       P::kPT,        P::kPL,           P::kDH, P::kDW,
-      P::kVec, P::kSlabVecs, P::kTileCols, P::kRowGroups, P::kRowsPerThread};
+      P::kN, P::kH, P::kW, P::kC, P::kOH, P::kOW,
+      P::kKH, P::kKW, P::kSH, P::kSW, P::kPT, P::kPL, P::kDH, P::kDW, P::kStageVec,
+      P::kVec, P::kSlabVecs, P::kColGroups, P::kColsPerThread, P::kRowGroups, P::kRowsPerThread,
+      P::kStages, P::kRegisterWeights, P::kTilePerCta};
+  // clang-format on
   static constexpr int kVec = P::kVec;
   static constexpr int kSlab = kTiling.slab();
   static constexpr int kThreads = kTiling.threads();
   static constexpr int kChunks = kTiling.chunks();
   static constexpr int kRows = P::kRowsPerThread;
+  static constexpr int kCols = P::kColsPerThread;
+  static constexpr int kSpanCols = kTiling.span_cols();
   static constexpr int kTaps = P::kKH * P::kKW;
-  static constexpr int kFragBytes = kVec * static_cast<int>(sizeof(T));
+  static constexpr int kStages = P::kStages;
+  static constexpr int kChunkBytes = P::kStageVec * static_cast<int>(sizeof(T));
+  // The weights a thread keeps: all its taps, or (from smem at each use) none.
+  static constexpr int kWeightRegs = P::kRegisterWeights ? kTaps : 1;
 
   struct Smem {
-    alignas(16) T x[kTiling.smem_x_elems()];  // smem x: (in_rows, in_cols, slab)
-    alignas(16) float w[kTaps * kSlab];       // smem w: (KH*KW, slab), tap-major
-    alignas(16) float bias[kSlab];            // smem bias: (slab)
+    alignas(16) T x[kStages][kTiling.smem_x_elems()];  // smem x: (stages, in_rows, in_cols, slab)
+    alignas(16) float w[kTaps * kSlab];                // smem w: (KH*KW, slab), tap-major
   };
   static_assert(sizeof(Smem) <= 48 * 1024, "static shared memory");
   static_assert(kThreads % 32 == 0 && kThreads <= 1024, "whole warps");
+  static_assert(!P::kTilePerCta || kStages == 1, "one tile per CTA has nothing to prefetch");
+  static_assert(P::kStageVec % kVec == 0 && kSlab % P::kStageVec == 0,
+                "fragments split chunks, slabs are whole chunks");
 
-  // 1. The input tile with its halo into smem x; zeros outside the image and past kC.
-  __device__ __forceinline__ static void stage_input(Smem& s, const T* x, const DwTile& tile) {
+  // 1. The input tile with its halo into one stage of smem x; zeros outside the image and past
+  // kC (kC is a multiple of the chunk's channels: a chunk is wholly inside or outside).
+  __device__ __forceinline__ static void stage_input(T* sx, const T* x, const DwTile& tile) {
     constexpr DepthwiseTiling t = kTiling;
     const int ih0 = t.ih0(tile), iw0 = t.iw0(tile);
-#pragma unroll
+#pragma unroll 4
     for (int q0 = 0; q0 < kChunks; q0 += kThreads) {
       const int q = q0 + static_cast<int>(threadIdx.x);
       if (kChunks % kThreads != 0 && q >= kChunks) break;
       const DwChunk ch = t.chunk(q);
-      const int ih = ih0 + ch.row, iw = iw0 + ch.col, c = tile.c0 + ch.frag * kVec;
+      const int ih = ih0 + ch.row, iw = iw0 + ch.col, c = tile.c0 + ch.chunk * P::kStageVec;
       const bool valid = ih >= 0 && ih < P::kH && iw >= 0 && iw < P::kW && c < P::kC;
       const T* src = valid ? x + ((i64(tile.n) * P::kH + ih) * P::kW + iw) * P::kC + c : x;
-      stage_fragment<kFragBytes>(s.x + t.smem_offset(ch.row, ch.col, ch.frag), src, valid);
+      stage_fragment<kChunkBytes>(sx + t.smem_offset(ch.row, ch.col, ch.chunk * P::kStageVec), src,
+                                  valid);
     }
   }
 
-  // 2. The slab's weights (OHWI [kC, KH, KW, 1]) into smem w, tap-major, and its bias.
+  // 2. The slab's weights (OHWI [kC, KH, KW, 1]) into smem w, tap-major, fp32: the slab's
+  // block of weights is contiguous, and each thread's share is loaded in batches of 8
+  // independent read-only loads before any is stored, so a CTA waits about one L2 latency per
+  // batch rather than one per weight.
   __device__ __forceinline__ static void stage_weights(Smem& s, const OpParams& p, int c0) {
+    constexpr int kAll = kTaps * kSlab, kBatch = 8;
     const T* w = static_cast<const T*>(p.in[1]);
-    for (int e = static_cast<int>(threadIdx.x); e < kTaps * kSlab; e += kThreads) {
-      const int tap = e / kSlab, c = c0 + e % kSlab;
-      s.w[e] = c < P::kC ? to_float(w[i64(c) * kTaps + tap]) : 0.f;
-    }
-    for (int e = static_cast<int>(threadIdx.x); e < kSlab; e += kThreads)
-      s.bias[e] = c0 + e < P::kC ? P::bias(p, c0 + e) : 0.f;
-  }
-
-  // 3. This thread's kRows x kVec accumulators. Span row j of smem column (col*SW + kw*DW)
-  // feeds output row r through kernel row tap_row(j, r); the unrolled loops resolve every
-  // tap at compile time, so acc and wk stay in registers.
-  __device__ __forceinline__ static void accumulate(const Smem& s, const DwThread& th,
-                                                    float (&acc)[kRows][kVec]) {
-    constexpr DepthwiseTiling t = kTiling;
+#pragma unroll 1
+    for (int e0 = 0; e0 < kAll; e0 += kBatch * kThreads) {
+      float v[kBatch];
 #pragma unroll
-    for (int kw = 0; kw < P::kKW; ++kw) {
-      float wk[P::kKH][kVec];
-#pragma unroll
-      for (int kh = 0; kh < P::kKH; ++kh) {
-        Frag<float, kVec> f;
-        load_shared(f, s.w + (kh * P::kKW + kw) * kSlab + th.frag * kVec);
-#pragma unroll
-        for (int v = 0; v < kVec; ++v) wk[kh][v] = f.v[v];
+      for (int b = 0; b < kBatch; ++b) {
+        const int e = e0 + b * kThreads + static_cast<int>(threadIdx.x);
+        const int tap = e / kSlab, c = c0 + e % kSlab;
+        v[b] = e < kAll && c < P::kC ? to_float(load_nc(w + i64(c) * kTaps + tap)) : 0.f;
       }
 #pragma unroll
-      for (int j = 0; j < t.span_rows(); ++j) {
-        if (!t.span_row_used(j)) continue;
+      for (int b = 0; b < kBatch; ++b) {
+        const int e = e0 + b * kThreads + static_cast<int>(threadIdx.x);
+        if (e < kAll) s.w[e] = v[b];
+      }
+    }
+  }
+
+  // The weights of tap `tap` for this thread's fragment: from registers, or from smem w.
+  __device__ __forceinline__ static void weight(const Smem& s, const DwThread& th,
+                                                const float (&wr)[kWeightRegs][kVec], int tap,
+                                                float (&wk)[kVec]) {
+    if constexpr (P::kRegisterWeights) {
+#pragma unroll
+      for (int v = 0; v < kVec; ++v) wk[v] = wr[tap][v];
+    } else {
+      Frag<float, kVec> f;
+      load_shared(f, s.w + tap * kSlab + th.frag * kVec);
+#pragma unroll
+      for (int v = 0; v < kVec; ++v) wk[v] = f.v[v];
+    }
+  }
+
+  // 3. This thread's kRows x kCols x kVec accumulators. Span row j goes into registers, span
+  // column u of it feeds output (r, q) through tap (tap_row(j, r), tap_col(u, q)); the
+  // unrolled loops resolve every tap at compile time, so acc, the span row and the weights
+  // stay in registers.
+  __device__ __forceinline__ static void accumulate(const Smem& s, const T* sx, const DwThread& th,
+                                                    const float (&wr)[kWeightRegs][kVec],
+                                                    float (&acc)[kRows][kCols][kVec]) {
+    constexpr DepthwiseTiling t = kTiling;
+#pragma unroll
+    for (int j = 0; j < t.span_rows(); ++j) {
+      if (!t.span_row_used(j)) continue;
+      float xr[kSpanCols][kVec];
+#pragma unroll
+      for (int u = 0; u < kSpanCols; ++u) {
+        if (!t.span_col_used(u)) continue;
         Frag<T, kVec> f;
-        load_shared(f, s.x + t.smem_offset(t.span_row(th, j), t.span_col(th, kw), th.frag));
-        float xv[kVec];
+        load_shared(f, sx + t.smem_offset(t.span_row(th, j), t.span_col(th, u), th.frag * kVec));
 #pragma unroll
-        for (int v = 0; v < kVec; ++v) xv[v] = to_float(f.v[v]);
+        for (int v = 0; v < kVec; ++v) xr[u][v] = to_float(f.v[v]);
+      }
 #pragma unroll
-        for (int r = 0; r < kRows; ++r) {
-          const int kh = t.tap_row(j, r);
-          if (kh < 0) continue;
+      for (int r = 0; r < kRows; ++r) {
+        const int kh = t.tap_row(j, r);
+        if (kh < 0) continue;
 #pragma unroll
-          for (int v = 0; v < kVec; ++v) acc[r][v] = fmaf(xv[v], wk[kh][v], acc[r][v]);
+        for (int kw = 0; kw < P::kKW; ++kw) {
+          float wk[kVec];
+          weight(s, th, wr, kh * P::kKW + kw, wk);
+#pragma unroll
+          for (int q = 0; q < kCols; ++q) {
+            const int u = q * P::kSW + kw * P::kDW;
+#pragma unroll
+            for (int v = 0; v < kVec; ++v) acc[r][q][v] = fmaf(xr[u][v], wk[v], acc[r][q][v]);
+          }
         }
       }
     }
   }
 
   // 4. Bias, epilogue, residual, store.
-  __device__ __forceinline__ static void store(const Smem& s, const OpParams& p, const DwTile& tile,
-                                               const DwThread& th,
-                                               const float (&acc)[kRows][kVec]) {
+  __device__ __forceinline__ static void store(const OpParams& p, const DwTile& tile,
+                                               const DwThread& th, const float (&bias)[kVec],
+                                               const float (&acc)[kRows][kCols][kVec]) {
     const int c = tile.c0 + th.frag * kVec;
-    const int ow = tile.ow0 + th.col;
-    if (c >= P::kC || ow >= P::kOW) return;
-    Frag<float, kVec> b;
-    load_shared(b, s.bias + th.frag * kVec);
+    if (c >= P::kC) return;
     T* y = static_cast<T*>(p.out[0]);
 #pragma unroll
     for (int r = 0; r < kRows; ++r) {
       const int oh = tile.oh0 + th.row0 + r;
       if (oh >= P::kOH) break;
-      float residual[kVec] = {};
-      if constexpr (P::kResidual) {
-        Frag<T, kVec> f;
-        f.load(static_cast<const T*>(p.in[3]) +
-               ((i64(tile.n) * P::kOH + oh) * P::kOW + ow) * P::kCo + c);
 #pragma unroll
-        for (int v = 0; v < kVec; ++v) residual[v] = to_float(f.v[v]);
-      }
-      float out[kVec];
+      for (int q = 0; q < kCols; ++q) {
+        const int ow = tile.ow0 + th.col0 + q;
+        if (ow >= P::kOW) break;
+        float residual[kVec] = {};
+        if constexpr (P::kResidual) {
+          Frag<T, kVec> f;
+          f.load(static_cast<const T*>(p.in[3]) +
+                 ((i64(tile.n) * P::kOH + oh) * P::kOW + ow) * P::kCo + c);
 #pragma unroll
-      for (int v = 0; v < kVec; ++v) out[v] = P::epilogue(acc[r][v] + b.v[v], residual[v]);
-      if constexpr (P::kVectorStore) {
-        store_rounded(y + P::store_offset(tile.n, oh, ow, c), out);
-      } else {
+          for (int v = 0; v < kVec; ++v) residual[v] = to_float(f.v[v]);
+        }
+        float out[kVec];
 #pragma unroll
-        for (int v = 0; v < kVec; ++v)
-          y[P::store_offset(tile.n, oh, ow, c + v)] = from_float<T>(out[v]);
+        for (int v = 0; v < kVec; ++v) out[v] = P::epilogue(acc[r][q][v] + bias[v], residual[v]);
+        if constexpr (P::kVectorStore) {
+          store_rounded(y + P::store_offset(tile.n, oh, ow, c), out);
+        } else {
+#pragma unroll
+          for (int v = 0; v < kVec; ++v)
+            y[P::store_offset(tile.n, oh, ow, c + v)] = from_float<T>(out[v]);
+        }
       }
     }
   }
 
+  // CTA b takes tiles b, b + grid, ...: all of one slab (the emitter launches one CTA per tile
+  // or a multiple of the slab count), so its weights and bias are staged once. With two
+  // stages, tile k + 1's copies are in flight while tile k is computed; one barrier per tile
+  // both publishes tile k's copies and frees the stage that tile k + 1 overwrites.
   __device__ static void run(const OpParams& p) {
     constexpr DepthwiseTiling t = kTiling;
     __shared__ Smem s;
     const T* x = static_cast<const T*>(p.in[0]);
     const DwThread th = t.thread(static_cast<int>(threadIdx.x));
-    int staged_c0 = -1;
-    for (i64 i = blockIdx.x; i < t.tiles(); i += gridDim.x) {
-      const DwTile tile = t.tile(i);
-      __syncthreads();  // every thread is done reading the previous tile's smem
-      stage_input(s, x, tile);
-      cp_async_commit();
-      if (tile.c0 != staged_c0) {  // uniform across the CTA
-        stage_weights(s, p, tile.c0);
-        staged_c0 = tile.c0;
+    const i64 tiles = t.tiles();
+    i64 i = blockIdx.x;
+    if (i >= tiles) return;
+    const int c0 = t.tile(i).c0;
+    stage_input(s.x[0], x, t.tile(i));  // first: its DRAM latency overlaps the weights' loads
+    cp_async_commit();
+    stage_weights(s, p, c0);
+    float bias[kVec];
+#pragma unroll
+    for (int v = 0; v < kVec; ++v) {
+      const int c = c0 + th.frag * kVec + v;
+      bias[v] = c < P::kC ? P::bias(p, c) : 0.f;
+    }
+    __syncthreads();  // smem w
+    float wr[kWeightRegs][kVec];
+    if constexpr (P::kRegisterWeights) {
+#pragma unroll
+      for (int tap = 0; tap < kTaps; ++tap) {
+        Frag<float, kVec> f;
+        load_shared(f, s.w + tap * kSlab + th.frag * kVec);
+#pragma unroll
+        for (int v = 0; v < kVec; ++v) wr[tap][v] = f.v[v];
       }
+    }
+    for (int k = 0; i < tiles; i += gridDim.x, ++k) {
+      const DwTile tile = t.tile(i);
+      const i64 next = i + gridDim.x;
       cp_async_wait<0>();
-      __syncthreads();
-      float acc[kRows][kVec] = {};
-      accumulate(s, th, acc);
-      store(s, p, tile, th, acc);
+      __syncthreads();  // tile k staged by every thread; every thread done with tile k - 1
+      if constexpr (kStages == 2) {
+        if (next < tiles) {
+          stage_input(s.x[(k + 1) % 2], x, t.tile(next));
+          cp_async_commit();
+        }
+      }
+      float acc[kRows][kCols][kVec] = {};
+      accumulate(s, s.x[k % kStages], th, wr, acc);
+      store(p, tile, th, bias, acc);
+      if constexpr (kStages == 1) {
+        if (next < tiles) {
+          __syncthreads();  // every thread done reading the one stage
+          stage_input(s.x[0], x, t.tile(next));
+          cp_async_commit();
+        }
+      }
     }
   }
 };
