@@ -215,9 +215,11 @@ std::vector<DeviceTensor> Session::run_on_device(const std::vector<DeviceTensor>
       << outputs.size() << " outputs given, the model has " << impl_->outputs.size();
   for (size_t i = 0; i < inputs.size(); ++i) check_run_tensor(inputs[i], impl_->inputs[i], "input");
   if (outputs.empty()) {
-    for (const TensorInfo& y : impl_->outputs) outputs.push_back(DeviceTensor::allocate(y.dtype, y.shape));
+    for (const TensorInfo& y : impl_->outputs)
+      outputs.push_back(DeviceTensor::allocate(y.dtype, y.shape));
   }
-  for (size_t j = 0; j < outputs.size(); ++j) check_run_tensor(outputs[j], impl_->outputs[j], "output");
+  for (size_t j = 0; j < outputs.size(); ++j)
+    check_run_tensor(outputs[j], impl_->outputs[j], "output");
   std::vector<uint64_t> in, out;
   for (const DeviceTensor& t : inputs) in.push_back(t.address());
   for (const DeviceTensor& t : outputs) out.push_back(t.address());

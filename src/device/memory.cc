@@ -59,8 +59,8 @@ void copy_to_host(void* dst, uint64_t src, size_t bytes) {
 
 void copy_on_device(uint64_t dst, uint64_t src, size_t bytes, void* stream) {
   if (bytes == 0) return;
-  TESSEL_CU_CHECK(detail::bind_context().cuMemcpyDtoDAsync(dst, src, bytes,
-                                                           static_cast<CUstream>(stream)));
+  TESSEL_CU_CHECK(
+      detail::bind_context().cuMemcpyDtoDAsync(dst, src, bytes, static_cast<CUstream>(stream)));
 }
 
 void DeviceBuffer::fill_bytes(uint8_t value) {

@@ -92,8 +92,8 @@ ArrayView view_of(const AnyArray& a, const TensorInfo& want, const char* what) {
 void check_device(const AnyArray& a, const TensorInfo& want, int device_type) {
   if (device_type == nb::device::cpu::value) {
     TESSEL_USER_CHECK(a.device_type() == nb::device::cpu::value)
-        << "input '" << want.name << "' is not in host memory (DLPack device "
-        << a.device_type() << "); this run takes host arrays";
+        << "input '" << want.name << "' is not in host memory (DLPack device " << a.device_type()
+        << "); this run takes host arrays";
   } else {
     TESSEL_USER_CHECK(a.device_type() == nb::device::cuda::value && a.device_id() == 0)
         << "input '" << want.name << "' is not on the GPU tessel runs on (DLPack device "
@@ -119,14 +119,13 @@ nb::object device_array(const DeviceTensor& t) {
   auto* keep = new DeviceTensor(t);
   nb::capsule owner(keep, [](void* p) noexcept { delete static_cast<DeviceTensor*>(p); });
   std::vector<size_t> shape(t.shape().begin(), t.shape().end());
-  return nb::ndarray<>(reinterpret_cast<void*>(keep->address()), shape.size(), shape.data(),
-                       owner, nullptr, to_dlpack(t.dtype()), nb::device::cuda::value, 0)
+  return nb::ndarray<>(reinterpret_cast<void*>(keep->address()), shape.size(), shape.data(), owner,
+                       nullptr, to_dlpack(t.dtype()), nb::device::cuda::value, 0)
       .cast();
 }
 
-Options make_options(const std::string& device, const std::string& precision,
-                     int64_t batch, const std::map<std::string, std::vector<int64_t>>& shapes,
-                     bool tensor_cores) {
+Options make_options(const std::string& device, const std::string& precision, int64_t batch,
+                     const std::map<std::string, std::vector<int64_t>>& shapes, bool tensor_cores) {
   Options o;
   TESSEL_USER_CHECK(device == "cpu" || device == "cuda")
       << "device '" << device << "': expected 'cpu' or 'cuda'";
@@ -195,8 +194,8 @@ nb::list run_device(Session& s, const std::vector<AnyArray>& arrays, uintptr_t s
       TESSEL_USER_CHECK(a.device_type() == nb::device::cuda::value && a.device_id() == 0)
           << "output '" << outs[j].name << "' is not on CUDA device 0";
       ArrayView v = view_of(AnyArray(a), outs[j], "output");
-      outputs.push_back(DeviceTensor::borrow(reinterpret_cast<uint64_t>(a.data()), v.dtype,
-                                             std::move(v.shape)));
+      outputs.push_back(
+          DeviceTensor::borrow(reinterpret_cast<uint64_t>(a.data()), v.dtype, std::move(v.shape)));
     }
   }
   {
@@ -218,13 +217,15 @@ nb::list run_device(Session& s, const std::vector<AnyArray>& arrays, uintptr_t s
 NB_MODULE(_core, m) {
   using namespace tessel;
   using namespace tessel::python;
-  m.doc() = "tessel's native module: the public C++ API (include/tessel/tessel.h) for the "
-            "Python package. Use tessel.InferenceSession and tessel.compile instead.";
+  m.doc() =
+      "tessel's native module: the public C++ API (include/tessel/tessel.h) for the "
+      "Python package. Use tessel.InferenceSession and tessel.compile instead.";
 
   // Registered base first: nanobind tries translators newest first.
   static nb::exception<tessel::Error> error(m, "Error", PyExc_RuntimeError);
-  error.doc() = "A mistake in the input: a bad or unsupported model, a wrong feed, a missing "
-                "or foreign engine file, no GPU. The message is the CLI's one line.";
+  error.doc() =
+      "A mistake in the input: a bad or unsupported model, a wrong feed, a missing "
+      "or foreign engine file, no GPU. The message is the CLI's one line.";
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
     try {
       std::rethrow_exception(p);
@@ -236,11 +237,14 @@ NB_MODULE(_core, m) {
     }
   });
 
-  m.def("cuda_available", []() {
-    std::string why;
-    const bool ok = cuda_available(&why);
-    return std::make_pair(ok, why);
-  }, "(True, '') where a CUDA device can run engines, else (False, why not).");
+  m.def(
+      "cuda_available",
+      []() {
+        std::string why;
+        const bool ok = cuda_available(&why);
+        return std::make_pair(ok, why);
+      },
+      "(True, '') where a CUDA device can run engines, else (False, why not).");
 
   m.def("is_engine_file", &is_engine_file, nb::arg("path"),
         "True when the file starts with a tessel engine file's magic.");
@@ -277,10 +281,12 @@ NB_MODULE(_core, m) {
           },
           nb::arg("path"), nb::arg("device"), nb::arg("precision"), nb::arg("batch"),
           nb::arg("input_shapes"), nb::arg("tensor_cores"))
-      .def_prop_ro("inputs", [](const Session& s) { return tensor_infos(s.inputs()); },
-                   "[(name, tessel dtype name, shape)] of the inputs, in order.")
-      .def_prop_ro("outputs", [](const Session& s) { return tensor_infos(s.outputs()); },
-                   "[(name, tessel dtype name, shape)] of the outputs, in order.")
+      .def_prop_ro(
+          "inputs", [](const Session& s) { return tensor_infos(s.inputs()); },
+          "[(name, tessel dtype name, shape)] of the inputs, in order.")
+      .def_prop_ro(
+          "outputs", [](const Session& s) { return tensor_infos(s.outputs()); },
+          "[(name, tessel dtype name, shape)] of the outputs, in order.")
       .def_prop_ro("device",
                    [](const Session& s) { return s.device() == Device::kCpu ? "cpu" : "cuda"; })
       .def_prop_ro("compile_ms", &Session::compile_ms)
