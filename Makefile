@@ -3,7 +3,8 @@
 #   make test   set up, build, run every test (GPU tests are reported as skipped without a GPU)
 BUILD ?= build
 JOBS ?= $(shell nproc)
-CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
+# The Python module is built and tested with the rest (its objects are the library's own).
+CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTESSEL_PYTHON_MODULE=ON
 
 .PHONY: setup configure build demo test clean
 

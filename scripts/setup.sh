@@ -19,9 +19,11 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# Python: onnx builds the models, onnxruntime is the independent oracle in tests.
+# Python: onnx builds the models, onnxruntime is the independent oracle in tests; nanobind
+# builds the Python module (tessel._core), scikit-build-core is `pip install .`'s backend.
 py=${PYTHON:-python3}
-if ! $py -c "import onnx, onnxruntime, numpy" 2>/dev/null; then
-  $py -m pip install -q --disable-pip-version-check "numpy<2.3" "onnx==1.17.0" "onnxruntime==1.20.1"
+if ! $py -c "import onnx, onnxruntime, numpy, nanobind, scikit_build_core" 2>/dev/null; then
+  $py -m pip install -q --disable-pip-version-check "numpy<2.3" "onnx==1.17.0" "onnxruntime==1.20.1" \
+    "nanobind==3.1.0" "scikit-build-core==1.1.2"
 fi
 echo "setup: dependencies present"

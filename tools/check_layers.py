@@ -15,7 +15,8 @@ The layers, bottom to top, and what each may include (docs/design.md explains th
   compiler             everything above but api, bench and cli
   bench                core, device               (vendor baselines)
   api                  everything but bench and cli   (include/tessel/ and src/api/)
-  cli                  everything
+  python               api, core                  (the Python module's native part, tessel._core)
+  cli                  everything but python
 
     python3 tools/check_layers.py [--root .]
 
@@ -43,6 +44,7 @@ LAYERS = [
     ("bench", "src/bench/"),
     ("api", "src/api/"),
     ("api", "include/tessel/"),
+    ("python", "src/python/"),
     ("cli", "src/cli/"),
 ]
 
@@ -62,6 +64,8 @@ ALLOWED = {
     "compiler": BELOW_COMPILER - {"frontend", "runtime/cpu"},
     "bench": {"core", "device"},
     "api": BELOW_COMPILER | {"compiler"},
+    # The Python module sees the public API only (and the core types it is written in).
+    "python": {"api", "core"},
     "cli": BELOW_COMPILER | {"compiler", "bench", "api", "quantize"},
 }
 

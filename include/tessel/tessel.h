@@ -54,9 +54,35 @@ struct TensorInfo {
   Shape shape;
 };
 
+// A tensor in the GPU's memory (device 0), contiguous and row-major: either borrowed (the
+// storage of a PyTorch or CuPy tensor, kept alive by its owner while tessel uses it) or
+// allocated by tessel and freed when its last copy goes.
+class DeviceTensor {
+ public:
+  DeviceTensor() = default;
+  // `address` is a CUdeviceptr the caller owns.
+  static DeviceTensor borrow(uint64_t address, DType dtype, Shape shape);
+  // UserError without a GPU.
+  static DeviceTensor allocate(DType dtype, Shape shape);
+
+  uint64_t address() const { return address_; }
+  DType dtype() const { return dtype_; }
+  const Shape& shape() const { return shape_; }
+  std::string type_str() const;  // "f32[1,3,224,224]"
+
+ private:
+  std::shared_ptr<void> storage_;  // set where tessel allocated the memory
+  uint64_t address_ = 0;
+  DType dtype_ = DType::kF32;
+  Shape shape_;
+};
+
 // An ONNX model (.onnx) or a textual IR graph (.tir), imported with types inferred and
 // verified; batch and input_shapes of `options` fix symbolic dimensions.
 ir::Graph load_graph(const std::string& path, const Options& options = {});
+
+// True when a CUDA device can run engines here; `reason` (optional) says why not.
+bool cuda_available(std::string* reason = nullptr);
 
 // True when `path` starts with an engine file's magic (a .tsl written by compile_file).
 bool is_engine_file(const std::string& path);
@@ -96,6 +122,15 @@ class Session {
   // One tensor per input, in order and of the input's type; the outputs in order. A mismatched
   // input is a UserError naming it.
   std::vector<Tensor> run(const std::vector<Tensor>& inputs);
+
+  // GPU sessions: one run on tensors already in GPU memory, enqueued on `stream` (a CUstream;
+  // null: the legacy default stream) and not waited for; no byte goes through the host. The
+  // outputs are written into `outputs` where given (one per output, of its type), else into
+  // tensors allocated here. Runs of one session share its activation memory: they must not
+  // overlap (queue them on one stream, or wait between them). A mismatched tensor is a
+  // UserError naming it; a CPU session refuses.
+  std::vector<DeviceTensor> run_on_device(const std::vector<DeviceTensor>& inputs, void* stream,
+                                          std::vector<DeviceTensor> outputs = {});
 
   Device device() const;
   double compile_ms() const;  // compiling here, wall clock; 0 for a loaded engine file

@@ -61,7 +61,36 @@ std::vector<TensorInfo> plan_tensors(const std::vector<runtime::PlanTensor>& ten
   return r;
 }
 
+// A mismatched device tensor, named: "input 'x' is f32[2,3], expected f32[1,3]".
+void check_run_tensor(const DeviceTensor& given, const TensorInfo& want, const char* what) {
+  TESSEL_USER_CHECK(given.dtype() == want.dtype && given.shape() == want.shape)
+      << what << " '" << want.name << "' is " << given.type_str() << ", expected "
+      << dtype_name(want.dtype) << shape_str(want.shape);
+}
+
 }  // namespace
+
+DeviceTensor DeviceTensor::borrow(uint64_t address, DType dtype, Shape shape) {
+  DeviceTensor t;
+  t.address_ = address;
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  return t;
+}
+
+DeviceTensor DeviceTensor::allocate(DType dtype, Shape shape) {
+  const std::optional<uint64_t> bytes = runtime::tensor_bytes(dtype, shape);
+  TESSEL_USER_CHECK(bytes) << "a device tensor of " << dtype_name(dtype) << shape_str(shape)
+                           << " is too large";
+  auto buffer = std::make_shared<device::DeviceBuffer>(static_cast<size_t>(*bytes));
+  DeviceTensor t = borrow(buffer->ptr(), dtype, std::move(shape));
+  t.storage_ = std::move(buffer);
+  return t;
+}
+
+std::string DeviceTensor::type_str() const {
+  return std::string(dtype_name(dtype_)) + shape_str(shape_);
+}
 
 struct Session::Impl {
   Device device = Device::kCpu;
@@ -94,6 +123,8 @@ ir::Graph load_graph(const std::string& path, const Options& options) {
 }
 
 bool is_engine_file(const std::string& path) { return runtime::is_engine_file(path); }
+
+bool cuda_available(std::string* reason) { return device::cuda_available(reason); }
 
 CompileReport compile_file(const std::string& model_path, const std::string& engine_path,
                            const Options& options, const std::string& target) {
@@ -175,6 +206,28 @@ const ir::Graph* Session::graph() const { return impl_->graph ? &*impl_->graph :
 std::vector<Tensor> Session::run(const std::vector<Tensor>& inputs) {
   if (impl_->engine) return impl_->engine->run(inputs);
   return runtime::cpu::run_graph(*impl_->graph, inputs);
+}
+
+std::vector<DeviceTensor> Session::run_on_device(const std::vector<DeviceTensor>& inputs,
+                                                 void* stream, std::vector<DeviceTensor> outputs) {
+  TESSEL_USER_CHECK(impl_->engine)
+      << "this session runs on the CPU: device tensors need a session on the GPU";
+  TESSEL_USER_CHECK(inputs.size() == impl_->inputs.size())
+      << inputs.size() << " inputs given, the model has " << impl_->inputs.size();
+  TESSEL_USER_CHECK(outputs.empty() || outputs.size() == impl_->outputs.size())
+      << outputs.size() << " outputs given, the model has " << impl_->outputs.size();
+  for (size_t i = 0; i < inputs.size(); ++i) check_run_tensor(inputs[i], impl_->inputs[i], "input");
+  if (outputs.empty()) {
+    for (const TensorInfo& y : impl_->outputs)
+      outputs.push_back(DeviceTensor::allocate(y.dtype, y.shape));
+  }
+  for (size_t j = 0; j < outputs.size(); ++j)
+    check_run_tensor(outputs[j], impl_->outputs[j], "output");
+  std::vector<uint64_t> in, out;
+  for (const DeviceTensor& t : inputs) in.push_back(t.address());
+  for (const DeviceTensor& t : outputs) out.push_back(t.address());
+  impl_->engine->run_on(in, out, stream);
+  return outputs;
 }
 
 }  // namespace tessel

@@ -118,6 +118,9 @@ class DeviceBuffer {
 // Copies `bytes` from device address `src` (memory this process did not wrap in a
 // DeviceBuffer, e.g. a benchmark's operand set) to host memory, synchronously.
 void copy_to_host(void* dst, uint64_t src, size_t bytes);
+// Copies `bytes` from device address `src` to device address `dst`, enqueued on `stream` (a
+// CUstream; null: the legacy default stream) and not waited for.
+void copy_on_device(uint64_t dst, uint64_t src, size_t bytes, void* stream);
 
 // Free and total device memory of device 0, as the driver reports them (cuMemGetInfo): what
 // every process has allocated, and the driver's own reservations, counted as used.

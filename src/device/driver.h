@@ -44,6 +44,7 @@ namespace tessel::device::detail {
   X(cuMemFree)                   \
   X(cuMemcpyHtoD)                \
   X(cuMemcpyDtoH)                \
+  X(cuMemcpyDtoDAsync)           \
   X(cuMemsetD8)                  \
   X(cuStreamCreate)              \
   X(cuStreamDestroy)             \

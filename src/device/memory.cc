@@ -57,6 +57,12 @@ void copy_to_host(void* dst, uint64_t src, size_t bytes) {
   TESSEL_CU_CHECK(detail::bind_context().cuMemcpyDtoH(dst, src, bytes));
 }
 
+void copy_on_device(uint64_t dst, uint64_t src, size_t bytes, void* stream) {
+  if (bytes == 0) return;
+  TESSEL_CU_CHECK(
+      detail::bind_context().cuMemcpyDtoDAsync(dst, src, bytes, static_cast<CUstream>(stream)));
+}
+
 void DeviceBuffer::fill_bytes(uint8_t value) {
   if (size_ == 0) return;
   TESSEL_CU_CHECK(detail::bind_context().cuMemsetD8(ptr_, value, size_));

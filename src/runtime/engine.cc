@@ -191,6 +191,44 @@ std::vector<Tensor> Engine::run(const std::vector<Tensor>& inputs) {
   return outputs;
 }
 
+void Engine::run_on(const std::vector<uint64_t>& inputs, const std::vector<uint64_t>& outputs,
+                    void* stream) {
+  const EnginePlan& plan = impl_->plan;
+  TESSEL_USER_CHECK(inputs.size() == plan.inputs.size() && outputs.size() == plan.outputs.size())
+      << "engine run: " << inputs.size() << " inputs and " << outputs.size()
+      << " outputs given, the model has " << plan.inputs.size() << " and " << plan.outputs.size();
+  // The kernels' vector loads and stores assume what cuMemAlloc gives the engine's own buffers
+  // at least to this degree.
+  static constexpr uint64_t kAlignment = 16;
+  auto check_aligned = [](uint64_t address, const PlanTensor& t, const char* what) {
+    TESSEL_USER_CHECK(address % kAlignment == 0)
+        << "engine run: " << what << " '" << t.name << "' at device address 0x" << std::hex
+        << address << " is not " << std::dec << kAlignment << "-byte aligned";
+  };
+  for (size_t i = 0; i < inputs.size(); ++i) check_aligned(inputs[i], plan.inputs[i], "input");
+  for (size_t j = 0; j < outputs.size(); ++j) check_aligned(outputs[j], plan.outputs[j], "output");
+
+  auto address = [&](const Relocation& r) {
+    if (r.region == Region::kInput) return inputs.at(r.index) + r.offset;
+    if (r.region == Region::kOutput) return outputs.at(r.index) + r.offset;
+    return impl_->address(r);
+  };
+  for (size_t i = 0; i < impl_->launches.size(); ++i) {
+    BoundLaunch l = impl_->launches[i];
+    const std::vector<Relocation>& params = plan.launches[i].params;
+    for (size_t w = 0; w < params.size(); ++w) l.words[w] = address(params[w]);
+    impl_->enqueue(l, stream);
+  }
+  // Outputs the kernels do not write: a constant, an input passed through, an output listed
+  // twice. After the kernels, so that a second listing copies the value they wrote.
+  for (size_t j = 0; j < plan.outputs.size(); ++j) {
+    const PlanTensor& y = plan.outputs[j];
+    const Relocation& s = y.source;
+    if (s.region == Region::kOutput && s.index == j) continue;
+    rt::copy_on_device(outputs[j], address(s), tensor_bytes(y.dtype, y.shape).value_or(0), stream);
+  }
+}
+
 std::vector<float> Engine::time_replays(int warmup, int reps) {
   return rt::time_graph_replays(*impl_->cuda_graph, warmup, reps);
 }

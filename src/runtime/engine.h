@@ -46,6 +46,16 @@ class Engine {
   // mismatched input.
   std::vector<Tensor> run(const std::vector<Tensor>& inputs);
 
+  // One run on device memory the caller owns (a PyTorch or CuPy tensor's storage): input i read
+  // from inputs[i], output j written to outputs[j], device addresses of the plan's tensors
+  // (contiguous, 16-byte aligned). The kernels are enqueued one by one on `stream` (a CUstream;
+  // null: the legacy default stream), with the caller's addresses in place of the engine's own
+  // input and output buffers, and not waited for: nothing is copied through the host. Runs of
+  // one engine share its arena, so they must not overlap: queue them on one stream, or wait
+  // between them. UserError on a wrong count or a misaligned address.
+  void run_on(const std::vector<uint64_t>& inputs, const std::vector<uint64_t>& outputs,
+              void* stream);
+
   // Device time of one replay of the captured graph on the inputs of the last run (or on
   // whatever the input buffers hold): `warmup` untimed replays, then `reps` timed ones, each
   // bracketed by CUDA events; milliseconds, sorted.

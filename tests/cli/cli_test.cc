@@ -27,6 +27,16 @@ const char* kTir = R"(graph @g opset 17 {
 
 TEST(Cli, MissingFile) { expect_user_error("inspect /nonexistent/model.onnx", "/nonexistent/model.onnx: cannot open file"); }
 
+// `tessel compare` runs the Python module; an interpreter that does not start is one line.
+// (The comparison itself is tested in tests/python/compare_test.py.)
+TEST(Cli, CompareWithoutPython) {
+  expect_user_error("compare m.onnx --against onnxruntime",
+                    "tessel compare runs the Python module with /nonexistent/python3, which does "
+                    "not start: No such file or directory (set TESSEL_PYTHON to a Python that has "
+                    "it)",
+                    "TESSEL_PYTHON=/nonexistent/python3");
+}
+
 TEST(Cli, NotAnOnnxFile) {
   std::string path = write_file("garbage.onnx", std::string("\x08\x96\x01 this is not protobuf \xff\xfe", 28));
   expect_user_error("inspect " + path, path);

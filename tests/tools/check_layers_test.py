@@ -42,7 +42,21 @@ with tempfile.TemporaryDirectory() as d:
     if "src/compiler/c.h (compiler) includes src/device/d.h" in out:
         failures.append("a downward include was flagged:\n" + out)
 
-CHECKS = 5  # the tree passes; the upward include fails the run, is named; the cycle; no false flag
+# The Python module's native part sees the public API and core only.
+with tempfile.TemporaryDirectory() as d:
+    write(d, "src/core/a.h", "#pragma once\n")
+    write(d, "include/tessel/tessel.h", '#include "core/a.h"\n')
+    write(d, "src/compiler/c.h", '#include "core/a.h"\n')
+    write(d, "src/python/module.cc",
+          '#include "tessel/tessel.h"\n#include "core/a.h"\n#include "compiler/c.h"\n')
+    code, out = check(d)
+    if "src/python/module.cc (python) includes src/compiler/c.h (compiler)" not in out:
+        failures.append("the python layer's include of the compiler is not named:\n" + out)
+    if "includes include/tessel/tessel.h" in out or "includes src/core/a.h" in out:
+        failures.append("the python layer's includes of api and core were flagged:\n" + out)
+
+CHECKS = 7  # the tree passes; the upward include fails the run, is named; the cycle; no false
+            # flag; python: the compiler include named, api and core allowed
 for f in failures:
     print("FAIL:", f)
 print("%d passed, %d failed" % (CHECKS - len(failures), len(failures)))

@@ -1,0 +1,328 @@
+"""InferenceSession (onnxruntime's shape of API) and compile(), on tessel._core.
+
+Feeds are checked here, by name, with one-line messages in the CLI's words; the native module
+moves the tensors (DLPack, no copy where none is needed) and runs them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from . import _core
+
+Error = _core.Error
+
+# DLPack device types (dlpack.h DLDeviceType).
+_DL_CPU = 1
+_DL_CUDA = 2
+
+# tessel's dtype name -> (onnxruntime's type string, numpy dtype or None where numpy has none).
+_DTYPES: Dict[str, Tuple[str, Optional[np.dtype]]] = {
+    "f32": ("tensor(float)", np.dtype(np.float32)),
+    "f16": ("tensor(float16)", np.dtype(np.float16)),
+    "bf16": ("tensor(bfloat16)", None),
+    "f64": ("tensor(double)", np.dtype(np.float64)),
+    "i8": ("tensor(int8)", np.dtype(np.int8)),
+    "u8": ("tensor(uint8)", np.dtype(np.uint8)),
+    "i32": ("tensor(int32)", np.dtype(np.int32)),
+    "i64": ("tensor(int64)", np.dtype(np.int64)),
+    "bool": ("tensor(bool)", np.dtype(np.bool_)),
+}
+_NUMPY_NAMES = {v[1]: k for k, v in _DTYPES.items() if v[1] is not None}
+
+
+class InvalidArgument(Error, ValueError):
+    """A wrong argument to a tessel call: an unknown feed or output name, a feed of the wrong
+    element type, shape or device, a bad stream."""
+
+
+def _type_str(dtype_name: str, shape: Sequence[int]) -> str:
+    """tessel's spelling of a tensor type, as the CLI prints it: f32[1,3,224,224]."""
+    return "%s[%s]" % (dtype_name, ",".join(str(int(d)) for d in shape))
+
+
+@dataclasses.dataclass(frozen=True)
+class NodeArg:
+    """An input or output of a session, as onnxruntime's NodeArg describes one.
+
+    Attributes:
+        name: the model's name of the tensor.
+        shape: its extents; static, since a session fixes the batch and every symbolic
+            dimension when it is opened.
+        type: onnxruntime's type string, e.g. "tensor(float)".
+        dtype: the numpy dtype (None for bfloat16, which numpy lacks).
+    """
+
+    name: str
+    shape: List[int]
+    type: str
+    dtype: Optional[np.dtype]
+
+
+def _node_args(infos: Sequence[Tuple[str, str, Sequence[int]]]) -> List[NodeArg]:
+    return [NodeArg(name, list(shape), _DTYPES[dt][0], _DTYPES[dt][1]) for name, dt, shape in infos]
+
+
+def _dlpack_device(value: Any) -> Optional[int]:
+    """The DLPack device type of `value`, or None when it speaks no DLPack."""
+    probe = getattr(value, "__dlpack_device__", None)
+    if probe is None:
+        return None
+    try:
+        return int(probe()[0])
+    except Exception:  # a producer that cannot say: treat as not DLPack
+        return None
+
+
+def _stream_handle(stream: Any, feeds: Sequence[Any]) -> int:
+    """The CUstream to run on, as an int.
+
+    None: the current stream of the framework the first CUDA feed comes from (PyTorch,
+    CuPy), else 0, the legacy default stream. Otherwise an int, or an object that names its
+    handle: the CUDA stream protocol (__cuda_stream__), torch.cuda.Stream.cuda_stream,
+    cupy's Stream.ptr.
+    """
+    if stream is None:
+        for v in feeds:
+            package = type(v).__module__.split(".")[0]
+            if package == "torch":
+                import torch  # the feed's own package: present
+
+                return int(torch.cuda.current_stream(v.device).cuda_stream)
+            if package == "cupy":
+                import cupy
+
+                return int(cupy.cuda.get_current_stream().ptr)
+        return 0
+    if isinstance(stream, int) and not isinstance(stream, bool):
+        return stream
+    protocol = getattr(stream, "__cuda_stream__", None)
+    if protocol is not None:
+        return int(protocol()[1])
+    for attr in ("cuda_stream", "ptr", "handle"):
+        handle = getattr(stream, attr, None)
+        if isinstance(handle, int):
+            return handle
+    raise InvalidArgument("stream: expected an int (a CUstream), a torch.cuda.Stream or a "
+                          "cupy.cuda.Stream, got %s" % type(stream).__name__)
+
+
+class InferenceSession:
+    """A model opened for the GPU or tessel's CPU reference executor, run like an
+    onnxruntime.InferenceSession.
+
+    Args:
+        path: an ONNX model (.onnx), a textual IR graph (.tir), or an engine file (.tsl, written
+            by tessel.compile or `tessel compile`; GPU only, loaded without compiling).
+        device: "cuda" compiles the model for the GPU present and runs it as one CUDA graph;
+            "cpu" runs tessel's reference executor (every op, in the model's precision).
+        precision: the GPU's storage precision, "fp16" or "fp32" (the CPU runs the model's).
+        batch: fixes a symbolic batch dimension (default 1). A session has static shapes: for
+            another batch, open another session.
+        input_shapes: full static shapes for inputs with other symbolic dimensions,
+            {"input": [1, 3, 224, 224]}.
+        tensor_cores: False runs every contraction on the SIMT kernel (GPU).
+
+    Raises:
+        tessel.Error: a missing, malformed or unsupported model, an engine file for another
+            GPU, no CUDA device for device="cuda"; the message is the CLI's one line.
+    """
+
+    def __init__(self, path: Union[str, os.PathLike], device: str = "cuda",
+                 precision: str = "fp16", batch: Optional[int] = None,
+                 input_shapes: Optional[Mapping[str, Sequence[int]]] = None,
+                 tensor_cores: bool = True) -> None:
+        if device not in ("cpu", "cuda"):
+            raise InvalidArgument("device '%s': expected 'cpu' or 'cuda'" % device)
+        if batch is not None and (not isinstance(batch, int) or batch < 1):
+            raise InvalidArgument("batch %r: expected a positive int" % (batch,))
+        shapes = {str(k): [int(d) for d in v] for k, v in (input_shapes or {}).items()}
+        self._path = os.fspath(path)
+        self._session = _core.Session(self._path, device, precision, batch or 0, shapes,
+                                      tensor_cores)
+        self._inputs = _node_args(self._session.inputs)
+        self._outputs = _node_args(self._session.outputs)
+        self._batch = batch or 1
+
+    @property
+    def device(self) -> str:
+        """"cpu" or "cuda"."""
+        return self._session.device
+
+    @property
+    def compile_ms(self) -> float:
+        """Time spent compiling when the session was opened (0 for an engine file or the CPU)."""
+        return self._session.compile_ms
+
+    def get_inputs(self) -> List[NodeArg]:
+        """The model's inputs, in order."""
+        return list(self._inputs)
+
+    def get_outputs(self) -> List[NodeArg]:
+        """The model's outputs, in order."""
+        return list(self._outputs)
+
+    def run(self, output_names: Optional[Sequence[str]], input_feed: Mapping[str, Any], *,
+            stream: Any = None, outputs: Optional[Sequence[Any]] = None) -> List[Any]:
+        """Runs the model once.
+
+        Args:
+            output_names: the outputs to return, in this order; None or [] for all.
+            input_feed: {input name: tensor} for every input. A tensor is a numpy array
+                (or anything numpy.asarray takes) or any DLPack tensor (PyTorch, CuPy, ...).
+                Host tensors are copied in; on a "cuda" session, CUDA tensors (all feeds on
+                CUDA device 0, contiguous) are read where they are, without a copy.
+            stream: CUDA feeds only: the stream to run on (an int CUstream, a
+                torch.cuda.Stream, a cupy Stream, or anything with __cuda_stream__); by
+                default the current stream of the feeds' framework. The run is enqueued on it
+                and not waited for: order later work on that stream, as with any kernel.
+            outputs: CUDA feeds only: one preallocated CUDA tensor per model output (all of
+                them, in model order), written in place and returned (io binding).
+
+        Returns:
+            Host feeds: numpy arrays. CUDA feeds: arrays on CUDA device 0 that any DLPack
+            consumer takes without a copy (torch.from_dlpack, cupy.from_dlpack), ready in
+            stream order.
+
+        Raises:
+            tessel.InvalidArgument: an unknown output or feed name, a missing feed, a feed of
+                the wrong element type, shape or device.
+        """
+        names = [o.name for o in self._outputs]
+        wanted = list(output_names) if output_names else names
+        for n in wanted:
+            if n not in names:
+                raise InvalidArgument("output '%s': the model has no output named '%s' "
+                                      "(outputs: %s)" % (n, n, ", ".join(names)))
+        if not isinstance(input_feed, Mapping):
+            raise InvalidArgument("input_feed: expected a dict of input name to tensor, got %s"
+                                  % type(input_feed).__name__)
+        inputs = [i.name for i in self._inputs]
+        for n in input_feed:
+            if n not in inputs:
+                raise InvalidArgument("input '%s': the model has no input named '%s' "
+                                      "(inputs: %s)" % (n, n, ", ".join(inputs)))
+        for n in inputs:
+            if n not in input_feed:
+                raise InvalidArgument("input '%s' is not fed (inputs: %s)"
+                                      % (n, ", ".join(inputs)))
+        feeds = [input_feed[n] for n in inputs]
+        on_cuda = [_dlpack_device(v) == _DL_CUDA for v in feeds]
+        if any(on_cuda):
+            results = self._run_cuda(feeds, on_cuda, stream, outputs)
+        else:
+            if stream is not None or outputs is not None:
+                raise InvalidArgument("stream and outputs apply to CUDA feeds only; these feeds "
+                                      "are in host memory")
+            results = self._session.run([self._host_feed(arg, v)
+                                         for arg, v in zip(self._inputs, feeds)])
+        by_name = dict(zip(names, results))
+        return [by_name[n] for n in wanted]
+
+    # -- helpers -------------------------------------------------------------------------------
+
+    def _mismatch(self, arg: NodeArg, got_dtype: str, got_shape: Sequence[int]) -> InvalidArgument:
+        want = next(k for k, v in _DTYPES.items() if v[0] == arg.type)
+        msg = "input '%s': expected %s, got %s" % (arg.name, _type_str(want, arg.shape),
+                                                    _type_str(got_dtype, got_shape))
+        if (got_dtype == want and len(got_shape) == len(arg.shape) and len(arg.shape) > 0
+                and list(got_shape[1:]) == list(arg.shape[1:])):
+            msg += (" (the session was opened for batch %d: open one with batch=%d)"
+                    % (arg.shape[0], got_shape[0]))
+        return InvalidArgument(msg)
+
+    def _host_feed(self, arg: NodeArg, value: Any) -> Any:
+        """A host feed as an array _core takes: a contiguous numpy array of the input's type
+        (or, for a dtype numpy lacks, the DLPack tensor itself, which _core checks)."""
+        if isinstance(value, np.ndarray):
+            array = value
+        elif _dlpack_device(value) is not None:
+            try:
+                array = np.from_dlpack(value)
+            except Exception:
+                return value  # bfloat16 and such: _core reads the DLPack tensor and checks it
+        else:
+            try:
+                array = np.asarray(value)
+            except Exception as e:
+                raise InvalidArgument("input '%s': %s is not an array (%s)"
+                                      % (arg.name, type(value).__name__, e)) from None
+            # A nested list of numbers takes the input's element type where the kind (float,
+            # int) agrees; numpy arrays must match exactly, as in onnxruntime.
+            if arg.dtype is not None and array.dtype.kind == np.dtype(arg.dtype).kind:
+                array = array.astype(arg.dtype)
+        got = _NUMPY_NAMES.get(array.dtype)
+        if got is None:
+            raise InvalidArgument("input '%s': expected %s, got numpy %s%s"
+                                  % (arg.name, arg.type, array.dtype, list(array.shape)))
+        if np.dtype(arg.dtype) != array.dtype or list(array.shape) != arg.shape:
+            raise self._mismatch(arg, got, array.shape)
+        return np.ascontiguousarray(array)
+
+    def _run_cuda(self, feeds: List[Any], on_cuda: List[bool], stream: Any,
+                  outputs: Optional[Sequence[Any]]) -> List[Any]:
+        if self.device != "cuda":
+            name = self._inputs[on_cuda.index(True)].name
+            raise InvalidArgument("input '%s' is a CUDA tensor, and this session runs on the CPU "
+                                  "(device='cpu'): pass host tensors" % name)
+        if not all(on_cuda):
+            name = self._inputs[on_cuda.index(False)].name
+            raise InvalidArgument("input '%s' is in host memory while other inputs are on the GPU: "
+                                  "pass all inputs on one device" % name)
+        if outputs is not None:
+            outputs = list(outputs)
+            if len(outputs) != len(self._outputs):
+                raise InvalidArgument("outputs: %d tensors given, the model has %d outputs"
+                                      % (len(outputs), len(self._outputs)))
+        return self._session.run_on_device(feeds, _stream_handle(stream, feeds), outputs)
+
+
+@dataclasses.dataclass(frozen=True)
+class Launch:
+    """One kernel launch of a compiled engine."""
+
+    node: str         # the compiled graph's node
+    op: str           # "tessel.Conv"
+    instruction: str  # "mma.sync", "wgmma" or "SIMT"
+    schedule: str     # a contraction's schedule name; "" for other kernels
+
+
+@dataclasses.dataclass(frozen=True)
+class CompileResult:
+    """What tessel.compile did: the CLI's summary line and every kernel launch."""
+
+    summary: str
+    launches: List[Launch]
+
+
+def compile(model: Union[str, os.PathLike], engine: Union[str, os.PathLike], *,
+            precision: str = "fp16", batch: Optional[int] = None,
+            input_shapes: Optional[Mapping[str, Sequence[int]]] = None,
+            target: Optional[str] = None, tensor_cores: bool = True) -> CompileResult:
+    """Compiles a model into an engine file, as `tessel compile` does.
+
+    Args:
+        model: an ONNX model (.onnx) or a textual IR graph (.tir).
+        engine: the engine file to write (.tsl); InferenceSession(engine) loads it.
+        precision, batch, input_shapes, tensor_cores: as for InferenceSession.
+        target: "sm_90a" (H100) or "sm_80" (A100) compiles for that GPU without one (NVRTC
+            needs no device); None compiles for the GPU present.
+
+    Raises:
+        tessel.Error: as `tessel compile` reports it, in the same line.
+    """
+    if batch is not None and (not isinstance(batch, int) or batch < 1):
+        raise InvalidArgument("batch %r: expected a positive int" % (batch,))
+    shapes = {str(k): [int(d) for d in v] for k, v in (input_shapes or {}).items()}
+    summary, launches = _core.compile(os.fspath(model), os.fspath(engine), precision, batch or 0,
+                                      shapes, target or "", tensor_cores)
+    return CompileResult(summary, [Launch(*l) for l in launches])
+
+
+def cuda_available() -> bool:
+    """True when a CUDA device can run tessel engines here."""
+    return bool(_core.cuda_available()[0])

@@ -1,0 +1,281 @@
+#!/usr/bin/env python3
+"""The Python module (tessel.InferenceSession, tessel.compile) against onnxruntime and the CLI.
+
+  - a model with a symbolic batch, opened at batch 1 and at batch 3 on the CPU, matches
+    onnxruntime on the same inputs; get_inputs()/get_outputs() agree with onnxruntime's NodeArgs
+  - output_names chooses and orders the outputs; a DLPack host tensor is taken like a numpy
+    array; the outputs are numpy arrays that DLPack consumers take
+  - every bad input raises a Python exception with one line, and where the CLI reports the same
+    mistake, the same line: a missing file, a file that is no model, an unsupported op, a wrong
+    feed name, shape or element type, a missing feed, a CUDA tensor fed to a CPU session, an
+    engine file on the CPU, device="cuda" without a GPU, compiling without a GPU or target
+  - tessel.compile writes an engine file for an H100 here (NVRTC needs no GPU)
+
+    session_test.py --tessel build/src/cli/tessel --source .   (PYTHONPATH=build/python)
+"""
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import traceback
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto, helper
+
+import tessel
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--tessel", required=True, help="the tessel binary, for its error lines")
+ap.add_argument("--source", required=True, help="repository root")
+ARGS = ap.parse_args()
+sys.path.insert(0, os.path.join(ARGS.source, "tests", "models"))
+import tiny_cnns  # noqa: E402
+
+WORK = tempfile.mkdtemp(prefix="tessel_py_session_")
+MODEL = os.path.join(WORK, "tiny_classifier.onnx")
+onnx.save(tiny_cnns.tiny_classifier(batch="N"), MODEL)
+
+TESTS = []
+
+
+def test(fn):
+    TESTS.append(fn)
+    return fn
+
+
+def cli_error(*args):
+    """The line the tessel CLI prints for a user error, without its "error: " prefix."""
+    r = subprocess.run([ARGS.tessel] + list(args), capture_output=True, text=True)
+    assert r.returncode == 2, "tessel %s: exit %d, expected 2\n%s" % (args, r.returncode, r.stderr)
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), r.stderr
+    return lines[0][len("error: "):]
+
+
+def raises(exc_type, fn, *args, **kwargs):
+    """Calls fn, which must raise exc_type; returns the message, which must be one line."""
+    try:
+        fn(*args, **kwargs)
+    except exc_type as e:
+        msg = str(e)
+        assert msg and "\n" not in msg, "not one line: %r" % msg
+        return msg
+    raise AssertionError("%s did not raise %s" % (getattr(fn, "__name__", fn), exc_type.__name__))
+
+
+def ort_session(path):
+    opts = ort.SessionOptions()
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    return ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
+
+
+def rel_l2(a, b):
+    a, b = a.astype(np.float64).ravel(), b.astype(np.float64).ravel()
+    return np.linalg.norm(a - b) / max(np.linalg.norm(b), 1e-30)
+
+
+@test
+def symbolic_batch_1_and_3_match_onnxruntime():
+    ref = ort_session(MODEL)
+    rng = np.random.default_rng(3)
+    for batch in (1, 3):
+        sess = tessel.InferenceSession(MODEL, device="cpu", batch=batch)
+        (inp,) = sess.get_inputs()
+        (out,) = sess.get_outputs()
+        assert (inp.name, inp.shape, inp.type, inp.dtype) == (
+            "input", [batch, 3, 32, 32], "tensor(float)", np.float32), inp
+        assert (out.name, out.shape, out.type) == ("logits", [batch, 10], "tensor(float)"), out
+        assert inp.type == ref.get_inputs()[0].type and out.type == ref.get_outputs()[0].type
+        x = rng.uniform(-1, 1, size=(batch, 3, 32, 32)).astype(np.float32)
+        (y,) = sess.run(None, {"input": x})
+        (want,) = ref.run(None, {"input": x})
+        assert isinstance(y, np.ndarray) and y.dtype == np.float32 and y.shape == (batch, 10)
+        err = rel_l2(y, want)
+        assert err < 1e-5, "batch %d: relative L2 error %g against onnxruntime" % (batch, err)
+        # The batch items are independent: item 2 of batch 3 is not item 0's result.
+        if batch == 3:
+            assert rel_l2(y[2], y[0]) > 1e-3
+
+
+def two_output_model(path):
+    """x -> Relu -> a; x -> Sigmoid -> b; outputs (a, b)."""
+    g = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["a"], name="relu"),
+         helper.make_node("Sigmoid", ["x"], ["b"], name="sigmoid")],
+        "two", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])],
+        [helper.make_tensor_value_info("a", TensorProto.FLOAT, ["N", 4]),
+         helper.make_tensor_value_info("b", TensorProto.FLOAT, ["N", 4])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.save(m, path)
+    return path
+
+
+class HostDlpack:
+    """A tensor that speaks only DLPack (no numpy type, no buffer protocol)."""
+
+    def __init__(self, array):
+        self._a = array
+
+    def __dlpack__(self, **kwargs):
+        return self._a.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self._a.__dlpack_device__()
+
+
+@test
+def output_names_and_dlpack_feeds():
+    path = two_output_model(os.path.join(WORK, "two.onnx"))
+    sess = tessel.InferenceSession(path, device="cpu", batch=2)
+    x = np.array([[-1, 0.5, 2, -3], [4, -5, 0, 1]], dtype=np.float32)
+    b, a = sess.run(["b", "a"], {"x": HostDlpack(x)})
+    np.testing.assert_allclose(a, np.maximum(x, 0), rtol=0, atol=0)
+    np.testing.assert_allclose(b, 1 / (1 + np.exp(-x)), rtol=1e-6)
+    (only,) = sess.run(["a"], {"x": x})
+    np.testing.assert_array_equal(only, a)
+    # The outputs are numpy arrays: DLPack consumers take them too.
+    np.testing.assert_array_equal(np.from_dlpack(a), a)
+    # A nested list takes the input's element type.
+    (a2,) = sess.run(["a"], {"x": x.tolist()})
+    np.testing.assert_array_equal(a2, a)
+
+
+@test
+def missing_file_is_the_clis_line():
+    msg = raises(tessel.Error, tessel.InferenceSession, "/nonexistent/m.onnx", device="cpu")
+    assert msg == cli_error("run", "/nonexistent/m.onnx", "--device", "cpu"), msg
+    assert msg == "/nonexistent/m.onnx: cannot open file"
+
+
+@test
+def not_a_model_is_the_clis_line():
+    path = os.path.join(WORK, "garbage.onnx")
+    with open(path, "wb") as f:
+        f.write(b"\x08\x96\x01 this is not protobuf \xff\xfe")
+    msg = raises(tessel.Error, tessel.InferenceSession, path, device="cpu")
+    assert msg == cli_error("run", path, "--device", "cpu"), msg
+
+
+@test
+def unsupported_op_is_the_clis_line():
+    g = helper.make_graph([helper.make_node("Det", ["x"], ["y"], name="det")], "det",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 2])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    path = os.path.join(WORK, "det.onnx")
+    onnx.save(m, path)
+    msg = raises(tessel.Error, tessel.InferenceSession, path, device="cpu")
+    assert msg == cli_error("run", path, "--device", "cpu"), msg
+    assert "Det" in msg, msg
+
+
+@test
+def wrong_feeds_raise_one_line():
+    sess = tessel.InferenceSession(MODEL, device="cpu", batch=1)
+    x = np.zeros((1, 3, 32, 32), np.float32)
+    msg = raises(tessel.InvalidArgument, sess.run, None, {"input": x, "extra": x})
+    assert msg == "input 'extra': the model has no input named 'extra' (inputs: input)", msg
+    msg = raises(tessel.InvalidArgument, sess.run, None, {})
+    assert msg == "input 'input' is not fed (inputs: input)", msg
+    msg = raises(tessel.InvalidArgument, sess.run, ["nope"], {"input": x})
+    assert msg == "output 'nope': the model has no output named 'nope' (outputs: logits)", msg
+    msg = raises(tessel.InvalidArgument, sess.run, None, {"input": np.zeros((3, 3, 32, 32),
+                                                                               np.float32)})
+    assert msg == ("input 'input': expected f32[1,3,32,32], got f32[3,3,32,32] (the session was "
+                   "opened for batch 1: open one with batch=3)"), msg
+    msg = raises(tessel.InvalidArgument, sess.run, None, {"input": x.astype(np.float64)})
+    assert msg == "input 'input': expected f32[1,3,32,32], got f64[1,3,32,32]", msg
+    msg = raises(tessel.InvalidArgument, sess.run, None, {"input": x.astype(np.complex64)})
+    assert msg.startswith("input 'input': expected tensor(float), got numpy complex64"), msg
+    # The CLI says the same of a wrong .npy input, in its words.
+    np.save(os.path.join(WORK, "x64.npy"), x.astype(np.float64))
+    line = cli_error("run", MODEL, "--device", "cpu", "--input",
+                     "input=" + os.path.join(WORK, "x64.npy"))
+    assert line.startswith("input 'input': expected f32[1,3,32,32], got f64[1,3,32,32]"), line
+    # A tessel.InvalidArgument is a ValueError and a tessel.Error.
+    assert issubclass(tessel.InvalidArgument, ValueError)
+    assert issubclass(tessel.InvalidArgument, tessel.Error)
+
+
+class FakeCudaTensor:
+    """Says it lives on CUDA device 0; never asked for its data here."""
+
+    def __dlpack_device__(self):
+        return (2, 0)
+
+    def __dlpack__(self, **kwargs):
+        raise AssertionError("a CPU session must not read a CUDA tensor")
+
+
+@test
+def cuda_tensor_on_a_cpu_session_raises():
+    sess = tessel.InferenceSession(MODEL, device="cpu")
+    msg = raises(tessel.InvalidArgument, sess.run, None, {"input": FakeCudaTensor()})
+    assert msg == ("input 'input' is a CUDA tensor, and this session runs on the CPU "
+                   "(device='cpu'): pass host tensors"), msg
+
+
+@test
+def bad_session_arguments_raise():
+    msg = raises(tessel.InvalidArgument, tessel.InferenceSession, MODEL, device="tpu")
+    assert msg == "device 'tpu': expected 'cpu' or 'cuda'", msg
+    msg = raises(tessel.InvalidArgument, tessel.InferenceSession, MODEL, device="cpu", batch=0)
+    assert msg == "batch 0: expected a positive int", msg
+    msg = raises(tessel.Error, tessel.InferenceSession, MODEL, device="cuda", precision="fp8")
+    assert msg == "precision 'fp8': expected 'fp16' or 'fp32'", msg
+
+
+@test
+def cuda_without_a_gpu_raises():
+    ok, why = tessel._core.cuda_available()
+    if ok:
+        print("  (a CUDA device is present: the no-GPU error is not provoked here)")
+        return
+    assert not tessel.cuda_available()
+    msg = raises(tessel.Error, tessel.InferenceSession, MODEL, device="cuda")
+    assert msg == "no CUDA device: " + why, msg
+    assert msg == cli_error("run", MODEL, "--device", "cuda"), msg
+    msg = raises(tessel.Error, tessel.compile, MODEL, os.path.join(WORK, "m.tsl"))
+    assert msg == cli_error("compile", MODEL, "-o", os.path.join(WORK, "m.tsl")), msg
+    assert "--target sm_90a" in msg, msg
+
+
+@test
+def compile_for_an_h100_and_load():
+    engine = os.path.join(WORK, "tiny_b2.tsl")
+    result = tessel.compile(MODEL, engine, target="sm_90a", batch=2)
+    assert os.path.getsize(engine) > 0
+    assert result.summary.startswith("compiled " + MODEL + " for "), result.summary
+    assert "batch 2" in result.summary and result.summary.endswith("-> " + engine)
+    ops = {l.op for l in result.launches}
+    assert "tessel.Conv" in ops and all(l.instruction in ("mma.sync", "wgmma", "SIMT")
+                                        for l in result.launches), result.launches
+    assert any(l.instruction != "SIMT" for l in result.launches), "no Tensor Core launch"
+    assert tessel._core.is_engine_file(engine) and not tessel._core.is_engine_file(MODEL)
+    msg = raises(tessel.Error, tessel.InferenceSession, engine, device="cpu")
+    assert msg == engine + " is a compiled engine: it runs on the GPU only", msg
+    if not tessel.cuda_available():
+        msg = raises(tessel.Error, tessel.InferenceSession, engine)
+        assert msg.startswith("no CUDA device: "), msg
+    msg = raises(tessel.Error, tessel.compile, MODEL, engine, target="sm_42")
+    assert msg == cli_error("compile", MODEL, "-o", engine, "--target", "sm_42"), msg
+
+
+passed = failed = 0
+for fn in TESTS:
+    try:
+        fn()
+        passed += 1
+        print("PASS", fn.__name__)
+    except Exception:
+        failed += 1
+        print("FAIL", fn.__name__)
+        traceback.print_exc()
+print("%d passed, %d failed" % (passed, failed))
+sys.exit(1 if failed else 0)
