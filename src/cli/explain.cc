@@ -139,12 +139,9 @@ Action add_explain(CLI::App& app) {
                   "as JSON here");
   return [cmd, o]() {
     if (!cmd->parsed()) return -1;
-    ir::Graph g = load_model(o->model);
-    compiler::Options options;
-    options.precision = parse_precision(o->precision);
-    if (!o->model.tuning_db.empty())
-      options.tuning = std::make_shared<const compiler::TuningDb>(compiler::TuningDb::load(o->model.tuning_db));
-    g = passes::run_passes(std::move(g), passes::gpu_pipeline({.precision = options.precision}));
+    PlannedModel planned = lower_for_planning(o->model, o->precision);
+    const ir::Graph& g = planned.graph;
+    const compiler::Options& options = planned.options;
 
     const device::DeviceInfo device = planning_target(o->target);
     std::printf("target %s (%d SMs), precision %s\n", device.arch().c_str(), device.sm_count,

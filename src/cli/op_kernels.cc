@@ -1,4 +1,6 @@
 #include "cli/op_kernels.h"
+#include "passes/pipeline.h"
+#include "compiler/tuning_db.h"
 
 #include "passes/group_widening.h"
 
@@ -102,6 +104,16 @@ compiler::NodePlan plan_workload(const ir::Graph& g, const compiler::Options& op
                                  const device::DeviceInfo& target) {
   TESSEL_ICHECK(g.nodes.size() == 1) << "a workload graph has one node";
   return compiler::plan_node(g, g.nodes[0], options, target);
+}
+
+PlannedModel lower_for_planning(const ModelOptions& model, const std::string& precision) {
+  PlannedModel m;
+  m.options.precision = parse_precision(precision);
+  if (!model.tuning_db.empty())
+    m.options.tuning =
+        std::make_shared<const compiler::TuningDb>(compiler::TuningDb::load(model.tuning_db));
+  m.graph = passes::run_passes(load_model(model), passes::gpu_pipeline({.precision = m.options.precision}));
+  return m;
 }
 
 device::DeviceInfo planning_target(const std::string& requested) {

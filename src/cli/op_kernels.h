@@ -6,6 +6,7 @@
 #include <string>
 
 #include "bench/workloads.h"
+#include "cli/commands.h"
 #include "compiler/plan_node.h"
 #include "device/device_info.h"
 #include "ir/graph.h"
@@ -29,6 +30,15 @@ ir::Graph int8_workload_graph(const bench::GemmWorkload& w);
 // plan_node on the workload graph's one node.
 compiler::NodePlan plan_workload(const ir::Graph& g, const compiler::Options& options,
                                  const device::DeviceInfo& target);
+
+// A model after the GPU pass pipeline, and the compiler options it is planned with: the
+// precision and, with --db, the tuning database. What explain, predict and tune plan node by
+// node (the engine's compiler runs the same pipeline through the api).
+struct PlannedModel {
+  ir::Graph graph;
+  compiler::Options options;
+};
+PlannedModel lower_for_planning(const ModelOptions& model, const std::string& precision);
 
 // The GPU to plan for: a known device named by `requested` (UserError for an unknown one),
 // else the GPU present, else an H100 (sm_90a), so that explain and codegen work without a GPU.

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/op_kernels.h"
 #include "cli/progress.h"
 #include "compiler/compile_plan.h"
 #include "compiler/plan_node.h"
@@ -166,10 +167,9 @@ Action add_tune(CLI::App& app) {
     const device::DeviceInfo target = device::device_info();
     const std::string device_key = compiler::TuningDb::device_key(target);
 
-    ir::Graph g = load_model(o->model);
-    compiler::Options options;
-    options.precision = parse_precision(o->precision);
-    g = passes::run_passes(std::move(g), passes::gpu_pipeline({.precision = options.precision}));
+    PlannedModel planned = lower_for_planning(o->model, o->precision);  // no --db: untuned plans
+    const ir::Graph& g = planned.graph;
+    const compiler::Options& options = planned.options;
 
     // The unique Tensor Core contractions left to tune, with their candidates.
     std::vector<Job> jobs;

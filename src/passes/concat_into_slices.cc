@@ -79,10 +79,7 @@ std::vector<int64_t> in_place_flags(const ir::Graph& g, const ir::Node& n, int s
 ir::Graph concat_into_slices(ir::Graph g) {
   const std::vector<int> producers = g.producers();
   const std::vector<int> uses = use_counts(g);
-  std::vector<std::vector<int>> readers(g.values.size());
-  for (size_t i = 0; i < g.nodes.size(); ++i)
-    for (ir::ValueId v : g.nodes[i].inputs)
-      if (v != ir::kNoValue) readers[v].push_back(static_cast<int>(i));
+  const std::vector<std::vector<int>> readers = g.users();
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     ir::Node& n = g.nodes[i];
     if (n.op != "Concat") continue;

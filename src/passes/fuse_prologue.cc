@@ -108,10 +108,7 @@ std::optional<Link> link_of(const ir::Graph& g, int i) {
 ir::Graph fuse_prologue(ir::Graph g) {
   const std::vector<int> producers = g.producers();
   const std::vector<int> uses = use_counts(g);
-  std::vector<std::vector<int>> readers(g.values.size());
-  for (size_t i = 0; i < g.nodes.size(); ++i)
-    for (ir::ValueId v : g.nodes[i].inputs)
-      if (v != ir::kNoValue) readers[v].push_back(static_cast<int>(i));
+  const std::vector<std::vector<int>> readers = g.users();
   UniqueNames names = UniqueNames::of_values(g);
   std::vector<char> erase(g.nodes.size(), 0);
   bool changed = false;

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Tuning and prediction on the GPU machine (layout of scripts/pack_device.sh), for one model:
+#   1. the ONNX model from bench/torch_models.py (reused if scripts/gpu_models.sh left it);
+#   2. `tessel predict` for it, and `tessel profile` of the untuned engine: predicted against
+#      measured per kernel;
+#   3. `tessel tune --budget B` into $OUT/tuning.json (a cold database unless one is there);
+#   4. the engine compiled with and without the database, benchmarked alternately twice
+#      (median latency each), and the warm-database compile time.
+# Usage: scripts/gpu_tune.sh MODEL:BATCH [BUDGET]   (BUDGET as tessel tune takes it; 3m)
+set -uo pipefail
+ROOT=$(pwd)
+OUT=${OUT:-/tmp/tessel_out}
+W=/tmp/tessel_models
+DEV=$ROOT/${TESSEL_DEVICE_DIR:-.device}
+TESSEL=$DEV/bin/tessel
+export LD_LIBRARY_PATH="$DEV/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+run=${1:?usage: gpu_tune.sh MODEL:BATCH [BUDGET]}
+budget=${2:-3m}
+[[ $run =~ ^([a-z0-9_]+):([0-9]+)$ ]] || { echo "gpu_tune.sh: '$run' is not model:batch" >&2; exit 2; }
+m=${BASH_REMATCH[1]} b=${BASH_REMATCH[2]}
+mkdir -p "$OUT" "$W"
+base=$W/${m}_b$b
+export TESSEL_CACHE_DIR=$W/cache_${m}_b$b
+if [[ ! -f $base.onnx ]]; then
+  python3 bench/torch_models.py --out "$W" --csv "$W/torch_tune.csv" --runs "$run" --no-compile \
+    > "$OUT/tune_export.log" 2>&1 || { echo "export failed"; tail -5 "$OUT/tune_export.log"; exit 1; }
+fi
+status=0
+echo "== predict $m b$b"
+"$TESSEL" predict "$base.onnx" --json "$OUT/predict_${m}_b$b.json" --total-only || status=1
+echo "== untuned engine: profile (predicted against measured)"
+"$TESSEL" compile "$base.onnx" -o "$base.tsl" > /dev/null || status=1
+"$TESSEL" profile "$base.tsl" > "$OUT/profile_${m}_b$b.txt" 2>&1 || status=1
+tail -3 "$OUT/profile_${m}_b$b.txt"
+echo "== tune $m b$b, budget $budget"
+"$TESSEL" tune "$base.onnx" --db "$OUT/tuning.json" --budget "$budget" > "$OUT/tune_${m}_b$b.log" 2>&1 || status=1
+tail -2 "$OUT/tune_${m}_b$b.log"
+t0=$(date +%s.%N)
+"$TESSEL" compile "$base.onnx" -o "$base.tuned.tsl" --db "$OUT/tuning.json" > /dev/null || status=1
+echo "compile with the warm database and kernel cache: $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }') s"
+echo "== bench untuned / tuned, alternately"
+for round in 1 2; do
+  for e in tsl tuned.tsl; do
+    ms=$("$TESSEL" bench "$base.$e" --json "$OUT/bench_${e}_$round.json" > /dev/null 2>&1 &&
+         python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['median_ms'])" "$OUT/bench_${e}_$round.json")
+    echo "round $round $e: median ${ms:-failed} ms"
+  done
+done
+exit $status
