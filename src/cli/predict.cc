@@ -64,6 +64,10 @@ Action add_predict(CLI::App& app) {
                        {"bytes", p.bytes},
                        {"model", p.model}});
     }
+    if (m.calibrated_from > 0)
+      std::printf("tuning database: %d contractions measured; the cost model's other "
+                  "predictions scaled by their median measured/predicted ratio %.2f\n",
+                  m.calibrated_from, m.calibration);
     std::printf("total: %d kernels, %.3f ms predicted per run; device memory %.1f MiB "
                 "(activations %.1f, weights %.1f, split-K workspace %.1f)\n",
                 kernels, m.microseconds * 1e-3, m.device_bytes() / 1048576.0,

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "compiler/plan_node.h"
+#include "compiler/tuning_db.h"
 #include "core/error.h"
 #include "kernels/arch.h"
 #include "kernels/cuda/contraction_kernel.h"
@@ -66,14 +67,40 @@ NodePrediction predict_node(const ir::Graph& g, int node, const NodePlan& plan,
 
 ModelPrediction predict(const ir::Graph& g, const Options& options, const device::DeviceInfo& target) {
   ModelPrediction m;
+  const std::string device = TuningDb::device_key(target);
+  std::vector<double> ratios;        // measured / cost model, over the tuned contractions
+  std::vector<size_t> by_cost_model;  // nodes the cost model alone predicts
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const NodePlan plan = plan_node(g, g.nodes[i], options, target);
-    m.nodes.push_back(predict_node(g, static_cast<int>(i), plan, target));
-    m.microseconds += m.nodes.back().microseconds;
+    NodePrediction p = predict_node(g, static_cast<int>(i), plan, target);
+    // A contraction the tuning database measured on this GPU, with the schedule it runs:
+    // the measurement is the prediction, and it calibrates the cost model for the others.
+    const TuningRecord* r = plan.tuned && options.tuning
+                                ? options.tuning->find(plan.match.contraction->key(), device)
+                                : nullptr;
+    if (r && p.model == "cost model" && p.microseconds > 0) {
+      ratios.push_back(r->microseconds / p.microseconds);
+      p.microseconds = r->microseconds;
+      p.model = "measured";
+    } else if (p.model == "cost model") {
+      by_cost_model.push_back(m.nodes.size());
+    }
+    m.nodes.push_back(p);
     if (plan.run == NodeRun::kContraction && plan.schedule.split_k > 1)
       m.workspace_bytes += static_cast<int64_t>(
           kernels::cuda::emit(*plan.match.contraction, plan.epilogue, plan.schedule).workspace_bytes);
   }
+  if (!ratios.empty()) {
+    std::sort(ratios.begin(), ratios.end());
+    const size_t n = ratios.size();
+    m.calibration = n % 2 ? ratios[n / 2] : (ratios[n / 2 - 1] + ratios[n / 2]) / 2.0;
+    m.calibrated_from = static_cast<int>(n);
+    for (size_t k : by_cost_model) {
+      m.nodes[k].microseconds *= m.calibration;
+      m.nodes[k].model = "cost model, calibrated";
+    }
+  }
+  for (const NodePrediction& p : m.nodes) m.microseconds += p.microseconds;
   m.arena_bytes = passes::plan_memory(g).arena_bytes;
   for (const ir::Value& v : g.values)
     if (v.is_constant()) m.constant_bytes += static_cast<int64_t>(v.data->nbytes());

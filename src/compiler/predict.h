@@ -8,6 +8,10 @@
 //     included, and output once) at the device's bandwidth and their arithmetic at its
 //     CUDA-core (op kernels) or Tensor Core (halo) rate, plus one launch;
 //   views and in-place Concats: nothing.
+// With a tuning database (Options::tuning), a contraction it measured on this GPU with the
+// schedule the node runs is predicted by that measurement, and the median ratio of measured
+// to cost-model time over those contractions scales the cost model's prediction of the
+// others (a per-model calibration: what the database teaches the cost model so far).
 // The device is the architecture table's (kernels/arch.h), so a GPU that is not present (an
 // A100 from an H100) is predicted the same way.
 #pragma once
@@ -27,7 +31,8 @@ struct NodePrediction {
   double microseconds = 0;  // 0 for nodes that launch nothing
   int64_t flops = 0;       // ops::node_flops
   int64_t bytes = 0;       // inputs (constants included) and outputs
-  std::string model;       // "cost model", "bandwidth", "none"
+  std::string model;       // "cost model", "cost model, calibrated", "measured", "bandwidth",
+                           // "none"
 };
 
 struct ModelPrediction {
@@ -36,6 +41,8 @@ struct ModelPrediction {
   int64_t arena_bytes = 0;  // activations (the memory plan)
   int64_t constant_bytes = 0;
   int64_t workspace_bytes = 0;  // split-K partials
+  double calibration = 1.0;     // measured / cost model over the tuned contractions
+  int calibrated_from = 0;      // how many (0: no tuning records matched)
   int64_t device_bytes() const { return arena_bytes + constant_bytes + workspace_bytes; }
 };
 

@@ -11,6 +11,7 @@
 
 #include "compiler/cnn_blocks.h"
 #include "compiler/plan_node.h"
+#include "compiler/predict.h"
 #include "core/error.h"
 #include "kernels/default_schedule.h"
 #include "passes/pipeline.h"
@@ -122,6 +123,55 @@ TEST(TuningDb, PlanNodeUsesAMatchingRecord) {
   const NodePlan ignored = plan_node(g, *conv, options, h100);
   EXPECT_FALSE(ignored.tuned);
   EXPECT_EQ(ignored.schedule.name(), untuned.schedule.name());
+}
+
+// predict with a database: the measured contraction is predicted by its measurement, and the
+// cost model's predictions of the others are scaled by measured / predicted of that one.
+TEST(TuningDb, PredictUsesMeasurementsAndCalibratesTheRest) {
+  const ir::Graph g = passes::run_passes(testing::preact_block(), passes::gpu_pipeline({}));
+  const device::DeviceInfo& h100 = device::known_device("sm_90a");
+  const ModelPrediction plain = predict(g, {}, h100);
+  EXPECT_EQ(plain.calibrated_from, 0);
+  int conv2 = -1;
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    if (g.nodes[i].name == "conv2") conv2 = static_cast<int>(i);
+  ASSERT_GE(conv2, 0);
+  const NodePlan plan = plan_node(g, g.nodes[static_cast<size_t>(conv2)], {}, h100);
+  const double estimated = plain.nodes[static_cast<size_t>(conv2)].microseconds;
+  ASSERT_GT(estimated, 0);
+  auto db = std::make_shared<TuningDb>();
+  db->add({plan.match.contraction->key(), TuningDb::device_key(h100), plan.schedule.name(),
+           2.0 * estimated, 4});
+  Options options;
+  options.tuning = db;
+  const ModelPrediction tuned = predict(g, options, h100);
+  // conv1 computes the same contraction as conv2 (3x3, c -> c, same shapes; its prologue and
+  // ReLU are not part of the key): the record is its measurement too.
+  std::vector<char> same_key(g.nodes.size(), 0);
+  int matched = 0;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const NodePlan p = plan_node(g, g.nodes[i], options, h100);
+    same_key[i] = p.tuned;
+    matched += p.tuned;
+  }
+  EXPECT_EQ(matched, 2);
+  EXPECT_EQ(tuned.calibrated_from, matched);
+  EXPECT_NEAR(tuned.calibration, 2.0 * estimated / plain.nodes[static_cast<size_t>(conv2)].microseconds,
+              1e-9);
+  EXPECT_EQ(tuned.nodes[static_cast<size_t>(conv2)].model, "measured");
+  EXPECT_NEAR(tuned.nodes[static_cast<size_t>(conv2)].microseconds, 2.0 * estimated, 1e-9);
+  int scaled = 0;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (plain.nodes[i].model != "cost model" || same_key[i]) continue;
+    EXPECT_EQ(tuned.nodes[i].model, "cost model, calibrated");
+    EXPECT_NEAR(tuned.nodes[i].microseconds, tuned.calibration * plain.nodes[i].microseconds, 1e-9);
+    ++scaled;
+  }
+  EXPECT_GE(scaled, 2);  // the stem and the projection
+  // Op kernels keep their roofline.
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    if (plain.nodes[i].model == "bandwidth")
+      EXPECT_EQ(tuned.nodes[i].microseconds, plain.nodes[i].microseconds);
 }
 
 }  // namespace
