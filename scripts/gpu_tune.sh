@@ -4,8 +4,8 @@
 #   2. `tessel predict` for it, and `tessel profile` of the untuned engine: predicted against
 #      measured per kernel;
 #   3. `tessel tune --budget B` into $OUT/tuning.json (a cold database unless one is there);
-#   4. the engine compiled with and without the database, benchmarked alternately twice
-#      (median latency each), and the warm-database compile time.
+#   4. the engine compiled with the database: its compile time (warm), `predict --db` against
+#      its profile, and both engines benchmarked alternately twice (median latency each).
 # Usage: scripts/gpu_tune.sh MODEL:BATCH [BUDGET]   (BUDGET as tessel tune takes it; 3m)
 set -uo pipefail
 ROOT=$(pwd)
@@ -38,6 +38,10 @@ tail -2 "$OUT/tune_${m}_b$b.log"
 t0=$(date +%s.%N)
 "$TESSEL" compile "$base.onnx" -o "$base.tuned.tsl" --db "$OUT/tuning.json" > /dev/null || status=1
 echo "compile with the warm database and kernel cache: $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }') s"
+echo "== the tuned engine: predict --db against profile"
+"$TESSEL" predict "$base.onnx" --db "$OUT/tuning.json" --total-only || status=1
+"$TESSEL" profile "$base.tuned.tsl" > "$OUT/profile_${m}_b$b.tuned.txt" 2>&1 || status=1
+tail -2 "$OUT/profile_${m}_b$b.tuned.txt"
 echo "== bench untuned / tuned, alternately"
 for round in 1 2; do
   for e in tsl tuned.tsl; do
