@@ -13,6 +13,10 @@
 #include "passes/pipeline.h"
 #include "passes/plan_memory.h"
 #include "compiler/compile_plan.h"
+
+#include <cmath>
+
+#include "compiler/predict.h"
 #include "compiler/lowering.h"
 #include "compiler/node_kernels.h"
 
@@ -70,7 +74,8 @@ class PlanAssembler {
       : g_(g), memory_(memory), plan_(plan) {}
 
   void add_graph_io();
-  void add_launch(const ir::Node& n, const NodeKernel& k);
+  // `predicted_us`: compiler::predict's time for the node (recorded for `tessel profile`).
+  void add_launch(const ir::Node& n, const NodeKernel& k, double predicted_us);
   void finish() { plan_.constants = image_.take(); }
 
  private:
@@ -148,12 +153,13 @@ Relocation PlanAssembler::workspace_of(const cg::CompiledContraction& k) {
   return {Region::kWorkspace, it->second, 0, bytes};
 }
 
-void PlanAssembler::add_launch(const ir::Node& n, const NodeKernel& k) {
+void PlanAssembler::add_launch(const ir::Node& n, const NodeKernel& k, double predicted_us) {
   PlanLaunch l;
+  // In whole nanoseconds, as the engine file stores it.
+  l.predicted_us = std::round(predicted_us * 1000.0) / 1000.0;
   l.node = n.name;
   l.op = n.op;
   l.flops = ops::node_flops(g_, n);
-  l.predicted_us = k.predicted_us;
   for (ir::ValueId v : n.inputs)
     if (v != ir::kNoValue) l.bytes += static_cast<int64_t>(value_bytes(g_, v));
   for (ir::ValueId v : n.outputs) l.bytes += static_cast<int64_t>(value_bytes(g_, v));
@@ -231,8 +237,12 @@ CompiledPlan compile_lowered(ir::Graph g, const Options& options,
   plan.arena_bytes = static_cast<uint64_t>(memory.arena_bytes);
   PlanAssembler assembler(g, memory, plan);
   assembler.add_graph_io();
+  // The whole-model prediction (with the tuning database's measurements and calibration).
+  const ModelPrediction prediction = predict(g, options, target);
   for (const NodeKernel& k : kernels)
-    if (k.launches()) assembler.add_launch(g.nodes[static_cast<size_t>(k.node)], k);
+    if (k.launches())
+      assembler.add_launch(g.nodes[static_cast<size_t>(k.node)], k,
+                           prediction.nodes.at(static_cast<size_t>(k.node)).microseconds);
   assembler.finish();
   const std::optional<std::string> bad_plan = runtime::check_plan(plan);
   TESSEL_ICHECK(!bad_plan) << "engine plan: " << *bad_plan;

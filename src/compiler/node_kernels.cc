@@ -2,9 +2,6 @@
 // raised), then compilation to cubins on a thread pool.
 #include "compiler/node_kernels.h"
 
-#include <cmath>
-#include "compiler/predict.h"
-
 #include <algorithm>
 #include <atomic>
 #include <exception>
@@ -76,9 +73,6 @@ std::vector<NodeKernel> build_node_kernels(const ir::Graph& g, const Options& op
     NodePlan plan = plan_node(g, n, options, target);
     TESSEL_USER_CHECK(plan.run != NodeRun::kUnsupported) << n.label() << ": " << plan.why;
     if (plan.run == NodeRun::kNoKernel) continue;  // the engine launches nothing for it
-    // In whole nanoseconds, as the engine file stores it.
-    k.predicted_us =
-        std::round(predict_node(g, static_cast<int>(i), plan, target).microseconds * 1000.0) / 1000.0;
     if (plan.run == NodeRun::kContraction) {
       k.operands_swapped = plan.match.contraction->operands_swapped;
       k.extra_inputs = std::move(plan.extra_inputs);

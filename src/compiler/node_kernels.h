@@ -33,7 +33,6 @@ struct NodeKernel {
   std::shared_ptr<const kernels::cuda::CompiledContraction> contraction;
   bool operands_swapped = false;  // Contraction::operands_swapped: input 0 binds to b
   std::vector<int> extra_inputs;  // ContractionSpec::extra_inputs
-  double predicted_us = 0;        // compiler::predict_node's time for it
   kernels::Schedule schedule;        // the contraction's schedule
 
   // Any other node: an op kernel (OpParams ABI, op_kernels.h).

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "compiler/cnn_blocks.h"
+#include "compiler/compile_plan.h"
 #include "compiler/plan_node.h"
 #include "compiler/predict.h"
 #include "core/error.h"
@@ -172,6 +173,38 @@ TEST(TuningDb, PredictUsesMeasurementsAndCalibratesTheRest) {
   for (size_t i = 0; i < g.nodes.size(); ++i)
     if (plain.nodes[i].model == "bandwidth")
       EXPECT_EQ(tuned.nodes[i].microseconds, plain.nodes[i].microseconds);
+}
+
+// Every launch of a compiled engine records predict()'s time for its node (in whole
+// nanoseconds), with the tuning database's measurement where it has one: `tessel profile`
+// shows the same numbers `tessel predict --db` prints.
+TEST(TuningDb, EngineLaunchesRecordTheModelsPrediction) {
+  const ir::Graph in = testing::preact_block();
+  const device::DeviceInfo& h100 = device::known_device("sm_90a");
+  const ir::Graph g = passes::run_passes(in, passes::gpu_pipeline({}));
+  int conv2 = -1;
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    if (g.nodes[i].name == "conv2") conv2 = static_cast<int>(i);
+  ASSERT_GE(conv2, 0);
+  const NodePlan plan = plan_node(g, g.nodes[static_cast<size_t>(conv2)], {}, h100);
+  auto db = std::make_shared<TuningDb>();
+  db->add({plan.match.contraction->key(), TuningDb::device_key(h100), plan.schedule.name(), 123.0, 4});
+  Options options;
+  options.tuning = db;
+  const ModelPrediction expected = predict(g, options, h100);
+  const CompiledPlan compiled = compile_plan(in, options, h100);
+  int checked = 0;
+  for (const runtime::PlanLaunch& l : compiled.plan.launches) {
+    for (size_t i = 0; i < g.nodes.size(); ++i) {
+      if (g.nodes[i].name != l.node) continue;
+      EXPECT_NEAR(l.predicted_us, expected.nodes[i].microseconds, 1e-3) << l.node;
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, static_cast<int>(compiled.plan.launches.size()));
+  bool measured = false;
+  for (const runtime::PlanLaunch& l : compiled.plan.launches) measured |= l.node == "conv2" && l.predicted_us == 123.0;
+  EXPECT_TRUE(measured);
 }
 
 }  // namespace
