@@ -114,6 +114,22 @@ cublasStatus_t cublaslt_first_algo(cublasLtMatmulDesc_t op, cublasLtMatrixLayout
   return cublasLtMatmulAlgoGetHeuristic(cublaslt_handle(), op, a, b, c, c, pref, 1, result, returned);
 }
 
+std::string cublaslt_algo_name(const cublasLtMatmulHeuristicResult_t& result) {
+  auto config = [&](cublasLtMatmulAlgoConfigAttributes_t attr) {
+    uint32_t v = 0;
+    size_t written = 0;
+    cublasLtMatmulAlgoConfigGetAttribute(&result.algo, attr, &v, sizeof(v), &written);
+    return v;
+  };
+  std::ostringstream name;
+  name << "algo " << config(CUBLASLT_ALGO_CONFIG_ID) << " tile "
+       << config(CUBLASLT_ALGO_CONFIG_TILE_ID) << " stages "
+       << config(CUBLASLT_ALGO_CONFIG_STAGES_ID) << " split-k "
+       << static_cast<int32_t>(config(CUBLASLT_ALGO_CONFIG_SPLITK_NUM)) << ", workspace "
+       << result.workspaceSize << " B";
+  return name.str();
+}
+
 struct CudnnConv::Descriptors {
   cudnnTensorDescriptor_t x = nullptr, y = nullptr;
   cudnnFilterDescriptor_t w = nullptr;
@@ -283,19 +299,7 @@ CublasLtGemm::CublasLtGemm(const GemmWorkload& g) : d_(std::make_unique<Descript
   if (returned == 0) throw LibraryError("cuBLASLt has no algorithm for " + g.name);
   d_->algo = result.algo;
   workspace_ = rt::DeviceBuffer(result.workspaceSize);
-
-  auto config = [&](cublasLtMatmulAlgoConfigAttributes_t attr) {
-    uint32_t v = 0;
-    size_t written = 0;
-    cublasLtMatmulAlgoConfigGetAttribute(&d_->algo, attr, &v, sizeof(v), &written);
-    return v;
-  };
-  std::ostringstream name;
-  name << "algo " << config(CUBLASLT_ALGO_CONFIG_ID) << " tile "
-       << config(CUBLASLT_ALGO_CONFIG_TILE_ID) << " stages "
-       << config(CUBLASLT_ALGO_CONFIG_STAGES_ID) << " split-k "
-       << config(CUBLASLT_ALGO_CONFIG_SPLITK_NUM) << ", workspace " << result.workspaceSize << " B";
-  algorithm_ = name.str();
+  algorithm_ = cublaslt_algo_name(result);
 }
 
 CublasLtGemm::~CublasLtGemm() = default;

@@ -1,5 +1,4 @@
 // cuBLASLt's int8 GEMM baseline.
-#include <sstream>
 
 #include "bench/baselines.h"
 #include "bench/library_calls.h"
@@ -106,19 +105,7 @@ bool CublasLtInt8Gemm::try_setup(const GemmWorkload& g, Int8Output out, std::str
     variant_ += "* alpha -> int8";
   else
     variant_ += "int32 (no algorithm for an int8 C)";
-  auto config = [&](cublasLtMatmulAlgoConfigAttributes_t attr) {
-    uint32_t v = 0;
-    size_t written = 0;
-    cublasLtMatmulAlgoConfigGetAttribute(&d_->algo, attr, &v, sizeof(v), &written);
-    return v;
-  };
-  std::ostringstream name;
-  name << "algo " << config(CUBLASLT_ALGO_CONFIG_ID) << " tile "
-       << config(CUBLASLT_ALGO_CONFIG_TILE_ID) << " stages "
-       << config(CUBLASLT_ALGO_CONFIG_STAGES_ID) << " split-k "
-       << static_cast<int32_t>(config(CUBLASLT_ALGO_CONFIG_SPLITK_NUM)) << ", workspace "
-       << result.workspaceSize << " B";
-  algorithm_ = name.str();
+  algorithm_ = cublaslt_algo_name(result);
   return true;
 }
 

@@ -3,6 +3,8 @@
 // Internal to src/bench/.
 #pragma once
 
+#include <string>
+
 #include <cublasLt.h>
 #include <cudnn.h>
 
@@ -24,6 +26,9 @@ inline constexpr size_t kCublasLtWorkspace = size_t{32} << 20;
 cublasStatus_t cublaslt_first_algo(cublasLtMatmulDesc_t op, cublasLtMatrixLayout_t a,
                                    cublasLtMatrixLayout_t b, cublasLtMatrixLayout_t c,
                                    cublasLtMatmulHeuristicResult_t* result, int* returned);
+
+// "algo 21 tile 18 stages 12 split-k 1, workspace 0 B": a heuristic result, for the reports.
+std::string cublaslt_algo_name(const cublasLtMatmulHeuristicResult_t& result);
 
 // Throw LibraryError "cuDNN call <call> failed: <status>" or "cuBLASLt call <call> failed:
 // <name> (<text>)".
