@@ -508,39 +508,16 @@ TEST_F(ContractionGpuTest, LargestWorkloadsMatchNaiveGpuKernel) {
 }
 
 // ---- SASS -----------------------------------------------------------------------------------
-std::string find_cuobjdump() {
-  for (const char* c : {"/usr/local/cuda/bin/cuobjdump", "/usr/bin/cuobjdump"}) {
-    if (std::ifstream(c).good()) return c;
-  }
-  return "";
-}
-
-std::string dump_sass(const std::string& tool, const std::string& cubin) {
-  char path[] = "/tmp/tessel_sass_XXXXXX";
-  const int fd = mkstemp(path);
-  if (fd < 0) return "";
-  close(fd);
-  std::ofstream(path, std::ios::binary) << cubin;
-  std::string out;
-  if (FILE* pipe = popen((tool + " --dump-sass " + path + " 2>&1").c_str(), "r")) {
-    char buf[4096];
-    for (size_t n; (n = fread(buf, 1, sizeof buf, pipe)) > 0;) out.append(buf, n);
-    pclose(pipe);
-  }
-  std::remove(path);
-  return out;
-}
-
 TEST_F(ContractionGpuTest, TensorCoreKernelsRunHmmaAndSimtKernelsDoNot) {
-  const std::string tool = find_cuobjdump();
+  const std::string tool = ::tessel::testing::find_cuobjdump();
   if (tool.empty()) GTEST_SKIP() << "cuobjdump not found";
   TestProblem tc = conv_problem(conv_params(1, 56, 56, 64, 64, 3, 1, 1));
   tc.s = tc_schedule(128, 64, 32, 64, 32, 3);
   TestProblem simt = conv_problem(conv_params(1, 56, 56, 3, 64, 3, 1, 1));
   simt.s = simt_schedule(64, 64, 16, 32, 16, 1, 1);
-  const std::string tc_sass = dump_sass(tool, ContractionKernel::build(tc.c, tc.e, tc.s, info_.arch())->cubin());
+  const std::string tc_sass = ::tessel::testing::dump_sass(tool, ContractionKernel::build(tc.c, tc.e, tc.s, info_.arch())->cubin());
   const std::string simt_sass =
-      dump_sass(tool, ContractionKernel::build(simt.c, simt.e, simt.s, info_.arch())->cubin());
+      ::tessel::testing::dump_sass(tool, ContractionKernel::build(simt.c, simt.e, simt.s, info_.arch())->cubin());
   EXPECT_NE(tc_sass.find("HMMA.16816.F32"), std::string::npos) << tc_sass.substr(0, 2000);
   EXPECT_NE(tc_sass.find("LDSM"), std::string::npos) << "ldmatrix";
   EXPECT_NE(tc_sass.find("LDGSTS"), std::string::npos) << "cp.async";
@@ -549,7 +526,7 @@ TEST_F(ContractionGpuTest, TensorCoreKernelsRunHmmaAndSimtKernelsDoNot) {
   if (info_.arch() == "sm_90a") {
     TestProblem wg = tc;
     wg.s = wgmma_schedule(128, 128, 64, 64, 128, 4);
-    const std::string wg_sass = dump_sass(tool, ContractionKernel::build(wg.c, wg.e, wg.s, info_.arch())->cubin());
+    const std::string wg_sass = ::tessel::testing::dump_sass(tool, ContractionKernel::build(wg.c, wg.e, wg.s, info_.arch())->cubin());
     EXPECT_NE(wg_sass.find("HGMMA.64x128x16.F32"), std::string::npos) << wg_sass.substr(0, 2000);
     EXPECT_EQ(wg_sass.find("HMMA"), std::string::npos);
   }

@@ -454,25 +454,12 @@ TEST_F(ContractionInt8GpuTest, SanitizerSubsetMatchesCpuReference) {
 
 // The Tensor Core instruction in the SASS: IMMA (integer mma), not HMMA.
 TEST_F(ContractionInt8GpuTest, KernelsRunImma) {
-  std::string tool;
-  for (const char* c : {"/usr/local/cuda/bin/cuobjdump", "/usr/bin/cuobjdump"})
-    if (std::ifstream(c).good()) tool = c;
+  const std::string tool = ::tessel::testing::find_cuobjdump();
   if (tool.empty()) GTEST_SKIP() << "cuobjdump not found";
   const TestProblem p = make(i8conv(conv_params(1, 28, 28, 64, 64, 3, 1, 1)), Recipe::kRequant, 128,
                              64, 64, 64, 32, 3);
-  const std::string cubin = ContractionKernel::build(p.c, p.e, p.s, info_.arch())->cubin();
-  char path[] = "/tmp/tessel_int8_sass_XXXXXX";
-  const int fd = mkstemp(path);
-  ASSERT_GE(fd, 0);
-  close(fd);
-  std::ofstream(path, std::ios::binary) << cubin;
-  std::string sass;
-  if (FILE* pipe = popen((tool + " --dump-sass " + path + " 2>&1").c_str(), "r")) {
-    char buf[4096];
-    for (size_t n; (n = fread(buf, 1, sizeof buf, pipe)) > 0;) sass.append(buf, n);
-    pclose(pipe);
-  }
-  std::remove(path);
+  const std::string sass =
+      ::tessel::testing::dump_sass(tool, ContractionKernel::build(p.c, p.e, p.s, info_.arch())->cubin());
   EXPECT_NE(sass.find("IMMA"), std::string::npos) << sass.substr(0, 2000);
   EXPECT_EQ(sass.find("HMMA"), std::string::npos);
   EXPECT_NE(sass.find("LDSM"), std::string::npos) << "ldmatrix";

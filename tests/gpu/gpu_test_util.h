@@ -4,7 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdio>
+#include <fstream>
 #include <atomic>
 #include <cmath>
 #include <memory>
@@ -14,6 +18,7 @@
 #include <vector>
 
 #include "kernels/cuda/contraction_problems.h"
+#include "kernels/cuda/op_kernels.h"
 #include "core/tensor.h"
 #include "ir/graph.h"
 #include "device/cuda_api.h"
@@ -105,6 +110,78 @@ inline std::vector<std::unique_ptr<kernels::cuda::ContractionKernel>> build_all(
   for (unsigned t = 0; t < n; ++t) pool.emplace_back(worker);
   for (auto& t : pool) t.join();
   return ks;
+}
+
+// One generated op kernel (kernels/cuda/op_kernels.h), compiled for the GPU present, run on
+// host tensors: each input uploaded (the ABI passes constants like inputs), each output
+// poisoned with `poison` bytes before the launch and downloaded after it, shaped as `like`.
+class OpKernelRun {
+ public:
+  explicit OpKernelRun(const kernels::cuda::OpKernelSource& ks) : ks_(ks) {
+    device::CompileOptions options;
+    options.arch = device::device_info().arch();
+    options.headers = ks.headers;
+    module_ = device::Module::load(device::compile(ks.source, ks.name + ".cu", options).cubin);
+  }
+
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs, const std::vector<Tensor>& like,
+                          uint8_t poison) const {
+    struct Params {
+      uint64_t in[kernels::cuda::kOpKernelInputs];
+      uint64_t out[kernels::cuda::kOpKernelOutputs];
+    } params{};
+    std::vector<device::DeviceBuffer> in_bufs, out_bufs;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      in_bufs.emplace_back(std::max<size_t>(inputs[i].nbytes(), 16));
+      in_bufs.back().upload(inputs[i].raw(), inputs[i].nbytes());
+      params.in[i] = in_bufs.back().ptr();
+    }
+    for (size_t j = 0; j < like.size(); ++j) {
+      out_bufs.emplace_back(std::max<size_t>(like[j].nbytes(), 16));
+      out_bufs.back().fill_bytes(poison);
+      params.out[j] = out_bufs.back().ptr();
+    }
+    void* args[] = {&params};
+    device::LaunchConfig config;
+    for (int d = 0; d < 3; ++d) config.grid[d] = ks_.grid[d], config.block[d] = ks_.block[d];
+    config.smem_bytes = ks_.smem_bytes;
+    device::launch(module_->function(ks_.name), config, args);
+    device::synchronize();
+    std::vector<Tensor> got;
+    for (size_t j = 0; j < like.size(); ++j) {
+      got.emplace_back(like[j].dtype(), like[j].shape());
+      out_bufs[j].download(got.back().raw(), got.back().nbytes());
+    }
+    return got;
+  }
+
+ private:
+  kernels::cuda::OpKernelSource ks_;
+  std::shared_ptr<device::Module> module_;
+};
+
+// cuobjdump where the CUDA toolkit puts it, or "".
+inline std::string find_cuobjdump() {
+  for (const char* c : {"/usr/local/cuda/bin/cuobjdump", "/usr/bin/cuobjdump"})
+    if (std::ifstream(c).good()) return c;
+  return "";
+}
+
+// `tool --dump-sass` of a cubin ("" when it cannot run).
+inline std::string dump_sass(const std::string& tool, const std::string& cubin) {
+  char path[] = "/tmp/tessel_sass_XXXXXX";
+  const int fd = mkstemp(path);
+  if (fd < 0) return "";
+  close(fd);
+  std::ofstream(path, std::ios::binary) << cubin;
+  std::string out;
+  if (FILE* pipe = popen((tool + " --dump-sass " + path + " 2>&1").c_str(), "r")) {
+    char buf[4096];
+    for (size_t n; (n = fread(buf, 1, sizeof buf, pipe)) > 0;) out.append(buf, n);
+    pclose(pipe);
+  }
+  std::remove(path);
+  return out;
 }
 
 }  // namespace tessel::testing

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <random>
 
+#include "gpu/gpu_test_util.h"
 #include "kernels/cuda/op_kernels.h"
 #include "ir/infer.h"
 #include "ir/op_registry.h"
@@ -87,38 +88,10 @@ void check_op(const std::string& op, const std::vector<Input>& inputs, ir::Attri
   const OpKernelSource ks = depthwise_tiling.empty()
                                 ? emit_op(g, g.nodes[0])
                                 : emit_depthwise(g, g.nodes[0], depthwise_tiling);
-  rt::CompileOptions options;
-  options.arch = rt::device_info().arch();
-  options.headers = ks.headers;
-  const auto module = rt::Module::load(rt::compile(ks.source, ks.name + ".cu", options).cubin);
-  void* fn = module->function(ks.name);
-
-  struct Params {
-    uint64_t in[8];
-    uint64_t out[4];
-  } params{};
-  std::vector<rt::DeviceBuffer> in_bufs, out_bufs;
-  for (size_t i = 0; i < all.size(); ++i) {
-    in_bufs.emplace_back(std::max<size_t>(all[i].nbytes(), 16));
-    in_bufs.back().upload(all[i].raw(), all[i].nbytes());
-    params.in[i] = in_bufs.back().ptr();
-  }
+  const std::vector<Tensor> got = ::tessel::testing::OpKernelRun(ks).run(all, want, 0xff);
   for (int j = 0; j < outputs; ++j) {
-    out_bufs.emplace_back(std::max<size_t>(want[j].nbytes(), 16));
-    out_bufs.back().fill_bytes(0xff);
-    params.out[j] = out_bufs.back().ptr();
-  }
-  void* args[] = {&params};
-  rt::LaunchConfig config;
-  for (int d = 0; d < 3; ++d) config.grid[d] = ks.grid[d], config.block[d] = ks.block[d];
-  config.smem_bytes = ks.smem_bytes;
-  rt::launch(fn, config, args);
-  rt::synchronize();
-  for (int j = 0; j < outputs; ++j) {
-    Tensor got(want[j].dtype(), want[j].shape());
-    out_bufs[j].download(got.raw(), got.nbytes());
     const double tol = want[j].dtype() == DType::kF16 || want[j].dtype() == DType::kBF16 ? 1e-2 : 1e-5;
-    EXPECT_LE(relative_l2(got, want[j]), tol) << op << " output " << j << "\n" << ks.source;
+    EXPECT_LE(relative_l2(got[j], want[j]), tol) << op << " output " << j << "\n" << ks.source;
   }
 }
 

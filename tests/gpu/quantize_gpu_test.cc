@@ -62,33 +62,9 @@ std::string expect_exact(const std::string& op, const std::vector<Tensor>& input
   EXPECT_FALSE(cannot) << *cannot;
   if (cannot) return "";
   const OpKernelSource ks = emit_op(g, g.nodes[0]);
-  rt::CompileOptions options;
-  options.arch = rt::device_info().arch();
-  options.headers = ks.headers;
-  const auto module = rt::Module::load(rt::compile(ks.source, ks.name + ".cu", options).cubin);
-  void* fn = module->function(ks.name);
-
-  struct Params {
-    uint64_t in[8];
-    uint64_t out[4];
-  } params{};
-  std::vector<rt::DeviceBuffer> in_bufs;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    in_bufs.emplace_back(std::max<size_t>(inputs[i].nbytes(), 16));
-    in_bufs.back().upload(inputs[i].raw(), inputs[i].nbytes());
-    params.in[i] = in_bufs.back().ptr();
-  }
-  rt::DeviceBuffer out_buf(std::max<size_t>(want.nbytes(), 16));
-  params.out[0] = out_buf.ptr();
-  rt::LaunchConfig config;
-  for (int d = 0; d < 3; ++d) config.grid[d] = ks.grid[d], config.block[d] = ks.block[d];
+  const ::tessel::testing::OpKernelRun kernel(ks);
   for (uint8_t poison : {uint8_t{0xff}, uint8_t{0x5a}}) {
-    out_buf.fill_bytes(poison);
-    void* args[] = {&params};
-    rt::launch(fn, config, args);
-    rt::synchronize();
-    Tensor got(want.dtype(), want.shape());
-    out_buf.download(got.raw(), got.nbytes());
+    const Tensor got = kernel.run(inputs, {want}, poison)[0];
     EXPECT_TRUE(same_bytes(got, want))
         << op << " " << want.type_str() << ", poison " << int{poison} << ", first difference at "
         << first_difference(got, want) << "\n"

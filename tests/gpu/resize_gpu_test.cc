@@ -79,27 +79,8 @@ void check_resize(const ir::TensorType& x, const Resize& r) {
   const std::optional<std::string> cannot = kernels::cuda::can_emit_op(g, g.nodes[0]);
   ASSERT_FALSE(cannot) << *cannot;
   const kernels::cuda::OpKernelSource ks = kernels::cuda::emit_op(g, g.nodes[0]);
-  rt::CompileOptions options;
-  options.arch = rt::device_info().arch();
-  options.headers = ks.headers;
-  const auto module = rt::Module::load(rt::compile(ks.source, ks.name + ".cu", options).cubin);
-  struct Params {
-    uint64_t in[8];
-    uint64_t out[4];
-  } params{};
-  rt::DeviceBuffer in_buf(std::max<size_t>(input.nbytes(), 16)),
-      out_buf(std::max<size_t>(want.nbytes(), 16));
-  in_buf.upload(input.raw(), input.nbytes());
-  out_buf.fill_bytes(0xff);
-  params.in[0] = in_buf.ptr();  // roi, scales and sizes are compiled in: never read
-  params.out[0] = out_buf.ptr();
-  void* args[] = {&params};
-  rt::LaunchConfig config;
-  for (int d = 0; d < 3; ++d) config.grid[d] = ks.grid[d], config.block[d] = ks.block[d];
-  rt::launch(module->function(ks.name), config, args);
-  rt::synchronize();
-  Tensor got(want.dtype(), want.shape());
-  out_buf.download(got.raw(), got.nbytes());
+  // roi, scales and sizes are compiled in: only X is passed.
+  const Tensor got = ::tessel::testing::OpKernelRun(ks).run({input}, {want}, 0xff)[0];
   // Nearest moves elements: exact. Linear and cubic: fp32 arithmetic against the reference's
   // double, each rounded once to the storage type, so they may differ by an f16 ulp (2^-10
   // relative).
