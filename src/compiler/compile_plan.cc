@@ -237,12 +237,17 @@ CompiledPlan compile_lowered(ir::Graph g, const Options& options,
   plan.arena_bytes = static_cast<uint64_t>(memory.arena_bytes);
   PlanAssembler assembler(g, memory, plan);
   assembler.add_graph_io();
-  // The whole-model prediction (with the tuning database's measurements and calibration).
-  const ModelPrediction prediction = predict(g, options, target);
+  // The launches' predictions, calibrated on the tuning database's measurements as predict()
+  // does for the whole model.
+  ModelPrediction prediction;
+  for (const NodeKernel& k : kernels)
+    if (k.launches()) prediction.nodes.push_back(k.prediction);
+  calibrate(prediction);
+  size_t next = 0;
   for (const NodeKernel& k : kernels)
     if (k.launches())
       assembler.add_launch(g.nodes[static_cast<size_t>(k.node)], k,
-                           prediction.nodes.at(static_cast<size_t>(k.node)).microseconds);
+                           prediction.nodes.at(next++).microseconds);
   assembler.finish();
   const std::optional<std::string> bad_plan = runtime::check_plan(plan);
   TESSEL_ICHECK(!bad_plan) << "engine plan: " << *bad_plan;

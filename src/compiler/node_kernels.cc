@@ -73,6 +73,7 @@ std::vector<NodeKernel> build_node_kernels(const ir::Graph& g, const Options& op
     NodePlan plan = plan_node(g, n, options, target);
     TESSEL_USER_CHECK(plan.run != NodeRun::kUnsupported) << n.label() << ": " << plan.why;
     if (plan.run == NodeRun::kNoKernel) continue;  // the engine launches nothing for it
+    k.prediction = predict_node(g, static_cast<int>(i), plan, target, options.tuning.get());
     if (plan.run == NodeRun::kContraction) {
       k.operands_swapped = plan.match.contraction->operands_swapped;
       k.extra_inputs = std::move(plan.extra_inputs);

@@ -14,6 +14,7 @@
 #include "kernels/contraction/contraction.h"
 #include "ir/graph.h"
 #include "compiler/options.h"
+#include "compiler/predict.h"
 #include "device/device_info.h"
 #include "kernels/schedule.h"
 
@@ -33,6 +34,7 @@ struct NodeKernel {
   std::shared_ptr<const kernels::cuda::CompiledContraction> contraction;
   bool operands_swapped = false;  // Contraction::operands_swapped: input 0 binds to b
   std::vector<int> extra_inputs;  // ContractionSpec::extra_inputs
+  NodePrediction prediction;      // predict_node for it (before calibrate())
   kernels::Schedule schedule;        // the contraction's schedule
 
   // Any other node: an op kernel (OpParams ABI, op_kernels.h).

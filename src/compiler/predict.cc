@@ -32,7 +32,7 @@ double roofline_us(int64_t bytes, int64_t flops, double flops_per_clk,
 }  // namespace
 
 NodePrediction predict_node(const ir::Graph& g, int node, const NodePlan& plan,
-                            const device::DeviceInfo& target) {
+                            const device::DeviceInfo& target, const TuningDb* tuning) {
   const ir::Node& n = g.nodes.at(static_cast<size_t>(node));
   NodePrediction p;
   p.node = node;
@@ -62,45 +62,48 @@ NodePrediction predict_node(const ir::Graph& g, int node, const NodePlan& plan,
   }
   p.model = "cost model";
   p.microseconds = kernels::estimate(*plan.match.contraction, plan.schedule, target).microseconds;
+  // A contraction the tuning database measured on this GPU, with the schedule it runs: the
+  // measurement is the prediction, and it calibrates the cost model for the others.
+  if (const TuningRecord* r = plan.tuned && tuning ? tuning->find(plan.match.contraction->key(),
+                                                                   TuningDb::device_key(target))
+                                                   : nullptr;
+      r && p.microseconds > 0) {
+    p.estimated_us = p.microseconds;
+    p.microseconds = r->microseconds;
+    p.model = "measured";
+  }
   return p;
 }
 
-ModelPrediction predict(const ir::Graph& g, const Options& options, const device::DeviceInfo& target) {
-  ModelPrediction m;
-  const std::string device = TuningDb::device_key(target);
-  std::vector<double> ratios;        // measured / cost model, over the tuned contractions
-  std::vector<size_t> by_cost_model;  // nodes the cost model alone predicts
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
-    const NodePlan plan = plan_node(g, g.nodes[i], options, target);
-    NodePrediction p = predict_node(g, static_cast<int>(i), plan, target);
-    // A contraction the tuning database measured on this GPU, with the schedule it runs:
-    // the measurement is the prediction, and it calibrates the cost model for the others.
-    const TuningRecord* r = plan.tuned && options.tuning
-                                ? options.tuning->find(plan.match.contraction->key(), device)
-                                : nullptr;
-    if (r && p.model == "cost model" && p.microseconds > 0) {
-      ratios.push_back(r->microseconds / p.microseconds);
-      p.microseconds = r->microseconds;
-      p.model = "measured";
-    } else if (p.model == "cost model") {
-      by_cost_model.push_back(m.nodes.size());
-    }
-    m.nodes.push_back(p);
-    if (plan.run == NodeRun::kContraction && plan.schedule.split_k > 1)
-      m.workspace_bytes += static_cast<int64_t>(
-          kernels::cuda::emit(*plan.match.contraction, plan.epilogue, plan.schedule).workspace_bytes);
-  }
+void calibrate(ModelPrediction& m) {
+  std::vector<double> ratios;
+  for (const NodePrediction& p : m.nodes)
+    if (p.model == "measured") ratios.push_back(p.microseconds / p.estimated_us);
   if (!ratios.empty()) {
     std::sort(ratios.begin(), ratios.end());
     const size_t n = ratios.size();
     m.calibration = n % 2 ? ratios[n / 2] : (ratios[n / 2 - 1] + ratios[n / 2]) / 2.0;
     m.calibrated_from = static_cast<int>(n);
-    for (size_t k : by_cost_model) {
-      m.nodes[k].microseconds *= m.calibration;
-      m.nodes[k].model = "cost model, calibrated";
+    for (NodePrediction& p : m.nodes) {
+      if (p.model != "cost model") continue;
+      p.microseconds *= m.calibration;
+      p.model = "cost model, calibrated";
     }
   }
+  m.microseconds = 0;
   for (const NodePrediction& p : m.nodes) m.microseconds += p.microseconds;
+}
+
+ModelPrediction predict(const ir::Graph& g, const Options& options, const device::DeviceInfo& target) {
+  ModelPrediction m;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const NodePlan plan = plan_node(g, g.nodes[i], options, target);
+    m.nodes.push_back(predict_node(g, static_cast<int>(i), plan, target, options.tuning.get()));
+    if (plan.run == NodeRun::kContraction && plan.schedule.split_k > 1)
+      m.workspace_bytes += static_cast<int64_t>(
+          kernels::cuda::emit(*plan.match.contraction, plan.epilogue, plan.schedule).workspace_bytes);
+  }
+  calibrate(m);
   m.arena_bytes = passes::plan_memory(g).arena_bytes;
   for (const ir::Value& v : g.values)
     if (v.is_constant()) m.constant_bytes += static_cast<int64_t>(v.data->nbytes());

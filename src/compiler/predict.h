@@ -33,6 +33,7 @@ struct NodePrediction {
   int64_t bytes = 0;       // inputs (constants included) and outputs
   std::string model;       // "cost model", "cost model, calibrated", "measured", "bandwidth",
                            // "none"
+  double estimated_us = 0;  // "measured": the cost model's time, which calibration compares
 };
 
 struct ModelPrediction {
@@ -50,8 +51,13 @@ struct ModelPrediction {
 // path (a UserError names the first that has none).
 ModelPrediction predict(const ir::Graph& g, const Options& options, const device::DeviceInfo& target);
 
-// One node's prediction, given plan_node's decision for it.
+// One node's prediction, given plan_node's decision for it; with `tuning`, a contraction it
+// measured on `target` with the plan's schedule is predicted by the measurement.
 NodePrediction predict_node(const ir::Graph& g, int node, const struct NodePlan& plan,
-                            const device::DeviceInfo& target);
+                            const device::DeviceInfo& target, const TuningDb* tuning = nullptr);
+
+// The measured / cost-model ratio over the "measured" nodes (median), applied to the "cost
+// model" ones; sets m.calibration and m.calibrated_from, and m.microseconds to the sum.
+void calibrate(ModelPrediction& m);
 
 }  // namespace tessel::compiler
