@@ -36,7 +36,6 @@
 #include "kernels/default_schedule.h"
 #include "kernels/estimate.h"
 #include "passes/pipeline.h"
-#include "passes/plan_memory.h"
 #include "runtime/engine.h"
 
 namespace tessel::cli {
@@ -185,13 +184,10 @@ Action add_tune(CLI::App& app) {
         ++cached;
         continue;
       }
-      const bool x_slice =
-          g.nodes[i].op == "tessel.Conv" && passes::channel_slice_of(g, g.nodes[i].inputs.at(0));
       Job job{static_cast<int>(i), key, {plan.schedule}};
       std::vector<std::pair<double, kernels::Schedule>> ranked;
       for (const kernels::Schedule& s : kernels::enumerate_schedules(c, target)) {
         if (s.name() == plan.schedule.name()) continue;
-        if (x_slice && s.mainloop == kernels::Mainloop::kHalo) continue;
         if (kernels::cuda::can_implement(c, plan.epilogue, s)) continue;
         ranked.push_back({kernels::estimate(c, s, target).microseconds, s});
       }

@@ -69,28 +69,24 @@ NodePlan plan_contraction(const ir::Graph& g, const ir::Node& n, const Options& 
   if (!plan.match.contraction)
     return unsupported("cannot be lowered to a contraction kernel: " + remarks_text(plan.match));
   const contraction::Contraction& c = *plan.match.contraction;
-  const bool x_slice = n.op == "tessel.Conv" && passes::channel_slice_of(g, n.inputs.at(0));
   // default_schedule is SIMT where match() says no, except where the halo kernel takes what
   // the GEMM kernels cannot (a stem's f32 NCHW input, converted while staged).
   if (!options.tensor_cores) {
     plan.why = "Tensor Cores turned off (compiler::Options::tensor_cores)";
     plan.schedule = kernels::simt_schedule(c);
   } else {
-    // An A prologue is applied by the mma.sync kernel's loader alone; an X read inside a
-    // Concat's buffer needs a kernel that reads through the gathers (not the halo kernel).
-    plan.schedule =
-        kernels::default_schedule(c, target, plan.epilogue.a_prologue.has_value() || x_slice);
+    // An A prologue is applied by the mma.sync kernel's loader alone. (An X read inside a
+    // Concat's buffer has no conv window, contraction/conv_window.h: the halo kernel refuses it.)
+    plan.schedule = kernels::default_schedule(c, target, plan.epilogue.a_prologue.has_value());
     if (plan.schedule.instruction == kernels::Instruction::kSimt)
       plan.why = plan.match.remarks.empty() ? "no reason given" : plan.match.remarks[0].text;
   }
   // A measured schedule from the tuning database, where one matches and the kernel takes it
-  // with this node's epilogue (and, for an X inside a Concat's buffer, reads X through the
-  // gathers: not the halo kernel).
+  // with this node's epilogue.
   if (options.tensor_cores && options.tuning)
     if (const TuningRecord* r = options.tuning->find(c.key(), TuningDb::device_key(target)))
       if (std::optional<kernels::Schedule> s = kernels::parse_schedule(r->schedule, c))
-        if (!cg::can_implement(c, plan.epilogue, *s) &&
-            !(x_slice && s->mainloop == kernels::Mainloop::kHalo)) {
+        if (!cg::can_implement(c, plan.epilogue, *s)) {
           plan.schedule = *s;
           plan.tuned = true;
           plan.why.clear();

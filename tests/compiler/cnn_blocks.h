@@ -78,8 +78,9 @@ inline ir::Graph dense_block(int64_t n = 1) {
 // input b; layer i concatenates b and every feature before it (torch.cat of the list), then
 // BN + ReLU (pre-activation, unfoldable), 1x1 conv to 4*growth, BN + ReLU, padded 3x3 conv to
 // `growth` channels: feature f_i. The block ends with the Concat of all and a last BN + ReLU.
+// Without `pre_activation`, the 1x1 convs read the Concats directly (no BN + ReLU between).
 inline ir::Graph dense_block_chain(int64_t n = 2, int64_t c0 = 16, int64_t growth = 8,
-                                   int layers = 3, int64_t hw = 6) {
+                                   int layers = 3, int64_t hw = 6, bool pre_activation = true) {
   IrWriter w(17);
   auto type = [&](int64_t c) {
     return "f32[" + std::to_string(n) + "," + std::to_string(c) + "," + std::to_string(hw) + "," +
@@ -105,10 +106,11 @@ inline ir::Graph dense_block_chain(int64_t n = 2, int64_t c0 = 16, int64_t growt
     w.node(bn("n1_" + l, in, "bn1_" + l, type(c)));
     w.node("%r1_" + l + " = Relu(%n1_" + l + ") : " + type(c) + " @\"relu1_" + l + "\"");
     if (i == layers) return w.graph("r1_" + l);  // norm5 + relu after the block
+    const std::string x1 = pre_activation ? "r1_" + l : in;
     conv_weight(w, "w1_" + l, 4 * growth, c, 1);
     conv_weight(w, "w2_" + l, growth, 4 * growth, 3);
     batch_norm_params(w, "bn2_" + l, 4 * growth);
-    w.node("%c1_" + l + " = Conv(%r1_" + l + ", %w1_" + l + ") : " + type(4 * growth) + " @\"conv1_" + l + "\"");
+    w.node("%c1_" + l + " = Conv(%" + x1 + ", %w1_" + l + ") : " + type(4 * growth) + " @\"conv1_" + l + "\"");
     w.node(bn("n2_" + l, "c1_" + l, "bn2_" + l, type(4 * growth)));
     w.node("%r2_" + l + " = Relu(%n2_" + l + ") : " + type(4 * growth) + " @\"relu2_" + l + "\"");
     w.node("%f" + l + " = Conv(%r2_" + l + ", %w2_" + l + ") {pads = [1, 1, 1, 1]} : " + type(growth) +

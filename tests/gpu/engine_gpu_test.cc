@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <set>
 #include <unistd.h>
 
 #include "frontend/onnx/importer.h"
@@ -21,6 +22,10 @@
 #include "passes/plan_memory.h"
 #include "compiler/cnn_blocks.h"
 #include "compiler/plan_node.h"
+#include "passes/pipeline.h"
+#include "kernels/cuda/contraction_kernel.h"
+#include "kernels/default_schedule.h"
+#include "compiler/tuning_db.h"
 #include "runtime/engine.h"
 
 namespace tessel::runtime {
@@ -213,6 +218,45 @@ TEST_F(EngineGpu, DenseBlockChainFp16AndFp32) {
   check_model(testing::dense_block_chain(2, 16, 8, 3, 6), Precision::kFp16, 2e-2);
   check_model(testing::dense_block_chain(1, 32, 16, 4, 9), Precision::kFp16, 2e-2);
   check_model(testing::dense_block_chain(1, 16, 8, 2, 5), Precision::kFp32, 1e-3);
+  // The 1x1 convs read the Concat prefixes without a prologue (any GEMM kernel may take them:
+  // mma.sync or wgmma read A through the same gathers).
+  check_model(testing::dense_block_chain(8, 64, 32, 3, 14, false), Precision::kFp16, 2e-2);
+}
+
+// The same block with a tuning database that gives every conv reading a Concat prefix a wgmma
+// schedule (the default picks mma.sync at these sizes): wgmma's loaders read the strided X
+// through the same gathers. Also checks that the engine ran the database's schedules.
+TEST_F(EngineGpu, ConcatPrefixesReadByTunedWgmmaKernels) {
+  const device::DeviceInfo device = rt::device_info();
+  if (!kernels::has_wgmma(device)) GTEST_SKIP() << "no wgmma on " << device.arch();
+  const ir::Graph in = testing::dense_block_chain(4, 64, 32, 3, 14, false);
+  const ir::Graph g = passes::run_passes(in, passes::gpu_pipeline({}));
+  compiler::TuningDb db;
+  std::set<std::string> forced;
+  for (const ir::Node& n : g.nodes) {
+    if (n.op != "tessel.Conv" || !passes::channel_slice_of(g, n.inputs.at(0))) continue;
+    const compiler::NodePlan plan = compiler::plan_node(g, n, {}, device);
+    const contraction::Contraction& c = *plan.match.contraction;
+    for (const kernels::Schedule& s : kernels::enumerate_schedules(c, device)) {
+      if (s.instruction != kernels::Instruction::kWgmma || kernels::cuda::can_implement(c, plan.epilogue, s))
+        continue;
+      db.add({c.key(), compiler::TuningDb::device_key(device), s.name(), 1.0, 1});
+      forced.insert(s.name());
+      break;
+    }
+  }
+  ASSERT_FALSE(forced.empty());
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("tessel_wgmma_prefix_" + std::to_string(getpid()) + ".json")).string();
+  db.save(path);
+  Options o;
+  o.tuning_db = path;
+  const Session s = Session::from_graph(in, o);
+  testing::expect_engine_matches_cpu(s, in, 2e-2);
+  int wgmma = 0;
+  for (const runtime::PlanLaunch& l : s.engine()->plan().launches) wgmma += forced.count(l.schedule) > 0;
+  EXPECT_GE(wgmma, 1);
+  std::filesystem::remove(path);
 }
 
 // compute-sanitizer's subset (scripts/gpu_suite.sh): the prologue's in-place rewrite of

@@ -39,6 +39,20 @@ TEST(ConvWindow, ReadsTheGeometryOfAStride1NhwcConv) {
   EXPECT_EQ(w->pad_left, 2);
 }
 
+// X as a channel slice of a wider buffer (DenseNet's nested Concats: channels [0, 64) or
+// [32, 96) of rows of 128) is no plain window: the halo kernel, which addresses X with its own
+// channel count, must not take it; the GEMM kernels read it through the index maps.
+TEST(ConvWindow, XInsideAWiderBufferHasNoWindow) {
+  Conv2dParams p = conv(2, 14, 14, 64, 32, 3, 3);
+  p.x_channels = 128;
+  EXPECT_FALSE(conv_window(matched(conv2d_nhwc_maps(p))));
+  p.x_channel_offset = 32;
+  EXPECT_FALSE(conv_window(matched(conv2d_nhwc_maps(p))));
+  p.x_channels = 64;
+  p.x_channel_offset = 0;
+  EXPECT_TRUE(conv_window(matched(conv2d_nhwc_maps(p))));
+}
+
 TEST(ConvWindow, BatchOneAndOneTallKernelsWithoutPaddingStayNhwc) {
   // Extent-1 dims drop out of the maps: A[0, oh, ow + kw, ci] also reads like NCHW's A[0, c, ...].
   const auto w = conv_window(matched(conv2d_nhwc_maps(conv(1, 16, 32, 16, 8, 1, 3, 1, 0, 1))));
