@@ -60,7 +60,9 @@ namespace tessel::device::detail {
   X(cuEventDestroy)              \
   X(cuEventRecord)               \
   X(cuEventSynchronize)          \
-  X(cuEventElapsedTime)
+  X(cuEventElapsedTime)          \
+  X(cuTensorMapEncodeTiled)      \
+  X(cuTensorMapEncodeIm2col)
 
 struct DriverApi {
 #define TESSEL_CU_MEMBER(fn) decltype(&::fn) fn = nullptr;

@@ -33,6 +33,7 @@ constexpr Tile kWgmmaGroupTiles[] = {{128, 128}, {64, 256}, {64, 128}, {128, 64}
 constexpr int kWgmmaBlockK[] = {64, 128};
 constexpr int kWgmmaStages[] = {3, 4, 5};
 constexpr int kMaxWarpgroups = 2;
+constexpr int kTmaStages[] = {3, 4, 5, 6, 8};
 constexpr int kSplitK[] = {1, 2, 3, 4, 5, 6, 8, 10, 12, 15, 16};
 constexpr int kRaster[] = {1, 8};
 
@@ -80,6 +81,19 @@ constexpr DefaultKernel kDefaultKernels[] = {
     {kWg,    128,  64,   64,  4,      64, 64,     1.13},
     {kWg,     64, 128,   64,  4,      64, 128,    0.94},
     {kWg,     64,  64,   64,  5,      64, 64,     1.27},
+};
+// The TMA kernel (Mainloop::kTma): persistent, two consumer warpgroups alternating whole
+// tiles, so one's epilogue overlaps the other's mainloop; as many stages as fit beside the
+// epilogue's slabs, one CTA per SM. sm90_scale: measured / estimated time over ResNet-50's 22
+// batch-32 convolutions on an H100 (2026-11-25, docs/performance.md), times the ratio of this
+// table's residuals to the same run's measured ones for the mma.sync and wgmma kernels (0.77),
+// so that the two fits share a scale.
+struct TmaKernel {
+  int block_m, block_n, stages;
+  double sm90_scale;
+};
+constexpr TmaKernel kTmaKernels[] = {
+    {128, 128, 5, 0.78}, {64, 256, 4, 0.73}, {128, 64, 7, 0.66}, {64, 128, 7, 0.65}, {64, 64, 8, 0.57},
 };
 // clang-format on
 
@@ -173,12 +187,31 @@ Schedule halo_schedule(const Contraction& c, int tile_h, int tile_w, int warp_m,
   return s;
 }
 
+Schedule tma_schedule(int block_m, int block_n, int stages, int raster, int ctas) {
+  Schedule s;
+  s.instruction = Instruction::kWgmma;
+  s.mainloop = Mainloop::kTma;
+  s.block_m = s.warp_m = block_m;
+  s.block_n = s.warp_n = block_n;
+  s.block_k = 64;
+  s.stages = stages;
+  s.raster = raster;
+  s.ctas = ctas;
+  return s;
+}
+
 std::optional<Schedule> parse_schedule(const std::string& name, const Contraction& c) {
   int a = 0, b = 0, d = 0, e = 0, f = 0, g = 0, h = 0, i = 0, j = 0, v1 = 8, v2 = 8, used = 0;
   if (std::sscanf(name.c_str(), "halo_%dx%d_n%d_w%dx%d_c%d%n", &a, &b, &d, &e, &f, &g, &used) == 6 &&
       used == static_cast<int>(name.size())) {
     Schedule s = halo_schedule(c, a, b, e, f, g);
     if (s.block_n != d) return std::nullopt;  // the name's N tile must be this problem's
+    return s;
+  }
+  if (std::sscanf(name.c_str(), "tma_%dx%dx%d_s%d_r%d_c%d%n", &a, &b, &d, &e, &i, &g, &used) == 6 &&
+      used == static_cast<int>(name.size())) {
+    Schedule s = tma_schedule(a, b, e, i, g);
+    s.block_k = d;  // 128 for int8
     return s;
   }
   char kind[8] = {};
@@ -245,6 +278,18 @@ std::vector<Schedule> enumerate_schedules(const Contraction& c, const device::De
             add_family(c, device, Instruction::kWgmma, cta, group, block_k, stages, &space);
       }
     }
+  }
+  if (has_wgmma(device)) {
+    for (Tile tile : kWgmmaGroupTiles)
+      for (int stages : kTmaStages)
+        for (int raster : kRaster) {
+          Schedule s = tma_schedule(tile.m, tile.n, stages, raster, 0);
+          s.block_k *= block_k_scale(c);
+          if (!runs(c, s, device)) continue;
+          s.ctas = device.sm_count * resident_ctas(device, s.threads(), std::min(estimate_regs(c, s), 255),
+                                                   smem_bytes(c, s));
+          space.push_back(s);
+        }
   }
   if (space.empty()) return {simt_schedule(c)};
   return space;
@@ -416,7 +461,7 @@ Schedule default_schedule(const Contraction& c, const device::DeviceInfo& device
   for (const DefaultKernel& k : kDefaultKernels) {
     if (k.instruction == Instruction::kWgmma && (mma_sync_only || !has_wgmma(device))) continue;
     // int8: the mma.sync configurations with block_k doubled (their sm90_scale residuals were
-    // fitted on f16 kernels; int8 ones were not measured yet). wgmma takes no int8 (rules).
+    // fitted on f16 kernels). The cp.async wgmma kernel takes no int8 (rules); the TMA one does.
     const int block_k =
         k.instruction == Instruction::kMmaSync ? k.block_k * block_k_scale(c) : k.block_k;
     for (int split : kSplitK) {
@@ -427,6 +472,17 @@ Schedule default_schedule(const Contraction& c, const device::DeviceInfo& device
       const ScheduleEstimate e = estimate(c, s, device);
       const double scale = hopper ? k.sm90_scale : 1.0;
       ranked.push_back({s, launch + std::max(scale * e.cycles, e.dram_cycles)});
+    }
+  }
+  if (!mma_sync_only && has_wgmma(device)) {
+    for (const TmaKernel& k : kTmaKernels) {
+      Schedule s = tma_schedule(k.block_m, k.block_n, k.stages, kDefaultRaster, 0);
+      s.block_k *= block_k_scale(c);  // one 128-byte row: 128 int8
+      if (!runs(c, s, device)) continue;
+      s.ctas = device.sm_count * resident_ctas(device, s.threads(), std::min(estimate_regs(c, s), 255),
+                                               smem_bytes(c, s));
+      const ScheduleEstimate e = estimate(c, s, device);
+      ranked.push_back({s, launch + std::max(k.sm90_scale * e.cycles, e.dram_cycles)});
     }
   }
   if (ranked.empty()) {

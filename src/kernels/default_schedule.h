@@ -27,6 +27,10 @@ Schedule halo_schedule(const contraction::Contraction& c, int tile_h, int tile_w
 
 // The schedule a name (Schedule::name()) spells, for `c` (a halo name leaves block_k to
 // `c`'s window); nothing when the text is no schedule name. Legality is check_schedule's.
+// A TMA schedule (Mainloop::kTma, tessel_tma.cuh): whole (block_m, block_n) tiles per consumer
+// warpgroup, block_k 64; `ctas` persistent CTAs (0: one per tile).
+Schedule tma_schedule(int block_m, int block_n, int stages, int raster, int ctas);
+
 std::optional<Schedule> parse_schedule(const std::string& name, const contraction::Contraction& c);
 
 // The legal action space for the tuner. mma.sync (sm_80+): CTA tiles from 256x128 / 128x256

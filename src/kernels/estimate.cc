@@ -88,6 +88,8 @@ bool register_path(const Contraction& c, const Schedule& s, bool is_a) {
 }  // namespace
 
 int estimate_regs(const Contraction& c, const Schedule& s) {
+  // TMA: the copy engine computes every operand address; the consumers hold accumulators.
+  if (s.mainloop == Mainloop::kTma) return 40 + s.block_m * s.block_n / 128;
   const int gathers = (c.a_gather ? 1 : 0) + (c.b_gather ? 1 : 0);
   int regs = 32 + 16 * gathers;  // addresses, loop state, gather index arithmetic
   if (s.instruction == Instruction::kSimt) return regs + s.block_m * s.block_n / s.threads();
@@ -117,6 +119,8 @@ ScheduleEstimate estimate(const Contraction& c, const Schedule& s, const device:
   const double ec = static_cast<double>(dtype_size(c.maps.c.dtype));
   const bool wgmma = s.instruction == Instruction::kWgmma;
   const bool simt = s.instruction == Instruction::kSimt;
+  const bool tma = s.mainloop == Mainloop::kTma;
+  const std::optional<TmaLayout> tma_walk = tma ? tma_layout(c, s) : std::nullopt;
 
   ScheduleEstimate e;
   const int64_t tm = ceil_div(c.m, s.block_m), tn = ceil_div(c.n, s.block_n);
@@ -142,7 +146,8 @@ ScheduleEstimate estimate(const Contraction& c, const Schedule& s, const device:
   const int64_t busiest = ceil_div(e.tiles, device.sm_count);
   const int64_t active = std::max<int64_t>(1, std::min<int64_t>(e.ctas_per_sm, busiest));
   const int64_t rounds = ceil_div(busiest, active);
-  const int64_t k_tiles = ceil_div(c.k, s.block_k);
+  // TMA walks K tap by tap in 64-channel chunks (a padded last chunk per tap).
+  const int64_t k_tiles = tma_walk ? tma_walk->taps * tma_walk->chunks : ceil_div(c.k, s.block_k);
   const int64_t k_steps = ceil_div(k_tiles, s.split_k);
 
   // An operand streams when each of its bytes is loaded once (one tile column or row, as the
@@ -169,9 +174,10 @@ ScheduleEstimate estimate(const Contraction& c, const Schedule& s, const device:
                              : s.warp_tiles() * (s.warp_m * ea + s.warp_n * eb) * bk;
   const double smem = (reads + tile_bytes) / kSmemBytesPerClk;
   const double l2 = tile_bytes / f.l2_bytes_per_clk;
-  double issue = 0;
+  double issue = tma ? 2 * kAsyncVectorClk : 0;  // TMA: two copies per k-tile, one thread
   bool sync_loads = false;
   for (bool is_a : {true, false}) {
+    if (tma) break;
     const int vec = std::max(1, is_a ? s.a_vec : s.b_vec);
     const double vectors = (is_a ? bm : bn) * bk / vec;
     const bool reg_path = register_path(c, s, is_a);
@@ -186,10 +192,10 @@ ScheduleEstimate estimate(const Contraction& c, const Schedule& s, const device:
   // latency its pipeline leaves exposed (wgmma loads run stages - 2 k-tiles ahead).
   const double own_math =
       flops / (rate * std::min(1.0, static_cast<double>(s.warps()) / 4 / saturate));
-  const double serial_step =
-      sync_loads
-          ? std::max(latency, own_math) + kKTileOverhead
-          : std::max(latency / std::max(1, s.stages - (wgmma ? 2 : 1)), own_math + kKTileOverhead);
+  // Loads run stages - 1 k-tiles ahead (wgmma without TMA: stages - 2).
+  const int ahead = std::max(1, s.stages - (wgmma && !tma ? 2 : 1));
+  const double serial_step = sync_loads ? std::max(latency, own_math) + kKTileOverhead
+                                        : std::max(latency / ahead, own_math + kKTileOverhead);
   const double out_bytes = bm * bn * (s.split_k > 1 ? 4.0 : ec);  // split-K: fp32 partials
   const double serial =
       k_steps * std::max(serial_step * (1 + kContention * (active - 1)), per_sm / active) +

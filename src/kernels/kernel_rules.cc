@@ -7,6 +7,7 @@
 
 #include "core/dtype.h"
 #include "kernels/contraction/grouped.h"
+#include "kernels/contraction/index_map.h"
 
 namespace tessel::kernels {
 namespace {
@@ -168,6 +169,105 @@ Reason check_halo(const Contraction& c, const Schedule& s, HaloLayout* out) {
   return std::nullopt;
 }
 
+Reason tma_operands(const Contraction& c, const Schedule& s, TmaLayout* out) {
+  using device::TensorMapSpec;
+  if (c.a_dtype != c.b_dtype ||
+      (c.a_dtype != DType::kF16 && c.a_dtype != DType::kBF16 && c.a_dtype != DType::kI8))
+    return fmt::format("the TMA kernel reads f16, bf16 or i8 operands of one type (A {}, B {})",
+                       dtype_name(c.a_dtype), dtype_name(c.b_dtype));
+  if (!c.batch_dims.empty() || c.operands_swapped)
+    return "the TMA kernel computes one GEMM (no batch or group dims, operands in order)";
+  if (c.a_major != Major::kK || c.b_major != Major::kK)
+    return "the TMA kernel reads both operands K-major";
+  const TensorMapSpec::Type type = c.a_dtype == DType::kBF16 ? TensorMapSpec::Type::kBF16
+                                   : c.a_dtype == DType::kI8  ? TensorMapSpec::Type::kU8
+                                                              : TensorMapSpec::Type::kF16;
+  const int64_t elem = static_cast<int64_t>(dtype_size(c.a_dtype));
+  const uint32_t chunk = static_cast<uint32_t>(128 / elem);  // elements of a 128-byte k-tile row
+  TmaLayout l;
+  const size_t nd = c.maps.dims.size();
+  TensorMapSpec& a = l.a;
+  TensorMapSpec& b = l.b;
+  a.type = b.type = type;
+  a.operand = 0;
+  b.operand = 1;
+  if (!c.a_gather) {
+    // A plain matrix: rows m lda apart, k contiguous.
+    const std::vector<int64_t> st = contraction::element_strides(c.maps.a, nd);
+    if (c.k_dims.empty() || st[c.k_dims.back()] != 1) return "A is not contiguous along K";
+    const int64_t lda = c.m_dims.empty() ? c.k : st[c.m_dims.back()];
+    a.mode = TensorMapSpec::Mode::kTiled;
+    a.rank = 2;
+    a.offset_bytes = contraction::element_offset(c.maps.a) * elem;
+    a.dims = {static_cast<uint64_t>(c.k), static_cast<uint64_t>(c.m), 0, 0, 0};
+    a.strides = {static_cast<uint64_t>(lda * elem), 0, 0, 0};
+    a.box = {chunk, static_cast<uint32_t>(s.block_m), 0, 0, 0};
+    l.channels = c.k;
+  } else {
+    const std::optional<contraction::ConvWindow> w = contraction::conv_geometry(c);
+    if (!w) return "A is a gather the TMA kernel cannot map (neither a plain matrix nor an NHWC convolution)";
+    l.a_im2col = true;
+    l.window = *w;
+    l.taps = w->kernel_h * w->kernel_w;
+    l.kernel_w = w->kernel_w;
+    l.channels = w->channels;
+    const int64_t pitch = w->channel_pitch * elem;
+    a.mode = TensorMapSpec::Mode::kIm2col;
+    a.rank = 4;
+    a.offset_bytes = w->channel_offset * elem;
+    a.dims = {static_cast<uint64_t>(w->channels), static_cast<uint64_t>(w->in_w),
+              static_cast<uint64_t>(w->in_h), static_cast<uint64_t>(w->images), 0};
+    a.strides = {static_cast<uint64_t>(pitch), static_cast<uint64_t>(pitch * w->in_w),
+                 static_cast<uint64_t>(pitch * w->in_w * w->in_h), 0};
+    a.element_strides = {1, static_cast<uint32_t>(w->stride_w), static_cast<uint32_t>(w->stride_h), 1, 1};
+    // Window origins from -pad to exactly the last output's: out_w of them along w.
+    a.lower = {static_cast<int32_t>(-w->pad_left), static_cast<int32_t>(-w->pad_top), 0};
+    a.upper = {static_cast<int32_t>((w->out_w - 1) * w->stride_w - w->pad_left - (w->in_w - 1)),
+               static_cast<int32_t>((w->out_h - 1) * w->stride_h - w->pad_top - (w->in_h - 1)), 0};
+    a.channels_per_pixel = chunk;
+    a.pixels_per_column = static_cast<uint32_t>(s.block_m);
+    if (w->kernel_w * w->dilation_w > 65535 || w->kernel_h * w->dilation_h > 65535)
+      return "a window wider than the 16-bit im2col offsets";
+  }
+  // B: [N, taps, channels], K-major and dense along k.
+  {
+    const std::vector<int64_t> st = contraction::element_strides(c.maps.b, nd);
+    if (c.b_gather || st[c.k_dims.back()] != 1) return "B is not a plain K-major matrix";
+    const int64_t ldb = c.n_dims.empty() ? c.k : st[c.n_dims.back()];
+    if (ldb < c.k) return "B's rows overlap";
+    b.mode = TensorMapSpec::Mode::kTiled;
+    b.rank = 3;
+    b.offset_bytes = contraction::element_offset(c.maps.b) * elem;
+    b.dims = {static_cast<uint64_t>(l.channels), static_cast<uint64_t>(l.taps),
+              static_cast<uint64_t>(c.n), 0, 0};
+    b.strides = {static_cast<uint64_t>(l.channels * elem), static_cast<uint64_t>(ldb * elem), 0, 0};
+    b.box = {chunk, 1, static_cast<uint32_t>(s.block_n), 0, 0};
+  }
+  l.chunks = (l.channels + chunk - 1) / chunk;
+  for (const TensorMapSpec* m : {&a, &b})
+    if (auto r = device::check_tensor_map(*m)) return fmt::format("{}: {}", m == &a ? "A" : "B", *r);
+  *out = std::move(l);
+  return std::nullopt;
+}
+
+Reason check_tma(const Contraction& c, const Schedule& s, TmaLayout* out) {
+  if (s.instruction != Instruction::kWgmma) return "the TMA kernel issues wgmma";
+  const int chunk = c.a_dtype == DType::kI8 ? 128 : 64;  // one 128-byte row
+  if (s.block_k != chunk)
+    return fmt::format("block_k={}: the TMA kernel moves k-tiles of {} elements (128 bytes)", s.block_k,
+                       chunk);
+  if (s.stages < 2 || s.stages > 8) return fmt::format("{} stages (2 to 8 for the TMA kernel)", s.stages);
+  if (s.split_k != 1) return "the TMA kernel does not split K";
+  if (s.groups_per_tile != 0) return "the TMA kernel takes no packed groups";
+  if (s.warp_m != s.block_m || s.warp_n != s.block_n)
+    return fmt::format("warpgroup tile {}x{} is not the CTA tile {}x{} (each consumer warpgroup "
+                       "computes whole tiles)", s.warp_m, s.warp_n, s.block_m, s.block_n);
+  if (s.block_m > 256 || s.block_n > 256)
+    return fmt::format("CTA tile {}x{}: TMA boxes of at most 256 rows", s.block_m, s.block_n);
+  if (s.ctas < 0) return "negative CTA count";
+  return tma_operands(c, s, out);
+}
+
 // int8 operands (mma.sync m16n8k32, tessel_mma.cuh): what the kernels take of them.
 Reason check_int8(const Contraction& c, const Schedule& s) {
   const bool a8 = c.a_dtype == DType::kI8, b8 = c.b_dtype == DType::kI8;
@@ -177,8 +277,8 @@ Reason check_int8(const Contraction& c, const Schedule& s) {
   if (!a8 || !b8)
     return fmt::format("int8 Tensor Core contractions need both operands i8 (A {}, B {})",
                        dtype_name(c.a_dtype), dtype_name(c.b_dtype));
-  if (s.instruction == Instruction::kWgmma)
-    return "int8 on wgmma is not implemented: int8 contractions run on mma.sync (m16n8k32)";
+  if (s.instruction == Instruction::kWgmma && s.mainloop != Mainloop::kTma)
+    return "int8 on wgmma runs in the TMA kernel only (the cp.async wgmma kernel takes 16-bit operands)";
   if (s.block_k % 64 != 0)
     return fmt::format("block_k={}: int8 mma.sync needs a multiple of 64 (two k32 steps per k-tile)",
                        s.block_k);
@@ -237,7 +337,30 @@ std::optional<HaloLayout> halo_layout(const Contraction& c, const Schedule& s, s
   return l;
 }
 
+std::optional<TmaLayout> tma_layout(const Contraction& c, const Schedule& s, std::string* why) {
+  TmaLayout l;
+  Reason r = s.mainloop == Mainloop::kTma ? check_tma(c, s, &l) : Reason("not a TMA schedule");
+  if (r) {
+    if (why) *why = *r;
+    return std::nullopt;
+  }
+  return l;
+}
+
 std::optional<std::string> check_schedule(const Contraction& c, const Schedule& s) {
+  if (s.mainloop == Mainloop::kTma) {
+    if (s.block_m < 1 || s.block_n < 1 || s.warp_m < 1 || s.warp_n < 1) return "non-positive tile";
+    if (s.block_m % s.warp_m != 0 || s.block_n % s.warp_n != 0) {
+      return fmt::format("warpgroup tile {}x{} does not divide block tile {}x{}", s.warp_m, s.warp_n,
+                         s.block_m, s.block_n);
+    }
+    if (s.raster < 1) return "raster group must be >= 1";
+    Schedule tiles = s;  // the warpgroup tile rules of wgmma (its stage range is not the TMA kernel's)
+    tiles.stages = 3;
+    if (auto r = check_instruction(tiles)) return r;
+    TmaLayout l;
+    return check_tma(c, s, &l);
+  }
   if (s.mainloop == Mainloop::kHalo) {
     if (s.block_m < 1 || s.block_n < 1 || s.warp_m < 1 || s.warp_n < 1) return "non-positive tile";
     if (s.block_m % s.warp_m != 0 || s.block_n % s.warp_n != 0) {
@@ -280,6 +403,14 @@ size_t smem_bytes(const Contraction& c, const Schedule& s) {
   if (s.mainloop == Mainloop::kHalo) {
     const std::optional<HaloLayout> l = halo_layout(c, s);
     return l ? l->smem_bytes() : 0;
+  }
+  if (s.mainloop == Mainloop::kTma) {
+    // TmaWgmmaKernel::kSmemBytes: the stages, the 8 consumer warps' (16, 64) fp32 slabs and
+    // 16-bit staging tiles, the barriers (full and empty per stage, two turns), the
+    // swizzle-atom alignment.
+    const size_t pipeline = size_t(s.stages) * (s.block_m + s.block_n) * 128;
+    const size_t staging = size_t(8) * (16 * (64 + 8) * 4 + 16 * 64 * 2);  // slab + store staging
+    return pipeline + staging + (2 * s.stages + 2) * 8 + 1024;
   }
   const size_t bm = s.block_m, bn = s.block_n, bk = s.block_k;
   const size_t warps = s.warps();

@@ -12,6 +12,7 @@
 #include "core/dtype.h"
 #include "kernels/contraction/contraction.h"
 #include "kernels/contraction/conv_window.h"
+#include "device/tensor_map.h"
 #include "kernels/schedule.h"
 
 namespace tessel::kernels {
@@ -21,12 +22,16 @@ namespace tessel::kernels {
 //  - mma.sync: warp tiles multiples of 16 (m16n8k16, B fragments two n8 tiles at a time),
 //    block_k a multiple of 32 (two k16 steps per k-tile for register double-buffering),
 //    2..5 stages;
-//  - int8 (both operands i8, m16n8k32 with int32 accumulators): mma.sync only (the wgmma, halo
-//    and SIMT kernels take 16-bit or f32 operands), block_k a multiple of 64 (two k32 steps),
+//  - int8 (both operands i8, int32 accumulators): mma.sync m16n8k32 or the TMA kernel's wgmma
+//    k32 (the cp.async wgmma, halo and SIMT kernels take 16-bit or f32 operands), block_k a
+//    multiple of 64 (two k32 steps),
 //    both operands K-major (ldmatrix .trans moves 16-bit elements), vectors of at least 2
 //    elements, no packed groups; split-K sums int32 partials;
 //  - wgmma: warpgroup tiles of m a multiple of 64 and n 64, 128 or 256 with at most 128 fp32
 //    accumulators per thread, block_k a multiple of 64 (128-byte swizzle rows), 3..5 stages;
+//  - TMA (mainloop kTma, sm_90a): the warpgroup tile is the CTA tile (wgmma's rules above),
+//    block_k one 128-byte row (64 f16/bf16, 128 int8: wgmma k32 with int32 accumulators),
+//    2..8 stages, no split-K, operands that tma_layout maps;
 //  - SIMT: float4 thread tiles (warp 16x32 or 32x16 multiples), no split-K;
 //  - operand loads: vectors of 1, 2, 4 or 8 elements (16 of int8), no wider than the
 //    contraction's (a_vec/b_vec), each thread on one column of the shared-memory tile with at
@@ -85,5 +90,23 @@ int halo_k_padded(const contraction::ConvWindow& w);
 // NHWC convolution, or `s` is not kHalo).
 std::optional<HaloLayout> halo_layout(const contraction::Contraction& c, const Schedule& s,
                                       std::string* why = nullptr);
+
+// How a kTma kernel (kernels/cuda/templates/tessel_tma.cuh) reads its operands: the tensor
+// maps (their boxes sized for the schedule) and the walk over K, tap by tap in 64-channel
+// chunks. A is a plain K-major matrix (a GEMM, a 1x1 stride-1 conv: a tiled map {K, M}) or
+// an NHWC convolution's input (any stride, dilation, padding and channel slice: an im2col map
+// {C, W, H, N}); B is K-major, as [N, taps, channels] (a GEMM: one tap of K channels).
+struct TmaLayout {
+  bool a_im2col = false;
+  contraction::ConvWindow window;  // a_im2col: the convolution
+  int64_t taps = 1, kernel_w = 1;  // B's taps (kernel_h * kernel_w) and the window's width
+  int64_t channels = 0;            // K per tap
+  int64_t chunks = 0;              // k-tiles per tap: channels / 64, rounded up
+  device::TensorMapSpec a, b;
+};
+
+// The TMA layout of `s` (a kTma schedule) for `c`, or why there is none.
+std::optional<TmaLayout> tma_layout(const contraction::Contraction& c, const Schedule& s,
+                                    std::string* why = nullptr);
 
 }  // namespace tessel::kernels

@@ -22,6 +22,11 @@ std::string Schedule::name() const {
        << "_c" << ctas;
     return os.str();
   }
+  if (mainloop == Mainloop::kTma) {
+    os << "tma_" << block_m << "x" << block_n << "x" << block_k << "_s" << stages << "_r" << raster
+       << "_c" << ctas;
+    return os.str();
+  }
   switch (instruction) {
     case Instruction::kMmaSync:
       os << "tc";

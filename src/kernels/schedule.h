@@ -18,7 +18,10 @@ enum class Instruction {
 // persistent CTA keeps all of B (the weights, block_n x K) in shared memory, stages an output
 // tile's input pixels plus their halo once, and ldmatrix gathers the R*S shifted windows
 // from there, so each input pixel leaves L2 about once instead of R*S times.
-enum class Mainloop { kGemm, kHalo };
+// kTma (wgmma, sm_90a, tessel_tma.cuh): the operand tiles are moved by the tensor memory
+// accelerator into a ring of stages that one producer warp fills and one or two consumer
+// warpgroups drain through mbarriers (kernels::tma_layout says which problems it maps).
+enum class Mainloop { kGemm, kHalo, kTma };
 
 // Threads per warp tile: warp_m x warp_n is the tile of one warp for mma.sync and SIMT, and
 // of one warpgroup (4 warps, 128 threads, issuing wgmma together) for wgmma.
@@ -36,6 +39,8 @@ struct Schedule {
   int split_k = 1;           // K split across CTAs (fp32 partials; int32 for int8)
   int raster = 8;            // CTA swizzle: tiles grouped by this many rows
   int a_vec = 8, b_vec = 8;  // elements per global load (<= contraction's; 16 of int8)
+  // kTma: warp_m x warp_n = block_m x block_n (a consumer warpgroup computes whole tiles,
+  // two of them alternate); `ctas` persistent CTAs walk the tiles (0: one per tile).
   // kHalo: the output tile is tile_h x tile_w pixels (block_m = tile_h * tile_w, tile_w a
   // multiple of 16), block_n covers all of N, block_k is the padded K; `ctas` persistent CTAs
   // loop over the tiles (0: one CTA per tile). stages, split_k, raster and the vectors are
@@ -54,10 +59,15 @@ struct Schedule {
 
   // Warp (or warpgroup) tiles per CTA.
   int warp_tiles() const { return (block_m / warp_m) * (block_n / warp_n); }
-  int warps() const { return warp_tiles() * warps_per_warp_tile(instruction); }
+  int warps() const {
+    // kTma: two consumer warpgroups (each computes whole CTA tiles) and the producer warp.
+    if (mainloop == Mainloop::kTma) return 2 * 4 + 1;
+    return warp_tiles() * warps_per_warp_tile(instruction);
+  }
   int threads() const { return 32 * warps(); }
   // "tc_128x128x32_s3_w64x64_sk1_r8", "wgmma_128x256x64_s4_w64x256_sk1_r8",
-  // "halo_8x16_n64_w64x32_c132", "tc_64x64x32_s3_w32x32_sk1_r8_g8" (8 groups per tile)
+  // "halo_8x16_n64_w64x32_c132", "tc_64x64x32_s3_w32x32_sk1_r8_g8" (8 groups per tile),
+  // "tma_128x128x64_s4_r8_c132"
   std::string name() const;
   bool operator==(const Schedule&) const = default;
 };

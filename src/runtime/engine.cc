@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "device/cuda_api.h"
+#include "device/tensor_map.h"
 #include "runtime/target.h"
 
 namespace tessel::runtime {
@@ -27,7 +28,15 @@ struct BoundLaunch {
   void* function = nullptr;
   rt::LaunchConfig config;
   std::array<uint64_t, kMaxParamWords> words{};
+  rt::TensorMapParam maps;  // a TMA kernel's second parameter, encoded over `words`
 };
+
+// Resolves a launch's parameter words (and the tensor maps over them) with `address`.
+template <typename AddressFn>
+void bind(const PlanLaunch& plan, AddressFn address, BoundLaunch* l) {
+  for (size_t w = 0; w < plan.params.size(); ++w) l->words[w] = address(plan.params[w]);
+  if (!plan.tensor_maps.empty()) l->maps = rt::encode_tensor_maps(plan.tensor_maps, l->words.data());
+}
 
 }  // namespace
 
@@ -114,7 +123,7 @@ void Engine::Impl::enqueue(const BoundLaunch& l, void* stream) const {
   config.stream = stream;
   // The kernel's one parameter is the whole block; cuLaunchKernel copies it (into the graph
   // node, under capture).
-  void* args[] = {const_cast<uint64_t*>(l.words.data())};
+  void* args[] = {const_cast<uint64_t*>(l.words.data()), const_cast<rt::TensorMapParam*>(&l.maps)};
   rt::launch(l.function, config, args);
 }
 
@@ -136,10 +145,8 @@ Engine Engine::load(EnginePlan plan, const std::string& what, const ProgressFn& 
   e.plan = std::move(plan);
   e.load_modules(what, progress);
   e.allocate_regions();
-  for (size_t i = 0; i < e.launches.size(); ++i) {
-    const std::vector<Relocation>& params = e.plan.launches[i].params;
-    for (size_t w = 0; w < params.size(); ++w) e.launches[i].words[w] = e.address(params[w]);
-  }
+  for (size_t i = 0; i < e.launches.size(); ++i)
+    bind(e.plan.launches[i], [&e](const Relocation& r) { return e.address(r); }, &e.launches[i]);
   e.cuda_graph = std::make_unique<rt::CapturedGraph>(
       [&e](void* stream) {
         for (const BoundLaunch& l : e.launches) e.enqueue(l, stream);
@@ -215,8 +222,7 @@ void Engine::run_on(const std::vector<uint64_t>& inputs, const std::vector<uint6
   };
   for (size_t i = 0; i < impl_->launches.size(); ++i) {
     BoundLaunch l = impl_->launches[i];
-    const std::vector<Relocation>& params = plan.launches[i].params;
-    for (size_t w = 0; w < params.size(); ++w) l.words[w] = address(params[w]);
+    bind(plan.launches[i], address, &l);
     impl_->enqueue(l, stream);
   }
   // Outputs the kernels do not write: a constant, an input passed through, an output listed

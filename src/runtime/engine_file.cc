@@ -44,6 +44,22 @@ class Writer {
     u64(r.offset);
     u64(r.bytes);
   }
+  void tensor_map(const device::TensorMapSpec& m) {
+    u8(static_cast<uint8_t>(m.mode));
+    u8(static_cast<uint8_t>(m.type));
+    u8(m.operand);
+    u8(m.rank);
+    u8(m.swizzle ? 1 : 0);
+    i64(m.offset_bytes);
+    for (uint64_t d : m.dims) u64(d);
+    for (uint64_t s : m.strides) u64(s);
+    for (uint32_t b : m.box) u32(b);
+    for (uint32_t e : m.element_strides) u32(e);
+    for (int32_t c : m.lower) u32(static_cast<uint32_t>(c));
+    for (int32_t c : m.upper) u32(static_cast<uint32_t>(c));
+    u32(m.channels_per_pixel);
+    u32(m.pixels_per_column);
+  }
   void tensor(const PlanTensor& t) {
     str(t.name);
     str(dtype_name(t.dtype));
@@ -229,6 +245,8 @@ void write_sections(const EnginePlan& plan, const std::function<void(const char*
     w.str(l.instruction);
     w.str(l.schedule);
     w.i64(static_cast<int64_t>(l.predicted_us * 1000.0 + 0.5));  // nanoseconds
+    w.u32(static_cast<uint32_t>(l.tensor_maps.size()));
+    for (const device::TensorMapSpec& m : l.tensor_maps) w.tensor_map(m);
   }
   put("LNCH", w);
 }
@@ -236,7 +254,7 @@ void write_sections(const EnginePlan& plan, const std::function<void(const char*
 // The smallest encodings, which bound the counts a section may claim.
 constexpr size_t kMinRelocationBytes = 1 + 4 + 8 + 8;
 constexpr size_t kMinTensorBytes = 4 + 4 + 4;
-constexpr size_t kMinLaunchBytes = 4 + 4 + 7 * 4 + 4 + 4 + 4 + 8 + 8 + 4 + 4 + 8;
+constexpr size_t kMinLaunchBytes = 4 + 4 + 7 * 4 + 4 + 4 + 4 + 8 + 8 + 4 + 4 + 8 + 4;
 
 void read_target(Reader& r, EnginePlan& plan) {
   device::DeviceInfo& t = plan.target;
@@ -279,6 +297,33 @@ void read_cubins(Reader& r, EnginePlan& plan) {
   for (uint32_t i = 0; i < n; ++i) plan.cubins.push_back(r.blob());
 }
 
+// A TensorMapSpec's encoding: 5 bytes, the offset, 5 dims, 4 strides, 5 + 5 + 3 + 3 + 2 u32.
+constexpr size_t kTensorMapBytes = 5 + 8 + 5 * 8 + 4 * 8 + 18 * 4;
+
+device::TensorMapSpec read_tensor_map(Reader& r) {
+  device::TensorMapSpec m;
+  const uint8_t mode = r.u8(), type = r.u8();
+  if (mode > 1) TESSEL_CORRUPT(r) << "unknown tensor map mode " << int{mode};
+  if (type > 2) TESSEL_CORRUPT(r) << "unknown tensor map element type " << int{type};
+  m.mode = static_cast<device::TensorMapSpec::Mode>(mode);
+  m.type = static_cast<device::TensorMapSpec::Type>(type);
+  m.operand = r.u8();
+  m.rank = r.u8();
+  const uint8_t swizzle = r.u8();
+  if (swizzle > 1) TESSEL_CORRUPT(r) << "tensor map swizzle " << int{swizzle};
+  m.swizzle = swizzle == 1;
+  m.offset_bytes = r.i64();
+  for (uint64_t& d : m.dims) d = r.u64();
+  for (uint64_t& s : m.strides) s = r.u64();
+  for (uint32_t& b : m.box) b = r.u32();
+  for (uint32_t& e : m.element_strides) e = r.u32();
+  for (int32_t& c : m.lower) c = static_cast<int32_t>(r.u32());
+  for (int32_t& c : m.upper) c = static_cast<int32_t>(r.u32());
+  m.channels_per_pixel = r.u32();
+  m.pixels_per_column = r.u32();
+  return m;
+}
+
 void read_launches(Reader& r, EnginePlan& plan) {
   const uint32_t n = r.count(kMinLaunchBytes, "launches");
   for (uint32_t i = 0; i < n; ++i) {
@@ -297,6 +342,8 @@ void read_launches(Reader& r, EnginePlan& plan) {
     l.instruction = r.str();
     l.schedule = r.str();
     l.predicted_us = static_cast<double>(r.i64()) / 1000.0;
+    const uint32_t maps = r.count(kTensorMapBytes, "tensor maps");
+    for (uint32_t m = 0; m < maps; ++m) l.tensor_maps.push_back(read_tensor_map(r));
     plan.launches.push_back(std::move(l));
   }
 }

@@ -35,7 +35,8 @@
 
 namespace tessel::runtime {
 
-inline constexpr uint32_t kEngineFormatVersion = 2;  // 2: each launch's predicted time
+// 2: each launch's predicted time; 3: TMA descriptors of launches
+inline constexpr uint32_t kEngineFormatVersion = 3;
 inline constexpr size_t kEngineHeaderBytes = 32;
 
 // The file's bytes. Writes `plan` as it is: serializing does not check it (check_plan).

@@ -92,6 +92,17 @@ std::optional<std::string> check_launch(const EnginePlan& plan, size_t i) {
   for (size_t w = 0; w < l.params.size(); ++w)
     if (std::optional<std::string> why = check_relocation(plan, l.params[w]))
       return where + " word " + std::to_string(w) + " " + *why;
+  if (l.tensor_maps.size() > static_cast<size_t>(device::kMaxTensorMaps))
+    return where + " has " + std::to_string(l.tensor_maps.size()) + " tensor maps, at most " +
+           std::to_string(device::kMaxTensorMaps);
+  for (size_t m = 0; m < l.tensor_maps.size(); ++m) {
+    const device::TensorMapSpec& spec = l.tensor_maps[m];
+    if (std::optional<std::string> why = device::check_tensor_map(spec))
+      return where + " tensor map " + std::to_string(m) + ": " + *why;
+    if (spec.operand >= l.params.size() || l.params[spec.operand].region == Region::kNull)
+      return where + " tensor map " + std::to_string(m) + " maps parameter word " +
+             std::to_string(spec.operand) + ", which holds no address";
+  }
   return std::nullopt;
 }
 

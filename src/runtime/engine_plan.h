@@ -24,6 +24,7 @@
 #include "core/dtype.h"
 #include "core/shape.h"
 #include "device/device_info.h"
+#include "device/tensor_map.h"
 
 namespace tessel::runtime {
 
@@ -78,6 +79,9 @@ struct PlanLaunch {
   std::string instruction;  // "mma.sync", "wgmma" or "SIMT" (op kernels too)
   std::string schedule;     // Schedule::name() of a contraction; empty for op kernels
   double predicted_us = 0;  // the compiler's prediction (compiler/predict.h), 0: none
+  // A TMA kernel's descriptors (device/tensor_map.h), encoded at instantiation over the
+  // addresses of the parameter words they name and passed as its second parameter.
+  std::vector<device::TensorMapSpec> tensor_maps;
   bool operator==(const PlanLaunch&) const = default;
 };
 

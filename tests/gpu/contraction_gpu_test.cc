@@ -110,19 +110,38 @@ const std::vector<kernels::Schedule>& wgmma_schedules() {
   return s;
 }
 
+const std::vector<kernels::Schedule>& tma_schedules() {
+  // Few persistent CTAs in most, so that both consumer warpgroups and several tiles per CTA
+  // (the ring across tile boundaries) are exercised on small problems.
+  static const std::vector<kernels::Schedule> s = {
+      kernels::tma_schedule(128, 128, 4, 8, 2), kernels::tma_schedule(64, 256, 4, 8, 0),
+      kernels::tma_schedule(128, 128, 5, 8, 3), kernels::tma_schedule(64, 128, 6, 8, 1),
+      kernels::tma_schedule(128, 64, 4, 8, 5),  kernels::tma_schedule(256, 64, 3, 8, 2),
+      kernels::tma_schedule(64, 64, 2, 1, 3)};
+  return s;
+}
+
 // Picks a schedule the generator accepts: Tensor Cores (with vectors narrowed to what the
-// operands allow; wgmma for a third of them on Hopper) unless `simt`, then SIMT.
+// operands allow; on Hopper a third wgmma, a third TMA where it maps the operands) unless
+// `simt`, then SIMT.
 bool pick_schedule(TestProblem& p, std::mt19937& rng, bool simt, bool hopper) {
   std::vector<kernels::Schedule> cands;
   const bool tc_types = p.c.a_dtype == p.c.b_dtype && p.c.a_dtype != DType::kF32;
   if (!simt && tc_types) {
-    std::vector<kernels::Schedule> all = hopper && rng() % 3 == 0 ? wgmma_schedules() : tc_schedules();
+    const unsigned draw = rng() % 3;
+    std::vector<kernels::Schedule> all = !hopper || draw == 0 ? tc_schedules()
+                                         : draw == 1          ? wgmma_schedules()
+                                                              : tma_schedules();
     std::shuffle(all.begin(), all.end(), rng);
+    if (hopper && draw == 2) {  // TMA where it maps the operands, else the other kernels
+      for (const auto& s : tc_schedules()) all.push_back(s);
+    }
     for (auto s : all) {
       s.a_vec = std::min(s.a_vec, p.c.a_vec);
       s.b_vec = std::min(s.b_vec, p.c.b_vec);
       const int64_t k_tiles = (p.c.k + s.block_k - 1) / s.block_k;
-      if (rng() % 4 == 0 && k_tiles >= 4) s.split_k = 2 + static_cast<int>(rng() % 3);
+      const bool tma = s.mainloop == kernels::Mainloop::kTma;
+      if (!tma && rng() % 4 == 0 && k_tiles >= 4) s.split_k = 2 + static_cast<int>(rng() % 3);
       if (rng() % 3 == 0) s.raster = 1;
       cands.push_back(s);
     }
@@ -247,6 +266,24 @@ std::vector<TestProblem> fixed_problems(bool hopper) {
         {step(K::kRelu)});  // ci = 3 through registers
     add(gemm_problem(64, 512, 4096, "NT", DType::kBF16, DType::kBF16), wgmma_schedule(64, 128, 64, 64, 128, 5, 8),
         {step(K::kSilu)});
+    // TMA: tiled A (GEMM, 1x1 stride 1) and im2col A (3x3 pad 1, stride 2, dilation 2, 7x7,
+    // a 1x1 stride-2 downsample), M, N and K tails in every one (K: channels not a multiple
+    // of 64), batches of images that a tile's pixels run across.
+    add(gemm_problem(300, 200, 520, "NT"), kernels::tma_schedule(64, 256, 4, 8, 2), {step(K::kBias)});
+    add(gemm_problem(77, 70, 72, "NT", DType::kBF16, DType::kBF16), kernels::tma_schedule(64, 64, 2, 1, 1),
+        {step(K::kRelu)});
+    add(conv_problem(conv_params(3, 7, 9, 64, 96, 1, 1, 0)), kernels::tma_schedule(128, 128, 4, 8, 0),
+        {step(K::kResidualAdd), step(K::kRelu)});
+    add(conv_problem(conv_params(2, 30, 30, 64, 128, 3, 1, 1)), kernels::tma_schedule(128, 128, 5, 8, 4),
+        {step(K::kBias), step(K::kRelu)});
+    add(conv_problem(conv_params(3, 13, 11, 40, 72, 3, 2, 1)), kernels::tma_schedule(128, 128, 4, 8, 1),
+        {step(K::kScale), step(K::kBias)});
+    add(conv_problem(conv_params(2, 14, 14, 32, 48, 3, 1, 2, 2)), kernels::tma_schedule(64, 128, 6, 8, 3),
+        {step(K::kLeakyRelu, 0.1f)});
+    add(conv_problem(conv_params(2, 16, 15, 24, 64, 7, 2, 3)), kernels::tma_schedule(128, 64, 4, 8, 0),
+        {step(K::kSilu)});
+    add(conv_problem(conv_params(4, 15, 15, 128, 200, 1, 2, 0)), kernels::tma_schedule(256, 64, 3, 8, 2),
+        {step(K::kBias)});
   }
   return v;
 }
@@ -259,7 +296,7 @@ TEST_F(ContractionGpuTest, RandomProblemsMatchCpuReference) {
   ASSERT_GE(ps.size(), 200u);
   std::vector<std::string> errors;
   auto kernels = build_all(ps, info_.arch(), errors);
-  int tc = 0, wg = 0;
+  int tc = 0, wg = 0, tma = 0;
   for (size_t i = 0; i < ps.size(); ++i) {
     if (!kernels[i]) {
       ADD_FAILURE() << ps[i].name() << ": build failed: " << errors[i];
@@ -267,6 +304,7 @@ TEST_F(ContractionGpuTest, RandomProblemsMatchCpuReference) {
     }
     tc += ps[i].s.instruction != kernels::Instruction::kSimt;
     wg += ps[i].s.instruction == kernels::Instruction::kWgmma;
+    tma += ps[i].s.mainloop == kernels::Mainloop::kTma;
     try {
       run_and_check(ps[i], *kernels[i], rng);
     } catch (const std::exception& e) {
@@ -276,6 +314,7 @@ TEST_F(ContractionGpuTest, RandomProblemsMatchCpuReference) {
   EXPECT_GE(tc, 120) << "most random problems should take a Tensor Core path";
   if (hopper) {
     EXPECT_GE(wg, 30) << "wgmma kernels among them on Hopper";
+    EXPECT_GE(tma, 15) << "TMA kernels among them on Hopper";
   }
 }
 

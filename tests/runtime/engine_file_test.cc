@@ -86,6 +86,23 @@ EnginePlan synthetic_plan() {
   fc.bytes = 192 + 256 + 40 + 80;
   fc.instruction = "mma.sync";
   fc.schedule = "tc_32x32x64_s3_w16x16_sk1_r8";
+  // A TMA descriptor of B (word 1): every field set, so that the round trip checks them all.
+  device::TensorMapSpec map;
+  map.mode = device::TensorMapSpec::Mode::kIm2col;
+  map.type = device::TensorMapSpec::Type::kBF16;
+  map.operand = 1;
+  map.swizzle = true;
+  map.rank = 4;
+  map.offset_bytes = 32;
+  map.dims = {64, 5, 6, 2, 0};
+  map.strides = {256, 1280, 7680, 0};
+  map.box = {0, 0, 0, 0, 0};
+  map.element_strides = {1, 2, 2, 1, 1};
+  map.lower = {-1, -1, 0};
+  map.upper = {-2, -1, 0};
+  map.channels_per_pixel = 64;
+  map.pixels_per_column = 128;
+  fc.tensor_maps = {map};
   p.launches = {cast, fc};
   return p;
 }
@@ -331,6 +348,16 @@ TEST(EngineFile, InconsistentPlansAreCorrupt) {
        "70005 workspaces, inputs and outputs"},
       {[](EnginePlan& p) { p.cubins[1].clear(); }, "cubin 1 is empty"},
       {[](EnginePlan& p) { p.batch = 0; }, "batch 0"},
+      {[](EnginePlan& p) { p.launches[1].params[1] = {}; },
+       "launch 1 ('fc') tensor map 0 maps parameter word 1, which holds no address"},
+      {[](EnginePlan& p) { p.launches[1].tensor_maps[0].operand = 6; },
+       "launch 1 ('fc') tensor map 0: tensor map of operand 6 (0 to 2 expected)"},
+      {[](EnginePlan& p) { p.launches[1].tensor_maps[0].strides[0] = 100; },
+       "launch 1 ('fc') tensor map 0: tensor map stride 100 bytes of dim 1 (a multiple of 16 below 2^40)"},
+      {[](EnginePlan& p) { p.launches[1].tensor_maps[0].pixels_per_column = 512; },
+       "launch 1 ('fc') tensor map 0: im2col map of 512 pixels per column (1 to 256)"},
+      {[](EnginePlan& p) { p.launches[1].tensor_maps.resize(4, p.launches[1].tensor_maps[0]); },
+       "launch 1 ('fc') has 4 tensor maps, at most 3"},
   };
   for (const Case& c : cases) {
     EnginePlan plan = synthetic_plan();
@@ -342,6 +369,10 @@ TEST(EngineFile, InconsistentPlansAreCorrupt) {
   plan.launches[1].params[7].region = static_cast<Region>(9);
   EXPECT_EQ(parse_error(serialize_plan(plan)),
             "engine file model.tsl is corrupt: section LNCH: unknown region 9");
+  plan = synthetic_plan();
+  plan.launches[1].tensor_maps[0].mode = static_cast<device::TensorMapSpec::Mode>(7);
+  EXPECT_EQ(parse_error(serialize_plan(plan)),
+            "engine file model.tsl is corrupt: section LNCH: unknown tensor map mode 7");
 }
 
 device::DeviceInfo a100() {

@@ -25,22 +25,29 @@ std::optional<int> plain(const AffineIndex& ix, const std::vector<IterDim>& dims
   return t[0].first;
 }
 
-// An input spatial index out + k - pad: returns (out dim, kernel dim), each -1 when absent.
-std::optional<std::pair<int, int>> window(const AffineIndex& ix, const std::vector<IterDim>& dims) {
+// An input spatial index stride*out + dilation*k - pad: its dims (each -1 when absent) and
+// coefficients (1 where absent).
+struct WindowIndex {
   int out = -1, k = -1;
+  int64_t stride = 1, dilation = 1;
+};
+std::optional<WindowIndex> window(const AffineIndex& ix, const std::vector<IterDim>& dims,
+                                  bool general) {
+  WindowIndex w;
   for (auto [j, coeff] : terms(ix, dims)) {
-    if (coeff != 1) return std::nullopt;  // strided or dilated
-    int& slot = dims[j].reduction ? k : out;
+    if (coeff < 1 || (coeff != 1 && !general)) return std::nullopt;  // strided or dilated
+    int& slot = dims[j].reduction ? w.k : w.out;
     if (slot >= 0) return std::nullopt;
     slot = j;
+    (dims[j].reduction ? w.dilation : w.stride) = coeff;
   }
   if (ix.offset > 0) return std::nullopt;  // a window that starts inside the image
-  return std::make_pair(out, k);
+  return w;
 }
 
 int64_t extent(const std::vector<IterDim>& dims, int j) { return j < 0 ? 1 : dims[j].extent; }
 
-std::optional<ConvWindow> window_of(const Contraction& c, bool nchw) {
+std::optional<ConvWindow> window_of(const Contraction& c, bool nchw, bool general) {
   const auto& dims = c.maps.dims;
   const Access &a = c.maps.a, &b = c.maps.b, &out = c.maps.c;
   if (!c.batch_dims.empty() || c.operands_swapped) return std::nullopt;
@@ -56,13 +63,20 @@ std::optional<ConvWindow> window_of(const Contraction& c, bool nchw) {
   // A[img, oh + kh - pt, ow + kw - pl, ci], or A[img, ci, oh + kh - pt, ow + kw - pl].
   const int y = nchw ? 2 : 1, x = nchw ? 3 : 2, ch = nchw ? 1 : 3;
   const auto a_img = plain(a.index[0], dims, a.shape[0]);
-  const auto wy = window(a.index[y], dims);
-  const auto wx = window(a.index[x], dims);
-  const auto ci = plain(a.index[ch], dims, a.shape[ch]);
-  if (!a_img || *a_img != *img || !wy || !wx || !ci || wy->first != *oh || wx->first != *ow)
+  const auto wy = window(a.index[y], dims, general);
+  const auto wx = window(a.index[x], dims, general);
+  // The channel: ci, or ci + offset inside wider pixels (general only).
+  AffineIndex channel = a.index[ch];
+  const int64_t channel_offset = channel.offset;
+  channel.offset = 0;
+  const auto ci = plain(channel, dims, a.shape[ch]);
+  if (!a_img || *a_img != *img || !wy || !wx || !ci || wy->out != *oh || wx->out != *ow)
     return std::nullopt;
-  if (*ci < 0 || !dims[*ci].reduction || dims[*ci].extent != a.shape[ch]) return std::nullopt;
-  const int kh = wy->second, kw = wx->second;
+  if (*ci < 0 || !dims[*ci].reduction) return std::nullopt;
+  if (general ? channel_offset < 0 || channel_offset + dims[*ci].extent > a.shape[ch]
+              : channel_offset != 0 || dims[*ci].extent != a.shape[ch])
+    return std::nullopt;
+  const int kh = wy->k, kw = wx->k;
   // B[co, kh, kw, ci], dense.
   const auto b_co = plain(b.index[0], dims, b.shape[0]);
   const auto b_kh = plain(b.index[1], dims, b.shape[1]);
@@ -76,7 +90,13 @@ std::optional<ConvWindow> window_of(const Contraction& c, bool nchw) {
   w.nchw_input = nchw;
   w.in_h = a.shape[y];
   w.in_w = a.shape[x];
-  w.channels = a.shape[ch];
+  w.channels = extent(dims, *ci);
+  w.channel_pitch = a.shape[ch];
+  w.channel_offset = channel_offset;
+  w.stride_h = wy->stride;
+  w.stride_w = wx->stride;
+  w.dilation_h = wy->dilation;
+  w.dilation_w = wx->dilation;
   w.out_h = extent(dims, *oh);
   w.out_w = extent(dims, *ow);
   w.out_channels = extent(dims, *co);
@@ -96,8 +116,10 @@ std::optional<ConvWindow> window_of(const Contraction& c, bool nchw) {
 std::optional<ConvWindow> conv_window(const Contraction& c) {
   // NHWC first: a 1-tall kernel without padding reads A[img, oh, ...], which looks like a
   // channel index too.
-  if (auto w = window_of(c, false)) return w;
-  return window_of(c, true);
+  if (auto w = window_of(c, false, false)) return w;
+  return window_of(c, true, false);
 }
+
+std::optional<ConvWindow> conv_geometry(const Contraction& c) { return window_of(c, false, true); }
 
 }  // namespace tessel::contraction

@@ -26,10 +26,20 @@ struct ConvWindow {
   int64_t out_channels = 1;                  // N
   int64_t kernel_h = 1, kernel_w = 1;        // B: [out_channels, kernel_h, kernel_w, channels]
   int64_t pad_top = 0, pad_left = 0;         // the window of (oh, ow) starts at -pad
+  // conv_geometry only (conv_window's are 1 and dense): the window of (oh, ow) starts at
+  // (stride_h * oh - pad_top, stride_w * ow - pad_left) and its taps are dilation apart; A's
+  // pixels hold channel_pitch elements of which the conv reads channels [channel_offset,
+  // channel_offset + channels) (a channel slice of a Concat's buffer).
+  int64_t stride_h = 1, stride_w = 1, dilation_h = 1, dilation_w = 1;
+  int64_t channel_pitch = 0, channel_offset = 0;
 };
 
 // The window of `c`, or nothing when `c` is not such a convolution (strided, dilated, grouped,
-// batched, another layout, or a GEMM).
+// batched, another layout, a channel slice of A, or a GEMM).
 std::optional<ConvWindow> conv_window(const Contraction& c);
+
+// Any group-1 NHWC convolution: strides, dilations and a channel slice of A allowed (never
+// the NCHW-input form). Nothing for everything else.
+std::optional<ConvWindow> conv_geometry(const Contraction& c);
 
 }  // namespace tessel::contraction

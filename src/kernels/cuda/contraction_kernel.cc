@@ -5,6 +5,7 @@
 #include <cstddef>
 
 #include "kernels/cuda/templates/tessel_params.cuh"
+#include "device/tensor_map.h"
 #include "core/error.h"
 
 namespace tessel::kernels::cuda {
@@ -18,6 +19,9 @@ static_assert(offsetof(KernelParams, a) == kParamWordA * sizeof(uint64_t) &&
                   offsetof(KernelParams, extra) == kParamWordExtra * sizeof(uint64_t) &&
                   kParamWordExtra + kMaxEpilogueOperands == kParamWords,
               "the kParamWord* indices follow KernelParams");
+static_assert(sizeof(TensorMaps) == sizeof(device::TensorMapParam) && alignof(TensorMaps) == 64 &&
+                  kParamWordA == 0 && kParamWordB == 1 && kParamWordC == 2,
+              "TensorMaps is the encoded TensorMapParam; TensorMapSpec::operand 0/1/2 are A, B, C");
 
 CompiledContraction compile_contraction(const contraction::Contraction& c,
                                         const contraction::Epilogue& e, const kernels::Schedule& s,
@@ -59,7 +63,14 @@ void ContractionKernel::launch(const KernelArgs& args, void* stream) const {
   params.c = ptr(args.c);
   params.workspace = ptr(args.workspace);
   for (size_t i = 0; i < args.extra.size(); ++i) params.extra[i] = ptr(args.extra[i]);
-  void* kernel_args[] = {&params};
+  // A TMA kernel's descriptors, encoded on the host for these addresses (a microsecond's
+  // work): the driver copies them with the parameters, also into a graph node under capture.
+  device::TensorMapParam maps;
+  if (!src.tensor_maps.empty()) {
+    const uint64_t words[] = {args.a, args.b, args.c};
+    maps = device::encode_tensor_maps(src.tensor_maps, words);
+  }
+  void* kernel_args[] = {&params, &maps};
   device::LaunchConfig config;
   for (int i = 0; i < 3; ++i) {
     config.grid[i] = src.grid[i];

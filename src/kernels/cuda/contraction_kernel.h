@@ -14,6 +14,7 @@
 #include "kernels/contraction/contraction.h"
 #include "kernels/contraction/epilogue.h"
 #include "device/cuda_api.h"
+#include "device/tensor_map.h"
 #include "kernels/schedule.h"
 
 namespace tessel::kernels::cuda {
@@ -35,6 +36,10 @@ struct KernelSource {
   unsigned block[3] = {1, 1, 1};
   unsigned smem_bytes = 0;
   size_t workspace_bytes = 0;  // split-K partials
+  // TMA kernels: the descriptors of their second parameter (TensorMaps in tessel_params.cuh),
+  // to encode over the parameter word each names (TensorMapSpec::operand: kParamWordA or
+  // kParamWordB) once its address is known.
+  std::vector<device::TensorMapSpec> tensor_maps;
 };
 
 // Throws InternalError if can_implement() says no.

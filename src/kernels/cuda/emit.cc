@@ -251,6 +251,54 @@ std::string emit_halo_geometry(const KernelPlan& plan) {
 }
 
 
+// The walk over K and the convolution window of a TMA kernel (tessel_tma.cuh's part of the
+// Problem contract), from kernels::tma_layout: host and device use the same numbers.
+std::string emit_tma_geometry(const kernels::TmaLayout& l) {
+  const contraction::ConvWindow& w = l.window;
+  std::ostringstream o;
+  o << fmt::format("  // TMA operands: A {}, B [N, {} taps, {} channels]\n",
+                   l.a_im2col ? "an im2col map over the NHWC input" : "a tiled (M, K) map", l.taps,
+                   l.channels);
+  o << fmt::format("  static constexpr bool kAIm2col = {};\n", l.a_im2col);
+  o << fmt::format("  static constexpr int kTaps = {}, kChunks = {}, kKernelW = {};\n", l.taps,
+                   l.chunks, l.kernel_w);
+  o << fmt::format("  static constexpr int kOutH = {}, kOutW = {}, kStrideH = {}, kStrideW = {};\n",
+                   w.out_h, w.out_w, w.stride_h, w.stride_w);
+  o << fmt::format("  static constexpr int kPadT = {}, kPadL = {}, kDilationH = {}, kDilationW = {};\n",
+                   w.pad_top, w.pad_left, w.dilation_h, w.dilation_w);
+  return o.str();
+}
+
+// The C map of a TMA kernel's bulk stores (tessel_tma.cuh, kTmaStore), where the store map
+// and the output allow one: plain or channel-slice rows of 16-bit or int8 outputs, the rows
+// and the slice's start 16-byte aligned. Dense (16, 64) boxes at (n, m), clipped to (N, M), so
+// a slice's neighbours in the buffer are never written.
+std::optional<device::TensorMapSpec> tma_store_map(const KernelPlan& plan) {
+  const StoreMap& st = plan.e->store;
+  if (st.kind != StoreMap::Kind::kPlain && st.kind != StoreMap::Kind::kChannelSlice) return std::nullopt;
+  const DType out = plan.e->out_dtype;
+  if (out != DType::kF16 && out != DType::kBF16 && out != DType::kI8) return std::nullopt;
+  if (plan.store_n_stride != 1 || !plan.c->batch_dims.empty()) return std::nullopt;
+  const int64_t size = static_cast<int64_t>(dtype_size(out));
+  const int64_t ld = plan.out_channels;
+  const int64_t offset = st.kind == StoreMap::Kind::kChannelSlice ? st.channel_offset : 0;
+  if (ld * size % 16 != 0 || offset * size % 16 != 0) return std::nullopt;
+  device::TensorMapSpec m;
+  m.mode = device::TensorMapSpec::Mode::kTiled;
+  m.type = out == DType::kI8    ? device::TensorMapSpec::Type::kU8
+           : out == DType::kBF16 ? device::TensorMapSpec::Type::kBF16
+                                 : device::TensorMapSpec::Type::kF16;
+  m.operand = static_cast<uint8_t>(kParamWordC);
+  m.rank = 2;
+  m.swizzle = false;
+  m.offset_bytes = offset * size;
+  m.dims = {static_cast<uint64_t>(plan.c->n), static_cast<uint64_t>(plan.c->m), 0, 0, 0};
+  m.strides = {static_cast<uint64_t>(ld * size), 0, 0, 0};
+  m.box = {64, 16, 0, 0, 0};
+  if (device::check_tensor_map(m)) return std::nullopt;
+  return m;
+}
+
 }  // namespace
 
 KernelSource emit(const Contraction& c, const Epilogue& e, const kernels::Schedule& s) {
@@ -260,9 +308,14 @@ KernelSource emit(const Contraction& c, const Epilogue& e, const kernels::Schedu
   const bool tc = s.instruction != kernels::Instruction::kSimt;
   const bool wgmma = s.instruction == kernels::Instruction::kWgmma;
   const bool halo = s.mainloop == kernels::Mainloop::kHalo;
-  const char* kernel =
-      halo ? "HaloConvKernel" : wgmma ? "WgmmaKernel" : tc ? "MmaKernel" : "SimtKernel";
+  const bool tma = s.mainloop == kernels::Mainloop::kTma;
+  const char* kernel = halo    ? "HaloConvKernel"
+                       : tma   ? "TmaWgmmaKernel"
+                       : wgmma ? "WgmmaKernel"
+                       : tc    ? "MmaKernel"
+                               : "SimtKernel";
   const char* header = halo    ? "tessel_halo.cuh"
+                       : tma   ? "tessel_tma.cuh"
                        : wgmma ? "tessel_wgmma.cuh"
                        : tc    ? "tessel_mma.cuh"
                                : "tessel_simt.cuh";
@@ -270,6 +323,16 @@ KernelSource emit(const Contraction& c, const Epilogue& e, const kernels::Schedu
   std::ostringstream body;
   body << "struct Problem {\n";
   if (halo) body << emit_halo_geometry(plan);
+  std::optional<kernels::TmaLayout> tma_layout;
+  std::optional<device::TensorMapSpec> tma_store;
+  if (tma) {
+    tma_layout = kernels::tma_layout(c, s);
+    TESSEL_ICHECK(tma_layout) << "emit: a TMA schedule without a layout";
+    body << emit_tma_geometry(*tma_layout);
+    tma_store = tma_store_map(plan);
+    body << fmt::format("  static constexpr bool kTmaStore = {};  // bulk tensor stores of C (third map)\n",
+                        tma_store.has_value());
+  }
   body << fmt::format("  using Index = {};\n", plan.index64 ? "long long" : "int");
   if (halo) {
     body << fmt::format("  using Element = {};   // the mma operands\n", kernel_element_type(c.b_dtype));
@@ -315,7 +378,7 @@ KernelSource emit(const Contraction& c, const Epilogue& e, const kernels::Schedu
   body << fmt::format("  static constexpr bool kAKMajor = {}, kBKMajor = {};\n", plan.a.k_major, plan.b.k_major);
   body << fmt::format("  static constexpr int kAVec = {}, kBVec = {};\n\n", plan.a.vec, plan.b.vec);
   for (const OperandPlan* op : {&plan.a, &plan.b}) {
-    if (halo) break;  // the halo kernel addresses X and W itself
+    if (halo || tma) break;  // the halo kernel addresses X and W itself, the TMA kernel's maps do
     std::istringstream g(emit_gather(plan, *op));
     for (std::string line; std::getline(g, line);) {
       body << (line.empty() || line[0] == '#' ? "" : "  ") << line << "\n";
@@ -337,15 +400,24 @@ KernelSource emit(const Contraction& c, const Epilogue& e, const kernels::Schedu
   src << fmt::format("static_assert({}<Problem>::kThreads == {}, \"host and device agree on threads\");\n",
                      kernel, plan.threads);
   src << "}  // namespace\n\n";
-  src << fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}(const tessel::KernelParams p) {{\n",
-                     plan.threads, ks.name);
-  src << fmt::format("  tessel::{}<Problem>::run(p);\n}}\n", kernel);
+  if (tma) {
+    src << fmt::format("extern \"C\" __global__ void __launch_bounds__({}, 1) {}(const tessel::KernelParams p,\n"
+                       "    const __grid_constant__ tessel::TensorMaps maps) {{\n",
+                       plan.threads, ks.name);
+    src << fmt::format("  tessel::{}<Problem>::run(p, maps);\n}}\n", kernel);
+  } else {
+    src << fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}(const tessel::KernelParams p) {{\n",
+                       plan.threads, ks.name);
+    src << fmt::format("  tessel::{}<Problem>::run(p);\n}}\n", kernel);
+  }
   ks.source = src.str();
   ks.headers = embedded_headers();
   ks.grid[0] = static_cast<unsigned>(plan.grid_x);
   ks.block[0] = static_cast<unsigned>(plan.threads);
   ks.smem_bytes = plan.smem_bytes;
   ks.workspace_bytes = plan.workspace_bytes;
+  if (tma_layout) ks.tensor_maps = {tma_layout->a, tma_layout->b};
+  if (tma_store) ks.tensor_maps.push_back(*tma_store);
   return ks;
 }
 

@@ -433,6 +433,19 @@ std::optional<std::string> make_plan(const Contraction& c, const Epilogue& e, co
     p->k_tiles = p->k_tiles_per_split = 1;
     tiles = static_cast<uint64_t>(layout->tiles);
     p->grid_x = s.ctas > 0 ? std::min<uint64_t>(tiles, static_cast<uint64_t>(s.ctas)) : tiles;
+  } else if (s.mainloop == kernels::Mainloop::kTma) {
+    // No gathers: the tensor maps address A and B (tessel_tma.cuh), both K-major.
+    const std::optional<kernels::TmaLayout> layout = kernels::tma_layout(c, s);
+    TESSEL_ICHECK(layout) << "check_schedule accepted a TMA schedule without a layout";
+    p->a.k_major = p->b.k_major = true;
+    p->a.vec = p->b.vec = 8;
+    p->tiles_m = (c.m + s.block_m - 1) / s.block_m;
+    p->tiles_n = (c.n + s.block_n - 1) / s.block_n;
+    p->k_tiles = p->k_tiles_per_split = static_cast<int>(layout->taps * layout->chunks);
+    tiles = static_cast<uint64_t>(p->tiles_m * p->tiles_n);
+    // `ctas` persistent CTAs (0: one per tile), never more than the tiles: a CTA's second
+    // consumer warpgroup works only where the tiles outnumber the CTAs.
+    p->grid_x = s.ctas > 0 ? std::min<uint64_t>(tiles, static_cast<uint64_t>(s.ctas)) : tiles;
   } else {
     if (auto r = plan_operand(c, s, s.instruction, p->threads, 'A', s.a_vec, &p->a)) return r;
     if (auto r = plan_operand(c, s, s.instruction, p->threads, 'B', s.b_vec, &p->b)) return r;

@@ -5,6 +5,8 @@
 // the gathers, checks and store arithmetic the index maps call for.
 #include <gtest/gtest.h>
 
+#include "kernels/kernel_rules.h"
+
 #include <unistd.h>
 
 #include <filesystem>
@@ -110,6 +112,20 @@ std::vector<TestProblem> wgmma_variants() {
   v.push_back(with(gemm_problem(512, 256, 512, "TN", DType::kBF16, DType::kBF16),
                    wgmma_schedule(128, 128, 64, 128, 128, 3)));
   v.push_back(with(gemm_problem(32, 4096, 25088, "NT"), wgmma_schedule(64, 128, 64, 64, 128, 4, 7)));
+  // The TMA kernel: tiled A (GEMM, 1x1), im2col A (3x3, strided 1x1).
+  v.push_back(with(gemm_problem(4096, 4096, 4096, "NT"), kernels::tma_schedule(64, 256, 4, 8, 0)));
+  v.push_back(with(conv_problem(conv_params(32, 56, 56, 64, 256, 1, 1, 0)), kernels::tma_schedule(128, 128, 5, 8, 0),
+                   {step(K::kBias), step(K::kResidualAdd), step(K::kRelu)}));
+  v.push_back(with(conv_problem(conv_params(32, 28, 28, 128, 128, 3, 1, 1)), kernels::tma_schedule(128, 128, 4, 8, 0),
+                   {step(K::kBias), step(K::kRelu)}));
+  v.push_back(with(conv_problem(conv_params(8, 56, 56, 256, 512, 1, 2, 0), DType::kBF16, DType::kBF16),
+                   kernels::tma_schedule(256, 64, 3, 8, 0)));
+  {  // int8: wgmma k32 from 128-element k-tiles
+    kernels::Schedule s = kernels::tma_schedule(128, 128, 5, 8, 0);
+    s.block_k = 128;
+    v.push_back(with(conv_problem(conv_params(32, 28, 28, 128, 128, 3, 1, 1), DType::kI8, DType::kF16), s,
+                     {step(K::kScale), step(K::kBias), step(K::kRelu)}));
+  }
   return v;
 }
 
@@ -146,6 +162,34 @@ TEST_P(VariantCompiles, ForSm80AndSm90aWithTheIntendedInstructions) {
         EXPECT_TRUE(has(ptx, expected)) << "vec " << vec;
       }
       EXPECT_TRUE(has(ptx, "cp.async.wait_group"));
+    } else if (p.s.mainloop == kernels::Mainloop::kTma) {
+      const std::string type = p.c.a_dtype == DType::kBF16 ? "bf16" : "f16";
+      if (p.c.a_dtype == DType::kI8) {
+        EXPECT_TRUE(has(ptx, "wgmma.mma_async.sync.aligned.m64n" + std::to_string(p.s.warp_n) + "k32.s32.s8.s8"));
+      } else {
+        EXPECT_TRUE(has(ptx, "wgmma.mma_async.sync.aligned.m64n" + std::to_string(p.s.warp_n) + "k16.f32." +
+                                 type + "." + type));
+      }
+      const bool im2col = p.c.a_gather;
+      EXPECT_EQ(has(ptx, "cp.async.bulk.tensor.4d.shared::cluster.global.im2col"), im2col);
+      EXPECT_EQ(has(ptx, "cp.async.bulk.tensor.2d.shared::cluster.global.tile"), !im2col);
+      EXPECT_TRUE(has(ptx, "cp.async.bulk.tensor.3d.shared::cluster.global.tile"));  // B
+      EXPECT_TRUE(has(ptx, "mbarrier.try_wait.parity"));
+      EXPECT_TRUE(has(ptx, "mbarrier.arrive.expect_tx"));
+      EXPECT_FALSE(has(ptx, "cp.async.cg")) << "no thread-issued copies";
+      EXPECT_FALSE(has(ptx, "mma.sync"));
+      // A, B and (f16, bf16, int8 outputs of a plain store) C for the bulk stores.
+      const bool tma_store = p.e.out_dtype != DType::kF32;
+      ASSERT_EQ(ks.tensor_maps.size(), tma_store ? 3u : 2u);
+      EXPECT_EQ(ks.tensor_maps[0].mode == device::TensorMapSpec::Mode::kIm2col, im2col);
+      EXPECT_EQ(ks.tensor_maps[0].operand, 0);
+      EXPECT_EQ(ks.tensor_maps[1].operand, 1);
+      EXPECT_EQ(has(ptx, "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group"), tma_store);
+      if (tma_store) {
+        EXPECT_EQ(ks.tensor_maps[2].operand, 2);
+        EXPECT_FALSE(ks.tensor_maps[2].swizzle);
+        EXPECT_EQ(ks.tensor_maps[2].dims[0], static_cast<uint64_t>(p.c.n));
+      }
     } else if (wgmma) {
       const std::string type = p.c.a_dtype == DType::kBF16 ? "bf16" : "f16";
       EXPECT_TRUE(has(ptx, "wgmma.mma_async.sync.aligned.m64n" + std::to_string(p.s.warp_n) + "k16.f32." +
@@ -220,6 +264,61 @@ TEST(CanImplement, RejectsIllegalSchedulesWithReasons) {
   bad_slice.e.store.ld = 96;
   bad_slice.e.store.channel_offset = 48;
   expect_rejected(bad_slice, "channel slice [48, 112) exceeds the buffer's 96 channels");
+}
+
+TEST(CanImplement, RejectsWhatTheTmaKernelCannotMapWithReasons) {
+  const TestProblem conv = conv_problem(conv_params(2, 28, 28, 64, 64, 3, 1, 1));
+  EXPECT_FALSE(can_implement(conv.c, conv.e, kernels::tma_schedule(128, 64, 4, 8, 0)));
+  kernels::Schedule k128 = kernels::tma_schedule(128, 64, 4, 8, 0);
+  k128.block_k = 128;
+  expect_rejected(with(conv, k128), "block_k=128: the TMA kernel moves k-tiles of 64 elements (128 bytes)");
+  kernels::Schedule split = kernels::tma_schedule(128, 64, 4, 8, 0);
+  split.split_k = 2;
+  expect_rejected(with(conv, split), "the TMA kernel does not split K");
+  expect_rejected(with(conv, kernels::tma_schedule(128, 64, 9, 8, 0)), "9 stages (2 to 8 for the TMA kernel)");
+  kernels::Schedule split_tile = kernels::tma_schedule(128, 128, 4, 8, 0);
+  split_tile.warp_m = 64;
+  expect_rejected(with(conv, split_tile), "warpgroup tile 64x128 is not the CTA tile 128x128");
+  expect_rejected(with(conv, kernels::tma_schedule(128, 256, 3, 8, 0)), "needs more than 128 accumulators per thread");
+  // ci = 4: 8-byte pixels, no 16-byte multiple for the map's strides.
+  expect_rejected(with(conv_problem(conv_params(1, 28, 28, 4, 64, 3, 1, 1)), kernels::tma_schedule(128, 64, 4, 8, 0)),
+                  "a multiple of 16");
+  expect_rejected(with(conv_problem(conv_params(2, 10, 10, 64, 64, 3, 1, 1, 1, 4)), kernels::tma_schedule(128, 64, 4, 8, 0)),
+                  "one GEMM (no batch or group dims");
+  expect_rejected(with(gemm_problem(256, 256, 256, "NN"), kernels::tma_schedule(128, 64, 4, 8, 0)),
+                  "the TMA kernel reads both operands K-major");
+  const TestProblem f32 = gemm_problem(64, 64, 64, "NT", DType::kF32, DType::kF32);
+  expect_rejected(with(f32, kernels::tma_schedule(64, 64, 4, 8, 0)), "Tensor Cores need f16, bf16 or i8");
+}
+
+TEST(TmaLayout, MapsTheOperandsOfGemmsAndConvolutions) {
+  // 1x1 stride 1: A is a plain (M, K) matrix.
+  const TestProblem pw = conv_problem(conv_params(2, 7, 9, 96, 64, 1, 1, 0));
+  const auto l1 = kernels::tma_layout(pw.c, kernels::tma_schedule(128, 64, 4, 8, 0));
+  ASSERT_TRUE(l1);
+  EXPECT_FALSE(l1->a_im2col);
+  EXPECT_EQ(l1->a.dims[0], 96u);
+  EXPECT_EQ(l1->a.dims[1], 2u * 7 * 9);
+  EXPECT_EQ(l1->a.strides[0], 96u * 2);
+  EXPECT_EQ(l1->a.box[1], 128u);
+  EXPECT_EQ(l1->chunks, 2);  // 96 channels: one full chunk, one half zero-filled
+  EXPECT_EQ(l1->b.dims[2], 64u);
+  // 3x3 stride 2 pad 1 over 13x11 (out 7x6): window origins -1, 1, ... along each dim.
+  const TestProblem s2 = conv_problem(conv_params(3, 13, 11, 40, 72, 3, 2, 1));
+  const auto l2 = kernels::tma_layout(s2.c, kernels::tma_schedule(128, 128, 4, 8, 0));
+  ASSERT_TRUE(l2);
+  EXPECT_TRUE(l2->a_im2col);
+  EXPECT_EQ(l2->taps, 9);
+  EXPECT_EQ(l2->a.element_strides[1], 2u);
+  EXPECT_EQ(l2->a.lower[0], -1);
+  EXPECT_EQ(l2->a.lower[1], -1);
+  // Last origin along w: (6 - 1) * 2 - 1 = 9 = (11 - 1) + upper; along h: 6 * 2 - 1 = 11 = 12 + upper.
+  EXPECT_EQ(l2->a.upper[0], -1);
+  EXPECT_EQ(l2->a.upper[1], -1);
+  EXPECT_EQ(l2->a.pixels_per_column, 128u);
+  EXPECT_EQ(l2->b.dims[0], 40u);
+  EXPECT_EQ(l2->b.dims[1], 9u);
+  EXPECT_EQ(l2->b.strides[1], 9u * 40 * 2);
 }
 
 TEST(CanImplement, EmitRefusesWhatCanImplementRejects) {

@@ -186,7 +186,7 @@ TEST(Int8CanImplement, RefusesWhatTheInt8PathDoesNotTakeWithReasons) {
                   "A is M-major: int8 operands must be K-major");
   // wgmma, halo and SIMT kernels take no int8.
   expect_rejected(with(conv, wgmma_schedule(128, 128, 64, 64, 128, 4)),
-                  "int8 on wgmma is not implemented: int8 contractions run on mma.sync (m16n8k32)");
+                  "int8 on wgmma runs in the TMA kernel only");
   TestProblem halo = conv;
   halo.s = kernels::halo_schedule(conv.c, 8, 16, 64, 32, 0);
   expect_rejected(halo, "the halo kernel needs f16 or bf16 weights, not i8");
@@ -234,7 +234,7 @@ TEST(Int8CanImplement, RefusesWhatTheInt8PathDoesNotTakeWithReasons) {
 const device::DeviceInfo kA100 = kernels::testing::device_of(108, 163 * 1024, 8, 0);
 const device::DeviceInfo kH100 = kernels::testing::device_of(132, 227 * 1024, 9, 0);
 
-TEST(Int8Schedule, DefaultsAreMmaSyncWithDoubledBlockKAndNamesRoundTrip) {
+TEST(Int8Schedule, DefaultsAreMmaSyncOrTmaWithDoubledBlockKAndNamesRoundTrip) {
   const std::vector<TestProblem> problems = {
       i8conv(conv_params(32, 56, 56, 64, 64, 3, 1, 1)),   // ResNet-50 stage 1, batch 32
       i8conv(conv_params(32, 56, 56, 256, 64, 1, 1, 0)),  // its 1x1 reduce
@@ -247,10 +247,15 @@ TEST(Int8Schedule, DefaultsAreMmaSyncWithDoubledBlockKAndNamesRoundTrip) {
     for (const TestProblem& p : problems) {
       SCOPED_TRACE(p.what + " on sm_" + std::to_string(device.cc_major * 10 + device.cc_minor));
       const kernels::Schedule s = kernels::default_schedule(p.c, device);
-      EXPECT_EQ(s.instruction, kernels::Instruction::kMmaSync) << s.name();
-      EXPECT_EQ(s.block_k % 64, 0) << s.name();
-      EXPECT_EQ(s.a_vec, std::min(16, p.c.a_vec));
-      EXPECT_EQ(s.b_vec, std::min(16, p.c.b_vec));
+      if (s.mainloop == kernels::Mainloop::kTma) {  // Hopper: wgmma k32 over 128-byte k-tiles
+        EXPECT_EQ(device.cc_major, 9) << s.name();
+        EXPECT_EQ(s.block_k, 128) << s.name();
+      } else {
+        EXPECT_EQ(s.instruction, kernels::Instruction::kMmaSync) << s.name();
+        EXPECT_EQ(s.block_k % 64, 0) << s.name();
+        EXPECT_EQ(s.a_vec, std::min(16, p.c.a_vec));
+        EXPECT_EQ(s.b_vec, std::min(16, p.c.b_vec));
+      }
       const auto why = can_implement(p.c, p.e, s);
       EXPECT_FALSE(why) << s.name() << ": " << *why;
       EXPECT_EQ(kernels::parse_schedule(s.name(), p.c), s) << s.name();
@@ -259,7 +264,7 @@ TEST(Int8Schedule, DefaultsAreMmaSyncWithDoubledBlockKAndNamesRoundTrip) {
   // The big GEMM takes a large tile with k-tiles of 64 bytes or more, 16-byte vectors.
   const kernels::Schedule big = kernels::default_schedule(problems.back().c, kH100);
   EXPECT_GE(big.block_m * big.block_n, 128 * 128) << big.name();
-  EXPECT_TRUE(has(big.name(), "_v16x16")) << big.name();
+  if (big.mainloop != kernels::Mainloop::kTma) EXPECT_TRUE(has(big.name(), "_v16x16")) << big.name();
   const auto parsed =
       kernels::parse_schedule("tc_128x128x64_s3_w64x64_sk1_r8_v16x16", problems.back().c);
   ASSERT_TRUE(parsed);
@@ -268,18 +273,21 @@ TEST(Int8Schedule, DefaultsAreMmaSyncWithDoubledBlockKAndNamesRoundTrip) {
   EXPECT_EQ(parsed->name(), "tc_128x128x64_s3_w64x64_sk1_r8_v16x16");
 }
 
-TEST(Int8Schedule, TheSpaceIsMmaSyncOnlyAndImplementable) {
+TEST(Int8Schedule, TheSpaceIsMmaSyncOrTmaAndImplementable) {
   const TestProblem p = i8conv(conv_params(2, 28, 28, 64, 128, 3, 2, 1));
   const std::vector<kernels::Schedule> space = kernels::enumerate_schedules(p.c, kH100);
   ASSERT_GT(space.size(), 100u);
-  int rejected = 0;
+  int rejected = 0, tma = 0;
   for (const kernels::Schedule& s : space) {
-    EXPECT_EQ(s.instruction, kernels::Instruction::kMmaSync);
+    const bool is_tma = s.mainloop == kernels::Mainloop::kTma;
+    tma += is_tma;
+    EXPECT_TRUE(s.instruction == kernels::Instruction::kMmaSync || is_tma) << s.name();
     EXPECT_EQ(s.block_k % 64, 0);
     const auto why = can_implement(p.c, p.e, s);
     if (why && ++rejected <= 5) ADD_FAILURE() << s.name() << ": " << *why;
   }
   EXPECT_EQ(rejected, 0) << "of " << space.size();
+  EXPECT_GT(tma, 10) << "the TMA kernel's int8 schedules on Hopper";
 }
 
 TEST(Int8Estimate, RanksOnTheInt8TensorCoreRate) {

@@ -178,4 +178,40 @@ __device__ __forceinline__ void store_slab(const KernelParams& p, const float* s
   }
 }
 
+// The along-n form of store_slab, written to shared memory instead of global: the slab's
+// (kRows, kCols) outputs, finished (epilogue steps, residual), as a dense row-major
+// (kRows, kCols) tile of Out at `staging`, for a bulk tensor store to take from there (the TMA
+// kernel). Positions outside M or N are finished from zero residuals and clipped by the store.
+template <typename P, int kRows, int kCols, int kGroup>
+__device__ __forceinline__ void stage_slab(const KernelParams& p, const float* slab, int pitch,
+                                           int m_base, int n_base, int t, typename P::Out* staging) {
+  constexpr int kV = P::kStoreVec;
+  static_assert(!P::kStoreAlongM && P::kStoreNStride == 1, "a plain or channel-slice store");
+  using Out = typename P::Out;
+  constexpr int kChunksPerRow = kCols / kV;
+  constexpr int kChunks = kRows * kChunksPerRow;
+  static_assert(kCols % kV == 0, "store vectors tile the slab");
+#pragma unroll
+  for (int q0 = 0; q0 < kChunks; q0 += kGroup) {
+    const int q = q0 + t;
+    if (kChunks % kGroup != 0 && q >= kChunks) break;
+    const int r = q / kChunksPerRow;
+    const int c = q % kChunksPerRow * kV;
+    const int m = m_base + r;
+    const int n = n_base + c;
+    float residual[kV];
+    if (m < P::kM && n < P::kN) {
+      load_residual<P, kV>(p, P::store_offset(0, m, n), residual);
+    } else {
+#pragma unroll
+      for (int i = 0; i < kV; ++i) residual[i] = 0.0f;
+    }
+    OutVector<Out, kV> ov;
+#pragma unroll
+    for (int i = 0; i < kV; ++i)
+      ov.elem[i] = finish_element<P>(p, slab[r * pitch + c + i], P::channel(0, n + i), residual[i]);
+    ov.store(staging, r * kCols + c);
+  }
+}
+
 }  // namespace tessel

@@ -16,4 +16,11 @@ struct KernelParams {
                                             // EpilogueStep::operand
 };
 
+// The second parameter of a TMA kernel (tessel_tma.cuh), passed by value as a
+// __grid_constant__: the CUtensorMap descriptors of A, B and (where the kernel stores with
+// it) C, encoded by the launcher.
+struct alignas(64) TensorMaps {
+  unsigned char map[3][128];
+};
+
 }  // namespace tessel

@@ -1,0 +1,328 @@
+// The Hopper-native contraction kernel (sm_90a): operand tiles moved by the tensor memory
+// accelerator (cp.async.bulk.tensor) into 128B-swizzled shared memory, a ring of kStages
+// stages guarded by mbarriers, one producer warp and kConsumers warpgroups issuing wgmma.
+//
+//   C[m, n] = epilogue( sum_k A(m, k) * B(n, k) )
+//
+// Operands, both K-major in 128-byte k-tiles (64 f16/bf16 or 128 int8 elements: the int8
+// form runs wgmma k32 with int32 accumulators), each stage one box per operand:
+//   A, kAIm2col = false: a plain (M, K) matrix (a GEMM, a 1x1 stride-1 conv), tensor map
+//       dims {K, M}; box {64, kBlockM} at (k0, m0).
+//   A, kAIm2col = true: an NHWC convolution's input, im2col tensor map over {C, W, H, N}:
+//       kBlockM consecutive output pixels of 64 channels each, the window origin of pixel m0
+//       plus the tap's offsets (kw * dilation, kh * dilation); the map's bounding box and
+//       traversal strides walk the following pixels across rows and images, and everything
+//       outside the input (padding, pixels past the last image) arrives as zeros.
+//   B: the weights [N, taps, C] as a 3-D tiled map {C, taps, N}; box {64, 1, kBlockN} at
+//       (c0, tap, n0). A GEMM is one tap with C = K.
+// K is walked tap by tap, kChunks 128-byte channel chunks per tap; channels past C are
+// zero-filled in both operands, so C needs no multiple of the chunk.
+//
+// Roles (persistent, "ping-pong"). The CTA walks output tiles blockIdx.x, + gridDim.x, ...;
+// its i-th tile belongs to consumer warpgroup i % 2 (warps 0-3 and 4-7), which computes the
+// whole (kBlockM, kBlockN) tile; warp 8 is the producer, of which one lane issues every copy.
+// All k-tiles of the CTA's tiles, in order, stream through one ring of kStages stages: the
+// CTA's k-tile number `it` (tile i's k-tile kt is it = i * kKTiles + kt) lives in stage
+// it % kStages, in that stage's use it / kStages.
+//   producer, k-tile it in stage s: wait empty[s] (use it - kStages released), arrive.
+//     expect_tx full[s] with the bytes of both boxes, issue both copies onto full[s].
+//   consumer: wait full[s]; wgmma over the stage's 4 k16 steps; commit; wgmma.wait_group 1,
+//     so the wgmmas of the previous k-tile are done, and release its stage; after the last
+//     k-tile, the epilogue.
+// So while one warpgroup runs its epilogue the other's wgmmas keep the Tensor Cores busy, and
+// the producer fills the ring ahead of both: copies run up to kStages k-tiles ahead of the
+// math, across tile boundaries, and nothing but the producer's one lane computes addresses.
+// The epilogue is the other kernels': per warp a (16, kChunkN) fp32 slab in shared memory of
+// its own (beside the ring), finished with the fused steps and stored by the store map; where
+// that is a plain or channel-slice one of 16-bit or int8 outputs (kTmaStore), the finished
+// (16, kChunkN) tile goes to a staging buffer of the warp's and one bulk tensor store (the
+// third map, over C) writes it, clipped to M and N, while the warp goes on.
+#pragma once
+
+#include "tessel_epilogue.cuh"
+#include "tessel_wgmma_ops.cuh"
+
+namespace tessel {
+
+// ---- mbarrier (PTX ISA 9.7.13.15) -----------------------------------------------------------
+__device__ __forceinline__ void mbarrier_init(u32 bar, u32 count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+// Makes the initialised barriers visible to the async proxy (the copy engine) before use.
+__device__ __forceinline__ void fence_barrier_init() {
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+__device__ __forceinline__ void mbarrier_arrive(u32 bar) {
+  asm volatile("{\n.reg .b64 state;\nmbarrier.arrive.shared::cta.b64 state, [%0];\n}\n" ::"r"(bar)
+               : "memory");
+}
+// One arrival plus `bytes` of expected transactions: the phase completes when the copies that
+// signal this barrier have written that many bytes.
+__device__ __forceinline__ void mbarrier_arrive_expect_tx(u32 bar, u32 bytes) {
+  asm volatile("{\n.reg .b64 state;\nmbarrier.arrive.expect_tx.shared::cta.b64 state, [%0], %1;\n}\n" ::"r"(bar),
+               "r"(bytes)
+               : "memory");
+}
+// Blocks until the phase of parity `phase` has completed.
+__device__ __forceinline__ void mbarrier_wait(u32 bar, u32 phase) {
+  asm volatile(
+      "{\n.reg .pred done;\n"
+      "wait_%=:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra wait_%=;\n}\n" ::"r"(bar),
+      "r"(phase)
+      : "memory");
+}
+
+// ---- Bulk tensor copies (PTX ISA 9.7.9.25) --------------------------------------------------
+// The tensor map is a __grid_constant__ kernel parameter, addressed generically.
+__device__ __forceinline__ void prefetch_tensor_map(const void* map) {
+  asm volatile("prefetch.tensormap [%0];\n" ::"l"(map) : "memory");
+}
+__device__ __forceinline__ void tma_load_2d(u32 dst, const void* map, u32 bar, int c0, int c1) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];\n" ::"r"(dst),
+      "l"(map), "r"(bar), "r"(c0), "r"(c1)
+      : "memory");
+}
+__device__ __forceinline__ void tma_load_3d(u32 dst, const void* map, u32 bar, int c0, int c1, int c2) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5}], [%2];\n" ::"r"(dst),
+      "l"(map), "r"(bar), "r"(c0), "r"(c1), "r"(c2)
+      : "memory");
+}
+// Shared -> global: a box at {c0, c1} from `src`, tracked by this thread's bulk async-groups.
+__device__ __forceinline__ void tma_store_2d(const void* map, u32 src, int c0, int c1) {
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];\n" ::"l"(map),
+               "r"(src), "r"(c0), "r"(c1)
+               : "memory");
+}
+__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+// Until at most N of this thread's bulk groups are still reading their shared memory source.
+template <int N>
+__device__ __forceinline__ void bulk_wait_read() {
+  asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
+}
+// Until at most N of this thread's bulk groups are incomplete (their writes done).
+template <int N>
+__device__ __forceinline__ void bulk_wait() {
+  asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(N) : "memory");
+}
+// im2col: coordinates {c, w, h, n} of the first pixel's window origin, offsets {w, h} of the tap.
+__device__ __forceinline__ void tma_load_im2col_4d(u32 dst, const void* map, u32 bar, int c, int w, int h,
+                                                   int n, unsigned short off_w, unsigned short off_h) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5, %6}], [%2], {%7, %8};\n" ::"r"(dst),
+      "l"(map), "r"(bar), "r"(c), "r"(w), "r"(h), "r"(n), "h"(off_w), "h"(off_h)
+      : "memory");
+}
+
+// The accumulator type: int32 for int8 operands, else fp32.
+template <bool kInt8>
+struct AccumulatorOf {
+  using type = float;
+};
+template <>
+struct AccumulatorOf<true> {
+  using type = int;
+};
+
+template <typename P>
+struct TmaWgmmaKernel {
+  using Element = typename P::Element;
+  static constexpr int kBM = P::kBlockM, kBN = P::kBlockN, kBK = P::kBlockK;
+  static constexpr int kStages = P::kStages;
+  static constexpr int kConsumers = 2;
+  static constexpr int kThreads = 128 * kConsumers + 32;  // + the producer warp
+  static constexpr bool kInt8 = sizeof(Element) == 1;
+  using Acc = typename AccumulatorOf<kInt8>::type;
+  static constexpr int kChunkElems = 128 / int(sizeof(Element));  // one 128-byte row per k-tile
+  static constexpr int kMI = kBM / 64, kKSteps = 4;                // k16 (f16) or k32 (int8) steps
+  static constexpr int kTilesM = (P::kM + kBM - 1) / kBM;
+  static constexpr int kTilesN = (P::kN + kBN - 1) / kBN;
+  static constexpr int kTiles = kTilesM * kTilesN;
+  static constexpr int kKTiles = P::kTaps * P::kChunks;
+  static_assert(kBK == kChunkElems, "one 128-byte swizzled box row per k-tile");
+  static_assert(P::kWarpM == kBM && P::kWarpN == kBN, "each consumer warpgroup computes whole tiles");
+  static_assert(kBM % 64 == 0 && (kBN == 64 || kBN == 128 || kBN == 256), "wgmma m64nNk16 tiles");
+  static_assert(P::kBatch == 1, "one GEMM per launch");
+
+  static constexpr int kABytes = kBM * 128, kBBytes = kBN * 128;  // one stage's boxes
+  static constexpr int kStageBytes = kABytes + kBBytes;
+  static_assert(kABytes % 1024 == 0 && kBBytes % 1024 == 0, "1024-byte aligned swizzle atoms");
+  static constexpr int kPipelineBytes = kStages * kStageBytes;
+  // Epilogue: per consumer warp a (16, kChunkN) fp32 slab, pitch kChunkN + 8.
+  static constexpr int kChunkN = 64;
+  static constexpr int kSlabPitch = kChunkN + 8;
+  static constexpr int kStagingBytes = 16 * kChunkN * 2;  // per warp: 16 x 64 outputs of <= 2 bytes
+  static constexpr int kEpilogueBytes = kConsumers * 4 * (16 * kSlabPitch * 4 + kStagingBytes);
+  static constexpr int kBarrierBytes = (2 * kStages + 2) * 8;  // full, empty, turn
+  // + 1024: the dynamic shared memory base is aligned up to the swizzle atom.
+  static constexpr int kSmemBytes = kPipelineBytes + kEpilogueBytes + kBarrierBytes + 1024;
+
+  __device__ __forceinline__ static u64 desc(u32 tile, int row0, int ks) {
+    // K-major 128B-swizzled rows of 128 bytes: 8-row atoms 1024 bytes apart, a k step = 32 B.
+    return wgmma_descriptor(tile + row0 * 128 + ks * 32, 16, 1024);
+  }
+
+  __device__ __forceinline__ static void produce(const TensorMaps& maps, u32 smem, u32 full, u32 empty) {
+    const void* map_a = maps.map[0];
+    const void* map_b = maps.map[1];
+    prefetch_tensor_map(map_a);
+    prefetch_tensor_map(map_b);
+    int stage = 0;
+    u32 phase = 0;
+    int it = 0;
+    for (int tile = blockIdx.x; tile < kTiles; tile += gridDim.x) {
+      const CtaCoord cta = rasterize<kTilesM, kTilesN, 1, 1, P::kRaster>(tile);
+      const int m0 = cta.tile_m * kBM, n0 = cta.tile_n * kBN;
+      // The window origin of pixel m0 (im2col): (img, oh, ow) -> input (h, w).
+      int img = 0, h0 = 0, w0 = 0;
+      if constexpr (P::kAIm2col) {
+        img = m0 / (P::kOutH * P::kOutW);
+        const int r = m0 % (P::kOutH * P::kOutW);
+        h0 = (r / P::kOutW) * P::kStrideH - P::kPadT;
+        w0 = (r % P::kOutW) * P::kStrideW - P::kPadL;
+      }
+      for (int kt = 0; kt < kKTiles; ++kt, ++it) {
+        const int tap = kt / P::kChunks, c0 = (kt % P::kChunks) * kChunkElems;
+        if (it >= kStages) mbarrier_wait(empty + 8 * stage, phase ^ 1);
+        const u32 bar = full + 8 * stage;
+        const u32 dst = smem + stage * kStageBytes;
+        mbarrier_arrive_expect_tx(bar, kStageBytes);
+        if constexpr (P::kAIm2col) {
+          const int kh = tap / P::kKernelW, kw = tap % P::kKernelW;
+          tma_load_im2col_4d(dst, map_a, bar, c0, w0, h0, img, (unsigned short)(kw * P::kDilationW),
+                             (unsigned short)(kh * P::kDilationH));
+        } else {
+          tma_load_2d(dst, map_a, bar, c0, m0);
+        }
+        tma_load_3d(dst + kABytes, map_b, bar, c0, tap, n0);
+        if (++stage == kStages) {
+          stage = 0;
+          phase ^= 1;
+        }
+      }
+    }
+  }
+
+  // `maps`: the kernel's __grid_constant__ parameter (its address is a parameter-space one the
+  // copy engine reads the descriptors from).
+  __device__ __forceinline__ static void run(const KernelParams& p, const TensorMaps& maps) {
+    extern __shared__ __align__(1024) unsigned char smem_raw[];
+    const u32 raw = smem_addr(smem_raw);
+    const u32 pad = ((raw + 1023u) & ~1023u) - raw;
+    unsigned char* smem = smem_raw + pad;
+    const u32 smem_base = smem_addr(smem);
+    const u32 full = smem_base + kPipelineBytes + kEpilogueBytes;
+    const u32 empty = full + 8 * kStages;
+    const u32 turn = empty + 8 * kStages;  // turn[w]: warpgroup w may start a mainloop
+    const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+
+    if (tid == 0) {
+      for (int s = 0; s < kStages; ++s) {
+        mbarrier_init(full + 8 * s, 1);   // the producer's expect_tx arrival
+        mbarrier_init(empty + 8 * s, 4);  // one arrival per warp of the consuming warpgroup
+      }
+      mbarrier_init(turn, 4);
+      mbarrier_init(turn + 8, 4);
+      fence_barrier_init();
+    }
+    __syncthreads();
+
+    if (warp == 4 * kConsumers) {
+      if (lane == 0) produce(maps, smem_base, full, empty);
+      return;  // the copies complete on their own; the consumers wait for them
+    }
+
+    const int group = warp / 4;
+    unsigned char* warp_epilogue = smem + kPipelineBytes + warp * (16 * kSlabPitch * 4 + kStagingBytes);
+    float* slab = reinterpret_cast<float*>(warp_epilogue);
+    typename P::Out* staging = reinterpret_cast<typename P::Out*>(warp_epilogue + 16 * kSlabPitch * 4);
+    const int g = lane / 4, t = lane % 4;
+    // This warpgroup's tiles: the CTA's tiles number group, group + 2, ... Their mainloops
+    // alternate with the other warpgroup's (turn barriers): a parity wait cannot tell a phase
+    // from the one two ahead, so no warpgroup may wait on a stage's use before every earlier
+    // use of the ring was waited for; and the Tensor Cores serve one mainloop at a time while
+    // the other warpgroup runs its epilogue. Warpgroup 0's n-th mainloop follows warpgroup 1's
+    // (n-1)-th (turn[0]'s phase n - 1), warpgroup 1's n-th follows warpgroup 0's n-th.
+    int i = group;
+    for (int tile = blockIdx.x + group * gridDim.x, n = 0; tile < kTiles;
+         tile += kConsumers * gridDim.x, i += kConsumers, ++n) {
+      if (group == 1) mbarrier_wait(turn + 8, n & 1);
+      else if (n > 0) mbarrier_wait(turn, (n - 1) & 1);
+      const CtaCoord cta = rasterize<kTilesM, kTilesN, 1, 1, P::kRaster>(tile);
+      const int m0 = cta.tile_m * kBM, n0 = cta.tile_n * kBN;
+      Acc acc[kMI][kBN / 2];
+#pragma unroll
+      for (int mi = 0; mi < kMI; ++mi)
+#pragma unroll
+        for (int j = 0; j < kBN / 2; ++j) acc[mi][j] = 0;
+
+      int it = i * kKTiles;
+      int prev = 0;
+      for (int kt = 0; kt < kKTiles; ++kt, ++it) {
+        const int stage = it % kStages;
+        mbarrier_wait(full + 8 * stage, (it / kStages) & 1);
+        const u32 a = smem_base + stage * kStageBytes, b = a + kABytes;
+        wgmma_fence();
+#pragma unroll
+        for (int ks = 0; ks < kKSteps; ++ks) {
+          const u64 db = desc(b, 0, ks);
+#pragma unroll
+          for (int mi = 0; mi < kMI; ++mi) {
+            if constexpr (kInt8) WgmmaS8<kBN>::mma(acc[mi], desc(a, mi * 64, ks), db);
+            else Wgmma<kBN, Element>::template mma<0, 0>(acc[mi], desc(a, mi * 64, ks), db);
+          }
+        }
+        wgmma_commit();
+        wgmma_wait<1>();
+        // The wgmmas of the previous k-tile have retired: its stage goes back to the producer.
+        if (kt > 0 && lane == 0) mbarrier_arrive(empty + 8 * prev);
+        prev = stage;
+      }
+      if (lane == 0) mbarrier_arrive(turn + 8 * (1 - group));  // the other's mainloop may start
+      wgmma_wait<0>();
+      if (lane == 0) mbarrier_arrive(empty + 8 * prev);
+
+      // Epilogue: per warp, one (16, kChunkN) slab at a time.
+      //   (T32, V(kBN/2)) -> (M16, kBN): acc[mi][4j..4j+1] at (g, 8j + 2t), [4j+2..4j+3] at (g+8, ...)
+#pragma unroll
+      for (int mi = 0; mi < kMI; ++mi) {
+#pragma unroll
+        for (int nc = 0; nc < kBN / kChunkN; ++nc) {
+#pragma unroll
+          for (int j = 0; j < kChunkN / 8; ++j) {
+            const int jj = nc * (kChunkN / 8) + j;
+            *reinterpret_cast<float2*>(slab + g * kSlabPitch + j * 8 + 2 * t) =
+                make_float2(acc_to_float(acc[mi][4 * jj]), acc_to_float(acc[mi][4 * jj + 1]));
+            *reinterpret_cast<float2*>(slab + (g + 8) * kSlabPitch + j * 8 + 2 * t) =
+                make_float2(acc_to_float(acc[mi][4 * jj + 2]), acc_to_float(acc[mi][4 * jj + 3]));
+          }
+          __syncwarp();
+          const int m_base = m0 + mi * 64 + (warp % 4) * 16, n_base = n0 + nc * kChunkN;
+          if constexpr (P::kTmaStore) {
+            static_assert(sizeof(typename P::Out) <= 2, "16 x 64 outputs of at most 2 bytes per staging buffer");
+            if (lane == 0) bulk_wait_read<0>();  // the previous store has read the staging buffer
+            __syncwarp();
+            stage_slab<P, 16, kChunkN, 32>(p, slab, kSlabPitch, m_base, n_base, lane, staging);
+            fence_proxy_async_shared();  // the staged outputs, visible to the copy engine
+            __syncwarp();
+            if (lane == 0) {
+              tma_store_2d(maps.map[2], smem_addr(staging), n_base, m_base);
+              bulk_commit();
+            }
+          } else {
+            store_slab<P, 16, kChunkN, 32>(p, slab, kSlabPitch, 0, m_base, n_base, lane);
+          }
+          __syncwarp();
+        }
+      }
+    }
+    if constexpr (P::kTmaStore) {
+      if (lane == 0) bulk_wait<0>();  // every store done before the CTA (and its staging) ends
+    }
+  }
+};
+
+}  // namespace tessel
