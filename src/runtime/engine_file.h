@@ -5,21 +5,22 @@
 //   offset  size  field
 //        0     8  magic "TSLENGIN"
 //        8     4  format version (kEngineFormatVersion): fixed at this offset in every version
-//       12     4  section count (6)
+//       12     4  section count (5)
 //       16     8  payload length in bytes
 //       24     8  FNV-1a 64 checksum of the payload
 //       32     -  payload: sections, each a 4-byte tag, a u64 body length, the body
 // The sections, in this order (str = u32 length + bytes; blob = u64 length + bytes):
 //   TRGT  target: str arch, str device name, u32 SMs, u64 smem per block, u32 cc major, u32 cc
-//         minor; u8 precision (0 fp32, 1 fp16); i64 batch; str tessel version
+//         minor; u8 precision (0 fp32, 1 fp16); i64 batch min, max, opt; str tessel version
 //   SIZE  u64 arena bytes, u64 scratch bytes, u32 workspace count, u64 bytes each
-//   CNST  the constant image (the section body)
-//   TNSR  u32 input count, inputs; u32 output count, outputs. A tensor: str name, str dtype
-//         ("f32"), u32 rank, i64 extents; an output then its source relocation
+//   CNST  the constant image (the section body), shared by every profile
 //   CUBN  u32 count, a blob each
-//   LNCH  u32 count; each: u32 cubin, str entry, u32 grid[3], u32 block[3], u32 smem bytes,
-//         u32 word count, relocations; then str node, str op, i64 flops, i64 bytes,
-//         str instruction, str schedule, i64 predicted time in nanoseconds
+//   PRFL  u32 profile count; each: i64 batch; u32 input count, inputs; u32 output count,
+//         outputs; u32 launch count, launches. A tensor: str name, str dtype ("f32"), u32 rank,
+//         i64 extents; an output then its source relocation. A launch: u32 cubin, str entry,
+//         u32 grid[3], u32 block[3], u32 smem bytes, u32 word count, relocations; then str
+//         node, str op, i64 flops, i64 bytes, str instruction, str schedule, i64 predicted time
+//         in nanoseconds
 // A relocation: u8 region (Region's value), u32 index, u64 offset, u64 bytes.
 //
 // Reading trusts nothing: the magic, the version, the header against the file's size, the
@@ -35,7 +36,8 @@
 
 namespace tessel::runtime {
 
-inline constexpr uint32_t kEngineFormatVersion = 2;  // 2: each launch's predicted time
+// 2: each launch's predicted time; 3: profiles (dynamic batch), the batch range in TRGT
+inline constexpr uint32_t kEngineFormatVersion = 3;
 inline constexpr size_t kEngineHeaderBytes = 32;
 
 // The file's bytes. Writes `plan` as it is: serializing does not check it (check_plan).
