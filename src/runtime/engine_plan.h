@@ -1,7 +1,8 @@
 // A compiled engine as pure data: everything a GPU needs to run the model without compiling
 // anything, and nothing that exists in one process only (no device handles, no addresses).
-// compiler::compile_plan (compiler/compile_plan.h) builds one; Engine::load instantiates it; engine_file.h writes it to
-// and reads it from a .tsl file. tessel::Session compiles then loads the same way, so an
+// compiler::compile_plan (compiler/compile_plan.h) builds one, compiler::compile_profiles
+// (compiler/profiles.h) one for a batch range; Engine::load instantiates it; engine_file.h
+// writes it to and reads it from a .tsl file. tessel::Session compiles then loads the same way, so an
 // engine compiled in memory and one loaded from a file go through the same instantiation.
 //
 // Addresses are relocations. Each 64-bit word of a kernel's by-value parameter block is null
@@ -11,8 +12,10 @@
 //   constants   the constant image, uploaded once
 //   scratch     node outputs that nothing reads (a Split's unused piece): written, never read
 //   workspace i split-K partials and tile counters of one kernel, zeroed once at load
-//   input i     graph input i, in a buffer of its own (run() uploads whole buffers)
-//   output i    graph output i, likewise (run() downloads whole buffers)
+//   input i     graph input i, in a buffer of its own at the largest profile's size (a run
+//               uploads the items of its batch)
+//   output i    graph output i, likewise (a run downloads the items of its batch)
+// A relocation means the same in every profile; inputs' and outputs' sizes are the profile's.
 #pragma once
 
 #include <array>
