@@ -9,6 +9,16 @@
 //   tessel::compile_file("resnet50.onnx", "resnet50.tsl", o, "sm_90a");  // no GPU needed
 //   tessel::Session e = tessel::Session::open("resnet50.tsl");          // loads, compiles nothing
 //
+// Dynamic batch: a range instead of one batch compiles one engine that runs any batch in it
+// (one plan per profile batch, compiler/profiles.h; the batches between run padded or split,
+// runtime/batch_split.h). The batch of a run is the leading extent of its inputs.
+//
+//   o.batch = 0;
+//   o.batch_range = tessel::parse_batch_range("1:64");  // profiles 1, 2, 4, ..., 64
+//   o.batch_range.opt = 32;
+//   tessel::Session d = tessel::Session::open("resnet50.onnx", o);
+//   d.run({x_at_batch_3});  d.run({x_at_batch_40});
+//
 // Errors in the user's input (a bad model, an unsupported op, a wrong input shape, a missing
 // file, an engine file for another GPU) are thrown as tessel::UserError with one line naming
 // what and where; tessel::InternalError is a compiler bug.
@@ -36,18 +46,42 @@ enum class Device {
   kCuda,  // the compiled engine on the GPU, run as one CUDA graph
 };
 
+// A range of batch sizes [min, max]; opt (0: max) is the batch `tessel bench` and `profile` run
+// by default, compiled as a profile of its own. Empty (max 0): no range.
+struct BatchRange {
+  int64_t min = 0, max = 0, opt = 0;
+  bool empty() const { return max == 0; }
+};
+
+// The CLI's --batch and Python's batch= spelling: "8" is {8, 8} (one batch), "1:64" a range.
+// UserError for anything else, naming `what`: "--batch 'x': expected a batch size such as 8 or a
+// range such as 1:64", "--batch '0:4': the smallest batch is 0, expected at least 1",
+// "--batch '8:4': the range is empty (8 > 4)".
+BatchRange parse_batch_range(const std::string& text, const std::string& what = "--batch");
+
+// UserError unless 1 <= min <= max and opt is 0 or within [min, max] (`what` names the range:
+// "--batch 1:64").
+void check_batch_range(const BatchRange& range, const std::string& what);
+
+// A session's batch dimension that is not fixed (TensorInfo::shape[0] of a dynamic session).
+inline constexpr int64_t kDynamicBatch = -1;
+
 // The public API's options, in one struct.
 struct Options {
   Device device = Device::kCuda;
   Precision precision = Precision::kFp16;  // GPU storage precision
   bool tensor_cores = true;                // false: every contraction on the SIMT kernel
   int64_t batch = 0;                       // fixes a symbolic batch dimension
+  // Instead of `batch`: a dynamic-batch session or engine for every batch in the range (the
+  // model's inputs and outputs must all lead with a symbolic batch dimension).
+  BatchRange batch_range;
   std::map<std::string, Shape> input_shapes;  // static shapes for symbolic inputs
   ProgressFn progress = nullptr;              // long steps: passes, compiling, loading
   std::string tuning_db;  // a `tessel tune` database whose schedules the compiler uses
 };
 
-// An input or output of a session.
+// An input or output of a session. In a dynamic-batch session shape[0] is kDynamicBatch: any
+// batch of Session::batch_range().
 struct TensorInfo {
   std::string name;
   DType dtype = DType::kF32;
@@ -97,7 +131,8 @@ struct LaunchInfo {
 
 struct CompileReport {
   std::string summary;  // one line: target, precision, batch, kernels, memory, time, file
-  std::vector<LaunchInfo> launches;
+  std::vector<LaunchInfo> launches;  // of the opt batch's profile in a dynamic engine
+  std::vector<int64_t> profiles;     // the batches compiled: one, or a dynamic engine's profiles
 };
 
 // Compiles a model for `target` ("sm_90a", "sm_80", or "" for the GPU present) and writes the
@@ -108,9 +143,11 @@ CompileReport compile_file(const std::string& model_path, const std::string& eng
 class Session {
  public:
   // A model (.onnx, .tir) compiled for options.device, or an engine file (.tsl, GPU only)
-  // loaded as it is (then batch, input_shapes and precision must be left at their defaults).
+  // loaded as it is (then batch, batch_range, input_shapes and precision must be left at their
+  // defaults). With a batch range, a GPU session compiles a dynamic-batch engine; a CPU session
+  // imports the model at each batch it runs (the reference executor has no profiles).
   static Session open(const std::string& path, const Options& options = {});
-  // An imported graph.
+  // An imported graph (its shapes are fixed: a batch range needs open()).
   static Session from_graph(const ir::Graph& graph, const Options& options = {});
 
   Session(Session&&) noexcept;
@@ -119,8 +156,14 @@ class Session {
 
   const std::vector<TensorInfo>& inputs() const;
   const std::vector<TensorInfo>& outputs() const;
-  // One tensor per input, in order and of the input's type; the outputs in order. A mismatched
-  // input is a UserError naming it.
+  // The batches the session runs: {b, b, b} for a static one (b the first input's leading
+  // extent, 1 without one), the range of a dynamic one (opt filled in).
+  BatchRange batch_range() const;
+  // The profile batches of a dynamic GPU engine (one for a static one); empty on the CPU.
+  std::vector<int64_t> profiles() const;
+  // One tensor per input, in order and of the input's type; the outputs in order. A dynamic
+  // session takes any batch of its range: the inputs all lead with it. A mismatched input or a
+  // batch outside the range is a UserError naming it.
   std::vector<Tensor> run(const std::vector<Tensor>& inputs);
 
   // GPU sessions: one run on tensors already in GPU memory, enqueued on `stream` (a CUstream;
@@ -136,8 +179,8 @@ class Session {
   double compile_ms() const;  // compiling here, wall clock; 0 for a loaded engine file
   // The GPU engine (plan, statistics, timing); null on the CPU.
   runtime::Engine* engine() const;
-  // The graph the CPU runs, or the GPU engine was compiled from after the pass pipeline; null
-  // for a loaded engine file.
+  // The graph the CPU runs, or the GPU engine was compiled from after the pass pipeline (at the
+  // opt batch of a range); null for a loaded engine file.
   const ir::Graph* graph() const;
 
  private:

@@ -8,6 +8,8 @@
     tessel.compile("resnet50.onnx", "resnet50.tsl", target="sm_90a")  # no GPU needed
     engine = tessel.InferenceSession("resnet50.tsl")                   # loads, compiles nothing
 
+    dyn = tessel.InferenceSession("resnet50.onnx", device="cuda", batch=(1, 64))  # any batch 1..64
+
 On the GPU, PyTorch or CuPy tensors already there are run in place (no copies) on their
 current stream, and the outputs come back as DLPack arrays (torch.from_dlpack takes them).
 `python -m tessel compare MODEL --against onnxruntime` (or `tessel compare`) checks tessel
@@ -16,6 +18,7 @@ against onnxruntime or its own CPU reference, layer by layer with --bisect.
 
 from ._core import Error
 from ._session import (
+    BATCH_DIM,
     CompileResult,
     InferenceSession,
     InvalidArgument,
@@ -26,6 +29,7 @@ from ._session import (
 )
 
 __all__ = [
+    "BATCH_DIM",
     "CompileResult",
     "Error",
     "InferenceSession",

@@ -45,26 +45,74 @@ def _type_str(dtype_name: str, shape: Sequence[int]) -> str:
     return "%s[%s]" % (dtype_name, ",".join(str(int(d)) for d in shape))
 
 
+# The name a dynamic batch dimension has in NodeArg.shape (onnxruntime names a symbolic dimension
+# by a string too).
+BATCH_DIM = "batch"
+
+
 @dataclasses.dataclass(frozen=True)
 class NodeArg:
     """An input or output of a session, as onnxruntime's NodeArg describes one.
 
     Attributes:
         name: the model's name of the tensor.
-        shape: its extents; static, since a session fixes the batch and every symbolic
-            dimension when it is opened.
+        shape: its extents; static, except in a session opened for a batch range, where the
+            leading extent is the string "batch" (tessel.BATCH_DIM): any batch of
+            InferenceSession.batch_range.
         type: onnxruntime's type string, e.g. "tensor(float)".
         dtype: the numpy dtype (None for bfloat16, which numpy lacks).
     """
 
     name: str
-    shape: List[int]
+    shape: List[Union[int, str]]
     type: str
     dtype: Optional[np.dtype]
 
 
 def _node_args(infos: Sequence[Tuple[str, str, Sequence[int]]]) -> List[NodeArg]:
-    return [NodeArg(name, list(shape), _DTYPES[dt][0], _DTYPES[dt][1]) for name, dt, shape in infos]
+    return [NodeArg(name, [BATCH_DIM if d == -1 else int(d) for d in shape], _DTYPES[dt][0],
+                    _DTYPES[dt][1]) for name, dt, shape in infos]
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+
+
+def _batch_args(batch: Any, opt_batch: Optional[int]) -> Tuple[int, int, int]:
+    """(batch, batch_max, opt_batch) for _core from the Python spelling: None, a batch size, or
+    a range as a tuple (min, max). Raises InvalidArgument for anything else."""
+    if opt_batch is not None and not (_is_int(opt_batch) and opt_batch >= 1):
+        raise InvalidArgument("opt_batch %r: expected a positive int" % (opt_batch,))
+    if batch is None:
+        if opt_batch is not None:
+            raise InvalidArgument("opt_batch %d: it applies to a batch range such as "
+                                  "batch=(1, 64)" % opt_batch)
+        return 0, 0, 0
+    if _is_int(batch):
+        if batch < 1:
+            raise InvalidArgument("batch %r: expected a positive int or a range (min, max)"
+                                  % (batch,))
+        if opt_batch is not None:
+            raise InvalidArgument("opt_batch %d: it applies to a batch range such as "
+                                  "batch=(1, 64)" % opt_batch)
+        return int(batch), 0, 0
+    if isinstance(batch, str):
+        raise InvalidArgument("batch %r: pass a batch size (8) or a range as a tuple, "
+                              "batch=(1, 64)" % (batch,))
+    if (not isinstance(batch, (tuple, list)) or len(batch) != 2
+            or not all(_is_int(b) for b in batch)):
+        raise InvalidArgument("batch %r: expected a positive int or a range (min, max) of two "
+                              "ints" % (batch,))
+    lo, hi = int(batch[0]), int(batch[1])
+    if lo < 1:
+        raise InvalidArgument("batch (%d, %d): the smallest batch is %d, expected at least 1"
+                              % (lo, hi, lo))
+    if lo > hi:
+        raise InvalidArgument("batch (%d, %d): the range is empty (%d > %d)" % (lo, hi, lo, hi))
+    if opt_batch is not None and not lo <= opt_batch <= hi:
+        raise InvalidArgument("opt_batch %d is outside the batch range (%d, %d)"
+                              % (opt_batch, lo, hi))
+    return lo, hi, int(opt_batch or 0)
 
 
 def _dlpack_device(value: Any) -> Optional[int]:
@@ -121,8 +169,13 @@ class InferenceSession:
         device: "cuda" compiles the model for the GPU present and runs it as one CUDA graph;
             "cpu" runs tessel's reference executor (every op, in the model's precision).
         precision: the GPU's storage precision, "fp16" or "fp32" (the CPU runs the model's).
-        batch: fixes a symbolic batch dimension (default 1). A session has static shapes: for
-            another batch, open another session.
+        batch: a batch size fixes a symbolic batch dimension (default 1). A range, as a tuple
+            (min, max), opens a dynamic-batch session that runs any batch in it: on "cuda" one
+            engine with a plan per profile batch (the range's ends, opt_batch and the powers of
+            two between; other batches padded or split), on "cpu" the reference executor at the
+            batch of each run. The model's inputs and outputs must all lead with the batch.
+        opt_batch: with a range, the batch the engine is tuned around (default: the range's
+            max); compiled as a profile of its own.
         input_shapes: full static shapes for inputs with other symbolic dimensions,
             {"input": [1, 3, 224, 224]}.
         tensor_cores: False runs every contraction on the SIMT kernel (GPU).
@@ -133,20 +186,19 @@ class InferenceSession:
     """
 
     def __init__(self, path: Union[str, os.PathLike], device: str = "cuda",
-                 precision: str = "fp16", batch: Optional[int] = None,
+                 precision: str = "fp16", batch: Union[int, Tuple[int, int], None] = None,
                  input_shapes: Optional[Mapping[str, Sequence[int]]] = None,
-                 tensor_cores: bool = True) -> None:
+                 tensor_cores: bool = True, opt_batch: Optional[int] = None) -> None:
         if device not in ("cpu", "cuda"):
             raise InvalidArgument("device '%s': expected 'cpu' or 'cuda'" % device)
-        if batch is not None and (not isinstance(batch, int) or batch < 1):
-            raise InvalidArgument("batch %r: expected a positive int" % (batch,))
+        lo, hi, opt = _batch_args(batch, opt_batch)
         shapes = {str(k): [int(d) for d in v] for k, v in (input_shapes or {}).items()}
         self._path = os.fspath(path)
-        self._session = _core.Session(self._path, device, precision, batch or 0, shapes,
+        self._session = _core.Session(self._path, device, precision, lo, hi, opt, shapes,
                                       tensor_cores)
         self._inputs = _node_args(self._session.inputs)
         self._outputs = _node_args(self._session.outputs)
-        self._batch = batch or 1
+        self._range = tuple(self._session.batch_range)
 
     @property
     def device(self) -> str:
@@ -157,6 +209,22 @@ class InferenceSession:
     def compile_ms(self) -> float:
         """Time spent compiling when the session was opened (0 for an engine file or the CPU)."""
         return self._session.compile_ms
+
+    @property
+    def batch_range(self) -> Tuple[int, int]:
+        """(min, max): the batches the session runs; (b, b) for a session of one batch."""
+        return (self._range[0], self._range[1])
+
+    @property
+    def opt_batch(self) -> int:
+        """The batch the engine is tuned around (the session's batch where it has one)."""
+        return self._range[2]
+
+    @property
+    def profiles(self) -> List[int]:
+        """The batches a dynamic GPU engine holds a plan for ([b] for a static one, [] on the
+        CPU). Other batches of the range run padded up to a profile or split into several."""
+        return list(self._session.profiles)
 
     def get_inputs(self) -> List[NodeArg]:
         """The model's inputs, in order."""
@@ -183,6 +251,11 @@ class InferenceSession:
             outputs: CUDA feeds only: one preallocated CUDA tensor per model output (all of
                 them, in model order), written in place and returned (io binding).
 
+        In a session opened for a batch range the feeds may have any batch of the range (all
+        the same one); the outputs have it too. On the GPU, a batch that is a profile (or a
+        chunk of one) reads and writes CUDA feeds in place; a batch between profiles is copied
+        on the device into the engine's padded buffers.
+
         Returns:
             Host feeds: numpy arrays. CUDA feeds: arrays on CUDA device 0 that any DLPack
             consumer takes without a copy (torch.from_dlpack, cupy.from_dlpack), ready in
@@ -190,7 +263,8 @@ class InferenceSession:
 
         Raises:
             tessel.InvalidArgument: an unknown output or feed name, a missing feed, a feed of
-                the wrong element type, shape or device.
+                the wrong element type, shape or device, feeds of a batch outside the range or
+                of different batches.
         """
         names = [o.name for o in self._outputs]
         wanted = list(output_names) if output_names else names
@@ -211,6 +285,8 @@ class InferenceSession:
                 raise InvalidArgument("input '%s' is not fed (inputs: %s)"
                                       % (n, ", ".join(inputs)))
         feeds = [input_feed[n] for n in inputs]
+        if self._range[0] != self._range[1]:
+            self._check_batch(feeds)
         on_cuda = [_dlpack_device(v) == _DL_CUDA for v in feeds]
         if any(on_cuda):
             results = self._run_cuda(feeds, on_cuda, stream, outputs)
@@ -225,15 +301,45 @@ class InferenceSession:
 
     # -- helpers -------------------------------------------------------------------------------
 
+    def _check_batch(self, feeds: Sequence[Any]) -> None:
+        """A dynamic session's feeds share one batch of its range."""
+        batches = []
+        for arg, v in zip(self._inputs, feeds):
+            shape = getattr(v, "shape", None)
+            if shape is None:
+                shape = np.shape(v)
+            if len(shape) == 0:
+                raise InvalidArgument("input '%s': a scalar, expected a batch of %s"
+                                      % (arg.name, self._expected_str(arg)))
+            batches.append((arg.name, int(shape[0])))
+        name, b = batches[0]
+        lo, hi = self._range[0], self._range[1]
+        if not lo <= b <= hi:
+            raise InvalidArgument("input '%s': batch %d is outside the session's batch range "
+                                  "(%d, %d)" % (name, b, lo, hi))
+        for other, ob in batches[1:]:
+            if ob != b:
+                raise InvalidArgument("input '%s' has batch %d, input '%s' batch %d: feed one "
+                                      "batch" % (other, ob, name, b))
+
+    def _expected_str(self, arg: NodeArg) -> str:
+        want = next(k for k, v in _DTYPES.items() if v[0] == arg.type)
+        return "%s[%s]" % (want, ",".join("N" if d == BATCH_DIM else str(d) for d in arg.shape))
+
     def _mismatch(self, arg: NodeArg, got_dtype: str, got_shape: Sequence[int]) -> InvalidArgument:
         want = next(k for k, v in _DTYPES.items() if v[0] == arg.type)
-        msg = "input '%s': expected %s, got %s" % (arg.name, _type_str(want, arg.shape),
+        msg = "input '%s': expected %s, got %s" % (arg.name, self._expected_str(arg),
                                                     _type_str(got_dtype, got_shape))
         if (got_dtype == want and len(got_shape) == len(arg.shape) and len(arg.shape) > 0
-                and list(got_shape[1:]) == list(arg.shape[1:])):
-            msg += (" (the session was opened for batch %d: open one with batch=%d)"
-                    % (arg.shape[0], got_shape[0]))
+                and arg.shape[0] != BATCH_DIM and list(got_shape[1:]) == list(arg.shape[1:])):
+            msg += (" (the session was opened for batch %d: open one with batch=%d, or with a "
+                    "range such as batch=(1, %d))" % (arg.shape[0], got_shape[0],
+                                                      max(got_shape[0], arg.shape[0])))
         return InvalidArgument(msg)
+
+    def _shape_matches(self, arg: NodeArg, shape: Sequence[int]) -> bool:
+        return len(shape) == len(arg.shape) and all(
+            d == BATCH_DIM or int(g) == d for g, d in zip(shape, arg.shape))
 
     def _host_feed(self, arg: NodeArg, value: Any) -> Any:
         """A host feed as an array _core takes: a contiguous numpy array of the input's type
@@ -259,7 +365,7 @@ class InferenceSession:
         if got is None:
             raise InvalidArgument("input '%s': expected %s, got numpy %s%s"
                                   % (arg.name, arg.type, array.dtype, list(array.shape)))
-        if np.dtype(arg.dtype) != array.dtype or list(array.shape) != arg.shape:
+        if np.dtype(arg.dtype) != array.dtype or not self._shape_matches(arg, array.shape):
             raise self._mismatch(arg, got, array.shape)
         return np.ascontiguousarray(array)
 
@@ -293,34 +399,37 @@ class Launch:
 
 @dataclasses.dataclass(frozen=True)
 class CompileResult:
-    """What tessel.compile did: the CLI's summary line and every kernel launch."""
+    """What tessel.compile did: the CLI's summary line, every kernel launch (of the opt
+    batch's plan in a dynamic engine) and the batches compiled (a dynamic engine's profiles)."""
 
     summary: str
     launches: List[Launch]
+    profiles: List[int]
 
 
 def compile(model: Union[str, os.PathLike], engine: Union[str, os.PathLike], *,
-            precision: str = "fp16", batch: Optional[int] = None,
+            precision: str = "fp16", batch: Union[int, Tuple[int, int], None] = None,
             input_shapes: Optional[Mapping[str, Sequence[int]]] = None,
-            target: Optional[str] = None, tensor_cores: bool = True) -> CompileResult:
+            target: Optional[str] = None, tensor_cores: bool = True,
+            opt_batch: Optional[int] = None) -> CompileResult:
     """Compiles a model into an engine file, as `tessel compile` does.
 
     Args:
         model: an ONNX model (.onnx) or a textual IR graph (.tir).
         engine: the engine file to write (.tsl); InferenceSession(engine) loads it.
-        precision, batch, input_shapes, tensor_cores: as for InferenceSession.
+        precision, batch, input_shapes, tensor_cores, opt_batch: as for InferenceSession; a
+            batch range (min, max) writes a dynamic-batch engine.
         target: "sm_90a" (H100) or "sm_80" (A100) compiles for that GPU without one (NVRTC
             needs no device); None compiles for the GPU present.
 
     Raises:
         tessel.Error: as `tessel compile` reports it, in the same line.
     """
-    if batch is not None and (not isinstance(batch, int) or batch < 1):
-        raise InvalidArgument("batch %r: expected a positive int" % (batch,))
+    lo, hi, opt = _batch_args(batch, opt_batch)
     shapes = {str(k): [int(d) for d in v] for k, v in (input_shapes or {}).items()}
-    summary, launches = _core.compile(os.fspath(model), os.fspath(engine), precision, batch or 0,
-                                      shapes, target or "", tensor_cores)
-    return CompileResult(summary, [Launch(*l) for l in launches])
+    summary, launches, profiles = _core.compile(os.fspath(model), os.fspath(engine), precision,
+                                                lo, hi, opt, shapes, target or "", tensor_cores)
+    return CompileResult(summary, [Launch(*l) for l in launches], list(profiles))
 
 
 def cuda_available() -> bool:

@@ -3,9 +3,12 @@
 #include <chrono>
 #include <cmath>
 #include <fstream>
+#include <list>
+#include <mutex>
 #include <optional>
 
 #include "compiler/compile_plan.h"
+#include "compiler/profiles.h"
 #include "compiler/tuning_db.h"
 #include "core/units.h"
 #include "device/cuda_api.h"
@@ -14,6 +17,7 @@
 #include "ir/op_registry.h"
 #include "ir/parser.h"
 #include "runtime/cpu/executor.h"
+#include "runtime/batch_split.h"
 #include "runtime/engine.h"
 #include "runtime/engine_file.h"
 #include "tessel/tessel.h"
@@ -55,17 +59,72 @@ std::vector<TensorInfo> graph_tensors(const ir::Graph& g, const std::vector<ir::
   return r;
 }
 
-std::vector<TensorInfo> plan_tensors(const std::vector<runtime::PlanTensor>& tensors) {
+// The engine's inputs or outputs, the batch dimension kDynamicBatch in a dynamic engine.
+std::vector<TensorInfo> plan_tensors(const runtime::EnginePlan& plan, bool inputs) {
+  const runtime::PlanProfile& p = plan.profiles.front();
   std::vector<TensorInfo> r;
-  for (const runtime::PlanTensor& t : tensors) r.push_back({t.name, t.dtype, t.shape});
+  for (const runtime::PlanTensor& t : inputs ? p.inputs : p.outputs) {
+    r.push_back({t.name, t.dtype, t.shape});
+    if (plan.batch.dynamic()) r.back().shape[0] = kDynamicBatch;
+  }
   return r;
 }
 
+// `t`'s shape at `batch` (its own where it has no dynamic batch).
+Shape shape_at(const TensorInfo& t, int64_t batch) {
+  Shape s = t.shape;
+  if (!s.empty() && s[0] == kDynamicBatch) s[0] = batch;
+  return s;
+}
+
 // A mismatched device tensor, named: "input 'x' is f32[2,3], expected f32[1,3]".
-void check_run_tensor(const DeviceTensor& given, const TensorInfo& want, const char* what) {
-  TESSEL_USER_CHECK(given.dtype() == want.dtype && given.shape() == want.shape)
+void check_run_tensor(const DeviceTensor& given, const TensorInfo& want, int64_t batch,
+                      const char* what) {
+  const Shape shape = shape_at(want, batch);
+  TESSEL_USER_CHECK(given.dtype() == want.dtype && given.shape() == shape)
       << what << " '" << want.name << "' is " << given.type_str() << ", expected "
-      << dtype_name(want.dtype) << shape_str(want.shape);
+      << dtype_name(want.dtype) << shape_str(shape);
+}
+
+// The range `options` asks for, opt filled in (its max where not given), checked; empty
+// when it asks for none. A range with `batch` too is a UserError.
+BatchRange requested_range(const Options& options) {
+  BatchRange r = options.batch_range;
+  if (r.empty()) return r;
+  const std::string what =
+      "batch range " + std::to_string(r.min) + ":" + std::to_string(r.max);
+  TESSEL_USER_CHECK(options.batch == 0)
+      << what << " and batch " << options.batch << " given: pass one or the other";
+  check_batch_range(r, what);
+  if (r.opt == 0) r.opt = r.max;
+  return r;
+}
+
+runtime::BatchRange runtime_range(const BatchRange& r) { return {r.min, r.max, r.opt}; }
+
+// The model imported with its symbolic batch at `batch`.
+ir::Graph graph_at(const std::string& path, Options options, int64_t batch) {
+  options.batch = batch;
+  options.batch_range = {};
+  return load_graph(path, options);
+}
+
+// Runs `batch` through the range check the engine makes, with the session's wording.
+void check_batch(const BatchRange& range, int64_t batch) {
+  TESSEL_USER_CHECK(batch >= range.min && batch <= range.max)
+      << "batch " << batch << " is outside the session's batch range " << range.min << ":"
+      << range.max;
+}
+
+// The batch of a run: the first input's leading extent.
+template <typename T>
+int64_t batch_of_inputs(const std::vector<T>& inputs, const std::vector<TensorInfo>& want) {
+  TESSEL_USER_CHECK(inputs.size() == want.size())
+      << inputs.size() << " inputs given, the model has " << want.size();
+  TESSEL_USER_CHECK(!inputs.empty() && !inputs[0].shape().empty())
+      << "input '" << (want.empty() ? std::string() : want[0].name)
+      << "' has no batch dimension";
+  return inputs[0].shape()[0];
 }
 
 }  // namespace
@@ -97,13 +156,77 @@ struct Session::Impl {
   std::optional<ir::Graph> graph;
   std::optional<runtime::Engine> engine;
   std::vector<TensorInfo> inputs, outputs;
+  BatchRange batch;  // {b, b, b} for a static session
   double compile_ms = 0;
+
+  // A dynamic CPU session: the model and its options, and the graphs of the last batches run
+  // (imported on demand, most recent first; runs may come from several threads).
+  std::string path;
+  Options options;
+  std::mutex cpu_graphs_mutex;
+  std::list<std::pair<int64_t, std::shared_ptr<const ir::Graph>>> cpu_graphs;
+  static constexpr size_t kCpuGraphsKept = 4;
+  std::shared_ptr<const ir::Graph> cpu_graph_at(int64_t batch);
 };
+
+std::shared_ptr<const ir::Graph> Session::Impl::cpu_graph_at(int64_t batch) {
+  {
+    std::lock_guard<std::mutex> lock(cpu_graphs_mutex);
+    for (auto it = cpu_graphs.begin(); it != cpu_graphs.end(); ++it) {
+      if (it->first != batch) continue;
+      cpu_graphs.splice(cpu_graphs.begin(), cpu_graphs, it);
+      return it->second;
+    }
+  }
+  auto g = std::make_shared<const ir::Graph>(graph_at(path, options, batch));
+  std::lock_guard<std::mutex> lock(cpu_graphs_mutex);
+  cpu_graphs.emplace_front(batch, g);
+  if (cpu_graphs.size() > kCpuGraphsKept) cpu_graphs.pop_back();
+  return g;
+}
+
+// The range of a static session's tensors: its first input's leading extent, 1 without one.
+BatchRange static_range(const std::vector<TensorInfo>& inputs) {
+  const int64_t b =
+      !inputs.empty() && !inputs[0].shape.empty() ? std::max<int64_t>(1, inputs[0].shape[0]) : 1;
+  return {b, b, b};
+}
 
 Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Session::Session(Session&&) noexcept = default;
 Session& Session::operator=(Session&&) noexcept = default;
 Session::~Session() = default;
+
+BatchRange parse_batch_range(const std::string& text, const std::string& what) {
+  auto number = [&](const std::string& item, int64_t& v) {
+    size_t used = 0;
+    try {
+      v = std::stoll(item, &used);
+    } catch (const std::exception&) {
+      return false;
+    }
+    return used == item.size() && !item.empty() && std::isdigit(static_cast<unsigned char>(item[0]));
+  };
+  const size_t colon = text.find(':');
+  BatchRange r;
+  const bool ok = colon == std::string::npos
+                      ? number(text, r.min)
+                      : number(text.substr(0, colon), r.min) && number(text.substr(colon + 1), r.max);
+  TESSEL_USER_CHECK(ok) << what << " '" << text
+                        << "': expected a batch size such as 8 or a range such as 1:64";
+  if (colon == std::string::npos) r.max = r.min;
+  check_batch_range(r, what + " '" + text + "'");
+  return r;
+}
+
+void check_batch_range(const BatchRange& r, const std::string& what) {
+  TESSEL_USER_CHECK(r.min >= 1) << what << ": the smallest batch is " << r.min
+                                << ", expected at least 1";
+  TESSEL_USER_CHECK(r.min <= r.max) << what << ": the range is empty (" << r.min << " > " << r.max
+                                    << ")";
+  TESSEL_USER_CHECK(r.opt == 0 || (r.opt >= r.min && r.opt <= r.max))
+      << what << ": the opt batch " << r.opt << " is outside the range";
+}
 
 ir::Graph load_graph(const std::string& path, const Options& options) {
   {
@@ -128,21 +251,37 @@ bool cuda_available(std::string* reason) { return device::cuda_available(reason)
 
 CompileReport compile_file(const std::string& model_path, const std::string& engine_path,
                            const Options& options, const std::string& target) {
+  const BatchRange range = requested_range(options);
   const device::DeviceInfo device = compile_target(target);
-  const ir::Graph g = load_graph(model_path, options);
   const compiler::CompiledPlan compiled =
-      compiler::compile_plan(g, compiler_options(options), device);
+      range.empty()
+          ? compiler::compile_plan(load_graph(model_path, options), compiler_options(options),
+                                   device)
+          : compiler::compile_profiles(
+                [&](int64_t b) { return graph_at(model_path, options, b); },
+                runtime_range(range), compiler_options(options), device);
   runtime::write_engine_file(compiled.plan, engine_path);
   const runtime::EnginePlan& p = compiled.plan;
+  const runtime::PlanProfile& opt = *p.profile_for(p.batch.opt);
   CompileReport report;
-  for (const runtime::PlanLaunch& l : p.launches)
+  for (const runtime::PlanLaunch& l : opt.launches)
     report.launches.push_back({l.node, l.op, l.instruction, l.schedule});
-  report.summary = "compiled " + model_path + " for " + device.str() + ", " + precision_name(p.precision) +
-         ", batch " + std::to_string(p.batch) + ": " + std::to_string(p.launches.size()) +
-         " kernels (" + std::to_string(runtime::tensor_core_launches(p)) +
-         " on Tensor Cores), arena " + human_bytes(static_cast<int64_t>(p.arena_bytes)) +
-         ", constants " + human_bytes(static_cast<int64_t>(p.constants.size())) + ", in " +
-         std::to_string(std::llround(compiled.compile_ms)) + " ms -> " + engine_path;
+  std::string batch = "batch " + runtime::batch_range_str(p.batch);
+  for (const runtime::PlanProfile& q : p.profiles) report.profiles.push_back(q.batch);
+  std::string kernels = std::to_string(opt.launches.size()) + " kernels (" +
+                        std::to_string(runtime::tensor_core_launches(opt)) + " on Tensor Cores)";
+  if (p.batch.dynamic()) {
+    std::string list;
+    for (int64_t b : report.profiles) list += (list.empty() ? "" : ", ") + std::to_string(b);
+    batch += " (profiles " + list + "; opt " + std::to_string(p.batch.opt) + ")";
+    kernels += " per run at batch " + std::to_string(p.batch.opt) + ", " +
+               std::to_string(p.cubins.size()) + " distinct";
+  }
+  report.summary = "compiled " + model_path + " for " + device.str() + ", " +
+                   precision_name(p.precision) + ", " + batch + ": " + kernels + ", arena " +
+                   human_bytes(static_cast<int64_t>(p.arena_bytes)) + ", constants " +
+                   human_bytes(static_cast<int64_t>(p.constants.size())) + ", in " +
+                   std::to_string(std::llround(compiled.compile_ms)) + " ms -> " + engine_path;
   return report;
 }
 
@@ -150,7 +289,8 @@ Session Session::open(const std::string& path, const Options& options) {
   if (runtime::is_engine_file(path)) {
     TESSEL_USER_CHECK(options.device == Device::kCuda)
         << path << " is a compiled engine: it runs on the GPU only";
-    TESSEL_USER_CHECK(options.batch == 0 && options.input_shapes.empty())
+    TESSEL_USER_CHECK(options.batch == 0 && options.batch_range.empty() &&
+                      options.input_shapes.empty())
         << path << " is a compiled engine: batch and input shapes apply when compiling a model "
         << "(tessel compile)";
     // Read and checked before the GPU is looked for, so that a damaged file is reported as
@@ -161,25 +301,63 @@ Session Session::open(const std::string& path, const Options& options) {
     auto impl = std::make_unique<Impl>();
     impl->device = Device::kCuda;
     impl->engine.emplace(runtime::Engine::load(std::move(plan), path, options.progress));
-    impl->inputs = plan_tensors(impl->engine->plan().inputs);
-    impl->outputs = plan_tensors(impl->engine->plan().outputs);
+    const runtime::EnginePlan& p = impl->engine->plan();
+    impl->inputs = plan_tensors(p, true);
+    impl->outputs = plan_tensors(p, false);
+    impl->batch = {p.batch.min, p.batch.max, p.batch.opt};
     return Session(std::move(impl));
   }
+  const BatchRange range = requested_range(options);
   if (options.device == Device::kCuda) {
     // Without a GPU, say so before spending time on importing and compiling.
     std::string why;
     TESSEL_USER_CHECK(device::cuda_available(&why)) << "no CUDA device: " << why;
   }
-  return from_graph(load_graph(path, options), options);
+  if (range.empty()) return from_graph(load_graph(path, options), options);
+
+  auto impl = std::make_unique<Impl>();
+  impl->device = options.device;
+  impl->batch = range;
+  if (options.device == Device::kCpu) {
+    // The reference executor runs any batch: each is the model imported at that batch. The
+    // ends of the range are imported now, to refuse a model without a batch dimension early.
+    impl->path = path;
+    impl->options = options;
+    for (int64_t b : {range.min, range.max})
+      compiler::check_leads_with_batch(*impl->cpu_graph_at(b), b, runtime_range(range));
+    impl->graph = *impl->cpu_graph_at(range.opt);
+    impl->inputs = graph_tensors(*impl->graph, impl->graph->inputs);
+    impl->outputs = graph_tensors(*impl->graph, impl->graph->outputs);
+    if (range.min != range.max) {
+      for (TensorInfo& t : impl->inputs) t.shape[0] = kDynamicBatch;
+      for (TensorInfo& t : impl->outputs) t.shape[0] = kDynamicBatch;
+    }
+    return Session(std::move(impl));
+  }
+  const auto start = std::chrono::steady_clock::now();
+  compiler::CompiledPlan compiled = compiler::compile_profiles(
+      [&](int64_t b) { return graph_at(path, options, b); }, runtime_range(range),
+      compiler_options(options), device::device_info());
+  impl->engine.emplace(
+      runtime::Engine::load(std::move(compiled.plan), "the engine", options.progress));
+  impl->graph = std::move(compiled.graph);
+  impl->compile_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  impl->inputs = plan_tensors(impl->engine->plan(), true);
+  impl->outputs = plan_tensors(impl->engine->plan(), false);
+  return Session(std::move(impl));
 }
 
 Session Session::from_graph(const ir::Graph& graph, const Options& options) {
+  TESSEL_USER_CHECK(options.batch_range.empty())
+      << "a batch range needs the model file (Session::open): an imported graph has fixed shapes";
   auto impl = std::make_unique<Impl>();
   impl->device = options.device;
   if (options.device == Device::kCpu) {
     impl->graph = graph;
     impl->inputs = graph_tensors(graph, graph.inputs);
     impl->outputs = graph_tensors(graph, graph.outputs);
+    impl->batch = static_range(impl->inputs);
     return Session(std::move(impl));
   }
   const auto start = std::chrono::steady_clock::now();
@@ -191,8 +369,10 @@ Session Session::from_graph(const ir::Graph& graph, const Options& options) {
   impl->graph = std::move(compiled.graph);
   impl->compile_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  impl->inputs = plan_tensors(impl->engine->plan().inputs);
-  impl->outputs = plan_tensors(impl->engine->plan().outputs);
+  const runtime::EnginePlan& p = impl->engine->plan();
+  impl->inputs = plan_tensors(p, true);
+  impl->outputs = plan_tensors(p, false);
+  impl->batch = {p.batch.min, p.batch.max, p.batch.opt};
   return Session(std::move(impl));
 }
 
@@ -203,30 +383,47 @@ double Session::compile_ms() const { return impl_->compile_ms; }
 runtime::Engine* Session::engine() const { return impl_->engine ? &*impl_->engine : nullptr; }
 const ir::Graph* Session::graph() const { return impl_->graph ? &*impl_->graph : nullptr; }
 
+BatchRange Session::batch_range() const { return impl_->batch; }
+
+std::vector<int64_t> Session::profiles() const {
+  std::vector<int64_t> r;
+  if (impl_->engine)
+    for (const runtime::PlanProfile& p : impl_->engine->plan().profiles) r.push_back(p.batch);
+  return r;
+}
+
 std::vector<Tensor> Session::run(const std::vector<Tensor>& inputs) {
   if (impl_->engine) return impl_->engine->run(inputs);
-  return runtime::cpu::run_graph(*impl_->graph, inputs);
+  if (impl_->path.empty()) return runtime::cpu::run_graph(*impl_->graph, inputs);
+  const int64_t batch = batch_of_inputs(inputs, impl_->inputs);
+  check_batch(impl_->batch, batch);
+  return runtime::cpu::run_graph(*impl_->cpu_graph_at(batch), inputs);
 }
 
 std::vector<DeviceTensor> Session::run_on_device(const std::vector<DeviceTensor>& inputs,
                                                  void* stream, std::vector<DeviceTensor> outputs) {
   TESSEL_USER_CHECK(impl_->engine)
       << "this session runs on the CPU: device tensors need a session on the GPU";
+  const bool dynamic = impl_->batch.min != impl_->batch.max;
   TESSEL_USER_CHECK(inputs.size() == impl_->inputs.size())
       << inputs.size() << " inputs given, the model has " << impl_->inputs.size();
+  // A static engine runs its own batch (the shapes are checked below).
+  const int64_t batch = dynamic ? batch_of_inputs(inputs, impl_->inputs) : impl_->batch.min;
+  if (dynamic) check_batch(impl_->batch, batch);
   TESSEL_USER_CHECK(outputs.empty() || outputs.size() == impl_->outputs.size())
       << outputs.size() << " outputs given, the model has " << impl_->outputs.size();
-  for (size_t i = 0; i < inputs.size(); ++i) check_run_tensor(inputs[i], impl_->inputs[i], "input");
+  for (size_t i = 0; i < inputs.size(); ++i)
+    check_run_tensor(inputs[i], impl_->inputs[i], batch, "input");
   if (outputs.empty()) {
     for (const TensorInfo& y : impl_->outputs)
-      outputs.push_back(DeviceTensor::allocate(y.dtype, y.shape));
+      outputs.push_back(DeviceTensor::allocate(y.dtype, shape_at(y, batch)));
   }
   for (size_t j = 0; j < outputs.size(); ++j)
-    check_run_tensor(outputs[j], impl_->outputs[j], "output");
+    check_run_tensor(outputs[j], impl_->outputs[j], batch, "output");
   std::vector<uint64_t> in, out;
   for (const DeviceTensor& t : inputs) in.push_back(t.address());
   for (const DeviceTensor& t : outputs) out.push_back(t.address());
-  impl_->engine->run_on(in, out, stream);
+  impl_->engine->run_on(in, out, batch, stream);
   return outputs;
 }
 

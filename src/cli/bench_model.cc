@@ -25,7 +25,9 @@ Action add_bench(CLI::App& app) {
     std::string json;
   };
   auto o = std::make_shared<Opts>();
-  add_model_options(*cmd, o->gpu.model, "ONNX model (.onnx), textual IR (.tir) or engine (.tsl)");
+  add_model_options(*cmd, o->gpu.model,
+                    "ONNX model (.onnx), textual IR (.tir) or engine (.tsl); --batch N runs batch "
+                    "N of a dynamic engine (default: its opt batch)");
   add_tuning_db_option(*cmd, o->gpu.model);
   CLI::Option* precision = add_precision_option(*cmd, o->gpu.precision);
   cmd->add_option("--warmup", o->warmup, "untimed replays first")->check(CLI::NonNegativeNumber);
@@ -48,9 +50,10 @@ Action add_bench(CLI::App& app) {
     const device::MemoryInfo after = device::memory_info();
     const eng::EnginePlan& plan = engine.plan();
 
-    engine.run(random_inputs(session, o->seed));
+    const int64_t batch = run_batch(o->gpu, session);
+    engine.run(random_inputs(session, o->seed, batch));
     const eng::LatencyStats lat =
-        eng::latency_stats(engine.time_replays(o->warmup, o->reps), plan.batch);
+        eng::latency_stats(engine.time_replays(o->warmup, o->reps, batch), batch);
     const eng::EngineStats& st = engine.stats();
     const int64_t driver_delta =
         static_cast<int64_t>(before.free) - static_cast<int64_t>(after.free);
@@ -58,9 +61,10 @@ Action add_bench(CLI::App& app) {
     const std::string origin =
         from_file ? "loaded from an engine file"
                   : "compiled in " + std::to_string(std::lround(session.compile_ms())) + " ms";
-    std::printf("model %s: %s, %s, batch %lld, %s\n", o->gpu.model.path.c_str(),
+    std::printf("model %s: %s, %s, batch %lld%s, %s\n", o->gpu.model.path.c_str(),
                 engine_summary(st).c_str(), precision_name(plan.precision),
-                static_cast<long long>(plan.batch), origin.c_str());
+                static_cast<long long>(batch), dynamic_batch_note(session, batch).c_str(),
+                origin.c_str());
     std::printf(
         "latency     median %.3f ms, p90 %.3f ms (%d replays of one CUDA graph after %d warm-up)\n",
         lat.median_ms, lat.p90_ms, lat.reps, o->warmup);
@@ -76,7 +80,9 @@ Action add_bench(CLI::App& app) {
       j["model"] = o->gpu.model.path;
       j["device"] = device::device_info().name;
       j["precision"] = precision_name(plan.precision);
-      j["batch"] = plan.batch;
+      j["batch"] = batch;
+      j["batch_range"] = {plan.batch.min, plan.batch.max};
+      j["profiles"] = session.profiles();
       j["median_ms"] = lat.median_ms;
       j["p90_ms"] = lat.p90_ms;
       j["throughput_per_s"] = lat.throughput_per_s;

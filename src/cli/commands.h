@@ -34,18 +34,26 @@ Action add_compare(CLI::App& app);
 // Options shared by commands that load a model.
 struct ModelOptions {
   std::string path;
-  int64_t batch = 0;
+  std::string batch;    // --batch: "8", or a range "1:64" where the command takes one
+  int64_t opt_batch = 0;  // --opt-batch, with a range (tessel compile)
   std::vector<std::string> input_shapes;  // "name=1x3x224x224"
   std::string tuning_db;                  // --db, where the command compiles
+  // The command takes a batch range (compile; explain, which plans its opt batch). Elsewhere a
+  // range is a UserError saying so.
+  bool takes_range = false;
 };
 // --db FILE: the tuning database (`tessel tune`) whose schedules compiling uses.
 void add_tuning_db_option(CLI::App& cmd, ModelOptions& o);
 // `what`: the model argument's help text.
 void add_model_options(CLI::App& cmd, ModelOptions& o,
                        const std::string& what = "ONNX model (.onnx) or textual IR (.tir)");
-// The public API's options for a model's --batch and --input-shape.
+// The public API's options for a model's --batch (one batch, or a range with --opt-batch, opt
+// filled in) and --input-shape. A malformed --batch is a UserError.
 Options model_api_options(const ModelOptions& o);
-// Loads an .onnx model or a .tir textual graph (types inferred and verified).
+// A UserError when `options` asks for a batch range: the command takes one batch.
+void refuse_batch_range(const Options& options);
+// Loads an .onnx model or a .tir textual graph (types inferred and verified): at the opt batch
+// of a range where the command takes one, else refusing a range.
 ir::Graph load_model(const ModelOptions& o);
 
 // --precision fp16|fp32, the GPU storage precision.

@@ -1,6 +1,7 @@
 // `tessel compile`: a model compiled into a .tsl engine file (runtime/engine_file.h)
 // that `tessel run/bench/profile` load without compiling. Compiling needs NVRTC, not a GPU:
-// --target compiles for a known GPU that is not here.
+// --target compiles for a known GPU that is not here. --batch 1:64 compiles a dynamic-batch
+// engine (compiler/profiles.h): one plan per profile batch, the profiles printed.
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
@@ -23,7 +24,11 @@ Action add_compile(CLI::App& app) {
     std::string launches_json;
   };
   auto o = std::make_shared<Opts>();
+  o->model.takes_range = true;
   add_model_options(*cmd, o->model);
+  cmd->add_option("--opt-batch", o->model.opt_batch,
+                  "with a batch range: the batch bench and profile run by default (default: "
+                  "the range's largest); compiled as a profile of its own");
   add_tuning_db_option(*cmd, o->model);
   cmd->add_option("-o,--output", o->output, "the engine file to write (.tsl)")->required();
   add_precision_option(*cmd, o->precision);

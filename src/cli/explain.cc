@@ -14,6 +14,7 @@
 #include <fstream>
 
 #include "cli/commands.h"
+#include "compiler/profiles.h"
 #include "cli/op_kernels.h"
 #include "compiler/plan_node.h"
 #include "compiler/tuning_db.h"
@@ -128,7 +129,10 @@ Action add_explain(CLI::App& app) {
     std::string json;
   };
   auto o = std::make_shared<Opts>();
+  o->model.takes_range = true;
   add_model_options(*cmd, o->model);
+  cmd->add_option("--opt-batch", o->model.opt_batch,
+                  "with a batch range: the batch whose plan is explained (default: the largest)");
   add_tuning_db_option(*cmd, o->model);
   add_precision_option(*cmd, o->precision);
   cmd->add_option("--target", o->target,
@@ -146,6 +150,16 @@ Action add_explain(CLI::App& app) {
     const device::DeviceInfo device = planning_target(o->target);
     std::printf("target %s (%d SMs), precision %s\n", device.arch().c_str(), device.sm_count,
                 o->precision.c_str());
+    const BatchRange range = model_api_options(o->model).batch_range;
+    if (!range.empty()) {
+      std::string list;
+      for (int64_t b : compiler::profile_batches({range.min, range.max, range.opt}))
+        list += (list.empty() ? "" : ", ") + std::to_string(b);
+      std::printf("dynamic batch %lld:%lld: profiles %s (the range's ends, the opt batch and the "
+                  "powers of two between); below, the plan of the opt batch %lld\n",
+                  static_cast<long long>(range.min), static_cast<long long>(range.max),
+                  list.c_str(), static_cast<long long>(range.opt));
+    }
     const std::vector<int> producers = g.producers();
     const std::vector<std::vector<int>> users = g.users();
     Summary sum;

@@ -8,7 +8,11 @@ namespace tessel::cli {
 
 void add_model_options(CLI::App& cmd, ModelOptions& o, const std::string& what) {
   cmd.add_option("model", o.path, what)->required();
-  cmd.add_option("--batch", o.batch, "batch size for inputs whose first dimension is symbolic");
+  cmd.add_option("--batch", o.batch,
+                 o.takes_range
+                     ? "batch size for inputs whose first dimension is symbolic, or a range "
+                       "such as 1:64 (a dynamic-batch engine)"
+                     : "batch size for inputs whose first dimension is symbolic");
   cmd.add_option("--input-shape", o.input_shapes, "static shape of an input, e.g. input=1x3x224x224");
 }
 
@@ -47,7 +51,22 @@ void add_tuning_db_option(CLI::App& cmd, ModelOptions& o) {
 
 Options model_api_options(const ModelOptions& o) {
   Options opts;
-  opts.batch = o.batch;
+  if (!o.batch.empty()) {
+    const BatchRange r = parse_batch_range(o.batch, "--batch");
+    if (o.batch.find(':') == std::string::npos)
+      opts.batch = r.min;
+    else
+      opts.batch_range = r;
+  }
+  if (o.opt_batch != 0) {
+    TESSEL_USER_CHECK(!opts.batch_range.empty())
+        << "--opt-batch " << o.opt_batch << ": it applies to a batch range such as --batch 1:64";
+    opts.batch_range.opt = o.opt_batch;
+    check_batch_range(opts.batch_range, "--batch " + o.batch + " --opt-batch " +
+                                            std::to_string(o.opt_batch));
+  }
+  if (!opts.batch_range.empty() && opts.batch_range.opt == 0)
+    opts.batch_range.opt = opts.batch_range.max;
   opts.tuning_db = o.tuning_db;
   for (const std::string& spec : o.input_shapes) {
     size_t eq = spec.find('=');
@@ -58,7 +77,22 @@ Options model_api_options(const ModelOptions& o) {
   return opts;
 }
 
-ir::Graph load_model(const ModelOptions& o) { return load_graph(o.path, model_api_options(o)); }
+void refuse_batch_range(const Options& options) {
+  const BatchRange& r = options.batch_range;
+  TESSEL_USER_CHECK(r.empty()) << "--batch " << r.min << ":" << r.max
+                               << ": this command takes one batch such as --batch " << r.opt
+                               << "; a batch range (dynamic batch) is for tessel compile";
+}
+
+ir::Graph load_model(const ModelOptions& o) {
+  Options options = model_api_options(o);
+  if (!o.takes_range) refuse_batch_range(options);
+  if (!options.batch_range.empty()) {
+    options.batch = options.batch_range.opt;
+    options.batch_range = {};
+  }
+  return load_graph(o.path, options);
+}
 
 CLI::Option* add_precision_option(CLI::App& cmd, std::string& precision) {
   return cmd.add_option("--precision", precision, "GPU storage precision: fp16 or fp32")

@@ -64,14 +64,17 @@ Action add_profile(CLI::App& app) {
     Session session = open_gpu_session(o->gpu, progress);
     eng::Engine& engine = *session.engine();
     const eng::EnginePlan& plan = engine.plan();
-    engine.run(random_inputs(session, o->seed));
-    const std::vector<float> replay = engine.time_replays(/*warmup=*/5, o->reps);
-    const std::vector<float> launches = engine.profile_launches(o->reps);
+    const int64_t batch = run_batch(o->gpu, session);
+    engine.run(random_inputs(session, o->seed, batch));
+    const std::vector<float> launches = engine.profile_launches(o->reps, batch);
+    const std::vector<float> replay = engine.time_replays(/*warmup=*/5, o->reps, batch);
     const device::DeviceInfo device = device::device_info();
     const eng::ProfileReport report = eng::make_profile_report(
-        plan, launches, replay[replay.size() / 2], device);
-    std::printf("model %s on %s: %s, %s\n", o->gpu.model.path.c_str(), device.name.c_str(),
-                engine_summary(engine.stats()).c_str(), precision_name(plan.precision));
+        *plan.profile_for(batch), launches, replay[replay.size() / 2], device);
+    std::printf("model %s on %s: %s, %s, batch %lld%s\n", o->gpu.model.path.c_str(),
+                device.name.c_str(), engine_summary(engine.stats()).c_str(),
+                precision_name(plan.precision), static_cast<long long>(batch),
+                dynamic_batch_note(session, batch).c_str());
     std::fputs(eng::format_profile(report).c_str(), stdout);
     if (!o->trace.empty()) {
       std::ofstream f(o->trace);

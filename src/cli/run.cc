@@ -64,13 +64,19 @@ Action add_run(CLI::App& app) {
                   origin.c_str());
     } else {
       Options cpu = model_api_options(o->gpu.model);
+      refuse_batch_range(cpu);
       cpu.device = Device::kCpu;
       session.emplace(Session::open(path, cpu));
     }
     runtime::Engine* engine = session->engine();
+    const int64_t batch = engine ? run_batch(o->gpu, *session) : session->batch_range().opt;
     std::vector<std::pair<std::string, ir::TensorType>> input_types;
     std::vector<std::string> output_names;
-    for (const TensorInfo& t : session->inputs()) input_types.push_back({t.name, {t.dtype, t.shape}});
+    for (const TensorInfo& t : session->inputs()) {
+      Shape shape = t.shape;
+      if (!shape.empty() && shape[0] == kDynamicBatch) shape[0] = batch;
+      input_types.push_back({t.name, {t.dtype, shape}});
+    }
     for (const TensorInfo& t : session->outputs()) output_names.push_back(t.name);
 
     std::map<std::string, Tensor> given;
@@ -86,7 +92,11 @@ Action add_run(CLI::App& app) {
       Tensor t = read_npy(spec.substr(eq + 1));
       TESSEL_USER_CHECK(t.dtype() == want->second.dtype && t.shape() == want->second.shape)
           << "input '" << name << "': expected " << want->second.str() << ", got " << t.type_str()
-          << " from " << spec.substr(eq + 1);
+          << " from " << spec.substr(eq + 1)
+          << (session->batch_range().min != session->batch_range().max
+                  ? " (the engine runs batch " + std::to_string(batch) +
+                        "; pass --batch N for another batch of its range)"
+                  : std::string());
       given[name] = t;
     }
     std::mt19937_64 rng(o->seed);
@@ -104,10 +114,11 @@ Action add_run(CLI::App& app) {
     if (engine) {
       outputs = engine->run(inputs);
       // Device time of graph replays (inputs already uploaded), bracketed by CUDA events.
-      for (float t : engine->time_replays(/*warmup=*/std::min(o->repeat, 10), o->repeat))
+      for (float t : engine->time_replays(/*warmup=*/std::min(o->repeat, 10), o->repeat, batch))
         ms.push_back(t);
       timed = std::string("cuda (") + precision_name(engine->plan().precision) +
-              ", one CUDA graph replay)";
+              ", one CUDA graph replay, batch " + std::to_string(batch) +
+              dynamic_batch_note(*session, batch) + ")";
     } else {
       for (int r = 0; r < o->repeat; ++r) {
         auto t0 = std::chrono::steady_clock::now();

@@ -227,7 +227,8 @@ Action add_tune(CLI::App& app) {
           opts.tuning = one;
           try {
             compiler::CompiledPlan p = compiler::compile_lowered(alone, opts, target);
-            if (p.plan.launches.size() != 1 || p.plan.launches[0].schedule != s.name())
+            const std::vector<runtime::PlanLaunch>& launches = p.plan.profiles.at(0).launches;
+            if (launches.size() != 1 || launches[0].schedule != s.name())
               return std::nullopt;
             return p;
           } catch (const Error&) {

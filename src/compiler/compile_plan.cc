@@ -71,7 +71,7 @@ class ConstantImage {
 class PlanAssembler {
  public:
   PlanAssembler(const ir::Graph& g, const passes::MemoryPlan& memory, EnginePlan& plan)
-      : g_(g), memory_(memory), plan_(plan) {}
+      : g_(g), memory_(memory), plan_(plan), profile_(plan.profiles.at(0)) {}
 
   void add_graph_io();
   // `predicted_us`: compiler::predict's time for the node (recorded for `tessel profile`).
@@ -87,6 +87,7 @@ class PlanAssembler {
   const ir::Graph& g_;
   const passes::MemoryPlan& memory_;
   EnginePlan& plan_;
+  runtime::PlanProfile& profile_;
   ConstantImage image_;
   std::map<ir::ValueId, uint32_t> input_index_, output_index_;
   std::map<const void*, uint32_t> cubins_;
@@ -95,11 +96,11 @@ class PlanAssembler {
 
 void PlanAssembler::add_graph_io() {
   for (ir::ValueId v : g_.inputs) {
-    input_index_.try_emplace(v, static_cast<uint32_t>(plan_.inputs.size()));
-    plan_.inputs.push_back({g_.value(v).name, g_.type(v).dtype, g_.type(v).shape, {}});
+    input_index_.try_emplace(v, static_cast<uint32_t>(profile_.inputs.size()));
+    profile_.inputs.push_back({g_.value(v).name, g_.type(v).dtype, g_.type(v).shape, {}});
   }
   for (ir::ValueId v : g_.outputs) {
-    const uint32_t j = static_cast<uint32_t>(plan_.outputs.size());
+    const uint32_t j = static_cast<uint32_t>(profile_.outputs.size());
     const uint64_t bytes = value_bytes(g_, v);
     Relocation source{Region::kOutput, j, 0, bytes};
     if (auto in = input_index_.find(v); in != input_index_.end()) {
@@ -111,7 +112,7 @@ void PlanAssembler::add_graph_io() {
     } else {
       output_index_.emplace(v, j);
     }
-    plan_.outputs.push_back({g_.value(v).name, g_.type(v).dtype, g_.type(v).shape, source});
+    profile_.outputs.push_back({g_.value(v).name, g_.type(v).dtype, g_.type(v).shape, source});
   }
 }
 
@@ -207,7 +208,7 @@ void PlanAssembler::add_launch(const ir::Node& n, const NodeKernel& k, double pr
     for (size_t j = 0; j < n.outputs.size(); ++j)
       l.params[kOpInputs + j] = operand(n, j, false, false);
   }
-  plan_.launches.push_back(std::move(l));
+  profile_.launches.push_back(std::move(l));
 }
 
 // Items per run, for throughput: the leading extent of the first input (1 without one).
@@ -234,7 +235,9 @@ CompiledPlan compile_lowered(ir::Graph g, const Options& options,
   EnginePlan& plan = result.plan;
   plan.target = runtime::recorded_target(target);
   plan.precision = options.precision;
-  plan.batch = batch_of(g);
+  const int64_t batch = batch_of(g);
+  plan.batch = {batch, batch, batch};
+  plan.profiles.emplace_back().batch = batch;
   plan.arena_bytes = static_cast<uint64_t>(memory.arena_bytes);
   PlanAssembler assembler(g, memory, plan);
   assembler.add_graph_io();

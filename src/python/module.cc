@@ -76,9 +76,18 @@ ArrayView view_of(const AnyArray& a, const TensorInfo& want, const char* what) {
                            << int{a.dtype().bits} << " bits)";
   Shape shape;
   for (size_t i = 0; i < a.ndim(); ++i) shape.push_back(static_cast<int64_t>(a.shape(i)));
-  TESSEL_USER_CHECK(*dtype == want.dtype && shape == want.shape)
-      << what << " '" << want.name << "' is " << dtype_name(*dtype) << shape_str(shape)
-      << ", expected " << dtype_name(want.dtype) << shape_str(want.shape);
+  // A dynamic batch takes any leading extent here; the session checks it against its range.
+  bool same = *dtype == want.dtype && shape.size() == want.shape.size();
+  for (size_t i = 0; same && i < shape.size(); ++i)
+    same = shape[i] == want.shape[i] || (i == 0 && want.shape[0] == kDynamicBatch);
+  if (!same) {
+    std::string want_shape = shape_str(want.shape);
+    if (!want.shape.empty() && want.shape[0] == kDynamicBatch)
+      want_shape = "[N" + want_shape.substr(want_shape.find_first_of(",]"));
+    TESSEL_USER_ERROR() << what << " '" << want.name << "' is " << dtype_name(*dtype)
+                        << shape_str(shape) << ", expected " << dtype_name(want.dtype)
+                        << want_shape;
+  }
   // Row-major strides; an extent of 1 may have any stride.
   int64_t expected = 1;
   for (size_t i = a.ndim(); i-- > 0;) {
@@ -124,7 +133,10 @@ nb::object device_array(const DeviceTensor& t) {
       .cast();
 }
 
+// `batch`: 0 (none), a batch size, or with `batch_max` > 0 the range [batch, batch_max] whose
+// opt batch is `opt_batch` (0: its max).
 Options make_options(const std::string& device, const std::string& precision, int64_t batch,
+                     int64_t batch_max, int64_t opt_batch,
                      const std::map<std::string, std::vector<int64_t>>& shapes, bool tensor_cores) {
   Options o;
   TESSEL_USER_CHECK(device == "cpu" || device == "cuda")
@@ -134,7 +146,15 @@ Options make_options(const std::string& device, const std::string& precision, in
   TESSEL_USER_CHECK(batch >= 0) << "batch " << batch << ": expected a positive batch size";
   o.device = device == "cpu" ? Device::kCpu : Device::kCuda;
   o.precision = precision == "fp32" ? Precision::kFp32 : Precision::kFp16;
-  o.batch = batch;
+  if (batch_max > 0) {
+    o.batch_range = {batch, batch_max, opt_batch};
+    check_batch_range(o.batch_range, "batch (" + std::to_string(batch) + ", " +
+                                         std::to_string(batch_max) + ")");
+  } else {
+    TESSEL_USER_CHECK(opt_batch == 0) << "opt_batch " << opt_batch
+                                      << ": it applies to a batch range such as batch=(1, 64)";
+    o.batch = batch;
+  }
   o.tensor_cores = tensor_cores;
   for (const auto& [name, shape] : shapes) o.input_shapes[name] = shape;
   return o;
@@ -252,9 +272,11 @@ NB_MODULE(_core, m) {
   m.def(
       "compile",
       [](const std::string& model, const std::string& engine, const std::string& precision,
-         int64_t batch, const std::map<std::string, std::vector<int64_t>>& input_shapes,
+         int64_t batch, int64_t batch_max, int64_t opt_batch,
+         const std::map<std::string, std::vector<int64_t>>& input_shapes,
          const std::string& target, bool tensor_cores) {
-        Options o = make_options("cuda", precision, batch, input_shapes, tensor_cores);
+        Options o = make_options("cuda", precision, batch, batch_max, opt_batch, input_shapes,
+                                 tensor_cores);
         CompileReport report;
         {
           nb::gil_scoped_release unlocked;
@@ -263,30 +285,43 @@ NB_MODULE(_core, m) {
         nb::list launches;
         for (const LaunchInfo& l : report.launches)
           launches.append(nb::make_tuple(l.node, l.op, l.instruction, l.schedule));
-        return nb::make_tuple(report.summary, launches);
+        return nb::make_tuple(report.summary, launches, report.profiles);
       },
       nb::arg("model"), nb::arg("engine"), nb::arg("precision"), nb::arg("batch"),
-      nb::arg("input_shapes"), nb::arg("target"), nb::arg("tensor_cores"),
-      "Compiles a model into an engine file; returns (summary line, launches).");
+      nb::arg("batch_max"), nb::arg("opt_batch"), nb::arg("input_shapes"), nb::arg("target"),
+      nb::arg("tensor_cores"),
+      "Compiles a model into an engine file; returns (summary line, launches, profile "
+      "batches). batch_max > 0 makes [batch, batch_max] a dynamic batch range.");
 
   nb::class_<Session>(m, "Session", "A model opened for the CPU reference or the GPU.")
       .def(
           "__init__",
           [](Session* self, const std::string& path, const std::string& device,
-             const std::string& precision, int64_t batch,
+             const std::string& precision, int64_t batch, int64_t batch_max, int64_t opt_batch,
              const std::map<std::string, std::vector<int64_t>>& input_shapes, bool tensor_cores) {
-            Options o = make_options(device, precision, batch, input_shapes, tensor_cores);
+            Options o = make_options(device, precision, batch, batch_max, opt_batch, input_shapes,
+                                     tensor_cores);
             nb::gil_scoped_release unlocked;
             new (self) Session(Session::open(path, o));
           },
           nb::arg("path"), nb::arg("device"), nb::arg("precision"), nb::arg("batch"),
-          nb::arg("input_shapes"), nb::arg("tensor_cores"))
+          nb::arg("batch_max"), nb::arg("opt_batch"), nb::arg("input_shapes"),
+          nb::arg("tensor_cores"))
       .def_prop_ro(
           "inputs", [](const Session& s) { return tensor_infos(s.inputs()); },
-          "[(name, tessel dtype name, shape)] of the inputs, in order.")
+          "[(name, tessel dtype name, shape)] of the inputs, in order; a dynamic batch is -1.")
       .def_prop_ro(
           "outputs", [](const Session& s) { return tensor_infos(s.outputs()); },
-          "[(name, tessel dtype name, shape)] of the outputs, in order.")
+          "[(name, tessel dtype name, shape)] of the outputs, in order; a dynamic batch is -1.")
+      .def_prop_ro(
+          "batch_range",
+          [](const Session& s) {
+            const BatchRange r = s.batch_range();
+            return nb::make_tuple(r.min, r.max, r.opt);
+          },
+          "(min, max, opt): the batches the session runs (min == max: one).")
+      .def_prop_ro("profiles", &Session::profiles,
+                   "The profile batches of a dynamic GPU engine; [] on the CPU.")
       .def_prop_ro("device",
                    [](const Session& s) { return s.device() == Device::kCpu ? "cpu" : "cuda"; })
       .def_prop_ro("compile_ms", &Session::compile_ms)

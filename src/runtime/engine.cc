@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "device/cuda_api.h"
 #include "device/tensor_map.h"
+#include "runtime/batch_split.h"
 #include "runtime/target.h"
 
 namespace tessel::runtime {
@@ -40,19 +41,26 @@ void bind(const PlanLaunch& plan, AddressFn address, BoundLaunch* l) {
 
 }  // namespace
 
+// A profile instantiated: its launches bound to the engine's regions, and its CUDA graph.
+struct BoundProfile {
+  std::vector<BoundLaunch> launches;
+  std::unique_ptr<rt::CapturedGraph> graph;
+};
+
 struct Engine::Impl {
   EnginePlan plan;
   EngineStats stats;
   std::vector<std::shared_ptr<rt::Module>> modules;  // one per cubin
   rt::DeviceBuffer arena, constants, scratch;
   std::vector<rt::DeviceBuffer> workspaces, inputs, outputs;  // outputs: empty where shared
-  std::vector<BoundLaunch> launches;
-  std::unique_ptr<rt::CapturedGraph> cuda_graph;
+  std::vector<BoundProfile> profiles;
 
   void load_modules(const std::string& what, const ProgressFn& progress);
   void allocate_regions();
   uint64_t address(const Relocation& r) const;
   void enqueue(const BoundLaunch& l, void* stream) const;
+  // The profile index compiled for `batch` (0: the opt batch); UserError for another batch.
+  size_t profile_index(int64_t batch, const char* what) const;
 };
 
 void Engine::Impl::load_modules(const std::string& what, const ProgressFn& progress) {
@@ -67,15 +75,19 @@ void Engine::Impl::load_modules(const std::string& what, const ProgressFn& progr
     }
   }
   if (progress) progress("loading kernels", total, total);
-  for (const PlanLaunch& l : plan.launches) {
-    BoundLaunch b;
-    b.function = modules[l.cubin]->function(l.entry);
-    for (int d = 0; d < 3; ++d) {
-      b.config.grid[d] = l.grid[static_cast<size_t>(d)];
-      b.config.block[d] = l.block[static_cast<size_t>(d)];
+  for (const PlanProfile& p : plan.profiles) {
+    BoundProfile bound;
+    for (const PlanLaunch& l : p.launches) {
+      BoundLaunch b;
+      b.function = modules[l.cubin]->function(l.entry);
+      for (int d = 0; d < 3; ++d) {
+        b.config.grid[d] = l.grid[static_cast<size_t>(d)];
+        b.config.block[d] = l.block[static_cast<size_t>(d)];
+      }
+      b.config.smem_bytes = l.smem_bytes;
+      bound.launches.push_back(b);
     }
-    b.config.smem_bytes = l.smem_bytes;
-    launches.push_back(b);
+    profiles.push_back(std::move(bound));
   }
 }
 
@@ -88,12 +100,18 @@ void Engine::Impl::allocate_regions() {
     workspaces.push_back(allocate(bytes));
     workspaces.back().fill_bytes(0);  // split-K tile counters start at zero
   }
-  for (uint32_t i = 0; i < plan.inputs.size(); ++i)
-    inputs.push_back(allocate(region_bytes(plan, Region::kInput, i)));
-  for (uint32_t j = 0; j < plan.outputs.size(); ++j) {
-    const Relocation& s = plan.outputs[j].source;
+  // Every profile runs in the same input and output buffers, sized for the largest. A padded
+  // run leaves the items past the batch as they are: zeros at first, so never uninitialized.
+  const PlanProfile& first = plan.profiles.front();
+  for (uint32_t i = 0; i < first.inputs.size(); ++i) {
+    inputs.push_back(allocate(io_buffer_bytes(plan, Region::kInput, i)));
+    inputs.back().fill_bytes(0);
+  }
+  for (uint32_t j = 0; j < first.outputs.size(); ++j) {
+    const Relocation& s = first.outputs[j].source;
     const bool own = s.region == Region::kOutput && s.index == j;
-    outputs.push_back(own ? allocate(region_bytes(plan, Region::kOutput, j)) : rt::DeviceBuffer());
+    outputs.push_back(own ? allocate(io_buffer_bytes(plan, Region::kOutput, j))
+                          : rt::DeviceBuffer());
   }
 }
 
@@ -127,6 +145,44 @@ void Engine::Impl::enqueue(const BoundLaunch& l, void* stream) const {
   rt::launch(l.function, config, args);
 }
 
+size_t Engine::Impl::profile_index(int64_t batch, const char* what) const {
+  const int64_t b = batch == 0 ? plan.batch.opt : batch;
+  const std::string bad = batch_error(plan, b);
+  TESSEL_USER_CHECK(bad.empty()) << what << ": " << bad;
+  for (size_t k = 0; k < plan.profiles.size(); ++k)
+    if (plan.profiles[k].batch == b) return k;
+  std::string batches;
+  for (const PlanProfile& p : plan.profiles)
+    batches += (batches.empty() ? "" : ", ") + std::to_string(p.batch);
+  TESSEL_USER_ERROR() << what << ": batch " << b << " is not one of the engine's profiles ("
+                      << batches << ")";
+  return 0;
+}
+
+namespace {
+
+// The bytes of `t` that chunk `c` covers: [offset, offset + bytes). In a dynamic engine every
+// input and output leads with the batch, so a chunk is a run of whole items; a static engine
+// runs whole tensors in one chunk.
+struct Span {
+  uint64_t offset = 0, bytes = 0;
+};
+Span span(const EnginePlan& plan, const PlanTensor& t, const BatchChunk& c) {
+  const uint64_t bytes = tensor_bytes(t.dtype, t.shape).value_or(0);
+  if (!plan.batch.dynamic()) return {0, bytes};
+  const uint64_t item = bytes / static_cast<uint64_t>(t.shape[0]);
+  return {static_cast<uint64_t>(c.offset) * item, static_cast<uint64_t>(c.items) * item};
+}
+
+// "f32[3,3,32,32]": `t` at `batch`.
+std::string type_at(const PlanTensor& t, int64_t batch, bool dynamic) {
+  Shape s = t.shape;
+  if (dynamic && !s.empty()) s[0] = batch;
+  return std::string(dtype_name(t.dtype)) + shape_str(s);
+}
+
+}  // namespace
+
 Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Engine::Engine(Engine&&) noexcept = default;
 Engine& Engine::operator=(Engine&&) noexcept = default;
@@ -145,17 +201,23 @@ Engine Engine::load(EnginePlan plan, const std::string& what, const ProgressFn& 
   e.plan = std::move(plan);
   e.load_modules(what, progress);
   e.allocate_regions();
-  for (size_t i = 0; i < e.launches.size(); ++i)
-    bind(e.plan.launches[i], [&e](const Relocation& r) { return e.address(r); }, &e.launches[i]);
-  e.cuda_graph = std::make_unique<rt::CapturedGraph>(
-      [&e](void* stream) {
-        for (const BoundLaunch& l : e.launches) e.enqueue(l, stream);
-      },
-      1);
+  for (size_t k = 0; k < e.profiles.size(); ++k) {
+    BoundProfile& bound = e.profiles[k];
+    const std::vector<PlanLaunch>& launches = e.plan.profiles[k].launches;
+    for (size_t i = 0; i < launches.size(); ++i)
+      bind(launches[i], [&e](const Relocation& r) { return e.address(r); }, &bound.launches[i]);
+    bound.graph = std::make_unique<rt::CapturedGraph>(
+        [&bound, &e](void* stream) {
+          for (const BoundLaunch& l : bound.launches) e.enqueue(l, stream);
+        },
+        1);
+  }
 
   EngineStats& s = e.stats;
-  s.kernels = static_cast<int>(e.plan.launches.size());
-  s.tensor_core_kernels = tensor_core_launches(e.plan);
+  const PlanProfile& opt = *e.plan.profile_for(e.plan.batch.opt);
+  s.profiles = static_cast<int>(e.plan.profiles.size());
+  s.kernels = static_cast<int>(opt.launches.size());
+  s.tensor_core_kernels = tensor_core_launches(opt);
   s.arena_bytes = static_cast<int64_t>(e.plan.arena_bytes);
   s.constant_bytes = static_cast<int64_t>(e.plan.constants.size());
   for (const rt::DeviceBuffer& b : e.inputs) s.io_bytes += static_cast<int64_t>(b.size());
@@ -169,41 +231,69 @@ Engine Engine::load(EnginePlan plan, const std::string& what, const ProgressFn& 
 
 std::vector<Tensor> Engine::run(const std::vector<Tensor>& inputs) {
   const EnginePlan& plan = impl_->plan;
-  TESSEL_USER_CHECK(inputs.size() == plan.inputs.size())
-      << "engine run: " << inputs.size() << " inputs given, the model has " << plan.inputs.size();
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const PlanTensor& want = plan.inputs[i];
-    TESSEL_USER_CHECK(inputs[i].dtype() == want.dtype && inputs[i].shape() == want.shape)
-        << "engine run: input " << i << " '" << want.name << "' is " << inputs[i].type_str()
-        << ", expected " << dtype_name(want.dtype) << shape_str(want.shape);
-    impl_->inputs[i].upload(inputs[i].raw(), inputs[i].nbytes());
+  const PlanProfile& first = plan.profiles.front();
+  const bool dynamic = plan.batch.dynamic();
+  TESSEL_USER_CHECK(inputs.size() == first.inputs.size())
+      << "engine run: " << inputs.size() << " inputs given, the model has " << first.inputs.size();
+  // The batch: the first input's leading extent (a static engine's own).
+  int64_t batch = plan.batch.min;
+  if (dynamic && !inputs.empty() && !inputs[0].shape().empty()) {
+    batch = inputs[0].shape()[0];
+    const std::string bad = batch_error(plan, batch);
+    TESSEL_USER_CHECK(bad.empty()) << "engine run: input 0 '" << first.inputs[0].name << "': "
+                                   << bad;
   }
-  impl_->cuda_graph->replay();
-  impl_->cuda_graph->synchronize();
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const PlanTensor& want = first.inputs[i];
+    Shape shape = want.shape;
+    if (dynamic) shape[0] = batch;
+    TESSEL_USER_CHECK(inputs[i].dtype() == want.dtype && inputs[i].shape() == shape)
+        << "engine run: input " << i << " '" << want.name << "' is " << inputs[i].type_str()
+        << ", expected " << type_at(want, batch, dynamic);
+  }
 
   std::vector<Tensor> outputs;
-  for (const PlanTensor& y : plan.outputs) {
-    Tensor t(y.dtype, y.shape);
-    const Relocation& s = y.source;
-    if (t.nbytes() != 0) {
-      if (s.region == Region::kConstants)
-        std::memcpy(t.raw(), plan.constants.data() + s.offset, t.nbytes());
-      else if (s.region == Region::kInput)
-        std::memcpy(t.raw(), inputs[s.index].raw(), t.nbytes());
-      else
-        impl_->outputs[s.index].download(t.raw(), t.nbytes());
+  for (const PlanTensor& y : first.outputs) {
+    Shape shape = y.shape;
+    if (dynamic) shape[0] = batch;
+    outputs.emplace_back(y.dtype, shape);
+  }
+  for (const BatchChunk& c : split_batch(plan, batch)) {
+    const PlanProfile& p = plan.profiles[c.profile];
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const Span x = span(plan, p.inputs[i], c);
+      impl_->inputs[i].upload(reinterpret_cast<const char*>(inputs[i].raw()) + x.offset, x.bytes);
     }
-    outputs.push_back(std::move(t));
+    rt::CapturedGraph& graph = *impl_->profiles[c.profile].graph;
+    graph.replay();
+    graph.synchronize();
+    for (size_t j = 0; j < p.outputs.size(); ++j) {
+      const Span y = span(plan, p.outputs[j], c);
+      char* dst = reinterpret_cast<char*>(outputs[j].raw()) + y.offset;
+      const Relocation& s = p.outputs[j].source;
+      if (y.bytes == 0) continue;
+      if (s.region == Region::kConstants)
+        std::memcpy(dst, plan.constants.data() + s.offset, y.bytes);
+      else if (s.region == Region::kInput)
+        std::memcpy(dst, reinterpret_cast<const char*>(inputs[s.index].raw()) + y.offset, y.bytes);
+      else
+        impl_->outputs[s.index].download(dst, y.bytes);
+    }
   }
   return outputs;
 }
 
 void Engine::run_on(const std::vector<uint64_t>& inputs, const std::vector<uint64_t>& outputs,
-                    void* stream) {
+                    int64_t batch, void* stream) {
   const EnginePlan& plan = impl_->plan;
-  TESSEL_USER_CHECK(inputs.size() == plan.inputs.size() && outputs.size() == plan.outputs.size())
+  const PlanProfile& first = plan.profiles.front();
+  TESSEL_USER_CHECK(inputs.size() == first.inputs.size() &&
+                    outputs.size() == first.outputs.size())
       << "engine run: " << inputs.size() << " inputs and " << outputs.size()
-      << " outputs given, the model has " << plan.inputs.size() << " and " << plan.outputs.size();
+      << " outputs given, the model has " << first.inputs.size() << " and "
+      << first.outputs.size();
+  const std::string bad = batch_error(plan, batch);
+  TESSEL_USER_CHECK(bad.empty()) << "engine run: " << bad;
   // The kernels' vector loads and stores assume what cuMemAlloc gives the engine's own buffers
   // at least to this degree.
   static constexpr uint64_t kAlignment = 16;
@@ -212,36 +302,81 @@ void Engine::run_on(const std::vector<uint64_t>& inputs, const std::vector<uint6
         << "engine run: " << what << " '" << t.name << "' at device address 0x" << std::hex
         << address << " is not " << std::dec << kAlignment << "-byte aligned";
   };
-  for (size_t i = 0; i < inputs.size(); ++i) check_aligned(inputs[i], plan.inputs[i], "input");
-  for (size_t j = 0; j < outputs.size(); ++j) check_aligned(outputs[j], plan.outputs[j], "output");
+  for (size_t i = 0; i < inputs.size(); ++i) check_aligned(inputs[i], first.inputs[i], "input");
+  for (size_t j = 0; j < outputs.size(); ++j) check_aligned(outputs[j], first.outputs[j], "output");
 
-  auto address = [&](const Relocation& r) {
-    if (r.region == Region::kInput) return inputs.at(r.index) + r.offset;
-    if (r.region == Region::kOutput) return outputs.at(r.index) + r.offset;
-    return impl_->address(r);
-  };
-  for (size_t i = 0; i < impl_->launches.size(); ++i) {
-    BoundLaunch l = impl_->launches[i];
-    bind(plan.launches[i], address, &l);
-    impl_->enqueue(l, stream);
-  }
-  // Outputs the kernels do not write: a constant, an input passed through, an output listed
-  // twice. After the kernels, so that a second listing copies the value they wrote.
-  for (size_t j = 0; j < plan.outputs.size(); ++j) {
-    const PlanTensor& y = plan.outputs[j];
-    const Relocation& s = y.source;
-    if (s.region == Region::kOutput && s.index == j) continue;
-    rt::copy_on_device(outputs[j], address(s), tensor_bytes(y.dtype, y.shape).value_or(0), stream);
+  for (const BatchChunk& c : split_batch(plan, batch)) {
+    const PlanProfile& p = plan.profiles[c.profile];
+    // The caller's tensors at the chunk's first item.
+    std::vector<uint64_t> in(inputs.size()), out(outputs.size());
+    bool in_place = c.items == p.batch;
+    for (size_t i = 0; i < in.size(); ++i) {
+      in[i] = inputs[i] + span(plan, p.inputs[i], c).offset;
+      in_place = in_place && in[i] % kAlignment == 0;
+    }
+    for (size_t j = 0; j < out.size(); ++j) {
+      out[j] = outputs[j] + span(plan, p.outputs[j], c).offset;
+      in_place = in_place && out[j] % kAlignment == 0;
+    }
+    // A padded (or misaligned) chunk runs in the engine's own buffers.
+    if (!in_place)
+      for (size_t i = 0; i < in.size(); ++i)
+        rt::copy_on_device(impl_->inputs[i].ptr(), in[i], span(plan, p.inputs[i], c).bytes,
+                           stream);
+    auto address = [&](const Relocation& r) {
+      if (in_place && r.region == Region::kInput) return in.at(r.index) + r.offset;
+      if (in_place && r.region == Region::kOutput) return out.at(r.index) + r.offset;
+      return impl_->address(r);
+    };
+    const std::vector<BoundLaunch>& bound = impl_->profiles[c.profile].launches;
+    for (size_t i = 0; i < bound.size(); ++i) {
+      BoundLaunch l = bound[i];
+      bind(p.launches[i], address, &l);
+      impl_->enqueue(l, stream);
+    }
+    // Outputs the kernels did not write where the caller wants them: all of a chunk run in the
+    // engine's buffers, and everywhere a constant, an input passed through, an output listed
+    // twice. After the kernels, so that a second listing copies the value they wrote.
+    for (size_t j = 0; j < p.outputs.size(); ++j) {
+      const PlanTensor& y = p.outputs[j];
+      const Relocation& s = y.source;
+      const uint64_t bytes = span(plan, y, c).bytes;
+      if (s.region == Region::kOutput && s.index == j) {
+        if (!in_place) rt::copy_on_device(out[j], impl_->outputs[j].ptr(), bytes, stream);
+        continue;
+      }
+      const uint64_t from = s.region == Region::kOutput ? out[s.index]
+                            : s.region == Region::kInput ? in[s.index]
+                                                         : impl_->address(s);
+      rt::copy_on_device(out[j], from, bytes, stream);
+    }
   }
 }
 
-std::vector<float> Engine::time_replays(int warmup, int reps) {
-  return rt::time_graph_replays(*impl_->cuda_graph, warmup, reps);
+std::vector<float> Engine::time_replays(int warmup, int reps, int64_t batch) {
+  const EnginePlan& plan = impl_->plan;
+  const int64_t b = batch == 0 ? plan.batch.opt : batch;
+  const std::string bad = batch_error(plan, b);
+  TESSEL_USER_CHECK(bad.empty()) << bad;
+  const std::vector<BatchChunk> chunks = split_batch(plan, b);
+  if (chunks.size() == 1)
+    return rt::time_graph_replays(*impl_->profiles[chunks[0].profile].graph, warmup, reps);
+  // The chunks' kernels back to back, in one graph: the device time of the whole batch (the
+  // copies a run makes between chunks are the host's, not counted).
+  rt::CapturedGraph all(
+      [&](void* stream) {
+        for (const BatchChunk& c : chunks)
+          for (const BoundLaunch& l : impl_->profiles[c.profile].launches)
+            impl_->enqueue(l, stream);
+      },
+      1);
+  return rt::time_graph_replays(all, warmup, reps);
 }
 
-std::vector<float> Engine::profile_launches(int reps) {
+std::vector<float> Engine::profile_launches(int reps, int64_t batch) {
+  const size_t k = impl_->profile_index(batch, "profile");
   std::vector<float> median_ms;
-  for (const BoundLaunch& l : impl_->launches) {
+  for (const BoundLaunch& l : impl_->profiles[k].launches) {
     rt::CapturedGraph copies([&](void* stream) { impl_->enqueue(l, stream); }, kProfileCopies);
     const std::vector<float> ms = rt::time_graph_replays(copies, /*warmup=*/2, reps);
     median_ms.push_back(ms[ms.size() / 2]);

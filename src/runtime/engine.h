@@ -1,6 +1,8 @@
 // The whole-model GPU engine: a plan (engine_plan.h) instantiated on the GPU, with one
-// activation arena and one constant buffer, launched as one captured CUDA graph. The runtime
-// executes plans and compiles nothing: the compiler (compiler/compile_plan.h) makes them.
+// activation arena and one constant buffer, each profile (batch size) launched as one captured
+// CUDA graph. A dynamic-batch engine runs any batch of its range as the profile runs that
+// runtime/batch_split.h chooses. The runtime executes plans and compiles nothing: the compiler
+// (compiler/compile_plan.h) makes them.
 //
 //   Engine e = Engine::load(read_engine_file("model.tsl"), "model.tsl");  // modules, memory, graph
 //   std::vector<Tensor> y = e.run(x);                                     // upload, replay, download
@@ -19,7 +21,8 @@
 namespace tessel::runtime {
 
 struct EngineStats {
-  int kernels = 0;              // launches per run
+  int profiles = 1;             // batch sizes compiled (EnginePlan::profiles)
+  int kernels = 0;              // launches per run of the opt batch's profile
   int tensor_core_kernels = 0;  // of them, contractions on mma.sync / wgmma
   int64_t arena_bytes = 0;      // activations (MemoryPlan::arena_bytes)
   int64_t constant_bytes = 0;   // weights and other constants, 256-byte aligned each
@@ -30,8 +33,9 @@ struct EngineStats {
 
 class Engine {
  public:
-  // Instantiates `plan` on the local GPU: loads its cubins, allocates and fills its regions,
-  // patches every relocation and captures the CUDA graph. `what` names the plan in errors
+  // Instantiates `plan` on the local GPU: loads its cubins, allocates and fills its regions
+  // (inputs and outputs at the largest profile's size), patches every relocation and captures
+  // one CUDA graph per profile. `what` names the plan in errors
   // (an engine file's path). UserError without a GPU, and from check_plan_device (target.h)
   // when the plan was compiled for another GPU.
   static Engine load(EnginePlan plan, const std::string& what = "the engine",
@@ -42,8 +46,9 @@ class Engine {
   ~Engine();
 
   // One run: `inputs` in the order and with the types of the graph's inputs (the model's own,
-  // f32 NCHW for a CNN), outputs in the graph's output order and types. UserError on a
-  // mismatched input.
+  // f32 NCHW for a CNN), outputs in the graph's output order and types. A dynamic engine takes
+  // any batch of its range (the first input's leading extent; every input leads with it).
+  // UserError on a mismatched input or a batch outside the range.
   std::vector<Tensor> run(const std::vector<Tensor>& inputs);
 
   // One run on device memory the caller owns (a PyTorch or CuPy tensor's storage): input i read
@@ -52,21 +57,28 @@ class Engine {
   // null: the legacy default stream), with the caller's addresses in place of the engine's own
   // input and output buffers, and not waited for: nothing is copied through the host. Runs of
   // one engine share its arena, so they must not overlap: queue them on one stream, or wait
-  // between them. UserError on a wrong count or a misaligned address.
+  // between them. `batch` is the batch of the tensors (one of the range; the engine's batch for a
+  // static engine). A batch that is a profile, or a chunk of it that is (batch_split.h), runs on
+  // the caller's memory; a padded chunk is copied on the device into the engine's buffers and
+  // its outputs copied back. UserError on a wrong count, a misaligned address or a batch
+  // outside the range.
   void run_on(const std::vector<uint64_t>& inputs, const std::vector<uint64_t>& outputs,
-              void* stream);
+              int64_t batch, void* stream);
 
-  // Device time of one replay of the captured graph on the inputs of the last run (or on
-  // whatever the input buffers hold): `warmup` untimed replays, then `reps` timed ones, each
-  // bracketed by CUDA events; milliseconds, sorted.
-  std::vector<float> time_replays(int warmup, int reps);
+  // Device time of one run of `batch` (0: the opt batch) on whatever the input buffers hold
+  // (the inputs of the last run): the CUDA graph of its profile, or, for a batch run in several
+  // chunks, one graph of all their launches. `warmup` untimed replays, then `reps` timed ones,
+  // each bracketed by CUDA events; milliseconds, sorted. UserError for a batch outside the range.
+  std::vector<float> time_replays(int warmup, int reps, int64_t batch = 0);
 
   // Device time of each launch on its own, in plan order, in milliseconds: the median of `reps`
   // replays of a CUDA graph that holds kProfileCopies back-to-back copies of the launch, per
   // copy (so a launch pays the launch-to-launch latency it pays inside the whole graph, not
   // an event pair's). Runs on the buffers' current contents; a later run() recomputes all.
+  // The launches of the profile compiled for `batch` (0: the opt batch); UserError where
+  // `batch` is no profile.
   static constexpr int kProfileCopies = 8;
-  std::vector<float> profile_launches(int reps);
+  std::vector<float> profile_launches(int reps, int64_t batch = 0);
 
   const EngineStats& stats() const;
   const EnginePlan& plan() const;

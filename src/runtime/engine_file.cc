@@ -17,11 +17,17 @@ namespace tessel::runtime {
 namespace {
 
 constexpr std::string_view kMagic = "TSLENGIN";
-constexpr uint32_t kSectionCount = 6;
-constexpr const char* kSectionTags[kSectionCount] = {"TRGT", "SIZE", "CNST",
-                                                     "TNSR", "CUBN", "LNCH"};
+constexpr uint32_t kSectionCount = 5;
+constexpr const char* kSectionTags[kSectionCount] = {"TRGT", "SIZE", "CNST", "CUBN", "PRFL"};
 constexpr int kRegionCount = static_cast<int>(Region::kOutput) + 1;
 
+// The smallest encodings, which bound the counts a section may claim.
+constexpr size_t kMinRelocationBytes = 1 + 4 + 8 + 8;
+constexpr size_t kMinTensorBytes = 4 + 4 + 4;
+constexpr size_t kMinLaunchBytes = 4 + 4 + 7 * 4 + 4 + 4 + 4 + 8 + 8 + 4 + 4 + 8 + 4;
+constexpr size_t kMinProfileBytes = 8 + 4 + 4 + 4;
+// A TensorMapSpec's encoding: 5 bytes, the offset, 5 dims, 4 strides, 5 + 5 + 3 + 3 + 2 u32.
+constexpr size_t kTensorMapBytes = 5 + 8 + 5 * 8 + 4 * 8 + 18 * 4;
 
 class Writer {
  public:
@@ -107,6 +113,8 @@ class Reader {
   uint32_t count(size_t min_item_bytes, const char* what);
   Relocation relocation();
   PlanTensor tensor();
+  device::TensorMapSpec tensor_map();
+  PlanLaunch launch();
   void expect_end();
   std::string prefix() const { return "engine file " + path_ + " is corrupt: " + section_ + ": "; }
 
@@ -157,6 +165,51 @@ PlanTensor Reader::tensor() {
   return t;
 }
 
+device::TensorMapSpec Reader::tensor_map() {
+  device::TensorMapSpec m;
+  const uint8_t mode = u8(), type = u8();
+  if (mode > 1) TESSEL_CORRUPT(*this) << "unknown tensor map mode " << int{mode};
+  if (type > 2) TESSEL_CORRUPT(*this) << "unknown tensor map element type " << int{type};
+  m.mode = static_cast<device::TensorMapSpec::Mode>(mode);
+  m.type = static_cast<device::TensorMapSpec::Type>(type);
+  m.operand = u8();
+  m.rank = u8();
+  const uint8_t swizzle = u8();
+  if (swizzle > 1) TESSEL_CORRUPT(*this) << "tensor map swizzle " << int{swizzle};
+  m.swizzle = swizzle == 1;
+  m.offset_bytes = i64();
+  for (uint64_t& d : m.dims) d = u64();
+  for (uint64_t& s : m.strides) s = u64();
+  for (uint32_t& b : m.box) b = u32();
+  for (uint32_t& e : m.element_strides) e = u32();
+  for (int32_t& c : m.lower) c = static_cast<int32_t>(u32());
+  for (int32_t& c : m.upper) c = static_cast<int32_t>(u32());
+  m.channels_per_pixel = u32();
+  m.pixels_per_column = u32();
+  return m;
+}
+
+PlanLaunch Reader::launch() {
+  PlanLaunch l;
+  l.cubin = u32();
+  l.entry = str();
+  for (uint32_t& g : l.grid) g = u32();
+  for (uint32_t& b : l.block) b = u32();
+  l.smem_bytes = u32();
+  const uint32_t words = count(kMinRelocationBytes, "parameter words");
+  for (uint32_t w = 0; w < words; ++w) l.params.push_back(relocation());
+  l.node = str();
+  l.op = str();
+  l.flops = i64();
+  l.bytes = i64();
+  l.instruction = str();
+  l.schedule = str();
+  l.predicted_us = static_cast<double>(i64()) / 1000.0;
+  const uint32_t maps = count(kTensorMapBytes, "tensor maps");
+  for (uint32_t m = 0; m < maps; ++m) l.tensor_maps.push_back(tensor_map());
+  return l;
+}
+
 void Reader::expect_end() {
   if (left() != 0) TESSEL_CORRUPT(*this) << left() << " bytes left over at its end";
 }
@@ -188,6 +241,25 @@ uint64_t check_header(std::string_view header, uint64_t file_bytes, const std::s
   return payload;
 }
 
+void write_launch(Writer& w, const PlanLaunch& l) {
+  w.u32(l.cubin);
+  w.str(l.entry);
+  for (uint32_t g : l.grid) w.u32(g);
+  for (uint32_t b : l.block) w.u32(b);
+  w.u32(l.smem_bytes);
+  w.u32(static_cast<uint32_t>(l.params.size()));
+  for (const Relocation& r : l.params) w.relocation(r);
+  w.str(l.node);
+  w.str(l.op);
+  w.i64(l.flops);
+  w.i64(l.bytes);
+  w.str(l.instruction);
+  w.str(l.schedule);
+  w.i64(static_cast<int64_t>(l.predicted_us * 1000.0 + 0.5));  // nanoseconds
+  w.u32(static_cast<uint32_t>(l.tensor_maps.size()));
+  for (const device::TensorMapSpec& m : l.tensor_maps) w.tensor_map(m);
+}
+
 void write_sections(const EnginePlan& plan, const std::function<void(const char*, Writer&)>& put) {
   Writer w;
   const device::DeviceInfo& t = plan.target;
@@ -198,7 +270,9 @@ void write_sections(const EnginePlan& plan, const std::function<void(const char*
   w.u32(static_cast<uint32_t>(t.cc_major));
   w.u32(static_cast<uint32_t>(t.cc_minor));
   w.u8(plan.precision == Precision::kFp16 ? 1 : 0);
-  w.i64(plan.batch);
+  w.i64(plan.batch.min);
+  w.i64(plan.batch.max);
+  w.i64(plan.batch.opt);
   w.str(plan.tessel_version);
   put("TRGT", w);
 
@@ -214,47 +288,26 @@ void write_sections(const EnginePlan& plan, const std::function<void(const char*
   put("CNST", w);
 
   w = Writer();
-  w.u32(static_cast<uint32_t>(plan.inputs.size()));
-  for (const PlanTensor& x : plan.inputs) w.tensor(x);
-  w.u32(static_cast<uint32_t>(plan.outputs.size()));
-  for (const PlanTensor& y : plan.outputs) {
-    w.tensor(y);
-    w.relocation(y.source);
-  }
-  put("TNSR", w);
-
-  w = Writer();
   w.u32(static_cast<uint32_t>(plan.cubins.size()));
   for (const std::string& c : plan.cubins) w.blob(c);
   put("CUBN", w);
 
   w = Writer();
-  w.u32(static_cast<uint32_t>(plan.launches.size()));
-  for (const PlanLaunch& l : plan.launches) {
-    w.u32(l.cubin);
-    w.str(l.entry);
-    for (uint32_t g : l.grid) w.u32(g);
-    for (uint32_t b : l.block) w.u32(b);
-    w.u32(l.smem_bytes);
-    w.u32(static_cast<uint32_t>(l.params.size()));
-    for (const Relocation& r : l.params) w.relocation(r);
-    w.str(l.node);
-    w.str(l.op);
-    w.i64(l.flops);
-    w.i64(l.bytes);
-    w.str(l.instruction);
-    w.str(l.schedule);
-    w.i64(static_cast<int64_t>(l.predicted_us * 1000.0 + 0.5));  // nanoseconds
-    w.u32(static_cast<uint32_t>(l.tensor_maps.size()));
-    for (const device::TensorMapSpec& m : l.tensor_maps) w.tensor_map(m);
+  w.u32(static_cast<uint32_t>(plan.profiles.size()));
+  for (const PlanProfile& p : plan.profiles) {
+    w.i64(p.batch);
+    w.u32(static_cast<uint32_t>(p.inputs.size()));
+    for (const PlanTensor& x : p.inputs) w.tensor(x);
+    w.u32(static_cast<uint32_t>(p.outputs.size()));
+    for (const PlanTensor& y : p.outputs) {
+      w.tensor(y);
+      w.relocation(y.source);
+    }
+    w.u32(static_cast<uint32_t>(p.launches.size()));
+    for (const PlanLaunch& l : p.launches) write_launch(w, l);
   }
-  put("LNCH", w);
+  put("PRFL", w);
 }
-
-// The smallest encodings, which bound the counts a section may claim.
-constexpr size_t kMinRelocationBytes = 1 + 4 + 8 + 8;
-constexpr size_t kMinTensorBytes = 4 + 4 + 4;
-constexpr size_t kMinLaunchBytes = 4 + 4 + 7 * 4 + 4 + 4 + 4 + 8 + 8 + 4 + 4 + 8 + 4;
 
 void read_target(Reader& r, EnginePlan& plan) {
   device::DeviceInfo& t = plan.target;
@@ -269,7 +322,9 @@ void read_target(Reader& r, EnginePlan& plan) {
   const uint8_t precision = r.u8();
   if (precision > 1) TESSEL_CORRUPT(r) << "unknown precision " << int{precision};
   plan.precision = precision == 1 ? Precision::kFp16 : Precision::kFp32;
-  plan.batch = r.i64();
+  plan.batch.min = r.i64();
+  plan.batch.max = r.i64();
+  plan.batch.opt = r.i64();
   plan.tessel_version = r.str();
 }
 
@@ -280,16 +335,6 @@ void read_sizes(Reader& r, EnginePlan& plan) {
   for (uint32_t i = 0; i < n; ++i) plan.workspace_bytes.push_back(r.u64());
 }
 
-void read_tensors(Reader& r, EnginePlan& plan) {
-  const uint32_t inputs = r.count(kMinTensorBytes, "inputs");
-  for (uint32_t i = 0; i < inputs; ++i) plan.inputs.push_back(r.tensor());
-  const uint32_t outputs = r.count(kMinTensorBytes + kMinRelocationBytes, "outputs");
-  for (uint32_t i = 0; i < outputs; ++i) {
-    plan.outputs.push_back(r.tensor());
-    plan.outputs.back().source = r.relocation();
-  }
-}
-
 void read_constants(Reader& r, EnginePlan& plan) { plan.constants = std::string(r.rest()); }
 
 void read_cubins(Reader& r, EnginePlan& plan) {
@@ -297,54 +342,21 @@ void read_cubins(Reader& r, EnginePlan& plan) {
   for (uint32_t i = 0; i < n; ++i) plan.cubins.push_back(r.blob());
 }
 
-// A TensorMapSpec's encoding: 5 bytes, the offset, 5 dims, 4 strides, 5 + 5 + 3 + 3 + 2 u32.
-constexpr size_t kTensorMapBytes = 5 + 8 + 5 * 8 + 4 * 8 + 18 * 4;
-
-device::TensorMapSpec read_tensor_map(Reader& r) {
-  device::TensorMapSpec m;
-  const uint8_t mode = r.u8(), type = r.u8();
-  if (mode > 1) TESSEL_CORRUPT(r) << "unknown tensor map mode " << int{mode};
-  if (type > 2) TESSEL_CORRUPT(r) << "unknown tensor map element type " << int{type};
-  m.mode = static_cast<device::TensorMapSpec::Mode>(mode);
-  m.type = static_cast<device::TensorMapSpec::Type>(type);
-  m.operand = r.u8();
-  m.rank = r.u8();
-  const uint8_t swizzle = r.u8();
-  if (swizzle > 1) TESSEL_CORRUPT(r) << "tensor map swizzle " << int{swizzle};
-  m.swizzle = swizzle == 1;
-  m.offset_bytes = r.i64();
-  for (uint64_t& d : m.dims) d = r.u64();
-  for (uint64_t& s : m.strides) s = r.u64();
-  for (uint32_t& b : m.box) b = r.u32();
-  for (uint32_t& e : m.element_strides) e = r.u32();
-  for (int32_t& c : m.lower) c = static_cast<int32_t>(r.u32());
-  for (int32_t& c : m.upper) c = static_cast<int32_t>(r.u32());
-  m.channels_per_pixel = r.u32();
-  m.pixels_per_column = r.u32();
-  return m;
-}
-
-void read_launches(Reader& r, EnginePlan& plan) {
-  const uint32_t n = r.count(kMinLaunchBytes, "launches");
-  for (uint32_t i = 0; i < n; ++i) {
-    PlanLaunch l;
-    l.cubin = r.u32();
-    l.entry = r.str();
-    for (uint32_t& g : l.grid) g = r.u32();
-    for (uint32_t& b : l.block) b = r.u32();
-    l.smem_bytes = r.u32();
-    const uint32_t words = r.count(kMinRelocationBytes, "parameter words");
-    for (uint32_t w = 0; w < words; ++w) l.params.push_back(r.relocation());
-    l.node = r.str();
-    l.op = r.str();
-    l.flops = r.i64();
-    l.bytes = r.i64();
-    l.instruction = r.str();
-    l.schedule = r.str();
-    l.predicted_us = static_cast<double>(r.i64()) / 1000.0;
-    const uint32_t maps = r.count(kTensorMapBytes, "tensor maps");
-    for (uint32_t m = 0; m < maps; ++m) l.tensor_maps.push_back(read_tensor_map(r));
-    plan.launches.push_back(std::move(l));
+void read_profiles(Reader& r, EnginePlan& plan) {
+  const uint32_t n = r.count(kMinProfileBytes, "profiles");
+  for (uint32_t k = 0; k < n; ++k) {
+    PlanProfile p;
+    p.batch = r.i64();
+    const uint32_t inputs = r.count(kMinTensorBytes, "inputs");
+    for (uint32_t i = 0; i < inputs; ++i) p.inputs.push_back(r.tensor());
+    const uint32_t outputs = r.count(kMinTensorBytes + kMinRelocationBytes, "outputs");
+    for (uint32_t i = 0; i < outputs; ++i) {
+      p.outputs.push_back(r.tensor());
+      p.outputs.back().source = r.relocation();
+    }
+    const uint32_t launches = r.count(kMinLaunchBytes, "launches");
+    for (uint32_t i = 0; i < launches; ++i) p.launches.push_back(r.launch());
+    plan.profiles.push_back(std::move(p));
   }
 }
 
@@ -387,8 +399,8 @@ EnginePlan parse_plan(std::string_view bytes, const std::string& path) {
   EnginePlan plan;
   Reader sections_reader(payload, path, "the section list");
   using SectionReader = void (*)(Reader&, EnginePlan&);
-  const SectionReader readers[kSectionCount] = {read_target,  read_sizes,  read_constants,
-                                                read_tensors, read_cubins, read_launches};
+  const SectionReader readers[kSectionCount] = {read_target, read_sizes, read_constants,
+                                                read_cubins, read_profiles};
   for (uint32_t i = 0; i < kSectionCount; ++i) {
     const std::string_view tag = sections_reader.bytes(4, "a section tag");
     if (tag != kSectionTags[i])

@@ -5,22 +5,26 @@
 //   offset  size  field
 //        0     8  magic "TSLENGIN"
 //        8     4  format version (kEngineFormatVersion): fixed at this offset in every version
-//       12     4  section count (6)
+//       12     4  section count (5)
 //       16     8  payload length in bytes
 //       24     8  FNV-1a 64 checksum of the payload
 //       32     -  payload: sections, each a 4-byte tag, a u64 body length, the body
 // The sections, in this order (str = u32 length + bytes; blob = u64 length + bytes):
 //   TRGT  target: str arch, str device name, u32 SMs, u64 smem per block, u32 cc major, u32 cc
-//         minor; u8 precision (0 fp32, 1 fp16); i64 batch; str tessel version
+//         minor; u8 precision (0 fp32, 1 fp16); i64 batch min, max, opt; str tessel version
 //   SIZE  u64 arena bytes, u64 scratch bytes, u32 workspace count, u64 bytes each
-//   CNST  the constant image (the section body)
-//   TNSR  u32 input count, inputs; u32 output count, outputs. A tensor: str name, str dtype
-//         ("f32"), u32 rank, i64 extents; an output then its source relocation
+//   CNST  the constant image (the section body), shared by every profile
 //   CUBN  u32 count, a blob each
-//   LNCH  u32 count; each: u32 cubin, str entry, u32 grid[3], u32 block[3], u32 smem bytes,
-//         u32 word count, relocations; then str node, str op, i64 flops, i64 bytes,
-//         str instruction, str schedule, i64 predicted time in nanoseconds
+//   PRFL  u32 profile count; each: i64 batch; u32 input count, inputs; u32 output count,
+//         outputs; u32 launch count, launches. A tensor: str name, str dtype ("f32"), u32 rank,
+//         i64 extents; an output then its source relocation. A launch: u32 cubin, str entry,
+//         u32 grid[3], u32 block[3], u32 smem bytes, u32 word count, relocations; then str
+//         node, str op, i64 flops, i64 bytes, str instruction, str schedule, i64 predicted time
+//         in nanoseconds; u32 tensor map count, tensor maps
 // A relocation: u8 region (Region's value), u32 index, u64 offset, u64 bytes.
+// A tensor map (device::TensorMapSpec): u8 mode, u8 element type, u8 operand word, u8 rank,
+// u8 swizzle; i64 offset bytes; u64 dims[5], u64 strides[4]; u32 box[5], u32 element
+// strides[5], i32 lower[3], i32 upper[3], u32 channels per pixel, u32 pixels per column.
 //
 // Reading trusts nothing: the magic, the version, the header against the file's size, the
 // checksum, every length against the bytes left, and then check_plan() on the result, all
@@ -35,8 +39,10 @@
 
 namespace tessel::runtime {
 
-// 2: each launch's predicted time; 3: TMA descriptors of launches
-inline constexpr uint32_t kEngineFormatVersion = 3;
+// 2: each launch's predicted time; 3: TMA descriptors of launches (main) or profiles (the
+// dynbatch branch), two different layouts that shipped as 3; 4: both, a launch's TMA
+// descriptors inside its profile
+inline constexpr uint32_t kEngineFormatVersion = 4;
 inline constexpr size_t kEngineHeaderBytes = 32;
 
 // The file's bytes. Writes `plan` as it is: serializing does not check it (check_plan).

@@ -1,7 +1,8 @@
 // A compiled engine as pure data: everything a GPU needs to run the model without compiling
 // anything, and nothing that exists in one process only (no device handles, no addresses).
-// compiler::compile_plan (compiler/compile_plan.h) builds one; Engine::load instantiates it; engine_file.h writes it to
-// and reads it from a .tsl file. tessel::Session compiles then loads the same way, so an
+// compiler::compile_plan (compiler/compile_plan.h) builds one, compiler::compile_profiles
+// (compiler/profiles.h) one for a batch range; Engine::load instantiates it; engine_file.h
+// writes it to and reads it from a .tsl file. tessel::Session compiles then loads the same way, so an
 // engine compiled in memory and one loaded from a file go through the same instantiation.
 //
 // Addresses are relocations. Each 64-bit word of a kernel's by-value parameter block is null
@@ -11,8 +12,10 @@
 //   constants   the constant image, uploaded once
 //   scratch     node outputs that nothing reads (a Split's unused piece): written, never read
 //   workspace i split-K partials and tile counters of one kernel, zeroed once at load
-//   input i     graph input i, in a buffer of its own (run() uploads whole buffers)
-//   output i    graph output i, likewise (run() downloads whole buffers)
+//   input i     graph input i, in a buffer of its own at the largest profile's size (a run
+//               uploads the items of its batch)
+//   output i    graph output i, likewise (a run downloads the items of its batch)
+// A relocation means the same in every profile; inputs' and outputs' sizes are the profile's.
 #pragma once
 
 #include <array>
@@ -85,25 +88,53 @@ struct PlanLaunch {
   bool operator==(const PlanLaunch&) const = default;
 };
 
+// One batch size of an engine: its launches and the graph's inputs and outputs at that batch.
+// A static engine has one profile; a dynamic-batch engine (`tessel compile --batch 1:64`) one
+// per batch of profile_batches(), each the plan a static compile for that batch would make.
+// Profiles share everything else of the EnginePlan: cubins, the constant image, the arena
+// (sized for the largest), the scratch buffer and the workspaces, and never run at once.
+struct PlanProfile {
+  int64_t batch = 1;  // leading dimension of the first input: items per run, for throughput
+  std::vector<PlanLaunch> launches;  // in execution order
+  std::vector<PlanTensor> inputs, outputs;
+  bool operator==(const PlanProfile&) const = default;
+};
+
+// The batch sizes an engine runs. A static engine's range is its one batch; a dynamic
+// engine runs any batch in [min, max] (runtime/batch_split.h), and `opt` is the batch that
+// `tessel bench` and `profile` run when none is named.
+struct BatchRange {
+  int64_t min = 1, max = 1, opt = 1;
+  bool dynamic() const { return min != max; }
+  bool operator==(const BatchRange&) const = default;
+};
+
 struct EnginePlan {
   device::DeviceInfo target;  // recorded_target() of the device compiled for
   Precision precision = Precision::kFp16;
-  int64_t batch = 1;  // leading dimension of the first input: items per run, for throughput
   std::string tessel_version = kTesselVersion;
+  BatchRange batch;
 
-  std::vector<std::string> cubins;   // distinct kernels
-  std::vector<PlanLaunch> launches;  // in execution order
-  uint64_t arena_bytes = 0;
+  std::vector<std::string> cubins;  // distinct kernels of every profile
+  uint64_t arena_bytes = 0;         // the largest profile's activations
   uint64_t scratch_bytes = 0;
-  std::vector<uint64_t> workspace_bytes;
-  std::string constants;  // the constant image
-  std::vector<PlanTensor> inputs, outputs;
+  std::vector<uint64_t> workspace_bytes;  // of every profile's split-K kernels
+  std::string constants;                  // the constant image, one for every profile
+  std::vector<PlanProfile> profiles;      // ascending batch; at least one
   bool operator==(const EnginePlan&) const = default;
+
+  // The profile compiled for exactly `batch`, or null.
+  const PlanProfile* profile_for(int64_t batch) const;
 };
 
-// The size of a region: of workspace, input or output number `index` for those (0 where there
-// is no such one, or where an output has no buffer of its own).
-uint64_t region_bytes(const EnginePlan& plan, Region region, uint32_t index);
+// The size of a region as `profile` addresses it: of workspace, input or output number `index`
+// for those (0 where there is no such one, or where an output has no buffer of its own).
+uint64_t region_bytes(const EnginePlan& plan, const PlanProfile& profile, Region region,
+                      uint32_t index);
+
+// The bytes Engine::load allocates for input or output buffer `index` (kInput or kOutput):
+// the largest profile's, so that every profile runs in the same buffers.
+uint64_t io_buffer_bytes(const EnginePlan& plan, Region region, uint32_t index);
 
 // Bytes of one tensor; nothing when its shape is malformed or absurdly large.
 std::optional<uint64_t> tensor_bytes(DType dtype, const Shape& shape);
@@ -113,14 +144,18 @@ std::optional<uint64_t> tensor_bytes(DType dtype, const Shape& shape);
 inline constexpr uint64_t kMinAllocation = 256;
 
 // The device memory Engine::load allocates for `plan`: each region that exists, rounded up to
-// kMinAllocation (outputs without a buffer of their own take none).
+// kMinAllocation (outputs without a buffer of their own take none), inputs and outputs at the
+// largest profile's size.
 uint64_t device_bytes(const EnginePlan& plan);
 
 // Launches on Tensor Cores (instruction mma.sync or wgmma).
-int tensor_core_launches(const EnginePlan& plan);
+int tensor_core_launches(const PlanProfile& profile);
 
 // Why `plan` is inconsistent, or nothing: every index in range, every relocation inside its
-// region, launch dimensions within CUDA's limits, parameter blocks within kMaxParamWords.
+// region, launch dimensions within CUDA's limits, parameter blocks within kMaxParamWords;
+// profiles in ascending batch order covering the batch range's ends and its opt batch, all
+// with the same inputs and outputs (names, types, ranks), and in a dynamic engine every input
+// and output leading with the profile's batch.
 // Everything instantiation relies on, so a plan read from a file is checked with it before
 // anything is allocated. Pure: no device needed.
 std::optional<std::string> check_plan(const EnginePlan& plan);

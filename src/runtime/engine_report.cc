@@ -45,7 +45,7 @@ LatencyStats latency_stats(std::vector<float> replay_ms, int64_t batch) {
   return s;
 }
 
-ProfileReport make_profile_report(const EnginePlan& plan, const std::vector<float>& launch_ms,
+ProfileReport make_profile_report(const PlanProfile& plan, const std::vector<float>& launch_ms,
                                   double replay_ms, const device::DeviceInfo& device) {
   TESSEL_ICHECK(launch_ms.size() == plan.launches.size())
       << launch_ms.size() << " times for " << plan.launches.size() << " launches";

@@ -56,7 +56,7 @@ struct ProfileReport {
 // `launch_ms[i]` is launch i's time (Engine::profile_launches), `replay_ms` the whole graph's.
 // Tensor Core launches are measured against device.peak_tensor_tflops, the rest against
 // device.peak_simt_tflops, where those are known.
-ProfileReport make_profile_report(const EnginePlan& plan, const std::vector<float>& launch_ms,
+ProfileReport make_profile_report(const PlanProfile& plan, const std::vector<float>& launch_ms,
                                   double replay_ms, const device::DeviceInfo& device);
 
 // The table `tessel profile` prints: a header naming the peaks used, a row per launch, a total

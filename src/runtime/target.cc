@@ -13,11 +13,13 @@ void check_plan_device(const EnginePlan& plan, const device::DeviceInfo& device,
   TESSEL_USER_CHECK(plan.target.arch() == device.arch())
       << what << " was compiled for " << plan.target.str() << ", this device is " << device.str()
       << "; recompile it with tessel compile";
-  for (const PlanLaunch& l : plan.launches) {
-    TESSEL_USER_CHECK(l.smem_bytes <= device.smem_per_block_optin)
-        << what << " needs " << l.smem_bytes << " bytes of shared memory per block (node '"
-        << l.node << "'), this device (" << device.str() << ") allows " << device.smem_per_block_optin
-        << "; recompile it with tessel compile";
+  for (const PlanProfile& p : plan.profiles) {
+    for (const PlanLaunch& l : p.launches) {
+      TESSEL_USER_CHECK(l.smem_bytes <= device.smem_per_block_optin)
+          << what << " needs " << l.smem_bytes << " bytes of shared memory per block (node '"
+          << l.node << "'), this device (" << device.str() << ") allows "
+          << device.smem_per_block_optin << "; recompile it with tessel compile";
+    }
   }
   const uint64_t needed = device_bytes(plan);
   TESSEL_USER_CHECK(needed <= device.global_mem)

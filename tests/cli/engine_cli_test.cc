@@ -86,9 +86,11 @@ TEST(EngineCli, CompiledFileAndItsErrors) {
 
   expect_user_error("run " + tsl, tsl + " is a compiled engine: it runs with --device cuda only");
   expect_user_error("run " + tsl + " --device cuda --batch 4",
-                    tsl +
-                        " is a compiled engine: --batch, --input-shape, --precision and --db "
-                        "apply when compiling a model (tessel compile)");
+                    tsl + ": batch 4: the engine is compiled for batch 2 (compile it with "
+                          "--batch A:B for a range)");
+  expect_user_error("run " + tsl + " --device cuda --batch 1:4",
+                    tsl + " is a compiled engine: --input-shape, --precision, --db and a batch "
+                          "range apply when compiling a model (tessel compile)");
   expect_user_error("bench " + tsl + " --precision fp32", "apply when compiling a model");
   expect_user_error("profile " + tsl + " --db tuning.json", "apply when compiling a model");
 
@@ -120,6 +122,35 @@ TEST(EngineCli, BenchAndProfileWithoutGpu) {
   expect_user_error("profile " + tir + " --trace " + (temp_dir() / "t.json").string(),
                     "error: no CUDA device: ");
   expect_user_error("bench " + tir + " --reps 0", "--reps");
+}
+
+// Malformed batches and ranges, each one line before anything is loaded or compiled.
+TEST(EngineCli, BadBatchRanges) {
+  const std::string tir = write_file("dense5.tir", dense_tir());
+  const std::string compile = "compile " + tir + " -o x.tsl --target sm_90a ";
+  expect_user_error(compile + "--batch 0:4",
+                    "error: --batch '0:4': the smallest batch is 0, expected at least 1");
+  expect_user_error(compile + "--batch 8:4", "error: --batch '8:4': the range is empty (8 > 4)");
+  expect_user_error(compile + "--batch x",
+                    "error: --batch 'x': expected a batch size such as 8 or a range such as 1:64");
+  expect_user_error(compile + "--batch 1:4:8",
+                    "error: --batch '1:4:8': expected a batch size such as 8 or a range such as "
+                    "1:64");
+  expect_user_error(compile + "--batch 1:8 --opt-batch 9",
+                    "error: --batch 1:8 --opt-batch 9: the opt batch 9 is outside the range");
+  expect_user_error(compile + "--batch 8 --opt-batch 4",
+                    "error: --opt-batch 4: it applies to a batch range such as --batch 1:64");
+  // A .tir graph has fixed shapes: no input follows the batch.
+  expect_user_error(compile + "--batch 1:4",
+                    "error: batch range 1:4: input 'x' is f32[2,64] at batch 1; a batch range "
+                    "needs every input and output to lead with the batch (a symbolic first "
+                    "dimension)",
+                    cache_env());
+  // Commands that take one batch say where a range goes.
+  for (const char* command : {"run --device cpu ", "inspect ", "predict ", "bench "})
+    expect_user_error(command + tir + " --batch 1:4",
+                      "error: --batch 1:4: this command takes one batch such as --batch 4; a "
+                      "batch range (dynamic batch) is for tessel compile");
 }
 
 TEST(EngineCli, Version) {

@@ -122,7 +122,7 @@ TEST(PlanNodeConvTranspose, NetworksCompileForSm90a) {
       launching += plan.run != NodeRun::kNoKernel;
       tensor_core += plan.tensor_cores();
     }
-    EXPECT_EQ(c.plan.launches.size(), launching);
+    EXPECT_EQ(c.plan.profiles[0].launches.size(), launching);
     // UNet: all eight convs; the edges: the two group-1 ones, stems that read the f32 NCHW
     // input (the halo kernel); the depthwise one runs on the grouped-conv kernel.
     EXPECT_EQ(tensor_core, std::string(name) == "unet_like" ? 8 : 2);

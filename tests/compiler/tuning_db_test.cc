@@ -194,16 +194,16 @@ TEST(TuningDb, EngineLaunchesRecordTheModelsPrediction) {
   const ModelPrediction expected = predict(g, options, h100);
   const CompiledPlan compiled = compile_plan(in, options, h100);
   int checked = 0;
-  for (const runtime::PlanLaunch& l : compiled.plan.launches) {
+  for (const runtime::PlanLaunch& l : compiled.plan.profiles[0].launches) {
     for (size_t i = 0; i < g.nodes.size(); ++i) {
       if (g.nodes[i].name != l.node) continue;
       EXPECT_NEAR(l.predicted_us, expected.nodes[i].microseconds, 1e-3) << l.node;
       ++checked;
     }
   }
-  EXPECT_EQ(checked, static_cast<int>(compiled.plan.launches.size()));
+  EXPECT_EQ(checked, static_cast<int>(compiled.plan.profiles[0].launches.size()));
   bool measured = false;
-  for (const runtime::PlanLaunch& l : compiled.plan.launches) measured |= l.node == "conv2" && l.predicted_us == 123.0;
+  for (const runtime::PlanLaunch& l : compiled.plan.profiles[0].launches) measured |= l.node == "conv2" && l.predicted_us == 123.0;
   EXPECT_TRUE(measured);
 }
 

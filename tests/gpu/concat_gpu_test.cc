@@ -257,7 +257,7 @@ TEST(ConcatLowering, NetworksCompileForSm90a) {
                                 {"dense_heads", dense_heads()}}) {
     SCOPED_TRACE(name);
     const compiler::CompiledPlan c = compiler::compile_plan(g, {}, h100);
-    EXPECT_EQ(c.plan.launches.size(),
+    EXPECT_EQ(c.plan.profiles[0].launches.size(),
               c.graph.nodes.size() - static_cast<size_t>(silent_nodes(c.graph)));
   }
 }

@@ -77,7 +77,7 @@ TEST_F(EngineFileGpu, LoadedFileMatchesTheEngineCompiledInMemory) {
   Session file_session = Session::open(path);
   Engine& loaded = *file_session.engine();
   EXPECT_EQ(loaded.plan(), in_memory.plan());
-  EXPECT_EQ(loaded.stats().kernels, static_cast<int>(loaded.plan().launches.size()));
+  EXPECT_EQ(loaded.stats().kernels, static_cast<int>(loaded.plan().profiles[0].launches.size()));
   EXPECT_EQ(loaded.stats().device_bytes, in_memory.stats().device_bytes);
   EXPECT_GT(session.compile_ms(), 0);
   EXPECT_EQ(file_session.compile_ms(), 0);
@@ -101,16 +101,16 @@ TEST_F(EngineFileGpu, ProfileAndReplayTimes) {
   Engine& e = *session.engine();
   e.run(random_inputs(g, 3));
   const std::vector<float> launches = e.profile_launches(5);
-  ASSERT_EQ(launches.size(), e.plan().launches.size());
+  ASSERT_EQ(launches.size(), e.plan().profiles[0].launches.size());
   for (float ms : launches) EXPECT_GT(ms, 0);
-  const LatencyStats s = latency_stats(e.time_replays(3, 30), e.plan().batch);
+  const LatencyStats s = latency_stats(e.time_replays(3, 30), e.plan().batch.opt);
   EXPECT_GT(s.median_ms, 0);
   EXPECT_GE(s.p90_ms, s.median_ms);
   EXPECT_NEAR(s.throughput_per_s, 2 * 1e3 / s.median_ms, 1e-6 * s.throughput_per_s);
-  const ProfileReport r = make_profile_report(e.plan(), launches, s.median_ms,
+  const ProfileReport r = make_profile_report(e.plan().profiles[0], launches, s.median_ms,
                                               rt::device_info());
   const std::string table = format_profile(r);
-  for (const PlanLaunch& l : e.plan().launches) EXPECT_NE(table.find(l.node), std::string::npos);
+  for (const PlanLaunch& l : e.plan().profiles[0].launches) EXPECT_NE(table.find(l.node), std::string::npos);
   // Profiling leaves nothing a later run depends on.
   const std::vector<Tensor> inputs = random_inputs(g, 4);
   EXPECT_LE(relative_l2(e.run(inputs)[0], cpu::run_graph(g, inputs)[0]), 2e-2);
@@ -164,20 +164,20 @@ TEST_F(EngineFileGpu, CommandLine) {
   r = run_tessel("profile " + tsl + " --reps 5 --trace " + trace);
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(
-      r.out.find("sum of the " + std::to_string(plan.launches.size()) + " kernels' own times"),
+      r.out.find("sum of the " + std::to_string(plan.profiles[0].launches.size()) + " kernels' own times"),
       std::string::npos)
       << r.out;
   const nlohmann::json t = nlohmann::json::parse(std::ifstream(trace));
-  ASSERT_EQ(t["traceEvents"].size(), plan.launches.size());
+  ASSERT_EQ(t["traceEvents"].size(), plan.profiles[0].launches.size());
   double end = 0;
-  for (size_t i = 0; i < plan.launches.size(); ++i) {
+  for (size_t i = 0; i < plan.profiles[0].launches.size(); ++i) {
     const nlohmann::json& ev = t["traceEvents"][i];
     EXPECT_EQ(ev["ph"], "X");
-    EXPECT_EQ(ev["name"], plan.launches[i].node);
+    EXPECT_EQ(ev["name"], plan.profiles[0].launches[i].node);
     EXPECT_GT(ev["dur"].get<double>(), 0);
     EXPECT_NEAR(ev["ts"].get<double>(), end, 1e-6 * (end + 1));  // laid end to end
     end = ev["ts"].get<double>() + ev["dur"].get<double>();
-    EXPECT_EQ(ev["args"]["flops"].get<int64_t>(), plan.launches[i].flops);
+    EXPECT_EQ(ev["args"]["flops"].get<int64_t>(), plan.profiles[0].launches[i].flops);
   }
 }
 

@@ -254,7 +254,7 @@ TEST_F(EngineGpu, ConcatPrefixesReadByTunedWgmmaKernels) {
   const Session s = Session::from_graph(in, o);
   testing::expect_engine_matches_cpu(s, in, 2e-2);
   int wgmma = 0;
-  for (const runtime::PlanLaunch& l : s.engine()->plan().launches) wgmma += forced.count(l.schedule) > 0;
+  for (const runtime::PlanLaunch& l : s.engine()->plan().profiles[0].launches) wgmma += forced.count(l.schedule) > 0;
   EXPECT_GE(wgmma, 1);
   std::filesystem::remove(path);
 }

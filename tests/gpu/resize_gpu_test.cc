@@ -202,7 +202,7 @@ TEST(ResizeLowering, UpsampleNetworkCompilesForSm90a) {
         EXPECT_EQ(out.nodes[static_cast<size_t>(u)].op, "tessel.Conv");
     }
     EXPECT_EQ(resizes, 1);
-    EXPECT_EQ(c.plan.launches.size(), out.nodes.size());
+    EXPECT_EQ(c.plan.profiles[0].launches.size(), out.nodes.size());
   }
 }
 

@@ -10,6 +10,10 @@
     feed name, shape or element type, a missing feed, a CUDA tensor fed to a CPU session, an
     engine file on the CPU, device="cuda" without a GPU, compiling without a GPU or target
   - tessel.compile writes an engine file for an H100 here (NVRTC needs no GPU)
+  - a session opened for a batch range (batch=(1, 4)) runs batch 1 and 3 on the CPU against
+    onnxruntime and reports its batch dimension as "batch"; a dynamic engine compiled for an H100
+    lists its profiles; every malformed range and out-of-range batch is one line, the CLI's
+    where the CLI reports the same
 
     session_test.py --tessel build/src/cli/tessel --source .   (PYTHONPATH=build/python)
 """
@@ -188,7 +192,8 @@ def wrong_feeds_raise_one_line():
     msg = raises(tessel.InvalidArgument, sess.run, None, {"input": np.zeros((3, 3, 32, 32),
                                                                                np.float32)})
     assert msg == ("input 'input': expected f32[1,3,32,32], got f32[3,3,32,32] (the session was "
-                   "opened for batch 1: open one with batch=3)"), msg
+                   "opened for batch 1: open one with batch=3, or with a range such as "
+                   "batch=(1, 3))"), msg
     msg = raises(tessel.InvalidArgument, sess.run, None, {"input": x.astype(np.float64)})
     assert msg == "input 'input': expected f32[1,3,32,32], got f64[1,3,32,32]", msg
     msg = raises(tessel.InvalidArgument, sess.run, None, {"input": x.astype(np.complex64)})
@@ -226,7 +231,7 @@ def bad_session_arguments_raise():
     msg = raises(tessel.InvalidArgument, tessel.InferenceSession, MODEL, device="tpu")
     assert msg == "device 'tpu': expected 'cpu' or 'cuda'", msg
     msg = raises(tessel.InvalidArgument, tessel.InferenceSession, MODEL, device="cpu", batch=0)
-    assert msg == "batch 0: expected a positive int", msg
+    assert msg == "batch 0: expected a positive int or a range (min, max)", msg
     msg = raises(tessel.Error, tessel.InferenceSession, MODEL, device="cuda", precision="fp8")
     assert msg == "precision 'fp8': expected 'fp16' or 'fp32'", msg
 
@@ -265,6 +270,105 @@ def compile_for_an_h100_and_load():
         assert msg.startswith("no CUDA device: "), msg
     msg = raises(tessel.Error, tessel.compile, MODEL, engine, target="sm_42")
     assert msg == cli_error("compile", MODEL, "-o", engine, "--target", "sm_42"), msg
+
+
+@test
+def batch_range_runs_1_and_3_on_the_cpu_against_onnxruntime():
+    ref = ort_session(MODEL)
+    sess = tessel.InferenceSession(MODEL, device="cpu", batch=(1, 4))
+    (inp,) = sess.get_inputs()
+    (out,) = sess.get_outputs()
+    assert inp.shape == [tessel.BATCH_DIM, 3, 32, 32] and out.shape == ["batch", 10], (inp, out)
+    assert sess.batch_range == (1, 4) and sess.opt_batch == 4 and sess.profiles == []
+    # onnxruntime names the symbolic dim by the model's dim_param; both are strings.
+    assert isinstance(ref.get_inputs()[0].shape[0], str)
+    rng = np.random.default_rng(5)
+    for batch in (1, 3):
+        x = rng.uniform(-1, 1, size=(batch, 3, 32, 32)).astype(np.float32)
+        (y,) = sess.run(None, {"input": x})
+        (want,) = ref.run(None, {"input": x})
+        assert y.shape == (batch, 10), y.shape
+        err = rel_l2(y, want)
+        assert err < 1e-5, "batch %d: relative L2 error %g against onnxruntime" % (batch, err)
+    # The same session again at batch 1 after 3 (the graphs per batch are kept apart).
+    x = rng.uniform(-1, 1, size=(1, 3, 32, 32)).astype(np.float32)
+    assert rel_l2(sess.run(None, {"input": x})[0], ref.run(None, {"input": x})[0]) < 1e-5
+
+
+@test
+def malformed_ranges_and_batches_raise_one_line():
+    def open_(**kw):
+        return tessel.InferenceSession(MODEL, device="cpu", **kw)
+    cases = [
+        (dict(batch=(0, 4)), "batch (0, 4): the smallest batch is 0, expected at least 1"),
+        (dict(batch=(8, 4)), "batch (8, 4): the range is empty (8 > 4)"),
+        (dict(batch="1:4"), "batch '1:4': pass a batch size (8) or a range as a tuple, "
+                            "batch=(1, 64)"),
+        (dict(batch="x"), "batch 'x': pass a batch size (8) or a range as a tuple, batch=(1, 64)"),
+        (dict(batch=(1, 2, 3)), "batch (1, 2, 3): expected a positive int or a range (min, max) "
+                                "of two ints"),
+        (dict(batch=(1.0, 4)), "batch (1.0, 4): expected a positive int or a range (min, max) "
+                               "of two ints"),
+        (dict(batch=True), "batch True: expected a positive int or a range (min, max) of two "
+                           "ints"),
+        (dict(batch=(1, 4), opt_batch=5), "opt_batch 5 is outside the batch range (1, 4)"),
+        (dict(batch=4, opt_batch=2), "opt_batch 2: it applies to a batch range such as "
+                                     "batch=(1, 64)"),
+        (dict(opt_batch=0), "opt_batch 0: expected a positive int"),
+    ]
+    for kw, want in cases:
+        msg = raises(tessel.InvalidArgument, open_, **kw)
+        assert msg == want, (kw, msg)
+    sess = open_(batch=(1, 4))
+    x5 = np.zeros((5, 3, 32, 32), np.float32)
+    msg = raises(tessel.InvalidArgument, sess.run, None, {"input": x5})
+    assert msg == "input 'input': batch 5 is outside the session's batch range (1, 4)", msg
+    msg = raises(tessel.InvalidArgument, sess.run, None, {"input": np.zeros((2, 3, 8, 8),
+                                                                               np.float32)})
+    assert msg == "input 'input': expected f32[N,3,32,32], got f32[2,3,8,8]", msg
+    # _core checks again on its own, in the C++ session's words.
+    msg = raises(tessel.Error, sess._session.run, [x5])
+    assert msg == "batch 5 is outside the session's batch range 1:4", msg
+    # A static session's wrong batch suggests a range.
+    msg = raises(tessel.InvalidArgument, open_(batch=2).run, None, {"input": x5})
+    assert msg.endswith("(the session was opened for batch 2: open one with batch=5, or with a "
+                        "range such as batch=(1, 5))"), msg
+    # The CLI's words for the same mistakes.
+    engine = os.path.join(WORK, "never.tsl")
+    for spec, want in (("0:4", "--batch '0:4': the smallest batch is 0, expected at least 1"),
+                       ("8:4", "--batch '8:4': the range is empty (8 > 4)"),
+                       ("x", "--batch 'x': expected a batch size such as 8 or a range such as "
+                             "1:64")):
+        assert cli_error("compile", MODEL, "-o", engine, "--target", "sm_90a", "--batch",
+                         spec) == want
+    # A model whose input has a fixed batch has no range to run.
+    fixed = os.path.join(WORK, "fixed.onnx")
+    onnx.save(tiny_cnns.tiny_classifier(batch=2), fixed)
+    msg = raises(tessel.Error, tessel.InferenceSession, fixed, device="cpu", batch=(1, 4))
+    assert msg == ("batch range 1:4: input 'input' is f32[2,3,32,32] at batch 1; a batch range "
+                   "needs every input and output to lead with the batch (a symbolic first "
+                   "dimension)"), msg
+    assert msg == cli_error("compile", fixed, "-o", engine, "--target", "sm_90a", "--batch",
+                            "1:4")
+
+
+@test
+def dynamic_engine_for_an_h100_lists_its_profiles():
+    engine = os.path.join(WORK, "tiny_dyn.tsl")
+    result = tessel.compile(MODEL, engine, target="sm_90a", batch=(1, 6), opt_batch=3)
+    assert result.profiles == [1, 2, 3, 4, 6], result.profiles
+    assert "batch 1:6 (profiles 1, 2, 3, 4, 6; opt 3)" in result.summary, result.summary
+    assert any(l.instruction != "SIMT" for l in result.launches), result.launches
+    # A batch outside the engine's range is refused before the GPU is looked for.
+    line = cli_error("run", engine, "--device", "cuda", "--batch", "7")
+    assert line == engine + ": batch 7 is outside the engine's batch range 1:6", line
+    line = cli_error("bench", engine, "--batch", "9")
+    assert line == engine + ": batch 9 is outside the engine's batch range 1:6", line
+    line = cli_error("profile", engine, "--batch", "0")
+    assert line == "--batch '0': the smallest batch is 0, expected at least 1", line
+    if not tessel.cuda_available():
+        assert cli_error("run", engine, "--device", "cuda", "--batch", "5").startswith(
+            "no CUDA device: ")
 
 
 passed = failed = 0

@@ -49,7 +49,7 @@ PlanLaunch launch(const char* node, const char* op, int64_t flops, int64_t bytes
 //  cast: no FLOPs, 8e6 bytes in 80 us = 100 GB/s.
 // Total 200 us: 50%, 10%, 40%; laid end to end from 0, 100 and 120 us.
 TEST(ProfileReport, RatesSharesAndPeaks) {
-  EnginePlan plan;
+  PlanProfile plan;
   plan.launches = {launch("conv1", "tessel.Conv", 98'940'000'000, 400'000'000, "wgmma"),
                    launch("pool", "tessel.MaxPool", 669'000'000, 1000, "SIMT"),
                    launch("out.to_f32", "Cast", 0, 8'000'000, "SIMT")};
@@ -91,7 +91,7 @@ TEST(ProfileReport, RatesSharesAndPeaks) {
 // Predicted 110, 10 and 80 us against measured 100, 20 and 80: errors 10%, 50% and 0%
 // (median 10%, two within 10%), 200 us predicted in all against 200 measured.
 TEST(ProfileReport, PredictedAgainstMeasured) {
-  EnginePlan plan;
+  PlanProfile plan;
   plan.launches = {launch("conv1", "tessel.Conv", 1000, 1000, "mma.sync"),
                    launch("pool", "tessel.MaxPool", 1000, 1000, "SIMT"),
                    launch("cast", "Cast", 0, 1000, "SIMT"),
@@ -115,7 +115,7 @@ TEST(ProfileReport, PredictedAgainstMeasured) {
 }
 
 TEST(ProfileReport, UnknownDeviceHasNoPeak) {
-  EnginePlan plan;
+  PlanProfile plan;
   plan.launches = {launch("relu", "Relu", 1000, 8000, "SIMT")};
   const ProfileReport r = make_profile_report(plan, {0.001f}, 0.001, device::DeviceInfo{});
   EXPECT_FALSE(r.rows[0].percent_of_peak);

@@ -1,0 +1,170 @@
+// A dynamic-batch engine on the GPU (compiler/profiles.h, runtime/batch_split.h): compiled once
+// for batch 1:8 from an ONNX model with a symbolic batch, run at batch 1, 3 (between profiles:
+// padded or split), 5 and 8 against the CPU reference at the same batch; at a profile batch its
+// outputs equal a static engine's for that batch bit for bit (the same kernels); device tensors
+// in and out at a profile batch (in place) and between profiles (through the engine's padded
+// buffers); batches outside the range refused. Skipped where no CUDA device is present.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "device/cuda_api.h"
+#include "frontend/onnx/model_builder.h"
+#include "gpu/gpu_test_util.h"
+#include "runtime/batch_split.h"
+
+namespace tessel {
+namespace {
+
+// x[N,16,8,8] -> Conv 3x3 (pad 1) + bias -> Relu (output r) -> Conv 1x1 -> y[N,32,8,8]: two
+// outputs, both leading with the batch.
+std::string write_model(const std::filesystem::path& dir) {
+  onnx::testing::ModelBuilder m;
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> u(-0.25f, 0.25f);
+  auto values = [&](size_t n) {
+    std::vector<float> v(n);
+    for (float& e : v) e = u(rng);
+    return v;
+  };
+  m.input("x", ::onnx::TensorProto::FLOAT, {"N", 16, 8, 8});
+  m.initializer_f32("wa", {16, 16, 3, 3}, values(16 * 16 * 9));
+  m.initializer_f32("ba", {16}, values(16));
+  m.initializer_f32("wb", {32, 16, 1, 1}, values(32 * 16));
+  auto* conv = m.node("Conv", {"x", "wa", "ba"}, {"a"}, "conv_a");
+  auto* pads = onnx::testing::add_attr(conv, "pads", ::onnx::AttributeProto::INTS);
+  for (int i = 0; i < 4; ++i) pads->add_ints(1);
+  m.node("Relu", {"a"}, {"r"}, "relu");
+  m.node("Conv", {"r", "wb"}, {"y"}, "conv_b");
+  m.output("y", ::onnx::TensorProto::FLOAT, {"N", 32, 8, 8});
+  m.output("r", ::onnx::TensorProto::FLOAT, {"N", 16, 8, 8});
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "dyn.onnx").string();
+  std::ofstream(path, std::ios::binary) << m.bytes();
+  return path;
+}
+
+std::vector<Tensor> inputs_at(int64_t batch, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> mag(0.25, 1.0);
+  std::vector<double> x(static_cast<size_t>(batch * 16 * 64));
+  for (double& e : x) e = (rng() % 2 ? -1 : 1) * mag(rng);
+  return {Tensor::from_doubles(DType::kF32, {batch, 16, 8, 8}, x)};
+}
+
+Tensor download(const DeviceTensor& t) {
+  Tensor h(t.dtype(), t.shape());
+  device::copy_to_host(h.raw(), t.address(), h.nbytes());
+  return h;
+}
+
+class DynamicBatchGpu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why;
+    if (!device::cuda_available(&why)) GTEST_SKIP() << "no CUDA device: " << why;
+    dir_ = std::filesystem::temp_directory_path() /
+           ("tessel_dynamic_gpu_" + std::to_string(::getpid()));
+    model_ = write_model(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::filesystem::path dir_;
+  std::string model_;
+};
+
+TEST_F(DynamicBatchGpu, AnyBatchOfTheRangeMatchesTheCpu) {
+  Options o;
+  o.batch_range = {1, 8, 4};
+  Session s = Session::open(model_, o);
+  EXPECT_EQ(s.profiles(), (std::vector<int64_t>{1, 2, 4, 8}));
+  EXPECT_EQ(s.inputs()[0].shape, (Shape{kDynamicBatch, 16, 8, 8}));
+  Options cpu;
+  cpu.device = Device::kCpu;
+  cpu.batch_range = {1, 8, 0};
+  Session reference = Session::open(model_, cpu);
+  for (int64_t batch : {1, 3, 5, 8, 3}) {
+    SCOPED_TRACE(batch);
+    const std::vector<Tensor> x = inputs_at(batch, static_cast<unsigned>(batch));
+    const std::vector<Tensor> got = s.run(x);
+    const std::vector<Tensor> want = reference.run(x);
+    ASSERT_EQ(got.size(), 2u);
+    for (size_t j = 0; j < 2; ++j) {
+      EXPECT_EQ(got[j].shape()[0], batch);
+      EXPECT_LE(testing::relative_l2(got[j], want[j]), 1e-2) << "output " << j;
+    }
+  }
+  EXPECT_EQ(onnx::testing::user_error_of([&] { s.run(inputs_at(9, 1)); }),
+            "engine run: input 0 'x': batch 9 is outside the engine's batch range 1:8");
+  // Timing a batch between profiles times all its chunks.
+  EXPECT_GT(s.engine()->time_replays(1, 3, 5)[0], 0);
+}
+
+// At a profile batch the dynamic engine runs the static engine's kernels: the same bits.
+TEST_F(DynamicBatchGpu, AProfileBatchEqualsTheStaticEngine) {
+  Options o;
+  o.batch_range = {1, 8, 8};
+  Session dynamic = Session::open(model_, o);
+  for (int64_t batch : {1, 8}) {
+    Options fixed;
+    fixed.batch = batch;
+    Session s = Session::open(model_, fixed);
+    const std::vector<Tensor> x = inputs_at(batch, 7);
+    const std::vector<Tensor> a = dynamic.run(x), b = s.run(x);
+    for (size_t j = 0; j < 2; ++j)
+      EXPECT_EQ(std::memcmp(a[j].raw(), b[j].raw(), a[j].nbytes()), 0)
+          << "batch " << batch << " output " << j;
+  }
+}
+
+// Device tensors: batch 8 runs in place, batch 3 through the engine's buffers; both equal the
+// host run of the same batch.
+TEST_F(DynamicBatchGpu, DeviceTensorsAtAnyBatch) {
+  Options o;
+  o.batch_range = {1, 8, 8};
+  Session s = Session::open(model_, o);
+  for (int64_t batch : {8, 3, 1}) {
+    SCOPED_TRACE(batch);
+    const std::vector<Tensor> x = inputs_at(batch, 3);
+    const std::vector<Tensor> want = s.run(x);
+    device::DeviceBuffer in(x[0].nbytes());
+    in.upload(x[0].raw(), x[0].nbytes());
+    const std::vector<DeviceTensor> got =
+        s.run_on_device({DeviceTensor::borrow(in.ptr(), DType::kF32, x[0].shape())}, nullptr);
+    device::synchronize();
+    ASSERT_EQ(got.size(), 2u);
+    for (size_t j = 0; j < 2; ++j) {
+      const Tensor h = download(got[j]);
+      ASSERT_EQ(h.shape(), want[j].shape());
+      EXPECT_EQ(std::memcmp(h.raw(), want[j].raw(), h.nbytes()), 0) << "output " << j;
+    }
+  }
+  device::DeviceBuffer big(9 * 16 * 64 * 4);
+  EXPECT_EQ(onnx::testing::user_error_of([&] {
+              s.run_on_device({DeviceTensor::borrow(big.ptr(), DType::kF32, {9, 16, 8, 8})},
+                              nullptr);
+            }),
+            "batch 9 is outside the session's batch range 1:8");
+}
+
+// The engine file keeps the profiles: loaded, it runs batch 3 as the compiled session does.
+TEST_F(DynamicBatchGpu, EngineFileRunsAnyBatch) {
+  Options o;
+  o.batch_range = {1, 8, 4};
+  const std::string tsl = (dir_ / "dyn.tsl").string();
+  compile_file(model_, tsl, o);
+  Session loaded = Session::open(tsl);
+  Session compiled = Session::open(model_, o);
+  EXPECT_EQ(loaded.profiles(), compiled.profiles());
+  const std::vector<Tensor> x = inputs_at(3, 5);
+  const std::vector<Tensor> a = loaded.run(x), b = compiled.run(x);
+  for (size_t j = 0; j < 2; ++j)
+    EXPECT_EQ(std::memcmp(a[j].raw(), b[j].raw(), a[j].nbytes()), 0) << "output " << j;
+}
+
+}  // namespace
+}  // namespace tessel
