@@ -83,7 +83,7 @@ def _parser() -> argparse.ArgumentParser:
                     help="write the model repository into DIR instead of serving")
     ap.add_argument("--triton-dir", metavar="DIR",
                     help="a tritonserver tree laid out as nvidia-pytriton's pytriton/tritonserver, "
-                         "its libraries in ../nvidia_pytriton.libs (default: the installed "
+                         "its libraries in ../../nvidia_pytriton.libs (default: the installed "
                          "nvidia-pytriton's)")
     ap.add_argument("--start-timeout", type=float, default=900,
                     help="seconds to wait for the server to be ready (compiling included)")
@@ -211,7 +211,12 @@ def find_triton(triton_dir: Optional[str]) -> Tuple[str, str]:
     if not os.access(server, os.X_OK):
         raise ServeError("%s: no tritonserver there (expected bin/tritonserver, as in "
                          "nvidia-pytriton's pytriton/tritonserver)" % triton_dir)
-    libs = os.path.join(os.path.dirname(os.path.abspath(triton_dir)), "nvidia_pytriton.libs")
+    # site-packages/pytriton/tritonserver beside site-packages/nvidia_pytriton.libs
+    libs = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(triton_dir))),
+                        "nvidia_pytriton.libs")
+    if not os.path.isdir(libs):
+        raise ServeError("%s: no nvidia_pytriton.libs two folders up, where nvidia-pytriton keeps "
+                         "the server's libraries" % triton_dir)
     return os.path.abspath(triton_dir), libs
 
 

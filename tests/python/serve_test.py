@@ -351,10 +351,17 @@ def user_errors():
         ([MODEL, "--device", "cpu", "--triton-dir", WORK] + ports,
          "%s: no tritonserver there (expected bin/tritonserver, as in nvidia-pytriton's "
          "pytriton/tritonserver)" % WORK),
+        ([MODEL, "--device", "cpu", "--triton-dir", os.path.join(WORK, "lone", "tritonserver")] + ports,
+         "%s: no nvidia_pytriton.libs two folders up, where nvidia-pytriton keeps the server's "
+         "libraries" % os.path.join(WORK, "lone", "tritonserver")),
         ([os.path.join(WORK, "notes.txt"), "--device", "cpu"],
          "%s: expected an .onnx, .tir or .tsl file" % os.path.join(WORK, "notes.txt")),
     ]
     open(os.path.join(WORK, "notes.txt"), "w").write("not a model\n")
+    lone = os.path.join(WORK, "lone", "tritonserver", "bin")  # a tritonserver without its libraries
+    os.makedirs(lone)
+    open(os.path.join(lone, "tritonserver"), "w").write("#!/bin/sh\n")
+    os.chmod(os.path.join(lone, "tritonserver"), 0o755)
     import tessel
 
     if not tessel.cuda_available():
