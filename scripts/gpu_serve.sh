@@ -52,7 +52,9 @@ serve_and_load() {
   local gpus=$1 tag=gpus_${1//,/_} log pid
   log=$OUT/serve_$tag.log
   echo "== tessel serve $MODEL --gpus $gpus --max-batch $MAX_BATCH --instances ${INSTANCES:-1}"
-  "$D"/bin/tessel serve "$W/$MODEL.onnx" --device cuda --gpus "$gpus" --host 127.0.0.1 \
+  # `python -m tessel serve` is what `tessel serve` execs; called directly, since the packed
+  # binary would put its build tree's module (built for this machine's Python) first.
+  "$TESSEL_PYTHON" -m tessel serve "$W/$MODEL.onnx" --device cuda --gpus "$gpus" --host 127.0.0.1 \
     --max-batch "$MAX_BATCH" --max-queue-delay-us "${DELAY_US:-100}" --instances "${INSTANCES:-1}" \
     --triton-dir "$TRITON" > "$log" 2>&1 &
   pid=$!
