@@ -21,9 +21,16 @@ fi
 
 # Python: onnx builds the models, onnxruntime is the independent oracle in tests; nanobind
 # builds the Python module (tessel._core), scikit-build-core is `pip install .`'s backend.
+# nvidia-pytriton carries Triton Inference Server (tritonserver and its Python backend, built for
+# glibc 2.35+) for `tessel serve` and its test; only those binaries are used, not pytriton's own
+# Python API, so its Python dependencies are left out. Triton 2.51's Python backend reads numpy
+# 1's C structures (with numpy 2 its output tensors come out wrong), hence numpy < 2.
 py=${PYTHON:-python3}
-if ! $py -c "import onnx, onnxruntime, numpy, nanobind, scikit_build_core" 2>/dev/null; then
-  $py -m pip install -q --disable-pip-version-check "numpy<2.3" "onnx==1.17.0" "onnxruntime==1.20.1" \
+if ! $py -c "import onnx, onnxruntime, numpy, nanobind, scikit_build_core, importlib.util, sys
+sys.exit(int(numpy.__version__.split('.')[0]) >= 2 or importlib.util.find_spec('pytriton') is None)" \
+    2>/dev/null; then
+  $py -m pip install -q --disable-pip-version-check "numpy<2" "onnx==1.17.0" "onnxruntime==1.20.1" \
     "nanobind==3.1.0" "scikit-build-core==1.1.2"
+  $py -m pip install -q --disable-pip-version-check --no-deps "nvidia-pytriton==0.7.0"
 fi
 echo "setup: dependencies present"

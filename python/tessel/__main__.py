@@ -1,11 +1,12 @@
-"""`python -m tessel compare ...`: the Python side of the tessel command line (the `tessel`
-binary's `compare` runs this)."""
+"""`python -m tessel compare|serve ...`: the Python side of the tessel command line (the
+`tessel` binary's `compare` and `serve` run these)."""
 
 import sys
 
 from .compare import main as _compare_main
+from .serve import main as _serve_main
 
-COMMANDS = {"compare": _compare_main}
+COMMANDS = {"compare": _compare_main, "serve": _serve_main}
 
 
 def main(argv=None) -> int:

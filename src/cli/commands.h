@@ -30,6 +30,7 @@ Action add_bench(CLI::App& app);
 Action add_profile(CLI::App& app);
 Action add_quantize(CLI::App& app);
 Action add_compare(CLI::App& app);
+Action add_serve(CLI::App& app);
 
 // Options shared by commands that load a model.
 struct ModelOptions {

@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
       tessel::cli::add_profile(app),
       tessel::cli::add_quantize(app),
       tessel::cli::add_compare(app),
+      tessel::cli::add_serve(app),
   };
   // CLI11 reports an unknown first word as "a subcommand is required"; name it instead.
   if (argc > 1 && argv[1][0] != '-') {

@@ -37,6 +37,15 @@ TEST(Cli, CompareWithoutPython) {
                     "TESSEL_PYTHON=/nonexistent/python3");
 }
 
+// `tessel serve` runs the Python module too (tests/python/serve_test.py tests the server).
+TEST(Cli, ServeWithoutPython) {
+  expect_user_error("serve m.onnx --device cpu",
+                    "tessel serve runs the Python module with /nonexistent/python3, which does "
+                    "not start: No such file or directory (set TESSEL_PYTHON to a Python that has "
+                    "it)",
+                    "TESSEL_PYTHON=/nonexistent/python3");
+}
+
 TEST(Cli, NotAnOnnxFile) {
   std::string path = write_file("garbage.onnx", std::string("\x08\x96\x01 this is not protobuf \xff\xfe", 28));
   expect_user_error("inspect " + path, path);

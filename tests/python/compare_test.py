@@ -169,7 +169,7 @@ def user_errors_are_one_line():
                  ok.stderr.strip()[len("error: "):])
     r = subprocess.run([sys.executable, "-m", "tessel", "frobnicate"], capture_output=True,
                        text=True)
-    expect_error(r, "unknown command 'frobnicate' (commands: compare)")
+    expect_error(r, "unknown command 'frobnicate' (commands: compare, serve)")
 
 
 passed = failed = 0
