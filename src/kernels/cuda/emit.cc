@@ -271,8 +271,9 @@ std::string emit_tma_geometry(const kernels::TmaLayout& l) {
 
 // The C map of a TMA kernel's bulk stores (tessel_tma.cuh, kTmaStore), where the store map
 // and the output allow one: plain or channel-slice rows of 16-bit or int8 outputs, the rows
-// and the slice's start 16-byte aligned. Dense (16, 64) boxes at (n, m), clipped to (N, M), so
-// a slice's neighbours in the buffer are never written.
+// and the slice's start 16-byte aligned. (16, 64) boxes at (n, m), 128-byte swizzled for
+// 16-bit outputs (dense for int8), clipped to (N, M), so a slice's neighbours in the buffer
+// are never written.
 std::optional<device::TensorMapSpec> tma_store_map(const KernelPlan& plan) {
   const StoreMap& st = plan.e->store;
   if (st.kind != StoreMap::Kind::kPlain && st.kind != StoreMap::Kind::kChannelSlice) return std::nullopt;
@@ -290,7 +291,9 @@ std::optional<device::TensorMapSpec> tma_store_map(const KernelPlan& plan) {
                                  : device::TensorMapSpec::Type::kF16;
   m.operand = static_cast<uint8_t>(kParamWordC);
   m.rank = 2;
-  m.swizzle = false;
+  // 16-bit outputs without a residual: the 128-byte swizzled staging of the register epilogue
+  // (tessel_tma.cuh, kRegisterEpilogue); else the slab path's dense staging.
+  m.swizzle = size == 2 && plan.residual_operand < 0;
   m.offset_bytes = offset * size;
   m.dims = {static_cast<uint64_t>(plan.c->n), static_cast<uint64_t>(plan.c->m), 0, 0, 0};
   m.strides = {static_cast<uint64_t>(ld * size), 0, 0, 0};

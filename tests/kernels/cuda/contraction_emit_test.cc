@@ -187,7 +187,10 @@ TEST_P(VariantCompiles, ForSm80AndSm90aWithTheIntendedInstructions) {
       EXPECT_EQ(has(ptx, "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group"), tma_store);
       if (tma_store) {
         EXPECT_EQ(ks.tensor_maps[2].operand, 2);
-        EXPECT_FALSE(ks.tensor_maps[2].swizzle);
+        const bool residual = std::any_of(p.e.steps.begin(), p.e.steps.end(), [](const auto& st) {
+          return st.kind == K::kResidualAdd;
+        });
+        EXPECT_EQ(ks.tensor_maps[2].swizzle, dtype_size(p.e.out_dtype) == 2 && !residual);
         EXPECT_EQ(ks.tensor_maps[2].dims[0], static_cast<uint64_t>(p.c.n));
       }
     } else if (wgmma) {

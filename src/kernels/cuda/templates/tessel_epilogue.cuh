@@ -208,8 +208,9 @@ __device__ __forceinline__ void stage_slab(const KernelParams& p, const float* s
     }
     OutVector<Out, kV> ov;
 #pragma unroll
-    for (int i = 0; i < kV; ++i)
-      ov.elem[i] = finish_element<P>(p, slab[r * pitch + c + i], P::channel(0, n + i), residual[i]);
+    for (int i = 0; i < kV; ++i)  // columns past N (clipped by the store) read no channel operands
+      ov.elem[i] = n + i < P::kN ? finish_element<P>(p, slab[r * pitch + c + i], P::channel(0, n + i), residual[i])
+                                 : from_float<Out>(0.0f);
     ov.store(staging, r * kCols + c);
   }
 }
