@@ -37,6 +37,34 @@ TEST(FusePrologue, BatchNormAndReluBeforeConvsBecomeTheirPrologue) {
 })");
 }
 
+// Dilated and strided padded convs take the prologue as well: the CPU numerics check compares
+// their padding (zero, not relu(shift)) and their strided and dilated windows over the
+// transformed input with the unfused graph's.
+TEST(FusePrologue, DilatedAndStridedConvsTakeThePrologue) {
+  testing::expect_pass_result("fuse-prologue", R"(graph @g opset 17 {
+  input %x : f32[1,5,5,2]
+  const %s : f32[2] = [1.5, -0.5]
+  const %t : f32[2] = [-0.25, 0.75]
+  const %w : f32[1,3,3,2] = [1.0, -2.0, 3.0, 0.5, -1.5, 2.5, 1.0, 1.0, -1.0, 0.25, 2.0, -0.5, 1.5, -2.5, 0.75, 1.0, -1.0, 2.0]
+  %a = Mul(%x, %s) : f32[1,5,5,2] @"bn.scale"
+  %b = Add(%a, %t) : f32[1,5,5,2] @"bn"
+  %r = Relu(%b) : f32[1,5,5,2] @"relu"
+  %y = tessel.Conv(%r, %w) {dilations = [2, 2], pads = [2, 2, 2, 2]} : f32[1,5,5,1] @"dilated"
+  %z = tessel.Conv(%r, %w) {pads = [1, 1, 1, 1], strides = [2, 2]} : f32[1,3,3,1] @"strided"
+  output %y
+  output %z
+})",
+                              R"(graph @g opset 17 {
+  input %x : f32[1,5,5,2]
+  const %w : f32[1,3,3,2] = [1.0, -2.0, 3.0, 0.5, -1.5, 2.5, 1.0, 1.0, -1.0, 0.25, 2.0, -0.5, 1.5, -2.5, 0.75, 1.0, -1.0, 2.0]
+  const %p : f32[2,2] = [1.5, -0.5, -0.25, 0.75]
+  %y = tessel.Conv(%x, %w, _, _, _, %p) {dilations = [2, 2], pads = [2, 2, 2, 2], prologue = "affine_relu"} : f32[1,5,5,1] @"dilated"
+  %z = tessel.Conv(%x, %w, _, _, _, %p) {pads = [1, 1, 1, 1], prologue = "affine_relu", strides = [2, 2]} : f32[1,3,3,1] @"strided"
+  output %y
+  output %z
+})");
+}
+
 // Sub and Div by constants, a scalar Mul in front, no ReLU: composed into one affine map
 // ((x * 2 - [1, 3]) / [4, 0.5]), prologue "affine".
 TEST(FusePrologue, ComposesSubDivAndScalarsWithoutRelu) {
