@@ -86,6 +86,38 @@ TEST(ConvWindow, RejectsStridedDilatedGroupedConvsAndGemms) {
   EXPECT_FALSE(conv_window(matched(gemm_maps(64, 64, 64, {false, true}))));
 }
 
+// conv_geometry (the TMA kernel's im2col maps): strides, dilations and channel slices of X are
+// read back too; groups, GEMMs and the NCHW stem form are not convolutions it maps.
+TEST(ConvGeometry, ReadsStridesDilationsAndChannelSlices) {
+  Conv2dParams p = conv(2, 29, 31, 64, 48, 3, 5, 2, 2, 4, 2);
+  p.x_channels = 160;
+  p.x_channel_offset = 32;
+  const auto g = conv_geometry(matched(conv2d_nhwc_maps(p)));
+  ASSERT_TRUE(g);
+  EXPECT_FALSE(conv_window(matched(conv2d_nhwc_maps(p))));
+  EXPECT_EQ(g->stride_h, 2);
+  EXPECT_EQ(g->stride_w, 2);
+  EXPECT_EQ(g->dilation_h, 2);
+  EXPECT_EQ(g->dilation_w, 2);
+  EXPECT_EQ(g->channels, 64);
+  EXPECT_EQ(g->channel_pitch, 160);
+  EXPECT_EQ(g->channel_offset, 32);
+  EXPECT_EQ(g->kernel_h, 3);
+  EXPECT_EQ(g->kernel_w, 5);
+  EXPECT_EQ(g->pad_top, 2);
+  EXPECT_EQ(g->pad_left, 4);
+  EXPECT_EQ(g->out_h, p.out_h());
+  EXPECT_EQ(g->out_w, p.out_w());
+  // conv_window's convs are conv_geometry's with unit strides and a dense X.
+  const auto w = conv_geometry(matched(conv2d_nhwc_maps(conv(1, 8, 8, 16, 16, 3, 3))));
+  ASSERT_TRUE(w);
+  EXPECT_EQ(w->channel_pitch, 16);
+  EXPECT_EQ(w->stride_h * w->dilation_w, 1);
+  EXPECT_FALSE(conv_geometry(matched(conv2d_nhwc_maps(conv(1, 32, 32, 64, 64, 3, 3, 1, 1, 1, 1, 2)))));
+  EXPECT_FALSE(conv_geometry(matched(gemm_maps(64, 64, 64, {false, true}))));
+  EXPECT_FALSE(conv_geometry(matched(conv2d_nchw_input_maps(conv(1, 32, 32, 3, 64, 7, 7, 2, 3, 3)))));
+}
+
 }  // namespace
 }  // namespace tessel::contraction
 
