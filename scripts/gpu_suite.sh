@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The GPU run, on a machine with a CUDA device: GPU tests, compute-sanitizer on new kernels,
 # and the op benchmarks against cuDNN / cuBLASLt (the shared workloads, then the depthwise and
-# grouped layers of bench/workloads/conv2d_grouped.csv with their DRAM bandwidth); ends with
-# short tables.
+# grouped layers of bench/workloads/conv2d_grouped.csv with their DRAM bandwidth, then the
+# shared workloads in int8); ends with short tables.
 # Expects the layout of scripts/pack_device.sh (.device/bin, .device/lib, .device/workloads).
 # Usage: scripts/gpu_suite.sh [tests|sanitize|bench|all] [bench filter]
 set -uo pipefail
@@ -90,5 +90,10 @@ for w in j["workloads"]:
     print(f"{w['name']:44} {t['median_us']:9.1f} {lib_us} {w['ratio']:6.2f} {gbs:6.0f} {100 * gbs / peak:6.1f}{ok}")
 PY
   grep "^geomean" "$OUT/bench_grouped.txt"
+  echo "== bench-op --int8 (the same shared workloads; cuDNN int8 through its graph API, cuBLASLt int8)"
+  "$BIN/tessel" bench-op --int8 --conv2d "$W/conv2d.csv" --gemm "$W/gemm.csv" --filter "$filter" \
+    --json "$OUT/bench_int8.json" > "$OUT/bench_int8.txt" 2> "$OUT/bench_int8.err" || status=1
+  tail -2 "$OUT/bench_int8.err"
+  grep "^geomean" "$OUT/bench_int8.txt"
 fi
 exit $status
