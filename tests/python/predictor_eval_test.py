@@ -1,0 +1,61 @@
+#!/usr/bin/env python3
+"""bench/predictor_eval.py: it reads `tessel profile` outputs and computes the predictor's
+errors. The profile is an excerpt of a real one (ResNet-50 at batch 32 on an H100, 11 of its 59
+kernel rows), its total lines restated for the rows kept and the replay time set to 330 us; the
+expected numbers below are worked out by hand from those rows."""
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--source", required=True)
+ARGS = ap.parse_args()
+sys.path.insert(0, os.path.join(ARGS.source, "bench"))
+import predictor_eval  # noqa: E402
+
+SAMPLE = os.path.join(ARGS.source, "tests", "python", "data", "profile_resnet50_b32.txt")
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+
+
+with open(SAMPLE) as f:
+    rows, replay = predictor_eval.parse_profile(f.read())
+check(len(rows) == 11, "11 kernel rows, got %d" % len(rows))
+check(replay == 330.0, "the replay time 330.0, got %r" % replay)
+check(rows[3]["node"] == "node_Conv_753" and rows[3]["measured_us"] == 100.90 and
+      rows[3]["predicted_us"] == 86.71, "row 3: %r" % (rows[3],))
+check(rows[-1]["index"] == 58 and rows[-1]["op"] == "tessel.Gemm", "the last row: %r" % (rows[-1],))
+
+r = predictor_eval.model_errors(rows, replay)
+# |pred - meas| / meas of the 11 rows, by hand.
+by_hand = [4.35 / 4.99, 5.96 / 12.46, 1.54 / 9.69, 14.19 / 100.90, 9.77 / 29.50, 4.26 / 9.72,
+           6.78 / 23.14, 3.46 / 37.70, 46.76 / 81.00, 0.11 / 2.65, 0.99 / 4.86]
+check(abs(r["median_kernel_error"] - statistics.median(by_hand)) < 1e-9,
+      "median kernel error %r, by hand %r" % (r["median_kernel_error"], statistics.median(by_hand)))
+check(abs(r["predicted_us"] - 252.52) < 1e-6, "predicted sum %r (252.52)" % r["predicted_us"])
+check(abs(r["model_error"] - (330.0 - 252.52) / 330.0) < 1e-9, "model error %r" % r["model_error"])
+
+# A row without a prediction counts in neither error, and the CLI reports a failed profile.
+no_pred = rows[:1] + [dict(rows[1], predicted_us=None)]
+check(predictor_eval.model_errors(no_pred, 20.0)["predicted_kernels"] == 1, "a row without a prediction")
+with tempfile.TemporaryDirectory() as tmp:
+    empty = os.path.join(tmp, "failed.txt")
+    with open(empty, "w") as f:
+        f.write("error: model.onnx: no CUDA device\n")
+    p = subprocess.run([sys.executable, os.path.join(ARGS.source, "bench", "predictor_eval.py"),
+                        "good=" + SAMPLE, "bad=" + empty], capture_output=True, text=True)
+    check(p.returncode == 1, "a profile without rows exits 1, got %d" % p.returncode)
+    check("bad: " in p.stderr and "no kernel rows" in p.stderr, "its line: %r" % p.stderr)
+    check("| good | 11 |" in p.stdout, "the good model's row: %r" % p.stdout)
+
+if failures:
+    print("\n".join("FAILED: " + f for f in failures))
+    sys.exit(1)
+print("predictor_eval: all checks passed")
