@@ -135,6 +135,12 @@ int block_k_scale(const Contraction& c) {
   return c.a_dtype == DType::kI8 && c.b_dtype == DType::kI8 ? 2 : 1;
 }
 
+// A persistent kernel's CTAs: as many as are resident on the device at once.
+int persistent_ctas(const Contraction& c, const Schedule& s, const device::DeviceInfo& device) {
+  const int regs = std::min(estimate_regs(c, s), 255);
+  return device.sm_count * resident_ctas(device, s.threads(), regs, smem_bytes(c, s));
+}
+
 // Legal for the kernels and resident on the device (shared memory, registers).
 bool runs(const Contraction& c, const Schedule& s, const device::DeviceInfo& device) {
   if (check_schedule(c, s)) return false;
@@ -286,8 +292,7 @@ std::vector<Schedule> enumerate_schedules(const Contraction& c, const device::De
           Schedule s = tma_schedule(tile.m, tile.n, stages, raster, 0);
           s.block_k *= block_k_scale(c);
           if (!runs(c, s, device)) continue;
-          s.ctas = device.sm_count * resident_ctas(device, s.threads(), std::min(estimate_regs(c, s), 255),
-                                                   smem_bytes(c, s));
+          s.ctas = persistent_ctas(c, s, device);
           space.push_back(s);
         }
   }
@@ -479,8 +484,7 @@ Schedule default_schedule(const Contraction& c, const device::DeviceInfo& device
       Schedule s = tma_schedule(k.block_m, k.block_n, k.stages, kDefaultRaster, 0);
       s.block_k *= block_k_scale(c);  // one 128-byte row: 128 int8
       if (!runs(c, s, device)) continue;
-      s.ctas = device.sm_count * resident_ctas(device, s.threads(), std::min(estimate_regs(c, s), 255),
-                                               smem_bytes(c, s));
+      s.ctas = persistent_ctas(c, s, device);
       const ScheduleEstimate e = estimate(c, s, device);
       ranked.push_back({s, launch + std::max(k.sm90_scale * e.cycles, e.dram_cycles)});
     }

@@ -79,18 +79,24 @@ Reason check_operand(const Contraction& c, const Schedule& s, char name) {
   return std::nullopt;
 }
 
+// A warpgroup's wgmma tile (both wgmma kernels): m64nNk16 instructions, accumulators in
+// registers.
+Reason check_wgmma_tile(const Schedule& s) {
+  if (s.warp_m % 64 != 0 || (s.warp_n != 64 && s.warp_n != 128 && s.warp_n != 256)) {
+    return fmt::format("warpgroup tile {}x{}: wgmma needs m a multiple of 64 and n 64, 128 or 256",
+                       s.warp_m, s.warp_n);
+  }
+  if (s.warp_m / 64 * s.warp_n / 2 > 128) {
+    return fmt::format("warpgroup tile {}x{} needs more than 128 accumulators per thread", s.warp_m,
+                       s.warp_n);
+  }
+  return std::nullopt;
+}
+
 Reason check_instruction(const Schedule& s) {
   switch (s.instruction) {
     case Instruction::kWgmma:
-      if (s.warp_m % 64 != 0 || (s.warp_n != 64 && s.warp_n != 128 && s.warp_n != 256)) {
-        return fmt::format(
-            "warpgroup tile {}x{}: wgmma needs m a multiple of 64 and n 64, 128 or 256", s.warp_m,
-            s.warp_n);
-      }
-      if (s.warp_m / 64 * s.warp_n / 2 > 128) {
-        return fmt::format("warpgroup tile {}x{} needs more than 128 accumulators per thread",
-                           s.warp_m, s.warp_n);
-      }
+      if (auto r = check_wgmma_tile(s)) return r;
       if (s.block_k % 64 != 0)
         return fmt::format("block_k={}: wgmma reads k in 64-element rows", s.block_k);
       if (s.stages < 3 || s.stages > 5)
@@ -262,6 +268,7 @@ Reason check_tma(const Contraction& c, const Schedule& s, TmaLayout* out) {
   if (s.warp_m != s.block_m || s.warp_n != s.block_n)
     return fmt::format("warpgroup tile {}x{} is not the CTA tile {}x{} (each consumer warpgroup "
                        "computes whole tiles)", s.warp_m, s.warp_n, s.block_m, s.block_n);
+  if (auto r = check_wgmma_tile(s)) return r;
   if (s.block_m > 256 || s.block_n > 256)
     return fmt::format("CTA tile {}x{}: TMA boxes of at most 256 rows", s.block_m, s.block_n);
   if (s.ctas < 0) return "negative CTA count";
@@ -350,14 +357,7 @@ std::optional<TmaLayout> tma_layout(const Contraction& c, const Schedule& s, std
 std::optional<std::string> check_schedule(const Contraction& c, const Schedule& s) {
   if (s.mainloop == Mainloop::kTma) {
     if (s.block_m < 1 || s.block_n < 1 || s.warp_m < 1 || s.warp_n < 1) return "non-positive tile";
-    if (s.block_m % s.warp_m != 0 || s.block_n % s.warp_n != 0) {
-      return fmt::format("warpgroup tile {}x{} does not divide block tile {}x{}", s.warp_m, s.warp_n,
-                         s.block_m, s.block_n);
-    }
     if (s.raster < 1) return "raster group must be >= 1";
-    Schedule tiles = s;  // the warpgroup tile rules of wgmma (its stage range is not the TMA kernel's)
-    tiles.stages = 3;
-    if (auto r = check_instruction(tiles)) return r;
     TmaLayout l;
     return check_tma(c, s, &l);
   }

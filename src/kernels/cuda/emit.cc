@@ -269,39 +269,6 @@ std::string emit_tma_geometry(const kernels::TmaLayout& l) {
   return o.str();
 }
 
-// The C map of a TMA kernel's bulk stores (tessel_tma.cuh, kTmaStore), where the store map
-// and the output allow one: plain or channel-slice rows of 16-bit or int8 outputs, the rows
-// and the slice's start 16-byte aligned. (16, 64) boxes at (n, m), 128-byte swizzled for
-// 16-bit outputs (dense for int8), clipped to (N, M), so a slice's neighbours in the buffer
-// are never written.
-std::optional<device::TensorMapSpec> tma_store_map(const KernelPlan& plan) {
-  const StoreMap& st = plan.e->store;
-  if (st.kind != StoreMap::Kind::kPlain && st.kind != StoreMap::Kind::kChannelSlice) return std::nullopt;
-  const DType out = plan.e->out_dtype;
-  if (out != DType::kF16 && out != DType::kBF16 && out != DType::kI8) return std::nullopt;
-  if (plan.store_n_stride != 1 || !plan.c->batch_dims.empty()) return std::nullopt;
-  const int64_t size = static_cast<int64_t>(dtype_size(out));
-  const int64_t ld = plan.out_channels;
-  const int64_t offset = st.kind == StoreMap::Kind::kChannelSlice ? st.channel_offset : 0;
-  if (ld * size % 16 != 0 || offset * size % 16 != 0) return std::nullopt;
-  device::TensorMapSpec m;
-  m.mode = device::TensorMapSpec::Mode::kTiled;
-  m.type = out == DType::kI8    ? device::TensorMapSpec::Type::kU8
-           : out == DType::kBF16 ? device::TensorMapSpec::Type::kBF16
-                                 : device::TensorMapSpec::Type::kF16;
-  m.operand = static_cast<uint8_t>(kParamWordC);
-  m.rank = 2;
-  // 16-bit outputs without a residual: the 128-byte swizzled staging of the register epilogue
-  // (tessel_tma.cuh, kRegisterEpilogue); else the slab path's dense staging.
-  m.swizzle = size == 2 && plan.residual_operand < 0;
-  m.offset_bytes = offset * size;
-  m.dims = {static_cast<uint64_t>(plan.c->n), static_cast<uint64_t>(plan.c->m), 0, 0, 0};
-  m.strides = {static_cast<uint64_t>(ld * size), 0, 0, 0};
-  m.box = {64, 16, 0, 0, 0};
-  if (device::check_tensor_map(m)) return std::nullopt;
-  return m;
-}
-
 }  // namespace
 
 KernelSource emit(const Contraction& c, const Epilogue& e, const kernels::Schedule& s) {
@@ -326,15 +293,10 @@ KernelSource emit(const Contraction& c, const Epilogue& e, const kernels::Schedu
   std::ostringstream body;
   body << "struct Problem {\n";
   if (halo) body << emit_halo_geometry(plan);
-  std::optional<kernels::TmaLayout> tma_layout;
-  std::optional<device::TensorMapSpec> tma_store;
   if (tma) {
-    tma_layout = kernels::tma_layout(c, s);
-    TESSEL_ICHECK(tma_layout) << "emit: a TMA schedule without a layout";
-    body << emit_tma_geometry(*tma_layout);
-    tma_store = tma_store_map(plan);
+    body << emit_tma_geometry(*plan.tma);
     body << fmt::format("  static constexpr bool kTmaStore = {};  // bulk tensor stores of C (third map)\n",
-                        tma_store.has_value());
+                        plan.tma_store.has_value());
   }
   body << fmt::format("  using Index = {};\n", plan.index64 ? "long long" : "int");
   if (halo) {
@@ -419,8 +381,8 @@ KernelSource emit(const Contraction& c, const Epilogue& e, const kernels::Schedu
   ks.block[0] = static_cast<unsigned>(plan.threads);
   ks.smem_bytes = plan.smem_bytes;
   ks.workspace_bytes = plan.workspace_bytes;
-  if (tma_layout) ks.tensor_maps = {tma_layout->a, tma_layout->b};
-  if (tma_store) ks.tensor_maps.push_back(*tma_store);
+  if (plan.tma) ks.tensor_maps = {plan.tma->a, plan.tma->b};
+  if (plan.tma_store) ks.tensor_maps.push_back(*plan.tma_store);
   return ks;
 }
 

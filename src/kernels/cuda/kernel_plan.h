@@ -13,6 +13,7 @@
 
 #include "kernels/contraction/contraction.h"
 #include "kernels/contraction/epilogue.h"
+#include "kernels/kernel_rules.h"
 #include "kernels/schedule.h"
 
 namespace tessel::kernels::cuda {
@@ -54,6 +55,10 @@ struct KernelPlan {
   int residual_operand = -1;
   unsigned smem_bytes = 0;
   size_t workspace_bytes = 0;
+  // kTma: how the tensor maps read A and B, and the C map of the bulk stores where the store
+  // map and output allow them (else the epilogue stores from registers).
+  std::optional<kernels::TmaLayout> tma;
+  std::optional<device::TensorMapSpec> tma_store;
   uint64_t grid_x = 0;
 };
 

@@ -374,6 +374,39 @@ Reason plan_packed_groups(const Contraction& c, const Schedule& s, KernelPlan* p
   return std::nullopt;
 }
 
+// The C map of a TMA kernel's bulk stores (tessel_tma.cuh, kTmaStore), where the store map
+// and the output allow one: plain or channel-slice rows of 16-bit or int8 outputs, the rows
+// and the slice's start 16-byte aligned. (16, 64) boxes at (n, m), 128-byte swizzled for
+// 16-bit outputs (dense for int8), clipped to (N, M), so a slice's neighbours in the buffer
+// are never written.
+std::optional<device::TensorMapSpec> tma_store_map(const KernelPlan& plan) {
+  const StoreMap& st = plan.e->store;
+  if (st.kind != StoreMap::Kind::kPlain && st.kind != StoreMap::Kind::kChannelSlice) return std::nullopt;
+  const DType out = plan.e->out_dtype;
+  if (out != DType::kF16 && out != DType::kBF16 && out != DType::kI8) return std::nullopt;
+  if (plan.store_n_stride != 1 || !plan.c->batch_dims.empty()) return std::nullopt;
+  const int64_t size = static_cast<int64_t>(dtype_size(out));
+  const int64_t ld = plan.out_channels;
+  const int64_t offset = st.kind == StoreMap::Kind::kChannelSlice ? st.channel_offset : 0;
+  if (ld * size % 16 != 0 || offset * size % 16 != 0) return std::nullopt;
+  device::TensorMapSpec m;
+  m.mode = device::TensorMapSpec::Mode::kTiled;
+  m.type = out == DType::kI8    ? device::TensorMapSpec::Type::kU8
+           : out == DType::kBF16 ? device::TensorMapSpec::Type::kBF16
+                                 : device::TensorMapSpec::Type::kF16;
+  m.operand = static_cast<uint8_t>(kParamWordC);
+  m.rank = 2;
+  // 16-bit outputs without a residual: the 128-byte swizzled staging of the register epilogue
+  // (tessel_tma.cuh, kRegisterEpilogue); else the slab path's dense staging.
+  m.swizzle = size == 2 && plan.residual_operand < 0;
+  m.offset_bytes = offset * size;
+  m.dims = {static_cast<uint64_t>(plan.c->n), static_cast<uint64_t>(plan.c->m), 0, 0, 0};
+  m.strides = {static_cast<uint64_t>(ld * size), 0, 0, 0};
+  m.box = {64, 16, 0, 0, 0};
+  if (device::check_tensor_map(m)) return std::nullopt;
+  return m;
+}
+
 }  // namespace
 
 std::optional<std::string> make_plan(const Contraction& c, const Epilogue& e, const Schedule& s,
@@ -435,13 +468,13 @@ std::optional<std::string> make_plan(const Contraction& c, const Epilogue& e, co
     p->grid_x = s.ctas > 0 ? std::min<uint64_t>(tiles, static_cast<uint64_t>(s.ctas)) : tiles;
   } else if (s.mainloop == kernels::Mainloop::kTma) {
     // No gathers: the tensor maps address A and B (tessel_tma.cuh), both K-major.
-    const std::optional<kernels::TmaLayout> layout = kernels::tma_layout(c, s);
-    TESSEL_ICHECK(layout) << "check_schedule accepted a TMA schedule without a layout";
+    p->tma = kernels::tma_layout(c, s);
+    TESSEL_ICHECK(p->tma) << "check_schedule accepted a TMA schedule without a layout";
     p->a.k_major = p->b.k_major = true;
     p->a.vec = p->b.vec = 8;
     p->tiles_m = (c.m + s.block_m - 1) / s.block_m;
     p->tiles_n = (c.n + s.block_n - 1) / s.block_n;
-    p->k_tiles = p->k_tiles_per_split = static_cast<int>(layout->taps * layout->chunks);
+    p->k_tiles = p->k_tiles_per_split = static_cast<int>(p->tma->taps * p->tma->chunks);
     tiles = static_cast<uint64_t>(p->tiles_m * p->tiles_n);
     // `ctas` persistent CTAs (0: one per tile), never more than the tiles: a CTA's second
     // consumer warpgroup works only where the tiles outnumber the CTAs.
@@ -463,6 +496,7 @@ std::optional<std::string> make_plan(const Contraction& c, const Epilogue& e, co
   if (auto r = check_epilogue(e, p)) return r;
   if (auto r = check_prologue(c, e, s, *p)) return r;
   if (auto r = plan_store(*p->c, e, s, p)) return r;
+  if (p->tma) p->tma_store = tma_store_map(*p);
 
   // Shared memory: kernels::smem_bytes mirrors MmaKernel / SimtKernel::kSmemBytes (the
   // generated code static_asserts the equality).
