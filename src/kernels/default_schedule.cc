@@ -324,12 +324,20 @@ std::optional<Schedule> default_halo(const Contraction& c, const device::DeviceI
                                {17, 64, 8, 16, 64, 32},
                                {65, 128, 8, 16, 64, 64},
                                {65, 128, 4, 32, 64, 64}};
+  // A 1x1 conv has no halo to share between taps: there the halo kernel is one more GEMM
+  // tiling. It measured well for narrow outputs (EfficientNet-b0's 112x112 32->16
+  // projection at batch 32: 13.6 µs, 2.8 TB/s) and badly for wide ones (its 16->96
+  // expansion: 162.7 µs on the 8x16/n128 tile, 0.55 TB/s), so 1x1 convs of N > 16 rank
+  // the implicit-GEMM and TMA kernels instead.
+  const std::optional<contraction::ConvWindow> window = contraction::conv_window(c);
+  const bool pointwise = window->kernel_h == 1 && window->kernel_w == 1;
   for (const auto& [n_from, n_to, th, tw, wm, wn] : candidates) {
+    if (pointwise && n_from > 16 && contraction::tensor_core_eligible(c)) continue;
     // A width that is no multiple of the tile computes (and discards) the last tile column's
     // pixels past the edge: taken up to 5% of the width (seed_large_32_300_300_64, 300 wide:
     // 583 vs 797 µs for the implicit GEMM). At 14% (ResNet's 56-wide layers) 16x16 tiles still
     // won (30.5 vs 32.9 µs) but 8x16 ones lost (33.2 µs), so such widths keep the GEMM kernels.
-    const int64_t out_w = contraction::conv_window(c)->out_w;
+    const int64_t out_w = window->out_w;
     const int64_t padded_w = (out_w + tw - 1) / tw * tw;
     if (c.n < n_from || c.n > n_to || (padded_w - out_w) * 100 > out_w * 5) continue;
     Schedule s = halo_schedule(c, th, tw, wm, wn, 0);

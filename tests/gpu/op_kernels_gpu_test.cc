@@ -143,6 +143,13 @@ TEST(OpKernelsGpu, ReduceMean) {
   check_op("ReduceMean", {act(DType::kF32, {3, 4, 5})}, {{"axes", Ints{-1, 0}}, {"keepdims", int64_t{0}}});
   check_op("ReduceMean", {act(DType::kF32, {3, 4, 5})});  // all axes
   check_op("ReduceMean", {act(DType::kF32, {2, 6})}, {{"axes", Ints{1}}});
+  // The columns kernel: 1155 rows (the 4-row unrolled loop and its remainder), 3 vector columns,
+  // 1024 threads of which 1023 are lanes; a chunked wide one (65 vectors: 32, 32, 1); unit dims.
+  check_op("ReduceMean", {act(DType::kF16, {4, 33, 35, 24})}, {{"axes", Ints{1, 2}}});
+  check_op("ReduceMean", {act(DType::kF16, {40, 7, 7, 520})}, {{"axes", Ints{1, 2}}, {"keepdims", int64_t{0}}});
+  check_op("ReduceMean", {act(DType::kF32, {3, 1, 50, 6})}, {{"axes", Ints{1, 2}}});
+  // The rows kernel: a warp per row of 300.
+  check_op("ReduceMean", {act(DType::kBF16, {70, 300})}, {{"axes", Ints{-1}}});
 }
 
 TEST(OpKernelsGpu, Elementwise) {
@@ -185,6 +192,7 @@ TEST(OpKernelsGpu, Pools) {
            {{"kernel_shape", Ints{2, 2}}, {"strides", Ints{3, 3}}, {"ceil_mode", int64_t{1}}, {"pads", Ints{1, 1, 0, 0}}});
   check_op("tessel.GlobalAveragePool", {act(DType::kF16, {2, 5, 5, 40})});
   check_op("tessel.GlobalAveragePool", {act(DType::kF32, {1, 3, 4, 7})});
+  check_op("tessel.GlobalAveragePool", {act(DType::kF16, {33, 7, 7, 2048})});
 }
 
 TEST(OpKernelsGpu, DepthToSpace) {

@@ -26,6 +26,9 @@ std::string float_literal(double d);
 // grid-stride, and a few waves of resident blocks saturate any current GPU's memory system.
 constexpr int64_t kMaxBlocks = 132 * 16;
 
+// The largest V <= 16 bytes of T dividing `channels` (a fragment of V never crosses a pixel).
+int channel_vector(DType t, int64_t channels);
+
 // The translation unit: a comment naming the node, the family's template header, the
 // generated `struct Problem` (in an anonymous namespace: every kernel has its own), and the
 // extern "C" entry point whose body is `call` (e.g. "tessel::for_each_item<Pool<Problem>>(p);").
@@ -71,5 +74,10 @@ OpKernelSource emit_resize(const ir::Graph& g, const ir::Node& n);
 
 std::optional<std::string> check_reduce(const ir::Graph& g, const ir::Node& n);
 OpKernelSource emit_reduce(const ir::Graph& g, const ir::Node& n);
+// The mean over the middle dim of a contiguous [outer, r, inner] tensor of float storage `t`
+// into [outer, inner] (templates/tessel_op_reduce.cuh: MeanColumns, or MeanRows when inner is
+// 1): ReduceMean over a run of adjacent dims, and GlobalAveragePool. `what` heads the source.
+OpKernelSource emit_mean(const ir::Node& n, const std::string& what, DType t, int64_t outer, int64_t r,
+                         int64_t inner);
 
 }  // namespace tessel::kernels::cuda::op_detail

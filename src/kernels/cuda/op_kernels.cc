@@ -55,6 +55,11 @@ std::string float_literal(double d) {
   return s + "f";
 }
 
+int channel_vector(DType t, int64_t channels) {
+  int v = static_cast<int>(16 / dtype_size(t));
+  while (v > 1 && channels % v != 0) v /= 2;
+  return v;
+}
 
 OpKernelSource make_source(const ir::Node& n, const std::string& kind, const std::string& header,
                            const std::string& problem, const std::string& call,

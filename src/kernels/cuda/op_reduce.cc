@@ -79,9 +79,38 @@ OpKernelSource emit_softmax(const ir::Graph& g, const ir::Node& n) {
                      (v->outer * v->inner + kThreads - 1) / kThreads, kThreads);
 }
 
+// ReduceMean as a mean over the middle dim of [outer, r, inner]: when its reduced dims (those
+// of extent > 1) are one run of adjacent dims. nullopt otherwise, for an identity and for an
+// empty input.
+struct MeanView {
+  int64_t outer = 1, r = 1, inner = 1;
+};
+
+std::optional<MeanView> mean_view(const Shape& shape, const ops::ReducePlan& plan) {
+  if (plan.identity || numel(shape) == 0) return std::nullopt;
+  MeanView v;
+  int run = 0;  // 0: before the reduced run, 1: in it, 2: after it
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 1) continue;
+    if (plan.reduced[d]) {
+      if (run == 2) return std::nullopt;  // a second run
+      run = 1;
+      v.r *= shape[d];
+    } else {
+      if (run == 1) run = 2;
+      (run == 0 ? v.outer : v.inner) *= shape[d];
+    }
+  }
+  if (v.r == 1) return std::nullopt;
+  return v;
+}
+
 OpKernelSource emit_reduce_mean(const ir::Graph& g, const ir::Node& n) {
   const Shape& shape = g.type(n.inputs[0]).shape;
   const ops::ReducePlan plan = ops::plan_reduce(n, shape, *reduce_axes(g, n));
+  if (const std::optional<MeanView> v = mean_view(shape, plan))
+    return emit_mean(n, g.type(n.inputs[0]).str() + " -> " + g.type(n.outputs[0]).str(),
+                     g.type(n.inputs[0]).dtype, v->outer, v->r, v->inner);
   // Row-major input strides, split by kept / reduced dim (outermost first).
   std::vector<int64_t> stride(shape.size(), 1);
   for (int d = static_cast<int>(shape.size()) - 2; d >= 0; --d) stride[d] = stride[d + 1] * shape[d + 1];
@@ -153,6 +182,30 @@ OpKernelSource emit_layer_norm(const ir::Graph& g, const ir::Node& n) {
 
 }  // namespace
 
+
+OpKernelSource emit_mean(const ir::Node& n, const std::string& what, DType t, int64_t outer, int64_t r,
+                         int64_t inner) {
+  std::string problem = fmt::format("// mean over the middle dim of [{}, {}, {}]: {}\nstruct Problem {{\n  using T = {};\n"
+                                    "  static constexpr i64 kOuter = {}, kR = {}, kInner = {};\n",
+                                    outer, r, inner, what, type_of(t), outer, r, inner);
+  if (inner == 1) {
+    constexpr int kWarps = kThreads / 32;
+    return make_source(n, "mean_rows", "tessel_op_reduce.cuh", problem + "};\n",
+                       "tessel::MeanRows<Problem>::run(p);", (outer + kWarps - 1) / kWarps, kThreads);
+  }
+  // Up to 32 vector columns per block, the rest of its threads row lanes. Blocks are
+  // (outer, column chunk) pairs; where they are fewer than the SMs of an H100, 1024 threads
+  // each (more rows in flight per block: the reduction is not split across blocks, so that
+  // the sum's order, and its result, never depend on the grid).
+  const int vec = channel_vector(t, inner);
+  const int64_t vectors = inner / vec;
+  const int cols = static_cast<int>(std::min<int64_t>(vectors, 32));
+  const int64_t blocks = outer * ((vectors + cols - 1) / cols);
+  const int threads = blocks < 132 ? 1024 : kThreads;
+  problem += fmt::format("  static constexpr int kVec = {}, kCols = {}, kThreads = {};\n}};\n", vec, cols, threads);
+  return make_source(n, "mean_columns", "tessel_op_reduce.cuh", problem, "tessel::MeanColumns<Problem>::run(p);",
+                     blocks, threads);
+}
 
 std::optional<std::string> check_reduce(const ir::Graph& g, const ir::Node& n) {
   const DType t = g.type(n.inputs[0]).dtype;

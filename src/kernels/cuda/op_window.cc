@@ -1,5 +1,6 @@
-// Window ops over NHWC activations: tessel.MaxPool, tessel.AveragePool,
-// tessel.GlobalAveragePool (kernels/tessel_op_window.cuh), and tessel.Conv with group > 1
+// Window ops over NHWC activations: tessel.MaxPool, tessel.AveragePool
+// (kernels/tessel_op_window.cuh), tessel.GlobalAveragePool (a mean over the pixels, op_reduce.cc's
+// emit_mean), and tessel.Conv with group > 1
 // (depthwise and grouped convolutions, which the Tensor Core generator declines) with its fused
 // bias, epilogue steps and store map, as the reference kernel (ops/tessel_contraction_ops.cc)
 // defines them: acc + bias, then each step in fp32, then one rounding at the store. Depthwise
@@ -21,13 +22,6 @@ namespace tessel::kernels::cuda::op_detail {
 namespace {
 
 constexpr int kThreads = 128;
-
-// The largest V <= 16 bytes of T dividing `channels` (the fragment never crosses a pixel).
-int channel_vector(DType t, int64_t channels) {
-  int v = static_cast<int>(16 / dtype_size(t));
-  while (v > 1 && channels % v != 0) v /= 2;
-  return v;
-}
 
 // The most negative finite value of T: a max over a window with no input tap (ceil_mode),
 // as ops/pool_ops.cc defines it.
@@ -63,6 +57,9 @@ std::string geometry(const Shape& x, const Shape& y_pre, const Window& w, int ve
 }
 
 // The fp32 form of one fused epilogue step on `v` (r: the residual at the same position).
+// Sigmoids divide by __fdividef and exponentiate by __expf, as the contraction kernels'
+// epilogues do (templates/tessel_epilogue.cuh): an IEEE division's slow-path branch in each
+// output's epilogue serialises its loads.
 std::string step_code(const ops::EpilogueStep& s) {
   using ops::EpilogueKind;
   switch (s.kind) {
@@ -70,12 +67,12 @@ std::string step_code(const ops::EpilogueStep& s) {
     case EpilogueKind::kLeakyRelu: return fmt::format("v = v < 0.f ? {} * v : v;", float_literal(s.alpha));
     case EpilogueKind::kClip:
       return fmt::format("v = v < {0} ? {0} : (v > {1} ? {1} : v);", float_literal(s.alpha), float_literal(s.beta));
-    case EpilogueKind::kSigmoid: return "v = 1.f / (1.f + expf(-v));";
+    case EpilogueKind::kSigmoid: return "v = __fdividef(1.f, 1.f + __expf(-v));";
     case EpilogueKind::kHardSwish: return "v = v * fminf(fmaxf(v * (1.f / 6.f) + 0.5f, 0.f), 1.f);";
-    case EpilogueKind::kSilu: return "v = v / (1.f + expf(-v));";
+    case EpilogueKind::kSilu: return "v = __fdividef(v, 1.f + __expf(-v));";
     case EpilogueKind::kGelu: return "v = 0.5f * v * erfcf(-0.70710678118f * v);";
     case EpilogueKind::kGeluTanh:
-      return "v = v / (1.f + expf(-1.5957691216f * (v + 0.044715f * v * v * v)));";
+      return "v = __fdividef(v, 1.f + __expf(-1.5957691216f * (v + 0.044715f * v * v * v)));";
     case EpilogueKind::kAddResidual: return "v += to_float(residual);";
     case EpilogueKind::kMul:
     case EpilogueKind::kQuantize:
@@ -90,26 +87,19 @@ OpKernelSource emit_pool(const ir::Graph& g, const ir::Node& n) {
   const Shape& x = g.type(n.inputs[0]).shape;
   const Shape& y = g.type(n.outputs[0]).shape;
   const DType t = g.type(n.inputs[0]).dtype;
+  const std::string what = g.type(n.inputs[0]).str() + " -> " + g.type(n.outputs[0]).str();
+  // A global average pool is a mean over the pixels: [N, H*W, C] -> [N, C].
+  if (n.op == "tessel.GlobalAveragePool") return emit_mean(n, what, t, x[0], x[1] * x[2], x[3]);
   const int vec = channel_vector(t, x[3]);
-  std::string problem = fmt::format("// {}: {} -> {}\nstruct Problem {{\n  using T = {};\n", n.op,
-                                    g.type(n.inputs[0]).str(), g.type(n.outputs[0]).str(), type_of(t));
-  std::string call;
-  int64_t items = 0;
-  if (n.op == "tessel.GlobalAveragePool") {
-    problem += geometry(x, y, Window{}, vec);
-    call = "tessel::for_each_item<tessel::GlobalAveragePool<Problem>>(p);";
-    items = x[0] * (x[3] / vec);
-  } else {
-    const bool max = n.op == "tessel.MaxPool";
-    problem += geometry(x, y, read_window(n, {}), vec);
-    problem += fmt::format("  static constexpr bool kMax = {}, kCountIncludePad = {};\n", max,
-                           !max && n.get_int("count_include_pad", 0) == 1);
-    problem += fmt::format("  static constexpr float kLowest = {};\n", lowest_literal(t));
-    call = "tessel::for_each_item<tessel::Pool<Problem>>(p);";
-    items = y[0] * y[1] * y[2] * (y[3] / vec);
-  }
+  const bool max = n.op == "tessel.MaxPool";
+  std::string problem = fmt::format("// {}: {}\nstruct Problem {{\n  using T = {};\n", n.op, what, type_of(t));
+  problem += geometry(x, y, read_window(n, {}), vec);
+  problem += fmt::format("  static constexpr bool kMax = {}, kCountIncludePad = {};\n", max,
+                         !max && n.get_int("count_include_pad", 0) == 1);
+  problem += fmt::format("  static constexpr float kLowest = {};\n", lowest_literal(t));
   problem += "};\n";
-  return make_source(n, "pool", "tessel_op_window.cuh", problem, call,
+  const int64_t items = y[0] * y[1] * y[2] * (y[3] / vec);
+  return make_source(n, "pool", "tessel_op_window.cuh", problem, "tessel::for_each_item<tessel::Pool<Problem>>(p);",
                      (items + kThreads - 1) / kThreads, kThreads);
 }
 

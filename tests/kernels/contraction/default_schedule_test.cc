@@ -279,6 +279,14 @@ TEST(DefaultSchedule, PicksTheMeasuredBestOnH100) {
   // with cp.async: 21.6-24.1).
   EXPECT_EQ(default_schedule(conv(32, 14, 256, 256, 3, 1, 1), kH100).name(),
             "tma_128x128x64_s5_r8_c132");
+  // EfficientNet-b0's 112x112 1x1 convs at batch 32: the halo kernel for the 32 -> 16
+  // projection (13.6 us, 2.8 TB/s), not for the 16 -> 96 expansion (its 8x16/n128 tile: 162.7
+  // us), which ranks the GEMM kernels like any 1x1 conv.
+  EXPECT_EQ(default_schedule(conv(32, 112, 32, 16, 1, 1, 0), kH100).name(), "halo_16x16_n16_w64x16_c528");
+  const Schedule expansion = default_schedule(conv(32, 112, 16, 96, 1, 1, 0), kH100);
+  EXPECT_NE(expansion.mainloop, Mainloop::kHalo) << expansion.name();
+  // A 3x3 conv of 64 -> 128 channels at 720p keeps the halo kernel (356 vs 392 us).
+  EXPECT_EQ(default_schedule(conv(1, 720, 64, 128, 3, 1, 1), kH100).mainloop, Mainloop::kHalo);
   // On the A100 the large GEMM takes mma.sync's largest tile.
   EXPECT_EQ(default_schedule(gemm(8192, 8192, 8192), kA100).name(),
             "tc_256x128x32_s3_w64x64_sk1_r8");

@@ -130,7 +130,9 @@ TEST_F(OpKernelsTest, PoolsAndDepthToSpace) {
                             {{"kernel_shape", std::vector<int64_t>{3, 3}}, {"pads", std::vector<int64_t>{1, 1, 1, 1}},
                              {"count_include_pad", int64_t{1}}}),
                    "kCountIncludePad = true");
-  emit_and_compile(one_node("tessel.GlobalAveragePool", {act(DType::kF16, {2, 5, 5, 40})}), "kVec = 8;");
+  // A mean over the pixels: [N, H*W, C]; 5 vector columns, 1024 threads (204 row lanes of 5).
+  emit_and_compile(one_node("tessel.GlobalAveragePool", {act(DType::kF16, {2, 5, 5, 40})}),
+                   "kOuter = 2, kR = 25, kInner = 40;\n  static constexpr int kVec = 8, kCols = 5, kThreads = 1024;");
   emit_and_compile(one_node("tessel.DepthToSpace", {act(DType::kF16, {1, 4, 5, 32})},
                             {{"blocksize", int64_t{2}}, {"mode", std::string("CRD")}}),
                    "source strides");
@@ -166,12 +168,32 @@ TEST_F(OpKernelsTest, SoftmaxTakesOneWarpPerContiguousRow) {
   EXPECT_NE(strided.source.find("SoftmaxStrided<Problem>"), std::string::npos);
 }
 
-TEST_F(OpKernelsTest, ReduceMeanSplitsKeptAndReducedDims) {
-  // NHWC spatial mean: kept N, C (strides 3136, 1), reduced H, W (strides 448, 64).
-  emit_and_compile(one_node("ReduceMean", {act(DType::kF16, {1, 7, 7, 64})}, {{"axes", Ints{1, 2}}}),
-                   "kKeptExtent[] = {1, 64, 1}, kKeptStride[] = {3136, 1, 0}");
+TEST_F(OpKernelsTest, ReduceMeanOverOneRunOfDimsIsAMeanOverTheMiddleDim) {
+  // NHWC spatial mean (squeeze-excite, the classifier's pool): [N, H*W, C], the columns kernel.
+  const OpKernelSource spatial = emit_and_compile(
+      one_node("ReduceMean", {act(DType::kF16, {32, 112, 112, 32})}, {{"axes", Ints{1, 2}}}),
+      "kOuter = 32, kR = 12544, kInner = 32;\n  static constexpr int kVec = 8, kCols = 4, kThreads = 1024;");
+  EXPECT_NE(spatial.source.find("MeanColumns<Problem>::run"), std::string::npos);
+  EXPECT_EQ(spatial.grid[0], 32u);  // one block per image: the sum's order never depends on the grid
+  // Many (image, column chunk) blocks: 256 threads each.
+  const OpKernelSource wide = emit_and_compile(
+      one_node("ReduceMean", {act(DType::kF16, {32, 7, 7, 2048})}, {{"axes", Ints{1, 2}}}),
+      "kOuter = 32, kR = 49, kInner = 2048;\n  static constexpr int kVec = 8, kCols = 32, kThreads = 256;");
+  EXPECT_EQ(wide.grid[0], 32u * 8u);
+  // Unit dims do not break the run; the innermost run is a row mean, a warp per row.
+  const OpKernelSource rows = emit_and_compile(
+      one_node("ReduceMean", {act(DType::kF32, {6, 1, 5, 7})}, {{"axes", Ints{-1, 2}}, {"keepdims", int64_t{0}}}),
+      "kOuter = 6, kR = 35, kInner = 1;");
+  EXPECT_NE(rows.source.find("MeanRows<Problem>::run"), std::string::npos);
+  EXPECT_EQ(rows.grid[0], 1u);  // 6 rows, 8 warps per block
   emit_and_compile(one_node("ReduceMean", {act(DType::kF32, {3, 4})}, {{"keepdims", int64_t{0}}}),
-                   "kOutElems = 1, kCount = 12");
+                   "kOuter = 1, kR = 12, kInner = 1;");
+}
+
+TEST_F(OpKernelsTest, ReduceMeanOverSeveralRunsSplitsKeptAndReducedDims) {
+  // Axes 0 and 2 of [3, 4, 5]: two runs, the general kernel (kept dim 1, stride 5).
+  emit_and_compile(one_node("ReduceMean", {act(DType::kF32, {3, 4, 5})}, {{"axes", Ints{0, 2}}}),
+                   "kKeptExtent[] = {4, 1}, kKeptStride[] = {5, 0}");
 }
 
 TEST_F(OpKernelsTest, UnsupportedNodesSayWhy) {

@@ -29,7 +29,12 @@
 
 namespace tessel {
 
-__device__ __forceinline__ float sigmoid_f(float v) { return 1.0f / (1.0f + __expf(-v)); }
+// Divisions by __fdividef (MUFU.RCP and a multiply): an IEEE `1.0f / d` has a slow-path call
+// for extreme divisors, and the branch around it kept the compiler from hoisting the next
+// elements' bias loads past it, so each output waited on its own load (EfficientNet-b0's
+// 16 -> 96 expansion, K = 16: 120 us with bias + SiLU, 38 us with bias alone). Within 2 ulp;
+// d = 1 + e^-v >= 1, and where e^-v overflows (v < -88) the quotient is 0, as it rounds to.
+__device__ __forceinline__ float sigmoid_f(float v) { return __fdividef(1.0f, 1.0f + __expf(-v)); }
 __device__ __forceinline__ float hardswish_f(float v) {
   return v * fminf(fmaxf(v * (1.0f / 6.0f) + 0.5f, 0.0f), 1.0f);
 }
@@ -41,7 +46,7 @@ __device__ __forceinline__ float gelu_f(float v) {
   return 0.5f * v * (1.0f + erff(0.70710678118f * v));
 }
 __device__ __forceinline__ float gelu_tanh_f(float v) {
-  return v / (1.0f + __expf(-1.5957691216f * (v + 0.044715f * v * v * v)));
+  return __fdividef(v, 1.0f + __expf(-1.5957691216f * (v + 0.044715f * v * v * v)));
 }
 // QuantizeLinear to int8 (zero point 0): round half to even of v * (1 / scale), saturated;
 // the result stays a float until the store. (The reference divides: where v / scale is within

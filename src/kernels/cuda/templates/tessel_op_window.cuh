@@ -72,30 +72,6 @@ struct Pool {
   }
 };
 
-// GlobalAveragePool: one item per (n, channel vector), summing the H*W pixels in fp32.
-template <typename P>
-struct GlobalAveragePool {
-  using T = typename P::T;
-  static constexpr i64 kItems = i64(P::kN) * (P::kC / P::kVec);
-
-  __device__ __forceinline__ static void item(const OpParams& p, i64 i) {
-    const int c0 = static_cast<int>(i % (P::kC / P::kVec)) * P::kVec;
-    const i64 n = i / (P::kC / P::kVec);
-    const T* x = static_cast<const T*>(p.in[0]) + n * P::kH * P::kW * P::kC + c0;
-    float acc[P::kVec] = {};
-    for (int px = 0; px < P::kH * P::kW; ++px) {
-      Frag<T, P::kVec> f;
-      f.load(x + i64(px) * P::kC);
-#pragma unroll
-      for (int v = 0; v < P::kVec; ++v) acc[v] += to_float(f.v[v]);
-    }
-    Frag<T, P::kVec> y;
-#pragma unroll
-    for (int v = 0; v < P::kVec; ++v) y.v[v] = from_float<T>(acc[v] * (1.f / float(P::kH * P::kW)));
-    y.store(static_cast<T*>(p.out[0]) + n * P::kC + c0);
-  }
-};
-
 // Grouped convolution, NHWC input [N, H, W, C], OHWI weights [Co, KH, KW, kCig]. Output
 // channel co belongs to group co / kCog and reads input channels group * kCig + [0, kCig).
 // An item is kVec consecutive output channels of one pixel. In the depthwise case
