@@ -84,7 +84,7 @@ TEST(EdgeStoreEmit, NchwStoreWithResidualOnWgmma) {
   const std::string ptx = ptx_of(emit(p.c, p.e, p.s), "sm_90a");
   EXPECT_TRUE(has(ptx, "wgmma.mma_async"));
   EXPECT_TRUE(has(ptx, "st.global.v4.u32")) << "8 halves per store";
-  EXPECT_TRUE(has(ptx, "ld.global.v4.u32")) << "the residual read as the same vectors";
+  EXPECT_TRUE(has(ptx, "ld.global.nc.v4.u32")) << "the residual read as the same vectors, non-coherent";
 }
 
 // Rows that 16 does not divide: the largest vector dividing the width, down to scalars (29).
