@@ -1,5 +1,6 @@
 // The elementwise op family with ONNX semantics: activations (Relu, LeakyRelu, Sigmoid,
-// HardSigmoid, HardSwish, Tanh, Softplus, Gelu, Elu), Clip, PRelu and the broadcasting arithmetic
+// HardSigmoid, HardSwish, Tanh, Softplus, Gelu, Elu, Selu, Celu, ThresholdedRelu, Softsign,
+// Mish, Shrink), Clip, PRelu and the broadcasting arithmetic
 // (Add, Sub, Mul, Div). Identity, Dropout, Cast and Constant live in elementwise_data.cc.
 //
 // Kernels are templated on the element type and instantiated only for the dtypes each op
@@ -133,6 +134,54 @@ void register_activations(ir::OpRegistry& r) {
     return [alpha](auto x) {
       using T = decltype(x);
       return x < T(0) ? static_cast<T>(alpha) * std::expm1(x) : x;
+    };
+  });
+  add_unary<float, double>(r, "Selu", kFloatTypes, [](const ir::Node& n) {
+    // The defaults are ONNX's float32 constants, exactly.
+    const double alpha = n.get_float("alpha", 1.67326319217681884765625);
+    const double gamma = n.get_float("gamma", 1.05070102214813232421875);
+    return [alpha, gamma](auto x) {
+      using T = decltype(x);
+      return static_cast<T>(gamma) * (x > T(0) ? x : static_cast<T>(alpha) * std::expm1(x));
+    };
+  });
+  add_unary<float, double>(r, "Celu", kFloatTypes, [](const ir::Node& n) {
+    // max(0, x) + min(0, alpha (exp(x / alpha) - 1)): one branch per sign, NaN kept.
+    const double alpha = n.get_float("alpha", 1.0);
+    TESSEL_USER_CHECK(alpha != 0.0) << n.label() << ": alpha must not be 0";
+    return [alpha](auto x) {
+      using T = decltype(x);
+      return x > T(0) ? x : static_cast<T>(alpha) * std::expm1(x / static_cast<T>(alpha));
+    };
+  });
+  add_unary<float, double>(r, "ThresholdedRelu", kFloatTypes, [](const ir::Node& n) {
+    const double alpha = n.get_float("alpha", 1.0);
+    return [alpha](auto x) {
+      using T = decltype(x);
+      return x > static_cast<T>(alpha) ? x : T(0);
+    };
+  });
+  add_unary<float, double>(r, "Softsign", kFloatTypes, [](const ir::Node&) {
+    return [](auto x) {
+      using T = decltype(x);
+      return x / (T(1) + std::fabs(x));
+    };
+  });
+  add_unary<float, double>(r, "Mish", kFloatTypes, [](const ir::Node&) {
+    // x tanh(softplus(x)), softplus without overflow as above (YOLOv4's activation).
+    return [](auto x) {
+      using T = decltype(x);
+      const T sp = x > T(0) ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));
+      return x * std::tanh(sp);
+    };
+  });
+  add_unary<float, double>(r, "Shrink", kFloatTypes, [](const ir::Node& n) {
+    const double lambd = n.get_float("lambd", 0.5), bias = n.get_float("bias", 0.0);
+    return [lambd, bias](auto x) {
+      using T = decltype(x);
+      if (x < static_cast<T>(-lambd)) return x + static_cast<T>(bias);
+      if (x > static_cast<T>(lambd)) return x - static_cast<T>(bias);
+      return T(0);
     };
   });
 }

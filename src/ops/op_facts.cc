@@ -53,16 +53,16 @@ OpFacts shape() { return {.kind = OpKind::kShape, .flops = FlopRule::kZero}; }
 const std::map<std::string, OpFacts>& table() {
   static const std::map<std::string, OpFacts> kFacts = [] {
     std::map<std::string, OpFacts> t;
-    // Activations and other per-element math. Not every one has a GPU kernel yet; the
-    // activations take fp16 storage, the rest of the math keeps the model's fp32 for now.
+    // Activations and other per-element math, each with its GPU expression (op_elementwise.cc):
+    // the activations take fp16 storage, the rest of the math keeps the model's fp32.
     for (const char* op : {"Relu", "LeakyRelu", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh",
-                           "Elu", "Clip"})
+                           "Elu", "Selu", "Celu", "ThresholdedRelu", "Softsign", "Softplus", "Mish",
+                           "Shrink", "Clip"})
       t[op] = unary();
-    for (const char* op : {"Exp", "Log", "Sqrt", "Neg", "Abs", "Reciprocal", "Floor", "Ceil", "Erf"})
+    for (const char* op : {"Exp", "Log", "Sqrt", "Neg", "Abs", "Reciprocal", "Floor", "Ceil", "Erf",
+                           "Round", "Sin", "Cos", "Sign"})
       t[op] = unary(GpuKernel::kElementwise, false);
-    t["Softplus"] = unary(GpuKernel::kNone);
     t["Gelu"] = unary();
-    for (const char* op : {"Round", "Sin", "Cos", "Sign"}) t[op] = unary(GpuKernel::kNone, false);
     t["Not"] = unary(GpuKernel::kNone, false);
     t["Cast"] = unary(GpuKernel::kCopy);
     t["Cast"].fp16_free_inputs = {0};
@@ -99,11 +99,12 @@ const std::map<std::string, OpFacts>& table() {
     t["AveragePool"] = tessel_form(OpKind::kWindow, "tessel.AveragePool", FlopRule::kWindow);
     t["GlobalAveragePool"] =
         tessel_form(OpKind::kWindow, "tessel.GlobalAveragePool", FlopRule::kPerInput);
-    t["GlobalMaxPool"] = {.kind = OpKind::kWindow, .flops = FlopRule::kPerInput, .fp16 = true};
+    t["GlobalMaxPool"] = tessel_form(OpKind::kWindow, "tessel.GlobalMaxPool", FlopRule::kPerInput);
     t["tessel.MaxPool"] = nhwc_op(OpKind::kWindow, GpuKernel::kWindow, FlopRule::kWindow);
     t["tessel.AveragePool"] = nhwc_op(OpKind::kWindow, GpuKernel::kWindow, FlopRule::kWindow);
     t["tessel.GlobalAveragePool"] =
         nhwc_op(OpKind::kWindow, GpuKernel::kWindow, FlopRule::kPerInput);
+    t["tessel.GlobalMaxPool"] = nhwc_op(OpKind::kWindow, GpuKernel::kWindow, FlopRule::kPerInput);
 
     // Normalization: folded into the preceding conv where it can be (fold-batch-norm).
     t["BatchNormalization"] = {.kind = OpKind::kNormalization, .flops = FlopRule::kPerOutput,
@@ -118,9 +119,19 @@ const std::map<std::string, OpFacts>& table() {
     t["LogSoftmax"] = {.kind = OpKind::kReduction, .nhwc = NhwcForm::kAxes, .fp16 = true};
     t["ReduceMean"] = {.kind = OpKind::kReduction, .nhwc = NhwcForm::kAxes,
                        .gpu = GpuKernel::kReduce, .flops = FlopRule::kPerInput, .fp16 = true};
+    // The other float reductions run the same kernels as ReduceMean (op_reduce.cc). Max and
+    // Min take fp16 storage as they are (no rounding); the sums keep the model's fp32 (a sum of
+    // many activations can pass fp16's 65504).
+    for (const char* op : {"ReduceMax", "ReduceMin"}) {
+      t[op] = t["ReduceMean"];
+      t[op].flops = FlopRule::kPerInput;
+    }
     for (const char* op : {"ReduceSum", "ReduceProd", "ReduceSumSquare", "ReduceL1", "ReduceL2",
-                           "ReduceLogSum", "ReduceLogSumExp", "ReduceMax", "ReduceMin",
-                           "ArgMax", "ArgMin", "CumSum"})
+                           "ReduceLogSum", "ReduceLogSumExp"}) {
+      t[op] = t["ReduceMean"];
+      t[op].fp16 = false;
+    }
+    for (const char* op : {"ArgMax", "ArgMin", "CumSum"})
       t[op] = other(OpKind::kReduction, FlopRule::kPerInput);
 
     // Data movement and views.

@@ -12,10 +12,10 @@
 // columns off the interleaved phases. Every other op
 // follows its inputs: it becomes NHWC when one of its activations already is, by
 //  - rewriting its attributes / constant operands: axes of Concat, Split, Slice, Pad, Resize,
-//    Softmax, ReduceMean; per-channel constants broadcast against NCHW ([C,1,1], [1,C,1,1])
+//    Softmax, the Reduce* ops; per-channel constants broadcast against NCHW ([C,1,1], [1,C,1,1])
 //    of the elementwise ops become NHWC broadcasts ([C]);
 //  - or taking its tessel form: tessel.MaxPool, tessel.AveragePool, tessel.GlobalAveragePool,
-//    tessel.DepthToSpace;
+//    tessel.GlobalMaxPool, tessel.DepthToSpace;
 //  - or, for Flatten/Reshape, reading the NHWC data directly when the flat element order is
 //    the same in both layouts (C == 1 or H == W == 1, the global-pool -> classifier case);
 //  - QuantizeLinear / DequantizeLinear of QDQ models follow like elementwise ops (a per-channel
@@ -232,7 +232,7 @@ class LayoutConverter {
     if (n.op == "Pad") return convert_pad(n, why);
     if (n.op == "Resize") return convert_resize(n, why);
     if (n.op == "Softmax" || n.op == "LogSoftmax") return convert_softmax(n, why);
-    if (n.op == "ReduceMean") return convert_reduce_mean(n, why);
+    if (n.op.rfind("Reduce", 0) == 0) return convert_reduce(n, why);
     if (n.op == "Flatten" || n.op == "Reshape") return convert_reshape(n, why);
     if (n.op == "QuantizeLinear" || n.op == "DequantizeLinear") return convert_quantize(n, why);
     TESSEL_ICHECK(false) << n.label() << ": the op facts say its axes convert to NHWC, but "
@@ -689,11 +689,12 @@ class LayoutConverter {
     return true;
   }
 
-  // ReduceMean: axes (attribute before opset 18, input since) remapped. Without keepdims the
+  // The Reduce* ops: axes (attribute before opset 18, 13 for ReduceSum, input since) remapped.
+  // Without keepdims the
   // output has no layout; it is the same tensor in both layouts only when the kept axes come
   // in the same order.
-  bool convert_reduce_mean(const ir::Node& n, std::string& why) {
-    const bool axes_input = g_.opset >= 18;
+  bool convert_reduce(const ir::Node& n, std::string& why) {
+    const bool axes_input = g_.opset >= (n.op == "ReduceSum" ? 13 : 18);
     const ValueId axes_v = input(n, 1);
     if (axes_input && axes_v != kNoValue && !is_const(axes_v)) {
       why = n.label() + ": the axes input is not a constant";

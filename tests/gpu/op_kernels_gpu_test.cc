@@ -131,6 +131,52 @@ TEST(OpKernelsGpu, ConcatSplitSlice) {
   check_op("Slice", {act(DType::kF32, {4, 10}), ints({1, 9}), ints({4, 0}), ints({0, 1}), ints({1, -2})});
 }
 
+// Every float Reduce* op on the three kernels: the columns one (spatial dims of NHWC data; a
+// 1155-row one with its unrolled loop, remainder and 1024 threads), the rows one (innermost
+// dims) and the one-thread-per-output one (two runs of dims). ReduceProd over few elements (a
+// product of many leaves the range); ReduceLogSum over positive constants (log of a sum).
+// The activations and the per-element math that came after the first GPU kernels, against the
+// CPU reference (their semantics there are checked by ONNX's conformance cases).
+TEST(OpKernelsGpu, MoreActivationsAndMath) {
+  for (const char* op : {"Selu", "Celu", "ThresholdedRelu", "Softsign", "Softplus", "Mish", "Shrink"}) {
+    SCOPED_TRACE(op);
+    check_op(op, {act(DType::kF16, {2, 5, 7, 24})});
+    check_op(op, {act(DType::kF32, {3, 17})});
+  }
+  check_op("Selu", {act(DType::kF32, {3, 17})}, {{"alpha", 1.5}, {"gamma", 2.0}});
+  check_op("Shrink", {act(DType::kF32, {3, 17})}, {{"lambd", 1.0}, {"bias", 0.5}});
+  check_op("ThresholdedRelu", {act(DType::kF32, {3, 17})}, {{"alpha", 0.5}});
+  for (const char* op : {"Round", "Sin", "Cos", "Sign"}) {
+    SCOPED_TRACE(op);
+    check_op(op, {act(DType::kF32, {4, 9, 5})});
+  }
+}
+
+TEST(OpKernelsGpu, EveryFloatReduction) {
+  auto reduce = [](const std::string& op, Input x, Ints axes) {
+    if (op == "ReduceSum") check_op(op, {std::move(x), ints(axes)});
+    else check_op(op, {std::move(x)}, {{"axes", axes}});
+  };
+  for (const std::string op : {"ReduceSum", "ReduceMax", "ReduceMin", "ReduceSumSquare", "ReduceL1", "ReduceL2",
+                               "ReduceLogSumExp"}) {
+    SCOPED_TRACE(op);
+    reduce(op, act(DType::kF16, {4, 33, 35, 24}), {1, 2});
+    reduce(op, act(DType::kF32, {3, 7, 7, 520}), {1, 2});
+    reduce(op, act(DType::kBF16, {70, 300}), {-1});
+    reduce(op, act(DType::kF32, {3, 4, 5}), {0, 2});
+  }
+  reduce("ReduceProd", act(DType::kF32, {2, 3, 3, 16}), {1, 2});
+  reduce("ReduceProd", act(DType::kF32, {6, 9}), {-1});
+  std::mt19937 rng(7);
+  Tensor positive = random_tensor({DType::kF32, {2, 6, 6, 24}}, rng);
+  for (int64_t i = 0; i < positive.numel(); ++i) positive.set_f64(i, std::fabs(positive.get_f64(i)));
+  check_op("ReduceLogSum", {{{DType::kF32, {2, 6, 6, 24}}, positive}}, {{"axes", Ints{1, 2}}});
+  // LogSumExp of large values: the running maximum keeps exp in range (plain exp overflows).
+  Tensor large = random_tensor({DType::kF32, {5, 64}}, rng);
+  for (int64_t i = 0; i < large.numel(); ++i) large.set_f64(i, 100.0 + 20.0 * large.get_f64(i));
+  check_op("ReduceLogSumExp", {{{DType::kF32, {5, 64}}, large}}, {{"axes", Ints{-1}}});
+}
+
 TEST(OpKernelsGpu, Softmax) {
   check_op("Softmax", {act(DType::kF16, {4, 1000})});                  // warp per row, n > 32
   check_op("Softmax", {act(DType::kF32, {37, 10})});                   // n < 32: idle lanes
@@ -193,6 +239,8 @@ TEST(OpKernelsGpu, Pools) {
   check_op("tessel.GlobalAveragePool", {act(DType::kF16, {2, 5, 5, 40})});
   check_op("tessel.GlobalAveragePool", {act(DType::kF32, {1, 3, 4, 7})});
   check_op("tessel.GlobalAveragePool", {act(DType::kF16, {33, 7, 7, 2048})});
+  check_op("tessel.GlobalMaxPool", {act(DType::kF16, {2, 5, 5, 40})});
+  check_op("tessel.GlobalMaxPool", {act(DType::kF32, {3, 17, 19, 12})});
 }
 
 TEST(OpKernelsGpu, DepthToSpace) {

@@ -88,6 +88,20 @@ TEST(Activations, MatchOnnxruntime) {
   }
 }
 
+TEST(Activations, MishSeluSoftsignByTheirFormulas) {
+  // Python's math on the formulas: x tanh(log1p(e^x)) (YOLOv4's Mish, opset 18), SELU with
+  // ONNX's default alpha and gamma, x / (1 + |x|).
+  const Tensor x = f32({7}, {-3, -1, -0.5f, 0, 0.5f, 1, 3});
+  EXPECT_TRUE(all_close(run1("Mish", {x}), f32({7}, {-0.14564746f, -0.30340146f, -0.22074377f, 0, 0.37524521f,
+                                                     0.86509839f, 2.986535f})));
+  EXPECT_TRUE(all_close(run1("Selu", {x}), f32({7}, {-1.67056873f, -1.11133074f, -0.69175819f, 0, 0.52535049f,
+                                                     1.05070099f, 3.15210296f})));
+  EXPECT_TRUE(all_close(run1("Softsign", {x}), f32({7}, {-0.75f, -0.5f, -0.33333333f, 0, 0.33333333f, 0.5f, 0.75f})));
+  EXPECT_TRUE(all_close(run1("Shrink", {x}, {{"lambd", 0.75}, {"bias", 0.25}}),
+                        f32({7}, {-2.75f, -0.75f, 0, 0, 0, 0.75f, 2.75f})));
+  EXPECT_THROW(run1("Celu", {x}, {{"alpha", 0.0}}), UserError);
+}
+
 TEST(Activations, DefaultAttributes) {
   // LeakyRelu alpha 0.01, HardSigmoid 0.2/0.5, Elu alpha 1.
   const Tensor x = f32({2}, {-2, 1});

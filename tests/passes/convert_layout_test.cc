@@ -190,7 +190,7 @@ TEST(ConvertLayout, OpWithoutNhwcFormGetsAnExplainedTranspose) {
   input %x : f32[1,8,2,2]
   const %w : f32[1,8,1,1] = [1.0, -1.0, 0.5, 0.25, 2.0, -0.5, 1.5, 0.75]
   %c = Conv(%x, %w) : f32[1,1,2,2] @"conv"
-  %y = GlobalMaxPool(%c) : f32[1,1,1,1] @"gmp"
+  %y = SpaceToDepth(%c) {blocksize = 2} : f32[1,4,1,1] @"s2d"
   output %y
 })",
                               R"(graph @g opset 17 {
@@ -198,8 +198,27 @@ TEST(ConvertLayout, OpWithoutNhwcFormGetsAnExplainedTranspose) {
   const %w : f32[1,1,1,8] = [1.0, -1.0, 0.5, 0.25, 2.0, -0.5, 1.5, 0.75]
   %xt = Transpose(%x) {perm = [0, 2, 3, 1]} : f32[1,2,2,8] @"t0"
   %ct = tessel.Conv(%xt, %w) : f32[1,2,2,1] @"conv"
-  %c = Transpose(%ct) {layout_reason = "GlobalMaxPool 'gmp' has no NHWC form", perm = [0, 3, 1, 2]} : f32[1,1,2,2] @"t1"
-  %y = GlobalMaxPool(%c) : f32[1,1,1,1] @"gmp"
+  %c = Transpose(%ct) {layout_reason = "SpaceToDepth 's2d' has no NHWC form", perm = [0, 3, 1, 2]} : f32[1,1,2,2] @"t1"
+  %y = SpaceToDepth(%c) {blocksize = 2} : f32[1,4,1,1] @"s2d"
+  output %y
+})");
+}
+
+TEST(ConvertLayout, GlobalMaxPoolTakesItsNhwcForm) {
+  testing::expect_pass_result("convert-layout", R"(graph @g opset 17 {
+  input %x : f32[1,8,2,2]
+  const %w : f32[2,8,1,1] = [1.0, -1.0, 0.5, 0.25, 2.0, -0.5, 1.5, 0.75, 1.0, -1.0, 0.5, 0.25, 2.0, -0.5, 1.5, 0.75]
+  %c = Conv(%x, %w) : f32[1,2,2,2] @"conv"
+  %y = GlobalMaxPool(%c) : f32[1,2,1,1] @"gmp"
+  output %y
+})",
+                              R"(graph @g opset 17 {
+  input %x : f32[1,8,2,2]
+  const %w : f32[2,1,1,8] = [1.0, -1.0, 0.5, 0.25, 2.0, -0.5, 1.5, 0.75, 1.0, -1.0, 0.5, 0.25, 2.0, -0.5, 1.5, 0.75]
+  %xt = Transpose(%x) {perm = [0, 2, 3, 1]} : f32[1,2,2,8] @"t0"
+  %ct = tessel.Conv(%xt, %w) : f32[1,2,2,2] @"conv"
+  %yt = tessel.GlobalMaxPool(%ct) : f32[1,1,1,2] @"gmp"
+  %y = Transpose(%yt) {perm = [0, 3, 1, 2]} : f32[1,2,1,1] @"t1"
   output %y
 })");
 }

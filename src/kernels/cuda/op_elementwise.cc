@@ -41,6 +41,18 @@ const std::map<std::string, std::string>& op_table() {
       {"HardSigmoid", "fminf(fmaxf({alpha} * x0 + {beta}, 0.f), 1.f)"},
       {"HardSwish", "x0 * fminf(fmaxf(x0 * (1.f / 6.f) + 0.5f, 0.f), 1.f)"},
       {"Tanh", "tanhf(x0)"},
+      {"Selu", "{gamma} * (x0 > 0.f ? x0 : {alpha} * expm1f(x0))"},
+      {"Celu", "x0 > 0.f ? x0 : {alpha} * expm1f(x0 / {alpha})"},
+      {"ThresholdedRelu", "x0 > {alpha} ? x0 : 0.f"},
+      {"Softsign", "x0 / (1.f + fabsf(x0))"},
+      // log(1 + e^x) without overflow, as the reference.
+      {"Softplus", "(x0 > 0.f ? x0 + log1pf(expf(-x0)) : log1pf(expf(x0)))"},
+      {"Mish", "x0 * tanhf(x0 > 0.f ? x0 + log1pf(expf(-x0)) : log1pf(expf(x0)))"},
+      {"Shrink", "(x0 < -{lambd} ? x0 + {bias} : (x0 > {lambd} ? x0 - {bias} : 0.f))"},
+      {"Round", "rintf(x0)"},  // half to even, as ONNX's Round
+      {"Sin", "sinf(x0)"},
+      {"Cos", "cosf(x0)"},
+      {"Sign", "(x0 > 0.f ? 1.f : (x0 < 0.f ? -1.f : x0))"},  // 0 and NaN stay
       {"Exp", "expf(x0)"},
       {"Log", "logf(x0)"},
       {"Sqrt", "sqrtf(x0)"},
@@ -143,9 +155,15 @@ std::string expression(const ir::Graph& g, const ir::Node& n) {
   auto put = [&e](const std::string& key, const std::string& value) {
     for (size_t at; (at = e.find(key)) != std::string::npos;) e.replace(at, key.size(), value);
   };
-  const bool hard_sigmoid = n.op == "HardSigmoid";
-  put("{alpha}", float_literal(n.get_float("alpha", n.op == "LeakyRelu" ? 0.01 : hard_sigmoid ? 0.2 : 1.0)));
+  const double default_alpha = n.op == "LeakyRelu"     ? 0.01
+                               : n.op == "HardSigmoid" ? 0.2
+                               : n.op == "Selu"        ? 1.67326319217681884765625
+                                                       : 1.0;
+  put("{alpha}", float_literal(n.get_float("alpha", default_alpha)));
   put("{beta}", float_literal(n.get_float("beta", 0.5)));
+  put("{gamma}", float_literal(n.get_float("gamma", 1.05070102214813232421875)));
+  put("{lambd}", float_literal(n.get_float("lambd", 0.5)));
+  put("{bias}", float_literal(n.get_float("bias", 0.0)));
   if (n.op == "Gelu") {
     put("{gelu}", n.get_string("approximate", "none") == "tanh"
                       ? "x0 / (1.f + expf(-1.5957691216f * (x0 + 0.044715f * x0 * x0 * x0)))"

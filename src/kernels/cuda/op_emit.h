@@ -74,10 +74,11 @@ OpKernelSource emit_resize(const ir::Graph& g, const ir::Node& n);
 
 std::optional<std::string> check_reduce(const ir::Graph& g, const ir::Node& n);
 OpKernelSource emit_reduce(const ir::Graph& g, const ir::Node& n);
-// The mean over the middle dim of a contiguous [outer, r, inner] tensor of float storage `t`
-// into [outer, inner] (templates/tessel_op_reduce.cuh: MeanColumns, or MeanRows when inner is
-// 1): ReduceMean over a run of adjacent dims, and GlobalAveragePool. `what` heads the source.
-OpKernelSource emit_mean(const ir::Node& n, const std::string& what, DType t, int64_t outer, int64_t r,
-                         int64_t inner);
+// The reduction `kind` (a tessel::ReduceKind, e.g. "kReduceMean") over the middle dim of a
+// contiguous [outer, r, inner] tensor of float storage `t` into [outer, inner]
+// (templates/tessel_op_reduce.cuh: ReduceColumns, or ReduceRows when inner is 1): the Reduce*
+// ops over a run of adjacent dims, and the global pools. `what` heads the source.
+OpKernelSource emit_reduction(const ir::Node& n, const std::string& kind, const std::string& what, DType t,
+                              int64_t outer, int64_t r, int64_t inner);
 
 }  // namespace tessel::kernels::cuda::op_detail

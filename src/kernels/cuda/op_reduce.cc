@@ -1,10 +1,15 @@
-// Reductions (kernels/tessel_op_reduce.cuh): Softmax along any axis, ReduceMean over any
-// axes and LayerNormalization over its trailing dims, with the semantics of ops/reduce.cc (the axes and output shape come from the same
-// ops::plan_reduce) and fp32 accumulation for f32, f16 and bf16 storage. The zoo's softmax
-// follows a tessel.Gemm over logits: last axis, contiguous rows, one warp per row.
+// Reductions (kernels/tessel_op_reduce.cuh): Softmax along any axis, the float Reduce* ops
+// (Sum, Mean, Max, Min, Prod, SumSquare, L1, L2, LogSum, LogSumExp) over any axes, and
+// LayerNormalization over its trailing dims, with the semantics of ops/reduce.cc and
+// ops/reduce_more.cc (the axes and output shape come from the same ops::plan_reduce) and fp32
+// accumulation for f32, f16 and bf16 storage. A reduction over one run of adjacent dims (the
+// spatial dims of NHWC data, or the innermost ones) takes the columns or rows kernel; others
+// the one-thread-per-output kernel. The zoo's softmax follows a tessel.Gemm over logits: last
+// axis, contiguous rows, one warp per row.
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <vector>
 
 #include "kernels/cuda/op_emit.h"
@@ -45,7 +50,18 @@ std::optional<SoftmaxView> softmax_view(const ir::Node& n, const Shape& shape, i
   return v;
 }
 
-// ReduceMean's axes: input 1 (which must be a constant: the kernel is specialised on them)
+// The ReduceKind (templates/tessel_op_reduce.cuh) of each float Reduce* op.
+const std::map<std::string, std::string>& reduce_kinds() {
+  static const std::map<std::string, std::string> kKinds = {
+      {"ReduceSum", "kReduceSum"},       {"ReduceMean", "kReduceMean"},
+      {"ReduceMax", "kReduceMax"},       {"ReduceMin", "kReduceMin"},
+      {"ReduceProd", "kReduceProd"},     {"ReduceSumSquare", "kReduceSumSquare"},
+      {"ReduceL1", "kReduceL1"},         {"ReduceL2", "kReduceL2"},
+      {"ReduceLogSum", "kReduceLogSum"}, {"ReduceLogSumExp", "kReduceLogSumExp"}};
+  return kKinds;
+}
+
+// A Reduce* op's axes: input 1 (which must be a constant: the kernel is specialised on them)
 // or the 'axes' attribute; nullopt when input 1 is not a constant.
 std::optional<std::vector<int64_t>> reduce_axes(const ir::Graph& g, const ir::Node& n) {
   if (n.inputs.size() < 2 || n.inputs[1] == ir::kNoValue) return n.get_ints("axes");
@@ -79,9 +95,9 @@ OpKernelSource emit_softmax(const ir::Graph& g, const ir::Node& n) {
                      (v->outer * v->inner + kThreads - 1) / kThreads, kThreads);
 }
 
-// ReduceMean as a mean over the middle dim of [outer, r, inner]: when its reduced dims (those
-// of extent > 1) are one run of adjacent dims. nullopt otherwise, for an identity and for an
-// empty input.
+// A Reduce* op as a reduction over the middle dim of [outer, r, inner]: when its reduced dims
+// (those of extent > 1) are one run of adjacent dims. nullopt otherwise, for an identity and
+// for an empty input.
 struct MeanView {
   int64_t outer = 1, r = 1, inner = 1;
 };
@@ -105,12 +121,14 @@ std::optional<MeanView> mean_view(const Shape& shape, const ops::ReducePlan& pla
   return v;
 }
 
-OpKernelSource emit_reduce_mean(const ir::Graph& g, const ir::Node& n) {
+OpKernelSource emit_reduce_op(const ir::Graph& g, const ir::Node& n) {
   const Shape& shape = g.type(n.inputs[0]).shape;
   const ops::ReducePlan plan = ops::plan_reduce(n, shape, *reduce_axes(g, n));
+  const std::string what = g.type(n.inputs[0]).str() + " -> " + g.type(n.outputs[0]).str();
   if (const std::optional<MeanView> v = mean_view(shape, plan))
-    return emit_mean(n, g.type(n.inputs[0]).str() + " -> " + g.type(n.outputs[0]).str(),
-                     g.type(n.inputs[0]).dtype, v->outer, v->r, v->inner);
+    return emit_reduction(n, reduce_kinds().at(n.op), what, g.type(n.inputs[0]).dtype, v->outer, v->r, v->inner);
+  // The identity (noop_with_empty_axes without axes) is a sum of one element: x itself.
+  const std::string kind = plan.identity ? "kReduceSum" : reduce_kinds().at(n.op);
   // Row-major input strides, split by kept / reduced dim (outermost first).
   std::vector<int64_t> stride(shape.size(), 1);
   for (int d = static_cast<int>(shape.size()) - 2; d >= 0; --d) stride[d] = stride[d + 1] * shape[d + 1];
@@ -123,15 +141,15 @@ OpKernelSource emit_reduce_mean(const ir::Graph& g, const ir::Node& n) {
   const int64_t out_elems = numel(g.type(n.outputs[0]).shape);
   const int64_t count = plan.identity ? 1 : plan.count;
   const std::string problem = fmt::format(
-      "// {} -> {}\nstruct Problem {{\n  using T = {};\n  static constexpr i64 kOutElems = {}, kCount = {};\n"
+      "// {}: {}\nstruct Problem {{\n  using T = {};\n  static constexpr int kKind = tessel::{};\n"
+      "  static constexpr i64 kOutElems = {}, kCount = {};\n"
       "  static constexpr int kKept = {}, kRed = {};\n"
       "  static constexpr i64 kKeptExtent[] = {{{}1}}, kKeptStride[] = {{{}0}};\n"
       "  static constexpr i64 kRedExtent[] = {{{}1}}, kRedStride[] = {{{}0}};\n}};\n",
-      g.type(n.inputs[0]).str(), g.type(n.outputs[0]).str(), type_of(g.type(n.inputs[0]).dtype),
-      out_elems, count, kept_ext.size(), red_ext.size(), i64_list(kept_ext), i64_list(kept_stride),
-      i64_list(red_ext), i64_list(red_stride));
-  return make_source(n, "reduce_mean", "tessel_op_reduce.cuh", problem,
-                     "tessel::for_each_item<tessel::ReduceMean<Problem>>(p);",
+      n.op, what, type_of(g.type(n.inputs[0]).dtype), kind, out_elems, count, kept_ext.size(),
+      red_ext.size(), i64_list(kept_ext), i64_list(kept_stride), i64_list(red_ext), i64_list(red_stride));
+  return make_source(n, "reduce", "tessel_op_reduce.cuh", problem,
+                     "tessel::for_each_item<tessel::ReduceAny<Problem>>(p);",
                      (out_elems + kThreads - 1) / kThreads, kThreads);
 }
 
@@ -183,15 +201,16 @@ OpKernelSource emit_layer_norm(const ir::Graph& g, const ir::Node& n) {
 }  // namespace
 
 
-OpKernelSource emit_mean(const ir::Node& n, const std::string& what, DType t, int64_t outer, int64_t r,
-                         int64_t inner) {
-  std::string problem = fmt::format("// mean over the middle dim of [{}, {}, {}]: {}\nstruct Problem {{\n  using T = {};\n"
-                                    "  static constexpr i64 kOuter = {}, kR = {}, kInner = {};\n",
-                                    outer, r, inner, what, type_of(t), outer, r, inner);
+OpKernelSource emit_reduction(const ir::Node& n, const std::string& kind, const std::string& what, DType t,
+                              int64_t outer, int64_t r, int64_t inner) {
+  std::string problem = fmt::format(
+      "// {} over the middle dim of [{}, {}, {}]: {}\nstruct Problem {{\n  using T = {};\n"
+      "  static constexpr int kKind = tessel::{};\n  static constexpr i64 kOuter = {}, kR = {}, kInner = {};\n",
+      n.op, outer, r, inner, what, type_of(t), kind, outer, r, inner);
   if (inner == 1) {
     constexpr int kWarps = kThreads / 32;
-    return make_source(n, "mean_rows", "tessel_op_reduce.cuh", problem + "};\n",
-                       "tessel::MeanRows<Problem>::run(p);", (outer + kWarps - 1) / kWarps, kThreads);
+    return make_source(n, "reduce_rows", "tessel_op_reduce.cuh", problem + "};\n",
+                       "tessel::ReduceRows<Problem>::run(p);", (outer + kWarps - 1) / kWarps, kThreads);
   }
   // Up to 32 vector columns per block, the rest of its threads row lanes. Blocks are
   // (outer, column chunk) pairs; where they are fewer than the SMs of an H100, 1024 threads
@@ -201,9 +220,11 @@ OpKernelSource emit_mean(const ir::Node& n, const std::string& what, DType t, in
   const int64_t vectors = inner / vec;
   const int cols = static_cast<int>(std::min<int64_t>(vectors, 32));
   const int64_t blocks = outer * ((vectors + cols - 1) / cols);
-  const int threads = blocks < 132 ? 1024 : kThreads;
+  // LogSumExp's partial results are two words: 512 threads keep its shared memory at 32 KiB.
+  const int wide = kind == "kReduceLogSumExp" ? 512 : 1024;
+  const int threads = blocks < 132 ? wide : kThreads;
   problem += fmt::format("  static constexpr int kVec = {}, kCols = {}, kThreads = {};\n}};\n", vec, cols, threads);
-  return make_source(n, "mean_columns", "tessel_op_reduce.cuh", problem, "tessel::MeanColumns<Problem>::run(p);",
+  return make_source(n, "reduce_columns", "tessel_op_reduce.cuh", problem, "tessel::ReduceColumns<Problem>::run(p);",
                      blocks, threads);
 }
 
@@ -211,13 +232,14 @@ std::optional<std::string> check_reduce(const ir::Graph& g, const ir::Node& n) {
   const DType t = g.type(n.inputs[0]).dtype;
   if (!is_float_storage(t))
     return n.label() + ": input dtype " + std::string(dtype_name(t)) +
-           " has no GPU kernel (f32, f16, bf16; integer means need exact accumulation)";
+           " has no GPU kernel (f32, f16, bf16; integer reductions need exact accumulation)";
   if (n.op == "Softmax") {
     if (!softmax_view(n, g.type(n.inputs[0]).shape, g.opset))
       return n.label() + ": axis out of range for the input";
     return std::nullopt;
   }
   if (n.op == "LayerNormalization") return check_layer_norm(g, n);
+  if (!reduce_kinds().count(n.op)) return n.label() + ": no GPU kernel for " + n.op;
   if (!reduce_axes(g, n)) return n.label() + ": axes (input 1) must be a constant";
   return std::nullopt;
 }
@@ -225,7 +247,7 @@ std::optional<std::string> check_reduce(const ir::Graph& g, const ir::Node& n) {
 OpKernelSource emit_reduce(const ir::Graph& g, const ir::Node& n) {
   if (n.op == "Softmax") return emit_softmax(g, n);
   if (n.op == "LayerNormalization") return emit_layer_norm(g, n);
-  return emit_reduce_mean(g, n);
+  return emit_reduce_op(g, n);
 }
 
 }  // namespace tessel::kernels::cuda::op_detail

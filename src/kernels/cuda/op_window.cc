@@ -88,8 +88,10 @@ OpKernelSource emit_pool(const ir::Graph& g, const ir::Node& n) {
   const Shape& y = g.type(n.outputs[0]).shape;
   const DType t = g.type(n.inputs[0]).dtype;
   const std::string what = g.type(n.inputs[0]).str() + " -> " + g.type(n.outputs[0]).str();
-  // A global average pool is a mean over the pixels: [N, H*W, C] -> [N, C].
-  if (n.op == "tessel.GlobalAveragePool") return emit_mean(n, what, t, x[0], x[1] * x[2], x[3]);
+  // A global pool is a mean or max over the pixels: [N, H*W, C] -> [N, C].
+  if (n.op == "tessel.GlobalAveragePool" || n.op == "tessel.GlobalMaxPool")
+    return emit_reduction(n, n.op == "tessel.GlobalMaxPool" ? "kReduceMax" : "kReduceMean", what, t, x[0],
+                          x[1] * x[2], x[3]);
   const int vec = channel_vector(t, x[3]);
   const bool max = n.op == "tessel.MaxPool";
   std::string problem = fmt::format("// {}: {}\nstruct Problem {{\n  using T = {};\n", n.op, what, type_of(t));
@@ -288,7 +290,7 @@ std::optional<std::string> check_window(const ir::Graph& g, const ir::Node& n) {
                "' on a grouped convolution (only the contraction kernels take int8 steps)";
     return std::nullopt;
   }
-  if (n.op == "tessel.GlobalAveragePool") return std::nullopt;
+  if (n.op == "tessel.GlobalAveragePool" || n.op == "tessel.GlobalMaxPool") return std::nullopt;
   if (n.get_string("auto_pad", "NOTSET") != "NOTSET")
     return n.label() + ": auto_pad must be resolved to explicit pads (convert-layout does)";
   if (n.get_ints("kernel_shape").size() != 2) return n.label() + ": expected a 2-D kernel_shape";

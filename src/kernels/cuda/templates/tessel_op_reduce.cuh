@@ -1,7 +1,7 @@
-// Reductions over NHWC/any-layout tensors (kernels/cuda/op_reduce.cc): Softmax, ReduceMean and
-// LayerNormalization,
-// both accumulating in fp32 whatever the storage type, as ops/reduce.cc defines them (there
-// in double): softmax(x)_j = exp(x_j - max) / sum_k exp(x_k - max), mean = sum / count.
+// Reductions over NHWC/any-layout tensors (kernels/cuda/op_reduce.cc): Softmax, the Reduce*
+// ops and LayerNormalization, all accumulating in fp32 whatever the storage type, as
+// ops/reduce.cc and ops/reduce_more.cc define them (there in double): softmax(x)_j =
+// exp(x_j - max) / sum_k exp(x_k - max), mean = sum / count, and so on.
 #pragma once
 
 #include "tessel_op_common.cuh"
@@ -99,31 +99,116 @@ struct LayerNormRows {
   }
 };
 
-// The mean over the middle dim of an [kOuter, kR, kInner] view: ReduceMean over a run of
-// adjacent dims with kept dims after it (NHWC's spatial mean, kInner = C: squeeze-excite and
-// the classifier's pool) and GlobalAveragePool. One block per (outer, chunk of kCols vector
-// columns of kVec inner elements; grid-stride over those): its threads are kCols columns x
-// kLanes row lanes, lane l summing rows l, l + kLanes, ... of its column in fp32 (consecutive
-// threads on consecutive 16-byte vectors: coalesced; four rows in flight per thread), then
-// the lanes' sums meet in shared memory. Sized by the emitter so that small kOuter * kInner
-// still spreads over the SMs (one thread per output left 32 of 132 SMs reading
-// EfficientNet's 112x112 squeeze at batch 32: 228 us for 26 MB).
+// The reductions of ops/reduce.cc and ops/reduce_more.cc in fp32 (the reference accumulates
+// in double): an accumulator per kind, which takes elements (add), meets another's partial
+// result (merge) and finishes over `count` elements. Max and Min keep NaN once seen; LogSumExp
+// keeps a running maximum m and the sum of exp(x - m), so that exp never overflows, and an
+// infinite or NaN maximum is the result itself (log of 0 is -inf where every x is -inf).
+enum ReduceKind : int {
+  kReduceSum, kReduceMean, kReduceMax, kReduceMin, kReduceProd, kReduceSumSquare,
+  kReduceL1, kReduceL2, kReduceLogSum, kReduceLogSumExp
+};
+
+template <int Kind>
+struct ReduceAcc {
+  static constexpr bool kTwoWords = Kind == kReduceLogSumExp;
+  float a, m;
+
+  __device__ __forceinline__ ReduceAcc()
+      : a(Kind == kReduceMax   ? __int_as_float(0xff800000)
+          : Kind == kReduceMin ? __int_as_float(0x7f800000)
+          : Kind == kReduceProd ? 1.f
+                                : 0.f),
+        m(__int_as_float(0xff800000)) {}
+
+  __device__ __forceinline__ void add(float x) {
+    if constexpr (Kind == kReduceSum || Kind == kReduceMean || Kind == kReduceLogSum) a += x;
+    else if constexpr (Kind == kReduceSumSquare || Kind == kReduceL2) a = fmaf(x, x, a);
+    else if constexpr (Kind == kReduceL1) a += fabsf(x);
+    else if constexpr (Kind == kReduceProd) a *= x;
+    else if constexpr (Kind == kReduceMax) a = (x != x || x > a) ? x : a;
+    else if constexpr (Kind == kReduceMin) a = (x != x || x < a) ? x : a;
+    else {  // LogSumExp
+      ReduceAcc o;
+      o.a = 1.f;
+      o.m = x;
+      merge(o);
+    }
+  }
+
+  __device__ __forceinline__ void merge(const ReduceAcc& o) {
+    if constexpr (Kind == kReduceLogSumExp) {
+      if (m != m || o.m != o.m) {
+        m = m != m ? m : o.m;  // NaN
+        return;
+      }
+      const float hi = fmaxf(m, o.m);
+      if (hi == __int_as_float(0x7f800000) || hi == __int_as_float(0xff800000)) {
+        m = hi;  // +inf dominates; -inf on both sides: nothing summed yet
+        return;
+      }
+      a = a * __expf(m - hi) + o.a * __expf(o.m - hi);  // exp(-inf) = 0 for an empty side
+      m = hi;
+    } else if constexpr (Kind == kReduceProd) {
+      a *= o.a;
+    } else if constexpr (Kind == kReduceMax || Kind == kReduceMin) {
+      add(o.a);
+    } else {
+      a += o.a;
+    }
+  }
+
+  __device__ __forceinline__ float result(float count) const {
+    if constexpr (Kind == kReduceMean) return a / count;  // 0 / 0 = NaN for an empty reduction
+    else if constexpr (Kind == kReduceL2) return sqrtf(a);
+    else if constexpr (Kind == kReduceLogSum) return logf(a);
+    else if constexpr (Kind == kReduceLogSumExp) {
+      if (m != m || m == __int_as_float(0x7f800000) || m == __int_as_float(0xff800000)) return m;
+      return logf(a) + m;
+    } else return a;
+  }
+};
+
+template <int Kind>
+__device__ __forceinline__ ReduceAcc<Kind> warp_merge(ReduceAcc<Kind> acc) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    ReduceAcc<Kind> other;
+    other.a = __shfl_xor_sync(0xffffffffu, acc.a, o);
+    if constexpr (ReduceAcc<Kind>::kTwoWords) other.m = __shfl_xor_sync(0xffffffffu, acc.m, o);
+    acc.merge(other);
+  }
+  return acc;
+}
+
+// A reduction over the middle dim of an [kOuter, kR, kInner] view: a reduction over a run of
+// adjacent dims with kept dims after it (NHWC's spatial mean or max, kInner = C: squeeze-excite,
+// the classifier's pool, attention's channel pools) and the global pools. One block per (outer,
+// chunk of kCols vector columns of kVec inner elements; grid-stride over those): its threads
+// are kCols columns x kLanes row lanes, lane l reducing rows l, l + kLanes, ... of its column
+// (consecutive threads on consecutive 16-byte vectors: coalesced; four rows in flight per
+// thread), then the lanes' partial results meet in shared memory. Sized by the emitter so that
+// small kOuter * kInner still spreads over the SMs (one thread per output left 32 of 132 SMs
+// reading EfficientNet's 112x112 squeeze at batch 32: 228 us for 26 MB).
 template <typename P>
-struct MeanColumns {
+struct ReduceColumns {
   using T = typename P::T;
+  using Acc = ReduceAcc<P::kKind>;
   static constexpr int kVec = P::kVec, kCols = P::kCols, kLanes = P::kThreads / P::kCols;
   static constexpr i64 kVectors = P::kInner / kVec;
   static constexpr i64 kChunks = (kVectors + kCols - 1) / kCols;
+  static constexpr int kSlots = kLanes * kCols * kVec;
   static_assert(P::kInner % kVec == 0, "whole vectors");
 
   __device__ __forceinline__ static void run(const OpParams& p) {
-    __shared__ float partial[kLanes * kCols * kVec];
+    __shared__ float partial[kSlots];
+    __shared__ float partial_m[Acc::kTwoWords ? kSlots : 1];
     // Threads past kLanes * kCols (kThreads not a multiple of kCols) only meet the barriers.
     const int col = threadIdx.x % kCols, lane = threadIdx.x / kCols;
     const bool active = lane < kLanes;
     for (i64 b = blockIdx.x; b < P::kOuter * kChunks; b += gridDim.x) {
       const i64 outer = b / kChunks, v = (b % kChunks) * kCols + col;
-      float acc[kVec] = {};
+      Acc acc[kVec];
       if (active && v < kVectors) {
         const T* x = static_cast<const T*>(p.in[0]) + outer * P::kR * P::kInner + v * kVec;
         i64 r = lane;
@@ -134,38 +219,45 @@ struct MeanColumns {
 #pragma unroll
           for (int u = 0; u < 4; ++u)
 #pragma unroll
-            for (int e = 0; e < kVec; ++e) acc[e] += to_float(f[u].v[e]);
+            for (int e = 0; e < kVec; ++e) acc[e].add(to_float(f[u].v[e]));
         }
         for (; r < P::kR; r += kLanes) {
           Frag<T, kVec> f;
           f.load(x + r * P::kInner);
 #pragma unroll
-          for (int e = 0; e < kVec; ++e) acc[e] += to_float(f.v[e]);
+          for (int e = 0; e < kVec; ++e) acc[e].add(to_float(f.v[e]));
         }
       }
-      // partial[lane][col][e]: the summing threads below read consecutive words.
+      // partial[lane][col][e]: the finishing threads below read consecutive words.
       if (active)
 #pragma unroll
-        for (int e = 0; e < kVec; ++e) partial[(lane * kCols + col) * kVec + e] = acc[e];
+        for (int e = 0; e < kVec; ++e) {
+          partial[(lane * kCols + col) * kVec + e] = acc[e].a;
+          if constexpr (Acc::kTwoWords) partial_m[(lane * kCols + col) * kVec + e] = acc[e].m;
+        }
       __syncthreads();
       if (threadIdx.x < kCols * kVec) {
-        const int c = threadIdx.x / kVec;
-        const i64 out_v = (b % kChunks) * kCols + c;
-        float sum = 0.f;
-        for (int l = 0; l < kLanes; ++l) sum += partial[l * kCols * kVec + threadIdx.x];
+        const i64 out_v = (b % kChunks) * kCols + threadIdx.x / kVec;
+        Acc total;
+        for (int l = 0; l < kLanes; ++l) {
+          Acc part;
+          part.a = partial[l * kCols * kVec + threadIdx.x];
+          if constexpr (Acc::kTwoWords) part.m = partial_m[l * kCols * kVec + threadIdx.x];
+          total.merge(part);
+        }
         if (out_v < kVectors)
           static_cast<T*>(p.out[0])[outer * P::kInner + out_v * kVec + threadIdx.x % kVec] =
-              from_float<T>(sum * (1.f / static_cast<float>(P::kR)));
+              from_float<T>(total.result(static_cast<float>(P::kR)));
       }
       __syncthreads();
     }
   }
 };
 
-// The mean over the innermost kR elements of kOuter contiguous rows: one warp per row, the
+// A reduction over the innermost kR elements of kOuter contiguous rows: one warp per row, the
 // lanes reading the row with stride 32 (coalesced) and meeting by shuffles.
 template <typename P>
-struct MeanRows {
+struct ReduceRows {
   using T = typename P::T;
   __device__ __forceinline__ static void run(const OpParams& p) {
     const int lane = threadIdx.x & 31;
@@ -173,22 +265,21 @@ struct MeanRows {
     const i64 stride = static_cast<i64>(gridDim.x) * warps_per_block;
     for (i64 row = blockIdx.x * warps_per_block + threadIdx.x / 32; row < P::kOuter; row += stride) {
       const T* x = static_cast<const T*>(p.in[0]) + row * P::kR;
-      float s = 0.f;
-      for (i64 j = lane; j < P::kR; j += 32) s += to_float(x[j]);
-      s = warp_sum(s);
-      if (lane == 0) static_cast<T*>(p.out[0])[row] = from_float<T>(s * (1.f / static_cast<float>(P::kR)));
+      ReduceAcc<P::kKind> acc;
+      for (i64 j = lane; j < P::kR; j += 32) acc.add(to_float(x[j]));
+      acc = warp_merge(acc);
+      if (lane == 0) static_cast<T*>(p.out[0])[row] = from_float<T>(acc.result(static_cast<float>(P::kR)));
     }
   }
 };
 
-// ReduceMean over any axes (the general case: reduced dims that are not one run), one thread
-// per output element. The input's dims are split into kept dims (the
+// A reduction over any axes (the general case: reduced dims that are not one run, and the
+// identity), one thread per output element. The input's dims are split into kept dims (the
 // output's index space: extents kKeptExtent, input strides kKeptStride, outermost first) and
 // reduced dims (kRedExtent, kRedStride); the innermost reduced dim is a plain strided loop.
-// Both arrays end with a {1, 0} sentinel so that they are never empty. An empty reduction
-// (kCount == 0) gives 0 / 0 = NaN, as the reference does.
+// Both arrays end with a {1, 0} sentinel so that they are never empty.
 template <typename P>
-struct ReduceMean {
+struct ReduceAny {
   using T = typename P::T;
   static constexpr i64 kItems = P::kOutElems;
   __device__ __forceinline__ static void item(const OpParams& p, i64 o) {
@@ -204,7 +295,7 @@ struct ReduceMean {
     constexpr i64 kInnerExtent = P::kRedExtent[kLast];
     constexpr i64 kInnerStride = P::kRedStride[kLast];
     constexpr i64 kOuterCount = kInnerExtent == 0 ? 0 : P::kCount / kInnerExtent;
-    float acc = 0.f;
+    ReduceAcc<P::kKind> acc;
     for (i64 q = 0; q < kOuterCount; ++q) {
       i64 off = 0, t = q;
 #pragma unroll
@@ -212,9 +303,9 @@ struct ReduceMean {
         off += (t % P::kRedExtent[d]) * P::kRedStride[d];
         t /= P::kRedExtent[d];
       }
-      for (i64 j = 0; j < kInnerExtent; ++j) acc += to_float(x[off + j * kInnerStride]);
+      for (i64 j = 0; j < kInnerExtent; ++j) acc.add(to_float(x[off + j * kInnerStride]));
     }
-    static_cast<T*>(p.out[0])[o] = from_float<T>(acc / static_cast<float>(P::kCount));
+    static_cast<T*>(p.out[0])[o] = from_float<T>(acc.result(static_cast<float>(P::kCount)));
   }
 };
 
