@@ -59,8 +59,10 @@ const std::map<std::string, OpFacts>& table() {
                            "Elu", "Selu", "Celu", "ThresholdedRelu", "Softsign", "Softplus", "Mish",
                            "Shrink", "Clip"})
       t[op] = unary();
-    for (const char* op : {"Exp", "Log", "Sqrt", "Neg", "Abs", "Reciprocal", "Floor", "Ceil", "Erf",
-                           "Round", "Sin", "Cos", "Sign"})
+    // Exact in fp16 whatever the input: fp16 storage. The rest of the math computes and stores
+    // fp32 (choose-precision makes each such op an fp32 island with Casts at its edges).
+    for (const char* op : {"Neg", "Abs", "Floor", "Ceil", "Round", "Sign"}) t[op] = unary();
+    for (const char* op : {"Exp", "Log", "Sqrt", "Reciprocal", "Erf", "Sin", "Cos"})
       t[op] = unary(GpuKernel::kElementwise, false);
     t["Gelu"] = unary();
     t["Not"] = unary(GpuKernel::kNone, false);
@@ -75,7 +77,8 @@ const std::map<std::string, OpFacts>& table() {
     t["Dropout"].fp16_free_inputs = {1};
     t["Dropout"].flops = FlopRule::kZero;
     for (const char* op : {"Add", "Sub", "Mul", "Div", "PRelu"}) t[op] = broadcast();
-    for (const char* op : {"Pow", "Max", "Min"}) t[op] = broadcast(GpuKernel::kElementwise, false);
+    t["Pow"] = broadcast(GpuKernel::kElementwise, false);
+    for (const char* op : {"Max", "Min"}) t[op] = broadcast();
     // Comparisons, logic and the variadic ones: no NHWC form or GPU kernel yet.
     for (const char* op : {"Mod", "Equal", "Greater", "GreaterOrEqual", "Less", "LessOrEqual",
                            "And", "Or", "Xor", "Where", "Sum", "Mean"}) {
@@ -105,6 +108,11 @@ const std::map<std::string, OpFacts>& table() {
     t["tessel.GlobalAveragePool"] =
         nhwc_op(OpKind::kWindow, GpuKernel::kWindow, FlopRule::kPerInput);
     t["tessel.GlobalMaxPool"] = nhwc_op(OpKind::kWindow, GpuKernel::kWindow, FlopRule::kPerInput);
+    // LRN's window runs over channels: its NHWC form reads them contiguously; an LRN that stays
+    // channels-first (not 4-D) runs the same kernel with a channel stride.
+    t["LRN"] = tessel_form(OpKind::kWindow, "tessel.LRN", FlopRule::kPerOutput);
+    t["LRN"].gpu = GpuKernel::kWindow;
+    t["tessel.LRN"] = nhwc_op(OpKind::kWindow, GpuKernel::kWindow, FlopRule::kPerOutput);
 
     // Normalization: folded into the preceding conv where it can be (fold-batch-norm).
     t["BatchNormalization"] = {.kind = OpKind::kNormalization, .flops = FlopRule::kPerOutput,

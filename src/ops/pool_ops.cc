@@ -1,6 +1,7 @@
 // MaxPool (with its optional Indices output), AveragePool, GlobalAveragePool and
 // GlobalMaxPool in any spatial rank. Kernels compute in double, which holds every supported
 // input dtype exactly, and round once on store.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -218,9 +219,54 @@ void compute_global_pool(ir::KernelContext& ctx) {
   }
 }
 
+// LRN (AlexNet's and GoogLeNet's local response normalization, [N, C, D1, ...]): each element
+// divided by (bias + alpha / size * the sum of squares over the channels
+// [c - floor((size - 1) / 2), c + ceil((size - 1) / 2)] clipped to [0, C))^beta.
+struct LrnParams {
+  double alpha, beta, bias;
+  int64_t size;
+};
+
+LrnParams lrn_params(const ir::Node& n) {
+  TESSEL_USER_CHECK(n.has_attr("size")) << n.label() << ": the size attribute is required";
+  const LrnParams p{n.get_float("alpha", 1e-4), n.get_float("beta", 0.75), n.get_float("bias", 1.0),
+                    n.get_int("size", 0)};
+  TESSEL_USER_CHECK(p.size >= 1) << n.label() << ": size is " << p.size << ", expected at least 1";
+  return p;
+}
+
+void infer_lrn(ir::InferContext& ctx) {
+  require_float_input(ctx, 0, "X");
+  require_rank(ctx, 0, "X", 3);
+  lrn_params(ctx.node());
+  ctx.set_output(0, ctx.dtype(0), ctx.shape(0));
+}
+
+void compute_lrn(ir::KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const LrnParams p = lrn_params(ctx.node());
+  const int64_t channels = x.dim(1), images = x.dim(0);
+  const int64_t plane = images * channels == 0 ? 0 : x.numel() / (images * channels);
+  const int64_t before = (p.size - 1) / 2, after = p.size - 1 - before;
+  const std::vector<double> xv = read_doubles(x);
+  Tensor& y = ctx.output(0);
+  for (int64_t n = 0; n < images; ++n)
+    for (int64_t c = 0; c < channels; ++c)
+      for (int64_t s = 0; s < plane; ++s) {
+        double sum = 0;
+        for (int64_t i = std::max<int64_t>(0, c - before); i <= std::min(channels - 1, c + after); ++i) {
+          const double v = xv[static_cast<size_t>((n * channels + i) * plane + s)];
+          sum += v * v;
+        }
+        const int64_t at = (n * channels + c) * plane + s;
+        y.set_f64(at, xv[static_cast<size_t>(at)] / std::pow(p.bias + p.alpha / static_cast<double>(p.size) * sum, p.beta));
+      }
+}
+
 }  // namespace
 
 void register_pool_ops(ir::OpRegistry& r) {
+  r.add({.name = "LRN", .infer = infer_lrn, .compute = compute_lrn});
   r.add(
       {.name = "MaxPool", .max_outputs = 2, .infer = infer_max_pool, .compute = compute_max_pool});
   r.add({.name = "AveragePool", .infer = infer_average_pool, .compute = compute_average_pool});

@@ -5,7 +5,8 @@
 //                                            (tessel_contraction_ops.cc, tessel_epilogue.h)
 //   tessel.MaxPool, tessel.AveragePool,      NHWC forms of ONNX's layout-sensitive ops
 //   tessel.GlobalAveragePool,                (tessel_layout_ops.cc)
-//   tessel.GlobalMaxPool, tessel.DepthToSpace
+//   tessel.GlobalMaxPool, tessel.LRN,
+//   tessel.DepthToSpace
 //
 // Every one has a CPU reference kernel that reuses the ONNX op it generalises (transpose to
 // NCHW, run the ONNX kernel from the registry, transpose back), so a graph keeps running on

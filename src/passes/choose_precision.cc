@@ -26,6 +26,7 @@
 // edge Casts.
 #include <algorithm>
 #include <numeric>
+#include <set>
 #include <string_view>
 #include <unordered_map>
 
@@ -56,11 +57,13 @@ const ir::OpFacts* fp16_facts(const std::string& op) {
 
 // fp16_facts of node n; none for an int8 contraction (fold-qdq's, W i8): it computes its f32
 // result from integers and keeps its float operands (S, B, R) and output fp32, as the QDQ ops.
+bool is_int8_contraction(const ir::Graph& g, const ir::Node& n) {
+  return n.inputs.size() > 1 && n.inputs[1] != kNoValue && g.type(n.inputs[1]).dtype == DType::kI8 &&
+         ir::OpRegistry::global().facts(n.op).kind == ir::OpKind::kContraction;
+}
+
 const ir::OpFacts* fp16_facts(const ir::Graph& g, const ir::Node& n) {
-  const bool int8 = n.inputs.size() > 1 && n.inputs[1] != kNoValue &&
-                    g.type(n.inputs[1]).dtype == DType::kI8 &&
-                    ir::OpRegistry::global().facts(n.op).kind == ir::OpKind::kContraction;
-  return int8 ? nullptr : fp16_facts(n.op);
+  return is_int8_contraction(g, n) ? nullptr : fp16_facts(n.op);
 }
 
 class UnionFind {
@@ -85,11 +88,16 @@ class PrecisionChooser {
         pinned_(g_.values.size(), 0) {}
 
   ir::Graph run() {
+    isolate_fp32_ops();
+    classes_ = UnionFind(g_.values.size());
+    tied_.assign(g_.values.size(), 0);
+    pinned_.assign(g_.values.size(), 0);
     build_classes();
     convert_constants();
     cast_graph_inputs();
     cast_graph_outputs();
     ir::infer_types(g_, ir::OpRegistry::global());
+    drop_identity_casts();
     return std::move(g_);
   }
 
@@ -118,6 +126,61 @@ class PrecisionChooser {
     for (ValueId v : n.outputs)
       if (is_f32(v)) r.push_back(v);
     return r;
+  }
+
+  // A float op that computes in fp32 only (no OpFacts::fp16; not an integer op, whose float
+  // neighbours stay fp32 as above) reads its float activations through Casts and writes them
+  // through Casts: an fp32 island, so that the convs around it keep fp16 and Tensor Cores and
+  // only its edges convert. (Pinning its neighbours instead let one Sin after a conv turn the
+  // conv into an fp32 SIMT kernel.) The Casts take fp16 on their other side where that side's
+  // class is fp16 (convert_constants); those left f32 -> f32 are dropped (drop_identity_casts).
+  void isolate_fp32_ops() {
+    UniqueNames values = UniqueNames::of_values(g_), nodes = UniqueNames::of_nodes(g_);
+    std::vector<ir::Node> out;
+    out.reserve(g_.nodes.size());
+    for (ir::Node n : g_.nodes) {
+      const ir::OpFacts& facts = ir::OpRegistry::global().facts(n.op);
+      if (fp16_facts(g_, n) || facts.kind == ir::OpKind::kQuantization || is_int8_contraction(g_, n)) {
+        out.push_back(std::move(n));
+        continue;
+      }
+      auto f32_copy = [&](ValueId v, const std::string& suffix) {
+        return g_.add_value(values.fresh(g_.value(v).name + suffix), {DType::kF32, g_.type(v).shape});
+      };
+      for (ValueId& v : n.inputs) {
+        if (!is_f32(v) || is_const(v)) continue;
+        const ValueId island = f32_copy(v, ".f32");
+        out.push_back(ir::Node{"Cast", nodes.fresh(g_.value(v).name + ".to_f32"), {v}, {island}, {{"to", kOnnxFloat}}});
+        island_casts_.insert(out.back().name);
+        v = island;
+      }
+      std::vector<ir::Node> after;
+      for (ValueId& y : n.outputs) {
+        if (!is_f32(y) || std::count(g_.outputs.begin(), g_.outputs.end(), y)) continue;
+        const ValueId island = f32_copy(y, ".f32");
+        after.push_back(ir::Node{"Cast", nodes.fresh(g_.value(y).name + ".from_f32"), {island}, {y}, {{"to", kOnnxFloat}}});
+        island_casts_.insert(after.back().name);
+        y = island;
+      }
+      out.push_back(std::move(n));
+      for (ir::Node& c : after) out.push_back(std::move(c));
+    }
+    g_.nodes = std::move(out);
+  }
+
+  // The island Casts that stayed f32 -> f32: their readers read the input instead.
+  void drop_identity_casts() {
+    std::vector<ir::Node> kept;
+    for (ir::Node& n : g_.nodes) {
+      if (!island_casts_.count(n.name) || g_.type(n.inputs[0]).dtype != g_.type(n.outputs[0]).dtype) {
+        kept.push_back(std::move(n));
+        continue;
+      }
+      const ValueId from = n.outputs[0], to = n.inputs[0];
+      for (ir::Node& m : g_.nodes) std::replace(m.inputs.begin(), m.inputs.end(), from, to);
+      for (ir::Node& m : kept) std::replace(m.inputs.begin(), m.inputs.end(), from, to);
+    }
+    g_.nodes = std::move(kept);
   }
 
   void build_classes() {
@@ -205,6 +268,7 @@ class PrecisionChooser {
   }
 
   ir::Graph g_;
+  std::set<std::string> island_casts_;  // the names of isolate_fp32_ops' Casts
   UnionFind classes_;
   std::vector<char> tied_;    // per value: a tied operand of some fp16 op
   std::vector<char> pinned_;  // per class representative

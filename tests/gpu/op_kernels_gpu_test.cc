@@ -177,6 +177,13 @@ TEST(OpKernelsGpu, EveryFloatReduction) {
   check_op("ReduceLogSumExp", {{{DType::kF32, {5, 64}}, large}}, {{"axes", Ints{-1}}});
 }
 
+TEST(OpKernelsGpu, Lrn) {
+  check_op("tessel.LRN", {act(DType::kF16, {2, 5, 7, 24})}, {{"size", int64_t{5}}});
+  check_op("tessel.LRN", {act(DType::kF32, {1, 3, 4, 7})}, {{"size", int64_t{4}}, {"alpha", 0.5}, {"bias", 2.0}});
+  check_op("LRN", {act(DType::kF32, {2, 6, 10})}, {{"size", int64_t{3}}, {"beta", 0.5}});
+  check_op("LRN", {act(DType::kF16, {1, 16, 5, 5})}, {{"size", int64_t{5}}, {"alpha", 1e-2}});
+}
+
 TEST(OpKernelsGpu, Softmax) {
   check_op("Softmax", {act(DType::kF16, {4, 1000})});                  // warp per row, n > 32
   check_op("Softmax", {act(DType::kF32, {37, 10})});                   // n < 32: idle lanes

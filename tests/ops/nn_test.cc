@@ -739,5 +739,19 @@ TEST(GlobalPools, average_and_max_per_plane) {
       "GlobalMaxPool 'node'", "expected rank at least 3");
 }
 
+TEST(Lrn, sums_squares_over_the_channel_window) {
+  // [1, 3, 1, 2], size 3 (one channel each side, clipped at the ends), alpha 0.3, beta 0.75,
+  // bias 1: x / (1 + 0.1 * sum of squares)^0.75, computed in Python.
+  Tensor x = f32({1, 3, 1, 2}, {1, 2, 3, 4, -1, 0.5f});
+  EXPECT_TRUE(all_close(run_op("LRN", {x}, {{"size", int64_t{3}}, {"alpha", 0.3}})[0],
+                        f32({1, 3, 1, 2}, {0.59460356f, 0.87738268f, 1.71971621f, 1.74387743f, -0.59460356f,
+                                           0.24245047f})));
+  expect_user_error([&] { run_op("LRN", {x}); }, "LRN 'node'", "the size attribute is required");
+  expect_user_error([&] { run_op("LRN", {x}, {{"size", int64_t{0}}}); }, "LRN 'node'",
+                    "size is 0, expected at least 1");
+  expect_user_error([&] { run_op("LRN", {f32({2, 2}, {1, 2, 3, 4})}, {{"size", int64_t{3}}}); }, "LRN 'node'",
+                    "expected rank at least 3");
+}
+
 }  // namespace
 }  // namespace tessel

@@ -163,6 +163,34 @@ TEST(ChoosePrecision, InteriorCastAndOutputWithReaders) {
 })");
 }
 
+// An op without an fp16 kernel (Sin, Cos) is an fp32 island: Casts at its edges, the convs
+// around it stay fp16 (pinning its neighbours once made them fp32 SIMT kernels). Between two
+// islands nothing converts.
+TEST(ChoosePrecision, Fp32OnlyOpsAreIslands) {
+  expect_fp16(R"(graph @g opset 17 {
+  input %x : f32[1,2,2,2]
+  const %w : f32[2,1,1,2] = [1.0, -1.0, 0.5, 2.0]
+  %c = tessel.Conv(%x, %w) : f32[1,2,2,2] @"conv"
+  %s = Sin(%c) : f32[1,2,2,2] @"sin"
+  %t = Cos(%s) : f32[1,2,2,2] @"cos"
+  %d = tessel.Conv(%t, %w) : f32[1,2,2,2] @"conv2"
+  output %d
+})",
+              R"(graph @g opset 17 {
+  input %x : f32[1,2,2,2]
+  const %w : f16[2,1,1,2] = [1.0, -1.0, 0.5, 2.0]
+  %xh = Cast(%x) {to = 10} : f16[1,2,2,2] @"x.to_f16"
+  %c = tessel.Conv(%xh, %w) : f16[1,2,2,2] @"conv"
+  %c32 = Cast(%c) {to = 1} : f32[1,2,2,2] @"c.to_f32"
+  %s = Sin(%c32) : f32[1,2,2,2] @"sin"
+  %t = Cos(%s) : f32[1,2,2,2] @"cos"
+  %th = Cast(%t) {to = 10} : f16[1,2,2,2] @"t.from_f32"
+  %dh = tessel.Conv(%th, %w) : f16[1,2,2,2] @"conv2"
+  %d = Cast(%dh) {to = 1} : f32[1,2,2,2] @"d.to_f32"
+  output %d
+})");
+}
+
 TEST(ChoosePrecision, Fp32IsTheModelAsGiven) {
   const ir::Graph g = ir::parse_graph(R"(graph @g opset 17 {
   input %x : f32[4]

@@ -223,6 +223,26 @@ TEST(ConvertLayout, GlobalMaxPoolTakesItsNhwcForm) {
 })");
 }
 
+// AlexNet's LRN after a conv: its NHWC form, the window over channels read as they lie.
+TEST(ConvertLayout, LrnTakesItsNhwcForm) {
+  testing::expect_pass_result("convert-layout", R"(graph @g opset 17 {
+  input %x : f32[1,8,2,2]
+  const %w : f32[2,8,1,1] = [1.0, -1.0, 0.5, 0.25, 2.0, -0.5, 1.5, 0.75, 1.0, -1.0, 0.5, 0.25, 2.0, -0.5, 1.5, 0.75]
+  %c = Conv(%x, %w) : f32[1,2,2,2] @"conv"
+  %y = LRN(%c) {size = 3} : f32[1,2,2,2] @"lrn"
+  output %y
+})",
+                              R"(graph @g opset 17 {
+  input %x : f32[1,8,2,2]
+  const %w : f32[2,1,1,8] = [1.0, -1.0, 0.5, 0.25, 2.0, -0.5, 1.5, 0.75, 1.0, -1.0, 0.5, 0.25, 2.0, -0.5, 1.5, 0.75]
+  %xt = Transpose(%x) {perm = [0, 2, 3, 1]} : f32[1,2,2,8] @"t0"
+  %ct = tessel.Conv(%xt, %w) : f32[1,2,2,2] @"conv"
+  %yt = tessel.LRN(%ct) {size = 3} : f32[1,2,2,2] @"lrn"
+  %y = Transpose(%yt) {perm = [0, 3, 1, 2]} : f32[1,2,2,2] @"t1"
+  output %y
+})");
+}
+
 // A conv whose weight is computed at run time has no tessel form; nothing around it becomes
 // NHWC, so no Transpose appears at all.
 TEST(ConvertLayout, LeavesConvWithRuntimeWeightAlone) {

@@ -1,5 +1,5 @@
-// Window ops over NHWC activations: tessel.MaxPool, tessel.AveragePool
-// (kernels/tessel_op_window.cuh), tessel.GlobalAveragePool (a mean over the pixels, op_reduce.cc's
+// Window ops over NHWC activations: tessel.MaxPool, tessel.AveragePool, LRN's window over
+// channels (kernels/tessel_op_window.cuh), tessel.GlobalAveragePool (a mean over the pixels, op_reduce.cc's
 // emit_mean), and tessel.Conv with group > 1
 // (depthwise and grouped convolutions, which the Tensor Core generator declines) with its fused
 // bias, epilogue steps and store map, as the reference kernel (ops/tessel_contraction_ops.cc)
@@ -266,10 +266,32 @@ OpKernelSource emit_grouped_conv(const ir::Graph& g, const ir::Node& n) {
                      (items + kThreads - 1) / kThreads, kThreads);
 }
 
+// LRN (channels-first, any rank >= 3) and tessel.LRN (NHWC) as [outer, C, inner].
+OpKernelSource emit_lrn(const ir::Graph& g, const ir::Node& n) {
+  const ir::TensorType& x = g.type(n.inputs[0]);
+  const bool nhwc = n.op == "tessel.LRN";
+  const int64_t c = nhwc ? x.shape[3] : x.shape[1];
+  const int64_t outer = nhwc ? numel(x.shape) / c : x.shape[0];
+  const int64_t inner = nhwc ? 1 : numel(x.shape) / (x.shape[0] * c);
+  const int64_t size = n.get_int("size", 1), before = (size - 1) / 2;
+  const std::string problem = fmt::format(
+      "// {}: {} -> {}\nstruct Problem {{\n  using T = {};\n  static constexpr i64 kOuter = {}, kC = {}, kInner = {};\n"
+      "  static constexpr i64 kBefore = {}, kAfter = {};\n"
+      "  static constexpr float kAlphaOverSize = {}, kBeta = {}, kBias = {};\n}};\n",
+      n.op, x.str(), g.type(n.outputs[0]).str(), type_of(x.dtype), outer, c, inner, before, size - 1 - before,
+      float_literal(n.get_float("alpha", 1e-4) / static_cast<double>(size)), float_literal(n.get_float("beta", 0.75)),
+      float_literal(n.get_float("bias", 1.0)));
+  const int64_t items = outer * c * inner;
+  return make_source(n, "lrn", "tessel_op_window.cuh", problem, "tessel::for_each_item<tessel::Lrn<Problem>>(p);",
+                     (items + kThreads - 1) / kThreads, kThreads);
+}
+
 }  // namespace
 
 std::optional<std::string> check_window(const ir::Graph& g, const ir::Node& n) {
   const ir::TensorType& x = g.type(n.inputs[0]);
+  if (n.op == "LRN" || n.op == "tessel.LRN")
+    return is_float(x.dtype) ? std::nullopt : std::optional<std::string>(n.label() + ": expected a float input");
   if (x.shape.size() != 4) return n.label() + ": expected an NHWC input of rank 4";
   if (!is_float(x.dtype)) return n.label() + ": expected a float input";
   if (n.op == "tessel.Conv") {
@@ -299,6 +321,7 @@ std::optional<std::string> check_window(const ir::Graph& g, const ir::Node& n) {
 }
 
 OpKernelSource emit_window(const ir::Graph& g, const ir::Node& n) {
+  if (n.op == "LRN" || n.op == "tessel.LRN") return emit_lrn(g, n);
   return n.op == "tessel.Conv" ? emit_grouped_conv(g, n) : emit_pool(g, n);
 }
 

@@ -191,6 +191,17 @@ TEST_F(OpKernelsTest, ReduceMeanOverOneRunOfDimsIsAMeanOverTheMiddleDim) {
                    "kOuter = 1, kR = 12, kInner = 1;");
 }
 
+TEST_F(OpKernelsTest, LrnReadsItsChannelWindowInEitherLayout) {
+  // NHWC: the channels are contiguous (kInner 1); size 5 takes 2 channels each side.
+  emit_and_compile(one_node("tessel.LRN", {act(DType::kF16, {2, 5, 7, 24})}, {{"size", int64_t{5}}}),
+                   "kOuter = 70, kC = 24, kInner = 1;\n  static constexpr i64 kBefore = 2, kAfter = 2;");
+  // Channels-first of rank 3, an even size (1 before, 2 after), alpha over size folded.
+  emit_and_compile(one_node("LRN", {act(DType::kF32, {2, 6, 10})},
+                            {{"size", int64_t{4}}, {"alpha", 0.5}, {"beta", 0.5}, {"bias", 2.0}}),
+                   "kOuter = 2, kC = 6, kInner = 10;\n  static constexpr i64 kBefore = 1, kAfter = 2;\n"
+                   "  static constexpr float kAlphaOverSize = 0.125f, kBeta = 0.5f, kBias = 2.0f;");
+}
+
 TEST_F(OpKernelsTest, ReduceMeanOverSeveralRunsSplitsKeptAndReducedDims) {
   // Axes 0 and 2 of [3, 4, 5]: two runs, the general kernel (kept dim 1, stride 5).
   emit_and_compile(one_node("ReduceMean", {act(DType::kF32, {3, 4, 5})}, {{"axes", Ints{0, 2}}}),

@@ -72,6 +72,29 @@ struct Pool {
   }
 };
 
+// LRN over the channel axis of an [kOuter, kC, kInner] view (NHWC: kInner 1, the window's
+// channels contiguous; channels-first: kInner the pixels), one item per element: x divided by
+// (bias + alpha / size * the sum of squares over channels [c - kBefore, c + kAfter] clipped to
+// the tensor)^beta, in fp32, as ops/pool_ops.cc defines it (there in double).
+template <typename P>
+struct Lrn {
+  using T = typename P::T;
+  static constexpr i64 kItems = P::kOuter * P::kC * P::kInner;
+  __device__ __forceinline__ static void item(const OpParams& p, i64 i) {
+    const i64 c = (i / P::kInner) % P::kC;
+    const T* x = static_cast<const T*>(p.in[0]) + (i - c * P::kInner);  // channel 0 here
+    const i64 lo = c < P::kBefore ? 0 : c - P::kBefore;
+    const i64 hi = c + P::kAfter >= P::kC ? P::kC - 1 : c + P::kAfter;
+    float sum = 0.f;
+    for (i64 j = lo; j <= hi; ++j) {
+      const float v = to_float(x[j * P::kInner]);
+      sum = fmaf(v, v, sum);
+    }
+    const float xi = to_float(static_cast<const T*>(p.in[0])[i]);
+    static_cast<T*>(p.out[0])[i] = from_float<T>(xi / powf(P::kBias + P::kAlphaOverSize * sum, P::kBeta));
+  }
+};
+
 // Grouped convolution, NHWC input [N, H, W, C], OHWI weights [Co, KH, KW, kCig]. Output
 // channel co belongs to group co / kCog and reads input channels group * kCig + [0, kCig).
 // An item is kVec consecutive output channels of one pixel. In the depthwise case
