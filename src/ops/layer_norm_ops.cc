@@ -1,4 +1,4 @@
-// LayerNormalization (ONNX opset 17) of the nn family. X is viewed as (outer, n) with n the
+// LayerNormalization (ONNX opset 17) and InstanceNormalization of the nn family. X is viewed as (outer, n) with n the
 // product of X's dims from `axis` on; each of the `outer` rows is standardised on its own:
 //
 //   mean = sum(x) / n,  var = sum((x - mean)^2) / n,  inv_std = 1 / sqrt(var + epsilon)
@@ -135,9 +135,53 @@ void compute_layer_norm(ir::KernelContext& ctx) {
   }
 }
 
+// InstanceNormalization (style-transfer and GAN generators): X [N, C, D1, ...], each (n, c)
+// plane standardised on its own over the spatial dims, then scaled and shifted per channel:
+// Y = (x - mean) / sqrt(var + epsilon) * scale[c] + B[c], var the population variance. Scale
+// and B are [C] of X's dtype.
+void infer_instance_norm(ir::InferContext& ctx) {
+  require_float_input(ctx, 0, "input");
+  require_rank(ctx, 0, "input", 3);
+  require_same_dtype(ctx, 1, 0, "scale", "input");
+  require_same_dtype(ctx, 2, 0, "B", "input");
+  const int64_t channels = ctx.shape(0)[1];
+  for (int i : {1, 2})
+    TESSEL_USER_CHECK(ctx.shape(i) == Shape{channels})
+        << ctx.node().label() << ": " << (i == 1 ? "scale" : "B") << " has shape " << shape_str(ctx.shape(i))
+        << ", expected [" << channels << "] (one value per channel)";
+  ctx.set_output(0, ctx.dtype(0), ctx.shape(0));
+}
+
+void compute_instance_norm(ir::KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const double epsilon = ctx.node().get_float("epsilon", 1e-5);
+  const int64_t channels = x.dim(1), planes = x.dim(0) * channels;
+  const int64_t plane = planes == 0 ? 0 : x.numel() / planes;
+  Tensor& y = ctx.output(0);
+  for (int64_t p = 0; p < planes; ++p) {
+    const int64_t base = p * plane, c = p % channels;
+    double sum = 0;
+    for (int64_t j = 0; j < plane; ++j) sum += x.get_f64(base + j);
+    const double mean = sum / static_cast<double>(plane);
+    double sq = 0;  // two passes, as LayerNormalization
+    for (int64_t j = 0; j < plane; ++j) {
+      const double d = x.get_f64(base + j) - mean;
+      sq += d * d;
+    }
+    const double inv_std = 1.0 / std::sqrt(sq / static_cast<double>(plane) + epsilon);
+    const double scale = ctx.input(1).get_f64(c), shift = ctx.input(2).get_f64(c);
+    for (int64_t j = 0; j < plane; ++j) y.set_f64(base + j, (x.get_f64(base + j) - mean) * inv_std * scale + shift);
+  }
+}
+
 }  // namespace
 
 void register_layer_norm_ops(ir::OpRegistry& r) {
+  r.add({.name = "InstanceNormalization",
+         .min_inputs = 3,
+         .max_inputs = 3,
+         .infer = infer_instance_norm,
+         .compute = compute_instance_norm});
   r.add({.name = "LayerNormalization",
          .min_inputs = 2,
          .max_inputs = 3,

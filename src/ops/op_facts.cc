@@ -117,6 +117,13 @@ const std::map<std::string, OpFacts>& table() {
     // Normalization: folded into the preceding conv where it can be (fold-batch-norm).
     t["BatchNormalization"] = {.kind = OpKind::kNormalization, .flops = FlopRule::kPerOutput,
                                .fp16 = true, .fp16_free_inputs = {1, 2, 3, 4}};
+    // Per (image, channel) over the pixels: its NHWC form reduces columns of pixels; a
+    // channels-first one that stays so (not 4-D) reduces rows.
+    t["InstanceNormalization"] =
+        tessel_form(OpKind::kNormalization, "tessel.InstanceNormalization", FlopRule::kPerOutput);
+    t["InstanceNormalization"].gpu = GpuKernel::kReduce;
+    t["tessel.InstanceNormalization"] =
+        nhwc_op(OpKind::kNormalization, GpuKernel::kReduce, FlopRule::kPerOutput);
     // Over the trailing dims: ConvNeXt's channels-last LayerNorm reads NHWC data as it is.
     t["LayerNormalization"] = {.kind = OpKind::kNormalization, .gpu = GpuKernel::kReduce,
                                .flops = FlopRule::kPerOutput, .fp16 = true};

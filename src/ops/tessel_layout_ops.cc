@@ -1,6 +1,6 @@
 // The NHWC forms of ONNX's layout-sensitive ops that CNNs use, produced by convert-layout:
 // tessel.MaxPool, tessel.AveragePool, tessel.GlobalAveragePool, tessel.GlobalMaxPool,
-// tessel.LRN and tessel.DepthToSpace. Each
+// tessel.LRN, tessel.InstanceNormalization and tessel.DepthToSpace. Each
 // has its ONNX op's attributes and semantics with X and Y in NHWC [N, H, W, C], and its
 // reference kernel is the ONNX kernel between two transposes. (The pools compute in double
 // and round once, as their ONNX kernels do; tessel.MaxPool has no Indices output.)
@@ -12,27 +12,35 @@
 namespace tessel::ops {
 namespace {
 
+// `extra_inputs` operands after X (InstanceNormalization's scale and B) pass to the stand-in
+// as they are: they are per-channel vectors, the same in either layout.
 void add_nhwc_op(ir::OpRegistry& r, const char* name, const char* onnx_op,
-                 std::vector<std::string> allowed) {
-  auto make_stand_in = [onnx_op](const ir::Node& node) {
-    return stand_in(node, onnx_op, node.attrs, 1);
+                 std::vector<std::string> allowed, int extra_inputs = 0) {
+  auto make_stand_in = [onnx_op, extra_inputs](const ir::Node& node) {
+    return stand_in(node, onnx_op, node.attrs, 1 + extra_inputs);
   };
   r.add({.name = name,
+         .min_inputs = 1 + extra_inputs,
+         .max_inputs = 1 + extra_inputs,
          .infer =
              [allowed, make_stand_in](ir::InferContext& ctx) {
                const ir::Node& node = ctx.node();
                check_attributes(node, allowed);
                require_rank(ctx, 0, "X", 4, 4);
                const ir::TensorType x{ctx.dtype(0), permute_shape(ctx.shape(0), kNhwcToNchw)};
-               const ir::TensorType y =
-                   infer_stand_in(node, make_stand_in(node), {&x}, ctx.opset())[0];
+               std::vector<ir::TensorType> rest;
+               for (int i = 1; i < ctx.num_inputs(); ++i) rest.push_back({ctx.dtype(i), ctx.shape(i)});
+               std::vector<const ir::TensorType*> types = {&x};
+               for (const ir::TensorType& t : rest) types.push_back(&t);
+               const ir::TensorType y = infer_stand_in(node, make_stand_in(node), types, ctx.opset())[0];
                ctx.set_output(0, y.dtype, permute_shape(y.shape, kNchwToNhwc));
              },
          .compute =
              [make_stand_in](ir::KernelContext& ctx) {
                const Tensor x = permute(ctx.input(0), kNhwcToNchw);
-               const Tensor y =
-                   run_stand_in(ctx.node(), make_stand_in(ctx.node()), {&x}, ctx.opset())[0];
+               std::vector<const Tensor*> inputs = {&x};
+               for (int i = 1; i < ctx.num_inputs(); ++i) inputs.push_back(&ctx.input(i));
+               const Tensor y = run_stand_in(ctx.node(), make_stand_in(ctx.node()), inputs, ctx.opset())[0];
                store_output(ctx.output(0), permute(y, kNchwToNhwc));
              }});
 }
@@ -48,6 +56,7 @@ void register_tessel_layout_ops(ir::OpRegistry& r) {
   add_nhwc_op(r, "tessel.GlobalAveragePool", "GlobalAveragePool", {});
   add_nhwc_op(r, "tessel.GlobalMaxPool", "GlobalMaxPool", {});
   add_nhwc_op(r, "tessel.LRN", "LRN", {"alpha", "beta", "bias", "size"});
+  add_nhwc_op(r, "tessel.InstanceNormalization", "InstanceNormalization", {"epsilon"}, 2);
   add_nhwc_op(r, "tessel.DepthToSpace", "DepthToSpace", {"blocksize", "mode"});
 }
 

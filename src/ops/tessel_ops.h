@@ -6,6 +6,7 @@
 //   tessel.MaxPool, tessel.AveragePool,      NHWC forms of ONNX's layout-sensitive ops
 //   tessel.GlobalAveragePool,                (tessel_layout_ops.cc)
 //   tessel.GlobalMaxPool, tessel.LRN,
+//   tessel.InstanceNormalization,
 //   tessel.DepthToSpace
 //
 // Every one has a CPU reference kernel that reuses the ONNX op it generalises (transpose to

@@ -521,8 +521,11 @@ class LayoutConverter {
     }
     ir::Attributes attrs = n.attrs;
     attrs.erase("storage_order");  // only orders the Indices output
-    g_.add_node(form, n.name, {to_nhwc(n.inputs[0])}, {nhwc_output(n.outputs[0])},
-                std::move(attrs));
+    // Operands after X (InstanceNormalization's per-channel scale and B) are the same in either
+    // layout.
+    std::vector<ValueId> inputs = n.inputs;
+    inputs[0] = to_nhwc(n.inputs[0]);
+    g_.add_node(form, n.name, std::move(inputs), {nhwc_output(n.outputs[0])}, std::move(attrs));
     return true;
   }
 

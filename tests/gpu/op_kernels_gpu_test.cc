@@ -184,6 +184,21 @@ TEST(OpKernelsGpu, Lrn) {
   check_op("LRN", {act(DType::kF16, {1, 16, 5, 5})}, {{"size", int64_t{5}}, {"alpha", 1e-2}});
 }
 
+TEST(OpKernelsGpu, InstanceNormalization) {
+  auto per_channel = [](DType t, int64_t c) { return act(t, {c}); };
+  // NHWC: 1155 pixels of 24 channels (3 vectors, 1024 threads), and 520 channels in chunks.
+  check_op("tessel.InstanceNormalization",
+           {act(DType::kF16, {2, 33, 35, 24}), per_channel(DType::kF16, 24), per_channel(DType::kF16, 24)});
+  check_op("tessel.InstanceNormalization",
+           {act(DType::kF32, {3, 7, 9, 520}), per_channel(DType::kF32, 520), per_channel(DType::kF32, 520)},
+           {{"epsilon", 1e-3}});
+  // Channels-first of rank 3 and 4 (a 4-D one that stayed NCHW).
+  check_op("InstanceNormalization",
+           {act(DType::kF32, {2, 6, 50}), per_channel(DType::kF32, 6), per_channel(DType::kF32, 6)});
+  check_op("InstanceNormalization",
+           {act(DType::kF16, {1, 5, 17, 19}), per_channel(DType::kF16, 5), per_channel(DType::kF16, 5)});
+}
+
 TEST(OpKernelsGpu, Softmax) {
   check_op("Softmax", {act(DType::kF16, {4, 1000})});                  // warp per row, n > 32
   check_op("Softmax", {act(DType::kF32, {37, 10})});                   // n < 32: idle lanes

@@ -739,6 +739,19 @@ TEST(GlobalPools, average_and_max_per_plane) {
       "GlobalMaxPool 'node'", "expected rank at least 3");
 }
 
+TEST(InstanceNormalization, standardises_each_plane_then_scales_per_channel) {
+  // Two planes of [1, 2, 2, 2], scale [2, 0.5], B [0.5, -1], epsilon 1e-5; computed in Python.
+  Tensor x = f32({1, 2, 2, 2}, {1, 2, 3, 6, -1, -5, -3, -2});
+  Tensor scale = f32({2}, {2, 0.5f}), b = f32({2}, {0.5f, -1});
+  EXPECT_TRUE(all_close(run_op("InstanceNormalization", {x, scale, b})[0],
+                        f32({1, 2, 2, 2}, {-1.6380869f, -0.5690434f, 0.5f, 3.7071303f, -0.4083934f, -1.7606371f,
+                                           -1.0845152f, -0.7464543f})));
+  expect_user_error([&] { run_op("InstanceNormalization", {x, f32({3}, {1, 1, 1}), b}); },
+                    "InstanceNormalization 'node'", "scale has shape [3], expected [2] (one value per channel)");
+  expect_user_error([&] { run_op("InstanceNormalization", {f32({2, 2}, {1, 2, 3, 4}), scale, b}); },
+                    "InstanceNormalization 'node'", "expected rank at least 3");
+}
+
 TEST(Lrn, sums_squares_over_the_channel_window) {
   // [1, 3, 1, 2], size 3 (one channel each side, clipped at the ends), alpha 0.3, beta 0.75,
   // bias 1: x / (1 + 0.1 * sum of squares)^0.75, computed in Python.

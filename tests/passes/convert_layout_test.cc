@@ -243,6 +243,31 @@ TEST(ConvertLayout, LrnTakesItsNhwcForm) {
 })");
 }
 
+// A style-transfer net's InstanceNormalization after a conv: its NHWC form, the per-channel
+// scale and B as they are.
+TEST(ConvertLayout, InstanceNormalizationTakesItsNhwcForm) {
+  testing::expect_pass_result("convert-layout", R"(graph @g opset 17 {
+  input %x : f32[1,8,2,2]
+  const %w : f32[2,8,1,1] = [1.0, -1.0, 0.5, 0.25, 2.0, -0.5, 1.5, 0.75, 1.0, -1.0, 0.5, 0.25, 2.0, -0.5, 1.5, 0.75]
+  const %s : f32[2] = [2.0, 0.5]
+  const %b : f32[2] = [0.5, -1.0]
+  %c = Conv(%x, %w) : f32[1,2,2,2] @"conv"
+  %y = InstanceNormalization(%c, %s, %b) : f32[1,2,2,2] @"in"
+  output %y
+})",
+                              R"(graph @g opset 17 {
+  input %x : f32[1,8,2,2]
+  const %w : f32[2,1,1,8] = [1.0, -1.0, 0.5, 0.25, 2.0, -0.5, 1.5, 0.75, 1.0, -1.0, 0.5, 0.25, 2.0, -0.5, 1.5, 0.75]
+  const %s : f32[2] = [2.0, 0.5]
+  const %b : f32[2] = [0.5, -1.0]
+  %xt = Transpose(%x) {perm = [0, 2, 3, 1]} : f32[1,2,2,8] @"t0"
+  %ct = tessel.Conv(%xt, %w) : f32[1,2,2,2] @"conv"
+  %yt = tessel.InstanceNormalization(%ct, %s, %b) : f32[1,2,2,2] @"in"
+  %y = Transpose(%yt) {perm = [0, 3, 1, 2]} : f32[1,2,2,2] @"t1"
+  output %y
+})");
+}
+
 // A conv whose weight is computed at run time has no tessel form; nothing around it becomes
 // NHWC, so no Transpose appears at all.
 TEST(ConvertLayout, LeavesConvWithRuntimeWeightAlone) {

@@ -1,6 +1,6 @@
 // Reductions (kernels/tessel_op_reduce.cuh): Softmax along any axis, the float Reduce* ops
-// (Sum, Mean, Max, Min, Prod, SumSquare, L1, L2, LogSum, LogSumExp) over any axes, and
-// LayerNormalization over its trailing dims, with the semantics of ops/reduce.cc and
+// (Sum, Mean, Max, Min, Prod, SumSquare, L1, L2, LogSum, LogSumExp) over any axes,
+// LayerNormalization over its trailing dims and InstanceNormalization over the pixels, with the semantics of ops/reduce.cc and
 // ops/reduce_more.cc (the axes and output shape come from the same ops::plan_reduce) and fp32
 // accumulation for f32, f16 and bf16 storage. A reduction over one run of adjacent dims (the
 // spatial dims of NHWC data, or the innermost ones) takes the columns or rows kernel; others
@@ -198,8 +198,52 @@ OpKernelSource emit_layer_norm(const ir::Graph& g, const ir::Node& n) {
                      kThreads);
 }
 
-}  // namespace
+// The columns kernels' launch (ReduceColumns, InstanceNormColumns) over [outer, r, inner]: up
+// to 32 vector columns per block, the rest of its threads row lanes. Blocks are (outer, column
+// chunk) pairs; where they are fewer than the SMs of an H100, `wide` threads each (more rows in
+// flight per block: the reduction is not split across blocks, so that the sum's order, and its
+// result, never depend on the grid).
+struct ColumnsLaunch {
+  int vec, cols, threads;
+  int64_t blocks;
+  std::string fields() const {
+    return fmt::format("  static constexpr int kVec = {}, kCols = {}, kThreads = {};\n", vec, cols, threads);
+  }
+};
 
+ColumnsLaunch columns_launch(DType t, int64_t outer, int64_t inner, int wide) {
+  ColumnsLaunch l;
+  l.vec = channel_vector(t, inner);
+  const int64_t vectors = inner / l.vec;
+  l.cols = static_cast<int>(std::min<int64_t>(vectors, 32));
+  l.blocks = outer * ((vectors + l.cols - 1) / l.cols);
+  l.threads = l.blocks < 132 ? wide : kThreads;
+  return l;
+}
+
+// InstanceNormalization: its NHWC form as columns of pixels per (image, channel vector), a
+// channels-first one (rank != 4) as rows of pixels per (image, channel).
+OpKernelSource emit_instance_norm(const ir::Graph& g, const ir::Node& n) {
+  const ir::TensorType& x = g.type(n.inputs[0]);
+  const bool nhwc = n.op == "tessel.InstanceNormalization";
+  const int64_t c = nhwc ? x.shape[3] : x.shape[1];
+  const int64_t images = x.shape[0], pixels = numel(x.shape) / (images * c);
+  std::string problem = fmt::format(
+      "// {}: {} -> {}\nstruct Problem {{\n  using T = {};\n  static constexpr float kEpsilon = {};\n", n.op,
+      x.str(), g.type(n.outputs[0]).str(), type_of(x.dtype), float_literal(n.get_float("epsilon", 1e-5)));
+  if (!nhwc) {
+    problem += fmt::format("  static constexpr i64 kOuter = {}, kR = {}, kC = {};\n}};\n", images * c, pixels, c);
+    constexpr int kWarps = kThreads / 32;
+    return make_source(n, "instance_norm_rows", "tessel_op_reduce.cuh", problem,
+                       "tessel::InstanceNormRows<Problem>::run(p);", (images * c + kWarps - 1) / kWarps, kThreads);
+  }
+  const ColumnsLaunch l = columns_launch(x.dtype, images, c, 1024);
+  problem += fmt::format("  static constexpr i64 kOuter = {}, kR = {}, kInner = {};\n", images, pixels, c) + l.fields() + "};\n";
+  return make_source(n, "instance_norm_columns", "tessel_op_reduce.cuh", problem,
+                     "tessel::InstanceNormColumns<Problem>::run(p);", l.blocks, l.threads);
+}
+
+}  // namespace
 
 OpKernelSource emit_reduction(const ir::Node& n, const std::string& kind, const std::string& what, DType t,
                               int64_t outer, int64_t r, int64_t inner) {
@@ -212,20 +256,11 @@ OpKernelSource emit_reduction(const ir::Node& n, const std::string& kind, const 
     return make_source(n, "reduce_rows", "tessel_op_reduce.cuh", problem + "};\n",
                        "tessel::ReduceRows<Problem>::run(p);", (outer + kWarps - 1) / kWarps, kThreads);
   }
-  // Up to 32 vector columns per block, the rest of its threads row lanes. Blocks are
-  // (outer, column chunk) pairs; where they are fewer than the SMs of an H100, 1024 threads
-  // each (more rows in flight per block: the reduction is not split across blocks, so that
-  // the sum's order, and its result, never depend on the grid).
-  const int vec = channel_vector(t, inner);
-  const int64_t vectors = inner / vec;
-  const int cols = static_cast<int>(std::min<int64_t>(vectors, 32));
-  const int64_t blocks = outer * ((vectors + cols - 1) / cols);
   // LogSumExp's partial results are two words: 512 threads keep its shared memory at 32 KiB.
-  const int wide = kind == "kReduceLogSumExp" ? 512 : 1024;
-  const int threads = blocks < 132 ? wide : kThreads;
-  problem += fmt::format("  static constexpr int kVec = {}, kCols = {}, kThreads = {};\n}};\n", vec, cols, threads);
+  const ColumnsLaunch l = columns_launch(t, outer, inner, kind == "kReduceLogSumExp" ? 512 : 1024);
+  problem += l.fields() + "};\n";
   return make_source(n, "reduce_columns", "tessel_op_reduce.cuh", problem, "tessel::ReduceColumns<Problem>::run(p);",
-                     blocks, threads);
+                     l.blocks, l.threads);
 }
 
 std::optional<std::string> check_reduce(const ir::Graph& g, const ir::Node& n) {
@@ -239,6 +274,7 @@ std::optional<std::string> check_reduce(const ir::Graph& g, const ir::Node& n) {
     return std::nullopt;
   }
   if (n.op == "LayerNormalization") return check_layer_norm(g, n);
+  if (n.op == "InstanceNormalization" || n.op == "tessel.InstanceNormalization") return std::nullopt;
   if (!reduce_kinds().count(n.op)) return n.label() + ": no GPU kernel for " + n.op;
   if (!reduce_axes(g, n)) return n.label() + ": axes (input 1) must be a constant";
   return std::nullopt;
@@ -247,6 +283,7 @@ std::optional<std::string> check_reduce(const ir::Graph& g, const ir::Node& n) {
 OpKernelSource emit_reduce(const ir::Graph& g, const ir::Node& n) {
   if (n.op == "Softmax") return emit_softmax(g, n);
   if (n.op == "LayerNormalization") return emit_layer_norm(g, n);
+  if (n.op == "InstanceNormalization" || n.op == "tessel.InstanceNormalization") return emit_instance_norm(g, n);
   return emit_reduce_op(g, n);
 }
 

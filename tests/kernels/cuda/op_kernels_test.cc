@@ -202,6 +202,21 @@ TEST_F(OpKernelsTest, LrnReadsItsChannelWindowInEitherLayout) {
                    "  static constexpr float kAlphaOverSize = 0.125f, kBeta = 0.5f, kBias = 2.0f;");
 }
 
+TEST_F(OpKernelsTest, InstanceNormalizationInEitherLayout) {
+  // NHWC: columns of 64x64 pixels per (image, 8-channel vector), 1024 threads (4 blocks).
+  const OpKernelSource nhwc = emit_and_compile(
+      one_node("tessel.InstanceNormalization",
+               {act(DType::kF16, {2, 64, 64, 128}), act(DType::kF16, {128}), act(DType::kF16, {128})}),
+      "kOuter = 2, kR = 4096, kInner = 128;\n  static constexpr int kVec = 8, kCols = 16, kThreads = 1024;");
+  EXPECT_NE(nhwc.source.find("InstanceNormColumns<Problem>::run"), std::string::npos);
+  EXPECT_EQ(nhwc.grid[0], 2u);
+  // Channels-first of rank 3: rows of pixels, channel = row % C.
+  emit_and_compile(one_node("InstanceNormalization",
+                            {act(DType::kF32, {2, 6, 50}), act(DType::kF32, {6}), act(DType::kF32, {6})},
+                            {{"epsilon", 1e-3}}),
+                   "kEpsilon = 0.00100000005f;\n  static constexpr i64 kOuter = 12, kR = 50, kC = 6;");
+}
+
 TEST_F(OpKernelsTest, ReduceMeanOverSeveralRunsSplitsKeptAndReducedDims) {
   // Axes 0 and 2 of [3, 4, 5]: two runs, the general kernel (kept dim 1, stride 5).
   emit_and_compile(one_node("ReduceMean", {act(DType::kF32, {3, 4, 5})}, {{"axes", Ints{0, 2}}}),

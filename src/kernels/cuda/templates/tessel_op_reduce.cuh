@@ -254,6 +254,121 @@ struct ReduceColumns {
   }
 };
 
+// InstanceNormalization of NHWC data, [kOuter images, kR pixels, kInner channels]: the blocks
+// and threads of ReduceColumns, three passes over the block's columns (the mean; the variance
+// of the deviations, as the reference computes it; the output), the per-column statistics
+// meeting in shared memory between them. Scale (in[1]) and B (in[2]) are [kInner] of T.
+template <typename P>
+struct InstanceNormColumns {
+  using T = typename P::T;
+  static constexpr int kVec = P::kVec, kCols = P::kCols, kLanes = P::kThreads / P::kCols;
+  static constexpr i64 kVectors = P::kInner / kVec;
+  static constexpr i64 kChunks = (kVectors + kCols - 1) / kCols;
+  static_assert(P::kInner % kVec == 0, "whole vectors");
+
+  // The sum over the lanes of each column element of `acc`, in stat[col * kVec + e] after the
+  // barrier (scaled by 1 / kR, then through `finish`).
+  template <typename Finish>
+  __device__ __forceinline__ static void meet(float (&acc)[kVec], float* partial, float* stat, bool active,
+                                              int lane, int col, Finish finish) {
+    if (active)
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) partial[(lane * kCols + col) * kVec + e] = acc[e];
+    __syncthreads();
+    if (threadIdx.x < kCols * kVec) {
+      float sum = 0.f;
+      for (int l = 0; l < kLanes; ++l) sum += partial[l * kCols * kVec + threadIdx.x];
+      stat[threadIdx.x] = finish(sum * (1.f / static_cast<float>(P::kR)));
+    }
+    __syncthreads();
+  }
+
+  __device__ __forceinline__ static void run(const OpParams& p) {
+    __shared__ float partial[kLanes * kCols * kVec];
+    __shared__ float stat[kCols * kVec];
+    const int col = threadIdx.x % kCols, lane = threadIdx.x / kCols;
+    const bool active = lane < kLanes;
+    for (i64 b = blockIdx.x; b < P::kOuter * kChunks; b += gridDim.x) {
+      const i64 outer = b / kChunks, v = (b % kChunks) * kCols + col;
+      const bool mine = active && v < kVectors;
+      const T* x = static_cast<const T*>(p.in[0]) + outer * P::kR * P::kInner + v * kVec;
+      T* y = static_cast<T*>(p.out[0]) + outer * P::kR * P::kInner + v * kVec;
+      float acc[kVec] = {};
+      if (mine)
+        for (i64 r = lane; r < P::kR; r += kLanes) {
+          Frag<T, kVec> f;
+          f.load(x + r * P::kInner);
+#pragma unroll
+          for (int e = 0; e < kVec; ++e) acc[e] += to_float(f.v[e]);
+        }
+      meet(acc, partial, stat, active, lane, col, [](float m) { return m; });
+      float mean[kVec];
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) {
+        mean[e] = stat[col * kVec + e];
+        acc[e] = 0.f;
+      }
+      if (mine)
+        for (i64 r = lane; r < P::kR; r += kLanes) {
+          Frag<T, kVec> f;
+          f.load(x + r * P::kInner);
+#pragma unroll
+          for (int e = 0; e < kVec; ++e) {
+            const float d = to_float(f.v[e]) - mean[e];
+            acc[e] = fmaf(d, d, acc[e]);
+          }
+        }
+      meet(acc, partial, stat, active, lane, col, [](float var) { return rsqrtf(var + P::kEpsilon); });
+      if (mine) {
+        float a[kVec], c[kVec];  // y = (x - mean) * a + c: no cancellation against a large mean
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) {
+          const i64 ch = v * kVec + e;
+          a[e] = stat[col * kVec + e] * to_float(static_cast<const T*>(p.in[1])[ch]);
+          c[e] = to_float(static_cast<const T*>(p.in[2])[ch]);
+        }
+        for (i64 r = lane; r < P::kR; r += kLanes) {
+          Frag<T, kVec> f;
+          f.load(x + r * P::kInner);
+#pragma unroll
+          for (int e = 0; e < kVec; ++e) f.v[e] = from_float<T>(fmaf(to_float(f.v[e]) - mean[e], a[e], c[e]));
+          f.store(y + r * P::kInner);
+        }
+      }
+      __syncthreads();  // stat is rewritten by the next block's first meet
+    }
+  }
+};
+
+// InstanceNormalization of channels-first data: kOuter rows (image, channel) of kR pixels, one
+// warp per row as LayerNormRows, channel = row % kC for scale (in[1]) and B (in[2]).
+template <typename P>
+struct InstanceNormRows {
+  using T = typename P::T;
+  __device__ __forceinline__ static void run(const OpParams& p) {
+    const int lane = threadIdx.x & 31;
+    const i64 warps_per_block = blockDim.x / 32;
+    const i64 stride = static_cast<i64>(gridDim.x) * warps_per_block;
+    for (i64 row = blockIdx.x * warps_per_block + threadIdx.x / 32; row < P::kOuter; row += stride) {
+      const T* x = static_cast<const T*>(p.in[0]) + row * P::kR;
+      T* y = static_cast<T*>(p.out[0]) + row * P::kR;
+      float s = 0.f;
+      for (i64 j = lane; j < P::kR; j += 32) s += to_float(x[j]);
+      const float mean = warp_sum(s) * (1.f / static_cast<float>(P::kR));
+      float q = 0.f;
+      for (i64 j = lane; j < P::kR; j += 32) {
+        const float d = to_float(x[j]) - mean;
+        q = fmaf(d, d, q);
+      }
+      const float inv = rsqrtf(warp_sum(q) * (1.f / static_cast<float>(P::kR)) + P::kEpsilon);
+      const i64 ch = row % P::kC;
+      const float a = inv * to_float(static_cast<const T*>(p.in[1])[ch]);
+      const float c = to_float(static_cast<const T*>(p.in[2])[ch]);
+      for (i64 j = lane; j < P::kR; j += 32) y[j] = from_float<T>(fmaf(to_float(x[j]) - mean, a, c));
+    }
+  }
+};
+
 // A reduction over the innermost kR elements of kOuter contiguous rows: one warp per row, the
 // lanes reading the row with stride 32 (coalesced) and meeting by shuffles.
 template <typename P>
