@@ -204,68 +204,31 @@ TEST(ConvertLayout, OpWithoutNhwcFormGetsAnExplainedTranspose) {
 })");
 }
 
-TEST(ConvertLayout, GlobalMaxPoolTakesItsNhwcForm) {
-  testing::expect_pass_result("convert-layout", R"(graph @g opset 17 {
-  input %x : f32[1,8,2,2]
-  const %w : f32[2,8,1,1] = [1.0, -1.0, 0.5, 0.25, 2.0, -0.5, 1.5, 0.75, 1.0, -1.0, 0.5, 0.25, 2.0, -0.5, 1.5, 0.75]
-  %c = Conv(%x, %w) : f32[1,2,2,2] @"conv"
-  %y = GlobalMaxPool(%c) : f32[1,2,1,1] @"gmp"
-  output %y
-})",
-                              R"(graph @g opset 17 {
-  input %x : f32[1,8,2,2]
-  const %w : f32[2,1,1,8] = [1.0, -1.0, 0.5, 0.25, 2.0, -0.5, 1.5, 0.75, 1.0, -1.0, 0.5, 0.25, 2.0, -0.5, 1.5, 0.75]
-  %xt = Transpose(%x) {perm = [0, 2, 3, 1]} : f32[1,2,2,8] @"t0"
-  %ct = tessel.Conv(%xt, %w) : f32[1,2,2,2] @"conv"
-  %yt = tessel.GlobalMaxPool(%ct) : f32[1,1,1,2] @"gmp"
-  %y = Transpose(%yt) {perm = [0, 3, 1, 2]} : f32[1,2,1,1] @"t1"
-  output %y
-})");
-}
-
-// AlexNet's LRN after a conv: its NHWC form, the window over channels read as they lie.
-TEST(ConvertLayout, LrnTakesItsNhwcForm) {
-  testing::expect_pass_result("convert-layout", R"(graph @g opset 17 {
-  input %x : f32[1,8,2,2]
-  const %w : f32[2,8,1,1] = [1.0, -1.0, 0.5, 0.25, 2.0, -0.5, 1.5, 0.75, 1.0, -1.0, 0.5, 0.25, 2.0, -0.5, 1.5, 0.75]
-  %c = Conv(%x, %w) : f32[1,2,2,2] @"conv"
-  %y = LRN(%c) {size = 3} : f32[1,2,2,2] @"lrn"
-  output %y
-})",
-                              R"(graph @g opset 17 {
-  input %x : f32[1,8,2,2]
-  const %w : f32[2,1,1,8] = [1.0, -1.0, 0.5, 0.25, 2.0, -0.5, 1.5, 0.75, 1.0, -1.0, 0.5, 0.25, 2.0, -0.5, 1.5, 0.75]
-  %xt = Transpose(%x) {perm = [0, 2, 3, 1]} : f32[1,2,2,8] @"t0"
-  %ct = tessel.Conv(%xt, %w) : f32[1,2,2,2] @"conv"
-  %yt = tessel.LRN(%ct) {size = 3} : f32[1,2,2,2] @"lrn"
-  %y = Transpose(%yt) {perm = [0, 3, 1, 2]} : f32[1,2,2,2] @"t1"
-  output %y
-})");
-}
-
-// A style-transfer net's InstanceNormalization after a conv: its NHWC form, the per-channel
-// scale and B as they are.
-TEST(ConvertLayout, InstanceNormalizationTakesItsNhwcForm) {
-  testing::expect_pass_result("convert-layout", R"(graph @g opset 17 {
-  input %x : f32[1,8,2,2]
-  const %w : f32[2,8,1,1] = [1.0, -1.0, 0.5, 0.25, 2.0, -0.5, 1.5, 0.75, 1.0, -1.0, 0.5, 0.25, 2.0, -0.5, 1.5, 0.75]
-  const %s : f32[2] = [2.0, 0.5]
-  const %b : f32[2] = [0.5, -1.0]
-  %c = Conv(%x, %w) : f32[1,2,2,2] @"conv"
-  %y = InstanceNormalization(%c, %s, %b) : f32[1,2,2,2] @"in"
-  output %y
-})",
-                              R"(graph @g opset 17 {
-  input %x : f32[1,8,2,2]
-  const %w : f32[2,1,1,8] = [1.0, -1.0, 0.5, 0.25, 2.0, -0.5, 1.5, 0.75, 1.0, -1.0, 0.5, 0.25, 2.0, -0.5, 1.5, 0.75]
-  const %s : f32[2] = [2.0, 0.5]
-  const %b : f32[2] = [0.5, -1.0]
-  %xt = Transpose(%x) {perm = [0, 2, 3, 1]} : f32[1,2,2,8] @"t0"
-  %ct = tessel.Conv(%xt, %w) : f32[1,2,2,2] @"conv"
-  %yt = tessel.InstanceNormalization(%ct, %s, %b) : f32[1,2,2,2] @"in"
-  %y = Transpose(%yt) {perm = [0, 3, 1, 2]} : f32[1,2,2,2] @"t1"
-  output %y
-})");
+// Ops after a conv that take their NHWC forms, other operands (per-channel vectors) as they
+// are: GlobalMaxPool, AlexNet's LRN (its window over channels read as they lie), and a
+// style-transfer net's InstanceNormalization.
+TEST(ConvertLayout, PoolAndNormalizationOpsTakeTheirNhwcForms) {
+  struct Case {
+    std::string op, args, attrs, nchw_out, nhwc_out;
+  };
+  const std::string w = "[1.0, -1.0, 0.5, 0.25, 2.0, -0.5, 1.5, 0.75, 1.0, -1.0, 0.5, 0.25, 2.0, -0.5, 1.5, 0.75]";
+  const std::string vectors = "  const %s : f32[2] = [2.0, 0.5]\n  const %b : f32[2] = [0.5, -1.0]\n";
+  for (const Case& c : {Case{"GlobalMaxPool", "", "", "f32[1,2,1,1]", "f32[1,1,1,2]"},
+                        Case{"LRN", "", " {size = 3}", "f32[1,2,2,2]", "f32[1,2,2,2]"},
+                        Case{"InstanceNormalization", ", %s, %b", "", "f32[1,2,2,2]", "f32[1,2,2,2]"}}) {
+    SCOPED_TRACE(c.op);
+    const std::string consts = c.args.empty() ? "" : vectors;
+    testing::expect_pass_result(
+        "convert-layout",
+        "graph @g opset 17 {\n  input %x : f32[1,8,2,2]\n  const %w : f32[2,8,1,1] = " + w + "\n" + consts +
+            "  %c = Conv(%x, %w) : f32[1,2,2,2] @\"conv\"\n  %y = " + c.op + "(%c" + c.args + ")" + c.attrs + " : " +
+            c.nchw_out + " @\"op\"\n  output %y\n}",
+        "graph @g opset 17 {\n  input %x : f32[1,8,2,2]\n  const %w : f32[2,1,1,8] = " + w + "\n" + consts +
+            "  %xt = Transpose(%x) {perm = [0, 2, 3, 1]} : f32[1,2,2,8] @\"t0\"\n"
+            "  %ct = tessel.Conv(%xt, %w) : f32[1,2,2,2] @\"conv\"\n"
+            "  %yt = tessel." + c.op + "(%ct" + c.args + ")" + c.attrs + " : " + c.nhwc_out + " @\"op\"\n"
+            "  %y = Transpose(%yt) {perm = [0, 3, 1, 2]} : " + c.nchw_out + " @\"t1\"\n  output %y\n}");
+  }
 }
 
 // A conv whose weight is computed at run time has no tessel form; nothing around it becomes

@@ -19,6 +19,32 @@ __device__ __forceinline__ float warp_sum(float v) {
   return v;
 }
 
+// fn(row, lane) for each of `rows` rows, one warp per row, grid-stride over the warps. The row
+// loop is per warp, so every lane of a warp takes the same trip count and full-mask shuffles
+// inside fn are legal.
+template <typename Fn>
+__device__ __forceinline__ void for_each_row_by_warp(i64 rows, Fn fn) {
+  const int lane = threadIdx.x & 31;
+  const i64 warps_per_block = blockDim.x / 32;
+  const i64 stride = static_cast<i64>(gridDim.x) * warps_per_block;
+  for (i64 row = blockIdx.x * warps_per_block + threadIdx.x / 32; row < rows; row += stride) fn(row, lane);
+}
+
+// The mean and 1 / sqrt(variance + epsilon) of a row of n elements read by a warp (stride 32),
+// the variance of the deviations in a second read (from L1), as the references compute it.
+template <typename T>
+__device__ __forceinline__ float2 row_moments(const T* x, i64 n, int lane, float epsilon) {
+  float s = 0.f;
+  for (i64 j = lane; j < n; j += 32) s += to_float(x[j]);
+  const float mean = warp_sum(s) * (1.f / static_cast<float>(n));
+  float q = 0.f;
+  for (i64 j = lane; j < n; j += 32) {
+    const float d = to_float(x[j]) - mean;
+    q = fmaf(d, d, q);
+  }
+  return make_float2(mean, rsqrtf(warp_sum(q) * (1.f / static_cast<float>(n)) + epsilon));
+}
+
 // Softmax over contiguous rows (the normalised axis is the innermost: P::kOuter rows of P::kN
 // elements), one warp per row: the lanes read the row with stride 32 (coalesced), and the
 // max and the sum are warp shuffles. The row loop is per warp, so every lane of a warp takes
@@ -27,10 +53,7 @@ template <typename P>
 struct SoftmaxRows {
   using T = typename P::T;
   __device__ __forceinline__ static void run(const OpParams& p) {
-    const int lane = threadIdx.x & 31;
-    const i64 warps_per_block = blockDim.x / 32;
-    const i64 stride = static_cast<i64>(gridDim.x) * warps_per_block;
-    for (i64 row = blockIdx.x * warps_per_block + threadIdx.x / 32; row < P::kOuter; row += stride) {
+    for_each_row_by_warp(P::kOuter, [&](i64 row, int lane) {
       const T* x = static_cast<const T*>(p.in[0]) + row * P::kN;
       T* y = static_cast<T*>(p.out[0]) + row * P::kN;
       float m = __int_as_float(0xff800000);  // -inf
@@ -40,7 +63,7 @@ struct SoftmaxRows {
       for (i64 j = lane; j < P::kN; j += 32) s += expf(to_float(x[j]) - m);
       s = warp_sum(s);
       for (i64 j = lane; j < P::kN; j += 32) y[j] = from_float<T>(expf(to_float(x[j]) - m) / s);
-    }
+    });
   }
 };
 
@@ -73,29 +96,18 @@ template <typename P>
 struct LayerNormRows {
   using T = typename P::T;
   __device__ __forceinline__ static void run(const OpParams& p) {
-    const int lane = threadIdx.x & 31;
-    const i64 warps_per_block = blockDim.x / 32;
-    const i64 stride = static_cast<i64>(gridDim.x) * warps_per_block;
     const T* scale = static_cast<const T*>(p.in[1]);
     const T* bias = static_cast<const T*>(p.in[2]);
-    for (i64 row = blockIdx.x * warps_per_block + threadIdx.x / 32; row < P::kOuter; row += stride) {
+    for_each_row_by_warp(P::kOuter, [&](i64 row, int lane) {
       const T* x = static_cast<const T*>(p.in[0]) + row * P::kN;
       T* y = static_cast<T*>(p.out[0]) + row * P::kN;
-      float s = 0.f;
-      for (i64 j = lane; j < P::kN; j += 32) s += to_float(x[j]);
-      const float mean = warp_sum(s) * (1.f / static_cast<float>(P::kN));
-      float q = 0.f;
+      const float2 m = row_moments(x, P::kN, lane, P::kEpsilon);
       for (i64 j = lane; j < P::kN; j += 32) {
-        const float d = to_float(x[j]) - mean;
-        q += d * d;
-      }
-      const float inv = rsqrtf(warp_sum(q) * (1.f / static_cast<float>(P::kN)) + P::kEpsilon);
-      for (i64 j = lane; j < P::kN; j += 32) {
-        float v = (to_float(x[j]) - mean) * inv * to_float(scale[j]);
+        float v = (to_float(x[j]) - m.x) * m.y * to_float(scale[j]);
         if constexpr (P::kHasBias) v += to_float(bias[j]);
         y[j] = from_float<T>(v);
       }
-    }
+    });
   }
 };
 
@@ -346,26 +358,15 @@ template <typename P>
 struct InstanceNormRows {
   using T = typename P::T;
   __device__ __forceinline__ static void run(const OpParams& p) {
-    const int lane = threadIdx.x & 31;
-    const i64 warps_per_block = blockDim.x / 32;
-    const i64 stride = static_cast<i64>(gridDim.x) * warps_per_block;
-    for (i64 row = blockIdx.x * warps_per_block + threadIdx.x / 32; row < P::kOuter; row += stride) {
+    for_each_row_by_warp(P::kOuter, [&](i64 row, int lane) {
       const T* x = static_cast<const T*>(p.in[0]) + row * P::kR;
       T* y = static_cast<T*>(p.out[0]) + row * P::kR;
-      float s = 0.f;
-      for (i64 j = lane; j < P::kR; j += 32) s += to_float(x[j]);
-      const float mean = warp_sum(s) * (1.f / static_cast<float>(P::kR));
-      float q = 0.f;
-      for (i64 j = lane; j < P::kR; j += 32) {
-        const float d = to_float(x[j]) - mean;
-        q = fmaf(d, d, q);
-      }
-      const float inv = rsqrtf(warp_sum(q) * (1.f / static_cast<float>(P::kR)) + P::kEpsilon);
+      const float2 m = row_moments(x, P::kR, lane, P::kEpsilon);
       const i64 ch = row % P::kC;
-      const float a = inv * to_float(static_cast<const T*>(p.in[1])[ch]);
+      const float a = m.y * to_float(static_cast<const T*>(p.in[1])[ch]);
       const float c = to_float(static_cast<const T*>(p.in[2])[ch]);
-      for (i64 j = lane; j < P::kR; j += 32) y[j] = from_float<T>(fmaf(to_float(x[j]) - mean, a, c));
-    }
+      for (i64 j = lane; j < P::kR; j += 32) y[j] = from_float<T>(fmaf(to_float(x[j]) - m.x, a, c));
+    });
   }
 };
 
@@ -375,16 +376,13 @@ template <typename P>
 struct ReduceRows {
   using T = typename P::T;
   __device__ __forceinline__ static void run(const OpParams& p) {
-    const int lane = threadIdx.x & 31;
-    const i64 warps_per_block = blockDim.x / 32;
-    const i64 stride = static_cast<i64>(gridDim.x) * warps_per_block;
-    for (i64 row = blockIdx.x * warps_per_block + threadIdx.x / 32; row < P::kOuter; row += stride) {
+    for_each_row_by_warp(P::kOuter, [&](i64 row, int lane) {
       const T* x = static_cast<const T*>(p.in[0]) + row * P::kR;
       ReduceAcc<P::kKind> acc;
       for (i64 j = lane; j < P::kR; j += 32) acc.add(to_float(x[j]));
       acc = warp_merge(acc);
       if (lane == 0) static_cast<T*>(p.out[0])[row] = from_float<T>(acc.result(static_cast<float>(P::kR)));
-    }
+    });
   }
 };
 
