@@ -131,7 +131,7 @@ const std::map<std::string, OpFacts>& table() {
     // Reductions.
     t["Softmax"] = {.kind = OpKind::kReduction, .nhwc = NhwcForm::kAxes,
                     .gpu = GpuKernel::kReduce, .fp16 = true};
-    t["LogSoftmax"] = {.kind = OpKind::kReduction, .nhwc = NhwcForm::kAxes, .fp16 = true};
+    t["LogSoftmax"] = t["Softmax"];
     t["ReduceMean"] = {.kind = OpKind::kReduction, .nhwc = NhwcForm::kAxes,
                        .gpu = GpuKernel::kReduce, .flops = FlopRule::kPerInput, .fp16 = true};
     // The other float reductions run the same kernels as ReduceMean (op_reduce.cc). Max and
@@ -155,7 +155,9 @@ const std::map<std::string, OpFacts>& table() {
     for (const char* op : {"Concat", "Split", "Slice", "Pad"}) t[op] = movement(NhwcForm::kAxes);
     t["DepthToSpace"] = tessel_form(OpKind::kDataMovement, "tessel.DepthToSpace", FlopRule::kZero);
     t["tessel.DepthToSpace"] = nhwc_op(OpKind::kDataMovement, GpuKernel::kCopy, FlopRule::kZero);
-    t["SpaceToDepth"] = {.kind = OpKind::kDataMovement, .flops = FlopRule::kZero, .fp16 = true};
+    t["SpaceToDepth"] = tessel_form(OpKind::kDataMovement, "tessel.SpaceToDepth", FlopRule::kZero);
+    t["SpaceToDepth"].gpu = GpuKernel::kCopy;  // a channels-first one that stays so
+    t["tessel.SpaceToDepth"] = nhwc_op(OpKind::kDataMovement, GpuKernel::kCopy, FlopRule::kZero);
     t["Gather"] = {.kind = OpKind::kDataMovement, .gpu = GpuKernel::kCopy,
                    .flops = FlopRule::kZero, .fp16 = true};
     for (const char* op : {"GatherElements", "Tile", "Expand"})

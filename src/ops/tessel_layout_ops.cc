@@ -1,6 +1,6 @@
 // The NHWC forms of ONNX's layout-sensitive ops that CNNs use, produced by convert-layout:
 // tessel.MaxPool, tessel.AveragePool, tessel.GlobalAveragePool, tessel.GlobalMaxPool,
-// tessel.LRN, tessel.InstanceNormalization and tessel.DepthToSpace. Each
+// tessel.LRN, tessel.InstanceNormalization, tessel.DepthToSpace and tessel.SpaceToDepth. Each
 // has its ONNX op's attributes and semantics with X and Y in NHWC [N, H, W, C], and its
 // reference kernel is the ONNX kernel between two transposes. (The pools compute in double
 // and round once, as their ONNX kernels do; tessel.MaxPool has no Indices output.)
@@ -58,6 +58,7 @@ void register_tessel_layout_ops(ir::OpRegistry& r) {
   add_nhwc_op(r, "tessel.LRN", "LRN", {"alpha", "beta", "bias", "size"});
   add_nhwc_op(r, "tessel.InstanceNormalization", "InstanceNormalization", {"epsilon"}, 2);
   add_nhwc_op(r, "tessel.DepthToSpace", "DepthToSpace", {"blocksize", "mode"});
+  add_nhwc_op(r, "tessel.SpaceToDepth", "SpaceToDepth", {"blocksize"});
 }
 
 }  // namespace tessel::ops

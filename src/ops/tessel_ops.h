@@ -7,7 +7,7 @@
 //   tessel.GlobalAveragePool,                (tessel_layout_ops.cc)
 //   tessel.GlobalMaxPool, tessel.LRN,
 //   tessel.InstanceNormalization,
-//   tessel.DepthToSpace
+//   tessel.DepthToSpace, tessel.SpaceToDepth
 //
 // Every one has a CPU reference kernel that reuses the ONNX op it generalises (transpose to
 // NCHW, run the ONNX kernel from the registry, transpose back), so a graph keeps running on

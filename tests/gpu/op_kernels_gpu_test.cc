@@ -177,6 +177,12 @@ TEST(OpKernelsGpu, EveryFloatReduction) {
   check_op("ReduceLogSumExp", {{{DType::kF32, {5, 64}}, large}}, {{"axes", Ints{-1}}});
 }
 
+TEST(OpKernelsGpu, SpaceToDepth) {
+  check_op("tessel.SpaceToDepth", {act(DType::kF16, {2, 8, 6, 24})}, {{"blocksize", int64_t{2}}});
+  check_op("tessel.SpaceToDepth", {act(DType::kF32, {1, 9, 12, 3})}, {{"blocksize", int64_t{3}}});
+  check_op("SpaceToDepth", {act(DType::kF32, {2, 5, 8, 4})}, {{"blocksize", int64_t{2}}});
+}
+
 TEST(OpKernelsGpu, Lrn) {
   check_op("tessel.LRN", {act(DType::kF16, {2, 5, 7, 24})}, {{"size", int64_t{5}}});
   check_op("tessel.LRN", {act(DType::kF32, {1, 3, 4, 7})}, {{"size", int64_t{4}}, {"alpha", 0.5}, {"bias", 2.0}});
@@ -204,6 +210,8 @@ TEST(OpKernelsGpu, Softmax) {
   check_op("Softmax", {act(DType::kF32, {37, 10})});                   // n < 32: idle lanes
   check_op("Softmax", {act(DType::kF32, {2, 5, 3})}, {{"axis", int64_t{1}}});  // strided axis
   check_op("Softmax", {act(DType::kF16, {3, 4, 6})}, {{"axis", int64_t{0}}});
+  check_op("LogSoftmax", {act(DType::kF16, {4, 1000})});
+  check_op("LogSoftmax", {act(DType::kF32, {2, 5, 3})}, {{"axis", int64_t{1}}});
 }
 
 TEST(OpKernelsGpu, ReduceMean) {

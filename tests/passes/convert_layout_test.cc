@@ -189,23 +189,25 @@ TEST(ConvertLayout, OpWithoutNhwcFormGetsAnExplainedTranspose) {
   testing::expect_pass_result("convert-layout", R"(graph @g opset 17 {
   input %x : f32[1,8,2,2]
   const %w : f32[1,8,1,1] = [1.0, -1.0, 0.5, 0.25, 2.0, -0.5, 1.5, 0.75]
+  const %axis : i64[] = [1]
   %c = Conv(%x, %w) : f32[1,1,2,2] @"conv"
-  %y = SpaceToDepth(%c) {blocksize = 2} : f32[1,4,1,1] @"s2d"
+  %y = CumSum(%c, %axis) : f32[1,1,2,2] @"cumsum"
   output %y
 })",
                               R"(graph @g opset 17 {
   input %x : f32[1,8,2,2]
   const %w : f32[1,1,1,8] = [1.0, -1.0, 0.5, 0.25, 2.0, -0.5, 1.5, 0.75]
+  const %axis : i64[] = [1]
   %xt = Transpose(%x) {perm = [0, 2, 3, 1]} : f32[1,2,2,8] @"t0"
   %ct = tessel.Conv(%xt, %w) : f32[1,2,2,1] @"conv"
-  %c = Transpose(%ct) {layout_reason = "SpaceToDepth 's2d' has no NHWC form", perm = [0, 3, 1, 2]} : f32[1,1,2,2] @"t1"
-  %y = SpaceToDepth(%c) {blocksize = 2} : f32[1,4,1,1] @"s2d"
+  %c = Transpose(%ct) {layout_reason = "CumSum 'cumsum' has no NHWC form", perm = [0, 3, 1, 2]} : f32[1,1,2,2] @"t1"
+  %y = CumSum(%c, %axis) : f32[1,1,2,2] @"cumsum"
   output %y
 })");
 }
 
 // Ops after a conv that take their NHWC forms, other operands (per-channel vectors) as they
-// are: GlobalMaxPool, AlexNet's LRN (its window over channels read as they lie), and a
+// are: GlobalMaxPool, SpaceToDepth, AlexNet's LRN (its window over channels read as they lie), and a
 // style-transfer net's InstanceNormalization.
 TEST(ConvertLayout, PoolAndNormalizationOpsTakeTheirNhwcForms) {
   struct Case {
@@ -214,6 +216,7 @@ TEST(ConvertLayout, PoolAndNormalizationOpsTakeTheirNhwcForms) {
   const std::string w = "[1.0, -1.0, 0.5, 0.25, 2.0, -0.5, 1.5, 0.75, 1.0, -1.0, 0.5, 0.25, 2.0, -0.5, 1.5, 0.75]";
   const std::string vectors = "  const %s : f32[2] = [2.0, 0.5]\n  const %b : f32[2] = [0.5, -1.0]\n";
   for (const Case& c : {Case{"GlobalMaxPool", "", "", "f32[1,2,1,1]", "f32[1,1,1,2]"},
+                        Case{"SpaceToDepth", "", " {blocksize = 2}", "f32[1,8,1,1]", "f32[1,1,1,8]"},
                         Case{"LRN", "", " {size = 3}", "f32[1,2,2,2]", "f32[1,2,2,2]"},
                         Case{"InstanceNormalization", ", %s, %b", "", "f32[1,2,2,2]", "f32[1,2,2,2]"}}) {
     SCOPED_TRACE(c.op);

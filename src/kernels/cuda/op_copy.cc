@@ -242,6 +242,24 @@ std::vector<Segment> segments_of(const ir::Graph& g, const ir::Node& n,
     }
     return {s};
   }
+  if (n.op == "SpaceToDepth" || n.op == "tessel.SpaceToDepth") {
+    // Output channel (dy * b + dx) * C + c of pixel (ho, wo) is input channel c of pixel
+    // (ho * b + dy, wo * b + dx). The output iterated in its own order: NHWC [N, Ho, Wo, dy,
+    // dx, C]; channels-first [N, dy, dx, C, Ho, Wo].
+    const int64_t b = n.get_int("blocksize", 0);
+    Segment s = identity_segment(g, n, 0, 0);
+    if (n.op == "tessel.SpaceToDepth") {
+      const int64_t N = in[0], H = in[1], W = in[2], C = in[3];
+      s.dims = {N, H / b, W / b, b, b, C};
+      s.src_stride = {H * W * C, b * W * C, b * C, W * C, C, 1};
+    } else {
+      const int64_t N = in[0], C = in[1], H = in[2], W = in[3];
+      s.dims = {N, b, b, C, H / b, W / b};
+      s.src_stride = {C * H * W, W, 1, H * W, b * W, b};
+    }
+    s.dst_stride = contiguous_strides(s.dims);
+    return {s};
+  }
   // tessel.DepthToSpace, NHWC: out [N, H*b, W*b, C'] iterated as [N, H, i, W, j, C'].
   const int64_t b = n.get_int("blocksize", 0);
   const bool dcr = n.get_string("mode", "DCR") == "DCR";
@@ -346,6 +364,12 @@ std::optional<std::string> check_copy(const ir::Graph& g, const ir::Node& n) {
     for (ir::ValueId v : n.inputs)
       if (v == ir::kNoValue || g.type(v).dtype != g.type(n.inputs[0]).dtype)
         return n.label() + ": Concat inputs must all be given with one dtype";
+  if (n.op == "SpaceToDepth" || n.op == "tessel.SpaceToDepth") {
+    const int64_t b = n.get_int("blocksize", 0);
+    const bool nhwc = n.op == "tessel.SpaceToDepth";
+    if (in.size() != 4 || b < 1 || in[nhwc ? 1 : 2] % b != 0 || in[nhwc ? 2 : 3] % b != 0)
+      return n.label() + ": expected a rank-4 input whose height and width blocksize divides";
+  }
   if (n.op == "tessel.DepthToSpace") {
     const int64_t b = n.get_int("blocksize", 0);
     const std::string mode = n.get_string("mode", "DCR");

@@ -1,4 +1,4 @@
-// Reductions (kernels/tessel_op_reduce.cuh): Softmax along any axis, the float Reduce* ops
+// Reductions (kernels/tessel_op_reduce.cuh): Softmax and LogSoftmax along any axis, the float Reduce* ops
 // (Sum, Mean, Max, Min, Prod, SumSquare, L1, L2, LogSum, LogSumExp) over any axes,
 // LayerNormalization over its trailing dims and InstanceNormalization over the pixels, with the semantics of ops/reduce.cc and
 // ops/reduce_more.cc (the axes and output shape come from the same ops::plan_reduce) and fp32
@@ -81,9 +81,10 @@ OpKernelSource emit_softmax(const ir::Graph& g, const ir::Node& n) {
   const std::optional<SoftmaxView> v = softmax_view(n, shape, g.opset);
   TESSEL_ICHECK(v) << n.label() << ": axis checked by check_reduce";
   const std::string problem =
-      fmt::format("// {} -> {}\nstruct Problem {{\n  using T = {};\n  static constexpr i64 kOuter = {}, kN = {}, kInner = {};\n}};\n",
-                  g.type(n.inputs[0]).str(), g.type(n.outputs[0]).str(),
-                  type_of(g.type(n.inputs[0]).dtype), v->outer, v->n, v->inner);
+      fmt::format("// {}: {} -> {}\nstruct Problem {{\n  using T = {};\n  static constexpr i64 kOuter = {}, kN = {}, kInner = {};\n"
+                  "  static constexpr bool kLog = {};\n}};\n",
+                  n.op, g.type(n.inputs[0]).str(), g.type(n.outputs[0]).str(),
+                  type_of(g.type(n.inputs[0]).dtype), v->outer, v->n, v->inner, n.op == "LogSoftmax");
   if (v->inner == 1) {
     constexpr int kWarps = kThreads / 32;
     return make_source(n, "softmax_rows", "tessel_op_reduce.cuh", problem,
@@ -268,7 +269,7 @@ std::optional<std::string> check_reduce(const ir::Graph& g, const ir::Node& n) {
   if (!is_float_storage(t))
     return n.label() + ": input dtype " + std::string(dtype_name(t)) +
            " has no GPU kernel (f32, f16, bf16; integer reductions need exact accumulation)";
-  if (n.op == "Softmax") {
+  if (n.op == "Softmax" || n.op == "LogSoftmax") {
     if (!softmax_view(n, g.type(n.inputs[0]).shape, g.opset))
       return n.label() + ": axis out of range for the input";
     return std::nullopt;
@@ -281,7 +282,7 @@ std::optional<std::string> check_reduce(const ir::Graph& g, const ir::Node& n) {
 }
 
 OpKernelSource emit_reduce(const ir::Graph& g, const ir::Node& n) {
-  if (n.op == "Softmax") return emit_softmax(g, n);
+  if (n.op == "Softmax" || n.op == "LogSoftmax") return emit_softmax(g, n);
   if (n.op == "LayerNormalization") return emit_layer_norm(g, n);
   if (n.op == "InstanceNormalization" || n.op == "tessel.InstanceNormalization") return emit_instance_norm(g, n);
   return emit_reduce_op(g, n);

@@ -166,6 +166,10 @@ TEST_F(OpKernelsTest, SoftmaxTakesOneWarpPerContiguousRow) {
   const OpKernelSource strided = emit_and_compile(
       one_node("Softmax", {act(DType::kF32, {2, 5, 3})}, {{"axis", int64_t{1}}}), "kOuter = 2, kN = 5, kInner = 3");
   EXPECT_NE(strided.source.find("SoftmaxStrided<Problem>"), std::string::npos);
+  // LogSoftmax: the same kernels, x - max - log(sum).
+  emit_and_compile(one_node("LogSoftmax", {act(DType::kF16, {2, 3, 1000})}), "kInner = 1;\n  static constexpr bool kLog = true;");
+  emit_and_compile(one_node("LogSoftmax", {act(DType::kF32, {2, 5, 3})}, {{"axis", int64_t{1}}}),
+                   "kInner = 3;\n  static constexpr bool kLog = true;");
 }
 
 TEST_F(OpKernelsTest, ReduceMeanOverOneRunOfDimsIsAMeanOverTheMiddleDim) {
@@ -200,6 +204,15 @@ TEST_F(OpKernelsTest, LrnReadsItsChannelWindowInEitherLayout) {
                             {{"size", int64_t{4}}, {"alpha", 0.5}, {"beta", 0.5}, {"bias", 2.0}}),
                    "kOuter = 2, kC = 6, kInner = 10;\n  static constexpr i64 kBefore = 1, kAfter = 2;\n"
                    "  static constexpr float kAlphaOverSize = 0.125f, kBeta = 0.5f, kBias = 2.0f;");
+}
+
+TEST_F(OpKernelsTest, SpaceToDepthIsAStridedCopyInEitherLayout) {
+  emit_and_compile(one_node("tessel.SpaceToDepth", {act(DType::kF16, {2, 8, 6, 24})}, {{"blocksize", int64_t{2}}}),
+                   "tessel.SpaceToDepth");
+  emit_and_compile(one_node("SpaceToDepth", {act(DType::kF32, {1, 3, 9, 6})}, {{"blocksize", int64_t{3}}}),
+                   "SpaceToDepth");
+  const ir::Graph odd = one_node("SpaceToDepth", {act(DType::kF32, {1, 3, 9, 6})}, {{"blocksize", int64_t{3}}});
+  EXPECT_FALSE(can_emit_op(odd, odd.nodes[0]));
 }
 
 TEST_F(OpKernelsTest, InstanceNormalizationInEitherLayout) {
@@ -265,8 +278,7 @@ TEST_F(OpKernelsTest, UnsupportedNodesSayWhy) {
                             {{"group", int64_t{2}}, {"store", std::string("nchw")}})),
             "tessel.Conv 'node': a grouped convolution with an NCHW store, out_dtype or "
             "input_layout (only group-1 convolutions take them)");
-  EXPECT_EQ(reason(one_node("LogSoftmax", {act(DType::kF32, {2, 10})})),
-            "LogSoftmax 'node': op LogSoftmax has no GPU op kernel");
+  EXPECT_EQ(reason(one_node("ArgMax", {act(DType::kF32, {2, 10})})), "ArgMax 'node': op ArgMax has no GPU op kernel");
   EXPECT_EQ(reason(one_node("ReduceMean", {act(DType::kI32, {2, 10})}, {{"axes", Ints{1}}})),
             "ReduceMean 'node': input dtype i32 has no GPU kernel (f32, f16, bf16; integer reductions "
             "need exact accumulation)");

@@ -1,4 +1,5 @@
-// Reductions over NHWC/any-layout tensors (kernels/cuda/op_reduce.cc): Softmax, the Reduce*
+// Reductions over NHWC/any-layout tensors (kernels/cuda/op_reduce.cc): Softmax and LogSoftmax
+// (kLog: x - max - log(sum)), the Reduce*
 // ops and LayerNormalization, all accumulating in fp32 whatever the storage type, as
 // ops/reduce.cc and ops/reduce_more.cc define them (there in double): softmax(x)_j =
 // exp(x_j - max) / sum_k exp(x_k - max), mean = sum / count, and so on.
@@ -62,7 +63,12 @@ struct SoftmaxRows {
       float s = 0.f;
       for (i64 j = lane; j < P::kN; j += 32) s += expf(to_float(x[j]) - m);
       s = warp_sum(s);
-      for (i64 j = lane; j < P::kN; j += 32) y[j] = from_float<T>(expf(to_float(x[j]) - m) / s);
+      if constexpr (P::kLog) {
+        const float log_s = logf(s);
+        for (i64 j = lane; j < P::kN; j += 32) y[j] = from_float<T>(to_float(x[j]) - m - log_s);
+      } else {
+        for (i64 j = lane; j < P::kN; j += 32) y[j] = from_float<T>(expf(to_float(x[j]) - m) / s);
+      }
     });
   }
 };
@@ -82,8 +88,11 @@ struct SoftmaxStrided {
     for (i64 j = 0; j < P::kN; ++j) m = fmaxf(m, to_float(x[j * P::kInner]));
     float s = 0.f;
     for (i64 j = 0; j < P::kN; ++j) s += expf(to_float(x[j * P::kInner]) - m);
-    for (i64 j = 0; j < P::kN; ++j)
-      y[j * P::kInner] = from_float<T>(expf(to_float(x[j * P::kInner]) - m) / s);
+    const float log_s = logf(s);
+    for (i64 j = 0; j < P::kN; ++j) {
+      const float d = to_float(x[j * P::kInner]) - m;
+      y[j * P::kInner] = from_float<T>(P::kLog ? d - log_s : expf(d) / s);
+    }
   }
 };
 
