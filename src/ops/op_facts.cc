@@ -78,10 +78,10 @@ const std::map<std::string, OpFacts>& table() {
     t["Dropout"].flops = FlopRule::kZero;
     for (const char* op : {"Add", "Sub", "Mul", "Div", "PRelu"}) t[op] = broadcast();
     t["Pow"] = broadcast(GpuKernel::kElementwise, false);
-    for (const char* op : {"Max", "Min"}) t[op] = broadcast();
+    for (const char* op : {"Max", "Min", "Sum", "Mean"}) t[op] = broadcast();  // variadic
     // Comparisons, logic and the variadic ones: no NHWC form or GPU kernel yet.
     for (const char* op : {"Mod", "Equal", "Greater", "GreaterOrEqual", "Less", "LessOrEqual",
-                           "And", "Or", "Xor", "Where", "Sum", "Mean"}) {
+                           "And", "Or", "Xor", "Where"}) {
       t[op] = broadcast(GpuKernel::kNone, false);
       t[op].nhwc = NhwcForm::kNone;
     }

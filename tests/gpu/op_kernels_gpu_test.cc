@@ -177,6 +177,15 @@ TEST(OpKernelsGpu, EveryFloatReduction) {
   check_op("ReduceLogSumExp", {{{DType::kF32, {5, 64}}, large}}, {{"axes", Ints{-1}}});
 }
 
+TEST(OpKernelsGpu, VariadicMaxMinSumMean) {
+  for (const char* op : {"Max", "Min", "Sum", "Mean"}) {
+    SCOPED_TRACE(op);
+    check_op(op, {act(DType::kF16, {2, 4, 5, 8}), act(DType::kF16, {2, 4, 5, 8}), act(DType::kF16, {8})});
+    check_op(op, {act(DType::kF32, {3, 7}), act(DType::kF32, {3, 7})});
+    check_op(op, {act(DType::kF32, {3, 7})});
+  }
+}
+
 TEST(OpKernelsGpu, SpaceToDepth) {
   check_op("tessel.SpaceToDepth", {act(DType::kF16, {2, 8, 6, 24})}, {{"blocksize", int64_t{2}}});
   check_op("tessel.SpaceToDepth", {act(DType::kF32, {1, 9, 12, 3})}, {{"blocksize", int64_t{3}}});

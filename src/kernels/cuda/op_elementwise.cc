@@ -73,16 +73,35 @@ const std::map<std::string, std::string>& op_table() {
       {"Mul", "x0 * x1"},
       {"Div", "x0 / x1"},
       {"Pow", "powf(x0, x1)"},
-      {"Max", "fmaxf(x0, x1)"},
-      {"Min", "fminf(x0, x1)"},
+      {"Max", "{variadic}"},
+      {"Min", "{variadic}"},
+      {"Sum", "{variadic}"},
+      {"Mean", "{variadic}"},
       {"PRelu", "x0 < 0.f ? x1 * x0 : x0"},
   };
   return kOps;
 }
 
-// Broadcasting ops read two operands; the others one (Clip: three, its bounds).
+// The variadic ops (any number of broadcast operands, up to OpParams' 8 inputs).
+bool is_variadic(const std::string& op) { return op == "Max" || op == "Min" || op == "Sum" || op == "Mean"; }
+
+// Broadcasting ops read two operands; the variadic ones any number; the others one (Clip:
+// three, its bounds).
 bool is_binary(const std::string& op) {
-  return ir::OpRegistry::global().facts(op).kind == ir::OpKind::kBroadcast;
+  return ir::OpRegistry::global().facts(op).kind == ir::OpKind::kBroadcast && !is_variadic(op);
+}
+
+// Max, Min, Sum and Mean over operands x0 .. x{k-1}, folded left to right as the reference
+// does (ops/elementwise_math.cc): NaN propagates through Max and Min; Mean divides the sum.
+std::string variadic_expression(const std::string& op, size_t k) {
+  std::string body = "float a = x0;";
+  for (size_t i = 1; i < k; ++i) {
+    if (op == "Max") body += fmt::format(" a = a >= x{0} || a != a ? a : x{0};", i);
+    else if (op == "Min") body += fmt::format(" a = a <= x{0} || a != a ? a : x{0};", i);
+    else body += fmt::format(" a += x{};", i);
+  }
+  if (op == "Mean") body += fmt::format(" a /= {}.f;", k);
+  return "[&] { " + body + " return a; }()";
 }
 
 bool is_quantization(const std::string& op) {
@@ -164,6 +183,7 @@ std::string expression(const ir::Graph& g, const ir::Node& n) {
   put("{gamma}", float_literal(n.get_float("gamma", 1.05070102214813232421875)));
   put("{lambd}", float_literal(n.get_float("lambd", 0.5)));
   put("{bias}", float_literal(n.get_float("bias", 0.0)));
+  if (is_variadic(n.op)) put("{variadic}", variadic_expression(n.op, n.inputs.size()));
   if (n.op == "Gelu") {
     put("{gelu}", n.get_string("approximate", "none") == "tanh"
                       ? "x0 / (1.f + expf(-1.5957691216f * (x0 + 0.044715f * x0 * x0 * x0)))"
@@ -197,11 +217,13 @@ std::optional<std::string> check_elementwise(const ir::Graph& g, const ir::Node&
     return check_quantization(g, n);
   }
   if (!op_table().count(n.op)) return n.label() + ": op " + n.op + " has no elementwise expression";
-  const size_t operands = n.op == "Clip" ? 3 : is_binary(n.op) ? 2 : 1;
+  const size_t operands = n.op == "Clip" ? 3 : is_binary(n.op) ? 2 : is_variadic(n.op) ? 8 : 1;
   if (n.inputs.size() > operands || n.inputs.empty() || n.inputs[0] == ir::kNoValue)
     return n.label() + ": expected " + std::to_string(operands) + " operand(s) at most";
   if (is_binary(n.op) && (n.inputs.size() != 2 || n.inputs[1] == ir::kNoValue))
     return n.label() + ": expected exactly two operands";
+  if (is_variadic(n.op) && std::count(n.inputs.begin(), n.inputs.end(), ir::kNoValue))
+    return n.label() + ": every operand of " + n.op + " must be given";
   for (ir::ValueId v : n.inputs)
     if (v != ir::kNoValue && !is_float(g.type(v).dtype))
       return n.label() + ": only float operands have a GPU element-wise kernel";

@@ -206,6 +206,17 @@ TEST_F(OpKernelsTest, LrnReadsItsChannelWindowInEitherLayout) {
                    "  static constexpr float kAlphaOverSize = 0.125f, kBeta = 0.5f, kBias = 2.0f;");
 }
 
+TEST_F(OpKernelsTest, VariadicOpsFoldTheirOperands) {
+  // Three broadcast operands (a feature-pyramid sum), NaN-propagating Max, Mean's division.
+  const OpKernelSource sum = emit_and_compile(
+      one_node("Sum", {act(DType::kF16, {2, 4, 4, 8}), act(DType::kF16, {2, 4, 4, 8}), act(DType::kF16, {8})}),
+      "float a = x0; a += x1; a += x2; return a;");
+  emit_and_compile(one_node("Max", {act(DType::kF32, {3, 5}), act(DType::kF32, {3, 5}), act(DType::kF32, {5})}),
+                   "a = a >= x2 || a != a ? a : x2;");
+  emit_and_compile(one_node("Mean", {act(DType::kF32, {3, 5}), act(DType::kF32, {3, 5})}), "a /= 2.f;");
+  emit_and_compile(one_node("Min", {act(DType::kF32, {3, 5})}), "float a = x0; return a;");
+}
+
 TEST_F(OpKernelsTest, SpaceToDepthIsAStridedCopyInEitherLayout) {
   emit_and_compile(one_node("tessel.SpaceToDepth", {act(DType::kF16, {2, 8, 6, 24})}, {{"blocksize", int64_t{2}}}),
                    "tessel.SpaceToDepth");
