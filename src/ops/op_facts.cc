@@ -146,8 +146,10 @@ const std::map<std::string, OpFacts>& table() {
       t[op] = t["ReduceMean"];
       t[op].fp16 = false;
     }
-    for (const char* op : {"ArgMax", "ArgMin", "CumSum"})
-      t[op] = other(OpKind::kReduction, FlopRule::kPerInput);
+    // ArgMax / ArgMin read fp16 as it is (the comparisons are exact); their output is int64.
+    for (const char* op : {"ArgMax", "ArgMin"})
+      t[op] = {.kind = OpKind::kReduction, .gpu = GpuKernel::kReduce, .flops = FlopRule::kPerInput, .fp16 = true};
+    t["CumSum"] = other(OpKind::kReduction, FlopRule::kPerInput);
 
     // Data movement and views.
     t["Transpose"] = movement(NhwcForm::kNone);

@@ -177,6 +177,16 @@ TEST(OpKernelsGpu, EveryFloatReduction) {
   check_op("ReduceLogSumExp", {{{DType::kF32, {5, 64}}, large}}, {{"axes", Ints{-1}}});
 }
 
+TEST(OpKernelsGpu, ArgMaxArgMin) {
+  // Random values in ±[0.25, 2] of f16 tie now and then: select_last_index decides those.
+  for (const char* op : {"ArgMax", "ArgMin"}) {
+    SCOPED_TRACE(op);
+    check_op(op, {act(DType::kF16, {2, 21, 8, 8})}, {{"axis", int64_t{1}}, {"keepdims", int64_t{0}}});
+    check_op(op, {act(DType::kF16, {2, 9, 9, 40})}, {{"axis", int64_t{-1}}, {"select_last_index", int64_t{1}}});
+    check_op(op, {act(DType::kF32, {5, 300})}, {{"axis", int64_t{0}}});
+  }
+}
+
 TEST(OpKernelsGpu, VariadicMaxMinSumMean) {
   for (const char* op : {"Max", "Min", "Sum", "Mean"}) {
     SCOPED_TRACE(op);

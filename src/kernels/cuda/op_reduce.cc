@@ -1,6 +1,7 @@
 // Reductions (kernels/tessel_op_reduce.cuh): Softmax and LogSoftmax along any axis, the float Reduce* ops
 // (Sum, Mean, Max, Min, Prod, SumSquare, L1, L2, LogSum, LogSumExp) over any axes,
-// LayerNormalization over its trailing dims and InstanceNormalization over the pixels, with the semantics of ops/reduce.cc and
+// LayerNormalization over its trailing dims, InstanceNormalization over the pixels and
+// ArgMax/ArgMin along an axis, with the semantics of ops/reduce.cc and
 // ops/reduce_more.cc (the axes and output shape come from the same ops::plan_reduce) and fp32
 // accumulation for f32, f16 and bf16 storage. A reduction over one run of adjacent dims (the
 // spatial dims of NHWC data, or the innermost ones) takes the columns or rows kernel; others
@@ -199,6 +200,28 @@ OpKernelSource emit_layer_norm(const ir::Graph& g, const ir::Node& n) {
                      kThreads);
 }
 
+// ArgMax / ArgMin along `axis` as [outer, n, inner] (the CPU reference's plan_arg checked
+// the axis and that it is not empty).
+OpKernelSource emit_arg_extremum(const ir::Graph& g, const ir::Node& n) {
+  const ir::TensorType& x = g.type(n.inputs[0]);
+  const int64_t rank = static_cast<int64_t>(x.shape.size());
+  int64_t axis = n.get_int("axis", 0);
+  if (axis < 0) axis += rank;
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (d < axis) outer *= x.shape[static_cast<size_t>(d)];
+    if (d > axis) inner *= x.shape[static_cast<size_t>(d)];
+  }
+  const std::string problem = fmt::format(
+      "// {}: {} -> {}\nstruct Problem {{\n  using T = {};\n  static constexpr i64 kOuter = {}, kN = {}, kInner = {};\n"
+      "  static constexpr bool kMax = {}, kSelectLast = {};\n}};\n",
+      n.op, x.str(), g.type(n.outputs[0]).str(), type_of(x.dtype), outer, x.shape[static_cast<size_t>(axis)], inner,
+      n.op == "ArgMax", n.get_int("select_last_index", 0) != 0);
+  return make_source(n, "arg_extremum", "tessel_op_reduce.cuh", problem,
+                     "tessel::for_each_item<tessel::ArgExtremum<Problem>>(p);", (outer * inner + kThreads - 1) / kThreads,
+                     kThreads);
+}
+
 // The columns kernels' launch (ReduceColumns, InstanceNormColumns) over [outer, r, inner]: up
 // to 32 vector columns per block, the rest of its threads row lanes. Blocks are (outer, column
 // chunk) pairs; where they are fewer than the SMs of an H100, `wide` threads each (more rows in
@@ -276,6 +299,7 @@ std::optional<std::string> check_reduce(const ir::Graph& g, const ir::Node& n) {
   }
   if (n.op == "LayerNormalization") return check_layer_norm(g, n);
   if (n.op == "InstanceNormalization" || n.op == "tessel.InstanceNormalization") return std::nullopt;
+  if (n.op == "ArgMax" || n.op == "ArgMin") return std::nullopt;
   if (!reduce_kinds().count(n.op)) return n.label() + ": no GPU kernel for " + n.op;
   if (!reduce_axes(g, n)) return n.label() + ": axes (input 1) must be a constant";
   return std::nullopt;
@@ -285,6 +309,7 @@ OpKernelSource emit_reduce(const ir::Graph& g, const ir::Node& n) {
   if (n.op == "Softmax" || n.op == "LogSoftmax") return emit_softmax(g, n);
   if (n.op == "LayerNormalization") return emit_layer_norm(g, n);
   if (n.op == "InstanceNormalization" || n.op == "tessel.InstanceNormalization") return emit_instance_norm(g, n);
+  if (n.op == "ArgMax" || n.op == "ArgMin") return emit_arg_extremum(g, n);
   return emit_reduce_op(g, n);
 }
 

@@ -206,6 +206,14 @@ TEST_F(OpKernelsTest, LrnReadsItsChannelWindowInEitherLayout) {
                    "  static constexpr float kAlphaOverSize = 0.125f, kBeta = 0.5f, kBias = 2.0f;");
 }
 
+TEST_F(OpKernelsTest, ArgMaxAndArgMinAlongAnAxis) {
+  // A segmentation head's class map: the channels of NCHW logits (axis 1), keepdims 0.
+  emit_and_compile(one_node("ArgMax", {act(DType::kF16, {2, 21, 8, 8})}, {{"axis", int64_t{1}}, {"keepdims", int64_t{0}}}),
+                   "kOuter = 2, kN = 21, kInner = 64;\n  static constexpr bool kMax = true, kSelectLast = false;");
+  emit_and_compile(one_node("ArgMin", {act(DType::kF32, {3, 7})}, {{"axis", int64_t{-1}}, {"select_last_index", int64_t{1}}}),
+                   "kOuter = 3, kN = 7, kInner = 1;\n  static constexpr bool kMax = false, kSelectLast = true;");
+}
+
 TEST_F(OpKernelsTest, VariadicOpsFoldTheirOperands) {
   // Three broadcast operands (a feature-pyramid sum), NaN-propagating Max, Mean's division.
   const OpKernelSource sum = emit_and_compile(
@@ -289,7 +297,8 @@ TEST_F(OpKernelsTest, UnsupportedNodesSayWhy) {
                             {{"group", int64_t{2}}, {"store", std::string("nchw")}})),
             "tessel.Conv 'node': a grouped convolution with an NCHW store, out_dtype or "
             "input_layout (only group-1 convolutions take them)");
-  EXPECT_EQ(reason(one_node("ArgMax", {act(DType::kF32, {2, 10})})), "ArgMax 'node': op ArgMax has no GPU op kernel");
+  EXPECT_EQ(reason(one_node("CumSum", {act(DType::kF32, {2, 10}), ints({1})})),
+            "CumSum 'node': op CumSum has no GPU op kernel");
   EXPECT_EQ(reason(one_node("ReduceMean", {act(DType::kI32, {2, 10})}, {{"axes", Ints{1}}})),
             "ReduceMean 'node': input dtype i32 has no GPU kernel (f32, f16, bf16; integer reductions "
             "need exact accumulation)");

@@ -120,6 +120,31 @@ struct LayerNormRows {
   }
 };
 
+// ArgMax / ArgMin over the middle dim of [kOuter, kN, kInner], one thread per output (int64):
+// the first (kSelectLast: the last) index of the extremum, NaN counting as the extremum, as
+// ops/reduce_more.cc decides it (comparisons of f16/bf16 values in fp32 are exact).
+template <typename P>
+struct ArgExtremum {
+  using T = typename P::T;
+  static constexpr i64 kItems = P::kOuter * P::kInner;
+  __device__ __forceinline__ static void item(const OpParams& p, i64 i) {
+    const T* x = static_cast<const T*>(p.in[0]) + (i / P::kInner) * P::kN * P::kInner + i % P::kInner;
+    float best = to_float(x[0]);
+    i64 at = 0;
+    for (i64 k = 1; k < P::kN; ++k) {
+      const float v = to_float(x[k * P::kInner]);
+      const bool v_nan = v != v, best_nan = best != best;
+      const bool better = !best_nan && (v_nan || (P::kMax ? v > best : v < best));
+      const bool tie = v == best || (v_nan && best_nan);
+      if (better || (P::kSelectLast && tie)) {
+        best = v;
+        at = k;
+      }
+    }
+    static_cast<i64*>(p.out[0])[i] = at;
+  }
+};
+
 // The reductions of ops/reduce.cc and ops/reduce_more.cc in fp32 (the reference accumulates
 // in double): an accumulator per kind, which takes elements (add), meets another's partial
 // result (merge) and finishes over `count` elements. Max and Min keep NaN once seen; LogSumExp
