@@ -162,8 +162,9 @@ const std::map<std::string, OpFacts>& table() {
     t["tessel.SpaceToDepth"] = nhwc_op(OpKind::kDataMovement, GpuKernel::kCopy, FlopRule::kZero);
     t["Gather"] = {.kind = OpKind::kDataMovement, .gpu = GpuKernel::kCopy,
                    .flops = FlopRule::kZero, .fp16 = true};
-    for (const char* op : {"GatherElements", "Tile", "Expand"})
-      t[op] = {.kind = OpKind::kDataMovement, .flops = FlopRule::kZero};
+    t["GatherElements"] = {.kind = OpKind::kDataMovement, .flops = FlopRule::kZero};
+    for (const char* op : {"Tile", "Expand"})  // strided copies (stride 0 along repeats)
+      t[op] = {.kind = OpKind::kDataMovement, .gpu = GpuKernel::kCopy, .flops = FlopRule::kZero, .fp16 = true};
     for (const char* op : {"Reshape", "Flatten"}) {
       t[op] = view();
       t[op].nhwc = NhwcForm::kAxes;  // NHWC data read directly where the flat order agrees

@@ -177,6 +177,13 @@ TEST(OpKernelsGpu, EveryFloatReduction) {
   check_op("ReduceLogSumExp", {{{DType::kF32, {5, 64}}, large}}, {{"axes", Ints{-1}}});
 }
 
+TEST(OpKernelsGpu, ExpandAndTile) {
+  check_op("Expand", {act(DType::kF16, {6, 1}), ints({2, 6, 5})});
+  check_op("Expand", {act(DType::kF32, {1, 3, 1, 8}), ints({2, 1, 4, 1})});
+  check_op("Tile", {act(DType::kF32, {2, 3}), ints({2, 2})});
+  check_op("Tile", {act(DType::kF16, {1, 4, 3, 8}), ints({2, 1, 3, 2})});
+}
+
 TEST(OpKernelsGpu, ArgMaxArgMin) {
   // Random values in ±[0.25, 2] of f16 tie now and then: select_last_index decides those.
   for (const char* op : {"ArgMax", "ArgMin"}) {

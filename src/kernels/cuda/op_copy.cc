@@ -1,6 +1,6 @@
 // Data-movement ops as strided copies. Each op becomes one or more Segments: an iteration
 // space (the extents of one output, or of one input for Concat) with, per side, a base offset
-// and a stride per dim; Pad adds bounds outside which the pad value is stored. Adjacent dims
+// and a stride per dim (0 where Expand and Tile repeat the source); Pad adds bounds outside which the pad value is stored. Adjacent dims
 // that are contiguous on both sides are merged first, so a copy of any rank usually runs as a
 // rank-1..3 loop, and the innermost dim moves as V-element fragments (16-byte stores) where
 // its extent and offsets allow. A transpose that collapses to a batched swap of the last two
@@ -185,6 +185,29 @@ std::vector<Segment> segments_of(const ir::Graph& g, const ir::Node& n,
       for (int64_t d = static_cast<int64_t>(in.size()) - 1; d >= 0; --d) perm.push_back(d);
     Segment s = identity_segment(g, n, 0, 0);
     for (size_t d = 0; d < perm.size(); ++d) s.src_stride[d] = in_st[perm[d]];
+    return {s};
+  }
+  if (n.op == "Expand") {
+    // The input broadcast (right-aligned) to the output: stride 0 along the dims it repeats.
+    Segment s = identity_segment(g, n, 0, 0);
+    const size_t lead = out.size() - in.size();
+    for (size_t d = 0; d < out.size(); ++d)
+      s.src_stride[d] = d < lead || in[d - lead] == 1 ? 0 : in_st[d - lead];
+    return {s};
+  }
+  if (n.op == "Tile") {
+    // Output dim d (repeats x in[d]) iterated as [repeats, in[d]]: the source steps through the
+    // inner one only.
+    Segment s = identity_segment(g, n, 0, 0);
+    s.dims.clear(), s.src_stride.clear(), s.dst_stride.clear();
+    for (size_t d = 0; d < in.size(); ++d) {
+      s.dims.push_back(in[d] == 0 ? 0 : out[d] / in[d]);
+      s.src_stride.push_back(0);
+      s.dst_stride.push_back(in[d] * out_st[d]);
+      s.dims.push_back(in[d]);
+      s.src_stride.push_back(in_st[d]);
+      s.dst_stride.push_back(out_st[d]);
+    }
     return {s};
   }
   if (n.op == "Pad") {

@@ -206,6 +206,15 @@ TEST_F(OpKernelsTest, LrnReadsItsChannelWindowInEitherLayout) {
                    "  static constexpr float kAlphaOverSize = 0.125f, kBeta = 0.5f, kBias = 2.0f;");
 }
 
+TEST_F(OpKernelsTest, ExpandAndTileAreStridedCopies) {
+  // Expand [C, 1] to [N, C, W]: the source stands still along N and W (stride 0).
+  emit_and_compile(one_node("Expand", {act(DType::kF16, {6, 1}), ints({2, 6, 5})}),
+                   "extents [2, 6, 5], source strides [0, 1, 0], destination strides [30, 5, 1]");
+  // Tile [2, 3] by [2, 2]: [repeat, row, repeat, column].
+  emit_and_compile(one_node("Tile", {act(DType::kF32, {2, 3}), ints({2, 2})}),
+                   "extents [2, 2, 2, 3], source strides [0, 3, 0, 1], destination strides [12, 6, 3, 1]");
+}
+
 TEST_F(OpKernelsTest, ArgMaxAndArgMinAlongAnAxis) {
   // A segmentation head's class map: the channels of NCHW logits (axis 1), keepdims 0.
   emit_and_compile(one_node("ArgMax", {act(DType::kF16, {2, 21, 8, 8})}, {{"axis", int64_t{1}}, {"keepdims", int64_t{0}}}),
