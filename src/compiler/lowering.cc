@@ -28,6 +28,10 @@ EpilogueOpKind gpu_kind(ops::EpilogueKind k) {
     case ops::EpilogueKind::kMul: return EpilogueOpKind::kMul;
     case ops::EpilogueKind::kQuantize: return EpilogueOpKind::kQuantize;
     case ops::EpilogueKind::kAddScaledResidual: return EpilogueOpKind::kScaledResidualAdd;
+    case ops::EpilogueKind::kTanh: return EpilogueOpKind::kTanh;
+    case ops::EpilogueKind::kMish: return EpilogueOpKind::kMish;
+    case ops::EpilogueKind::kHardSigmoid: return EpilogueOpKind::kHardSigmoid;
+    case ops::EpilogueKind::kElu: return EpilogueOpKind::kElu;
   }
   TESSEL_ICHECK(false) << "unhandled epilogue kind " << static_cast<int>(k);
   return EpilogueOpKind::kRelu;

@@ -28,6 +28,10 @@ constexpr KindName kKinds[] = {
     {EpilogueKind::kMul, "mul", true, false},
     {EpilogueKind::kQuantize, "quantize", true, false},
     {EpilogueKind::kAddScaledResidual, "add_residual_scaled", true, false},
+    {EpilogueKind::kTanh, "tanh", false, false},
+    {EpilogueKind::kMish, "mish", false, false},
+    {EpilogueKind::kHardSigmoid, "hard_sigmoid", true, true},
+    {EpilogueKind::kElu, "elu", true, false},
 };
 
 const KindName& info(EpilogueKind kind) {
@@ -161,6 +165,16 @@ double apply_epilogue_step(const EpilogueStep& step, double v, double residual) 
     }
     case EpilogueKind::kAddScaledResidual:
       return v + step.alpha * residual;
+    case EpilogueKind::kTanh:
+      return std::tanh(v);
+    case EpilogueKind::kMish: {  // softplus without overflow, as the Mish reference kernel
+      const double sp = v > 0 ? v + std::log1p(std::exp(-v)) : std::log1p(std::exp(v));
+      return v * std::tanh(sp);
+    }
+    case EpilogueKind::kHardSigmoid:
+      return clamp_nan(step.alpha * v + step.beta, 0.0, 1.0);
+    case EpilogueKind::kElu:
+      return v < 0 ? step.alpha * std::expm1(v) : v;
   }
   TESSEL_ICHECK(false) << "unhandled epilogue kind " << static_cast<int>(step.kind);
   return v;

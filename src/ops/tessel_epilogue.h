@@ -45,6 +45,11 @@ enum class EpilogueKind {
   kQuantize,            // clamp(round_half_even(f32(v) / f32(alpha)), -128, 127): a
                         // QuantizeLinear to int8 by the scale alpha, as its reference divides
   kAddScaledResidual,   // v + alpha * R[i], R an int8 tensor dequantized by its scale alpha
+  // More activations (after the int8 steps so that the earlier kinds keep their values):
+  kTanh,         // tanh(v)                   (GAN and style-transfer outputs)
+  kMish,         // v * tanh(softplus(v))     (YOLOv4)
+  kHardSigmoid,  // clip(alpha * v + beta, 0, 1)
+  kElu,          // v < 0 ? alpha * (e^v - 1) : v
 };
 
 struct EpilogueStep {
@@ -55,7 +60,8 @@ struct EpilogueStep {
 };
 
 // "relu", "leaky_relu", "clip", "sigmoid", "hardswish", "silu", "gelu", "gelu_tanh",
-// "add_residual", "mul", "quantize", "add_residual_scaled".
+// "add_residual", "mul", "quantize", "add_residual_scaled", "tanh", "mish", "hard_sigmoid",
+// "elu".
 std::string_view epilogue_name(EpilogueKind kind);
 std::optional<EpilogueKind> epilogue_kind(std::string_view name);
 

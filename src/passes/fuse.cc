@@ -2,6 +2,7 @@
 // (ops/tessel_epilogue.h): a tessel.Conv or tessel.Gemm absorbs the chain of ops that reads its
 // output, one op at a time, while each intermediate value has exactly one reader:
 //   Relu, LeakyRelu, Sigmoid, HardSwish       -> relu, leaky_relu(alpha), sigmoid, hardswish
+//   Tanh, Mish, HardSigmoid, Elu               -> tanh, mish, hard_sigmoid(alpha, beta), elu(alpha)
 //   Gelu (approximate none / tanh)             -> gelu, gelu_tanh
 //   Clip with constant (or absent) bounds     -> clip(min, max); an absent bound is the fp32
 //                                                range, as in the Clip reference kernel
@@ -88,6 +89,11 @@ std::optional<EpilogueStep> activation_step(const ir::Graph& g, const ir::Node& 
   if (n.op == "Relu") return EpilogueStep{EpilogueKind::kRelu};
   if (n.op == "Sigmoid") return EpilogueStep{EpilogueKind::kSigmoid};
   if (n.op == "HardSwish") return EpilogueStep{EpilogueKind::kHardSwish};
+  if (n.op == "Tanh") return EpilogueStep{EpilogueKind::kTanh};
+  if (n.op == "Mish") return EpilogueStep{EpilogueKind::kMish};
+  if (n.op == "HardSigmoid")
+    return EpilogueStep{EpilogueKind::kHardSigmoid, n.get_float("alpha", 0.2), n.get_float("beta", 0.5)};
+  if (n.op == "Elu") return EpilogueStep{EpilogueKind::kElu, n.get_float("alpha", 1.0)};
   if (n.op == "Gelu") {
     const std::string approximate = n.get_string("approximate", "none");
     if (approximate == "none") return EpilogueStep{EpilogueKind::kGelu};

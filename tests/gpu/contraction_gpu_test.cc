@@ -169,7 +169,9 @@ std::vector<TestProblem> random_problems(std::mt19937& rng, int count, bool hopp
                                   EpilogueOpKind::kClip,    EpilogueOpKind::kSigmoid,
                                   EpilogueOpKind::kHardSwish, EpilogueOpKind::kSilu,
                                   EpilogueOpKind::kResidualAdd, EpilogueOpKind::kGelu,
-                                  EpilogueOpKind::kGeluTanh};
+                                  EpilogueOpKind::kGeluTanh, EpilogueOpKind::kTanh,
+                                  EpilogueOpKind::kMish, EpilogueOpKind::kHardSigmoid,
+                                  EpilogueOpKind::kElu};
   constexpr int kKinds = sizeof(kinds) / sizeof(kinds[0]);
   int attempt = 0;
   while (static_cast<int>(out.size()) < count && attempt++ < count * 20) {
@@ -196,7 +198,9 @@ std::vector<TestProblem> random_problems(std::mt19937& rng, int count, bool hopp
       p = gemm_problem(uni(1, 300), uni(1, 300), uni(1, 400), layouts[rng() % 4], in, outt);
     }
     // Epilogue: every step kind in turn, plus random extras.
-    p.e.steps.push_back(step(kinds[idx % kKinds], 0.1f, 1.5f));
+    // (hard_sigmoid with its ONNX defaults: at (0.1, 1.5) it would be 1 almost everywhere.)
+    const EpilogueOpKind first = kinds[idx % kKinds];
+    p.e.steps.push_back(first == EpilogueOpKind::kHardSigmoid ? step(first, 0.2f, 0.5f) : step(first, 0.1f, 1.5f));
     if (rng() % 2) p.e.steps.push_back(step(kinds[rng() % kKinds], 0.2f, 2.0f));
     std::stable_sort(p.e.steps.begin(), p.e.steps.end(), [](const auto& x, const auto& y) {
       return x.kind == EpilogueOpKind::kScale && y.kind != EpilogueOpKind::kScale;

@@ -48,6 +48,21 @@ TEST(Fuse, ActivationChainInOrder) {
           R"() {epilogue = ["leaky_relu", "clip", "hardswish", "sigmoid"], epilogue_alpha = [0.5, -1.0, 0.0, 0.0], epilogue_beta = [0.0, 3.4028234663852886e+38, 0.0, 0.0]})"));
 }
 
+// The activations of YOLOv4 (Mish), GAN and style-transfer outputs (Tanh), MobileNet-v3's gates
+// (HardSigmoid) and Elu fuse with their parameters; expect_pass_result also runs both graphs on
+// the CPU, so the fused steps' reference equals the ops'.
+TEST(Fuse, MoreActivationsWithTheirParameters) {
+  testing::expect_pass_result(
+      "fuse",
+      conv_then(R"(  %m = Mish(%c) : f32[1,2,2,2] @"mish"
+  %e = Elu(%m) {alpha = 0.5} : f32[1,2,2,2] @"elu"
+  %h = HardSigmoid(%e) {alpha = 0.25} : f32[1,2,2,2] @"hsigmoid"
+  %y = Tanh(%h) : f32[1,2,2,2] @"tanh"
+)"),
+      fused(
+          R"() {epilogue = ["mish", "elu", "hard_sigmoid", "tanh"], epilogue_alpha = [0.0, 0.5, 0.25, 0.0], epilogue_beta = [0.0, 0.0, 0.5, 0.0]})"));
+}
+
 TEST(Fuse, SiluPattern) {
   testing::expect_pass_result(
       "fuse", conv_then(R"(  %s = Sigmoid(%c) : f32[1,2,2,2] @"sigmoid"

@@ -56,6 +56,18 @@ std::string step_str(const EpilogueStep& s) {
       os << "residual_add(scale=" << s.alpha << ")";
       operand();
       break;
+    case EpilogueOpKind::kTanh:
+      os << "tanh";
+      break;
+    case EpilogueOpKind::kMish:
+      os << "mish";
+      break;
+    case EpilogueOpKind::kHardSigmoid:
+      os << "hard_sigmoid(" << s.alpha << ", " << s.beta << ")";
+      break;
+    case EpilogueOpKind::kElu:
+      os << "elu(" << s.alpha << ")";
+      break;
   }
   return os.str();
 }

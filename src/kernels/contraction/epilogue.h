@@ -30,6 +30,10 @@ enum class EpilogueOpKind {
                        //     The kernels multiply by the f32 reciprocal: one step off the
                        //     division where the quotient is within an ulp of a tie
   kScaledResidualAdd,  // v += alpha * R[store_index(m, n)] (R int8, dequantized by its scale)
+  kTanh,               // tanh(v)
+  kMish,               // v * tanh(softplus(v))
+  kHardSigmoid,        // clip(alpha * v + beta, 0, 1)
+  kElu,                // v < 0 ? alpha * (e^v - 1) : v
 };
 
 struct EpilogueStep {

@@ -67,6 +67,15 @@ std::string epilogue_step(const EpilogueStep& st) {
       return "v = gelu_f(v);  // gelu";
     case EpilogueOpKind::kGeluTanh:
       return "v = gelu_tanh_f(v);  // gelu (tanh)";
+    case EpilogueOpKind::kTanh:
+      return "v = tanhf(v);  // tanh";
+    case EpilogueOpKind::kMish:
+      return "v = mish_f(v);  // mish";
+    case EpilogueOpKind::kHardSigmoid:
+      return fmt::format("v = clip_f({} * v + {}, 0.0f, 1.0f);  // hard sigmoid", float_literal(st.alpha),
+                         float_literal(st.beta));
+    case EpilogueOpKind::kElu:
+      return fmt::format("v = v < 0.0f ? {} * expm1f(v) : v;  // elu", float_literal(st.alpha));
     case EpilogueOpKind::kResidualAdd:
       return "v += residual;  // residual add";
     case EpilogueOpKind::kMul:

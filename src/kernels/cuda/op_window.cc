@@ -74,6 +74,11 @@ std::string step_code(const ops::EpilogueStep& s) {
     case EpilogueKind::kGeluTanh:
       return "v = __fdividef(v, 1.f + __expf(-1.5957691216f * (v + 0.044715f * v * v * v)));";
     case EpilogueKind::kAddResidual: return "v += to_float(residual);";
+    case EpilogueKind::kTanh: return "v = tanhf(v);";
+    case EpilogueKind::kMish: return "v = v * tanhf(v > 0.f ? v + log1pf(__expf(-v)) : log1pf(__expf(v)));";
+    case EpilogueKind::kHardSigmoid:
+      return fmt::format("v = fminf(fmaxf({} * v + {}, 0.f), 1.f);", float_literal(s.alpha), float_literal(s.beta));
+    case EpilogueKind::kElu: return fmt::format("v = v < 0.f ? {} * expm1f(v) : v;", float_literal(s.alpha));
     case EpilogueKind::kMul:
     case EpilogueKind::kQuantize:
     case EpilogueKind::kAddScaledResidual:

@@ -127,13 +127,18 @@ TEST(EpilogueStr, StepsThenStore) {
              {EpilogueOpKind::kSigmoid},
              {EpilogueOpKind::kGelu},
              {EpilogueOpKind::kGeluTanh},
+             {EpilogueOpKind::kTanh},
+             {EpilogueOpKind::kMish},
+             {EpilogueOpKind::kHardSigmoid, 0.2f, 0.5f},
+             {EpilogueOpKind::kElu, 1.0f},
              {EpilogueOpKind::kRelu}};
   e.store.kind = StoreMap::Kind::kChannelSlice;
   e.store.channel_offset = 64;
   e.store.ld = 256;
   EXPECT_EQ(e.str(),
             "scale(#0) -> bias(#1) -> leaky_relu(0.1) -> clip(0, 6) -> residual_add(#2) -> "
-            "hardswish -> silu -> sigmoid -> gelu -> gelu_tanh -> relu -> store f16 "
+            "hardswish -> silu -> sigmoid -> gelu -> gelu_tanh -> tanh -> mish -> hard_sigmoid(0.2, 0.5) -> "
+            "elu(1) -> relu -> store f16 "
             "channel_slice(offset=64, ld=256)");
   Epilogue d2s;
   d2s.out_dtype = DType::kI8;

@@ -56,6 +56,10 @@ struct TestProblem {
       case K::kMul: return "mul";
       case K::kQuantize: return "quant";
       case K::kScaledResidualAdd: return "sresidual";
+      case K::kTanh: return "tanh";
+      case K::kMish: return "mish";
+      case K::kHardSigmoid: return "hsigmoid";
+      case K::kElu: return "elu";
     }
     return "?";
   }

@@ -117,6 +117,10 @@ inline double apply_step(const contraction::EpilogueStep& s, double v, int64_t c
       return std::min(std::max(std::nearbyint(v / s.alpha), -128.0), 127.0);
     case K::kScaledResidualAdd:
       return v + double(s.alpha) * residual;
+    case K::kTanh: return std::tanh(v);
+    case K::kMish: return v * std::tanh(v > 0 ? v + std::log1p(std::exp(-v)) : std::log1p(std::exp(v)));
+    case K::kHardSigmoid: return std::min(std::max(s.alpha * v + s.beta, 0.0), 1.0);
+    case K::kElu: return v < 0 ? s.alpha * std::expm1(v) : v;
   }
   return v;
 }

@@ -45,6 +45,10 @@ __device__ __forceinline__ float hardswish_f(float v) {
 __device__ __forceinline__ float gelu_f(float v) {
   return 0.5f * v * (1.0f + erff(0.70710678118f * v));
 }
+// Mish, x tanh(softplus(x)), the softplus without overflow as the reference.
+__device__ __forceinline__ float mish_f(float v) {
+  return v * tanhf(v > 0.0f ? v + log1pf(__expf(-v)) : log1pf(__expf(v)));
+}
 __device__ __forceinline__ float gelu_tanh_f(float v) {
   return __fdividef(v, 1.0f + __expf(-1.5957691216f * (v + 0.044715f * v * v * v)));
 }
