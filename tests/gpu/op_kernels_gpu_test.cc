@@ -121,6 +121,10 @@ TEST(OpKernelsGpu, Transpose) {
 TEST(OpKernelsGpu, Pad) {
   check_op("Pad", {act(DType::kF16, {1, 5, 7, 3}), ints({0, 0, 0, 0, 0, 0, 0, 5})});
   check_op("Pad", {act(DType::kF32, {2, 3, 5}), ints({0, 1, 2, 1, 0, 3}), act(DType::kF32, {})});
+  // Reflect (ReflectionPad2d, also wider than the axis: periodic) and edge.
+  check_op("Pad", {act(DType::kF16, {1, 6, 5, 8}), ints({0, 1, 1, 0, 0, 1, 1, 0})}, {{"mode", std::string("reflect")}});
+  check_op("Pad", {act(DType::kF32, {2, 3, 4}), ints({0, 5, 1, 0, 2, 6})}, {{"mode", std::string("reflect")}});
+  check_op("Pad", {act(DType::kF32, {2, 3, 4}), ints({1, 2, 0, 0, 3, 1})}, {{"mode", std::string("edge")}});
 }
 
 TEST(OpKernelsGpu, ConcatSplitSlice) {

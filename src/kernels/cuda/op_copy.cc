@@ -30,6 +30,9 @@ struct Segment {
   bool bounded = false;
   std::vector<int64_t> lo, src_extent;
   int pad_input = -1;
+  // Pad's mode: outside the source, the pad value (constant), or the source coordinate
+  // mirrored (reflect) or clamped (edge) into it (ops/tensor_indexing.cc, pad_source).
+  enum class PadMode { kConstant, kReflect, kEdge } pad_mode = PadMode::kConstant;
   int vec = 1;
   bool vector_load = false;
 };
@@ -78,7 +81,8 @@ void collapse(Segment& s) {
 void choose_vector(Segment& s) {
   const int64_t inner = s.dims.back();
   int v = static_cast<int>(16 / dtype_size(s.dst_type));
-  if (s.dst_stride.back() != 1) v = 1;
+  // Mirrored or clamped source coordinates are not contiguous at the edges: one element each.
+  if (s.dst_stride.back() != 1 || s.pad_mode != Segment::PadMode::kConstant) v = 1;
   while (v > 1 && (inner % v != 0 || s.dst_base % v != 0)) v /= 2;
   s.vec = v;
   const bool aligned_src = s.src_stride.back() == 1 && s.src_base % v == 0;
@@ -113,6 +117,18 @@ std::string segment_code(const Segment& s, int64_t first_item) {
   }
   c += fmt::format("    const {}* x = static_cast<const {}*>(p.in[{}]);\n", src, src, s.in);
   c += fmt::format("    Frag<{}, {}> f;\n", dst, s.vec);
+  if (s.bounded && s.pad_mode != Segment::PadMode::kConstant) {
+    // Every output element reads the source: each coordinate mirrored or clamped into it.
+    const char* map = s.pad_mode == Segment::PadMode::kReflect ? "pad_reflect" : "pad_edge";
+    std::string off = fmt::format("{}", s.src_base);
+    for (int d = 0; d < rank; ++d) {
+      c += fmt::format("    const i64 s{} = {}(c{} - {}, {});\n", d, map, d, s.lo[d], s.src_extent[d]);
+      off += fmt::format(" + s{} * {}", d, s.src_stride[d]);
+    }
+    c += fmt::format("    f.v[0] = convert<{}>(x[{}]);\n", dst, off);
+    c += fmt::format("    f.store(static_cast<{}*>(p.out[{}]) + ({}));\n", dst, s.out, dst_off);
+    return c;
+  }
   if (s.vector_load) {
     c += fmt::format("    Frag<{}, {}> s;\n", src, s.vec);
     if (s.bounded) {
@@ -217,7 +233,11 @@ std::vector<Segment> segments_of(const ir::Graph& g, const ir::Node& n,
     s.src_stride = in_st;
     s.lo.assign(pads.begin(), pads.begin() + in.size());
     s.src_extent = in;
-    if (n.inputs.size() > 2 && n.inputs[2] != ir::kNoValue) s.pad_input = 2;
+    const std::string mode = n.get_string("mode", "constant");
+    if (mode == "reflect") s.pad_mode = Segment::PadMode::kReflect;
+    if (mode == "edge") s.pad_mode = Segment::PadMode::kEdge;
+    if (n.inputs.size() > 2 && n.inputs[2] != ir::kNoValue && s.pad_mode == Segment::PadMode::kConstant)
+      s.pad_input = 2;
     return {s};
   }
   if (n.op == "Concat" || n.op == "Split") {
@@ -346,8 +366,9 @@ OpKernelSource emit_gather(const ir::Graph& g, const ir::Node& n) {
 std::optional<std::string> check_copy(const ir::Graph& g, const ir::Node& n) {
   const Shape& in = g.type(n.inputs[0]).shape;
   if (n.op == "Pad") {
-    if (n.get_string("mode", "constant") != "constant")
-      return n.label() + ": only mode 'constant' has a GPU kernel";
+    const std::string mode = n.get_string("mode", "constant");
+    if (mode != "constant" && mode != "reflect" && mode != "edge")
+      return n.label() + ": mode '" + mode + "' has no GPU kernel (constant, reflect, edge)";
     const Tensor* pads = constant_input(g, n, 1);
     if (!pads || pads->numel() != 2 * static_cast<int64_t>(in.size()))
       return n.label() + ": pads must be a constant input with 2 * rank values";
@@ -436,7 +457,7 @@ OpKernelSource emit_copy(const ir::Graph& g, const ir::Node& n, std::optional<Ou
     body += last ? "  }\n" : "    return;\n  }\n";
   }
   std::string pad_decl;
-  if (segs.size() == 1 && segs[0].bounded) {
+  if (segs.size() == 1 && segs[0].bounded && segs[0].pad_mode == Segment::PadMode::kConstant) {
     const std::string t = type_of(segs[0].dst_type);
     pad_decl = segs[0].pad_input >= 0
                    ? fmt::format("    const {} pad = *static_cast<const {}*>(p.in[{}]);\n", t, t, segs[0].pad_input)

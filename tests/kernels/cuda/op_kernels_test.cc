@@ -206,6 +206,16 @@ TEST_F(OpKernelsTest, LrnReadsItsChannelWindowInEitherLayout) {
                    "  static constexpr float kAlphaOverSize = 0.125f, kBeta = 0.5f, kBias = 2.0f;");
 }
 
+TEST_F(OpKernelsTest, ReflectAndEdgePadsMapEachCoordinateIntoTheSource) {
+  // ReflectionPad2d(1) of a style-transfer net in NHWC: H and W padded, one element per item.
+  const OpKernelSource reflect = emit_and_compile(
+      one_node("Pad", {act(DType::kF16, {1, 6, 5, 8}), ints({0, 1, 1, 0, 0, 1, 1, 0})}, {{"mode", std::string("reflect")}}),
+      "const i64 s0 = pad_reflect(c0 - 1, 6);\n    const i64 s1 = pad_reflect(c1 - 1, 5);");
+  EXPECT_EQ(reflect.source.find("pad ="), std::string::npos) << "no pad value in reflect mode";
+  emit_and_compile(one_node("Pad", {act(DType::kF32, {2, 3}), ints({2, 0, 1, 3})}, {{"mode", std::string("edge")}}),
+                   "pad_edge(c0 - 2, 2)");
+}
+
 TEST_F(OpKernelsTest, ExpandAndTileAreStridedCopies) {
   // Expand [C, 1] to [N, C, W]: the source stands still along N and W (stride 0).
   emit_and_compile(one_node("Expand", {act(DType::kF16, {6, 1}), ints({2, 6, 5})}),
@@ -298,8 +308,6 @@ TEST_F(OpKernelsTest, UnsupportedNodesSayWhy) {
     const std::optional<std::string> why = can_emit_op(g, g.nodes[0]);
     return why.value_or("");
   };
-  EXPECT_EQ(reason(one_node("Pad", {act(DType::kF32, {2, 3}), ints({1, 1, 1, 1})}, {{"mode", std::string("reflect")}})),
-            "Pad 'node': only mode 'constant' has a GPU kernel");
   EXPECT_EQ(reason(one_node("tessel.Conv", {act(DType::kF16, {1, 4, 4, 8}), act(DType::kF16, {8, 1, 1, 8})})),
             "tessel.Conv 'node': group 1 convolutions are contractions (contraction_kernel.h)");
   EXPECT_EQ(reason(one_node("tessel.Conv", {act(DType::kF16, {1, 4, 4, 8}), act(DType::kF16, {8, 1, 1, 4})},

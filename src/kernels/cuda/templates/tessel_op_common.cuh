@@ -133,6 +133,18 @@ struct alignas(sizeof(T) * V < 16 ? sizeof(T) * V : 16) Frag {
 };
 
 
+// ---- Pad's source coordinates (ops/tensor_indexing.cc, pad_source) -------------------------
+// reflect: mirrored about the first and last elements (no repeat of the edge), periodic with
+// 2 * (n - 1) for pads wider than the axis; edge: clamped.
+__device__ __forceinline__ i64 pad_reflect(i64 i, i64 n) {
+  if (i >= 0 && i < n) return i;
+  if (n == 1) return 0;
+  const i64 period = 2 * (n - 1);
+  i = ((i % period) + period) % period;
+  return i < n ? i : period - i;
+}
+__device__ __forceinline__ i64 pad_edge(i64 i, i64 n) { return i < 0 ? 0 : (i >= n ? n - 1 : i); }
+
 // ---- The loop every op kernel runs -------------------------------------------------------
 // Problem::kItems independent work items (an item is a fragment of V outputs, one output
 // pixel's channel vector, one row...), visited by a 1-D grid-stride loop so that any problem
