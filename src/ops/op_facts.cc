@@ -5,6 +5,7 @@
 
 #include <map>
 #include <string>
+#include <string_view>
 
 #include "core/error.h"
 
@@ -65,7 +66,7 @@ const std::map<std::string, OpFacts>& table() {
     for (const char* op : {"Exp", "Log", "Sqrt", "Reciprocal", "Erf", "Sin", "Cos"})
       t[op] = unary(GpuKernel::kElementwise, false);
     t["Gelu"] = unary();
-    t["Not"] = unary(GpuKernel::kNone, false);
+    t["Not"] = unary(GpuKernel::kElementwise, false);
     t["Cast"] = unary(GpuKernel::kCopy);
     t["Cast"].fp16_free_inputs = {0};
     t["Cast"].fp16_free_output = true;
@@ -80,9 +81,13 @@ const std::map<std::string, OpFacts>& table() {
     t["Pow"] = broadcast(GpuKernel::kElementwise, false);
     for (const char* op : {"Max", "Min", "Sum", "Mean"}) t[op] = broadcast();  // variadic
     // Comparisons, logic and the variadic ones: no NHWC form or GPU kernel yet.
+    // Comparisons, logic and Where on the GPU (bool as one byte); their layout stays as the
+    // model wrote it. Comparisons keep fp32 operands (two fp32 values can round to one fp16);
+    // Where picks values exactly.
     for (const char* op : {"Mod", "Equal", "Greater", "GreaterOrEqual", "Less", "LessOrEqual",
                            "And", "Or", "Xor", "Where"}) {
-      t[op] = broadcast(GpuKernel::kNone, false);
+      t[op] = broadcast(std::string_view(op) == "Mod" ? GpuKernel::kNone : GpuKernel::kElementwise,
+                        std::string_view(op) == "Where");
       t[op].nhwc = NhwcForm::kNone;
     }
 

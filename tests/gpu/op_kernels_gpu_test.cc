@@ -198,6 +198,15 @@ TEST(OpKernelsGpu, ArgMaxArgMin) {
   }
 }
 
+TEST(OpKernelsGpu, ComparisonsLogicAndWhere) {
+  // Random values in ±[0.25, 2] of the same shape rarely tie: Equal against itself does.
+  for (const char* op : {"Greater", "GreaterOrEqual", "Less", "LessOrEqual"})
+    check_op(op, {act(DType::kF32, {3, 5, 7}), act(DType::kF32, {7})});
+  check_op("Where", {act(DType::kBool, {3, 1, 7}), act(DType::kF16, {3, 5, 7}), act(DType::kF16, {7})});
+  check_op("Not", {act(DType::kBool, {33})});
+  for (const char* op : {"And", "Or", "Xor"}) check_op(op, {act(DType::kBool, {4, 9}), act(DType::kBool, {9})});
+}
+
 TEST(OpKernelsGpu, VariadicMaxMinSumMean) {
   for (const char* op : {"Max", "Min", "Sum", "Mean"}) {
     SCOPED_TRACE(op);

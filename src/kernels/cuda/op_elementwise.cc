@@ -73,6 +73,18 @@ const std::map<std::string, std::string>& op_table() {
       {"Mul", "x0 * x1"},
       {"Div", "x0 / x1"},
       {"Pow", "powf(x0, x1)"},
+      // Comparisons and logic: bool results (b8 stores any non-zero float as 1); bool operands
+      // read as 0 / 1. Where picks by a bool condition.
+      {"Equal", "(x0 == x1 ? 1.f : 0.f)"},
+      {"Greater", "(x0 > x1 ? 1.f : 0.f)"},
+      {"GreaterOrEqual", "(x0 >= x1 ? 1.f : 0.f)"},
+      {"Less", "(x0 < x1 ? 1.f : 0.f)"},
+      {"LessOrEqual", "(x0 <= x1 ? 1.f : 0.f)"},
+      {"And", "(x0 != 0.f && x1 != 0.f ? 1.f : 0.f)"},
+      {"Or", "(x0 != 0.f || x1 != 0.f ? 1.f : 0.f)"},
+      {"Xor", "((x0 != 0.f) != (x1 != 0.f) ? 1.f : 0.f)"},
+      {"Not", "(x0 != 0.f ? 0.f : 1.f)"},
+      {"Where", "(x0 != 0.f ? x1 : x2)"},
       {"Max", "{variadic}"},
       {"Min", "{variadic}"},
       {"Sum", "{variadic}"},
@@ -85,10 +97,10 @@ const std::map<std::string, std::string>& op_table() {
 // The variadic ops (any number of broadcast operands, up to OpParams' 8 inputs).
 bool is_variadic(const std::string& op) { return op == "Max" || op == "Min" || op == "Sum" || op == "Mean"; }
 
-// Broadcasting ops read two operands; the variadic ones any number; the others one (Clip:
-// three, its bounds).
+// Broadcasting ops read two operands; the variadic ones any number; Where three; the others
+// one (Clip: three, its bounds).
 bool is_binary(const std::string& op) {
-  return ir::OpRegistry::global().facts(op).kind == ir::OpKind::kBroadcast && !is_variadic(op);
+  return ir::OpRegistry::global().facts(op).kind == ir::OpKind::kBroadcast && !is_variadic(op) && op != "Where";
 }
 
 // Max, Min, Sum and Mean over operands x0 .. x{k-1}, folded left to right as the reference
@@ -217,16 +229,36 @@ std::optional<std::string> check_elementwise(const ir::Graph& g, const ir::Node&
     return check_quantization(g, n);
   }
   if (!op_table().count(n.op)) return n.label() + ": op " + n.op + " has no elementwise expression";
-  const size_t operands = n.op == "Clip" ? 3 : is_binary(n.op) ? 2 : is_variadic(n.op) ? 8 : 1;
+  const size_t operands = n.op == "Clip" || n.op == "Where" ? 3 : is_binary(n.op) ? 2 : is_variadic(n.op) ? 8 : 1;
   if (n.inputs.size() > operands || n.inputs.empty() || n.inputs[0] == ir::kNoValue)
     return n.label() + ": expected " + std::to_string(operands) + " operand(s) at most";
   if (is_binary(n.op) && (n.inputs.size() != 2 || n.inputs[1] == ir::kNoValue))
     return n.label() + ": expected exactly two operands";
+  // Bool operands: the logic ops' and Where's condition; bool results: comparisons and logic.
+  const bool logic = n.op == "And" || n.op == "Or" || n.op == "Xor" || n.op == "Not";
+  const bool bool_out = logic || n.op == "Equal" || n.op == "Greater" || n.op == "GreaterOrEqual" ||
+                        n.op == "Less" || n.op == "LessOrEqual";
+  for (size_t k = 0; k < n.inputs.size(); ++k) {
+    const bool may_be_bool = logic || (n.op == "Where" && k == 0);
+    if (n.inputs[k] != ir::kNoValue && g.type(n.inputs[k]).dtype == DType::kBool && !may_be_bool)
+      return n.label() + ": a bool operand " + std::to_string(k) + " (only the logic ops and Where's condition take bool)";
+    if (n.inputs[k] != ir::kNoValue && g.type(n.inputs[k]).dtype != DType::kBool && logic)
+      return n.label() + ": operand " + std::to_string(k) + " must be bool";
+  }
+  if (bool_out) {
+    if (g.type(n.outputs[0]).dtype != DType::kBool) return n.label() + ": output must be bool";
+    for (ir::ValueId v : n.inputs)
+      if (!logic && !is_float(g.type(v).dtype))
+        return n.label() + ": only float operands have a GPU comparison kernel (integer ones are shape arithmetic)";
+    return std::nullopt;
+  }
   if (is_variadic(n.op) && std::count(n.inputs.begin(), n.inputs.end(), ir::kNoValue))
     return n.label() + ": every operand of " + n.op + " must be given";
-  for (ir::ValueId v : n.inputs)
-    if (v != ir::kNoValue && !is_float(g.type(v).dtype))
+  for (size_t k = 0; k < n.inputs.size(); ++k) {
+    const ir::ValueId v = n.inputs[k];
+    if (v != ir::kNoValue && !is_float(g.type(v).dtype) && !(n.op == "Where" && k == 0))
       return n.label() + ": only float operands have a GPU element-wise kernel";
+  }
   if (!is_float(g.type(n.outputs[0]).dtype)) return n.label() + ": output must be float";
   return std::nullopt;
 }

@@ -233,6 +233,17 @@ TEST_F(OpKernelsTest, ArgMaxAndArgMinAlongAnAxis) {
                    "kOuter = 3, kN = 7, kInner = 1;\n  static constexpr bool kMax = false, kSelectLast = true;");
 }
 
+TEST_F(OpKernelsTest, ComparisonsLogicAndWhere) {
+  emit_and_compile(one_node("Greater", {act(DType::kF32, {3, 5}), act(DType::kF32, {5})}), "(x0 > x1 ? 1.f : 0.f)");
+  emit_and_compile(one_node("And", {act(DType::kBool, {3, 5}), act(DType::kBool, {3, 5})}), "from_float<b8>");
+  emit_and_compile(one_node("Not", {act(DType::kBool, {7})}), "(x0 != 0.f ? 0.f : 1.f)");
+  emit_and_compile(one_node("Where", {act(DType::kBool, {3, 1}), act(DType::kF16, {3, 5}), act(DType::kF16, {5})}),
+                   "(x0 != 0.f ? x1 : x2)");
+  auto reason = [](const ir::Graph& g) { return can_emit_op(g, g.nodes[0]).value_or(""); };
+  EXPECT_EQ(reason(one_node("Less", {act(DType::kI64, {3}), act(DType::kI64, {3})})),
+            "Less 'node': only float operands have a GPU comparison kernel (integer ones are shape arithmetic)");
+}
+
 TEST_F(OpKernelsTest, VariadicOpsFoldTheirOperands) {
   // Three broadcast operands (a feature-pyramid sum), NaN-propagating Max, Mean's division.
   const OpKernelSource sum = emit_and_compile(
@@ -402,18 +413,19 @@ TEST(OpKernelFacts, ElementwiseFactsMatchTheGenerator) {
       continue;
     SCOPED_TRACE(op);
     const bool binary = r.facts(op).kind == ir::OpKind::kBroadcast;
-    std::vector<Input> inputs = {act(DType::kF16, {2, 8})};
-    if (binary) inputs.push_back(act(DType::kF16, {2, 8}));
+    const bool logic = op == "And" || op == "Or" || op == "Xor" || op == "Not";
+    std::vector<Input> inputs = {act(logic || op == "Where" ? DType::kBool : DType::kF16, {2, 8})};
+    if (binary) inputs.push_back(act(logic ? DType::kBool : DType::kF16, {2, 8}));
+    if (op == "Where") inputs.push_back(act(DType::kF16, {2, 8}));
     const ir::Graph g = one_node(op, inputs);
     const std::optional<std::string> why = can_emit_op(g, g.nodes[0]);
     EXPECT_FALSE(why) << *why;
     ++checked;
   }
   EXPECT_GE(checked, 20);
-  const ir::Graph equal = one_node("Equal", {act(DType::kF32, {4}), act(DType::kF32, {4})});
-  ASSERT_EQ(r.facts("Equal").gpu, ir::GpuKernel::kNone);
-  EXPECT_EQ(can_emit_op(equal, equal.nodes[0]),
-            std::optional<std::string>("Equal 'node': op Equal has no GPU op kernel"));
+  const ir::Graph mod = one_node("Mod", {act(DType::kF32, {4}), act(DType::kF32, {4})}, {{"fmod", int64_t{1}}});
+  ASSERT_EQ(r.facts("Mod").gpu, ir::GpuKernel::kNone);
+  EXPECT_EQ(can_emit_op(mod, mod.nodes[0]), std::optional<std::string>("Mod 'node': op Mod has no GPU op kernel"));
 }
 
 // The Gather, LayerNorm and GELU kernels compile; Gather refuses indices it cannot trust.
