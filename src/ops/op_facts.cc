@@ -81,13 +81,13 @@ const std::map<std::string, OpFacts>& table() {
     t["Pow"] = broadcast(GpuKernel::kElementwise, false);
     for (const char* op : {"Max", "Min", "Sum", "Mean"}) t[op] = broadcast();  // variadic
     // Comparisons, logic and the variadic ones: no NHWC form or GPU kernel yet.
-    // Comparisons, logic and Where on the GPU (bool as one byte); their layout stays as the
-    // model wrote it. Comparisons keep fp32 operands (two fp32 values can round to one fp16);
-    // Where picks values exactly.
+    // Comparisons, logic, Where and Mod on the GPU (bool as one byte; float operands only: the
+    // integer ones are shape arithmetic); their layout stays as the model wrote it.
+    // Comparisons keep fp32 operands (two fp32 values can round to one fp16); Where picks
+    // values exactly.
     for (const char* op : {"Mod", "Equal", "Greater", "GreaterOrEqual", "Less", "LessOrEqual",
                            "And", "Or", "Xor", "Where"}) {
-      t[op] = broadcast(std::string_view(op) == "Mod" ? GpuKernel::kNone : GpuKernel::kElementwise,
-                        std::string_view(op) == "Where");
+      t[op] = broadcast(GpuKernel::kElementwise, std::string_view(op) == "Where");
       t[op].nhwc = NhwcForm::kNone;
     }
 
@@ -155,6 +155,7 @@ const std::map<std::string, OpFacts>& table() {
     for (const char* op : {"ArgMax", "ArgMin"})
       t[op] = {.kind = OpKind::kReduction, .gpu = GpuKernel::kReduce, .flops = FlopRule::kPerInput, .fp16 = true};
     t["CumSum"] = other(OpKind::kReduction, FlopRule::kPerInput);
+    t["CumSum"].gpu = GpuKernel::kReduce;  // float data: fp32 running sums (model's fp32 kept)
 
     // Data movement and views.
     t["Transpose"] = movement(NhwcForm::kNone);
@@ -167,7 +168,8 @@ const std::map<std::string, OpFacts>& table() {
     t["tessel.SpaceToDepth"] = nhwc_op(OpKind::kDataMovement, GpuKernel::kCopy, FlopRule::kZero);
     t["Gather"] = {.kind = OpKind::kDataMovement, .gpu = GpuKernel::kCopy,
                    .flops = FlopRule::kZero, .fp16 = true};
-    t["GatherElements"] = {.kind = OpKind::kDataMovement, .flops = FlopRule::kZero};
+    t["GatherElements"] = {.kind = OpKind::kDataMovement, .gpu = GpuKernel::kCopy, .flops = FlopRule::kZero,
+                           .fp16 = true};
     for (const char* op : {"Tile", "Expand"})  // strided copies (stride 0 along repeats)
       t[op] = {.kind = OpKind::kDataMovement, .gpu = GpuKernel::kCopy, .flops = FlopRule::kZero, .fp16 = true};
     for (const char* op : {"Reshape", "Flatten"}) {

@@ -181,6 +181,15 @@ TEST(OpKernelsGpu, EveryFloatReduction) {
   check_op("ReduceLogSumExp", {{{DType::kF32, {5, 64}}, large}}, {{"axes", Ints{-1}}});
 }
 
+TEST(OpKernelsGpu, CumSumGatherElementsMod) {
+  check_op("CumSum", {act(DType::kF32, {3, 50, 4}), ints({1})});
+  check_op("CumSum", {act(DType::kF32, {3, 5, 40}), ints({-1})}, {{"exclusive", int64_t{1}}, {"reverse", int64_t{1}}});
+  const Tensor idx = Tensor::from_vector<int64_t>({2, 3}, {0, -1, 2, 1, 1, 0});
+  check_op("GatherElements", {act(DType::kF16, {3, 4}), {{DType::kI64, {2, 3}}, idx}}, {{"axis", int64_t{1}}});
+  check_op("GatherElements", {act(DType::kF32, {3, 4}), {{DType::kI64, {2, 3}}, idx}}, {{"axis", int64_t{0}}});
+  check_op("Mod", {act(DType::kF32, {4, 7}), act(DType::kF32, {7})}, {{"fmod", int64_t{1}}});
+}
+
 TEST(OpKernelsGpu, ExpandAndTile) {
   check_op("Expand", {act(DType::kF16, {6, 1}), ints({2, 6, 5})});
   check_op("Expand", {act(DType::kF32, {1, 3, 1, 8}), ints({2, 1, 4, 1})});

@@ -316,6 +316,40 @@ std::vector<Segment> segments_of(const ir::Graph& g, const ir::Node& n,
   return {s};
 }
 
+// GatherElements along `axis`: out[c] = data[c with coordinate `axis` replaced by idx[c]] over
+// the indices' shape (which may be smaller than data's off the axis); one thread per output
+// element reads its index from the device, negative ones counted from the end.
+OpKernelSource emit_gather_elements(const ir::Graph& g, const ir::Node& n) {
+  const ir::TensorType& x = g.type(n.inputs[0]);
+  const ir::TensorType& idx = g.type(n.inputs[1]);
+  const int64_t rank = static_cast<int64_t>(x.shape.size());
+  int64_t axis = n.get_int("axis", 0);
+  if (axis < 0) axis += rank;
+  const std::vector<int64_t> data_st = contiguous_strides(x.shape);
+  const int64_t total = numel(idx.shape);
+  std::string body = "    i64 r = i, src = 0;\n";
+  for (int64_t d = rank - 1; d >= 0; --d) {
+    const size_t u = static_cast<size_t>(d);
+    const std::string coord = d == 0 ? "r" : fmt::format("(r % {})", idx.shape[u]);
+    if (d == axis) {
+      body += fmt::format("    {{\n      i64 k = static_cast<i64>(static_cast<const {}*>(p.in[1])[i]);\n"
+                          "      if (k < 0) k += {};\n      src += k * {};\n    }}\n",
+                          type_of(idx.dtype), x.shape[u], data_st[u]);
+    } else {
+      body += fmt::format("    src += {} * {};\n", coord, data_st[u]);
+    }
+    if (d > 0) body += fmt::format("    r /= {};\n", idx.shape[u]);
+  }
+  const std::string t = type_of(x.dtype);
+  const std::string problem = fmt::format(
+      "// GatherElements {} by {} along axis {} -> {}\nstruct Problem {{\n  static constexpr i64 kItems = {};\n\n"
+      "  __device__ __forceinline__ static void item(const OpParams& p, i64 i) {{\n{}"
+      "    static_cast<{}*>(p.out[0])[i] = static_cast<const {}*>(p.in[0])[src];\n  }}\n}};\n",
+      x.str(), idx.str(), axis, g.type(n.outputs[0]).str(), total, body, t, t);
+  return make_source(n, "gather_elements", "tessel_op_common.cuh", problem, "tessel::for_each_item<Problem>(p);",
+                     (total + kThreads - 1) / kThreads, kThreads);
+}
+
 // Transposes that collapse to [B, R, C] -> [B, C, R]: returns {B, R, C}.
 std::optional<std::array<int64_t, 3>> batched_swap(const Segment& s) {
   if (s.dims.size() == 2 && s.src_stride[0] == 1 && s.src_stride[1] == s.dims[0])
@@ -385,7 +419,7 @@ std::optional<std::string> check_copy(const ir::Graph& g, const ir::Node& n) {
     if (n.inputs.size() < 3) return n.label() + ": Slice needs inputs starts and ends";
   }
   if (n.op == "Cast") return std::nullopt;
-  if (n.op == "Gather") {
+  if (n.op == "Gather" || n.op == "GatherElements") {
     const DType it = g.type(n.inputs.at(1)).dtype;
     if (it != DType::kI64 && it != DType::kI32)
       return n.label() + ": indices of dtype " + std::string(dtype_name(it)) + " (int64 or int32)";
@@ -425,6 +459,7 @@ std::optional<std::string> check_copy(const ir::Graph& g, const ir::Node& n) {
 
 OpKernelSource emit_copy(const ir::Graph& g, const ir::Node& n, std::optional<OutputSlice> out_slice) {
   if (n.op == "Gather") return emit_gather(g, n);
+  if (n.op == "GatherElements") return emit_gather_elements(g, n);
   std::vector<Segment> segs = segments_of(g, n, out_slice);
   for (Segment& s : segs) collapse(s), choose_vector(s);
 

@@ -85,6 +85,7 @@ const std::map<std::string, std::string>& op_table() {
       {"Xor", "((x0 != 0.f) != (x1 != 0.f) ? 1.f : 0.f)"},
       {"Not", "(x0 != 0.f ? 0.f : 1.f)"},
       {"Where", "(x0 != 0.f ? x1 : x2)"},
+      {"Mod", "fmodf(x0, x1)"},  // floats: ONNX requires fmod = 1, C's fmod
       {"Max", "{variadic}"},
       {"Min", "{variadic}"},
       {"Sum", "{variadic}"},

@@ -1,7 +1,7 @@
 // Reductions (kernels/tessel_op_reduce.cuh): Softmax and LogSoftmax along any axis, the float Reduce* ops
 // (Sum, Mean, Max, Min, Prod, SumSquare, L1, L2, LogSum, LogSumExp) over any axes,
-// LayerNormalization over its trailing dims, InstanceNormalization over the pixels and
-// ArgMax/ArgMin along an axis, with the semantics of ops/reduce.cc and
+// LayerNormalization over its trailing dims, InstanceNormalization over the pixels, and
+// ArgMax/ArgMin and CumSum along an axis, with the semantics of ops/reduce.cc and
 // ops/reduce_more.cc (the axes and output shape come from the same ops::plan_reduce) and fp32
 // accumulation for f32, f16 and bf16 storage. A reduction over one run of adjacent dims (the
 // spatial dims of NHWC data, or the innermost ones) takes the columns or rows kernel; others
@@ -222,6 +222,26 @@ OpKernelSource emit_arg_extremum(const ir::Graph& g, const ir::Node& n) {
                      kThreads);
 }
 
+// CumSum along its constant axis (input 1) as [outer, n, inner].
+OpKernelSource emit_cumsum(const ir::Graph& g, const ir::Node& n) {
+  const ir::TensorType& x = g.type(n.inputs[0]);
+  const int64_t rank = static_cast<int64_t>(x.shape.size());
+  int64_t axis = g.value(n.inputs[1]).data->get_i64(0);
+  if (axis < 0) axis += rank;
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (d < axis) outer *= x.shape[static_cast<size_t>(d)];
+    if (d > axis) inner *= x.shape[static_cast<size_t>(d)];
+  }
+  const std::string problem = fmt::format(
+      "// CumSum: {} along axis {}\nstruct Problem {{\n  using T = {};\n  static constexpr i64 kOuter = {}, kN = {}, kInner = {};\n"
+      "  static constexpr bool kExclusive = {}, kReverse = {};\n}};\n",
+      x.str(), axis, type_of(x.dtype), outer, x.shape[static_cast<size_t>(axis)], inner,
+      n.get_int("exclusive", 0) != 0, n.get_int("reverse", 0) != 0);
+  return make_source(n, "cumsum", "tessel_op_reduce.cuh", problem, "tessel::for_each_item<tessel::CumSumLines<Problem>>(p);",
+                     (outer * inner + kThreads - 1) / kThreads, kThreads);
+}
+
 // The columns kernels' launch (ReduceColumns, InstanceNormColumns) over [outer, r, inner]: up
 // to 32 vector columns per block, the rest of its threads row lanes. Blocks are (outer, column
 // chunk) pairs; where they are fewer than the SMs of an H100, `wide` threads each (more rows in
@@ -300,6 +320,10 @@ std::optional<std::string> check_reduce(const ir::Graph& g, const ir::Node& n) {
   if (n.op == "LayerNormalization") return check_layer_norm(g, n);
   if (n.op == "InstanceNormalization" || n.op == "tessel.InstanceNormalization") return std::nullopt;
   if (n.op == "ArgMax" || n.op == "ArgMin") return std::nullopt;
+  if (n.op == "CumSum") {
+    if (!g.value(n.inputs[1]).is_constant()) return n.label() + ": the axis (input 1) must be a constant";
+    return std::nullopt;
+  }
   if (!reduce_kinds().count(n.op)) return n.label() + ": no GPU kernel for " + n.op;
   if (!reduce_axes(g, n)) return n.label() + ": axes (input 1) must be a constant";
   return std::nullopt;
@@ -310,6 +334,7 @@ OpKernelSource emit_reduce(const ir::Graph& g, const ir::Node& n) {
   if (n.op == "LayerNormalization") return emit_layer_norm(g, n);
   if (n.op == "InstanceNormalization" || n.op == "tessel.InstanceNormalization") return emit_instance_norm(g, n);
   if (n.op == "ArgMax" || n.op == "ArgMin") return emit_arg_extremum(g, n);
+  if (n.op == "CumSum") return emit_cumsum(g, n);
   return emit_reduce_op(g, n);
 }
 

@@ -216,6 +216,18 @@ TEST_F(OpKernelsTest, ReflectAndEdgePadsMapEachCoordinateIntoTheSource) {
                    "pad_edge(c0 - 2, 2)");
 }
 
+TEST_F(OpKernelsTest, CumSumAndGatherElements) {
+  emit_and_compile(one_node("CumSum", {act(DType::kF32, {3, 5, 4}), ints({1})}, {{"reverse", int64_t{1}}}),
+                   "kOuter = 3, kN = 5, kInner = 4;\n  static constexpr bool kExclusive = false, kReverse = true;");
+  const Tensor idx = Tensor::from_vector<int64_t>({2, 3}, {0, -1, 2, 1, 1, 0});
+  emit_and_compile(one_node("GatherElements", {act(DType::kF16, {3, 4}), {{DType::kI64, {2, 3}}, idx}},
+                            {{"axis", int64_t{1}}}),
+                   "if (k < 0) k += 4;");
+  const Tensor bad = Tensor::from_vector<int64_t>({1, 1}, {5});
+  const ir::Graph out_of_range = one_node("GatherElements", {act(DType::kF16, {3, 4}), {{DType::kI64, {1, 1}}, bad}});
+  EXPECT_EQ(can_emit_op(out_of_range, out_of_range.nodes[0]).value_or(""), "GatherElements 'node': index 5 out of range");
+}
+
 TEST_F(OpKernelsTest, ExpandAndTileAreStridedCopies) {
   // Expand [C, 1] to [N, C, W]: the source stands still along N and W (stride 0).
   emit_and_compile(one_node("Expand", {act(DType::kF16, {6, 1}), ints({2, 6, 5})}),
@@ -325,8 +337,8 @@ TEST_F(OpKernelsTest, UnsupportedNodesSayWhy) {
                             {{"group", int64_t{2}}, {"store", std::string("nchw")}})),
             "tessel.Conv 'node': a grouped convolution with an NCHW store, out_dtype or "
             "input_layout (only group-1 convolutions take them)");
-  EXPECT_EQ(reason(one_node("CumSum", {act(DType::kF32, {2, 10}), ints({1})})),
-            "CumSum 'node': op CumSum has no GPU op kernel");
+  EXPECT_EQ(reason(one_node("CumSum", {act(DType::kF32, {2, 10}), {{DType::kI64, {}}, {}}})),
+            "CumSum 'node': the axis (input 1) must be a constant");
   EXPECT_EQ(reason(one_node("ReduceMean", {act(DType::kI32, {2, 10})}, {{"axes", Ints{1}}})),
             "ReduceMean 'node': input dtype i32 has no GPU kernel (f32, f16, bf16; integer reductions "
             "need exact accumulation)");
@@ -417,15 +429,15 @@ TEST(OpKernelFacts, ElementwiseFactsMatchTheGenerator) {
     std::vector<Input> inputs = {act(logic || op == "Where" ? DType::kBool : DType::kF16, {2, 8})};
     if (binary) inputs.push_back(act(logic ? DType::kBool : DType::kF16, {2, 8}));
     if (op == "Where") inputs.push_back(act(DType::kF16, {2, 8}));
-    const ir::Graph g = one_node(op, inputs);
+    const ir::Graph g = one_node(op, inputs, op == "Mod" ? ir::Attributes{{"fmod", int64_t{1}}} : ir::Attributes{});
     const std::optional<std::string> why = can_emit_op(g, g.nodes[0]);
     EXPECT_FALSE(why) << *why;
     ++checked;
   }
   EXPECT_GE(checked, 20);
-  const ir::Graph mod = one_node("Mod", {act(DType::kF32, {4}), act(DType::kF32, {4})}, {{"fmod", int64_t{1}}});
-  ASSERT_EQ(r.facts("Mod").gpu, ir::GpuKernel::kNone);
-  EXPECT_EQ(can_emit_op(mod, mod.nodes[0]), std::optional<std::string>("Mod 'node': op Mod has no GPU op kernel"));
+  const ir::Graph mm = one_node("MatMul", {act(DType::kF32, {2, 4}), act(DType::kF32, {4, 3})});
+  ASSERT_EQ(r.facts("MatMul").gpu, ir::GpuKernel::kNone);
+  EXPECT_EQ(can_emit_op(mm, mm.nodes[0]), std::optional<std::string>("MatMul 'node': op MatMul has no GPU op kernel"));
 }
 
 // The Gather, LayerNorm and GELU kernels compile; Gather refuses indices it cannot trust.

@@ -120,6 +120,27 @@ struct LayerNormRows {
   }
 };
 
+// CumSum along the middle dim of [kOuter, kN, kInner], one thread per (outer, inner) line,
+// accumulating in fp32 in order (kReverse: from the end; kExclusive: each output leaves its own
+// element out), as ops/tensor_generate.cc.
+template <typename P>
+struct CumSumLines {
+  using T = typename P::T;
+  static constexpr i64 kItems = P::kOuter * P::kInner;
+  __device__ __forceinline__ static void item(const OpParams& p, i64 i) {
+    const i64 base = (i / P::kInner) * P::kN * P::kInner + i % P::kInner;
+    const T* x = static_cast<const T*>(p.in[0]) + base;
+    T* y = static_cast<T*>(p.out[0]) + base;
+    float sum = 0.f;
+    for (i64 j = 0; j < P::kN; ++j) {
+      const i64 at = (P::kReverse ? P::kN - 1 - j : j) * P::kInner;
+      if (P::kExclusive) y[at] = from_float<T>(sum);
+      sum += to_float(x[at]);
+      if (!P::kExclusive) y[at] = from_float<T>(sum);
+    }
+  }
+};
+
 // ArgMax / ArgMin over the middle dim of [kOuter, kN, kInner], one thread per output (int64):
 // the first (kSelectLast: the last) index of the extremum, NaN counting as the extremum, as
 // ops/reduce_more.cc decides it (comparisons of f16/bf16 values in fp32 are exact).
