@@ -97,6 +97,7 @@ const char* gpu_kernel_name(GpuKernel k) {
     case GpuKernel::kWindow: return "window";
     case GpuKernel::kReduce: return "reduce";
     case GpuKernel::kResize: return "resize";
+    case GpuKernel::kMatMul: return "matmul";
   }
   return "none";
 }

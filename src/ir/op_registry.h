@@ -101,7 +101,7 @@ enum class NhwcForm {
 
 // The GPU kernel family that runs an op (kernels/cuda/op_kernels.h, or the contraction
 // generator); kNone: no GPU kernel.
-enum class GpuKernel { kNone, kContraction, kElementwise, kCopy, kWindow, kReduce, kResize };
+enum class GpuKernel { kNone, kContraction, kElementwise, kCopy, kWindow, kReduce, kResize, kMatMul };
 const char* gpu_kernel_name(GpuKernel k);
 
 // How ops/flops.cc counts an op's work: multiply-adds count 2.

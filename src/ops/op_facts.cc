@@ -98,7 +98,9 @@ const std::map<std::string, OpFacts>& table() {
     // conv_transpose_phases.h); it keeps its own FLOP rule, the work of the ONNX op.
     t["ConvTranspose"] =
         tessel_form(OpKind::kContraction, "tessel.Conv", FlopRule::kConvTranspose);
-    t["MatMul"] = {.kind = OpKind::kContraction, .flops = FlopRule::kGemm, .fp16 = true};
+    // A MatMul of two activations (attention) stays an ONNX MatMul: the op kernel's batched
+    // product on CUDA cores.
+    t["MatMul"] = {.kind = OpKind::kContraction, .gpu = GpuKernel::kMatMul, .flops = FlopRule::kGemm, .fp16 = true};
     t["tessel.Conv"] = nhwc_op(OpKind::kContraction, GpuKernel::kContraction, FlopRule::kConv, {2, 5});
     t["tessel.Gemm"] = nhwc_op(OpKind::kContraction, GpuKernel::kContraction, FlopRule::kGemm, {2});
 

@@ -181,6 +181,13 @@ TEST(OpKernelsGpu, EveryFloatReduction) {
   check_op("ReduceLogSumExp", {{{DType::kF32, {5, 64}}, large}}, {{"axes", Ints{-1}}});
 }
 
+TEST(OpKernelsGpu, MatMulOfActivations) {
+  check_op("MatMul", {act(DType::kF16, {2, 4, 9, 16}), act(DType::kF16, {4, 16, 7})});
+  check_op("MatMul", {act(DType::kF32, {3, 70, 40}), act(DType::kF32, {3, 40, 33})});  // edge tiles, k > 32
+  check_op("MatMul", {act(DType::kF32, {16}), act(DType::kF32, {16, 5})});
+  check_op("MatMul", {act(DType::kBF16, {5, 64}), act(DType::kBF16, {64})});
+}
+
 TEST(OpKernelsGpu, CumSumGatherElementsMod) {
   check_op("CumSum", {act(DType::kF32, {3, 50, 4}), ints({1})});
   check_op("CumSum", {act(DType::kF32, {3, 5, 40}), ints({-1})}, {{"exclusive", int64_t{1}}, {"reverse", int64_t{1}}});

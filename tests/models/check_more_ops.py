@@ -152,7 +152,26 @@ def post_net():
     return b.model("post_net", [1, 3, 12, 12], b.op("Tile", [s, b.param(None, values=[1, 1, 2, 3], dtype=np.int64)]))
 
 
-MODELS = [style_net, classic_net, seg_head, post_net]
+def attention_net():
+    """A BoTNet-style block: 1x1 convs to queries, keys and values, their flattened pixels
+    multiplied (MatMul of two activations), a softmax over keys, the values weighted, back to
+    an image and a residual conv; CumSum and GatherElements of exported post-processing."""
+    b = Builder(5)
+    x = b.op("Relu", [b.conv("input", 3, 16, 3, stride=2)])                       # [1,16,8,8]
+    flat = lambda t: b.op("Reshape", [t, b.param(None, values=[1, 16, 64], dtype=np.int64)])
+    q = b.op("Transpose", [flat(b.conv(x, 16, 16, 1))], perm=[0, 2, 1])            # [1,64,16]
+    k = flat(b.conv(x, 16, 16, 1))                                                # [1,16,64]
+    v = b.op("Transpose", [flat(b.conv(x, 16, 16, 1))], perm=[0, 2, 1])            # [1,64,16]
+    att = b.op("Softmax", [b.op("Mul", [b.op("MatMul", [q, k]), b.param(None, values=0.25)])], axis=-1)
+    y = b.op("Transpose", [b.op("MatMul", [att, v])], perm=[0, 2, 1])              # [1,16,64]
+    y = b.op("Reshape", [y, b.param(None, values=[1, 16, 8, 8], dtype=np.int64)])
+    x = b.op("Relu", [b.op("Add", [x, b.conv(y, 16, 16, 3)])])
+    x = b.op("CumSum", [x, b.param(None, values=2, dtype=np.int64)])
+    idx = b.param(None, values=b.rng.integers(-8, 8, (1, 16, 8, 3)), dtype=np.int64)
+    return b.model("attention_net", [1, 3, 16, 16], b.op("GatherElements", [x, idx], axis=3))
+
+
+MODELS = [style_net, classic_net, seg_head, post_net, attention_net]
 
 
 def rel_l2(a, b):

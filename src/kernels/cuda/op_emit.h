@@ -72,6 +72,9 @@ std::optional<DepthwiseTiling> parse_depthwise_tiling(const std::string& name,
 std::optional<std::string> check_resize(const ir::Graph& g, const ir::Node& n);
 OpKernelSource emit_resize(const ir::Graph& g, const ir::Node& n);
 
+std::optional<std::string> check_matmul(const ir::Graph& g, const ir::Node& n);
+OpKernelSource emit_matmul(const ir::Graph& g, const ir::Node& n);
+
 std::optional<std::string> check_reduce(const ir::Graph& g, const ir::Node& n);
 OpKernelSource emit_reduce(const ir::Graph& g, const ir::Node& n);
 // The reduction `kind` (a tessel::ReduceKind, e.g. "kReduceMean") over the middle dim of a

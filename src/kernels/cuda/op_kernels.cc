@@ -140,6 +140,7 @@ std::optional<std::string> can_emit_op(const ir::Graph& g, const ir::Node& n,
     case ir::GpuKernel::kWindow: return check_window(g, n);
     case ir::GpuKernel::kReduce: return check_reduce(g, n);
     case ir::GpuKernel::kResize: return check_resize(g, n);
+    case ir::GpuKernel::kMatMul: return check_matmul(g, n);
     case ir::GpuKernel::kContraction:
     case ir::GpuKernel::kNone: break;
   }
@@ -155,6 +156,7 @@ OpKernelSource emit_op(const ir::Graph& g, const ir::Node& n,
     case ir::GpuKernel::kElementwise: return emit_elementwise(g, n);
     case ir::GpuKernel::kReduce: return emit_reduce(g, n);
     case ir::GpuKernel::kResize: return emit_resize(g, n);
+    case ir::GpuKernel::kMatMul: return emit_matmul(g, n);
     default: return emit_window(g, n);
   }
 }

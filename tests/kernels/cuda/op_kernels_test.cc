@@ -216,6 +216,20 @@ TEST_F(OpKernelsTest, ReflectAndEdgePadsMapEachCoordinateIntoTheSource) {
                    "pad_edge(c0 - 2, 2)");
 }
 
+TEST_F(OpKernelsTest, MatMulOfActivationsBroadcastsItsBatchDims) {
+  // Attention: [2, 4, 9, 16] x [4, 16, 7] -> [2, 4, 9, 7]; B broadcast along the first dim.
+  emit_and_compile(one_node("MatMul", {act(DType::kF16, {2, 4, 9, 16}), act(DType::kF16, {4, 16, 7})}),
+                   "kBatch = 8, kM = 9, kN = 7, kK = 16;\n  static constexpr int kBatchDims = 2;\n"
+                   "  static constexpr i64 kBatchExtent[] = {2, 4, 1}, kAStride[] = {576, 144, 0}, kBStride[] = {0, 112, 0};");
+  // A vector times a matrix: [16] x [16, 5].
+  emit_and_compile(one_node("MatMul", {act(DType::kF32, {16}), act(DType::kF32, {16, 5})}),
+                   "kBatch = 1, kM = 1, kN = 5, kK = 16;");
+  const ir::Graph ints_mm = one_node("MatMul", {act(DType::kI64, {2, 3}), act(DType::kI64, {3, 2})});
+  EXPECT_EQ(can_emit_op(ints_mm, ints_mm.nodes[0]).value_or(""),
+            "MatMul 'node': input dtype i64 has no GPU MatMul kernel (f32, f16, bf16; integer products are "
+            "shape arithmetic)");
+}
+
 TEST_F(OpKernelsTest, CumSumAndGatherElements) {
   emit_and_compile(one_node("CumSum", {act(DType::kF32, {3, 5, 4}), ints({1})}, {{"reverse", int64_t{1}}}),
                    "kOuter = 3, kN = 5, kInner = 4;\n  static constexpr bool kExclusive = false, kReverse = true;");
@@ -435,9 +449,11 @@ TEST(OpKernelFacts, ElementwiseFactsMatchTheGenerator) {
     ++checked;
   }
   EXPECT_GE(checked, 20);
-  const ir::Graph mm = one_node("MatMul", {act(DType::kF32, {2, 4}), act(DType::kF32, {4, 3})});
-  ASSERT_EQ(r.facts("MatMul").gpu, ir::GpuKernel::kNone);
-  EXPECT_EQ(can_emit_op(mm, mm.nodes[0]), std::optional<std::string>("MatMul 'node': op MatMul has no GPU op kernel"));
+  // Dropout: canonicalize removes it before the GPU sees it.
+  const ir::Graph dropout = one_node("Dropout", {act(DType::kF32, {2, 4})});
+  ASSERT_EQ(r.facts("Dropout").gpu, ir::GpuKernel::kNone);
+  EXPECT_EQ(can_emit_op(dropout, dropout.nodes[0]),
+            std::optional<std::string>("Dropout 'node': op Dropout has no GPU op kernel"));
 }
 
 // The Gather, LayerNorm and GELU kernels compile; Gather refuses indices it cannot trust.
