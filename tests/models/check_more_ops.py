@@ -9,7 +9,9 @@ Tile of exported post-processing). For each model:
   * the GPU pass pipeline (`tessel opt`, fp32 and fp16) run on the CPU against the model itself:
     the NHWC forms, fusions and fp32 islands keep the numbers;
   * `tessel explain --target sm_90a`: every node has a GPU kernel (0 unsupported), and the
-    activations that follow a conv are fused into it.
+    activations that follow a conv are fused into it;
+  * `tessel compile --target sm_90a` (no GPU needed): every kernel of the engine, contraction or
+    op kernel, is generated and compiled by NVRTC for the H100.
 
     python3 tests/models/check_more_ops.py --tessel build/src/cli/tessel
 
@@ -220,6 +222,10 @@ def check(tessel, d, m):
     unsupported = re.search(r"(\d+) unsupported", explain)
     if not unsupported or unsupported.group(1) != "0":
         problems.append("nodes without a GPU kernel:\n" + explain)
+    compiled = subprocess.run([tessel, "compile", path, "--target", "sm_90a", "-o", os.path.join(d, name + ".tsl")],
+                              capture_output=True, text=True, env=dict(os.environ, TESSEL_CACHE_DIR=os.path.join(d, "cache")))
+    if compiled.returncode != 0:
+        problems.append("compile for sm_90a failed: " + compiled.stderr.strip())
     # In these models these follow a conv alone: each must be that conv's epilogue step.
     for act in ("Tanh", "Mish", "Elu", "HardSigmoid"):
         if re.search(r"^\S+\s+%s\s" % act, explain, re.M):
