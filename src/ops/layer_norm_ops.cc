@@ -1,4 +1,5 @@
-// LayerNormalization (ONNX opset 17) and InstanceNormalization of the nn family. X is viewed as (outer, n) with n the
+// LayerNormalization (ONNX opset 17), InstanceNormalization and GroupNormalization of the nn
+// family. X is viewed as (outer, n) with n the
 // product of X's dims from `axis` on; each of the `outer` rows is standardised on its own:
 //
 //   mean = sum(x) / n,  var = sum((x - mean)^2) / n,  inv_std = 1 / sqrt(var + epsilon)
@@ -174,9 +175,78 @@ void compute_instance_norm(ir::KernelContext& ctx) {
   }
 }
 
+// GroupNormalization (ResNet-GN, detection heads, diffusion UNets): X [N, C, D1, ...] with its C
+// channels in `num_groups` groups of C / G; each (n, group) standardised over its channels and
+// pixels together, then scaled and shifted: per group (opset 18: scale and bias [G]) or per
+// channel (opset 21: [C]). Statistics in double (stash_type 1, f32, is the only one tessel
+// stores), two passes as LayerNormalization.
+struct GroupNormView {
+  int64_t groups = 1, channels = 1, per_group = 1, pixels = 1;
+  bool per_channel_affine = true;
+};
+
+GroupNormView group_norm_view(const ir::Node& node, const Shape& x, int64_t opset) {
+  TESSEL_USER_CHECK(node.has_attr("num_groups")) << node.label() << ": the num_groups attribute is required";
+  TESSEL_USER_CHECK(node.get_int("stash_type", 1) == 1)
+      << node.label() << ": stash_type " << node.get_int("stash_type", 1) << " (tessel keeps statistics in f32: 1)";
+  GroupNormView v;
+  v.groups = node.get_int("num_groups", 1);
+  v.channels = x[1];
+  TESSEL_USER_CHECK(v.groups >= 1 && v.channels % v.groups == 0)
+      << node.label() << ": num_groups " << v.groups << " does not divide the " << v.channels << " channels";
+  v.per_group = v.channels / v.groups;
+  for (size_t d = 2; d < x.size(); ++d) v.pixels *= x[d];
+  v.per_channel_affine = opset >= 21;
+  return v;
+}
+
+void infer_group_norm(ir::InferContext& ctx) {
+  require_float_input(ctx, 0, "X");
+  require_rank(ctx, 0, "X", 3);
+  require_same_dtype(ctx, 1, 0, "scale", "X");
+  require_same_dtype(ctx, 2, 0, "bias", "X");
+  const GroupNormView v = group_norm_view(ctx.node(), ctx.shape(0), ctx.opset());
+  const int64_t want = v.per_channel_affine ? v.channels : v.groups;
+  for (int i : {1, 2})
+    TESSEL_USER_CHECK(ctx.shape(i) == Shape{want})
+        << ctx.node().label() << ": " << (i == 1 ? "scale" : "bias") << " has shape " << shape_str(ctx.shape(i))
+        << ", expected [" << want << "] (one value per " << (v.per_channel_affine ? "channel" : "group")
+        << " at opset " << ctx.opset() << ")";
+  ctx.set_output(0, ctx.dtype(0), ctx.shape(0));
+}
+
+void compute_group_norm(ir::KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const double epsilon = ctx.node().get_float("epsilon", 1e-5);
+  const GroupNormView v = group_norm_view(ctx.node(), x.shape(), ctx.opset());
+  const int64_t block = v.per_group * v.pixels;  // one (n, group): contiguous in NCHW
+  Tensor& y = ctx.output(0);
+  for (int64_t ng = 0; ng < x.dim(0) * v.groups; ++ng) {
+    const int64_t base = ng * block, g = ng % v.groups;
+    double sum = 0;
+    for (int64_t j = 0; j < block; ++j) sum += x.get_f64(base + j);
+    const double mean = sum / static_cast<double>(block);
+    double sq = 0;
+    for (int64_t j = 0; j < block; ++j) {
+      const double d = x.get_f64(base + j) - mean;
+      sq += d * d;
+    }
+    const double inv_std = 1.0 / std::sqrt(sq / static_cast<double>(block) + epsilon);
+    for (int64_t j = 0; j < block; ++j) {
+      const int64_t at = v.per_channel_affine ? g * v.per_group + j / v.pixels : g;
+      y.set_f64(base + j, (x.get_f64(base + j) - mean) * inv_std * ctx.input(1).get_f64(at) + ctx.input(2).get_f64(at));
+    }
+  }
+}
+
 }  // namespace
 
 void register_layer_norm_ops(ir::OpRegistry& r) {
+  r.add({.name = "GroupNormalization",
+         .min_inputs = 3,
+         .max_inputs = 3,
+         .infer = infer_group_norm,
+         .compute = compute_group_norm});
   r.add({.name = "InstanceNormalization",
          .min_inputs = 3,
          .max_inputs = 3,

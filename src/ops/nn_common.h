@@ -34,7 +34,7 @@ void require_rank(const ir::InferContext& ctx, int i, const char* what, int64_t 
 // layer_norm_ops.cc).
 void register_conv_ops(ir::OpRegistry& r);        // Conv, ConvTranspose
 void register_pool_ops(ir::OpRegistry& r);        // MaxPool, AveragePool, Global{Average,Max}Pool, LRN
-void register_layer_norm_ops(ir::OpRegistry& r);  // LayerNormalization, InstanceNormalization
+void register_layer_norm_ops(ir::OpRegistry& r);  // Layer-, Instance-, GroupNormalization
 // The integer contractions of the quantized family (quant_contractions.cc).
 void register_quant_contraction_ops(ir::OpRegistry& r);  // QLinearConv/MatMul, *Integer
 

@@ -131,6 +131,11 @@ const std::map<std::string, OpFacts>& table() {
     t["InstanceNormalization"].gpu = GpuKernel::kReduce;
     t["tessel.InstanceNormalization"] =
         nhwc_op(OpKind::kNormalization, GpuKernel::kReduce, FlopRule::kPerOutput);
+    // Per (image, group of channels) over those channels and the pixels: likewise.
+    t["GroupNormalization"] =
+        tessel_form(OpKind::kNormalization, "tessel.GroupNormalization", FlopRule::kPerOutput);
+    t["GroupNormalization"].gpu = GpuKernel::kReduce;
+    t["tessel.GroupNormalization"] = nhwc_op(OpKind::kNormalization, GpuKernel::kReduce, FlopRule::kPerOutput);
     // Over the trailing dims: ConvNeXt's channels-last LayerNorm reads NHWC data as it is.
     t["LayerNormalization"] = {.kind = OpKind::kNormalization, .gpu = GpuKernel::kReduce,
                                .flops = FlopRule::kPerOutput, .fp16 = true};

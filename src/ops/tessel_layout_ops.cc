@@ -57,6 +57,7 @@ void register_tessel_layout_ops(ir::OpRegistry& r) {
   add_nhwc_op(r, "tessel.GlobalMaxPool", "GlobalMaxPool", {});
   add_nhwc_op(r, "tessel.LRN", "LRN", {"alpha", "beta", "bias", "size"});
   add_nhwc_op(r, "tessel.InstanceNormalization", "InstanceNormalization", {"epsilon"}, 2);
+  add_nhwc_op(r, "tessel.GroupNormalization", "GroupNormalization", {"epsilon", "num_groups", "stash_type"}, 2);
   add_nhwc_op(r, "tessel.DepthToSpace", "DepthToSpace", {"blocksize", "mode"});
   add_nhwc_op(r, "tessel.SpaceToDepth", "SpaceToDepth", {"blocksize"});
 }

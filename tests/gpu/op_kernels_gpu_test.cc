@@ -245,6 +245,15 @@ TEST(OpKernelsGpu, Lrn) {
   check_op("LRN", {act(DType::kF16, {1, 16, 5, 5})}, {{"size", int64_t{5}}, {"alpha", 1e-2}});
 }
 
+TEST(OpKernelsGpu, GroupNormalization) {
+  auto vec = [](DType t, int64_t c) { return act(t, {c}); };
+  // NHWC, 6 groups of 4 (the graph's opset 17: per-group affine), and channels-first rank 3.
+  check_op("tessel.GroupNormalization", {act(DType::kF16, {2, 9, 11, 24}), vec(DType::kF16, 6), vec(DType::kF16, 6)},
+           {{"num_groups", int64_t{6}}});
+  check_op("GroupNormalization", {act(DType::kF32, {2, 8, 50}), vec(DType::kF32, 4), vec(DType::kF32, 4)},
+           {{"num_groups", int64_t{4}}, {"epsilon", 1e-3}});
+}
+
 TEST(OpKernelsGpu, InstanceNormalization) {
   auto per_channel = [](DType t, int64_t c) { return act(t, {c}); };
   // NHWC: 1155 pixels of 24 channels (3 vectors, 1024 threads), and 520 channels in chunks.

@@ -66,12 +66,12 @@ class Builder:
         return self.op("Conv", [x, w, b], kernel_shape=[k, k], strides=[stride, stride],
                        pads=[pad] * 4, group=group)
 
-    def model(self, name, input_shape, out, out_type=TensorProto.FLOAT, opset=18):
+    def model(self, name, input_shape, out, out_type=TensorProto.FLOAT, opset=18, out_shape=None):
         graph = helper.make_graph(
             self.nodes, name, [helper.make_tensor_value_info("input", TensorProto.FLOAT, input_shape)],
-            [helper.make_tensor_value_info(out, out_type, None)], self.inits)
+            [helper.make_tensor_value_info(out, out_type, out_shape)], self.inits)
         m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-        m.ir_version = 8 if opset <= 17 else 9
+        m.ir_version = 8 if opset <= 17 else 9 if opset <= 20 else 10
         # The output's shape, as ONNX's own shape inference gives it (the checker wants one).
         inferred = onnx.shape_inference.infer_shapes(m)
         for vi in list(inferred.graph.value_info) + list(inferred.graph.output):
@@ -173,7 +173,27 @@ def attention_net():
     return b.model("attention_net", [1, 3, 16, 16], b.op("GatherElements", [x, idx], axis=3))
 
 
-MODELS = [style_net, classic_net, seg_head, post_net, attention_net]
+def gn_unet():
+    """A diffusion-UNet-style level at opset 21: GroupNormalization (per-channel affine) + SiLU
+    residual blocks, a strided conv down, a nearest upsample and a skip Concat."""
+    b = Builder(6)
+    gn = lambda x, c, g: b.op("GroupNormalization", [x, b.param(None, values=1 + 0.1 * b.rng.standard_normal(c)),
+                                                    b.param((c,), 0.1)], num_groups=g, epsilon=1e-5)
+    silu = lambda x: b.op("Mul", [x, b.op("Sigmoid", [x])])
+    x = b.conv("input", 3, 32, 3)
+    h = b.conv(silu(gn(x, 32, 8)), 32, 32, 3)
+    h = b.conv(silu(gn(h, 32, 8)), 32, 32, 3)
+    skip = b.op("Add", [x, h])
+    d = b.conv(skip, 32, 64, 3, stride=2)
+    d = b.conv(silu(gn(d, 64, 16)), 64, 64, 3)
+    u = b.op("Resize", [d, "", b.param(None, values=[1, 1, 2, 2])], mode="nearest")
+    x = b.op("Concat", [u, skip], axis=1)
+    x = b.conv(silu(gn(x, 96, 8)), 96, 3, 3)
+    # (onnx's shape inference leaves GroupNormalization's output unshaped: given here.)
+    return b.model("gn_unet", [1, 3, 16, 16], x, opset=21, out_shape=[1, 3, 16, 16])
+
+
+MODELS = [style_net, classic_net, seg_head, post_net, attention_net, gn_unet]
 
 
 def rel_l2(a, b):

@@ -752,6 +752,29 @@ TEST(InstanceNormalization, standardises_each_plane_then_scales_per_channel) {
                     "InstanceNormalization 'node'", "expected rank at least 3");
 }
 
+TEST(GroupNormalization, standardises_each_group_then_scales_per_group_or_channel) {
+  // [1, 4, 2, 2] in 2 groups of 2 channels; numpy on the definition. Opset 18: scale and bias
+  // per group; opset 21: per channel.
+  Tensor x = f32({1, 4, 2, 2}, {1, 2, 3, 6, -1, -5, -3, -2, 0.5f, 1.5f, -0.5f, 2, 4, -4, 1, 0});
+  const ir::Attributes groups = {{"num_groups", int64_t{2}}};
+  EXPECT_TRUE(all_close(
+      run_op("GroupNormalization", {x, f32({2}, {2, 0.5f}), f32({2}, {0.5f, -1})}, groups, 1, 18)[0],
+      f32({1, 4, 2, 2}, {1.025041f, 1.625087f, 2.225134f, 4.025274f, -0.1750524f, -2.575239f, -1.375146f, -0.775099f,
+                         -1.014488f, -0.7826774f, -1.246299f, -0.666772f, -0.2031504f, -2.057637f, -0.8985828f,
+                         -1.130394f})));
+  EXPECT_TRUE(all_close(
+      run_op("GroupNormalization", {x, f32({4}, {1, 2, 0.5f, -1}), f32({4}, {0, 0.5f, -1, 2})}, groups, 1, 21)[0],
+      f32({1, 4, 2, 2}, {0.2625204f, 0.5625437f, 0.862567f, 1.762637f, -0.1750524f, -2.575239f, -1.375146f, -0.775099f,
+                         -1.014488f, -0.7826774f, -1.246299f, -0.666772f, 0.4063008f, 4.115273f, 1.797166f, 2.260787f})));
+  expect_user_error([&] { run_op("GroupNormalization", {x, f32({2}, {1, 1}), f32({2}, {0, 0})}, {}, 1, 18); },
+                    "GroupNormalization 'node'", "the num_groups attribute is required");
+  expect_user_error(
+      [&] { run_op("GroupNormalization", {x, f32({3}, {1, 1, 1}), f32({3}, {0, 0, 0})}, {{"num_groups", int64_t{3}}}, 1, 18); },
+      "GroupNormalization 'node'", "num_groups 3 does not divide the 4 channels");
+  expect_user_error([&] { run_op("GroupNormalization", {x, f32({2}, {1, 1}), f32({2}, {0, 0})}, groups, 1, 21); },
+                    "GroupNormalization 'node'", "scale has shape [2], expected [4] (one value per channel at opset 21)");
+}
+
 TEST(Lrn, sums_squares_over_the_channel_window) {
   // [1, 3, 1, 2], size 3 (one channel each side, clipped at the ends), alpha 0.3, beta 0.75,
   // bias 1: x / (1 + 0.1 * sum of squares)^0.75, computed in Python.

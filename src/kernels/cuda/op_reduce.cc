@@ -1,6 +1,6 @@
 // Reductions (kernels/tessel_op_reduce.cuh): Softmax and LogSoftmax along any axis, the float Reduce* ops
 // (Sum, Mean, Max, Min, Prod, SumSquare, L1, L2, LogSum, LogSumExp) over any axes,
-// LayerNormalization over its trailing dims, InstanceNormalization over the pixels, and
+// LayerNormalization over its trailing dims, Instance- and GroupNormalization over the pixels,
 // ArgMax/ArgMin and CumSum along an axis, with the semantics of ops/reduce.cc and
 // ops/reduce_more.cc (the axes and output shape come from the same ops::plan_reduce) and fp32
 // accumulation for f32, f16 and bf16 storage. A reduction over one run of adjacent dims (the
@@ -242,6 +242,24 @@ OpKernelSource emit_cumsum(const ir::Graph& g, const ir::Node& n) {
                      (outer * inner + kThreads - 1) / kThreads, kThreads);
 }
 
+// GroupNormalization: its NHWC form or a channels-first one, one block per (image, group); 1024
+// threads where those blocks are fewer than the SMs of an H100.
+OpKernelSource emit_group_norm(const ir::Graph& g, const ir::Node& n) {
+  const ir::TensorType& x = g.type(n.inputs[0]);
+  const bool nhwc = n.op == "tessel.GroupNormalization";
+  const int64_t c = nhwc ? x.shape[3] : x.shape[1], images = x.shape[0];
+  const int64_t groups = n.get_int("num_groups", 1), pixels = numel(x.shape) / (images * c);
+  const std::string problem = fmt::format(
+      "// {}: {} in {} groups\nstruct Problem {{\n  using T = {};\n  static constexpr bool kNhwc = {}, kPerGroupAffine = {};\n"
+      "  static constexpr i64 kImages = {}, kGroups = {}, kC = {}, kPerGroup = {}, kPixels = {};\n"
+      "  static constexpr float kEpsilon = {};\n}};\n",
+      n.op, x.str(), groups, type_of(x.dtype), nhwc, g.opset < 21, images, groups, c, c / groups, pixels,
+      float_literal(n.get_float("epsilon", 1e-5)));
+  const int64_t blocks = images * groups;
+  return make_source(n, "group_norm", "tessel_op_reduce.cuh", problem, "tessel::GroupNorm<Problem>::run(p);", blocks,
+                     blocks < 132 ? 1024 : kThreads);
+}
+
 // The columns kernels' launch (ReduceColumns, InstanceNormColumns) over [outer, r, inner]: up
 // to 32 vector columns per block, the rest of its threads row lanes. Blocks are (outer, column
 // chunk) pairs; where they are fewer than the SMs of an H100, `wide` threads each (more rows in
@@ -319,6 +337,7 @@ std::optional<std::string> check_reduce(const ir::Graph& g, const ir::Node& n) {
   }
   if (n.op == "LayerNormalization") return check_layer_norm(g, n);
   if (n.op == "InstanceNormalization" || n.op == "tessel.InstanceNormalization") return std::nullopt;
+  if (n.op == "GroupNormalization" || n.op == "tessel.GroupNormalization") return std::nullopt;
   if (n.op == "ArgMax" || n.op == "ArgMin") return std::nullopt;
   if (n.op == "CumSum") {
     if (!g.value(n.inputs[1]).is_constant()) return n.label() + ": the axis (input 1) must be a constant";
@@ -333,6 +352,7 @@ OpKernelSource emit_reduce(const ir::Graph& g, const ir::Node& n) {
   if (n.op == "Softmax" || n.op == "LogSoftmax") return emit_softmax(g, n);
   if (n.op == "LayerNormalization") return emit_layer_norm(g, n);
   if (n.op == "InstanceNormalization" || n.op == "tessel.InstanceNormalization") return emit_instance_norm(g, n);
+  if (n.op == "GroupNormalization" || n.op == "tessel.GroupNormalization") return emit_group_norm(g, n);
   if (n.op == "ArgMax" || n.op == "ArgMin") return emit_arg_extremum(g, n);
   if (n.op == "CumSum") return emit_cumsum(g, n);
   return emit_reduce_op(g, n);

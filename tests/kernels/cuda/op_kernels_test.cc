@@ -290,6 +290,16 @@ TEST_F(OpKernelsTest, SpaceToDepthIsAStridedCopyInEitherLayout) {
   EXPECT_FALSE(can_emit_op(odd, odd.nodes[0]));
 }
 
+TEST_F(OpKernelsTest, GroupNormalizationInEitherLayout) {
+  // A diffusion UNet's GroupNorm(32) over 128 channels in NHWC: 4 channels per group; before
+  // opset 21 scale and bias are per group (kPerGroupAffine).
+  emit_and_compile(one_node("tessel.GroupNormalization",
+                            {act(DType::kF16, {2, 16, 16, 128}), act(DType::kF16, {32}), act(DType::kF16, {32})},
+                            {{"num_groups", int64_t{32}}}),
+                   "kNhwc = true, kPerGroupAffine = true;\n"
+                   "  static constexpr i64 kImages = 2, kGroups = 32, kC = 128, kPerGroup = 4, kPixels = 256;");
+}
+
 TEST_F(OpKernelsTest, InstanceNormalizationInEitherLayout) {
   // NHWC: columns of 64x64 pixels per (image, 8-channel vector), 1024 threads (4 blocks).
   const OpKernelSource nhwc = emit_and_compile(

@@ -407,6 +407,62 @@ struct InstanceNormColumns {
   }
 };
 
+// GroupNormalization: one block per (image, group), reducing the group's kPerGroup channels over
+// its kPixels pixels together: NHWC data (kNhwc: the group is a run of kPerGroup channels of
+// each pixel's kC) or channels-first (the group is one contiguous run). Two passes (the mean,
+// then the variance of the deviations, as the reference) and a third that writes, each a
+// block-wide sum by warp shuffles and shared memory. Scale (in[1]) and B (in[2]) are per channel
+// (opset 21) or per group (kPerGroupAffine, opset 18).
+template <typename P>
+struct GroupNorm {
+  using T = typename P::T;
+  static constexpr i64 kElems = P::kPerGroup * P::kPixels;
+
+  // Element e of the group, from the group's first element; its channel within the group.
+  __device__ __forceinline__ static i64 offset(i64 e) {
+    if constexpr (P::kNhwc) return (e / P::kPerGroup) * P::kC + e % P::kPerGroup;
+    return e;
+  }
+  __device__ __forceinline__ static i64 channel_in_group(i64 e) {
+    if constexpr (P::kNhwc) return e % P::kPerGroup;
+    return e / P::kPixels;
+  }
+  // The sum of v over the block, in every thread (every thread must call it).
+  __device__ __forceinline__ static float block_sum(float v, float* shared) {
+    v = warp_sum(v);
+    if ((threadIdx.x & 31) == 0) shared[threadIdx.x / 32] = v;
+    __syncthreads();
+    float total = 0.f;
+    for (int w = 0; w < static_cast<int>(blockDim.x / 32); ++w) total += shared[w];
+    __syncthreads();
+    return total;
+  }
+
+  __device__ __forceinline__ static void run(const OpParams& p) {
+    __shared__ float shared[32];
+    for (i64 b = blockIdx.x; b < P::kImages * P::kGroups; b += gridDim.x) {
+      const i64 n = b / P::kGroups, g = b % P::kGroups;
+      const i64 base = P::kNhwc ? n * P::kPixels * P::kC + g * P::kPerGroup : b * kElems;
+      const T* x = static_cast<const T*>(p.in[0]) + base;
+      T* y = static_cast<T*>(p.out[0]) + base;
+      float s = 0.f;
+      for (i64 e = threadIdx.x; e < kElems; e += blockDim.x) s += to_float(x[offset(e)]);
+      const float mean = block_sum(s, shared) * (1.f / static_cast<float>(kElems));
+      float q = 0.f;
+      for (i64 e = threadIdx.x; e < kElems; e += blockDim.x) {
+        const float d = to_float(x[offset(e)]) - mean;
+        q = fmaf(d, d, q);
+      }
+      const float inv = rsqrtf(block_sum(q, shared) * (1.f / static_cast<float>(kElems)) + P::kEpsilon);
+      for (i64 e = threadIdx.x; e < kElems; e += blockDim.x) {
+        const i64 ch = P::kPerGroupAffine ? g : g * P::kPerGroup + channel_in_group(e);
+        const float a = inv * to_float(static_cast<const T*>(p.in[1])[ch]);
+        y[offset(e)] = from_float<T>(fmaf(to_float(x[offset(e)]) - mean, a, to_float(static_cast<const T*>(p.in[2])[ch])));
+      }
+    }
+  }
+};
+
 // InstanceNormalization of channels-first data: kOuter rows (image, channel) of kR pixels, one
 // warp per row as LayerNormRows, channel = row % kC for scale (in[1]) and B (in[2]).
 template <typename P>
