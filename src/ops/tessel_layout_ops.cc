@@ -6,19 +6,27 @@
 // and round once, as their ONNX kernels do; tessel.MaxPool has no Indices output.)
 #include "core/error.h"
 #include "ops/nn_common.h"
+#include "ops/tessel_epilogue.h"
 #include "ops/tessel_ops.h"
 #include "ops/tessel_reference.h"
 
 namespace tessel::ops {
 namespace {
 
-// `extra_inputs` operands after X (InstanceNormalization's scale and B) pass to the stand-in
-// as they are: they are per-channel vectors, the same in either layout.
-void add_nhwc_op(ir::OpRegistry& r, const char* name, const char* onnx_op,
-                 std::vector<std::string> allowed, int extra_inputs = 0) {
+// `extra_inputs` operands after X (the normalizations' per-channel scale and B) pass to the
+// stand-in as they are: they are per-channel vectors, the same in either layout. With
+// `activations`, the op takes fuse's epilogue attributes (activation steps only, no residual or
+// int8 step): the stand-in then runs in f64 and the steps follow before the one rounding, as
+// the GPU kernels apply them to their fp32 result.
+void add_nhwc_op(ir::OpRegistry& r, const char* name, const char* onnx_op, std::vector<std::string> allowed,
+                 int extra_inputs = 0, bool activations = false) {
   auto make_stand_in = [onnx_op, extra_inputs](const ir::Node& node) {
-    return stand_in(node, onnx_op, node.attrs, 1 + extra_inputs);
+    ir::Attributes attrs = node.attrs;
+    for (const char* key : {"epilogue", "epilogue_alpha", "epilogue_beta"}) attrs.erase(key);
+    return stand_in(node, onnx_op, std::move(attrs), 1 + extra_inputs);
   };
+  if (activations)
+    for (const char* key : {"epilogue", "epilogue_alpha", "epilogue_beta"}) allowed.push_back(key);
   r.add({.name = name,
          .min_inputs = 1 + extra_inputs,
          .max_inputs = 1 + extra_inputs,
@@ -26,6 +34,11 @@ void add_nhwc_op(ir::OpRegistry& r, const char* name, const char* onnx_op,
              [allowed, make_stand_in](ir::InferContext& ctx) {
                const ir::Node& node = ctx.node();
                check_attributes(node, allowed);
+               for (const EpilogueStep& s : read_epilogue(node))
+                 TESSEL_USER_CHECK(s.kind != EpilogueKind::kAddResidual && s.kind != EpilogueKind::kMul &&
+                                   s.kind != EpilogueKind::kQuantize && s.kind != EpilogueKind::kAddScaledResidual)
+                     << node.label() << ": epilogue step '" << epilogue_name(s.kind)
+                     << "' (only activations follow a normalization)";
                require_rank(ctx, 0, "X", 4, 4);
                const ir::TensorType x{ctx.dtype(0), permute_shape(ctx.shape(0), kNhwcToNchw)};
                std::vector<ir::TensorType> rest;
@@ -37,10 +50,19 @@ void add_nhwc_op(ir::OpRegistry& r, const char* name, const char* onnx_op,
              },
          .compute =
              [make_stand_in](ir::KernelContext& ctx) {
-               const Tensor x = permute(ctx.input(0), kNhwcToNchw);
-               std::vector<const Tensor*> inputs = {&x};
-               for (int i = 1; i < ctx.num_inputs(); ++i) inputs.push_back(&ctx.input(i));
-               const Tensor y = run_stand_in(ctx.node(), make_stand_in(ctx.node()), inputs, ctx.opset())[0];
+               const std::vector<EpilogueStep> steps = read_epilogue(ctx.node());
+               // With steps, every input in f64 (exact), so that only the store rounds.
+               const DType compute = steps.empty() ? ctx.input(0).dtype() : DType::kF64;
+               std::vector<Tensor> owned = {permute(ctx.input(0).cast(compute), kNhwcToNchw)};
+               for (int i = 1; i < ctx.num_inputs(); ++i) owned.push_back(ctx.input(i).cast(compute));
+               std::vector<const Tensor*> inputs;
+               for (const Tensor& t : owned) inputs.push_back(&t);
+               Tensor y = run_stand_in(ctx.node(), make_stand_in(ctx.node()), inputs, ctx.opset())[0];
+               for (int64_t i = 0; !steps.empty() && i < y.numel(); ++i) {
+                 double v = y.get_f64(i);
+                 for (const EpilogueStep& s : steps) v = apply_epilogue_step(s, v, 0.0);
+                 y.set_f64(i, v);
+               }
                store_output(ctx.output(0), permute(y, kNchwToNhwc));
              }});
 }
@@ -56,8 +78,9 @@ void register_tessel_layout_ops(ir::OpRegistry& r) {
   add_nhwc_op(r, "tessel.GlobalAveragePool", "GlobalAveragePool", {});
   add_nhwc_op(r, "tessel.GlobalMaxPool", "GlobalMaxPool", {});
   add_nhwc_op(r, "tessel.LRN", "LRN", {"alpha", "beta", "bias", "size"});
-  add_nhwc_op(r, "tessel.InstanceNormalization", "InstanceNormalization", {"epsilon"}, 2);
-  add_nhwc_op(r, "tessel.GroupNormalization", "GroupNormalization", {"epsilon", "num_groups", "stash_type"}, 2);
+  add_nhwc_op(r, "tessel.InstanceNormalization", "InstanceNormalization", {"epsilon"}, 2, true);
+  add_nhwc_op(r, "tessel.GroupNormalization", "GroupNormalization", {"epsilon", "num_groups", "stash_type"}, 2,
+              true);
   add_nhwc_op(r, "tessel.DepthToSpace", "DepthToSpace", {"blocksize", "mode"});
   add_nhwc_op(r, "tessel.SpaceToDepth", "SpaceToDepth", {"blocksize"});
 }

@@ -1,6 +1,8 @@
 // Fuses the per-element work after each contraction into it, as epilogue data
 // (ops/tessel_epilogue.h): a tessel.Conv or tessel.Gemm absorbs the chain of ops that reads its
-// output, one op at a time, while each intermediate value has exactly one reader:
+// output, one op at a time, while each intermediate value has exactly one reader (a
+// tessel.InstanceNormalization or tessel.GroupNormalization absorbs the activations alone, the
+// GroupNorm + SiLU of diffusion UNets, the InstanceNorm + ReLU of style-transfer nets):
 //   Relu, LeakyRelu, Sigmoid, HardSwish       -> relu, leaky_relu(alpha), sigmoid, hardswish
 //   Tanh, Mish, HardSigmoid, Elu               -> tanh, mish, hard_sigmoid(alpha, beta), elu(alpha)
 //   Gelu (approximate none / tanh)             -> gelu, gelu_tanh
@@ -145,7 +147,7 @@ class Fuser {
     bool changed = false;
     for (size_t i = 0; i < g_.nodes.size(); ++i) {
       const std::string& op = g_.nodes[i].op;
-      if (!absorbed_[i] && (op == "tessel.Conv" || op == "tessel.Gemm")) changed |= fuse_from(i);
+      if (!absorbed_[i] && (op == "tessel.Conv" || op == "tessel.Gemm" || is_norm(op))) changed |= fuse_from(i);
     }
     if (!changed) return std::move(g_);
     std::vector<ir::Node> nodes;
@@ -221,9 +223,16 @@ class Fuser {
     n.inputs[3] = r;
   }
 
+  // The normalizations whose kernels finish their outputs with activation steps.
+  static bool is_norm(const std::string& op) {
+    return op == "tessel.InstanceNormalization" || op == "tessel.GroupNormalization";
+  }
+
   bool fuse_from(size_t i) {
     ir::Node fused = g_.nodes[i];
     const bool conv = fused.op == "tessel.Conv";
+    // A normalization takes activations only: no residual, int8 step, store map or edge store.
+    const bool norm = is_norm(fused.op);
     std::vector<EpilogueStep> steps = ops::read_epilogue(fused);
     ops::StoreMap store = conv ? ops::read_store(fused) : ops::StoreMap{};
     std::optional<DType> out_dtype = ops::read_out_dtype(fused);
@@ -244,6 +253,14 @@ class Fuser {
       const int u = sole_user(v);
       if (u < 0) break;
       const ir::Node& next = g_.nodes[u];
+      if (norm) {
+        const std::optional<EpilogueStep> step = activation_step(g_, next, v);
+        if (!step) break;
+        steps.push_back(*step);
+        chain.push_back(u);
+        v = next.outputs[0];
+        continue;
+      }
       const bool quantized = !steps.empty() && steps.back().kind == EpilogueKind::kQuantize;
       if (quantized) {  // an int8 value: only its DequantizeLinear continues the epilogue
         const std::optional<double> s = int8_scale(g_, next, "DequantizeLinear", v);
@@ -279,7 +296,8 @@ class Fuser {
     // A chain through a DequantizeLinear to fp16 (choose-precision's) ends in another dtype
     // than the contraction's own: the store converts.
     if (!out_dtype && g_.type(v).dtype != g_.type(fused.outputs[0]).dtype) out_dtype = g_.type(v).dtype;
-    const bool edge_stores = !has_residual_step(steps) && out_dtype != DType::kI8 && (!conv || group_one(fused));
+    const bool edge_stores =
+        !norm && !has_residual_step(steps) && out_dtype != DType::kI8 && (!conv || group_one(fused));
     for (int u; edge_stores && (u = sole_user(v)) >= 0;) {
       const ir::Node& next = g_.nodes[u];
       if (conv && !store.nchw() && is_transpose(next, {0, 3, 1, 2})) {
@@ -298,7 +316,7 @@ class Fuser {
     fused.outputs[0] = v;
     ops::write_epilogue(fused, steps);
     if (conv) ops::write_store(fused, store);
-    ops::write_out_dtype(fused, out_dtype);
+    if (!norm) ops::write_out_dtype(fused, out_dtype);
     absorbed_[i] = 1;
     for (int c : chain) {
       absorbed_[c] = 1;

@@ -246,8 +246,9 @@ def check(tessel, d, m):
                               capture_output=True, text=True, env=dict(os.environ, TESSEL_CACHE_DIR=os.path.join(d, "cache")))
     if compiled.returncode != 0:
         problems.append("compile for sm_90a failed: " + compiled.stderr.strip())
-    # In these models these follow a conv alone: each must be that conv's epilogue step.
-    for act in ("Tanh", "Mish", "Elu", "HardSigmoid"):
+    # In these models these follow a conv or a normalization alone: each must be its epilogue
+    # step (Sigmoid: the SiLU after a GroupNorm).
+    for act in ("Tanh", "Mish", "Elu", "HardSigmoid", "Relu", "Sigmoid"):
         if re.search(r"^\S+\s+%s\s" % act, explain, re.M):
             problems.append("%s after a conv was not fused into its epilogue" % act)
     return problems, ", ".join(notes)

@@ -775,6 +775,20 @@ TEST(GroupNormalization, standardises_each_group_then_scales_per_group_or_channe
                     "GroupNormalization 'node'", "scale has shape [2], expected [4] (one value per channel at opset 21)");
 }
 
+TEST(InstanceNormalization, nhwc_form_applies_fused_activations_and_refuses_other_steps) {
+  // tessel.InstanceNormalization (NHWC) with a fused ReLU equals the ONNX op, transposed, then
+  // ReLU.
+  Tensor x = f32({1, 2, 2, 2}, {1, -1, 2, -5, 3, -3, 6, -2});  // NHWC of the [1, 2, 2, 2] above
+  Tensor scale = f32({2}, {2, 0.5f}), b = f32({2}, {0.5f, -1});
+  const Tensor got = run_op("tessel.InstanceNormalization", {x, scale, b},
+                            {{"epilogue", std::vector<std::string>{"relu"}}})[0];
+  // NCHW expectations of the test above, in NHWC order, with ReLU: channel 0 then channel 1.
+  EXPECT_TRUE(all_close(got, f32({1, 2, 2, 2}, {0, 0, 0, 0, 0.5f, 0, 3.7071303f, 0})));
+  expect_user_error(
+      [&] { run_op("tessel.InstanceNormalization", {x, scale, b}, {{"epilogue", std::vector<std::string>{"add_residual"}}}); },
+      "tessel.InstanceNormalization 'node'", "epilogue step 'add_residual' (only activations follow a normalization)");
+}
+
 TEST(Lrn, sums_squares_over_the_channel_window) {
   // [1, 3, 1, 2], size 3 (one channel each side, clipped at the ends), alpha 0.3, beta 0.75,
   // bias 1: x / (1 + 0.1 * sum of squares)^0.75, computed in Python.

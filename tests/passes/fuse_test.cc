@@ -63,6 +63,41 @@ TEST(Fuse, MoreActivationsWithTheirParameters) {
           R"() {epilogue = ["mish", "elu", "hard_sigmoid", "tanh"], epilogue_alpha = [0.0, 0.5, 0.25, 0.0], epilogue_beta = [0.0, 0.0, 0.5, 0.0]})"));
 }
 
+// A normalization absorbs the activations after it (InstanceNorm + ReLU of style transfer,
+// GroupNorm + SiLU of diffusion UNets) but no residual add.
+TEST(Fuse, NormalizationsTakeActivationsOnly) {
+  const std::string head = R"(graph @g opset 17 {
+  input %x : f32[1,2,2,4]
+  input %r : f32[1,2,2,4]
+  const %s : f32[2] = [1.5, 0.5]
+  const %b : f32[2] = [0.25, -0.25]
+)";
+  testing::expect_pass_result(
+      "fuse", head + R"(  %n = tessel.GroupNormalization(%x, %s, %b) {num_groups = 2} : f32[1,2,2,4] @"gn"
+  %g = Sigmoid(%n) : f32[1,2,2,4] @"sigmoid"
+  %m = Mul(%n, %g) : f32[1,2,2,4] @"mul"
+  %y = Add(%m, %r) : f32[1,2,2,4] @"add"
+  output %y
+})",
+      head + R"(  %m = tessel.GroupNormalization(%x, %s, %b) {epilogue = ["silu"], epilogue_alpha = [0.0], epilogue_beta = [0.0], num_groups = 2} : f32[1,2,2,4] @"gn"
+  %y = Add(%m, %r) : f32[1,2,2,4] @"add"
+  output %y
+})");
+  const std::string in_head = R"(graph @g opset 17 {
+  input %x : f32[1,2,2,2]
+  const %s : f32[2] = [1.5, 0.5]
+  const %b : f32[2] = [0.25, -0.25]
+)";
+  testing::expect_pass_result(
+      "fuse", in_head + R"(  %n = tessel.InstanceNormalization(%x, %s, %b) : f32[1,2,2,2] @"in"
+  %y = Relu(%n) : f32[1,2,2,2] @"relu"
+  output %y
+})",
+      in_head + R"(  %y = tessel.InstanceNormalization(%x, %s, %b) {epilogue = ["relu"], epilogue_alpha = [0.0], epilogue_beta = [0.0]} : f32[1,2,2,2] @"in"
+  output %y
+})");
+}
+
 TEST(Fuse, SiluPattern) {
   testing::expect_pass_result(
       "fuse", conv_then(R"(  %s = Sigmoid(%c) : f32[1,2,2,2] @"sigmoid"

@@ -11,6 +11,7 @@
 #include "kernels/cuda/templates/tessel_depthwise_tile.cuh"
 #include "core/dtype.h"
 #include "ir/graph.h"
+#include "ops/tessel_epilogue.h"
 
 namespace tessel::kernels::cuda::op_detail {
 
@@ -48,6 +49,9 @@ std::optional<std::string> check_elementwise(const ir::Graph& g, const ir::Node&
 OpKernelSource emit_elementwise(const ir::Graph& g, const ir::Node& n);
 
 std::optional<std::string> check_window(const ir::Graph& g, const ir::Node& n);
+// The fp32 code of one fused activation step on `v` (op kernels' epilogues: the depthwise and
+// grouped convs, the normalizations).
+std::string epilogue_step_code(const ops::EpilogueStep& s);
 OpKernelSource emit_window(const ir::Graph& g, const ir::Node& n);
 
 // The tiling of the depthwise kernel (templates/tessel_depthwise.cuh; depthwise_tiling.cc).

@@ -16,12 +16,22 @@
 #include "kernels/cuda/op_emit.h"
 #include "core/error.h"
 #include "ops/reduce_common.h"
+#include "ops/tessel_epilogue.h"
 
 namespace tessel::kernels::cuda::op_detail {
 
 namespace {
 
 constexpr int kThreads = 256;
+
+// The fused activations of a normalization (fuse's epilogue attribute) as `act`, applied to each
+// fp32 result before the store.
+std::string act_function(const ir::Node& n) {
+  std::string f = "  __device__ __forceinline__ static float act(float v) {\n";
+  for (const ops::EpilogueStep& s : ops::read_epilogue(n)) f += "    " + epilogue_step_code(s) + "\n";
+  return f + "    return v;\n  }\n";
+}
+
 
 bool is_float_storage(DType t) { return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16; }
 
@@ -252,9 +262,9 @@ OpKernelSource emit_group_norm(const ir::Graph& g, const ir::Node& n) {
   const std::string problem = fmt::format(
       "// {}: {} in {} groups\nstruct Problem {{\n  using T = {};\n  static constexpr bool kNhwc = {}, kPerGroupAffine = {};\n"
       "  static constexpr i64 kImages = {}, kGroups = {}, kC = {}, kPerGroup = {}, kPixels = {};\n"
-      "  static constexpr float kEpsilon = {};\n}};\n",
+      "  static constexpr float kEpsilon = {};\n{}}};\n",
       n.op, x.str(), groups, type_of(x.dtype), nhwc, g.opset < 21, images, groups, c, c / groups, pixels,
-      float_literal(n.get_float("epsilon", 1e-5)));
+      float_literal(n.get_float("epsilon", 1e-5)), act_function(n));
   const int64_t blocks = images * groups;
   return make_source(n, "group_norm", "tessel_op_reduce.cuh", problem, "tessel::GroupNorm<Problem>::run(p);", blocks,
                      blocks < 132 ? 1024 : kThreads);
@@ -293,6 +303,7 @@ OpKernelSource emit_instance_norm(const ir::Graph& g, const ir::Node& n) {
   std::string problem = fmt::format(
       "// {}: {} -> {}\nstruct Problem {{\n  using T = {};\n  static constexpr float kEpsilon = {};\n", n.op,
       x.str(), g.type(n.outputs[0]).str(), type_of(x.dtype), float_literal(n.get_float("epsilon", 1e-5)));
+  problem += act_function(n);
   if (!nhwc) {
     problem += fmt::format("  static constexpr i64 kOuter = {}, kR = {}, kC = {};\n}};\n", images * c, pixels, c);
     constexpr int kWarps = kThreads / 32;

@@ -325,6 +325,8 @@ std::optional<std::string> check_window(const ir::Graph& g, const ir::Node& n) {
   return std::nullopt;
 }
 
+std::string epilogue_step_code(const ops::EpilogueStep& s) { return step_code(s); }
+
 OpKernelSource emit_window(const ir::Graph& g, const ir::Node& n) {
   if (n.op == "LRN" || n.op == "tessel.LRN") return emit_lrn(g, n);
   return n.op == "tessel.Conv" ? emit_grouped_conv(g, n) : emit_pool(g, n);

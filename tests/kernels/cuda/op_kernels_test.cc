@@ -312,7 +312,12 @@ TEST_F(OpKernelsTest, InstanceNormalizationInEitherLayout) {
   emit_and_compile(one_node("InstanceNormalization",
                             {act(DType::kF32, {2, 6, 50}), act(DType::kF32, {6}), act(DType::kF32, {6})},
                             {{"epsilon", 1e-3}}),
-                   "kEpsilon = 0.00100000005f;\n  static constexpr i64 kOuter = 12, kR = 50, kC = 6;");
+                   "static constexpr i64 kOuter = 12, kR = 50, kC = 6;");
+  // Fused activations (fuse's epilogue attribute) finish each output: ReLU, then SiLU.
+  emit_and_compile(one_node("tessel.InstanceNormalization",
+                            {act(DType::kF16, {1, 4, 4, 16}), act(DType::kF16, {16}), act(DType::kF16, {16})},
+                            {{"epilogue", std::vector<std::string>{"relu", "silu"}}}),
+                   "static float act(float v) {\n    v = v < 0.f ? 0.f : v;\n    v = __fdividef(v, 1.f + __expf(-v));\n");
 }
 
 TEST_F(OpKernelsTest, ReduceMeanOverSeveralRunsSplitsKeptAndReducedDims) {

@@ -398,7 +398,7 @@ struct InstanceNormColumns {
           Frag<T, kVec> f;
           f.load(x + r * P::kInner);
 #pragma unroll
-          for (int e = 0; e < kVec; ++e) f.v[e] = from_float<T>(fmaf(to_float(f.v[e]) - mean[e], a[e], c[e]));
+          for (int e = 0; e < kVec; ++e) f.v[e] = from_float<T>(P::act(fmaf(to_float(f.v[e]) - mean[e], a[e], c[e])));
           f.store(y + r * P::kInner);
         }
       }
@@ -412,7 +412,7 @@ struct InstanceNormColumns {
 // each pixel's kC) or channels-first (the group is one contiguous run). Two passes (the mean,
 // then the variance of the deviations, as the reference) and a third that writes, each a
 // block-wide sum by warp shuffles and shared memory. Scale (in[1]) and B (in[2]) are per channel
-// (opset 21) or per group (kPerGroupAffine, opset 18).
+// (opset 21) or per group (kPerGroupAffine, opset 18). P::act applies the fused activations.
 template <typename P>
 struct GroupNorm {
   using T = typename P::T;
@@ -457,7 +457,7 @@ struct GroupNorm {
       for (i64 e = threadIdx.x; e < kElems; e += blockDim.x) {
         const i64 ch = P::kPerGroupAffine ? g : g * P::kPerGroup + channel_in_group(e);
         const float a = inv * to_float(static_cast<const T*>(p.in[1])[ch]);
-        y[offset(e)] = from_float<T>(fmaf(to_float(x[offset(e)]) - mean, a, to_float(static_cast<const T*>(p.in[2])[ch])));
+        y[offset(e)] = from_float<T>(P::act(fmaf(to_float(x[offset(e)]) - mean, a, to_float(static_cast<const T*>(p.in[2])[ch]))));
       }
     }
   }
@@ -476,7 +476,7 @@ struct InstanceNormRows {
       const i64 ch = row % P::kC;
       const float a = m.y * to_float(static_cast<const T*>(p.in[1])[ch]);
       const float c = to_float(static_cast<const T*>(p.in[2])[ch]);
-      for (i64 j = lane; j < P::kR; j += 32) y[j] = from_float<T>(fmaf(to_float(x[j]) - m.x, a, c));
+      for (i64 j = lane; j < P::kR; j += 32) y[j] = from_float<T>(P::act(fmaf(to_float(x[j]) - m.x, a, c)));
     });
   }
 };
