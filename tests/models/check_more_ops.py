@@ -29,15 +29,10 @@ import onnx
 import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 
-# passes::gpu_pipeline(options), as tests/passes/gpu_pipeline_models.py spells it.
-PIPELINES = {
-    "fp16": "canonicalize,fold-constants,fuse-norm-gelu,fold-batch-norm,lower-batch-norm,"
-            "convert-layout,fold-transposes,fold-qdq,choose-precision-fp16,widen-narrow-groups,"
-            "fuse,depth-to-space-dcr,dce,split-wide-concats,concat-into-slices",
-    "fp32": "canonicalize,fold-constants,fuse-norm-gelu,fold-batch-norm,lower-batch-norm,"
-            "convert-layout,fold-transposes,fold-qdq,fuse,depth-to-space-dcr,"
-            "dce,split-wide-concats,concat-into-slices",
-}
+# passes::gpu_pipeline(options), spelled once in tests/passes/gpu_pipeline_models.py.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "passes"))
+from gpu_pipeline_models import PIPELINES  # noqa: E402
+
 TOLERANCE = {"ort": 1e-4, "fp32": 1e-4, "fp16": 2e-2}
 
 

@@ -366,15 +366,8 @@ std::optional<std::array<int64_t, 3>> batched_swap(const Segment& s) {
 OpKernelSource emit_gather(const ir::Graph& g, const ir::Node& n) {
   const ir::TensorType& x = g.type(n.inputs[0]);
   const ir::TensorType& idx = g.type(n.inputs[1]);
-  const int64_t rank = static_cast<int64_t>(x.shape.size());
-  int64_t axis = n.get_int("axis", 0);
-  if (axis < 0) axis += rank;
-  int64_t outer = 1, inner = 1;
-  for (int64_t d = 0; d < rank; ++d) {
-    if (d < axis) outer *= x.shape[static_cast<size_t>(d)];
-    if (d > axis) inner *= x.shape[static_cast<size_t>(d)];
-  }
-  const int64_t extent = x.shape[static_cast<size_t>(axis)], count = numel(idx.shape);
+  const AxisView v = axis_view(x.shape, n.get_int("axis", 0));
+  const int64_t axis = v.axis, outer = v.outer, inner = v.inner, extent = v.extent, count = numel(idx.shape);
   const int64_t total = outer * count * inner;
   const std::string t = type_of(x.dtype), it = type_of(idx.dtype);
   const std::string problem = fmt::format(

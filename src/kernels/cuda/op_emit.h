@@ -30,6 +30,13 @@ constexpr int64_t kMaxBlocks = 132 * 16;
 // The largest V <= 16 bytes of T dividing `channels` (a fragment of V never crosses a pixel).
 int channel_vector(DType t, int64_t channels);
 
+// A tensor viewed as [outer, extent, inner] around `axis` (negative: from the end), for the
+// kernels that work along one axis (Gather, ArgMax, CumSum).
+struct AxisView {
+  int64_t axis = 0, outer = 1, extent = 1, inner = 1;
+};
+AxisView axis_view(const Shape& shape, int64_t axis);
+
 // The translation unit: a comment naming the node, the family's template header, the
 // generated `struct Problem` (in an anonymous namespace: every kernel has its own), and the
 // extern "C" entry point whose body is `call` (e.g. "tessel::for_each_item<Pool<Problem>>(p);").

@@ -55,6 +55,18 @@ std::string float_literal(double d) {
   return s + "f";
 }
 
+AxisView axis_view(const Shape& shape, int64_t axis) {
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  AxisView v;
+  v.axis = axis < 0 ? axis + rank : axis;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (d < v.axis) v.outer *= shape[static_cast<size_t>(d)];
+    if (d == v.axis) v.extent = shape[static_cast<size_t>(d)];
+    if (d > v.axis) v.inner *= shape[static_cast<size_t>(d)];
+  }
+  return v;
+}
+
 int channel_vector(DType t, int64_t channels) {
   int v = static_cast<int>(16 / dtype_size(t));
   while (v > 1 && channels % v != 0) v /= 2;

@@ -214,42 +214,28 @@ OpKernelSource emit_layer_norm(const ir::Graph& g, const ir::Node& n) {
 // the axis and that it is not empty).
 OpKernelSource emit_arg_extremum(const ir::Graph& g, const ir::Node& n) {
   const ir::TensorType& x = g.type(n.inputs[0]);
-  const int64_t rank = static_cast<int64_t>(x.shape.size());
-  int64_t axis = n.get_int("axis", 0);
-  if (axis < 0) axis += rank;
-  int64_t outer = 1, inner = 1;
-  for (int64_t d = 0; d < rank; ++d) {
-    if (d < axis) outer *= x.shape[static_cast<size_t>(d)];
-    if (d > axis) inner *= x.shape[static_cast<size_t>(d)];
-  }
+  const AxisView v = axis_view(x.shape, n.get_int("axis", 0));
   const std::string problem = fmt::format(
       "// {}: {} -> {}\nstruct Problem {{\n  using T = {};\n  static constexpr i64 kOuter = {}, kN = {}, kInner = {};\n"
       "  static constexpr bool kMax = {}, kSelectLast = {};\n}};\n",
-      n.op, x.str(), g.type(n.outputs[0]).str(), type_of(x.dtype), outer, x.shape[static_cast<size_t>(axis)], inner,
-      n.op == "ArgMax", n.get_int("select_last_index", 0) != 0);
+      n.op, x.str(), g.type(n.outputs[0]).str(), type_of(x.dtype), v.outer, v.extent, v.inner, n.op == "ArgMax",
+      n.get_int("select_last_index", 0) != 0);
   return make_source(n, "arg_extremum", "tessel_op_reduce.cuh", problem,
-                     "tessel::for_each_item<tessel::ArgExtremum<Problem>>(p);", (outer * inner + kThreads - 1) / kThreads,
+                     "tessel::for_each_item<tessel::ArgExtremum<Problem>>(p);", (v.outer * v.inner + kThreads - 1) / kThreads,
                      kThreads);
 }
 
 // CumSum along its constant axis (input 1) as [outer, n, inner].
 OpKernelSource emit_cumsum(const ir::Graph& g, const ir::Node& n) {
   const ir::TensorType& x = g.type(n.inputs[0]);
-  const int64_t rank = static_cast<int64_t>(x.shape.size());
-  int64_t axis = g.value(n.inputs[1]).data->get_i64(0);
-  if (axis < 0) axis += rank;
-  int64_t outer = 1, inner = 1;
-  for (int64_t d = 0; d < rank; ++d) {
-    if (d < axis) outer *= x.shape[static_cast<size_t>(d)];
-    if (d > axis) inner *= x.shape[static_cast<size_t>(d)];
-  }
+  const AxisView v = axis_view(x.shape, g.value(n.inputs[1]).data->get_i64(0));
   const std::string problem = fmt::format(
       "// CumSum: {} along axis {}\nstruct Problem {{\n  using T = {};\n  static constexpr i64 kOuter = {}, kN = {}, kInner = {};\n"
       "  static constexpr bool kExclusive = {}, kReverse = {};\n}};\n",
-      x.str(), axis, type_of(x.dtype), outer, x.shape[static_cast<size_t>(axis)], inner,
-      n.get_int("exclusive", 0) != 0, n.get_int("reverse", 0) != 0);
+      x.str(), v.axis, type_of(x.dtype), v.outer, v.extent, v.inner, n.get_int("exclusive", 0) != 0,
+      n.get_int("reverse", 0) != 0);
   return make_source(n, "cumsum", "tessel_op_reduce.cuh", problem, "tessel::for_each_item<tessel::CumSumLines<Problem>>(p);",
-                     (outer * inner + kThreads - 1) / kThreads, kThreads);
+                     (v.outer * v.inner + kThreads - 1) / kThreads, kThreads);
 }
 
 // GroupNormalization: its NHWC form or a channels-first one, one block per (image, group); 1024

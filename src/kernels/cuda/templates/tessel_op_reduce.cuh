@@ -73,6 +73,13 @@ struct SoftmaxRows {
   }
 };
 
+// The first element of line i (one (outer, inner) pair) of an [P::kOuter, P::kN, P::kInner]
+// view: its elements are P::kInner apart.
+template <typename P>
+__device__ __forceinline__ i64 line_base(i64 i) {
+  return (i / P::kInner) * P::kN * P::kInner + i % P::kInner;
+}
+
 // Softmax over a strided axis (input viewed as [kOuter, kN, kInner], kInner > 1): one thread
 // per (outer, inner) pair; consecutive threads take consecutive inner positions, so each of
 // the three passes over the axis reads coalesced.
@@ -81,7 +88,7 @@ struct SoftmaxStrided {
   using T = typename P::T;
   static constexpr i64 kItems = P::kOuter * P::kInner;
   __device__ __forceinline__ static void item(const OpParams& p, i64 i) {
-    const i64 base = (i / P::kInner) * P::kN * P::kInner + i % P::kInner;
+    const i64 base = line_base<P>(i);
     const T* x = static_cast<const T*>(p.in[0]) + base;
     T* y = static_cast<T*>(p.out[0]) + base;
     float m = __int_as_float(0xff800000);
@@ -128,7 +135,7 @@ struct CumSumLines {
   using T = typename P::T;
   static constexpr i64 kItems = P::kOuter * P::kInner;
   __device__ __forceinline__ static void item(const OpParams& p, i64 i) {
-    const i64 base = (i / P::kInner) * P::kN * P::kInner + i % P::kInner;
+    const i64 base = line_base<P>(i);
     const T* x = static_cast<const T*>(p.in[0]) + base;
     T* y = static_cast<T*>(p.out[0]) + base;
     float sum = 0.f;
@@ -149,7 +156,7 @@ struct ArgExtremum {
   using T = typename P::T;
   static constexpr i64 kItems = P::kOuter * P::kInner;
   __device__ __forceinline__ static void item(const OpParams& p, i64 i) {
-    const T* x = static_cast<const T*>(p.in[0]) + (i / P::kInner) * P::kN * P::kInner + i % P::kInner;
+    const T* x = static_cast<const T*>(p.in[0]) + line_base<P>(i);
     float best = to_float(x[0]);
     i64 at = 0;
     for (i64 k = 1; k < P::kN; ++k) {
