@@ -337,6 +337,22 @@ class Fuser {
   std::vector<std::optional<ir::Node>> placed_;  // a fused node, at the index it replaces
 };
 
+// Pad(x, pads) that appends zero channels to an NHWC x: constant mode, value 0 (or absent),
+// pads [0, 0, 0, 0, 0, 0, 0, extra], no axes.
+bool zero_channel_pad(const ir::Graph& g, const ir::Node& n) {
+  auto constant = [&](ValueId v) { return v == kNoValue ? nullptr : g.value(v).data.get(); };
+  if (n.op != "Pad" || n.get_string("mode", "constant") != "constant") return false;
+  if (n.inputs.size() > 3 && n.inputs[3] != kNoValue) return false;
+  if (n.inputs.size() > 2 && n.inputs[2] != kNoValue) {
+    const Tensor* value = constant(n.inputs[2]);
+    if (!value || value->numel() != 1 || value->get_f64(0) != 0.0) return false;
+  }
+  const Tensor* pads = n.inputs.size() > 1 ? constant(n.inputs[1]) : nullptr;
+  if (!pads || pads->dtype() != DType::kI64 || pads->numel() != 8) return false;
+  const std::vector<int64_t> p = pads->to_i64_vector();
+  return std::all_of(p.begin(), p.end() - 1, [](int64_t e) { return e == 0; }) && p[7] >= 0;
+}
+
 // The stem rewrite (see the top of the file): one conv at a time, each removing the Cast,
 // Transpose and Pad that only it reads.
 class StemFolder {
@@ -368,20 +384,7 @@ class StemFolder {
     return v == kNoValue ? nullptr : g_.value(v).data.get();
   }
 
-  // Pad(x, pads) that appends zero channels to an NHWC x: constant mode, value 0 (or absent),
-  // pads [0, 0, 0, 0, 0, 0, 0, extra], no axes.
-  bool is_zero_channel_pad(const ir::Node& n) const {
-    if (n.op != "Pad" || n.get_string("mode", "constant") != "constant") return false;
-    if (n.inputs.size() > 3 && n.inputs[3] != kNoValue) return false;
-    if (n.inputs.size() > 2 && n.inputs[2] != kNoValue) {
-      const Tensor* value = constant(n.inputs[2]);
-      if (!value || value->numel() != 1 || value->get_f64(0) != 0.0) return false;
-    }
-    const Tensor* pads = n.inputs.size() > 1 ? constant(n.inputs[1]) : nullptr;
-    if (!pads || pads->dtype() != DType::kI64 || pads->numel() != 8) return false;
-    const std::vector<int64_t> p = pads->to_i64_vector();
-    return std::all_of(p.begin(), p.end() - 1, [](int64_t e) { return e == 0; }) && p[7] >= 0;
-  }
+  bool is_zero_channel_pad(const ir::Node& n) const { return zero_channel_pad(g_, n); }
 
   bool fold(ir::Node& conv) {
     if (!group_one(conv) || conv.inputs.size() < 2) return false;
@@ -666,10 +669,121 @@ class Sinker {
   std::vector<std::vector<int>> users_;
 };
 
+// The channel-alignment Pads that convert-layout puts before a contraction whose input channels
+// are no multiple of 8 (a squeeze-excite block's 4..28 squeezed channels), folded into the
+// contraction that produces them: it computes the extra output channels from zero weights and
+// a zero bias, and its readers multiply them by their zero weights, so the values there (its
+// activation of 0, finite for every step) never count. One kernel less per such Pad (EfficientNet
+// has one per block). Taken only where every reader of the Pad is a contraction whose weights
+// are zero over the padded channels, and the producer a float contraction that only the Pad
+// reads, with a plain store and no residual.
+class PadWidener {
+ public:
+  explicit PadWidener(ir::Graph g) : g_(std::move(g)), uses_(use_counts(g_)), users_(g_.users()), producers_(g_.producers()) {}
+
+  ir::Graph run() {
+    std::vector<char> erase(g_.nodes.size(), 0);
+    bool changed = false;
+    for (size_t i = 0; i < g_.nodes.size(); ++i)
+      if (zero_channel_pad(g_, g_.nodes[i]) && widen(i)) erase[i] = changed = true;
+    if (changed) erase_nodes(g_, erase);
+    return std::move(g_);
+  }
+
+ private:
+  static bool is_dense(const ir::Node& n) {
+    return n.op == "tessel.Gemm" || (n.op == "tessel.Conv" && group_one(n));
+  }
+
+  // The constant weight of contraction n as [rows, cols] with the given dim the channels of
+  // its input (reader) or output (producer): OHWI conv [Co, kh*kw*Ci]; Gemm [N, K] or [K, N].
+  const Tensor* weight(const ir::Node& n) const {
+    const ValueId w = n.inputs.size() > 1 ? n.inputs[1] : kNoValue;
+    return w == kNoValue ? nullptr : g_.value(w).data.get();
+  }
+
+  // Reader r's weights are zero over input channels [from, to).
+  bool zero_input_channels(const ir::Node& r, int64_t from, int64_t to) const {
+    const Tensor* w = weight(r);
+    if (!w || w->dtype() == DType::kI8) return false;
+    const Shape& s = w->shape();
+    const bool gemm_nk = r.op == "tessel.Gemm" && r.get_int("trans_b", 1) == 1;
+    const bool gemm_kn = r.op == "tessel.Gemm" && !gemm_nk;
+    const int64_t inner = gemm_kn ? s[1] : s.back();            // elements per step of the channel
+    const int64_t channels = gemm_kn ? s[0] : s.back();         // the input-channel extent
+    if (channels != to) return false;
+    for (int64_t i = 0; i < w->numel(); ++i) {
+      const int64_t c = gemm_kn ? i / inner : i % inner;
+      if (c >= from && w->get_f64(i) != 0.0) return false;
+    }
+    return true;
+  }
+
+  // t [rows, ...] grown to `rows` along dim 0 (kind 0) or dim 1 of a 2-D tensor, zeros after.
+  static Tensor grow(const Tensor& t, int dim, int64_t extent) {
+    Shape s = t.shape();
+    const int64_t old = s[static_cast<size_t>(dim)];
+    s[static_cast<size_t>(dim)] = extent;
+    Tensor r(t.dtype(), s);
+    const size_t esize = dtype_size(t.dtype());
+    if (dim == 0) {
+      std::memcpy(r.raw(), t.raw(), static_cast<size_t>(t.numel()) * esize);
+    } else {
+      for (int64_t row = 0; row < s[0]; ++row)
+        std::memcpy(r.raw() + static_cast<size_t>(row * extent) * esize, t.raw() + static_cast<size_t>(row * old) * esize,
+                    static_cast<size_t>(old) * esize);
+    }
+    return r;
+  }
+
+  bool widen(size_t i) {
+    const ir::Node& pad = g_.nodes[i];
+    const ValueId x = pad.inputs[0], y = pad.outputs[0];
+    const int p = producers_[static_cast<size_t>(x)];
+    if (p < 0 || uses_[static_cast<size_t>(x)] != 1 || std::count(g_.outputs.begin(), g_.outputs.end(), y)) return false;
+    ir::Node& q = g_.nodes[static_cast<size_t>(p)];
+    const int64_t from = g_.type(x).shape.back(), to = g_.type(y).shape.back();
+    // The producer: a float contraction with a constant weight and bias, a plain NHWC store,
+    // activation steps only (no residual, no int8 S).
+    if (!is_dense(q) || q.outputs.size() != 1 || !weight(q) || weight(q)->dtype() == DType::kI8) return false;
+    if (q.inputs.size() > 3 && std::any_of(q.inputs.begin() + 3, q.inputs.end(), [](ValueId v) { return v != kNoValue; }))
+      return false;
+    if (q.inputs.size() > 2 && q.inputs[2] != kNoValue && !g_.value(q.inputs[2]).is_constant()) return false;
+    if (q.op == "tessel.Conv" && ops::read_store(q).kind != StoreKind::kNhwc) return false;
+    if (ops::read_out_dtype(q)) return false;
+    for (const EpilogueStep& s : ops::read_epilogue(q))
+      if (s.kind == EpilogueKind::kAddResidual || s.kind == EpilogueKind::kAddScaledResidual ||
+          s.kind == EpilogueKind::kMul || s.kind == EpilogueKind::kQuantize)
+        return false;
+    // Its readers: contractions reading y as A, with zero weights over the padded channels.
+    for (int r : users_[static_cast<size_t>(y)]) {
+      const ir::Node& reader = g_.nodes[static_cast<size_t>(r)];
+      if (!is_dense(reader) || reader.inputs[0] != y || std::count(reader.inputs.begin() + 1, reader.inputs.end(), y) ||
+          !zero_input_channels(reader, from, to))
+        return false;
+    }
+    // Widen: weight rows (conv OHWI dim 0; Gemm [N, K] dim 0 or [K, N] dim 1) and bias.
+    const bool gemm_kn = q.op == "tessel.Gemm" && q.get_int("trans_b", 1) == 0;
+    UniqueNames names = UniqueNames::of_values(g_);
+    q.inputs[1] = g_.add_constant(names.fresh(g_.value(q.inputs[1]).name + ".widened"),
+                                  grow(*weight(q), gemm_kn ? 1 : 0, to));
+    if (q.inputs.size() > 2 && q.inputs[2] != kNoValue)
+      q.inputs[2] = g_.add_constant(names.fresh(g_.value(q.inputs[2]).name + ".widened"),
+                                    grow(*g_.value(q.inputs[2]).data, 0, to));
+    q.outputs[0] = y;
+    return true;
+  }
+
+  ir::Graph g_;
+  std::vector<int> uses_;
+  std::vector<std::vector<int>> users_;
+  std::vector<int> producers_;
+};
+
 }  // namespace
 
 ir::Graph fuse(ir::Graph g) {
-  return StemFolder(Fuser(Sinker(std::move(g)).run()).run()).run();
+  return PadWidener(StemFolder(Fuser(Sinker(std::move(g)).run()).run()).run()).run();
 }
 
 }  // namespace tessel::passes

@@ -188,7 +188,20 @@ def gn_unet():
     return b.model("gn_unet", [1, 3, 16, 16], x, opset=21, out_shape=[1, 3, 16, 16])
 
 
-MODELS = [style_net, classic_net, seg_head, post_net, attention_net, gn_unet]
+def se_net():
+    """EfficientNet-style squeeze-excite with 6 squeezed channels (no multiple of 8): the
+    channel-alignment Pad before the expand conv folds into the squeeze conv (fuse)."""
+    b = Builder(7)
+    x = b.op("Relu", [b.conv("input", 3, 32, 3)])
+    s = b.op("GlobalAveragePool", [x])
+    s = b.conv(s, 32, 6, 1)
+    s = b.op("Mul", [s, b.op("Sigmoid", [s])])
+    g = b.op("Sigmoid", [b.conv(s, 6, 32, 1)])
+    x = b.op("Mul", [x, g])
+    return b.model("se_net", [2, 3, 8, 8], b.conv(x, 32, 16, 1))
+
+
+MODELS = [style_net, classic_net, seg_head, post_net, attention_net, gn_unet, se_net]
 
 
 def rel_l2(a, b):
@@ -237,6 +250,8 @@ def check(tessel, d, m):
     unsupported = re.search(r"(\d+) unsupported", explain)
     if not unsupported or unsupported.group(1) != "0":
         problems.append("nodes without a GPU kernel:\n" + explain)
+    if name == "se_net" and re.search(r"^\S+align_channels\s+Pad", explain, re.M):
+        problems.append("the squeeze's channel-alignment Pad was not folded into its conv:\n" + explain)
     compiled = subprocess.run([tessel, "compile", path, "--target", "sm_90a", "-o", os.path.join(d, name + ".tsl")],
                               capture_output=True, text=True, env=dict(os.environ, TESSEL_CACHE_DIR=os.path.join(d, "cache")))
     if compiled.returncode != 0:

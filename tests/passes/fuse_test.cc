@@ -98,6 +98,39 @@ TEST(Fuse, NormalizationsTakeActivationsOnly) {
 })");
 }
 
+// A squeeze conv's 6 channels padded to 8 for the expand conv, whose weights are zero there:
+// the squeeze conv computes 8 channels (zero weights and bias for the last 2; their SiLU(0) = 0
+// meets the expand conv's zero weights) and the Pad goes. A reader with a non-zero weight on
+// a padded channel keeps the Pad (the second graph).
+TEST(Fuse, ChannelAlignmentPadFoldsIntoItsProducer) {
+  const std::string before = R"(graph @g opset 17 {
+  input %x : f32[1,1,1,4]
+  const %w1 : f32[6,1,1,4] = [1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.5, 0.5, 0.0, 0.0, 0.0, 0.0, 0.5, 0.5]
+  const %b1 : f32[6] = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6]
+  const %pads : i64[8] = [0, 0, 0, 0, 0, 0, 0, 2]
+  const %w2 : f32[2,1,1,8] = [1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.0, 0.0, 0.5, -0.5, 0.5, -0.5, 0.5, -0.5, W, 0.0]
+  %s = tessel.Conv(%x, %w1, %b1) {epilogue = ["silu"], epilogue_alpha = [0.0], epilogue_beta = [0.0]} : f32[1,1,1,6] @"squeeze"
+  %p = Pad(%s, %pads) : f32[1,1,1,8] @"s.align_channels"
+  %y = tessel.Conv(%p, %w2) : f32[1,1,1,2] @"expand"
+  output %y
+})";
+  auto with = [&](const std::string& w) {
+    std::string t = before;
+    t.replace(t.find(", W,"), 4, ", " + w + ",");
+    return t;
+  };
+  testing::expect_pass_result("fuse", with("0.0"), R"(graph @g opset 17 {
+  input %x : f32[1,1,1,4]
+  const %w1 : f32[8,1,1,4] = [1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.5, 0.5, 0.0, 0.0, 0.0, 0.0, 0.5, 0.5, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+  const %b1 : f32[8] = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.0, 0.0]
+  const %w2 : f32[2,1,1,8] = [1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.0, 0.0, 0.5, -0.5, 0.5, -0.5, 0.5, -0.5, 0.0, 0.0]
+  %p = tessel.Conv(%x, %w1, %b1) {epilogue = ["silu"], epilogue_alpha = [0.0], epilogue_beta = [0.0]} : f32[1,1,1,8] @"squeeze"
+  %y = tessel.Conv(%p, %w2) : f32[1,1,1,2] @"expand"
+  output %y
+})");
+  testing::expect_pass_result("fuse", with("0.25"), with("0.25"));
+}
+
 TEST(Fuse, SiluPattern) {
   testing::expect_pass_result(
       "fuse", conv_then(R"(  %s = Sigmoid(%c) : f32[1,2,2,2] @"sigmoid"
