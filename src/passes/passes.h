@@ -32,6 +32,11 @@ ir::Graph fold_batch_norm(ir::Graph g);
 // s = gamma / sqrt(var + eps), t = beta - mean * s. Training-mode or non-constant ones stay.
 ir::Graph lower_batch_norm(ir::Graph g);
 
+// Lifts 1-D convs and pools over [N, C, L] (audio and time-series CNNs) to their 2-D forms over
+// [N, C, 1, L], and cancels the Squeeze -> per-element ops -> Unsqueeze between lifted layers
+// (lift_1d.cc), so convert-layout and the GPU kernels take them.
+ir::Graph lift_1d(ir::Graph g);
+
 // Replaces the decomposed layer normalization and GELU that older exporters write with one
 // LayerNormalization (over the last axis) or Gelu node each (fuse_norm_gelu.cc lists the exact
 // forms): ReduceMean / Sub / Pow / ReduceMean / Add / Sqrt / Div, optionally times gamma plus

@@ -20,6 +20,7 @@ const std::vector<PassInfo>& all_passes() {
       {"lower-batch-norm",
        "BatchNormalization left unfolded -> per-channel scale and shift (Mul, Add)",
        lower_batch_norm},
+      {"lift-1d", "1-D convs and pools over [N, C, L] -> 2-D over [N, C, 1, L]", lift_1d},
       {"convert-layout",
        "NHWC activations, OHWI / [N,K] weights, tessel.* ops; transposes only at the edges",
        convert_layout},
@@ -73,7 +74,8 @@ std::vector<std::string> gpu_pipeline(const Options& options) {
   // fold-constants: convert-layout and choose-precision rewrite constants themselves rather
   // than leave Transposes or Casts of constants behind.
   std::vector<std::string> names = {"canonicalize",     "fold-constants",   "fuse-norm-gelu",
-                                    "fold-batch-norm",  "lower-batch-norm", "convert-layout",
+                                    "fold-batch-norm",  "lower-batch-norm", "lift-1d",
+                                    "convert-layout",
                                     "fold-transposes",  "fold-qdq"};
   // Narrow groups are widened for the fp16 Tensor Core kernels only: in fp32 they would just
   // multiply zeros on CUDA cores.

@@ -201,7 +201,29 @@ def se_net():
     return b.model("se_net", [2, 3, 8, 8], b.conv(x, 32, 16, 1))
 
 
-MODELS = [style_net, classic_net, seg_head, post_net, attention_net, gn_unet, se_net]
+def tcn_1d():
+    """A 1-D CNN (audio / time series): Conv1d + BatchNorm + ReLU, MaxPool1d, a residual block,
+    global average pool, a classifier. lift-1d makes it a 2-D chain: no node without a GPU
+    kernel, BN folded, ReLU and the residual add in the conv epilogues."""
+    b = Builder(8)
+
+    def conv1(x, cin, cout, k):
+        w, bias = b.param((cout, cin, k), np.sqrt(2.0 / (cin * k))), b.param((cout,), 0.1)
+        return b.op("Conv", [x, w, bias], kernel_shape=[k], pads=[k // 2, k // 2])
+
+    def bn(x, c):
+        return b.op("BatchNormalization", [x, b.param(None, values=1 + 0.1 * b.rng.standard_normal(c)),
+                                           b.param((c,), 0.1), b.param((c,), 0.1),
+                                           b.param(None, values=b.rng.uniform(0.5, 1.5, c))])
+    x = b.op("Relu", [bn(conv1("input", 4, 16, 5), 16)])
+    x = b.op("MaxPool", [x], kernel_shape=[2], strides=[2])
+    y = b.op("Relu", [bn(conv1(x, 16, 16, 3), 16)])
+    x = b.op("Relu", [b.op("Add", [x, conv1(y, 16, 16, 3)])])
+    x = b.op("Flatten", [b.op("GlobalAveragePool", [x])])
+    return b.model("tcn_1d", [2, 4, 64], b.op("Gemm", [x, b.param((5, 16), 0.3), b.param((5,), 0.1)], transB=1))
+
+
+MODELS = [style_net, classic_net, seg_head, post_net, attention_net, gn_unet, se_net, tcn_1d]
 
 
 def rel_l2(a, b):
@@ -250,6 +272,8 @@ def check(tessel, d, m):
     unsupported = re.search(r"(\d+) unsupported", explain)
     if not unsupported or unsupported.group(1) != "0":
         problems.append("nodes without a GPU kernel:\n" + explain)
+    if name == "tcn_1d" and re.search(r"^\S+\s+(Conv|Relu|Add|BatchNormalization)\s", explain, re.M):
+        problems.append("the 1-D net left an ONNX Conv, Relu, Add or BN standalone:\n" + explain)
     if name == "se_net" and re.search(r"^\S+align_channels\s+Pad", explain, re.M):
         problems.append("the squeeze's channel-alignment Pad was not folded into its conv:\n" + explain)
     compiled = subprocess.run([tessel, "compile", path, "--target", "sm_90a", "-o", os.path.join(d, name + ".tsl")],

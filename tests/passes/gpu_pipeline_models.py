@@ -40,10 +40,10 @@ import numpy as np
 MODELS = ["sr_net", "mobilenet_v2"]
 # passes::gpu_pipeline(options) in src/passes/pipeline.cc, for each precision.
 PIPELINES = {
-    "fp16": "canonicalize,fold-constants,fuse-norm-gelu,fold-batch-norm,lower-batch-norm,"
+    "fp16": "canonicalize,fold-constants,fuse-norm-gelu,fold-batch-norm,lower-batch-norm,lift-1d,"
             "convert-layout,fold-transposes,fold-qdq,choose-precision-fp16,widen-narrow-groups,"
             "fuse,depth-to-space-dcr,dce,split-wide-concats,concat-into-slices",
-    "fp32": "canonicalize,fold-constants,fuse-norm-gelu,fold-batch-norm,lower-batch-norm,"
+    "fp32": "canonicalize,fold-constants,fuse-norm-gelu,fold-batch-norm,lower-batch-norm,lift-1d,"
             "convert-layout,fold-transposes,fold-qdq,fuse,depth-to-space-dcr,"
             "dce,split-wide-concats,concat-into-slices",
 }
