@@ -14,6 +14,7 @@
 
 #include "ir/infer.h"
 #include "ir/op_registry.h"
+#include "ops/conv_geometry.h"
 #include "passes/passes.h"
 #include "passes/rewrite_util.h"
 
@@ -56,8 +57,8 @@ class Lifter {
     if (!lifted_op(n.op) || n.inputs.empty() || n.outputs.size() != 1) return false;
     const ir::TensorType& x = g_.type(n.inputs[0]);
     if (x.shape.size() != 3 || !is_float(x.dtype)) return false;
-    if (n.get_string("auto_pad", "NOTSET") != "NOTSET") return false;  // explicit pads only
-    if (n.op != "Conv") return true;
+    // Explicit pads; a conv's auto_pad is resolved to them (lift), a pool's is kept out.
+    if (n.op != "Conv") return n.get_string("auto_pad", "NOTSET") == "NOTSET";
     const ValueId w = n.inputs.size() > 1 ? n.inputs[1] : kNoValue;
     return w != kNoValue && g_.value(w).is_constant() && g_.type(w).shape.size() == 3;
   }
@@ -98,7 +99,12 @@ class Lifter {
     prepend("kernel_shape", 1);
     prepend("strides", 1);
     prepend("dilations", 1);
-    if (n.has_attr("pads")) {
+    if (n.op == "Conv") {
+      // The pads as the conv resolves them (auto_pad SAME_UPPER / SAME_LOWER / VALID included).
+      const ops::ConvGeometry geo = ops::plan_conv(n, g_.type(x).shape, g_.type(n.inputs[1]).shape);
+      lifted.attrs.erase("auto_pad");
+      lifted.attrs["pads"] = std::vector<int64_t>{0, geo.pad_begin.at(0), 0, geo.pad_end.at(0)};
+    } else if (n.has_attr("pads")) {
       const std::vector<int64_t> p = n.get_ints("pads");  // [begin, end]
       lifted.attrs["pads"] = std::vector<int64_t>{0, p.at(0), 0, p.at(1)};
     }

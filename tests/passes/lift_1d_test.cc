@@ -37,6 +37,27 @@ TEST(Lift1d, ConvScaleReluPoolAddBecomeOne2dChain) {
 })");
 }
 
+// auto_pad SAME_UPPER (TensorFlow exports): the lifted conv takes the pads it resolves to, the
+// odd total padding's extra element at the end.
+TEST(Lift1d, AutoPadBecomesExplicitPads) {
+  testing::expect_pass_result("lift-1d", R"(graph @g opset 17 {
+  input %x : f32[1,1,5]
+  const %w : f32[1,1,4] = [1.0, -1.0, 0.5, 0.25]
+  %y = Conv(%x, %w) {auto_pad = "SAME_UPPER", kernel_shape = [4]} : f32[1,1,5] @"conv"
+  output %y
+})",
+                              R"(graph @g opset 17 {
+  input %x : f32[1,1,5]
+  const %a0 : i64[1] = [2]
+  const %w2 : f32[1,1,1,4] = [1.0, -1.0, 0.5, 0.25]
+  const %a1 : i64[1] = [2]
+  %x2 = Unsqueeze(%x, %a0) : f32[1,1,1,5] @"conv.to_2d"
+  %y2 = Conv(%x2, %w2) {kernel_shape = [1, 4], pads = [0, 1, 0, 2]} : f32[1,1,1,5] @"conv"
+  %y = Squeeze(%y2, %a1) : f32[1,1,5] @"conv.to_1d"
+  output %y
+})");
+}
+
 // A conv whose weight is computed at run time, and 2-D ones, stay as they are.
 TEST(Lift1d, LeavesRuntimeWeightsAnd2dAlone) {
   const char* graph = R"(graph @g opset 17 {
