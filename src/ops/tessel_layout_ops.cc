@@ -51,12 +51,14 @@ void add_nhwc_op(ir::OpRegistry& r, const char* name, const char* onnx_op, std::
          .compute =
              [make_stand_in](ir::KernelContext& ctx) {
                const std::vector<EpilogueStep> steps = read_epilogue(ctx.node());
-               // With steps, every input in f64 (exact), so that only the store rounds.
-               const DType compute = steps.empty() ? ctx.input(0).dtype() : DType::kF64;
-               std::vector<Tensor> owned = {permute(ctx.input(0).cast(compute), kNhwcToNchw)};
-               for (int i = 1; i < ctx.num_inputs(); ++i) owned.push_back(ctx.input(i).cast(compute));
-               std::vector<const Tensor*> inputs;
-               for (const Tensor& t : owned) inputs.push_back(&t);
+               // With steps, every input in f64 (exact), so that only the store rounds; without,
+               // the inputs as they are.
+               auto in = [&](int i) { return steps.empty() ? ctx.input(i) : ctx.input(i).cast(DType::kF64); };
+               const Tensor x = permute(in(0), kNhwcToNchw);
+               std::vector<Tensor> rest;
+               for (int i = 1; i < ctx.num_inputs(); ++i) rest.push_back(in(i));
+               std::vector<const Tensor*> inputs = {&x};
+               for (const Tensor& t : rest) inputs.push_back(&t);
                Tensor y = run_stand_in(ctx.node(), make_stand_in(ctx.node()), inputs, ctx.opset())[0];
                for (int64_t i = 0; !steps.empty() && i < y.numel(); ++i) {
                  double v = y.get_f64(i);

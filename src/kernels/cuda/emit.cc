@@ -62,7 +62,7 @@ std::string epilogue_step(const EpilogueStep& st) {
     case EpilogueOpKind::kHardSwish:
       return "v = hardswish_f(v);  // hardswish";
     case EpilogueOpKind::kSilu:
-      return "v = v * sigmoid_f(v);  // silu";
+      return "v = silu_f(v);  // silu";
     case EpilogueOpKind::kGelu:
       return "v = gelu_f(v);  // gelu";
     case EpilogueOpKind::kGeluTanh:
@@ -72,10 +72,10 @@ std::string epilogue_step(const EpilogueStep& st) {
     case EpilogueOpKind::kMish:
       return "v = mish_f(v);  // mish";
     case EpilogueOpKind::kHardSigmoid:
-      return fmt::format("v = clip_f({} * v + {}, 0.0f, 1.0f);  // hard sigmoid", float_literal(st.alpha),
+      return fmt::format("v = hard_sigmoid_f(v, {}, {});  // hard sigmoid", float_literal(st.alpha),
                          float_literal(st.beta));
     case EpilogueOpKind::kElu:
-      return fmt::format("v = v < 0.0f ? {} * expm1f(v) : v;  // elu", float_literal(st.alpha));
+      return fmt::format("v = elu_f(v, {});  // elu", float_literal(st.alpha));
     case EpilogueOpKind::kResidualAdd:
       return "v += residual;  // residual add";
     case EpilogueOpKind::kMul:

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "kernels/cuda/op_kernels.h"
 #include "kernels/cuda/templates/tessel_depthwise_tile.cuh"
@@ -26,6 +27,10 @@ std::string float_literal(double d);
 // The most blocks an op kernel's grid has: 16 on each of an H100's 132 SMs. The kernels loop
 // grid-stride, and a few waves of resident blocks saturate any current GPU's memory system.
 constexpr int64_t kMaxBlocks = 132 * 16;
+
+// "a, b, c, " for the generated arrays' initialisers ("{" + i64_list(v) + "1}": a sentinel keeps
+// them non-empty).
+std::string i64_list(const std::vector<int64_t>& v);
 
 // The largest V <= 16 bytes of T dividing `channels` (a fragment of V never crosses a pixel).
 int channel_vector(DType t, int64_t channels);

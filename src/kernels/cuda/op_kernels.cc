@@ -55,6 +55,12 @@ std::string float_literal(double d) {
   return s + "f";
 }
 
+std::string i64_list(const std::vector<int64_t>& v) {
+  std::string s;
+  for (int64_t x : v) s += fmt::format("{}, ", x);
+  return s;
+}
+
 AxisView axis_view(const Shape& shape, int64_t axis) {
   const int64_t rank = static_cast<int64_t>(shape.size());
   AxisView v;

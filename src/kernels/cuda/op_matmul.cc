@@ -15,12 +15,6 @@ namespace {
 
 constexpr int kThreads = 256;
 
-std::string i64_list(const std::vector<int64_t>& v) {
-  std::string s;
-  for (int64_t x : v) s += fmt::format("{}, ", x);
-  return s;
-}
-
 }  // namespace
 
 std::optional<std::string> check_matmul(const ir::Graph& g, const ir::Node& n) {

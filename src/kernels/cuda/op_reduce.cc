@@ -81,12 +81,6 @@ std::optional<std::vector<int64_t>> reduce_axes(const ir::Graph& g, const ir::No
   return v.data->to_i64_vector();
 }
 
-std::string i64_list(const std::vector<int64_t>& v) {
-  std::string s;
-  for (int64_t x : v) s += fmt::format("{}, ", x);
-  return s;
-}
-
 OpKernelSource emit_softmax(const ir::Graph& g, const ir::Node& n) {
   const Shape& shape = g.type(n.inputs[0]).shape;
   const std::optional<SoftmaxView> v = softmax_view(n, shape, g.opset);
@@ -110,13 +104,13 @@ OpKernelSource emit_softmax(const ir::Graph& g, const ir::Node& n) {
 // A Reduce* op as a reduction over the middle dim of [outer, r, inner]: when its reduced dims
 // (those of extent > 1) are one run of adjacent dims. nullopt otherwise, for an identity and
 // for an empty input.
-struct MeanView {
+struct RunView {
   int64_t outer = 1, r = 1, inner = 1;
 };
 
-std::optional<MeanView> mean_view(const Shape& shape, const ops::ReducePlan& plan) {
+std::optional<RunView> run_view(const Shape& shape, const ops::ReducePlan& plan) {
   if (plan.identity || numel(shape) == 0) return std::nullopt;
-  MeanView v;
+  RunView v;
   int run = 0;  // 0: before the reduced run, 1: in it, 2: after it
   for (size_t d = 0; d < shape.size(); ++d) {
     if (shape[d] == 1) continue;
@@ -137,7 +131,7 @@ OpKernelSource emit_reduce_op(const ir::Graph& g, const ir::Node& n) {
   const Shape& shape = g.type(n.inputs[0]).shape;
   const ops::ReducePlan plan = ops::plan_reduce(n, shape, *reduce_axes(g, n));
   const std::string what = g.type(n.inputs[0]).str() + " -> " + g.type(n.outputs[0]).str();
-  if (const std::optional<MeanView> v = mean_view(shape, plan))
+  if (const std::optional<RunView> v = run_view(shape, plan))
     return emit_reduction(n, reduce_kinds().at(n.op), what, g.type(n.inputs[0]).dtype, v->outer, v->r, v->inner);
   // The identity (noop_with_empty_axes without axes) is a sum of one element: x itself.
   const std::string kind = plan.identity ? "kReduceSum" : reduce_kinds().at(n.op);

@@ -56,10 +56,10 @@ std::string geometry(const Shape& x, const Shape& y_pre, const Window& w, int ve
       w.strides[1], w.pads[0], w.pads[1], w.dilations[0], w.dilations[1], vec);
 }
 
-// The fp32 form of one fused epilogue step on `v` (r: the residual at the same position).
-// Sigmoids divide by __fdividef and exponentiate by __expf, as the contraction kernels'
-// epilogues do (templates/tessel_epilogue.cuh): an IEEE division's slow-path branch in each
-// output's epilogue serialises its loads.
+// The fp32 form of one fused epilogue step on `v` (r: the residual at the same position): the
+// activations of templates/tessel_activations.cuh, the contraction kernels' too; ReLU, leaky
+// ReLU and clip by comparisons, so that NaN stays NaN as in the reference; GELU by erfc, as
+// the standalone Gelu kernel (no cancellation for very negative v).
 std::string step_code(const ops::EpilogueStep& s) {
   using ops::EpilogueKind;
   switch (s.kind) {
@@ -67,18 +67,17 @@ std::string step_code(const ops::EpilogueStep& s) {
     case EpilogueKind::kLeakyRelu: return fmt::format("v = v < 0.f ? {} * v : v;", float_literal(s.alpha));
     case EpilogueKind::kClip:
       return fmt::format("v = v < {0} ? {0} : (v > {1} ? {1} : v);", float_literal(s.alpha), float_literal(s.beta));
-    case EpilogueKind::kSigmoid: return "v = __fdividef(1.f, 1.f + __expf(-v));";
-    case EpilogueKind::kHardSwish: return "v = v * fminf(fmaxf(v * (1.f / 6.f) + 0.5f, 0.f), 1.f);";
-    case EpilogueKind::kSilu: return "v = __fdividef(v, 1.f + __expf(-v));";
+    case EpilogueKind::kSigmoid: return "v = sigmoid_f(v);";
+    case EpilogueKind::kHardSwish: return "v = hardswish_f(v);";
+    case EpilogueKind::kSilu: return "v = silu_f(v);";
     case EpilogueKind::kGelu: return "v = 0.5f * v * erfcf(-0.70710678118f * v);";
-    case EpilogueKind::kGeluTanh:
-      return "v = __fdividef(v, 1.f + __expf(-1.5957691216f * (v + 0.044715f * v * v * v)));";
+    case EpilogueKind::kGeluTanh: return "v = gelu_tanh_f(v);";
     case EpilogueKind::kAddResidual: return "v += to_float(residual);";
     case EpilogueKind::kTanh: return "v = tanhf(v);";
-    case EpilogueKind::kMish: return "v = v * tanhf(v > 0.f ? v + log1pf(__expf(-v)) : log1pf(__expf(v)));";
+    case EpilogueKind::kMish: return "v = mish_f(v);";
     case EpilogueKind::kHardSigmoid:
-      return fmt::format("v = fminf(fmaxf({} * v + {}, 0.f), 1.f);", float_literal(s.alpha), float_literal(s.beta));
-    case EpilogueKind::kElu: return fmt::format("v = v < 0.f ? {} * expm1f(v) : v;", float_literal(s.alpha));
+      return fmt::format("v = hard_sigmoid_f(v, {}, {});", float_literal(s.alpha), float_literal(s.beta));
+    case EpilogueKind::kElu: return fmt::format("v = elu_f(v, {});", float_literal(s.alpha));
     case EpilogueKind::kMul:
     case EpilogueKind::kQuantize:
     case EpilogueKind::kAddScaledResidual:

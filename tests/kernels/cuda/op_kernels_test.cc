@@ -317,7 +317,7 @@ TEST_F(OpKernelsTest, InstanceNormalizationInEitherLayout) {
   emit_and_compile(one_node("tessel.InstanceNormalization",
                             {act(DType::kF16, {1, 4, 4, 16}), act(DType::kF16, {16}), act(DType::kF16, {16})},
                             {{"epilogue", std::vector<std::string>{"relu", "silu"}}}),
-                   "static float act(float v) {\n    v = v < 0.f ? 0.f : v;\n    v = __fdividef(v, 1.f + __expf(-v));\n");
+                   "static float act(float v) {\n    v = v < 0.f ? 0.f : v;\n    v = silu_f(v);\n");
 }
 
 TEST_F(OpKernelsTest, ReduceMeanOverSeveralRunsSplitsKeptAndReducedDims) {

@@ -7,6 +7,7 @@
 // converted with cvt instructions.
 #pragma once
 
+#include "tessel_activations.cuh"
 #include "tessel_ptx.cuh"
 
 namespace tessel {
