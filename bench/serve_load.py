@@ -172,6 +172,49 @@ def run_level(args, inputs, outputs, concurrency):
             "p50_ms": pct(0.50), "p90_ms": pct(0.90), "p99_ms": pct(0.99)}
 
 
+# Triton's Prometheus counters (cumulative): requests, executions (batches), and the durations
+# summed over requests, per model and instance.
+COUNTERS = {"nv_inference_request_success": "requests", "nv_inference_exec_count": "batches",
+            "nv_inference_queue_duration_us": "queue_us",
+            "nv_inference_compute_input_duration_us": "input_us",
+            "nv_inference_compute_infer_duration_us": "infer_us",
+            "nv_inference_compute_output_duration_us": "output_us"}
+
+
+def scrape(metrics_url, model):
+    """{counter: value summed over the model's label sets}, or None where the server has no
+    metrics endpoint there."""
+    u = urllib.parse.urlparse(metrics_url)
+    try:
+        conn = http.client.HTTPConnection(u.hostname, u.port, timeout=10)
+        status, _, body = request(conn, "GET", u.path or "/metrics")
+    except OSError:
+        return None
+    if status != 200:
+        return None
+    totals = dict.fromkeys(COUNTERS.values(), 0.0)
+    for line in body.decode(errors="replace").splitlines():
+        name, _, rest = line.partition("{")
+        if name in COUNTERS and ('model="%s"' % model) in rest:
+            totals[COUNTERS[name]] += float(rest.rsplit("}", 1)[1])
+    return totals
+
+
+def server_split(before, after):
+    """What the server did between two scrapes: requests per batch and per-request microseconds
+    in the queue and in the backend's input, execute and output phases."""
+    if before is None or after is None:
+        return {}
+    d = {k: after[k] - before[k] for k in after}
+    if d["requests"] <= 0 or d["batches"] <= 0:
+        return {}
+    per = lambda k: d[k] / d["requests"]  # noqa: E731
+    return {"server_batch": d["requests"] / d["batches"], "queue_us": per("queue_us"),
+            "input_us": per("input_us"), "infer_us": per("infer_us"),
+            "output_us": per("output_us"),
+            "infer_us_per_batch": d["infer_us"] / d["batches"]}
+
+
 def register_shm(args, inputs, outputs, max_clients):
     """Input and output regions in /dev/shm, registered with the server; returns them."""
     u = urllib.parse.urlparse(args.url)
@@ -213,8 +256,13 @@ def main(argv=None):
     ap.add_argument("--procs", type=int, default=max(1, (os.cpu_count() or 2) // 2),
                     help="client processes (default half the cores)")
     ap.add_argument("--region", default="tessel_load_%d" % os.getpid())
+    ap.add_argument("--metrics", help="the server's Prometheus endpoint (default: the url's "
+                    "host, port 8002, /metrics; Triton's): batch sizes and where a request's "
+                    "time went, per level")
     ap.add_argument("--json", help="write every row here")
     args = ap.parse_args(argv)
+    if not args.metrics:
+        args.metrics = "http://%s:8002/metrics" % urllib.parse.urlparse(args.url).hostname
     levels = [int(c) for c in args.concurrency.split(",")]
     inputs, outputs = model_io(args.url, args.model, args.batch)
     regions = register_shm(args, inputs, outputs, max(levels)) if args.transport == "shm" else []
@@ -226,11 +274,18 @@ def main(argv=None):
     rows = []
     try:
         for c in levels:
+            before = scrape(args.metrics, args.model)
             r = run_level(args, inputs, outputs, c)
+            r.update(server_split(before, scrape(args.metrics, args.model)))
             rows.append(r)
             print("%11d %10.1f %10.1f %9.2f %9.2f %9.2f %7d" % (
                 c, r["requests_per_s"], r["images_per_s"], r["p50_ms"], r["p90_ms"], r["p99_ms"],
                 r["errors"]), flush=True)
+            if "server_batch" in r:
+                print("%11s server: %.1f requests per batch; per request, us: queue %.0f, "
+                      "input %.0f, execute %.0f, output %.0f (execute %.0f us per batch)" % (
+                          "", r["server_batch"], r["queue_us"], r["input_us"], r["infer_us"],
+                          r["output_us"], r["infer_us_per_batch"]), flush=True)
             if r["errors"]:
                 print("  first error: %s" % r["first_error"], flush=True)
     finally:

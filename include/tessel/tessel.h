@@ -111,6 +111,14 @@ class DeviceTensor {
   Shape shape_;
 };
 
+// Rows of one input in host memory, not owned: `shape` of `dtype` at `data`, contiguous; the
+// leading extent is the piece's rows (Session::run_gathered).
+struct HostPiece {
+  const void* data = nullptr;
+  DType dtype = DType::kF32;
+  Shape shape;
+};
+
 // An ONNX model (.onnx) or a textual IR graph (.tir), imported with types inferred and
 // verified; batch and input_shapes of `options` fix symbolic dimensions.
 ir::Graph load_graph(const std::string& path, const Options& options = {});
@@ -165,6 +173,13 @@ class Session {
   // session takes any batch of its range: the inputs all lead with it. A mismatched input or a
   // batch outside the range is a UserError naming it.
   std::vector<Tensor> run(const std::vector<Tensor>& inputs);
+  // One run on inputs given in pieces, inputs[i] the pieces of input i, which concatenated
+  // along the leading (batch) dimension make it: a batch gathered from several requests, as a
+  // server's batcher forms it. On the GPU each piece is copied straight into the engine's input
+  // buffer (no host copy of the batch); on the CPU they are concatenated. The batch is the
+  // first input's rows in all. A piece of another type or trailing shape, or inputs whose rows
+  // differ, is a UserError naming it.
+  std::vector<Tensor> run_gathered(const std::vector<std::vector<HostPiece>>& inputs);
 
   // GPU sessions: one run on tensors already in GPU memory, enqueued on `stream` (a CUstream;
   // null: the legacy default stream) and not waited for; no byte goes through the host. The

@@ -266,25 +266,12 @@ class InferenceSession:
                 the wrong element type, shape or device, feeds of a batch outside the range or
                 of different batches.
         """
-        names = [o.name for o in self._outputs]
-        wanted = list(output_names) if output_names else names
-        for n in wanted:
-            if n not in names:
-                raise InvalidArgument("output '%s': the model has no output named '%s' "
-                                      "(outputs: %s)" % (n, n, ", ".join(names)))
+        names, wanted = self._wanted_outputs(output_names)
         if not isinstance(input_feed, Mapping):
             raise InvalidArgument("input_feed: expected a dict of input name to tensor, got %s"
                                   % type(input_feed).__name__)
-        inputs = [i.name for i in self._inputs]
-        for n in input_feed:
-            if n not in inputs:
-                raise InvalidArgument("input '%s': the model has no input named '%s' "
-                                      "(inputs: %s)" % (n, n, ", ".join(inputs)))
-        for n in inputs:
-            if n not in input_feed:
-                raise InvalidArgument("input '%s' is not fed (inputs: %s)"
-                                      % (n, ", ".join(inputs)))
-        feeds = [input_feed[n] for n in inputs]
+        self._check_input_names(input_feed)
+        feeds = [input_feed[i.name] for i in self._inputs]
         if self._range[0] != self._range[1]:
             self._check_batch(feeds)
         on_cuda = [_dlpack_device(v) == _DL_CUDA for v in feeds]
@@ -299,7 +286,75 @@ class InferenceSession:
         by_name = dict(zip(names, results))
         return [by_name[n] for n in wanted]
 
+    def run_gathered(self, output_names: Optional[Sequence[str]],
+                     parts: Mapping[str, Sequence[Any]]) -> List[np.ndarray]:
+        """Runs one batch given in pieces, as a server's batcher gathers it from requests.
+
+        Args:
+            output_names: the outputs to return, in this order; None or [] for all.
+            parts: {input name: [host array, ...]} for every input: the arrays, concatenated
+                along axis 0, make the input (numpy arrays or anything numpy.asarray takes, of
+                the input's element type and trailing shape). Every input's pieces add up to
+                the same batch.
+
+        The pieces are not concatenated on the host: on a "cuda" session each is copied
+        straight into the engine's input buffer (the copy that run() makes of a host feed, and
+        np.concatenate's, are saved); on the CPU they are concatenated once.
+
+        Returns:
+            numpy arrays, one per output asked for, of the whole batch.
+
+        Raises:
+            tessel.InvalidArgument: an unknown output or input name, a missing input, a piece of
+                the wrong element type or trailing shape, inputs whose pieces add up to
+                different batches or to one outside the range.
+        """
+        names, wanted = self._wanted_outputs(output_names)
+        if not isinstance(parts, Mapping):
+            raise InvalidArgument("parts: expected a dict of input name to a list of arrays, "
+                                  "got %s" % type(parts).__name__)
+        self._check_input_names(parts)
+        pieces = []
+        for arg in self._inputs:
+            given = parts[arg.name]
+            if isinstance(given, np.ndarray) or not isinstance(given, Sequence) or not given:
+                raise InvalidArgument("input '%s': expected a non-empty list of arrays"
+                                      % arg.name)
+            arrays = []
+            for v in given:
+                a = np.ascontiguousarray(v)
+                if arg.dtype is not None and a.dtype != np.dtype(arg.dtype):
+                    raise InvalidArgument("input '%s': a piece is numpy %s%s, expected %s"
+                                          % (arg.name, a.dtype, list(a.shape), arg.type))
+                arrays.append(a)
+            pieces.append(arrays)
+        results = self._session.run_gathered(pieces)
+        by_name = dict(zip(names, results))
+        return [by_name[n] for n in wanted]
+
     # -- helpers -------------------------------------------------------------------------------
+
+    def _wanted_outputs(self, output_names: Optional[Sequence[str]]) -> Tuple[List[str], List[str]]:
+        """(every output's name, the names asked for: all where none are)."""
+        names = [o.name for o in self._outputs]
+        wanted = list(output_names) if output_names else names
+        for n in wanted:
+            if n not in names:
+                raise InvalidArgument("output '%s': the model has no output named '%s' "
+                                      "(outputs: %s)" % (n, n, ", ".join(names)))
+        return names, wanted
+
+    def _check_input_names(self, given: Mapping[str, Any]) -> None:
+        """Every input fed, and nothing else."""
+        inputs = [i.name for i in self._inputs]
+        for n in given:
+            if n not in inputs:
+                raise InvalidArgument("input '%s': the model has no input named '%s' "
+                                      "(inputs: %s)" % (n, n, ", ".join(inputs)))
+        for n in inputs:
+            if n not in given:
+                raise InvalidArgument("input '%s' is not fed (inputs: %s)"
+                                      % (n, ", ".join(inputs)))
 
     def _check_batch(self, feeds: Sequence[Any]) -> None:
         """A dynamic session's feeds share one batch of its range."""

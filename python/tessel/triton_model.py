@@ -9,9 +9,9 @@ file beside this one and the parameters `device` and `precision` (and `python_pa
 the tessel package and numpy < 2 (the Python backend of Triton 2.51 reads numpy 1's C
 structures) in its own site-packages: the stub's embedded interpreter ignores PYTHONPATH.
 
-One batch of requests becomes one run of a tessel session: the requests' inputs are
-concatenated along the batch axis (a single request is fed as it is, a view of the Python
-backend's shared memory) and the outputs are split back per request. A request tessel refuses
+One batch of requests becomes one run of a tessel session: the requests' inputs, views of the
+Python backend's shared memory, are gathered along the batch axis (on the GPU each is copied from
+there straight into the engine's input buffer) and the outputs are split back per request. A request tessel refuses
 gets that one line as its error; the batch's other requests still run, and the server goes on.
 """
 
@@ -63,14 +63,17 @@ class BatchSessions:
         """The tessel.InferenceSession the batches run on."""
         return self._session
 
-    def run(self, feeds: Dict[str, np.ndarray], n: int) -> List[np.ndarray]:
-        """Runs n batch items (feeds: name -> array with n rows); the outputs have n rows."""
+    def run(self, feeds: Sequence[Dict[str, np.ndarray]], n: int) -> List[np.ndarray]:
+        """Runs the requests' feeds (each name -> array) as one batch of n items, their rows
+        concatenated in order without a host copy (InferenceSession.run_gathered); the outputs
+        have n rows."""
+        parts = {k: [f[k] for f in feeds] for k in feeds[0]}
         if n >= self._min_batch:
-            return self._session.run(None, feeds)
+            return self._session.run_gathered(None, parts)
         pad = self._min_batch - n
-        feeds = {k: np.concatenate([v, np.zeros((pad,) + v.shape[1:], v.dtype)])
-                 for k, v in feeds.items()}
-        return [o[:n] for o in self._session.run(None, feeds)]
+        for v in parts.values():
+            v.append(np.zeros((pad,) + v[0].shape[1:], v[0].dtype))
+        return [o[:n] for o in self._session.run_gathered(None, parts)]
 
 
 def _select_gpu(device_id: int) -> None:
@@ -139,13 +142,10 @@ class TritonPythonModel:
 
     def _responses(self, feeds: List[Dict[str, np.ndarray]], rows: List[int]) -> list:
         if not self._batched:  # the model has no batch axis: one run per request
-            return [self._response(self._sessions.run(f, 1), 0, 1) for f in feeds]
-        total = sum(rows)
-        if len(feeds) == 1:
-            batch = feeds[0]  # Triton's shared memory, viewed: no copy before tessel's own
-        else:
-            batch = {n: np.concatenate([f[n] for f in feeds]) for n in self._input_names}
-        outputs = self._sessions.run(batch, total)
+            return [self._response(self._sessions.session.run(None, f), 0, 1) for f in feeds]
+        # The requests' inputs are views of the Python backend's shared memory, each copied
+        # from there straight to the GPU.
+        outputs = self._sessions.run(feeds, sum(rows))
         responses, start = [], 0
         for n in rows:
             responses.append(self._response(outputs, start, start + n))

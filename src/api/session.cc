@@ -1,6 +1,8 @@
 // The public API (include/tessel/tessel.h): model loading, compiling, and the Session that runs
 // a model on the CPU reference executor or as a GPU engine.
+#include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <cmath>
 #include <fstream>
 #include <list>
@@ -398,6 +400,62 @@ std::vector<Tensor> Session::run(const std::vector<Tensor>& inputs) {
   const int64_t batch = batch_of_inputs(inputs, impl_->inputs);
   check_batch(impl_->batch, batch);
   return runtime::cpu::run_graph(*impl_->cpu_graph_at(batch), inputs);
+}
+
+std::vector<Tensor> Session::run_gathered(const std::vector<std::vector<HostPiece>>& inputs) {
+  const std::vector<TensorInfo>& want = impl_->inputs;
+  TESSEL_USER_CHECK(inputs.size() == want.size())
+      << inputs.size() << " inputs given, the model has " << want.size();
+  // Every piece of input i: its type, a leading dim and the input's trailing dims; the rows.
+  std::vector<int64_t> rows(inputs.size(), 0);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const TensorInfo& t = want[i];
+    TESSEL_USER_CHECK(!t.shape.empty())
+        << "input '" << t.name << "' has no batch dimension to gather along";
+    TESSEL_USER_CHECK(!inputs[i].empty()) << "input '" << t.name << "' is given no pieces";
+    for (const HostPiece& p : inputs[i]) {
+      const bool fits = p.dtype == t.dtype && p.shape.size() == t.shape.size() &&
+                        !p.shape.empty() && p.shape[0] > 0 &&
+                        std::equal(p.shape.begin() + 1, p.shape.end(), t.shape.begin() + 1);
+      if (fits) {
+        rows[i] += p.shape[0];
+        continue;
+      }
+      std::string expected = std::string(dtype_name(t.dtype)) + "[rows";
+      for (size_t k = 1; k < t.shape.size(); ++k) expected += "," + std::to_string(t.shape[k]);
+      TESSEL_USER_ERROR() << "input '" << t.name << "': a piece is " << dtype_name(p.dtype)
+                         << shape_str(p.shape) << ", expected " << expected << "]";
+    }
+    TESSEL_USER_CHECK(rows[i] == rows[0])
+        << "input '" << t.name << "' has " << rows[i] << " rows, input '" << want[0].name
+        << "' " << rows[0] << ": feed one batch";
+  }
+  const int64_t batch = rows[0];
+  const bool dynamic = impl_->batch.min != impl_->batch.max;
+  if (dynamic) check_batch(impl_->batch, batch);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Shape shape = shape_at(want[i], batch);
+    TESSEL_USER_CHECK(shape[0] == batch)
+        << "input '" << want[i].name << "' has " << batch << " rows, expected " << shape[0];
+  }
+  if (impl_->engine) {
+    std::vector<std::vector<runtime::Engine::HostRows>> pieces(inputs.size());
+    for (size_t i = 0; i < inputs.size(); ++i)
+      for (const HostPiece& p : inputs[i]) pieces[i].push_back({p.data, p.shape[0]});
+    return impl_->engine->run_gathered(pieces, batch);
+  }
+  std::vector<Tensor> whole;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    Tensor t(want[i].dtype, shape_at(want[i], batch));
+    std::byte* at = t.raw();
+    for (const HostPiece& p : inputs[i]) {
+      const size_t bytes = t.nbytes() / static_cast<size_t>(batch) * static_cast<size_t>(p.shape[0]);
+      if (bytes) std::memcpy(at, p.data, bytes);
+      at += bytes;
+    }
+    whole.push_back(std::move(t));
+  }
+  return run(whole);
 }
 
 std::vector<DeviceTensor> Session::run_on_device(const std::vector<DeviceTensor>& inputs,

@@ -106,12 +106,38 @@ class DeviceBuffer {
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
   uint64_t ptr() const { return ptr_; }  // CUdeviceptr
   size_t size() const { return size_; }
-  void upload(const void* src, size_t bytes);
+  // Host -> device, synchronous, into [offset, offset + bytes) of the buffer.
+  void upload(const void* src, size_t bytes, size_t offset = 0);
   void download(void* dst, size_t bytes) const;
+  // The same enqueued on `stream` (a CUstream) and not waited for; the host side must be
+  // page-locked (a PinnedBuffer's) for the copy to run asynchronously.
+  void upload_async(const void* src, size_t bytes, size_t offset, void* stream);
+  void download_async(void* dst, size_t bytes, void* stream) const;
   void fill_bytes(uint8_t value);  // e.g. poison with 0xff (NaN for f16/f32)
 
  private:
   uint64_t ptr_ = 0;
+  size_t size_ = 0;
+};
+
+// Page-locked host memory owned by RAII (cuMemHostAlloc): the host side of copies the GPU's
+// copy engines run at full speed and asynchronously. Pinning is costly and finite; allocate
+// once and reuse.
+class PinnedBuffer {
+ public:
+  PinnedBuffer() = default;
+  // DriverError where the driver cannot pin `bytes`.
+  explicit PinnedBuffer(size_t bytes);
+  ~PinnedBuffer();
+  PinnedBuffer(PinnedBuffer&& o) noexcept;
+  PinnedBuffer& operator=(PinnedBuffer&& o) noexcept;
+  PinnedBuffer(const PinnedBuffer&) = delete;
+  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+  std::byte* data() const { return data_; }
+  size_t size() const { return size_; }
+
+ private:
+  std::byte* data_ = nullptr;
   size_t size_ = 0;
 };
 

@@ -44,6 +44,10 @@ namespace tessel::device::detail {
   X(cuMemFree)                   \
   X(cuMemcpyHtoD)                \
   X(cuMemcpyDtoH)                \
+  X(cuMemcpyHtoDAsync)           \
+  X(cuMemcpyDtoHAsync)           \
+  X(cuMemHostAlloc)              \
+  X(cuMemFreeHost)               \
   X(cuMemcpyDtoDAsync)           \
   X(cuMemsetD8)                  \
   X(cuStreamCreate)              \

@@ -40,10 +40,58 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
   return *this;
 }
 
-void DeviceBuffer::upload(const void* src, size_t bytes) {
-  TESSEL_ICHECK(bytes <= size_) << "upload of " << bytes << " bytes into a buffer of " << size_;
+void DeviceBuffer::upload(const void* src, size_t bytes, size_t offset) {
+  TESSEL_ICHECK(offset <= size_ && bytes <= size_ - offset)
+      << "upload of " << bytes << " bytes at " << offset << " into a buffer of " << size_;
   if (bytes == 0) return;
-  TESSEL_CU_CHECK(detail::bind_context().cuMemcpyHtoD(ptr_, src, bytes));
+  TESSEL_CU_CHECK(detail::bind_context().cuMemcpyHtoD(ptr_ + offset, src, bytes));
+}
+
+void DeviceBuffer::upload_async(const void* src, size_t bytes, size_t offset, void* stream) {
+  TESSEL_ICHECK(offset <= size_ && bytes <= size_ - offset)
+      << "upload of " << bytes << " bytes at " << offset << " into a buffer of " << size_;
+  if (bytes == 0) return;
+  TESSEL_CU_CHECK(detail::bind_context().cuMemcpyHtoDAsync(ptr_ + offset, src, bytes,
+                                                           static_cast<CUstream>(stream)));
+}
+
+void DeviceBuffer::download_async(void* dst, size_t bytes, void* stream) const {
+  TESSEL_ICHECK(bytes <= size_) << "download of " << bytes << " bytes from a buffer of " << size_;
+  if (bytes == 0) return;
+  TESSEL_CU_CHECK(
+      detail::bind_context().cuMemcpyDtoHAsync(dst, ptr_, bytes, static_cast<CUstream>(stream)));
+}
+
+PinnedBuffer::PinnedBuffer(size_t bytes) : size_(bytes) {
+  if (bytes == 0) return;
+  const detail::DriverApi& api = detail::bind_context();
+  void* p = nullptr;
+  if (CUresult r = api.cuMemHostAlloc(&p, bytes, 0); r != CUDA_SUCCESS) {
+    throw DriverError(static_cast<int>(r), "pinning " + std::to_string(bytes) +
+                                               " bytes of host memory failed: " +
+                                               detail::describe(r));
+  }
+  data_ = static_cast<std::byte*>(p);
+}
+
+PinnedBuffer::~PinnedBuffer() {
+  if (!data_) return;
+  try {
+    detail::bind_context().cuMemFreeHost(data_);
+  } catch (const Error&) {
+  }
+}
+
+PinnedBuffer::PinnedBuffer(PinnedBuffer&& o) noexcept
+    : data_(std::exchange(o.data_, nullptr)), size_(std::exchange(o.size_, 0)) {}
+
+PinnedBuffer& PinnedBuffer::operator=(PinnedBuffer&& o) noexcept {
+  if (this != &o) {
+    PinnedBuffer old(std::move(*this));
+    data_ = std::exchange(o.data_, nullptr);
+    size_ = std::exchange(o.size_, 0);
+  }
+  return *this;
 }
 
 void DeviceBuffer::download(void* dst, size_t bytes) const {

@@ -167,24 +167,57 @@ nb::list tensor_infos(const std::vector<TensorInfo>& ts) {
   return r;
 }
 
-// Session.run on host arrays: copied in (the executors take their own tensors), outputs back
-// without a copy.
+// Session.run on host arrays, outputs back without a copy. Where every input leads with a
+// batch, the arrays are read where they lie (one piece each, Session::run_gathered: on the GPU
+// straight into the engine's staging); otherwise copied into tensors of their own.
 nb::list run_host(Session& s, const std::vector<AnyArray>& arrays) {
   const std::vector<TensorInfo>& want = s.inputs();
   TESSEL_USER_CHECK(arrays.size() == want.size())
       << arrays.size() << " inputs given, the model has " << want.size();
-  std::vector<Tensor> inputs;
+  std::vector<std::vector<HostPiece>> pieces;
+  bool in_place = true;
   for (size_t i = 0; i < arrays.size(); ++i) {
     check_device(arrays[i], want[i], nb::device::cpu::value);
     ArrayView v = view_of(arrays[i], want[i], "input");
-    Tensor t(v.dtype, v.shape);
+    in_place = in_place && !v.shape.empty() && v.shape[0] > 0;
+    pieces.push_back({{arrays[i].data(), v.dtype, std::move(v.shape)}});
+  }
+  std::vector<Tensor> inputs;
+  for (size_t i = 0; !in_place && i < arrays.size(); ++i) {
+    Tensor t(pieces[i][0].dtype, pieces[i][0].shape);
     if (t.nbytes()) std::memcpy(t.raw(), arrays[i].data(), t.nbytes());
     inputs.push_back(std::move(t));
   }
   std::vector<Tensor> outputs;
   {
     nb::gil_scoped_release unlocked;
-    outputs = s.run(inputs);
+    outputs = in_place ? s.run_gathered(pieces) : s.run(inputs);
+  }
+  nb::list r;
+  for (const Tensor& t : outputs) r.append(host_array(t));
+  return r;
+}
+
+// Session.run on host arrays given in pieces per input (rows to concatenate along the batch):
+// each piece read where it lies, straight into the engine's input buffers on the GPU.
+nb::list run_gathered_host(Session& s, const std::vector<std::vector<AnyArray>>& parts) {
+  const std::vector<TensorInfo>& want = s.inputs();
+  TESSEL_USER_CHECK(parts.size() == want.size())
+      << parts.size() << " inputs given, the model has " << want.size();
+  std::vector<std::vector<HostPiece>> pieces(parts.size());
+  for (size_t i = 0; i < parts.size(); ++i) {
+    TensorInfo any_rows = want[i];  // a piece has any leading extent: the session checks the sum
+    if (!any_rows.shape.empty()) any_rows.shape[0] = kDynamicBatch;
+    for (const AnyArray& a : parts[i]) {
+      check_device(a, want[i], nb::device::cpu::value);
+      ArrayView v = view_of(a, any_rows, "input");
+      pieces[i].push_back({a.data(), v.dtype, std::move(v.shape)});
+    }
+  }
+  std::vector<Tensor> outputs;
+  {
+    nb::gil_scoped_release unlocked;
+    outputs = s.run_gathered(pieces);
   }
   nb::list r;
   for (const Tensor& t : outputs) r.append(host_array(t));
@@ -327,6 +360,10 @@ NB_MODULE(_core, m) {
       .def_prop_ro("compile_ms", &Session::compile_ms)
       .def("run", &run_host, nb::arg("inputs"),
            "One run on host arrays (one per input, in order); numpy arrays out.")
+      .def("run_gathered", &run_gathered_host, nb::arg("parts"),
+           "One run on host arrays given in pieces (per input, in order, a list of arrays whose "
+           "concatenation along axis 0 is the input), each read where it lies; numpy arrays "
+           "out.")
       .def("run_on_device", &run_device, nb::arg("inputs"), nb::arg("stream"),
            nb::arg("outputs") = nb::none(),
            "One run on CUDA arrays (one per input, in order), enqueued on `stream` (a "

@@ -6,6 +6,7 @@
 #include <array>
 #include <chrono>
 #include <cstring>
+#include <utility>
 
 #include "core/error.h"
 #include "device/cuda_api.h"
@@ -54,6 +55,10 @@ struct Engine::Impl {
   rt::DeviceBuffer arena, constants, scratch;
   std::vector<rt::DeviceBuffer> workspaces, inputs, outputs;  // outputs: empty where shared
   std::vector<BoundProfile> profiles;
+  // Host runs stage their copies here: page-locked, the inputs' buffers then the outputs',
+  // allocated at the first host run (never, for an engine run on device tensors only).
+  rt::PinnedBuffer staging;
+  bool staging_tried = false;
 
   void load_modules(const std::string& what, const ProgressFn& progress);
   void allocate_regions();
@@ -61,7 +66,24 @@ struct Engine::Impl {
   void enqueue(const BoundLaunch& l, void* stream) const;
   // The profile index compiled for `batch` (0: the opt batch); UserError for another batch.
   size_t profile_index(int64_t batch, const char* what) const;
+  // The staging buffer, allocated on first use; null where the driver cannot pin that much
+  // (then host runs copy synchronously from pageable memory).
+  std::byte* pinned_staging();
 };
+
+std::byte* Engine::Impl::pinned_staging() {
+  if (!staging_tried) {
+    staging_tried = true;
+    size_t bytes = 0;
+    for (const rt::DeviceBuffer& b : inputs) bytes += b.size();
+    for (const rt::DeviceBuffer& b : outputs) bytes += b.size();
+    try {
+      staging = rt::PinnedBuffer(bytes);
+    } catch (const rt::DriverError&) {
+    }
+  }
+  return staging.data();
+}
 
 void Engine::Impl::load_modules(const std::string& what, const ProgressFn& progress) {
   const int total = static_cast<int>(plan.cubins.size());
@@ -181,6 +203,21 @@ std::string type_at(const PlanTensor& t, int64_t batch, bool dynamic) {
   return std::string(dtype_name(t.dtype)) + shape_str(s);
 }
 
+// Calls fn(src, bytes, at) for each part of [offset, offset + bytes) of a tensor given in
+// `pieces` (rows of row_bytes each, concatenated): src the part's host bytes, `at` where it
+// starts relative to `offset`.
+template <typename Fn>
+void for_each_part(const std::vector<Engine::HostRows>& pieces, uint64_t row_bytes,
+                   uint64_t offset, uint64_t bytes, Fn fn) {
+  uint64_t at = 0;
+  for (const Engine::HostRows& piece : pieces) {
+    const uint64_t end = at + static_cast<uint64_t>(piece.rows) * row_bytes;
+    const uint64_t lo = std::max(at, offset), hi = std::min(end, offset + bytes);
+    if (lo < hi) fn(static_cast<const char*>(piece.data) + (lo - at), hi - lo, lo - offset);
+    at = end;
+  }
+}
+
 }  // namespace
 
 Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -243,6 +280,7 @@ std::vector<Tensor> Engine::run(const std::vector<Tensor>& inputs) {
     TESSEL_USER_CHECK(bad.empty()) << "engine run: input 0 '" << first.inputs[0].name << "': "
                                    << bad;
   }
+  std::vector<std::vector<HostRows>> pieces;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const PlanTensor& want = first.inputs[i];
     Shape shape = want.shape;
@@ -250,6 +288,40 @@ std::vector<Tensor> Engine::run(const std::vector<Tensor>& inputs) {
     TESSEL_USER_CHECK(inputs[i].dtype() == want.dtype && inputs[i].shape() == shape)
         << "engine run: input " << i << " '" << want.name << "' is " << inputs[i].type_str()
         << ", expected " << type_at(want, batch, dynamic);
+    pieces.emplace_back();
+    const int64_t rows = shape.empty() ? 1 : shape[0];
+    if (rows > 0) pieces.back().push_back({inputs[i].raw(), rows});  // none of an empty one
+  }
+  return run_gathered(pieces, batch);
+}
+
+std::vector<Tensor> Engine::run_gathered(const std::vector<std::vector<HostRows>>& inputs,
+                                         int64_t batch) {
+  const EnginePlan& plan = impl_->plan;
+  const PlanProfile& first = plan.profiles.front();
+  const bool dynamic = plan.batch.dynamic();
+  TESSEL_USER_CHECK(inputs.size() == first.inputs.size())
+      << "engine run: " << inputs.size() << " inputs given, the model has " << first.inputs.size();
+  const std::string bad = batch_error(plan, batch);
+  TESSEL_USER_CHECK(bad.empty()) << "engine run: " << bad;
+  // Each input's bytes per leading row at this batch; its pieces must cover every row.
+  std::vector<uint64_t> row_bytes;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const PlanTensor& want = first.inputs[i];
+    const int64_t rows = want.shape.empty() ? 1 : dynamic ? batch : want.shape[0];
+    int64_t given = 0;
+    for (const HostRows& p : inputs[i]) {
+      TESSEL_USER_CHECK(p.rows > 0 && p.data) << "engine run: input " << i << " '" << want.name
+                                              << "' has an empty piece";
+      given += p.rows;
+    }
+    TESSEL_USER_CHECK(given == rows)
+        << "engine run: input " << i << " '" << want.name << "' is given " << given
+        << " rows in " << inputs[i].size() << " pieces, expected " << rows << " ("
+        << type_at(want, batch, dynamic) << ")";
+    row_bytes.push_back(tensor_bytes(want.dtype, want.shape).value_or(0) /
+                        static_cast<uint64_t>(std::max<int64_t>(
+                            1, want.shape.empty() ? 1 : want.shape[0])));
   }
 
   std::vector<Tensor> outputs;
@@ -258,26 +330,65 @@ std::vector<Tensor> Engine::run(const std::vector<Tensor>& inputs) {
     if (dynamic) shape[0] = batch;
     outputs.emplace_back(y.dtype, shape);
   }
+  // Through the pinned staging buffer, each block's upload is enqueued as soon as it is staged,
+  // so the copy engine overlaps the memcpy of the next; the outputs come back into it too.
+  std::byte* const staging = impl_->pinned_staging();
+  std::vector<std::byte*> staged_in, staged_out;
+  if (staging) {
+    std::byte* at = staging;
+    for (const rt::DeviceBuffer& b : impl_->inputs)
+      staged_in.push_back(std::exchange(at, at + b.size()));
+    for (const rt::DeviceBuffer& b : impl_->outputs)
+      staged_out.push_back(std::exchange(at, at + b.size()));
+  }
+  static constexpr uint64_t kStageBlock = uint64_t{1} << 20;
   for (const BatchChunk& c : split_batch(plan, batch)) {
     const PlanProfile& p = plan.profiles[c.profile];
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      const Span x = span(plan, p.inputs[i], c);
-      impl_->inputs[i].upload(reinterpret_cast<const char*>(inputs[i].raw()) + x.offset, x.bytes);
-    }
     rt::CapturedGraph& graph = *impl_->profiles[c.profile].graph;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      // The chunk's bytes of the input, [x.offset, x.offset + x.bytes) of the whole, from the
+      // pieces that overlap them.
+      const Span x = span(plan, p.inputs[i], c);
+      for_each_part(inputs[i], row_bytes[i], x.offset, x.bytes,
+                    [&](const char* src, uint64_t bytes, uint64_t at) {
+                      if (!staging) return impl_->inputs[i].upload(src, bytes, at);
+                      for (uint64_t k = 0; k < bytes; k += kStageBlock) {
+                        const uint64_t n = std::min(kStageBlock, bytes - k);
+                        std::memcpy(staged_in[i] + at + k, src + k, n);
+                        impl_->inputs[i].upload_async(staged_in[i] + at + k, n, at + k,
+                                                      graph.stream());
+                      }
+                    });
+    }
     graph.replay();
+    if (staging) {
+      for (size_t j = 0; j < p.outputs.size(); ++j) {
+        const Relocation& s = p.outputs[j].source;
+        if (s.region != Region::kConstants && s.region != Region::kInput)
+          impl_->outputs[s.index].download_async(staged_out[s.index],
+                                                 span(plan, p.outputs[j], c).bytes,
+                                                 graph.stream());
+      }
+    }
     graph.synchronize();
     for (size_t j = 0; j < p.outputs.size(); ++j) {
       const Span y = span(plan, p.outputs[j], c);
       char* dst = reinterpret_cast<char*>(outputs[j].raw()) + y.offset;
       const Relocation& s = p.outputs[j].source;
       if (y.bytes == 0) continue;
-      if (s.region == Region::kConstants)
+      if (s.region == Region::kConstants) {
         std::memcpy(dst, plan.constants.data() + s.offset, y.bytes);
-      else if (s.region == Region::kInput)
-        std::memcpy(dst, reinterpret_cast<const char*>(inputs[s.index].raw()) + y.offset, y.bytes);
-      else
+      } else if (s.region == Region::kInput) {
+        // An output that is an input (an identity model): its bytes from the pieces.
+        for_each_part(inputs[s.index], row_bytes[s.index], y.offset, y.bytes,
+                      [&](const char* src, uint64_t bytes, uint64_t at) {
+                        std::memcpy(dst + at, src, bytes);
+                      });
+      } else if (staging) {
+        std::memcpy(dst, staged_out[s.index], y.bytes);
+      } else {
         impl_->outputs[s.index].download(dst, y.bytes);
+      }
     }
   }
   return outputs;

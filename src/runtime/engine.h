@@ -51,6 +51,21 @@ class Engine {
   // UserError on a mismatched input or a batch outside the range.
   std::vector<Tensor> run(const std::vector<Tensor>& inputs);
 
+  // One input of a run given as pieces of host memory that, concatenated along the leading
+  // (batch) dimension, make the tensor: a batch gathered from several requests (a server's)
+  // without assembling it on the host first. `rows` is the piece's leading extent.
+  struct HostRows {
+    const void* data = nullptr;
+    int64_t rows = 0;
+  };
+  // One run of `batch` items (a static engine's own batch) on inputs given in pieces:
+  // inputs[i] are input i's pieces in order, each copied straight into the engine's input
+  // buffer. The caller has checked the pieces' element types and trailing dims
+  // (Session::run_gathered does); UserError on a batch outside the range or pieces whose rows
+  // do not add up to the input's leading extent at that batch.
+  std::vector<Tensor> run_gathered(const std::vector<std::vector<HostRows>>& inputs,
+                                   int64_t batch);
+
   // One run on device memory the caller owns (a PyTorch or CuPy tensor's storage): input i read
   // from inputs[i], output j written to outputs[j], device addresses of the plan's tensors
   // (contiguous, 16-byte aligned). The kernels are enqueued one by one on `stream` (a CUstream;

@@ -121,6 +121,40 @@ TEST_F(DynamicBatchGpu, AProfileBatchEqualsTheStaticEngine) {
   }
 }
 
+// A batch gathered from pieces (a server's requests) runs as their concatenation: the same
+// bits, at batches between profiles (whose chunks the pieces straddle) and at a profile.
+TEST_F(DynamicBatchGpu, GatheredPiecesRunAsTheirConcatenation) {
+  Options o;
+  o.batch_range = {1, 8, 8};
+  Session s = Session::open(model_, o);
+  for (const std::vector<int64_t>& rows :
+       {std::vector<int64_t>{3, 1, 3}, {2, 3}, {1, 1, 1, 1, 1, 1, 1, 1}, {6}}) {
+    int64_t batch = 0;
+    for (int64_t r : rows) batch += r;
+    SCOPED_TRACE(batch);
+    const std::vector<Tensor> x = inputs_at(batch, static_cast<unsigned>(rows.size()));
+    std::vector<HostPiece> pieces;
+    const size_t row_bytes = x[0].nbytes() / static_cast<size_t>(batch);
+    int64_t at = 0;
+    for (int64_t r : rows) {
+      pieces.push_back({x[0].raw() + static_cast<size_t>(at) * row_bytes, DType::kF32,
+                        {r, 16, 8, 8}});
+      at += r;
+    }
+    const std::vector<Tensor> got = s.run_gathered({pieces}), want = s.run(x);
+    ASSERT_EQ(got.size(), 2u);
+    for (size_t j = 0; j < 2; ++j) {
+      ASSERT_EQ(got[j].shape(), want[j].shape());
+      EXPECT_EQ(std::memcmp(got[j].raw(), want[j].raw(), got[j].nbytes()), 0) << "output " << j;
+    }
+  }
+  const std::vector<Tensor> x = inputs_at(2, 3);
+  EXPECT_EQ(onnx::testing::user_error_of([&] {
+              s.run_gathered({{{x[0].raw(), DType::kF32, {2, 16, 8, 4}}}});
+            }),
+            "input 'x': a piece is f32[2,16,8,4], expected f32[rows,16,8,8]");
+}
+
 // Device tensors: batch 8 runs in place, batch 3 through the engine's buffers; both equal the
 // host run of the same batch.
 TEST_F(DynamicBatchGpu, DeviceTensorsAtAnyBatch) {

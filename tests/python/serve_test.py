@@ -248,6 +248,25 @@ def concurrent_clients_are_batched(s):
 
 
 @test
+def load_tool_measures_and_splits_the_server_time(s):
+    # bench/serve_load.py, the GPU run's load generator, on this server: closed-loop clients over
+    # system shared memory, no errors, and Triton's metrics split into batches and phases.
+    out = os.path.join(WORK, "load.json")
+    r = subprocess.run([sys.executable, os.path.join(ARGS.source, "bench", "serve_load.py"),
+                        "--url", s.url, "--model", NAME, "--concurrency", "1,4",
+                        "--seconds", "1", "--warmup", "0.3", "--procs", "2",
+                        "--metrics", "http://127.0.0.1:%d/metrics" % s.metrics, "--json", out],
+                       capture_output=True, text=True, env=ENV, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    rows = json.load(open(out))["rows"]
+    assert [row["concurrency"] for row in rows] == [1, 4], rows
+    for row in rows:
+        assert row["requests"] > 0 and row["errors"] == 0, row
+        assert row["server_batch"] >= 1 and row["infer_us"] > 0, row
+    assert "requests per batch" in r.stdout, r.stdout
+
+
+@test
 def malformed_requests_get_an_error_and_the_server_goes_on(s):
     successes0 = metric(s, "nv_inference_request_success")
     x = images(1)
@@ -415,18 +434,20 @@ def batch_sessions_open_one_dynamic_session():
     assert session.batch_range == (1, MAX_BATCH), session.batch_range
     assert sessions.inputs[0].shape == [tessel.BATCH_DIM, 3, 32, 32], sessions.inputs[0].shape
     fed = []
-    run = session.run
-    session.run = lambda names, feeds: fed.append(feeds["input"].shape[0]) or run(names, feeds)
-    for n in (1, 3, 5, MAX_BATCH):
-        x = images(n)
-        (y,) = sessions.run({"input": x}, n)
-        assert_close(y, reference(x), "BatchSessions batch %d" % n)
-    assert fed == [1, 3, 5, MAX_BATCH], fed
+    run = session.run_gathered
+    session.run_gathered = lambda names, parts: (
+        fed.append([p.shape[0] for p in parts["input"]]) or run(names, parts))
+    # Requests of these rows, gathered into one batch each.
+    for rows in ([1], [3], [2, 1, 2], [1] * MAX_BATCH):
+        xs = [images(n) for n in rows]
+        (y,) = sessions.run([{"input": x} for x in xs], sum(rows))
+        assert_close(y, reference(np.concatenate(xs)), "BatchSessions of requests %s" % rows)
+    assert fed == [[1], [3], [2, 1, 2], [1] * MAX_BATCH], fed
 
     single = triton_model.BatchSessions(MODEL, "cpu", "fp16", 1, batched=False)
     assert single.session.batch_range == (1, 1), single.session.batch_range
     x = images(1)
-    assert_close(single.run({"input": x}, 1)[0], reference(x), "BatchSessions of one batch")
+    assert_close(single.run([{"input": x}], 1)[0], reference(x), "BatchSessions of one batch")
 
 
 def export_repo():

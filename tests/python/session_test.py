@@ -296,6 +296,36 @@ def batch_range_runs_1_and_3_on_the_cpu_against_onnxruntime():
 
 
 @test
+def gathered_pieces_run_as_their_concatenation():
+    # A server's batch: requests of 2, 1 and 3 rows, read where they lie, against onnxruntime
+    # on the concatenation.
+    ref = ort_session(MODEL)
+    sess = tessel.InferenceSession(MODEL, device="cpu", batch=(1, 8))
+    rng = np.random.default_rng(11)
+    xs = [rng.uniform(-1, 1, size=(n, 3, 32, 32)).astype(np.float32) for n in (2, 1, 3)]
+    (y,) = sess.run_gathered(None, {"input": xs})
+    (want,) = ref.run(None, {"input": np.concatenate(xs)})
+    assert y.shape == (6, 10), y.shape
+    assert rel_l2(y, want) < 1e-5, rel_l2(y, want)
+    (again,) = sess.run_gathered(["logits"], {"input": [np.concatenate(xs)]})
+    assert np.array_equal(again, y)
+    # What is refused, in one line each.
+    msg = raises(tessel.Error, sess.run_gathered, None, {"input": [xs[0], xs[1][:, :2]]})
+    assert msg == "input 'input' is f32[1,2,32,32], expected f32[N,3,32,32]", msg
+    msg = raises(tessel.InvalidArgument, sess.run_gathered, None, {"input": [xs[0].astype(np.float16)]})
+    assert msg == ("input 'input': a piece is numpy float16[2, 3, 32, 32], expected "
+                   "tensor(float)"), msg
+    msg = raises(tessel.InvalidArgument, sess.run_gathered, None, {"input": xs[0]})
+    assert msg == "input 'input': expected a non-empty list of arrays", msg
+    msg = raises(tessel.InvalidArgument, sess.run_gathered, None, {"input": []})
+    assert msg == "input 'input': expected a non-empty list of arrays", msg
+    msg = raises(tessel.InvalidArgument, sess.run_gathered, None, {})
+    assert msg == "input 'input' is not fed (inputs: input)", msg
+    msg = raises(tessel.Error, sess.run_gathered, None, {"input": xs * 2})
+    assert msg == "batch 12 is outside the session's batch range 1:8", msg
+
+
+@test
 def malformed_ranges_and_batches_raise_one_line():
     def open_(**kw):
         return tessel.InferenceSession(MODEL, device="cpu", **kw)
