@@ -69,6 +69,9 @@ inline constexpr int64_t kDynamicBatch = -1;
 // The public API's options, in one struct.
 struct Options {
   Device device = Device::kCuda;
+  // Which GPU a GPU session runs on: an ordinal among those CUDA_VISIBLE_DEVICES leaves visible.
+  // Its engine's memory, kernels and runs all belong to that GPU, whichever thread calls.
+  int gpu = 0;
   Precision precision = Precision::kFp16;  // GPU storage precision
   bool tensor_cores = true;                // false: every contraction on the SIMT kernel
   int64_t batch = 0;                       // fixes a symbolic batch dimension
@@ -88,7 +91,7 @@ struct TensorInfo {
   Shape shape;
 };
 
-// A tensor in the GPU's memory (device 0), contiguous and row-major: either borrowed (the
+// A tensor in a GPU's memory, contiguous and row-major: either borrowed (the
 // storage of a PyTorch or CuPy tensor, kept alive by its owner while tessel uses it) or
 // allocated by tessel and freed when its last copy goes.
 class DeviceTensor {
@@ -96,6 +99,7 @@ class DeviceTensor {
   DeviceTensor() = default;
   // `address` is a CUdeviceptr the caller owns.
   static DeviceTensor borrow(uint64_t address, DType dtype, Shape shape);
+  // On the calling thread's GPU (device 0 unless a session's call is allocating on its own);
   // UserError without a GPU.
   static DeviceTensor allocate(DType dtype, Shape shape);
 

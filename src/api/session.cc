@@ -143,7 +143,13 @@ DeviceTensor DeviceTensor::allocate(DType dtype, Shape shape) {
   const std::optional<uint64_t> bytes = runtime::tensor_bytes(dtype, shape);
   TESSEL_USER_CHECK(bytes) << "a device tensor of " << dtype_name(dtype) << shape_str(shape)
                            << " is too large";
-  auto buffer = std::make_shared<device::DeviceBuffer>(static_cast<size_t>(*bytes));
+  // Freed with the GPU it was allocated on current, on whichever thread lets it go.
+  const int gpu = device::current_gpu();
+  std::shared_ptr<device::DeviceBuffer> buffer(
+      new device::DeviceBuffer(static_cast<size_t>(*bytes)), [gpu](device::DeviceBuffer* b) {
+        device::DeviceScope scope(gpu);
+        delete b;
+      });
   DeviceTensor t = borrow(buffer->ptr(), dtype, std::move(shape));
   t.storage_ = std::move(buffer);
   return t;
@@ -155,6 +161,7 @@ std::string DeviceTensor::type_str() const {
 
 struct Session::Impl {
   Device device = Device::kCpu;
+  int gpu = 0;  // the GPU of a GPU session: every call on its engine runs with it current
   std::optional<ir::Graph> graph;
   std::optional<runtime::Engine> engine;
   std::vector<TensorInfo> inputs, outputs;
@@ -197,7 +204,13 @@ BatchRange static_range(const std::vector<TensorInfo>& inputs) {
 Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Session::Session(Session&&) noexcept = default;
 Session& Session::operator=(Session&&) noexcept = default;
-Session::~Session() = default;
+Session::~Session() {
+  // The engine's memory and modules belong to its GPU's context.
+  if (impl_ && impl_->engine) {
+    device::DeviceScope scope(impl_->gpu);
+    impl_.reset();
+  }
+}
 
 BatchRange parse_batch_range(const std::string& text, const std::string& what) {
   auto number = [&](const std::string& item, int64_t& v) {
@@ -300,8 +313,10 @@ Session Session::open(const std::string& path, const Options& options) {
     runtime::EnginePlan plan = runtime::read_engine_file(path);
     std::string why;
     TESSEL_USER_CHECK(device::cuda_available(&why)) << "no CUDA device: " << why;
+    device::DeviceScope scope(options.gpu);
     auto impl = std::make_unique<Impl>();
     impl->device = Device::kCuda;
+    impl->gpu = options.gpu;
     impl->engine.emplace(runtime::Engine::load(std::move(plan), path, options.progress));
     const runtime::EnginePlan& p = impl->engine->plan();
     impl->inputs = plan_tensors(p, true);
@@ -314,11 +329,13 @@ Session Session::open(const std::string& path, const Options& options) {
     // Without a GPU, say so before spending time on importing and compiling.
     std::string why;
     TESSEL_USER_CHECK(device::cuda_available(&why)) << "no CUDA device: " << why;
+    device::DeviceScope check(options.gpu);  // a GPU that does not exist, before compiling
   }
   if (range.empty()) return from_graph(load_graph(path, options), options);
 
   auto impl = std::make_unique<Impl>();
   impl->device = options.device;
+  impl->gpu = options.gpu;
   impl->batch = range;
   if (options.device == Device::kCpu) {
     // The reference executor runs any batch: each is the model imported at that batch. The
@@ -365,6 +382,8 @@ Session Session::from_graph(const ir::Graph& graph, const Options& options) {
   const auto start = std::chrono::steady_clock::now();
   std::string why;
   TESSEL_USER_CHECK(device::cuda_available(&why)) << "no CUDA device: " << why;
+  device::DeviceScope scope(options.gpu);
+  impl->gpu = options.gpu;
   compiler::CompiledPlan compiled =
       compiler::compile_plan(graph, compiler_options(options), device::device_info());
   impl->engine.emplace(runtime::Engine::load(std::move(compiled.plan), "the engine", options.progress));
@@ -395,7 +414,10 @@ std::vector<int64_t> Session::profiles() const {
 }
 
 std::vector<Tensor> Session::run(const std::vector<Tensor>& inputs) {
-  if (impl_->engine) return impl_->engine->run(inputs);
+  if (impl_->engine) {
+    device::DeviceScope scope(impl_->gpu);
+    return impl_->engine->run(inputs);
+  }
   if (impl_->path.empty()) return runtime::cpu::run_graph(*impl_->graph, inputs);
   const int64_t batch = batch_of_inputs(inputs, impl_->inputs);
   check_batch(impl_->batch, batch);
@@ -442,6 +464,7 @@ std::vector<Tensor> Session::run_gathered(const std::vector<std::vector<HostPiec
     std::vector<std::vector<runtime::Engine::HostRows>> pieces(inputs.size());
     for (size_t i = 0; i < inputs.size(); ++i)
       for (const HostPiece& p : inputs[i]) pieces[i].push_back({p.data, p.shape[0]});
+    device::DeviceScope scope(impl_->gpu);
     return impl_->engine->run_gathered(pieces, batch);
   }
   std::vector<Tensor> whole;
@@ -470,6 +493,7 @@ std::vector<DeviceTensor> Session::run_on_device(const std::vector<DeviceTensor>
   if (dynamic) check_batch(impl_->batch, batch);
   TESSEL_USER_CHECK(outputs.empty() || outputs.size() == impl_->outputs.size())
       << outputs.size() << " outputs given, the model has " << impl_->outputs.size();
+  device::DeviceScope scope(impl_->gpu);
   for (size_t i = 0; i < inputs.size(); ++i)
     check_run_tensor(inputs[i], impl_->inputs[i], batch, "input");
   if (outputs.empty()) {

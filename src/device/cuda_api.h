@@ -34,9 +34,30 @@ class DriverError : public Error {
 
 // True when libcuda loads and a device exists. `reason` (optional) says why not.
 bool cuda_available(std::string* reason = nullptr);
-// The GPU `ordinal` as the driver reports it, with the datasheet peaks of its known_device()
-// row where its arch has one.
-DeviceInfo device_info(int ordinal = 0);
+
+// The GPU a thread drives: device 0 (of those CUDA_VISIBLE_DEVICES leaves visible) unless a
+// DeviceScope on that thread names another. Every allocation, module load and launch goes to
+// the calling thread's GPU, through that GPU's primary context; memory and modules must be
+// freed with the same GPU current (a server with a session per GPU holds a scope around each
+// session's calls, its destruction included).
+int current_gpu();
+// The GPUs visible (0 without a driver).
+int gpu_count();
+class DeviceScope {
+ public:
+  // UserError where `ordinal` names no visible GPU.
+  explicit DeviceScope(int ordinal);
+  ~DeviceScope();
+  DeviceScope(const DeviceScope&) = delete;
+  DeviceScope& operator=(const DeviceScope&) = delete;
+
+ private:
+  int previous_;
+};
+
+// The GPU `ordinal` (-1: the calling thread's, current_gpu()) as the driver reports it, with the
+// datasheet peaks of its known_device() row where its arch has one.
+DeviceInfo device_info(int ordinal = -1);
 
 // ---- NVRTC ----------------------------------------------------------------------------
 struct CompileOptions {

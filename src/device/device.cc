@@ -6,6 +6,7 @@ namespace tessel::device {
 
 
 DeviceInfo device_info(int ordinal) {
+  if (ordinal < 0) ordinal = current_gpu();
   const detail::DriverApi& api = detail::driver();
   int count = 0;
   TESSEL_CU_CHECK(api.cuDeviceGetCount(&count));

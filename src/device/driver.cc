@@ -3,6 +3,7 @@
 
 #include <dlfcn.h>
 
+#include <map>
 #include <mutex>
 #include <sstream>
 
@@ -12,8 +13,9 @@ namespace tessel::device {
 namespace detail {
 namespace {
 
-// The one device tessel drives; CUDA_VISIBLE_DEVICES chooses which physical GPU it is.
-constexpr int kDevice = 0;
+// The GPU of each thread (DeviceScope); CUDA_VISIBLE_DEVICES chooses which physical GPUs the
+// ordinals count.
+thread_local int t_gpu = 0;
 
 // cuGetProcAddress has had this signature since CUDA 12.0; older drivers are refused.
 constexpr int kMinDriverVersion = 12000;
@@ -118,10 +120,10 @@ int attribute(const DriverApi& api, CUdevice dev, CUdevice_attribute a) {
   return v;
 }
 
-Context retain_primary_context(const DriverApi& api) {
+Context retain_primary_context(const DriverApi& api, int ordinal) {
   Context c;
   CUdevice dev;
-  TESSEL_CU_CHECK(api.cuDeviceGet(&dev, kDevice));
+  TESSEL_CU_CHECK(api.cuDeviceGet(&dev, ordinal));
   // The primary context is the one the CUDA runtime uses too, so cuDNN and cuBLAS (which go
   // through the runtime) share buffers and modules with tessel without any hand-off.
   TESSEL_CU_CHECK(api.cuDevicePrimaryCtxRetain(&c.ctx, dev));
@@ -142,14 +144,15 @@ Context retain_primary_context(const DriverApi& api) {
 }
 
 const Context& primary_context() {
-  // Retained exactly once; a failure (say, the device is in exclusive use) is rethrown to
-  // every caller rather than cached as a half-built context.
-  // Both are leaked on purpose, like the Driver: buffers destroyed during static destruction
-  // still bind the context to free themselves.
+  // Each GPU's is retained exactly once; a failure (say, the device is in exclusive use) is
+  // rethrown to every caller rather than cached as a half-built context.
+  // All are leaked on purpose, like the Driver: buffers destroyed during static destruction
+  // still bind their context to free themselves.
   static auto* mu = new std::mutex;
-  static Context* ctx = nullptr;
+  static auto* contexts = new std::map<int, Context*>;
   std::lock_guard lock(*mu);
-  if (!ctx) ctx = new Context(retain_primary_context(driver()));
+  Context*& ctx = (*contexts)[t_gpu];
+  if (!ctx) ctx = new Context(retain_primary_context(driver(), t_gpu));
   return *ctx;
 }
 
@@ -196,6 +199,27 @@ void check(CUresult result, const char* call) {
 }
 
 }  // namespace detail
+
+int current_gpu() { return detail::t_gpu; }
+
+int gpu_count() {
+  std::string why;
+  if (!cuda_available(&why)) return 0;
+  int count = 0;
+  TESSEL_CU_CHECK(detail::driver().cuDeviceGetCount(&count));
+  return count;
+}
+
+DeviceScope::DeviceScope(int ordinal) : previous_(detail::t_gpu) {
+  const detail::DriverApi& api = detail::driver();
+  int count = 0;
+  TESSEL_CU_CHECK(api.cuDeviceGetCount(&count));
+  TESSEL_USER_CHECK(ordinal >= 0 && ordinal < count)
+      << "GPU " << ordinal << " does not exist: " << count << " CUDA device(s) visible";
+  detail::t_gpu = ordinal;
+}
+
+DeviceScope::~DeviceScope() { detail::t_gpu = previous_; }
 
 bool cuda_available(std::string* reason) {
   const detail::Driver& d = detail::loaded_driver();

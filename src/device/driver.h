@@ -77,12 +77,13 @@ struct DriverApi {
 // The loaded driver, or a UserError "no CUDA device: <reason>" where there is none.
 const DriverApi& driver();
 
-// Like driver(), and also makes device 0's primary context current on the calling thread
-// (retained once per process, never released: modules and buffers may outlive any scope).
+// Like driver(), and also makes the primary context of the calling thread's GPU (current_gpu())
+// current on it (retained once per process and GPU, never released: modules and buffers may
+// outlive any scope).
 // Every entry point that allocates, loads or launches goes through this.
 const DriverApi& bind_context();
 
-// Launch limits of device 0, read once when its context is bound.
+// Launch limits of the calling thread's GPU, read once when its context is bound.
 struct LaunchLimits {
   unsigned max_grid[3];
   unsigned max_block[3];

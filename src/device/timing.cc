@@ -14,6 +14,7 @@
 // application that replays graphs.
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <mutex>
 
 #include "device/cuda_api.h"
@@ -40,18 +41,18 @@ extern "C" __global__ void tessel_spin(unsigned long long ns) {
 )";
 
 void* spin_function() {
-  // Compiled (or read from the kernel cache) and loaded on first use, kept for the process.
+  // Compiled (or read from the kernel cache) and loaded on first use on each GPU (a module
+  // belongs to one GPU's context), kept for the process.
   static std::mutex mu;
-  static std::shared_ptr<Module> module;
-  static void* function = nullptr;
+  static std::map<int, std::shared_ptr<Module>> modules;
   std::lock_guard lock(mu);
-  if (!function) {
+  std::shared_ptr<Module>& module = modules[current_gpu()];
+  if (!module) {
     CompileOptions o;
-    o.arch = device_info(0).arch();
+    o.arch = device_info().arch();
     module = Module::load(compile(kSpinSource, "tessel_spin", o).cubin);
-    function = module->function("tessel_spin");
   }
-  return function;
+  return module->function("tessel_spin");
 }
 
 void spin(void* stream, double seconds) {

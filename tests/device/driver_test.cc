@@ -44,6 +44,9 @@ TEST(Driver, DeviceWorkWithoutADeviceIsAUserError) {
     }
   };
   expect_refusal([] { device_info(0); }, "device_info");
+  expect_refusal([] { DeviceScope scope(0); }, "DeviceScope");
+  EXPECT_EQ(gpu_count(), 0);
+  EXPECT_EQ(current_gpu(), 0);
   expect_refusal([] { DeviceBuffer b(256); }, "DeviceBuffer");
   expect_refusal([] { synchronize(); }, "synchronize");
   expect_refusal([] { Module::load("\177ELF"); }, "Module::load");

@@ -111,5 +111,77 @@ TEST_F(SessionDevice, MismatchedTensorsAreRefused) {
   }
 }
 
+// A batch of several MiB given in pieces (a served batch): staged in 1 MiB blocks that the
+// engine's copier threads fill and hand to the upload in order; equal to the run of the whole.
+TEST_F(SessionDevice, LargeGatheredBatchesMatchTheWholeRun) {
+  IrWriter w(9);
+  w.input("x", "f32[8,32,64,64]");
+  conv_weight(w, "w", 16, 32, 1);
+  w.node("%y = Conv(%x, %w) : f32[8,16,64,64] @\"conv\"");
+  const ir::Graph g = w.graph(std::vector<std::string>{"y"});
+  Session s = testing::compile_session(g);
+  const std::vector<Tensor> x = testing::random_inputs(g, 11);
+  const std::vector<Tensor> want = s.run(x);
+  const size_t row = x[0].nbytes() / 8;
+  for (const std::vector<int64_t>& rows :
+       {std::vector<int64_t>{3, 1, 4}, {8}, {1, 1, 1, 1, 1, 1, 1, 1}}) {
+    std::vector<HostPiece> pieces;
+    int64_t at = 0;
+    for (int64_t r : rows) {
+      pieces.push_back({x[0].raw() + static_cast<size_t>(at) * row, DType::kF32, {r, 32, 64, 64}});
+      at += r;
+    }
+    for (int rep = 0; rep < 3; ++rep) {
+      const std::vector<Tensor> got = s.run_gathered({pieces});
+      ASSERT_EQ(got.size(), 1u);
+      EXPECT_TRUE(bitwise_equal(got[0], want[0])) << rows.size() << " pieces, run " << rep;
+    }
+  }
+}
+
+// Options::gpu: a session per GPU (a server's instances), each compiled for, run on and freed
+// with its own GPU, called from any thread. On one GPU the sessions share it; with two or more
+// each runs on its own and all match bit for bit (the same kernels on the same GPU model).
+TEST_F(SessionDevice, SessionsOnEveryGpuMatchFromAnyThread) {
+  const ir::Graph g = two_convs();
+  const std::vector<Tensor> x = testing::random_inputs(g, 7);
+  const int gpus = device::gpu_count();
+  std::vector<Session> sessions;
+  for (int gpu = 0; gpu < gpus; ++gpu) {
+    Options o;
+    o.gpu = gpu;
+    sessions.push_back(Session::from_graph(g, o));
+  }
+  const std::vector<Tensor> want = sessions[0].run(x);
+  // Interleaved on this thread, then each from a thread of its own.
+  for (int round = 0; round < 2; ++round)
+    for (int gpu = 0; gpu < gpus; ++gpu) {
+      const std::vector<Tensor> got = sessions[static_cast<size_t>(gpu)].run(x);
+      for (size_t j = 0; j < want.size(); ++j)
+        EXPECT_TRUE(bitwise_equal(got[j], want[j])) << "GPU " << gpu << " output " << j;
+    }
+  std::vector<std::vector<Tensor>> results(static_cast<size_t>(gpus));
+  std::vector<std::thread> threads;
+  for (int gpu = 0; gpu < gpus; ++gpu)
+    threads.emplace_back([&, gpu] { results[gpu] = sessions[static_cast<size_t>(gpu)].run(x); });
+  for (std::thread& t : threads) t.join();
+  for (int gpu = 0; gpu < gpus; ++gpu)
+    for (size_t j = 0; j < want.size(); ++j)
+      EXPECT_TRUE(bitwise_equal(results[gpu][j], want[j])) << "thread of GPU " << gpu;
+  // This thread's GPU is left as it was.
+  EXPECT_EQ(device::current_gpu(), 0);
+  sessions.clear();  // each engine freed with its GPU current
+
+  Options o;
+  o.gpu = gpus;
+  try {
+    Session::from_graph(g, o);
+    ADD_FAILURE() << "a session opened on GPU " << gpus << " of " << gpus;
+  } catch (const UserError& e) {
+    EXPECT_EQ(std::string(e.what()), "GPU " + std::to_string(gpus) + " does not exist: " +
+                                         std::to_string(gpus) + " CUDA device(s) visible");
+  }
+}
+
 }  // namespace
 }  // namespace tessel
