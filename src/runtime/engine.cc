@@ -12,6 +12,7 @@
 #include "device/cuda_api.h"
 #include "device/tensor_map.h"
 #include "runtime/batch_split.h"
+#include "runtime/parallel_copy.h"
 #include "runtime/target.h"
 
 namespace tessel::runtime {
@@ -59,6 +60,8 @@ struct Engine::Impl {
   // allocated at the first host run (never, for an engine run on device tensors only).
   rt::PinnedBuffer staging;
   bool staging_tried = false;
+  // The threads that copy a large batch's pieces into the staging buffer, made with it.
+  std::unique_ptr<ParallelCopy> copier;
 
   void load_modules(const std::string& what, const ProgressFn& progress);
   void allocate_regions();
@@ -79,6 +82,7 @@ std::byte* Engine::Impl::pinned_staging() {
     for (const rt::DeviceBuffer& b : outputs) bytes += b.size();
     try {
       staging = rt::PinnedBuffer(bytes);
+      copier = std::make_unique<ParallelCopy>(ParallelCopy::default_workers());
     } catch (const rt::DriverError&) {
     }
   }
@@ -341,10 +345,20 @@ std::vector<Tensor> Engine::run_gathered(const std::vector<std::vector<HostRows>
     for (const rt::DeviceBuffer& b : impl_->outputs)
       staged_out.push_back(std::exchange(at, at + b.size()));
   }
+  // Staged in blocks: the copier's threads memcpy them into the staging buffer and each block's
+  // upload is enqueued, in order, as soon as it is there.
   static constexpr uint64_t kStageBlock = uint64_t{1} << 20;
+  struct Upload {
+    size_t input;
+    uint64_t at, bytes;
+  };
+  std::vector<ParallelCopy::Block> blocks;
+  std::vector<Upload> uploads;
   for (const BatchChunk& c : split_batch(plan, batch)) {
     const PlanProfile& p = plan.profiles[c.profile];
     rt::CapturedGraph& graph = *impl_->profiles[c.profile].graph;
+    blocks.clear();
+    uploads.clear();
     for (size_t i = 0; i < inputs.size(); ++i) {
       // The chunk's bytes of the input, [x.offset, x.offset + x.bytes) of the whole, from the
       // pieces that overlap them.
@@ -354,12 +368,16 @@ std::vector<Tensor> Engine::run_gathered(const std::vector<std::vector<HostRows>
                       if (!staging) return impl_->inputs[i].upload(src, bytes, at);
                       for (uint64_t k = 0; k < bytes; k += kStageBlock) {
                         const uint64_t n = std::min(kStageBlock, bytes - k);
-                        std::memcpy(staged_in[i] + at + k, src + k, n);
-                        impl_->inputs[i].upload_async(staged_in[i] + at + k, n, at + k,
-                                                      graph.stream());
+                        blocks.push_back({staged_in[i] + at + k, src + k, n});
+                        uploads.push_back({i, at + k, n});
                       }
                     });
     }
+    if (staging) impl_->copier->run(blocks, [&](size_t k) {
+      const Upload& u = uploads[k];
+      impl_->inputs[u.input].upload_async(staged_in[u.input] + u.at, u.bytes, u.at,
+                                          graph.stream());
+    });
     graph.replay();
     if (staging) {
       for (size_t j = 0; j < p.outputs.size(); ++j) {
