@@ -13,7 +13,9 @@ loopback bandwidth is not what is measured), or in the request body as binary te
     serve_load.py --url http://127.0.0.1:8000 --model resnet50 --concurrency 1,4,16,64,256
                   [--batch 1] [--seconds 10] [--warmup 2] [--transport shm|binary] [--json F]
 
-Prints one row per concurrency: requests/s, images/s, latency p50/p90/p99 in ms, errors.
+Prints one row per concurrency: requests/s, images/s, latency p50/p90/p99 in ms, errors; with
+--server-pid, the resident memory of the server's process tree (Triton and any backend stubs)
+before and after each level, so that a leak over many requests shows.
 """
 
 import argparse
@@ -215,6 +217,33 @@ def server_split(before, after):
             "infer_us_per_batch": d["infer_us"] / d["batches"]}
 
 
+def tree_rss_mib(pid):
+    """Resident MiB of process `pid` and its descendants (Triton's Python backend stubs are its
+    children), from /proc; None when it is gone."""
+    parents = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open("/proc/%s/stat" % entry) as f:
+                    parents[int(entry)] = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                pass
+    tree, grew = {pid}, True
+    while grew:
+        more = {p for p, pp in parents.items() if pp in tree} - tree
+        grew = bool(more)
+        tree |= more
+    total = 0
+    for p in tree:
+        try:
+            with open("/proc/%d/status" % p) as f:
+                total += next(int(l.split()[1]) for l in f if l.startswith("VmRSS:"))
+        except (OSError, StopIteration):
+            if p == pid:
+                return None
+    return total / 1024.0
+
+
 def register_shm(args, inputs, outputs, max_clients):
     """Input and output regions in /dev/shm, registered with the server; returns them."""
     u = urllib.parse.urlparse(args.url)
@@ -259,6 +288,8 @@ def main(argv=None):
     ap.add_argument("--metrics", help="the server's Prometheus endpoint (default: the url's "
                     "host, port 8002, /metrics; Triton's): batch sizes and where a request's "
                     "time went, per level")
+    ap.add_argument("--server-pid", type=int,
+                    help="the server's process id: its tree's resident memory around each level")
     ap.add_argument("--json", help="write every row here")
     args = ap.parse_args(argv)
     if not args.metrics:
@@ -275,8 +306,12 @@ def main(argv=None):
     try:
         for c in levels:
             before = scrape(args.metrics, args.model)
+            rss_before = tree_rss_mib(args.server_pid) if args.server_pid else None
             r = run_level(args, inputs, outputs, c)
             r.update(server_split(before, scrape(args.metrics, args.model)))
+            if rss_before is not None:
+                r["rss_mib_before"] = rss_before
+                r["rss_mib_after"] = tree_rss_mib(args.server_pid)
             rows.append(r)
             print("%11d %10.1f %10.1f %9.2f %9.2f %9.2f %7d" % (
                 c, r["requests_per_s"], r["images_per_s"], r["p50_ms"], r["p90_ms"], r["p99_ms"],
@@ -286,6 +321,9 @@ def main(argv=None):
                       "input %.0f, execute %.0f, output %.0f (execute %.0f us per batch)" % (
                           "", r["server_batch"], r["queue_us"], r["input_us"], r["infer_us"],
                           r["output_us"], r["infer_us_per_batch"]), flush=True)
+            if r.get("rss_mib_after") is not None:
+                print("%11s server memory: %.1f -> %.1f MiB resident over %d requests" % (
+                    "", r["rss_mib_before"], r["rss_mib_after"], r["requests"]), flush=True)
             if r["errors"]:
                 print("  first error: %s" % r["first_error"], flush=True)
     finally:

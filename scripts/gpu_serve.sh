@@ -3,12 +3,14 @@
 # weights, symbolic batch) served through Triton on one GPU, then on GPUs 0,1 where there are
 # two; bench/serve_load.py drives it at 1 to 256 concurrent clients (batch-1 requests, system
 # shared memory); `tessel bench` at batch 32 is the ceiling. Expects scripts/pack_serve.sh's
-# .device-serve (tessel, its Python module for 3.12, Triton, numpy 1.26).
+# .device-serve (tessel, its Python module for 3.12 with tessel's Triton backend, Triton, and
+# numpy 1.26 for BACKEND=python).
 # Under $OUT: serve.md (the table), serve_*.json (every row), serve_*.log (server logs).
 #
 # Usage: scripts/gpu_serve.sh [MODEL] [MAX_BATCH] [CONCURRENCY]
 #   defaults: resnet50 64 1,2,4,8,16,32,64,128,256; env: SECONDS_PER_LEVEL (8), INSTANCES (1,
-#   instances per GPU), DELAY_US (100, the batcher's queue delay), GPU_SETS ("0 0,1")
+#   instances per GPU), DELAY_US (100, the batcher's queue delay), GPU_SETS ("0 0,1"), BACKEND
+#   (tessel: the C++ backend in Triton's process; python: Triton's Python backend)
 set -uo pipefail
 ROOT=$(pwd)
 D=$ROOT/${TESSEL_SERVE_DIR:-.device-serve}
@@ -30,15 +32,17 @@ TRITON=$W/triton/pytriton/tritonserver
 if [[ ! -x $TRITON/bin/tritonserver ]]; then
   mkdir -p "$W"/triton && tar -C "$W"/triton -xJf "$D"/triton.tar.xz || exit 1
 fi
-# The Python the Python backend's stub embeds: python3's interpreter in a venv of its own with
-# numpy 1.26 (the image's numpy 2 would garble Triton 2.51's output tensors).
+# The Python backend's stub embeds the serving Python: for it, python3's interpreter in a venv of
+# its own with numpy 1.26 (the image's numpy 2 would garble Triton 2.51's output tensors).
+# tessel's backend runs in Triton's process and needs neither: the image's python3 serves.
 VENV=$W/venv
-if [[ ! -x $VENV/bin/python3 ]]; then
+if [[ ${BACKEND:-tessel} == python && ! -x $VENV/bin/python3 ]]; then
   python3 -m venv --without-pip "$VENV" || exit 1
   site=$("$VENV"/bin/python3 -c 'import site; print(site.getsitepackages()[0])')
   python3 -m pip install -q --no-index --no-deps --no-compile --target "$site" "$D"/wheels/numpy-*.whl || exit 1
 fi
-export TESSEL_PYTHON=$VENV/bin/python3 PYTHONPATH=$D/python
+if [[ ${BACKEND:-tessel} == python ]]; then TESSEL_PYTHON=$VENV/bin/python3; else TESSEL_PYTHON=$(command -v python3); fi
+export TESSEL_PYTHON PYTHONPATH=$D/python
 "$TESSEL_PYTHON" -c "import tessel, numpy; print('python', __import__('sys').version.split()[0], 'numpy', numpy.__version__, 'tessel', tessel.__version__, 'cuda', tessel.cuda_available())" || exit 1
 
 if [[ ! -f $W/$MODEL.onnx ]]; then
@@ -51,12 +55,12 @@ echo "== tessel bench $MODEL batch 32 (the ceiling)"
 serve_and_load() {
   local gpus=$1 tag=gpus_${1//,/_} log pid
   log=$OUT/serve_$tag.log
-  echo "== tessel serve $MODEL --gpus $gpus --max-batch $MAX_BATCH --instances ${INSTANCES:-1}"
+  echo "== tessel serve $MODEL --gpus $gpus --max-batch $MAX_BATCH --instances ${INSTANCES:-1} --backend ${BACKEND:-tessel}"
   # `python -m tessel serve` is what `tessel serve` execs; called directly, since the packed
   # binary would put its build tree's module (built for this machine's Python) first.
   "$TESSEL_PYTHON" -m tessel serve "$W/$MODEL.onnx" --device cuda --gpus "$gpus" --host 127.0.0.1 \
     --max-batch "$MAX_BATCH" --max-queue-delay-us "${DELAY_US:-100}" --instances "${INSTANCES:-1}" \
-    --triton-dir "$TRITON" > "$log" 2>&1 &
+    --backend "${BACKEND:-tessel}" --triton-dir "$TRITON" > "$log" 2>&1 &
   pid=$!
   for _ in $(seq 900); do
     grep -q "^tessel serve: '" "$log" && break
@@ -67,9 +71,11 @@ serve_and_load() {
     echo "server did not start:"; tail -5 "$log"; kill $pid 2>/dev/null; wait $pid; status=1; return
   fi
   head -1 "$log"
+  local server
+  server=$(pgrep -f -- "tritonserver.*--http-port=8000" | head -1)
   "$TESSEL_PYTHON" bench/serve_load.py --url http://127.0.0.1:8000 --model "$MODEL" \
     --concurrency "$LEVELS" --seconds "${SECONDS_PER_LEVEL:-8}" --warmup 2 \
-    --json "$OUT/serve_$tag.json" || status=1
+    ${server:+--server-pid "$server"} --json "$OUT/serve_$tag.json" || status=1
   kill -TERM $pid
   wait $pid || status=1
   tail -1 "$log"
@@ -85,15 +91,19 @@ import glob, json, os, sys
 out, device, model = sys.argv[1:4]
 bench = json.load(open(os.path.join(out, "serve_bench32.json")))
 ceiling = bench["throughput_per_s"]
-print("%s served by tessel through Triton, batch-1 requests (%s); ceiling: tessel bench at batch 32, "
-      "%.0f images/s (%.3f ms)\n" % (model, device, ceiling, bench["median_ms"]))
-print("| GPUs | clients | images/s | of ceiling | p50 ms | p99 ms | errors |")
-print("|---|---:|---:|---:|---:|---:|---:|")
+print("%s served by tessel through Triton (%s backend, %s instance(s) per GPU), batch-1 requests "
+      "(%s); ceiling: tessel bench at batch 32, %.0f images/s (%.3f ms)\n"
+      % (model, os.environ.get("BACKEND", "tessel"), os.environ.get("INSTANCES", "1"), device,
+         ceiling, bench["median_ms"]))
+print("| GPUs | clients | images/s | of ceiling | p50 ms | p99 ms | errors | server batch | server RSS MiB |")
+print("|---|---:|---:|---:|---:|---:|---:|---:|---|")
 for f in sorted(glob.glob(os.path.join(out, "serve_gpus_*.json"))):
     gpus = f.rsplit("serve_gpus_", 1)[1][:-5].replace("_", ",")
     for r in json.load(open(f))["rows"]:
-        print("| %s | %d | %.0f | %.0f%% | %.2f | %.2f | %d |" % (
+        rss = ("%.0f -> %.0f" % (r["rss_mib_before"], r["rss_mib_after"])
+               if r.get("rss_mib_after") is not None else "")
+        print("| %s | %d | %.0f | %.0f%% | %.2f | %.2f | %d | %.1f | %s |" % (
             gpus, r["concurrency"], r["images_per_s"], 100 * r["images_per_s"] / ceiling,
-            r["p50_ms"], r["p99_ms"], r["errors"]))
+            r["p50_ms"], r["p99_ms"], r["errors"], r.get("server_batch", 0), rss))
 PY
 exit $status

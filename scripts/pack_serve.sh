@@ -3,6 +3,7 @@
 # with numpy 2) into .device-serve/ (ignored by git, carried by the device tool as one path):
 #   bin/tessel, lib/ (its libraries outside CUDA and glibc, as scripts/pack_device.sh packs them)
 #   python/tessel/   the Python package with tessel._core built here for CPython 3.12 (pyenv's)
+#                    and tessel's Triton backend (backends/tessel/libtriton_tessel.so)
 #   triton.tar.xz    Triton Inference Server from the installed nvidia-pytriton, trimmed to what
 #                    tritonserver, its Python backend and the 3.12 stub load (xz: the carry limit)
 #   wheels/          numpy 1.26 for CPython 3.12: Triton 2.51's Python backend needs numpy < 2
@@ -15,6 +16,8 @@ D=${TESSEL_SERVE_DIR:-.device-serve}
 PY312=${PY312:-$(ls -d "$HOME"/.pyenv/versions/3.12*/bin/python3.12 2>/dev/null | tail -1)}
 WHEELS=${TESSEL_WHEEL_CACHE:-$HOME/.cache/tessel-wheels}
 [[ -x "$BUILD/src/cli/tessel" ]] || { echo "pack_serve.sh: no $BUILD/src/cli/tessel (make build)" >&2; exit 2; }
+[[ -f "$BUILD/python/tessel/backends/tessel/libtriton_tessel.so" ]] ||
+  { echo "pack_serve.sh: no Triton backend in $BUILD (configure it with -DTESSEL_PYTHON_MODULE=ON)" >&2; exit 2; }
 [[ -n "$PY312" && -x "$PY312" ]] || { echo "pack_serve.sh: no CPython 3.12 here (set PY312)" >&2; exit 2; }
 rm -rf "$D"
 mkdir -p "$D"/bin "$D"/lib "$D"/python "$D"/wheels
@@ -28,11 +31,15 @@ mkdir -p "$D"/python/tessel
 cp python/tessel/*.py python/tessel/py.typed "$D"/python/tessel/
 cp "$B312"/python/tessel/_core.cpython-312-*.so "$D"/python/tessel/
 
+# tessel's Triton backend (any Python: the server loads it itself).
+mkdir -p "$D"/python/tessel/backends/tessel
+cp "$BUILD"/python/tessel/backends/tessel/libtriton_tessel.so "$D"/python/tessel/backends/tessel/
+
 cp "$BUILD"/src/cli/tessel "$D"/bin/
-for f in "$D"/bin/tessel "$D"/python/tessel/_core.*.so; do
+for f in "$D"/bin/tessel "$D"/python/tessel/_core.*.so "$D"/python/tessel/backends/tessel/*.so; do
   ldd "$f" | awk '/=> \// {print $3}'
 done | sort -u | grep -E 'libprotobuf|libonnx|libfmt' | while read -r lib; do cp -L "$lib" "$D"/lib/; done
-strip --strip-debug "$D"/bin/tessel "$D"/python/tessel/_core.*.so
+strip --strip-debug "$D"/bin/tessel "$D"/python/tessel/_core.*.so "$D"/python/tessel/backends/tessel/*.so
 
 # Triton: the server, the Python backend with the 3.12 stub in its place, and the bundled
 # libraries these load (the wheel's other stubs and libpython3.13 stay behind).

@@ -16,6 +16,7 @@ The layers, bottom to top, and what each may include (docs/design.md explains th
   bench                core, device               (vendor baselines)
   api                  everything but bench and cli   (include/tessel/ and src/api/)
   python               api, core                  (the Python module's native part, tessel._core)
+  serve                api, core                  (the Triton backend, libtriton_tessel.so)
   cli                  everything but python
 
     python3 tools/check_layers.py [--root .]
@@ -45,6 +46,7 @@ LAYERS = [
     ("api", "src/api/"),
     ("api", "include/tessel/"),
     ("python", "src/python/"),
+    ("serve", "src/serve/"),
     ("cli", "src/cli/"),
 ]
 
@@ -66,6 +68,8 @@ ALLOWED = {
     "api": BELOW_COMPILER | {"compiler"},
     # The Python module sees the public API only (and the core types it is written in).
     "python": {"api", "core"},
+    # The Triton backend, like the Python module, is a client of the public API.
+    "serve": {"api", "core"},
     "cli": BELOW_COMPILER | {"compiler", "bench", "api", "quantize"},
 }
 

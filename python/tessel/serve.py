@@ -3,16 +3,20 @@
     tessel serve MODEL(.onnx|.tir|.tsl) [--host 0.0.0.0] [--port 8000] [--grpc-port 8001]
                  [--metrics-port 8002] [--device cuda|cpu] [--gpus all|0,1] [--instances N]
                  [--max-batch 32] [--max-queue-delay-us 100] [--precision fp16|fp32] [--name NAME]
+                 [--backend tessel|python]
     tessel serve MODEL --export-repo DIR [same model options]
 
 The server is the tritonserver of the nvidia-pytriton wheel (`pip install .[serve]`), started
 on a model repository that this writes: config.pbtxt (the model's inputs and outputs, Triton's
-dynamic batcher, one instance per GPU or one on the CPU) and model.py, tessel's model for
-Triton's Python backend (tessel/triton_model.py), beside the model file. --export-repo writes
-the same repository for a Triton of one's own (it needs the tessel package and numpy < 2 in
-the Python its Python backend runs). Clients speak KServe v2 over HTTP or gRPC; health, model
-metadata and Prometheus metrics are Triton's. SIGINT or SIGTERM stops the server after the
-requests in flight are answered.
+dynamic batcher, one instance per GPU or one on the CPU) beside the model file. The model runs
+in tessel's C++ backend (libtriton_tessel.so, src/serve/triton_backend.cc), which Triton loads
+into its own process and which reads the requests' inputs where Triton holds them; or, with
+--backend python, in Triton's Python backend (model.py, tessel/triton_model.py, a stub
+process per instance that needs the tessel package and numpy < 2 in its Python). --export-repo
+writes the same repository for a Triton of one's own (the backend library inside the model's
+folder). Clients speak KServe v2 over HTTP or gRPC; health, model metadata and Prometheus
+metrics are Triton's. SIGINT or SIGTERM stops the server after the requests in flight are
+answered.
 """
 
 from __future__ import annotations
@@ -81,6 +85,9 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--precision", choices=("fp16", "fp32"), default="fp16",
                     help="the GPU's storage precision (default fp16)")
     ap.add_argument("--name", help="the model's name at the endpoints (default: the file's stem)")
+    ap.add_argument("--backend", choices=("tessel", "python"), default="tessel",
+                    help="tessel: tessel's C++ backend in the server's process (default); "
+                         "python: Triton's Python backend, a stub process per instance")
     ap.add_argument("--export-repo", metavar="DIR",
                     help="write the model repository into DIR instead of serving")
     ap.add_argument("--triton-dir", metavar="DIR",
@@ -113,8 +120,8 @@ def _io(args, batched: bool, what: str):
     out = []
     for a in args:
         if a.type not in _TRITON_TYPES:
-            raise ServeError("%s '%s' is %s, which Triton's Python backend cannot hand over as a "
-                             "numpy array" % (what, a.name, a.type))
+            raise ServeError("%s '%s' is %s, which Triton has no tensor type for"
+                             % (what, a.name, a.type))
         out.append((a.name, _TRITON_TYPES[a.type], list(a.shape[1:] if batched else a.shape)))
     return out
 
@@ -151,14 +158,16 @@ def _quote(s: str) -> str:
 
 def config_pbtxt(name: str, info: ModelInfo, model_file: str, device: str,
                  gpus: Optional[List[int]], instances: int, max_batch: int, queue_delay_us: int,
-                 precision: str, python_path: str = "") -> str:
+                 precision: str, python_path: str = "", backend: str = "tessel") -> str:
     def tensors(items):
         return ",\n".join("  { name: %s data_type: %s dims: [ %s ] }"
                           % (_quote(n), t, ", ".join(str(d) for d in dims)) for n, t, dims in items)
 
-    lines = ["# Written by `tessel serve`: a tessel model for Triton's Python backend (model.py).",
+    runs = ("tessel's backend (libtriton_tessel.so)" if backend == "tessel"
+            else "Triton's Python backend (model.py)")
+    lines = ["# Written by `tessel serve`: a tessel model for %s." % runs,
              "name: %s" % _quote(name),
-             'backend: "python"',
+             "backend: %s" % _quote(backend),
              "max_batch_size: %d" % (max_batch if info.batched else 0),
              "input [\n%s\n]" % tensors(info.inputs),
              "output [\n%s\n]" % tensors(info.outputs)]
@@ -172,7 +181,7 @@ def config_pbtxt(name: str, info: ModelInfo, model_file: str, device: str,
     if info.batched:
         lines.append("dynamic_batching { max_queue_delay_microseconds: %d }" % queue_delay_us)
     params = [("model_file", model_file), ("device", device), ("precision", precision)]
-    if python_path:  # `tessel serve`'s own repository: where this tessel package is
+    if python_path and backend == "python":  # `tessel serve`'s own: where this tessel is
         params.append(("python_path", python_path))
     for key, value in params:
         lines.append("parameters: { key: %s value: { string_value: %s } }"
@@ -180,8 +189,23 @@ def config_pbtxt(name: str, info: ModelInfo, model_file: str, device: str,
     return "\n".join(lines) + "\n"
 
 
-def write_repository(repo: str, name: str, model: str, config: str, link_model: bool) -> str:
-    """repo/name/{config.pbtxt, 1/model.py, 1/model<suffix>}; returns the model directory."""
+def backend_library() -> str:
+    """tessel's Triton backend, built into the package beside _core."""
+    import tessel
+
+    path = os.path.join(os.path.dirname(os.path.abspath(tessel.__file__)), "backends", "tessel",
+                        "libtriton_tessel.so")
+    if not os.path.isfile(path):
+        raise ServeError("%s is missing: this tessel package was built without its Triton backend "
+                         "(rebuild it, or serve with --backend python)" % path)
+    return path
+
+
+def write_repository(repo: str, name: str, model: str, config: str, link_model: bool,
+                     backend: str = "tessel", copy_backend: bool = False) -> str:
+    """repo/name/{config.pbtxt, 1/model<suffix>} and, for the Python backend, 1/model.py; with
+    copy_backend the tessel backend's library in repo/name (where Triton looks for a model's
+    backend before its backend directory). Returns the model directory."""
     model_dir = os.path.join(repo, name)
     if os.path.exists(model_dir):
         raise ServeError("%s already exists: choose another --export-repo or --name" % model_dir)
@@ -189,8 +213,11 @@ def write_repository(repo: str, name: str, model: str, config: str, link_model: 
     os.makedirs(version)
     with open(os.path.join(model_dir, "config.pbtxt"), "w") as f:
         f.write(config)
-    shutil.copyfile(os.path.join(os.path.dirname(os.path.abspath(__file__)), "triton_model.py"),
-                    os.path.join(version, "model.py"))
+    if backend == "python":
+        shutil.copyfile(os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                     "triton_model.py"), os.path.join(version, "model.py"))
+    elif copy_backend:
+        shutil.copyfile(backend_library(), os.path.join(model_dir, "libtriton_tessel.so"))
     target = os.path.join(version, "model" + os.path.splitext(model)[1])
     if link_model:
         os.symlink(os.path.abspath(model), target)
@@ -237,11 +264,19 @@ def python_backend(triton_dir: str, work: str) -> str:
                          "3.8 to 3.13)" % (triton_dir, version))
     backends = os.path.join(work, "backends")
     python = os.path.join(backends, "python")
-    os.makedirs(python)
+    os.makedirs(python, exist_ok=True)
     for f in ("libtriton_python.so", "triton_python_backend_utils.py"):
         os.symlink(os.path.join(triton_dir, "backends", "python", f), os.path.join(python, f))
     os.symlink(stub, os.path.join(python, "triton_python_backend_stub"))
     return backends
+
+
+def tessel_backend(work: str) -> str:
+    """A backends folder with tessel's backend (backends/tessel/libtriton_tessel.so)."""
+    folder = os.path.join(work, "backends", "tessel")
+    os.makedirs(folder, exist_ok=True)
+    os.symlink(backend_library(), os.path.join(folder, "libtriton_tessel.so"))
+    return os.path.dirname(folder)
 
 
 def check_python_for_stub() -> None:
@@ -338,9 +373,10 @@ class Server:
                "--http-address=" + args.host, "--http-port=%d" % args.port,
                "--grpc-address=" + args.host, "--grpc-port=%d" % args.grpc_port,
                "--metrics-address=" + args.host, "--metrics-port=%d" % args.metrics_port,
-               "--exit-timeout-secs=60", "--strict-readiness=true",
-               # Batches of large images take more than the default 1 MB steps.
-               "--backend-config=python,shm-growth-byte-size=%d" % (16 << 20)]
+               "--exit-timeout-secs=60", "--strict-readiness=true"]
+        if args.backend == "python":
+            # Batches of large images take more than the default 1 MB steps.
+            cmd.append("--backend-config=python,shm-growth-byte-size=%d" % (16 << 20))
         if args.device == "cpu":
             cmd += ["--allow-gpu-metrics=false", "--pinned-memory-pool-byte-size=0"]
         self.log_path = os.path.join(work, "triton.log")
@@ -423,7 +459,9 @@ def serve(argv: Sequence[str]) -> int:
             raise ServeError("--device cuda: no CUDA device here (%s); --device cpu serves on "
                              "tessel's CPU reference executor" % why)
     triton = None if args.export_repo else find_triton(args.triton_dir)
-    if triton:
+    if args.backend == "tessel":
+        backend_library()  # missing: say so before anything starts
+    elif triton:
         check_python_for_stub()
     info = describe_model(args.model, args.device)
     if info.engine_batches is not None and info.batched:
@@ -435,16 +473,23 @@ def serve(argv: Sequence[str]) -> int:
     name = _model_name(args)
     config = config_pbtxt(name, info, "model" + os.path.splitext(args.model)[1], args.device, gpus,
                           args.instances, max_batch, args.max_queue_delay_us, args.precision,
-                          "" if args.export_repo else python_path())
+                          "" if args.export_repo else python_path(), args.backend)
     batching = ("batch 1..%d through Triton's dynamic batcher (queue delay %d us)"
                 % (max_batch, args.max_queue_delay_us) if info.batched else "no batch axis")
 
     if args.export_repo:
-        model_dir = write_repository(args.export_repo, name, args.model, config, link_model=False)
-        print("tessel serve: wrote %s (config.pbtxt, 1/model.py, 1/%s): '%s' on %s, %s; load it "
-              "with a Triton whose Python backend has the tessel package and numpy < 2"
-              % (model_dir, "model" + os.path.splitext(args.model)[1], name, args.device,
-                 batching))
+        model_dir = write_repository(args.export_repo, name, args.model, config, link_model=False,
+                                     backend=args.backend, copy_backend=args.backend == "tessel")
+        model_file = "1/model" + os.path.splitext(args.model)[1]
+        if args.backend == "tessel":
+            print("tessel serve: wrote %s (config.pbtxt, libtriton_tessel.so, %s): '%s' on %s, "
+                  "%s; load it with a Triton of backend API 1.x (the library needs the "
+                  "libraries it was built with: ldd shows them)"
+                  % (model_dir, model_file, name, args.device, batching))
+        else:
+            print("tessel serve: wrote %s (config.pbtxt, 1/model.py, %s): '%s' on %s, %s; load "
+                  "it with a Triton whose Python backend has the tessel package and numpy < 2"
+                  % (model_dir, model_file, name, args.device, batching))
         return 0
 
     work = tempfile.mkdtemp(prefix="tessel_serve_")
@@ -459,8 +504,9 @@ def serve(argv: Sequence[str]) -> int:
     old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         repo = os.path.join(work, "repo")
-        write_repository(repo, name, args.model, config, link_model=True)
-        backends = python_backend(triton[0], work)
+        write_repository(repo, name, args.model, config, link_model=True, backend=args.backend)
+        backends = (tessel_backend(work) if args.backend == "tessel"
+                    else python_backend(triton[0], work))
         server = Server(args, triton[0], triton[1], repo, backends, work)
         probe = "127.0.0.1" if args.host in ("0.0.0.0", "") else args.host
         ready = "http://%s:%d/v2/models/%s/ready" % (probe, args.port, name)

@@ -3,12 +3,14 @@
 spoken to over KServe v2 HTTP with nothing but the standard library, checked against
 onnxruntime.
 
-One server (started once through the tessel binary) answers every case:
+One server per backend (tessel's C++ backend, then Triton's Python backend; each started once
+through the tessel binary) answers every case:
   - health (live, ready), server and model metadata, the model's config (max batch, batcher)
   - inference in JSON at batch 1 and 3, and with binary tensor data at batch 2, against
     onnxruntime
   - 24 concurrent clients: every answer right, and Triton's dynamic batcher fed tessel fewer
     runs than requests (its metrics)
+  - clients that disconnect mid-request change nothing
   - a wrong input name, shape, element type, a batch over the limit, malformed JSON, an unknown
     model: each gets a one-line error naming the mistake, and the server answers the next
     request right; the metrics count the failures
@@ -16,7 +18,9 @@ One server (started once through the tessel binary) answers every case:
 A second server, on a model slow enough on the CPU reference, is stopped while requests are in
 flight: each still gets its right answer (shutdown drains them). Then the user errors of
 `tessel serve` itself, the stub's batch adapter (one dynamic-batch session, batches fed as they
-are) and --export-repo's repository.
+are), --export-repo's repositories, and an exported repository loaded by a plain tritonserver
+(the backend library found in the model's folder) whose config lets through a shape the model
+does not take: tessel's backend answers that request with its own error and serves the next.
 
     serve_test.py --tessel build/src/cli/tessel --source .   (PYTHONPATH=build/python)
 Fails at once where nvidia-pytriton is not installed (scripts/setup.sh installs it).
@@ -24,6 +28,7 @@ Fails at once where nvidia-pytriton is not installed (scripts/setup.sh installs 
 
 import argparse
 import concurrent.futures
+from http.client import HTTPResponse
 import importlib.util
 import json
 import os
@@ -77,13 +82,14 @@ def free_ports(n):
 class Served:
     """`tessel serve MODEL --device cpu` on loopback, started through the tessel binary."""
 
-    def __init__(self, model, *extra):
+    def __init__(self, model, *extra, backend="tessel"):
+        self.backend = backend
         self.http, grpc, metrics = free_ports(3)
         self.metrics = metrics
         self.proc = subprocess.Popen(
             [ARGS.tessel, "serve", model, "--device", "cpu", "--host", "127.0.0.1",
-             "--port", str(self.http), "--grpc-port", str(grpc), "--metrics-port", str(metrics)]
-            + list(extra), env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             "--port", str(self.http), "--grpc-port", str(grpc), "--metrics-port", str(metrics),
+             "--backend", backend] + list(extra), env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         t0 = time.monotonic()
         self.banner = self.proc.stdout.readline()  # the line once the model is ready
         self.start_s = time.monotonic() - t0
@@ -196,7 +202,7 @@ def health_metadata_and_config(s):
     status, _, body = http("GET", s.url + "/v2/models/%s/config" % NAME)
     config = json.loads(body)
     assert config["max_batch_size"] == MAX_BATCH and "dynamic_batching" in config, config
-    assert config["backend"] == "python", config
+    assert config["backend"] == s.backend, config
 
 
 @test
@@ -267,6 +273,34 @@ def load_tool_measures_and_splits_the_server_time(s):
 
 
 @test
+def disconnecting_clients_change_nothing(s):
+    # Clients that go away mid-body, and right after sending a whole request (its answer has
+    # no one to go to), while the batcher waits for more: the server answers the next right.
+    x = images(4)
+    body = json.dumps({"inputs": [{"name": "input", "shape": list(x.shape), "datatype": "FP32",
+                                   "data": x.ravel().tolist()}]}).encode()
+    head = ("POST /v2/models/%s/infer HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+            "application/json\r\nContent-Length: %d\r\n\r\n" % (NAME, len(body))).encode()
+    for cut in (len(body) // 2, len(body)):
+        for _ in range(8):
+            c = socket.create_connection(("127.0.0.1", s.http))
+            c.sendall(head + body[:cut])
+            c.close()
+    # Until the orphaned requests are done (the success count settles), so that they do not
+    # count in the cases after this one.
+    last, deadline = None, time.monotonic() + 30
+    while time.monotonic() < deadline:
+        now = metric(s, "nv_inference_request_success")
+        if now == last:
+            break
+        last = now
+        time.sleep(0.5)
+    y = images(3)
+    assert_close(logits(*infer_json(s.url, y)[::2]), reference(y), "after disconnected clients")
+    assert http("GET", s.url + "/v2/health/ready")[0] == 200
+
+
+@test
 def malformed_requests_get_an_error_and_the_server_goes_on(s):
     successes0 = metric(s, "nv_inference_request_success")
     x = images(1)
@@ -314,21 +348,71 @@ def slow_model(path):
     return path
 
 
+def delivered(server_port, client_ports):
+    """True when every connection from `client_ports` to `server_port` (loopback) has sent all
+    it was given and the server has read all of it (/proc/net/tcp: the client end's send queue
+    and the server end's receive queue empty)."""
+    ends = {}
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = open(table).read().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            f = line.split()
+            local, remote = int(f[1].rsplit(":", 1)[1], 16), int(f[2].rsplit(":", 1)[1], 16)
+            tx, rx = (int(q, 16) for q in f[4].split(":"))
+            ends[(local, remote)] = (tx, rx)
+    for c in client_ports:
+        if ends.get((c, server_port), (1, 1))[0] or ends.get((server_port, c), (1, 1))[1]:
+            return False
+    return True
+
+
+def post_raw(port, path, body):
+    """A request sent whole over a socket of its own, its answer not read yet."""
+    sock = socket.create_connection(("127.0.0.1", port))
+    head = ("POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            "Content-Length: %d\r\n\r\n" % (path, len(body))).encode()
+    sock.sendall(head + body)
+    return sock
+
+
+def answer_of(sock):
+    r = HTTPResponse(sock)
+    r.begin()
+    body = r.read()
+    sock.close()
+    return r.status, body
+
+
 def shutdown_drains_in_flight_requests():
     path = slow_model(os.path.join(WORK, "slow.onnx"))
     ref = ort_session(path)
-    s = Served(path, "--max-batch", "2", "--max-queue-delay-us", "0")
+    s = Served(path, "--max-batch", "2", "--max-queue-delay-us", "0")  # tessel's backend
     xs = [np.random.default_rng(i).uniform(-1, 1, (2, 8, 96, 96)).astype(np.float32)
           for i in range(4)]
+    bodies = [json.dumps({"inputs": [{"name": "x", "shape": list(x.shape), "datatype": "FP32",
+                                      "data": x.ravel().tolist()}]}).encode() for x in xs]
     t0 = time.monotonic()
     with concurrent.futures.ThreadPoolExecutor(len(xs)) as pool:
-        futures = [pool.submit(infer_json, s.url, x, "x", model="slow") for x in xs]
-        time.sleep(0.3)  # the requests are in: one runs, the others wait in the queue
+        # Each request sent whole, on a thread of its own (the server reads them as it can).
+        socks = list(pool.map(lambda b: post_raw(s.http, "/v2/models/slow/infer", b), bodies))
+        # SIGTERM once Triton has read all four (one still being sent when the server stops
+        # listening is refused, not drained: on a loaded machine a fixed 0.3 s was not always
+        # enough), while some are not answered yet.
+        ports = [k.getsockname()[1] for k in socks]
+        deadline = time.monotonic() + 60
+        while not delivered(s.http, ports) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.05)  # from read to queued
+        answered = metric(s, "nv_inference_request_success", model="slow")
+        assert answered < len(xs), "all answered before the signal: nothing left in flight"
         s.proc.send_signal(signal.SIGTERM)
-        answers = [f.result() for f in futures]
+        answers = list(pool.map(answer_of, socks))
     code, out, err = s.proc.wait(timeout=120), s.proc.stdout.read(), s.proc.stderr.read()
     elapsed = time.monotonic() - t0
-    for i, ((status, _, body), x) in enumerate(zip(answers, xs)):
+    for i, ((status, body), x) in enumerate(zip(answers, xs)):
         assert status == 200, "in-flight request %d: HTTP %d %s" % (i, status, body[:200])
         (o,) = json.loads(body)["outputs"]
         y = np.array(o["data"], np.float32).reshape(o["shape"])
@@ -393,6 +477,26 @@ def user_errors():
         got = cli_error(*args)
         assert got.startswith(want), "tessel serve %s:\n  got  %s\n  want %s" % (args, got, want)
     busy.close()
+    # A tessel package without its backend library (as a build without the target would be).
+    import tessel as installed
+
+    package = os.path.dirname(os.path.abspath(installed.__file__))
+    bare = os.path.join(WORK, "bare_package", "tessel")
+    os.makedirs(bare)
+    for f in os.listdir(package):
+        if f != "backends":
+            os.symlink(os.path.join(package, f), os.path.join(bare, f))
+    # `python -m tessel serve` (what the tessel binary execs, but the binary puts its own build
+    # tree's package first on the path).
+    r = subprocess.run([sys.executable, "-m", "tessel", "serve", MODEL, "--device", "cpu"] + ports,
+                       capture_output=True, text=True, timeout=120,
+                       env=dict(ENV, PYTHONPATH=os.path.dirname(bare)))
+    assert r.returncode == 2 and r.stderr.startswith("error: "), (r.returncode, r.stderr)
+    got = r.stderr[len("error: "):].strip()
+    want = ("%s is missing: this tessel package was built without its Triton backend (rebuild "
+            "it, or serve with --backend python)"
+            % os.path.join(bare, "backends", "tessel", "libtriton_tessel.so"))
+    assert got == want, "\n  got  %s\n  want %s" % (got, want)
     # A Python whose numpy is 2.x in its own site-packages, where the stub's isolated interpreter
     # looks (Triton 2.51's Python backend reads numpy 1's structures), while PYTHONPATH gives the
     # launcher a numpy 1: the GPU machine's case. The numpy 2 is a stand-in with a version.
@@ -408,7 +512,7 @@ def user_errors():
     real = os.path.dirname(os.path.dirname(os.path.abspath(numpy.__file__)))
     env = dict(ENV, TESSEL_PYTHON=python,
                PYTHONPATH=os.pathsep.join([os.environ.get("PYTHONPATH", ""), real]))
-    got = cli_error(MODEL, "--device", "cpu", *ports, env=env)
+    got = cli_error(MODEL, "--device", "cpu", "--backend", "python", *ports, env=env)
     assert got == ("Triton's Python backend (nvidia-pytriton 0.7, Triton 2.51) needs numpy < 2, and "
                    "%s has numpy 2.1.0: pip install 'numpy<2' (a venv will do)" % python), got
 
@@ -451,18 +555,32 @@ def batch_sessions_open_one_dynamic_session():
 
 
 def export_repo():
+    # tessel's backend: its library in the model's folder, where Triton looks first.
+    import tessel
+
+    repo = os.path.join(WORK, "repo_tessel")
+    r = subprocess.run([ARGS.tessel, "serve", MODEL, "--export-repo", repo, "--gpus", "0,1",
+                        "--max-batch", "16", "--name", "cls"], capture_output=True, text=True, env=ENV)
+    assert r.returncode == 0, r.stderr
+    files = sorted(os.path.relpath(os.path.join(d, f), repo) for d, _, fs in os.walk(repo) for f in fs)
+    assert files == ["cls/1/model.onnx", "cls/config.pbtxt", "cls/libtriton_tessel.so"], files
+    with open(os.path.join(repo, "cls", "libtriton_tessel.so"), "rb") as a, open(os.path.join(
+            os.path.dirname(tessel.__file__), "backends", "tessel", "libtriton_tessel.so"), "rb") as b:
+        assert a.read() == b.read()
+    config = open(os.path.join(repo, "cls", "config.pbtxt")).read()
+    assert 'backend: "tessel"' in config and "instance_group [ { count: 1 kind: KIND_GPU gpus: [ 0, 1 ] } ]" in config, config
+
+    # Triton's Python backend: model.py beside the model.
     repo = os.path.join(WORK, "repo")
     r = subprocess.run([ARGS.tessel, "serve", MODEL, "--export-repo", repo, "--gpus", "0,1",
-                        "--max-batch", "16", "--max-queue-delay-us", "500", "--name", "cls"],
-                       capture_output=True, text=True, env=ENV)
+                        "--max-batch", "16", "--max-queue-delay-us", "500", "--name", "cls",
+                        "--backend", "python"], capture_output=True, text=True, env=ENV)
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("tessel serve: wrote %s" % os.path.join(repo, "cls")), r.stdout
     files = sorted(os.path.relpath(os.path.join(d, f), repo) for d, _, fs in os.walk(repo) for f in fs)
     assert files == ["cls/1/model.onnx", "cls/1/model.py", "cls/config.pbtxt"], files
     with open(os.path.join(repo, "cls", "1", "model.onnx"), "rb") as a, open(MODEL, "rb") as b:
         assert a.read() == b.read()
-    import tessel
-
     with open(os.path.join(repo, "cls", "1", "model.py")) as a, \
             open(os.path.join(os.path.dirname(tessel.__file__), "triton_model.py")) as b:
         assert a.read() == b.read()
@@ -480,6 +598,54 @@ def export_repo():
     assert again == "%s already exists: choose another --export-repo or --name" % os.path.join(repo, "cls"), again
 
 
+def exported_repo_in_a_plain_triton():
+    """An exported CPU repository, its dims loosened to -1 as a hand-written config might, run
+    by tritonserver itself (not through `tessel serve`): the backend is found in the model's
+    folder; a request Triton lets through but the model cannot take gets tessel's error line,
+    and the next request is answered right."""
+    repo = os.path.join(WORK, "repo_plain")
+    r = subprocess.run([ARGS.tessel, "serve", MODEL, "--export-repo", repo, "--device", "cpu",
+                        "--max-batch", "4"], capture_output=True, text=True, env=ENV)
+    assert r.returncode == 0, r.stderr
+    config_path = os.path.join(repo, NAME, "config.pbtxt")
+    config = open(config_path).read().replace("dims: [ 3, 32, 32 ]", "dims: [ 3, -1, -1 ]")
+    open(config_path, "w").write(config)
+    import tessel.serve as ts
+
+    triton_dir, libs = ts.find_triton(None)
+    empty = os.path.join(WORK, "no_backends")
+    os.makedirs(empty, exist_ok=True)
+    port, grpc, metrics = free_ports(3)
+    env = dict(os.environ, LD_LIBRARY_PATH=libs + ":" + os.environ.get("LD_LIBRARY_PATH", ""))
+    proc = subprocess.Popen(
+        [os.path.join(triton_dir, "bin", "tritonserver"), "--model-repository=" + repo,
+         "--backend-directory=" + empty, "--http-address=127.0.0.1", "--http-port=%d" % port,
+         "--grpc-address=127.0.0.1", "--grpc-port=%d" % grpc, "--metrics-address=127.0.0.1",
+         "--metrics-port=%d" % metrics, "--allow-gpu-metrics=false",
+         "--pinned-memory-pool-byte-size=0"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    url = "http://127.0.0.1:%d" % port
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                if http("GET", url + "/v2/models/%s/ready" % NAME)[0] == 200:
+                    break
+            except OSError:
+                pass
+            assert proc.poll() is None, "tritonserver stopped: %s" % proc.stdout.read()[-2000:]
+            assert time.monotonic() < deadline, "not ready after 120 s"
+            time.sleep(0.2)
+        msg = error_line(*infer_json(url, images(1)[:, :, :16, :16])[::2])
+        assert msg == "input 'input' has shape [1,3,16,16], the model takes [-1,3,32,32]", msg
+        x = images(2)
+        assert_close(logits(*infer_json(url, x)[::2]), reference(x), "after the refused request")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=120)
+    assert proc.returncode == 0, proc.returncode
+
+
 def processes(needle):
     """Command lines (NUL-separated) of the processes whose command line holds needle."""
     found = []
@@ -493,24 +659,28 @@ def processes(needle):
     return found
 
 
-def main():
+def serve_suite(backend):
+    """Every case of TESTS on one server of `backend`, then its clean stop; the failures."""
     failed = 0
-    s = Served(MODEL, "--max-batch", str(MAX_BATCH), "--max-queue-delay-us", "20000")
-    print("server ready in %.1f s: %s" % (s.start_s, s.banner.strip()))
+    s = Served(MODEL, "--max-batch", str(MAX_BATCH), "--max-queue-delay-us", "20000",
+               backend=backend)
+    print("[%s] server ready in %.1f s: %s" % (backend, s.start_s, s.banner.strip()))
     try:
         for fn in TESTS:
             try:
                 fn(s)
-                print("PASS %s" % fn.__name__)
+                print("PASS %s [%s]" % (fn.__name__, backend))
             except Exception:
                 failed += 1
-                print("FAIL %s" % fn.__name__)
+                print("FAIL %s [%s]" % (fn.__name__, backend))
                 traceback.print_exc()
     finally:
         # The server's workspace (its repository), read off tritonserver's command line.
         (triton,) = processes("--http-port=%d\0" % s.http)
         workspace = re.search(r"--model-repository=(\S+)/repo\0", triton).group(1)
-        assert len(processes(workspace)) >= 2, "no tritonserver and stub in %s" % workspace
+        # tritonserver, and for the Python backend its stub
+        expected = 1 if backend == "tessel" else 2
+        assert len(processes(workspace)) == expected, processes(workspace)
         code, out, err = s.stop()
     try:
         assert code == 0, "exit %d: %s" % (code, err)
@@ -518,13 +688,20 @@ def main():
         # No tritonserver or stub of this server is left, nor its workspace.
         assert not processes(workspace), processes(workspace)
         assert not os.path.exists(workspace), workspace
-        print("PASS stops_cleanly_on_sigterm")
+        print("PASS stops_cleanly_on_sigterm [%s]" % backend)
     except Exception:
         failed += 1
-        print("FAIL stops_cleanly_on_sigterm")
+        print("FAIL stops_cleanly_on_sigterm [%s]" % backend)
         traceback.print_exc()
-    for fn in (shutdown_drains_in_flight_requests, user_errors,
-               batch_sessions_open_one_dynamic_session, export_repo):
+    return failed
+
+
+def main():
+    failed = serve_suite("tessel") + serve_suite("python")
+    others = (shutdown_drains_in_flight_requests, user_errors,
+              batch_sessions_open_one_dynamic_session, export_repo,
+              exported_repo_in_a_plain_triton)
+    for fn in others:
         try:
             fn()
             print("PASS %s" % fn.__name__)
@@ -532,7 +709,7 @@ def main():
             failed += 1
             print("FAIL %s" % fn.__name__)
             traceback.print_exc()
-    total = len(TESTS) + 5
+    total = 2 * (len(TESTS) + 1) + len(others)
     print("%d passed, %d failed" % (total - failed, failed))
     return 1 if failed else 0
 
