@@ -47,9 +47,14 @@ enum class Device {
 };
 
 // A range of batch sizes [min, max]; opt (0: max) is the batch `tessel bench` and `profile` run
-// by default, compiled as a profile of its own. Empty (max 0): no range.
+// by default, compiled as a profile of its own. Empty (max 0): no range. A GPU engine compiles a
+// profile at the ends, the opt batch and the powers of two between; with `every` > 0 also at
+// each multiple of it, so that a batch between profiles is padded by fewer than `every` rows
+// (what a server's batcher forms: 22 runs as 24 with every = 8, not as 32), for more compile
+// time and engine size.
 struct BatchRange {
   int64_t min = 0, max = 0, opt = 0;
+  int64_t every = 0;
   bool empty() const { return max == 0; }
 };
 

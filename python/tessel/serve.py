@@ -2,8 +2,8 @@
 
     tessel serve MODEL(.onnx|.tir|.tsl) [--host 0.0.0.0] [--port 8000] [--grpc-port 8001]
                  [--metrics-port 8002] [--device cuda|cpu] [--gpus all|0,1] [--instances N]
-                 [--max-batch 32] [--max-queue-delay-us 100] [--precision fp16|fp32] [--name NAME]
-                 [--backend tessel|python]
+                 [--max-batch 32] [--max-queue-delay-us 100] [--profile-every 8]
+                 [--precision fp16|fp32] [--name NAME] [--backend tessel|python]
     tessel serve MODEL --export-repo DIR [same model options]
 
 The server is the tritonserver of the nvidia-pytriton wheel (`pip install .[serve]`), started
@@ -82,6 +82,10 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--max-queue-delay-us", type=int, default=100,
                     help="how long the batcher waits for more requests to fill a batch "
                          "(default 100)")
+    ap.add_argument("--profile-every", type=int, default=8,
+                    help="the dynamic-batch engine also compiles a profile at every multiple of "
+                         "N (default 8), so that a batch the batcher forms between powers of "
+                         "two is padded by fewer than N rows (22 runs as 24, not 32)")
     ap.add_argument("--precision", choices=("fp16", "fp32"), default="fp16",
                     help="the GPU's storage precision (default fp16)")
     ap.add_argument("--name", help="the model's name at the endpoints (default: the file's stem)")
@@ -158,7 +162,8 @@ def _quote(s: str) -> str:
 
 def config_pbtxt(name: str, info: ModelInfo, model_file: str, device: str,
                  gpus: Optional[List[int]], instances: int, max_batch: int, queue_delay_us: int,
-                 precision: str, python_path: str = "", backend: str = "tessel") -> str:
+                 precision: str, python_path: str = "", backend: str = "tessel",
+                 profile_every: int = 8) -> str:
     def tensors(items):
         return ",\n".join("  { name: %s data_type: %s dims: [ %s ] }"
                           % (_quote(n), t, ", ".join(str(d) for d in dims)) for n, t, dims in items)
@@ -180,7 +185,8 @@ def config_pbtxt(name: str, info: ModelInfo, model_file: str, device: str,
                      % (instances, ", ".join(str(g) for g in gpus)))
     if info.batched:
         lines.append("dynamic_batching { max_queue_delay_microseconds: %d }" % queue_delay_us)
-    params = [("model_file", model_file), ("device", device), ("precision", precision)]
+    params = [("model_file", model_file), ("device", device), ("precision", precision),
+              ("profile_every", str(profile_every))]
     if python_path and backend == "python":  # `tessel serve`'s own: where this tessel is
         params.append(("python_path", python_path))
     for key, value in params:
@@ -418,7 +424,8 @@ def _check_args(args) -> Optional[List[int]]:
     if not args.model.endswith(_MODEL_SUFFIXES):
         raise ServeError("%s: expected an .onnx, .tir or .tsl file" % args.model)
     for flag, value, low in (("--max-batch", args.max_batch, 1), ("--instances", args.instances, 1),
-                             ("--max-queue-delay-us", args.max_queue_delay_us, 0)):
+                             ("--max-queue-delay-us", args.max_queue_delay_us, 0),
+                             ("--profile-every", args.profile_every, 1)):
         if value < low:
             raise ServeError("%s %d: expected at least %d" % (flag, value, low))
     gpus = _parse_gpus(args.gpus)
@@ -473,7 +480,8 @@ def serve(argv: Sequence[str]) -> int:
     name = _model_name(args)
     config = config_pbtxt(name, info, "model" + os.path.splitext(args.model)[1], args.device, gpus,
                           args.instances, max_batch, args.max_queue_delay_us, args.precision,
-                          "" if args.export_repo else python_path(), args.backend)
+                          "" if args.export_repo else python_path(), args.backend,
+                          args.profile_every)
     batching = ("batch 1..%d through Triton's dynamic batcher (queue delay %d us)"
                 % (max_batch, args.max_queue_delay_us) if info.batched else "no batch axis")
 

@@ -4,7 +4,7 @@
 `<model>/1/model.py`; Triton's Python backend imports it in a stub process per model instance
 (one per GPU, or one on the CPU) and calls `TritonPythonModel.execute` with the requests its
 dynamic batcher gathered. Everything it needs from the repository is in config.pbtxt: the model
-file beside this one and the parameters `device` and `precision` (and `python_path`, where
+file beside this one and the parameters `device`, `precision`, `profile_every` (and `python_path`, where
 `tessel serve` runs a tessel that is not installed). The Python that runs the stub must have
 the tessel package and numpy < 2 (the Python backend of Triton 2.51 reads numpy 1's C
 structures) in its own site-packages: the stub's embedded interpreter ignores PYTHONPATH.
@@ -32,7 +32,8 @@ class BatchSessions:
     """The tessel session of one model instance, run on any batch from 1 to max_batch.
 
     A model with a batch axis opens one dynamic-batch session over (1, max_batch): on the GPU
-    one engine with a plan per profile batch (1, 2, 4, ..., max_batch; the engine runs a batch
+    one engine with a plan per profile batch (1, 2, 4, ..., max_batch and each multiple of
+    profile_every; the engine runs a batch
     between profiles padded or split, as its predicted times say), on the CPU the reference
     executor at each run's batch. run() feeds a batch as the batcher formed it. An engine file
     (.tsl) keeps the batch range it was compiled with (`tessel serve` sets max_batch to its
@@ -41,7 +42,7 @@ class BatchSessions:
     """
 
     def __init__(self, path: str, device: str, precision: str, max_batch: int,
-                 batched: bool = True) -> None:
+                 batched: bool = True, profile_every: int = 0) -> None:
         import tessel
 
         self.max_batch = max_batch
@@ -49,7 +50,8 @@ class BatchSessions:
             self._session = tessel.InferenceSession(path, device=device)
         elif batched and max_batch > 1:
             self._session = tessel.InferenceSession(path, device=device, precision=precision,
-                                                    batch=(1, max_batch))
+                                                    batch=(1, max_batch),
+                                                    profile_every=profile_every or None)
         else:
             self._session = tessel.InferenceSession(path, device=device, precision=precision,
                                                     batch=1)
@@ -102,7 +104,8 @@ class TritonPythonModel:
         self._max_batch = max(int(config.get("max_batch_size", 0)), 1)
         self._batched = int(config.get("max_batch_size", 0)) > 0
         self._sessions = BatchSessions(path, device, params.get("precision", "fp16"),
-                                       self._max_batch, self._batched)
+                                       self._max_batch, self._batched,
+                                       int(params.get("profile_every", "0")))
         self._input_names = [i.name for i in self._sessions.inputs]
         self._output_names = [o.name for o in self._sessions.outputs]
 

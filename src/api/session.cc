@@ -36,6 +36,7 @@ compiler::Options compiler_options(const Options& o) {
   c.precision = o.precision;
   c.tensor_cores = o.tensor_cores;
   c.progress = o.progress;
+  c.profile_every = o.batch_range.every;
   if (!o.tuning_db.empty())
     c.tuning = std::make_shared<const compiler::TuningDb>(compiler::TuningDb::load(o.tuning_db));
   return c;
@@ -241,6 +242,8 @@ void check_batch_range(const BatchRange& r, const std::string& what) {
                                     << ")";
   TESSEL_USER_CHECK(r.opt == 0 || (r.opt >= r.min && r.opt <= r.max))
       << what << ": the opt batch " << r.opt << " is outside the range";
+  TESSEL_USER_CHECK(r.every >= 0) << what << ": a profile every " << r.every
+                                  << " batches, expected a positive step";
 }
 
 ir::Graph load_graph(const std::string& path, const Options& options) {

@@ -37,6 +37,7 @@ struct ModelOptions {
   std::string path;
   std::string batch;    // --batch: "8", or a range "1:64" where the command takes one
   int64_t opt_batch = 0;  // --opt-batch, with a range (tessel compile)
+  int64_t profile_every = 0;  // --profile-every, with a range (tessel compile)
   std::vector<std::string> input_shapes;  // "name=1x3x224x224"
   std::string tuning_db;                  // --db, where the command compiles
   // The command takes a batch range (compile; explain, which plans its opt batch). Elsewhere a
@@ -45,6 +46,8 @@ struct ModelOptions {
 };
 // --db FILE: the tuning database (`tessel tune`) whose schedules compiling uses.
 void add_tuning_db_option(CLI::App& cmd, ModelOptions& o);
+// --profile-every N: with a batch range, a profile at every multiple of N too.
+void add_profile_every_option(CLI::App& cmd, ModelOptions& o);
 // `what`: the model argument's help text.
 void add_model_options(CLI::App& cmd, ModelOptions& o,
                        const std::string& what = "ONNX model (.onnx) or textual IR (.tir)");

@@ -29,6 +29,7 @@ Action add_compile(CLI::App& app) {
   cmd->add_option("--opt-batch", o->model.opt_batch,
                   "with a batch range: the batch bench and profile run by default (default: "
                   "the range's largest); compiled as a profile of its own");
+  add_profile_every_option(*cmd, o->model);
   add_tuning_db_option(*cmd, o->model);
   cmd->add_option("-o,--output", o->output, "the engine file to write (.tsl)")->required();
   add_precision_option(*cmd, o->precision);

@@ -133,6 +133,7 @@ Action add_explain(CLI::App& app) {
   add_model_options(*cmd, o->model);
   cmd->add_option("--opt-batch", o->model.opt_batch,
                   "with a batch range: the batch whose plan is explained (default: the largest)");
+  add_profile_every_option(*cmd, o->model);
   add_tuning_db_option(*cmd, o->model);
   add_precision_option(*cmd, o->precision);
   cmd->add_option("--target", o->target,
@@ -153,12 +154,14 @@ Action add_explain(CLI::App& app) {
     const BatchRange range = model_api_options(o->model).batch_range;
     if (!range.empty()) {
       std::string list;
-      for (int64_t b : compiler::profile_batches({range.min, range.max, range.opt}))
+      for (int64_t b : compiler::profile_batches({range.min, range.max, range.opt}, range.every))
         list += (list.empty() ? "" : ", ") + std::to_string(b);
+      const std::string every =
+          range.every > 0 ? ", and every multiple of " + std::to_string(range.every) : "";
       std::printf("dynamic batch %lld:%lld: profiles %s (the range's ends, the opt batch and the "
-                  "powers of two between); below, the plan of the opt batch %lld\n",
+                  "powers of two between%s); below, the plan of the opt batch %lld\n",
                   static_cast<long long>(range.min), static_cast<long long>(range.max),
-                  list.c_str(), static_cast<long long>(range.opt));
+                  list.c_str(), every.c_str(), static_cast<long long>(range.opt));
     }
     const std::vector<int> producers = g.producers();
     const std::vector<std::vector<int>> users = g.users();

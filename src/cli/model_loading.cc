@@ -43,6 +43,12 @@ Shape parse_dims(const std::string& text, const std::string& what) {
 
 }  // namespace
 
+void add_profile_every_option(CLI::App& cmd, ModelOptions& o) {
+  cmd.add_option("--profile-every", o.profile_every,
+                 "with a batch range: also a profile at every multiple of N, so that a batch "
+                 "between profiles is padded by fewer than N rows (more compile time)");
+}
+
 void add_tuning_db_option(CLI::App& cmd, ModelOptions& o) {
   cmd.add_option("--db", o.tuning_db,
                  "tuning database (tessel tune): its measured schedules replace the cost "
@@ -64,6 +70,14 @@ Options model_api_options(const ModelOptions& o) {
     opts.batch_range.opt = o.opt_batch;
     check_batch_range(opts.batch_range, "--batch " + o.batch + " --opt-batch " +
                                             std::to_string(o.opt_batch));
+  }
+  if (o.profile_every != 0) {
+    TESSEL_USER_CHECK(!opts.batch_range.empty())
+        << "--profile-every " << o.profile_every
+        << ": it applies to a batch range such as --batch 1:64";
+    opts.batch_range.every = o.profile_every;
+    check_batch_range(opts.batch_range, "--batch " + o.batch + " --profile-every " +
+                                            std::to_string(o.profile_every));
   }
   if (!opts.batch_range.empty() && opts.batch_range.opt == 0)
     opts.batch_range.opt = opts.batch_range.max;

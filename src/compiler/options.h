@@ -20,6 +20,8 @@ struct Options {
   // Measured schedules (`tessel tune`): used where a record matches a contraction on the
   // target, the cost model's default elsewhere.
   std::shared_ptr<const TuningDb> tuning;
+  // A dynamic-batch engine's profiles: also one at every multiple of this (profile_batches).
+  int64_t profile_every = 0;
 };
 
 }  // namespace tessel::compiler

@@ -122,10 +122,13 @@ EnginePlan Merger::finish(const runtime::BatchRange& range) {
 
 }  // namespace
 
-std::vector<int64_t> profile_batches(const runtime::BatchRange& range) {
+std::vector<int64_t> profile_batches(const runtime::BatchRange& range, int64_t every) {
   std::vector<int64_t> b = {range.min, range.opt, range.max};
   for (int64_t p = 1; p < range.max; p *= 2)
     if (p > range.min) b.push_back(p);
+  if (every > 0)
+    for (int64_t p = every; p < range.max; p += every)
+      if (p > range.min) b.push_back(p);
   std::sort(b.begin(), b.end());
   b.erase(std::unique(b.begin(), b.end()), b.end());
   return b;
@@ -158,7 +161,7 @@ CompiledPlan compile_profiles(const std::function<ir::Graph(int64_t batch)>& gra
   TESSEL_ICHECK(range.min >= 1 && range.min <= range.opt && range.opt <= range.max)
       << "batch range " << range.min << ":" << range.max << " opt " << range.opt;
   const auto start = std::chrono::steady_clock::now();
-  const std::vector<int64_t> batches = profile_batches(range);
+  const std::vector<int64_t> batches = profile_batches(range, options.profile_every);
   // Each profile is merged as soon as it is compiled, so that only one profile's constant image
   // is held beside the shared one.
   Merger merger;

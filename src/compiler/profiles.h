@@ -18,8 +18,9 @@ namespace tessel::compiler {
 
 // The batches a range compiles: its ends, its opt batch and every power of two between, so
 // that any batch is at most twice a profile (padding at most doubles the work; batch_split
-// splits where that is cheaper) and the common batches are exact. Ascending.
-std::vector<int64_t> profile_batches(const runtime::BatchRange& range);
+// splits where that is cheaper) and the common batches are exact; with `every` > 0 also each
+// multiple of it between, so that padding adds fewer than `every` rows. Ascending.
+std::vector<int64_t> profile_batches(const runtime::BatchRange& range, int64_t every = 0);
 
 // Single-profile plans for one target and precision (compile_plan's, in ascending batch) as one
 // engine: identical constants (by content: the weights of every profile) stored once, identical
@@ -31,8 +32,8 @@ runtime::EnginePlan merge_profiles(std::vector<runtime::EnginePlan> plans, int64
 // input and output to lead with the batch (a symbolic first dimension)".
 void check_leads_with_batch(const ir::Graph& g, int64_t batch, const runtime::BatchRange& range);
 
-// Compiles the model at each batch of profile_batches(range) (graph_at(b): the model imported
-// with its symbolic batch set to b) and merges the plans. A model whose inputs and outputs do
+// Compiles the model at each batch of profile_batches(range, options.profile_every) (graph_at(b):
+// the model imported with its symbolic batch set to b) and merges the plans. A model whose inputs and outputs do
 // not all lead with the batch is a UserError naming the first that does not: a range needs a
 // symbolic first dimension, and running a batch between profiles needs its items independent.
 // The result's graph is the opt batch's.

@@ -134,9 +134,10 @@ nb::object device_array(const DeviceTensor& t) {
 }
 
 // `batch`: 0 (none), a batch size, or with `batch_max` > 0 the range [batch, batch_max] whose
-// opt batch is `opt_batch` (0: its max).
+// opt batch is `opt_batch` (0: its max) and whose profiles include every multiple of
+// `profile_every` (0: none).
 Options make_options(const std::string& device, const std::string& precision, int64_t batch,
-                     int64_t batch_max, int64_t opt_batch,
+                     int64_t batch_max, int64_t opt_batch, int64_t profile_every,
                      const std::map<std::string, std::vector<int64_t>>& shapes, bool tensor_cores) {
   Options o;
   TESSEL_USER_CHECK(device == "cpu" || device == "cuda")
@@ -147,12 +148,15 @@ Options make_options(const std::string& device, const std::string& precision, in
   o.device = device == "cpu" ? Device::kCpu : Device::kCuda;
   o.precision = precision == "fp32" ? Precision::kFp32 : Precision::kFp16;
   if (batch_max > 0) {
-    o.batch_range = {batch, batch_max, opt_batch};
+    o.batch_range = {batch, batch_max, opt_batch, profile_every};
     check_batch_range(o.batch_range, "batch (" + std::to_string(batch) + ", " +
                                          std::to_string(batch_max) + ")");
   } else {
     TESSEL_USER_CHECK(opt_batch == 0) << "opt_batch " << opt_batch
                                       << ": it applies to a batch range such as batch=(1, 64)";
+    TESSEL_USER_CHECK(profile_every == 0)
+        << "profile_every " << profile_every
+        << ": it applies to a batch range such as batch=(1, 64)";
     o.batch = batch;
   }
   o.tensor_cores = tensor_cores;
@@ -305,11 +309,11 @@ NB_MODULE(_core, m) {
   m.def(
       "compile",
       [](const std::string& model, const std::string& engine, const std::string& precision,
-         int64_t batch, int64_t batch_max, int64_t opt_batch,
+         int64_t batch, int64_t batch_max, int64_t opt_batch, int64_t profile_every,
          const std::map<std::string, std::vector<int64_t>>& input_shapes,
          const std::string& target, bool tensor_cores) {
-        Options o = make_options("cuda", precision, batch, batch_max, opt_batch, input_shapes,
-                                 tensor_cores);
+        Options o = make_options("cuda", precision, batch, batch_max, opt_batch, profile_every,
+                                 input_shapes, tensor_cores);
         CompileReport report;
         {
           nb::gil_scoped_release unlocked;
@@ -321,8 +325,8 @@ NB_MODULE(_core, m) {
         return nb::make_tuple(report.summary, launches, report.profiles);
       },
       nb::arg("model"), nb::arg("engine"), nb::arg("precision"), nb::arg("batch"),
-      nb::arg("batch_max"), nb::arg("opt_batch"), nb::arg("input_shapes"), nb::arg("target"),
-      nb::arg("tensor_cores"),
+      nb::arg("batch_max"), nb::arg("opt_batch"), nb::arg("profile_every"),
+      nb::arg("input_shapes"), nb::arg("target"), nb::arg("tensor_cores"),
       "Compiles a model into an engine file; returns (summary line, launches, profile "
       "batches). batch_max > 0 makes [batch, batch_max] a dynamic batch range.");
 
@@ -331,15 +335,16 @@ NB_MODULE(_core, m) {
           "__init__",
           [](Session* self, const std::string& path, const std::string& device,
              const std::string& precision, int64_t batch, int64_t batch_max, int64_t opt_batch,
-             const std::map<std::string, std::vector<int64_t>>& input_shapes, bool tensor_cores) {
-            Options o = make_options(device, precision, batch, batch_max, opt_batch, input_shapes,
-                                     tensor_cores);
+             int64_t profile_every, const std::map<std::string, std::vector<int64_t>>& input_shapes,
+             bool tensor_cores) {
+            Options o = make_options(device, precision, batch, batch_max, opt_batch,
+                                     profile_every, input_shapes, tensor_cores);
             nb::gil_scoped_release unlocked;
             new (self) Session(Session::open(path, o));
           },
           nb::arg("path"), nb::arg("device"), nb::arg("precision"), nb::arg("batch"),
-          nb::arg("batch_max"), nb::arg("opt_batch"), nb::arg("input_shapes"),
-          nb::arg("tensor_cores"))
+          nb::arg("batch_max"), nb::arg("opt_batch"), nb::arg("profile_every"),
+          nb::arg("input_shapes"), nb::arg("tensor_cores"))
       .def_prop_ro(
           "inputs", [](const Session& s) { return tensor_infos(s.inputs()); },
           "[(name, tessel dtype name, shape)] of the inputs, in order; a dynamic batch is -1.")

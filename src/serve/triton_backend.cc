@@ -12,8 +12,11 @@
 // model does not take) is answered with one error line and the others still run.
 //
 // Config parameters (string values): model_file (in the version directory; required), device
-// (cuda | cpu; default cuda), precision (fp16 | fp32; default fp16; models, not engine files).
+// (cuda | cpu; default cuda), precision (fp16 | fp32; default fp16) and profile_every (a
+// profile at each multiple of it too; default 0, none); the last two for models, not engine
+// files.
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -99,6 +102,7 @@ struct Model {
   std::string name;
   std::string path;      // the model file: <repository>/<version>/<model_file>
   Options options;       // device and precision; the batch range set per instance
+  int64_t profile_every = 0;
   int64_t max_batch = 0; // max_batch_size; 0: the model has no batch axis for Triton
 };
 
@@ -145,6 +149,12 @@ std::unique_ptr<Model> read_model(TRITONBACKEND_Model* handle) {
       << "model '" << m->name << "': parameter precision '" << precision
       << "', expected fp16 or fp32";
   m->options.precision = precision == "fp16" ? Precision::kFp16 : Precision::kFp32;
+  const std::string every = parameter("profile_every").value_or("0");
+  char* end = nullptr;
+  m->profile_every = std::strtoll(every.c_str(), &end, 10);
+  TESSEL_USER_CHECK(!every.empty() && *end == '\0' && m->profile_every >= 0)
+      << "model '" << m->name << "': parameter profile_every '" << every
+      << "', expected a batch step such as 8 (0: none)";
   if (config.is_object() && config.contains("max_batch_size") &&
       config["max_batch_size"].is_number_integer())
     m->max_batch = config["max_batch_size"].get<int64_t>();
@@ -175,7 +185,7 @@ class Instance {
     }
     const bool engine_file = is_engine_file(model.path);
     if (!engine_file && model.max_batch > 1) {
-      o.batch_range = {1, model.max_batch, model.max_batch};
+      o.batch_range = {1, model.max_batch, model.max_batch, model.profile_every};
     } else if (!engine_file && model.max_batch == 1) {
       o.batch = 1;
     }

@@ -140,6 +140,11 @@ TEST(EngineCli, BadBatchRanges) {
                     "error: --batch 1:8 --opt-batch 9: the opt batch 9 is outside the range");
   expect_user_error(compile + "--batch 8 --opt-batch 4",
                     "error: --opt-batch 4: it applies to a batch range such as --batch 1:64");
+  expect_user_error(compile + "--batch 8 --profile-every 4",
+                    "error: --profile-every 4: it applies to a batch range such as --batch 1:64");
+  expect_user_error(compile + "--batch 1:8 --profile-every -2",
+                    "error: --batch 1:8 --profile-every -2: a profile every -2 batches, expected "
+                    "a positive step");
   // A .tir graph has fixed shapes: no input follows the batch.
   expect_user_error(compile + "--batch 1:4",
                     "error: batch range 1:4: input 'x' is f32[2,64] at batch 1; a batch range "

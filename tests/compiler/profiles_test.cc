@@ -26,6 +26,20 @@ TEST(Profiles, BatchesAreTheEndsTheOptAndPowersOfTwo) {
   }
 }
 
+TEST(Profiles, EveryMultipleOfAStepToo) {
+  EXPECT_EQ(profile_batches({1, 64, 64}, 8),
+            (std::vector<int64_t>{1, 2, 4, 8, 16, 24, 32, 40, 48, 56, 64}));
+  EXPECT_EQ(profile_batches({3, 20, 20}, 6), (std::vector<int64_t>{3, 4, 6, 8, 12, 16, 18, 20}));
+  EXPECT_EQ(profile_batches({1, 64, 32}, 0), profile_batches({1, 64, 32}));
+  // A batch between profiles is padded by fewer than `every` rows above the powers of two.
+  const std::vector<int64_t> p = profile_batches({1, 256, 256}, 16);
+  for (int64_t b = 16; b <= 256; ++b) {
+    const auto above = std::lower_bound(p.begin(), p.end(), b);
+    ASSERT_NE(above, p.end());
+    EXPECT_LT(*above - b, 16) << b;
+  }
+}
+
 // A plan for batch b: one cubin per b, a weight shared by every b, a bias that is not, a
 // workspace, and an arena growing with b.
 EnginePlan plan_at(int64_t b) {

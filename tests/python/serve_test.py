@@ -591,7 +591,8 @@ def export_repo():
                  "instance_group [ { count: 1 kind: KIND_GPU gpus: [ 0, 1 ] } ]",
                  "dynamic_batching { max_queue_delay_microseconds: 500 }",
                  'parameters: { key: "device" value: { string_value: "cuda" } }',
-                 'parameters: { key: "model_file" value: { string_value: "model.onnx" } }']:
+                 'parameters: { key: "model_file" value: { string_value: "model.onnx" } }',
+                 'parameters: { key: "profile_every" value: { string_value: "8" } }']:
         assert line in config, "config.pbtxt lacks %r:\n%s" % (line, config)
     assert "python_path" not in config  # an exported repository uses the installed tessel
     again = cli_error(MODEL, "--export-repo", repo, "--name", "cls")

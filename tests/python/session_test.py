@@ -388,6 +388,19 @@ def dynamic_engine_for_an_h100_lists_its_profiles():
     result = tessel.compile(MODEL, engine, target="sm_90a", batch=(1, 6), opt_batch=3)
     assert result.profiles == [1, 2, 3, 4, 6], result.profiles
     assert "batch 1:6 (profiles 1, 2, 3, 4, 6; opt 3)" in result.summary, result.summary
+    # A profile at every multiple of 3 too; profile_every only with a range.
+    every = tessel.compile(MODEL, os.path.join(WORK, "tiny_dyn3.tsl"), target="sm_90a",
+                           batch=(1, 8), profile_every=3)
+    assert every.profiles == [1, 2, 3, 4, 6, 8], every.profiles
+    for bad, msg in ((dict(batch=4, profile_every=2),
+                      "profile_every 2: it applies to a batch range such as batch=(1, 64)"),
+                     (dict(batch=(1, 8), profile_every=0),
+                      "profile_every 0: expected a positive int")):
+        try:
+            tessel.compile(MODEL, os.path.join(WORK, "never.tsl"), target="sm_90a", **bad)
+            raise AssertionError("compile took %r" % bad)
+        except tessel.Error as e:
+            assert str(e) == msg, str(e)
     assert any(l.instruction != "SIMT" for l in result.launches), result.launches
     # A batch outside the engine's range is refused before the GPU is looked for.
     line = cli_error("run", engine, "--device", "cuda", "--batch", "7")
