@@ -158,10 +158,11 @@ Action add_explain(CLI::App& app) {
         list += (list.empty() ? "" : ", ") + std::to_string(b);
       const std::string every =
           range.every > 0 ? ", and every multiple of " + std::to_string(range.every) : "";
-      std::printf("dynamic batch %lld:%lld: profiles %s (the range's ends, the opt batch and the "
-                  "powers of two between%s); below, the plan of the opt batch %lld\n",
-                  static_cast<long long>(range.min), static_cast<long long>(range.max),
-                  list.c_str(), every.c_str(), static_cast<long long>(range.opt));
+      std::printf(
+          "dynamic batch %lld:%lld: profiles %s (the range's ends, the opt batch and the "
+          "powers of two between%s); below, the plan of the opt batch %lld\n",
+          static_cast<long long>(range.min), static_cast<long long>(range.max), list.c_str(),
+          every.c_str(), static_cast<long long>(range.opt));
     }
     const std::vector<int> producers = g.producers();
     const std::vector<std::vector<int>> users = g.users();

@@ -76,8 +76,8 @@ Options model_api_options(const ModelOptions& o) {
         << "--profile-every " << o.profile_every
         << ": it applies to a batch range such as --batch 1:64";
     opts.batch_range.every = o.profile_every;
-    check_batch_range(opts.batch_range, "--batch " + o.batch + " --profile-every " +
-                                            std::to_string(o.profile_every));
+    check_batch_range(opts.batch_range,
+                      "--batch " + o.batch + " --profile-every " + std::to_string(o.profile_every));
   }
   if (!opts.batch_range.empty() && opts.batch_range.opt == 0)
     opts.batch_range.opt = opts.batch_range.max;

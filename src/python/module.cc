@@ -154,9 +154,8 @@ Options make_options(const std::string& device, const std::string& precision, in
   } else {
     TESSEL_USER_CHECK(opt_batch == 0) << "opt_batch " << opt_batch
                                       << ": it applies to a batch range such as batch=(1, 64)";
-    TESSEL_USER_CHECK(profile_every == 0)
-        << "profile_every " << profile_every
-        << ": it applies to a batch range such as batch=(1, 64)";
+    TESSEL_USER_CHECK(profile_every == 0) << "profile_every " << profile_every
+                                          << ": it applies to a batch range such as batch=(1, 64)";
     o.batch = batch;
   }
   o.tensor_cores = tensor_cores;
@@ -310,8 +309,8 @@ NB_MODULE(_core, m) {
       "compile",
       [](const std::string& model, const std::string& engine, const std::string& precision,
          int64_t batch, int64_t batch_max, int64_t opt_batch, int64_t profile_every,
-         const std::map<std::string, std::vector<int64_t>>& input_shapes,
-         const std::string& target, bool tensor_cores) {
+         const std::map<std::string, std::vector<int64_t>>& input_shapes, const std::string& target,
+         bool tensor_cores) {
         Options o = make_options("cuda", precision, batch, batch_max, opt_batch, profile_every,
                                  input_shapes, tensor_cores);
         CompileReport report;
@@ -325,8 +324,8 @@ NB_MODULE(_core, m) {
         return nb::make_tuple(report.summary, launches, report.profiles);
       },
       nb::arg("model"), nb::arg("engine"), nb::arg("precision"), nb::arg("batch"),
-      nb::arg("batch_max"), nb::arg("opt_batch"), nb::arg("profile_every"),
-      nb::arg("input_shapes"), nb::arg("target"), nb::arg("tensor_cores"),
+      nb::arg("batch_max"), nb::arg("opt_batch"), nb::arg("profile_every"), nb::arg("input_shapes"),
+      nb::arg("target"), nb::arg("tensor_cores"),
       "Compiles a model into an engine file; returns (summary line, launches, profile "
       "batches). batch_max > 0 makes [batch, batch_max] a dynamic batch range.");
 
@@ -337,8 +336,8 @@ NB_MODULE(_core, m) {
              const std::string& precision, int64_t batch, int64_t batch_max, int64_t opt_batch,
              int64_t profile_every, const std::map<std::string, std::vector<int64_t>>& input_shapes,
              bool tensor_cores) {
-            Options o = make_options(device, precision, batch, batch_max, opt_batch,
-                                     profile_every, input_shapes, tensor_cores);
+            Options o = make_options(device, precision, batch, batch_max, opt_batch, profile_every,
+                                     input_shapes, tensor_cores);
             nb::gil_scoped_release unlocked;
             new (self) Session(Session::open(path, o));
           },

@@ -373,11 +373,12 @@ std::vector<Tensor> Engine::run_gathered(const std::vector<std::vector<HostRows>
                       }
                     });
     }
-    if (staging) impl_->copier->run(blocks, [&](size_t k) {
-      const Upload& u = uploads[k];
-      impl_->inputs[u.input].upload_async(staged_in[u.input] + u.at, u.bytes, u.at,
-                                          graph.stream());
-    });
+    if (staging)
+      impl_->copier->run(blocks, [&](size_t k) {
+        const Upload& u = uploads[k];
+        impl_->inputs[u.input].upload_async(staged_in[u.input] + u.at, u.bytes, u.at,
+                                            graph.stream());
+      });
     graph.replay();
     if (staging) {
       for (size_t j = 0; j < p.outputs.size(); ++j) {

@@ -52,9 +52,9 @@ class ParallelCopy {
   bool stop_ = false;
   uint64_t generation_ = 0;  // one per run
   const std::vector<Block>* blocks_ = nullptr;
-  size_t next_ = 0;              // the next block to take (under mu_)
-  std::vector<char> copied_;     // per block (under mu_)
-  int busy_ = 0;                 // workers inside the current job (under mu_)
+  size_t next_ = 0;           // the next block to take (under mu_)
+  std::vector<char> copied_;  // per block (under mu_)
+  int busy_ = 0;              // workers inside the current job (under mu_)
 };
 
 }  // namespace tessel::runtime

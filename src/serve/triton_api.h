@@ -117,12 +117,11 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceState(TRITONBACKEND_ModelInstance
                                                      void** state);
 TRITONSERVER_Error* TRITONBACKEND_ModelInstanceReportStatistics(
     TRITONBACKEND_ModelInstance* instance, TRITONBACKEND_Request* request, const bool success,
-    const uint64_t exec_start_ns, const uint64_t compute_start_ns,
-    const uint64_t compute_end_ns, const uint64_t exec_end_ns);
+    const uint64_t exec_start_ns, const uint64_t compute_start_ns, const uint64_t compute_end_ns,
+    const uint64_t exec_end_ns);
 TRITONSERVER_Error* TRITONBACKEND_ModelInstanceReportBatchStatistics(
-    TRITONBACKEND_ModelInstance* instance, const uint64_t batch_size,
-    const uint64_t exec_start_ns, const uint64_t compute_start_ns,
-    const uint64_t compute_end_ns, const uint64_t exec_end_ns);
+    TRITONBACKEND_ModelInstance* instance, const uint64_t batch_size, const uint64_t exec_start_ns,
+    const uint64_t compute_start_ns, const uint64_t compute_end_ns, const uint64_t exec_end_ns);
 
 // ---- Requests and their inputs -------------------------------------------------------------
 TRITONSERVER_Error* TRITONBACKEND_RequestInput(TRITONBACKEND_Request* request, const char* name,
@@ -138,8 +137,7 @@ TRITONSERVER_Error* TRITONBACKEND_InputBuffer(TRITONBACKEND_Input* input, const 
 TRITONSERVER_Error* TRITONBACKEND_RequestOutputCount(TRITONBACKEND_Request* request,
                                                      uint32_t* count);
 TRITONSERVER_Error* TRITONBACKEND_RequestOutputName(TRITONBACKEND_Request* request,
-                                                    const uint32_t index,
-                                                    const char** output_name);
+                                                    const uint32_t index, const char** output_name);
 TRITONSERVER_Error* TRITONBACKEND_RequestRelease(TRITONBACKEND_Request* request,
                                                  uint32_t release_flags);
 

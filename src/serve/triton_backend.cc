@@ -74,15 +74,24 @@ TRITONSERVER_Error* guarded(F&& body) {
 
 std::optional<TRITONSERVER_DataType> triton_type(DType t) {
   switch (t) {
-    case DType::kF32: return TRITONSERVER_TYPE_FP32;
-    case DType::kF16: return TRITONSERVER_TYPE_FP16;
-    case DType::kBF16: return TRITONSERVER_TYPE_BF16;
-    case DType::kF64: return TRITONSERVER_TYPE_FP64;
-    case DType::kI8: return TRITONSERVER_TYPE_INT8;
-    case DType::kU8: return TRITONSERVER_TYPE_UINT8;
-    case DType::kI32: return TRITONSERVER_TYPE_INT32;
-    case DType::kI64: return TRITONSERVER_TYPE_INT64;
-    case DType::kBool: return TRITONSERVER_TYPE_BOOL;
+    case DType::kF32:
+      return TRITONSERVER_TYPE_FP32;
+    case DType::kF16:
+      return TRITONSERVER_TYPE_FP16;
+    case DType::kBF16:
+      return TRITONSERVER_TYPE_BF16;
+    case DType::kF64:
+      return TRITONSERVER_TYPE_FP64;
+    case DType::kI8:
+      return TRITONSERVER_TYPE_INT8;
+    case DType::kU8:
+      return TRITONSERVER_TYPE_UINT8;
+    case DType::kI32:
+      return TRITONSERVER_TYPE_INT32;
+    case DType::kI64:
+      return TRITONSERVER_TYPE_INT64;
+    case DType::kBool:
+      return TRITONSERVER_TYPE_BOOL;
   }
   return std::nullopt;
 }
@@ -100,10 +109,10 @@ const char* triton_type_name(TRITONSERVER_DataType t) {
 
 struct Model {
   std::string name;
-  std::string path;      // the model file: <repository>/<version>/<model_file>
-  Options options;       // device and precision; the batch range set per instance
+  std::string path;  // the model file: <repository>/<version>/<model_file>
+  Options options;   // device and precision; the batch range set per instance
   int64_t profile_every = 0;
-  int64_t max_batch = 0; // max_batch_size; 0: the model has no batch axis for Triton
+  int64_t max_batch = 0;  // max_batch_size; 0: the model has no batch axis for Triton
 };
 
 std::unique_ptr<Model> read_model(TRITONBACKEND_Model* handle) {
@@ -174,7 +183,8 @@ struct Gathered {
 
 class Instance {
  public:
-  Instance(const Model& model, TRITONBACKEND_ModelInstance* handle) : model_(model), handle_(handle) {
+  Instance(const Model& model, TRITONBACKEND_ModelInstance* handle)
+      : model_(model), handle_(handle) {
     Options o = model.options;
     if (o.device == Device::kCuda) {
       TRITONSERVER_InstanceGroupKind kind;
@@ -196,8 +206,8 @@ class Instance {
         << " to " << session_->batch_range().max << ")";
     for (const TensorInfo& t : session_->inputs()) {
       TESSEL_USER_CHECK(triton_type(t.dtype))
-          << "model '" << model.name << "': input '" << t.name << "' is "
-          << dtype_name(t.dtype) << ", which Triton has no type for";
+          << "model '" << model.name << "': input '" << t.name << "' is " << dtype_name(t.dtype)
+          << ", which Triton has no type for";
       TESSEL_USER_CHECK(model.max_batch == 0 || !t.shape.empty())
           << "model '" << model.name << "': input '" << t.name
           << "' has no batch axis: set max_batch_size: 0";
@@ -254,10 +264,10 @@ class Instance {
                            ", the model takes " + triton_type_name(*triton_type(want.dtype))};
       // With a batch axis the request's rows lead; the rest is the model's.
       const bool batched = model_.max_batch > 0;
-      const bool fits =
-          batched ? shape.size() == want.shape.size() && !shape.empty() && shape[0] > 0 &&
-                        std::equal(shape.begin() + 1, shape.end(), want.shape.begin() + 1)
-                  : shape == want.shape;
+      const bool fits = batched
+                            ? shape.size() == want.shape.size() && !shape.empty() && shape[0] > 0 &&
+                                  std::equal(shape.begin() + 1, shape.end(), want.shape.begin() + 1)
+                            : shape == want.shape;
       if (!fits) {
         Shape expected = want.shape;
         if (batched) expected[0] = -1;
@@ -281,7 +291,8 @@ class Instance {
         int64_t memory_id = 0;
         check(TRITONBACKEND_InputBuffer(input, k, &data, &size, &memory, &memory_id));
         if (memory == TRITONSERVER_MEMORY_GPU)
-          throw RequestError{"input '" + want.name + "' is in GPU memory (CUDA shared memory): "
+          throw RequestError{"input '" + want.name +
+                             "' is in GPU memory (CUDA shared memory): "
                              "tessel's backend reads inputs from host memory (the request "
                              "body or system shared memory)"};
         chunks.push_back({data, size});
@@ -344,7 +355,8 @@ class Instance {
       std::string error = failure;
       if (error.empty()) error = respond(g->request, outputs, row, g->rows);
       row += g->rows;
-      finish(g->request, error, exec_start, compute_start, compute_end, /*responded=*/error.empty());
+      finish(g->request, error, exec_start, compute_start, compute_end,
+             /*responded=*/error.empty());
     }
     if (failure.empty())
       report(TRITONBACKEND_ModelInstanceReportBatchStatistics(
@@ -399,7 +411,8 @@ class Instance {
         break;
       }
       if (memory == TRITONSERVER_MEMORY_GPU) {
-        error = std::string("output '") + name + "' is asked for in GPU memory (CUDA shared "
+        error = std::string("output '") + name +
+                "' is asked for in GPU memory (CUDA shared "
                 "memory): tessel's backend writes outputs to host memory";
         break;
       }
@@ -521,8 +534,7 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceExecute(TRITONBACKEND_ModelInstan
   try {
     static_cast<Instance*>(state)->execute(requests, request_count);
   } catch (const std::exception& e) {
-    tessel::serve::log_line(TRITONSERVER_LOG_ERROR,
-                            std::string("executing a batch: ") + e.what());
+    tessel::serve::log_line(TRITONSERVER_LOG_ERROR, std::string("executing a batch: ") + e.what());
   }
   return nullptr;
 }

@@ -28,7 +28,8 @@ Job make_job(std::mt19937& rng, size_t n) {
     for (unsigned char& c : j.src.back()) c = static_cast<unsigned char>(byte(rng));
     j.dst.emplace_back(bytes, 0);
   }
-  for (size_t k = 0; k < n; ++k) j.blocks.push_back({j.dst[k].data(), j.src[k].data(), j.src[k].size()});
+  for (size_t k = 0; k < n; ++k)
+    j.blocks.push_back({j.dst[k].data(), j.src[k].data(), j.src[k].size()});
   return j;
 }
 
