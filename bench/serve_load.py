@@ -204,7 +204,9 @@ def scrape(metrics_url, model):
 
 def server_split(before, after):
     """What the server did between two scrapes: requests per batch and per-request microseconds
-    in the queue and in the backend's input, execute and output phases."""
+    in the queue and in the backend's input, execute and output phases. Triton charges each
+    request of a batch the batch's whole execution (the backend reports one compute interval
+    for all of them), so the per-request execute time is the time of the batch it ran in."""
     if before is None or after is None:
         return {}
     d = {k: after[k] - before[k] for k in after}
@@ -213,8 +215,7 @@ def server_split(before, after):
     per = lambda k: d[k] / d["requests"]  # noqa: E731
     return {"server_batch": d["requests"] / d["batches"], "queue_us": per("queue_us"),
             "input_us": per("input_us"), "infer_us": per("infer_us"),
-            "output_us": per("output_us"),
-            "infer_us_per_batch": d["infer_us"] / d["batches"]}
+            "output_us": per("output_us")}
 
 
 def tree_rss_mib(pid):
@@ -318,9 +319,9 @@ def main(argv=None):
                 r["errors"]), flush=True)
             if "server_batch" in r:
                 print("%11s server: %.1f requests per batch; per request, us: queue %.0f, "
-                      "input %.0f, execute %.0f, output %.0f (execute %.0f us per batch)" % (
+                      "input %.0f, execute %.0f (its batch's), output %.0f" % (
                           "", r["server_batch"], r["queue_us"], r["input_us"], r["infer_us"],
-                          r["output_us"], r["infer_us_per_batch"]), flush=True)
+                          r["output_us"]), flush=True)
             if r.get("rss_mib_after") is not None:
                 print("%11s server memory: %.1f -> %.1f MiB resident over %d requests" % (
                     "", r["rss_mib_before"], r["rss_mib_after"], r["requests"]), flush=True)
