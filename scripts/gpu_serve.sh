@@ -10,7 +10,8 @@
 # Usage: scripts/gpu_serve.sh [MODEL] [MAX_BATCH] [CONCURRENCY]
 #   defaults: resnet50 64 1,2,4,8,16,32,64,128,256; env: SECONDS_PER_LEVEL (8), INSTANCES (1,
 #   instances per GPU), DELAY_US (100, the batcher's queue delay), GPU_SETS ("0 0,1"), BACKEND
-#   (tessel: the C++ backend in Triton's process; python: Triton's Python backend)
+#   (tessel: the C++ backend in Triton's process; python: Triton's Python backend),
+#   PROFILE_EVERY (8; the max batch compiles powers-of-two profiles only)
 set -uo pipefail
 ROOT=$(pwd)
 D=$ROOT/${TESSEL_SERVE_DIR:-.device-serve}
@@ -60,7 +61,8 @@ serve_and_load() {
   # binary would put its build tree's module (built for this machine's Python) first.
   "$TESSEL_PYTHON" -m tessel serve "$W/$MODEL.onnx" --device cuda --gpus "$gpus" --host 127.0.0.1 \
     --max-batch "$MAX_BATCH" --max-queue-delay-us "${DELAY_US:-100}" --instances "${INSTANCES:-1}" \
-    --backend "${BACKEND:-tessel}" --triton-dir "$TRITON" > "$log" 2>&1 &
+    --backend "${BACKEND:-tessel}" --profile-every "${PROFILE_EVERY:-8}" \
+    --triton-dir "$TRITON" > "$log" 2>&1 &
   pid=$!
   for _ in $(seq 900); do
     grep -q "^tessel serve: '" "$log" && break
@@ -91,10 +93,10 @@ import glob, json, os, sys
 out, device, model = sys.argv[1:4]
 bench = json.load(open(os.path.join(out, "serve_bench32.json")))
 ceiling = bench["throughput_per_s"]
-print("%s served by tessel through Triton (%s backend, %s instance(s) per GPU), batch-1 requests "
-      "(%s); ceiling: tessel bench at batch 32, %.0f images/s (%.3f ms)\n"
-      % (model, os.environ.get("BACKEND", "tessel"), os.environ.get("INSTANCES", "1"), device,
-         ceiling, bench["median_ms"]))
+print("%s served by tessel through Triton (%s backend, %s instance(s) per GPU, a profile every "
+      "%s), batch-1 requests (%s); ceiling: tessel bench at batch 32, %.0f images/s (%.3f ms)\n"
+      % (model, os.environ.get("BACKEND", "tessel"), os.environ.get("INSTANCES", "1"),
+         os.environ.get("PROFILE_EVERY", "8"), device, ceiling, bench["median_ms"]))
 print("| GPUs | clients | images/s | of ceiling | p50 ms | p99 ms | errors | server batch | server RSS MiB |")
 print("|---|---:|---:|---:|---:|---:|---:|---:|---|")
 for f in sorted(glob.glob(os.path.join(out, "serve_gpus_*.json"))):
