@@ -18,7 +18,8 @@ through the tessel binary) answers every case:
 A second server, on a model slow enough on the CPU reference, is stopped while requests are in
 flight: each still gets its right answer (shutdown drains them). Then the user errors of
 `tessel serve` itself, the stub's batch adapter (one dynamic-batch session, batches fed as they
-are), --export-repo's repositories, and an exported repository loaded by a plain tritonserver
+are), a model of two inputs and two outputs whose requests each get the outputs they ask for
+(tessel's backend), --export-repo's repositories, and an exported repository loaded by a plain tritonserver
 (the backend library found in the model's folder) whose config lets through a shape the model
 does not take: tessel's backend answers that request with its own error and serves the next.
 
@@ -346,6 +347,57 @@ def slow_model(path):
     m.ir_version = 8
     onnx.save(m, path)
     return path
+
+
+def two_inputs_two_outputs():
+    """tessel's backend on a model of two inputs and two outputs: a request gets the outputs
+    it asks for and only those, each request of a batch its own rows, in both outputs."""
+    path = os.path.join(WORK, "pair.onnx")
+    nodes = [helper.make_node("Add", ["a", "b"], ["sum"]), helper.make_node("Mul", ["a", "b"], ["prod"])]
+    io = lambda n: helper.make_tensor_value_info(n, TensorProto.FLOAT, ["N", 5])  # noqa: E731
+    g = helper.make_graph(nodes, "pair", [io("a"), io("b")], [io("sum"), io("prod")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.save(m, path)
+    s = Served(path, "--max-batch", "8", "--max-queue-delay-us", "20000")
+    try:
+        rng = np.random.default_rng(3)
+        pairs = [(rng.uniform(-1, 1, (r, 5)).astype(np.float32),
+                  rng.uniform(-1, 1, (r, 5)).astype(np.float32)) for r in (1, 3, 2)]
+
+        def ask(pair, outputs):
+            a, b = pair
+            body = {"inputs": [{"name": n, "shape": list(v.shape), "datatype": "FP32",
+                                "data": v.ravel().tolist()} for n, v in (("a", a), ("b", b))]}
+            if outputs is not None:
+                body["outputs"] = [{"name": o} for o in outputs]
+            status, _, text = http("POST", "%s/v2/models/pair/infer" % s.url,
+                                   json.dumps(body).encode())
+            assert status == 200, text[:300]
+            return {o["name"]: np.array(o["data"], np.float32).reshape(o["shape"])
+                    for o in json.loads(text)["outputs"]}
+
+        # Concurrently, so that the batcher gathers them; each asks for other outputs.
+        wanted = [None, ["prod"], ["sum"]]
+        with concurrent.futures.ThreadPoolExecutor(len(pairs)) as pool:
+            got = list(pool.map(ask, pairs, wanted))
+        for (a, b), want, out in zip(pairs, wanted, got):
+            assert sorted(out) == sorted(want or ["sum", "prod"]), (want, sorted(out))
+            if "sum" in out:
+                assert_close(out["sum"], a + b, "sum of %d rows" % len(a))
+            if "prod" in out:
+                assert_close(out["prod"], a * b, "prod of %d rows" % len(a))
+        # Inputs of different batch sizes in one request: refused in one line (by Triton,
+        # before the backend's own check of the same).
+        a, b = pairs[1][0], pairs[0][1]
+        body = {"inputs": [{"name": n, "shape": list(v.shape), "datatype": "FP32",
+                            "data": v.ravel().tolist()} for n, v in (("a", a), ("b", b))]}
+        status, _, text = http("POST", "%s/v2/models/pair/infer" % s.url, json.dumps(body).encode())
+        msg = error_line(status, text)
+        assert "batch size" in msg and "'a'" in msg, msg
+    finally:
+        code, out, err = s.stop()
+    assert code == 0, err
 
 
 def delivered(server_port, client_ports):
@@ -699,7 +751,7 @@ def serve_suite(backend):
 
 def main():
     failed = serve_suite("tessel") + serve_suite("python")
-    others = (shutdown_drains_in_flight_requests, user_errors,
+    others = (two_inputs_two_outputs, shutdown_drains_in_flight_requests, user_errors,
               batch_sessions_open_one_dynamic_session, export_repo,
               exported_repo_in_a_plain_triton)
     for fn in others:
