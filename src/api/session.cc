@@ -332,7 +332,7 @@ Session Session::open(const std::string& path, const Options& options) {
     // Without a GPU, say so before spending time on importing and compiling.
     std::string why;
     TESSEL_USER_CHECK(device::cuda_available(&why)) << "no CUDA device: " << why;
-    device::DeviceScope check(options.gpu);  // a GPU that does not exist, before compiling
+    device::check_gpu(options.gpu);  // a GPU that does not exist, before compiling
   }
   if (range.empty()) return from_graph(load_graph(path, options), options);
 

@@ -43,6 +43,9 @@ bool cuda_available(std::string* reason = nullptr);
 int current_gpu();
 // The GPUs visible (0 without a driver).
 int gpu_count();
+// "no CUDA device: <reason>" without a driver; "GPU 2 does not exist: 1 CUDA device(s)
+// visible" for an ordinal outside [0, gpu_count()). Both UserErrors.
+void check_gpu(int ordinal);
 class DeviceScope {
  public:
   // UserError where `ordinal` names no visible GPU.

@@ -7,11 +7,8 @@ namespace tessel::device {
 
 DeviceInfo device_info(int ordinal) {
   if (ordinal < 0) ordinal = current_gpu();
+  check_gpu(ordinal);
   const detail::DriverApi& api = detail::driver();
-  int count = 0;
-  TESSEL_CU_CHECK(api.cuDeviceGetCount(&count));
-  TESSEL_USER_CHECK(ordinal >= 0 && ordinal < count)
-      << "CUDA device " << ordinal << " does not exist: " << count << " device(s) visible";
   CUdevice dev;
   TESSEL_CU_CHECK(api.cuDeviceGet(&dev, ordinal));
 

@@ -24,6 +24,7 @@ struct Driver {
   DriverApi api;
   bool ok = false;
   std::string reason;  // why not, when !ok
+  int gpus = 0;        // visible devices, read once at load (fixed for the process)
 };
 
 std::string version_str(int v) {
@@ -97,6 +98,7 @@ void load_driver(Driver& d) {
     d.reason = "the NVIDIA driver reports no CUDA device";
     return;
   }
+  d.gpus = count;
   d.ok = true;
 }
 
@@ -202,20 +204,18 @@ void check(CUresult result, const char* call) {
 
 int current_gpu() { return detail::t_gpu; }
 
-int gpu_count() {
-  std::string why;
-  if (!cuda_available(&why)) return 0;
-  int count = 0;
-  TESSEL_CU_CHECK(detail::driver().cuDeviceGetCount(&count));
-  return count;
-}
+int gpu_count() { return detail::loaded_driver().gpus; }
 
-DeviceScope::DeviceScope(int ordinal) : previous_(detail::t_gpu) {
-  const detail::DriverApi& api = detail::driver();
-  int count = 0;
-  TESSEL_CU_CHECK(api.cuDeviceGetCount(&count));
+void check_gpu(int ordinal) {
+  detail::driver();  // "no CUDA device: <reason>" first
+  const int count = gpu_count();
   TESSEL_USER_CHECK(ordinal >= 0 && ordinal < count)
       << "GPU " << ordinal << " does not exist: " << count << " CUDA device(s) visible";
+}
+
+// A scope on every session call: no driver call, the count was read at load.
+DeviceScope::DeviceScope(int ordinal) : previous_(detail::t_gpu) {
+  check_gpu(ordinal);
   detail::t_gpu = ordinal;
 }
 

@@ -43,16 +43,21 @@ extern "C" __global__ void tessel_spin(unsigned long long ns) {
 void* spin_function() {
   // Compiled (or read from the kernel cache) and loaded on first use on each GPU (a module
   // belongs to one GPU's context), kept for the process.
+  struct Loaded {
+    std::shared_ptr<Module> module;
+    void* function = nullptr;
+  };
   static std::mutex mu;
-  static std::map<int, std::shared_ptr<Module>> modules;
+  static std::map<int, Loaded> loaded;
   std::lock_guard lock(mu);
-  std::shared_ptr<Module>& module = modules[current_gpu()];
-  if (!module) {
+  Loaded& l = loaded[current_gpu()];
+  if (!l.function) {
     CompileOptions o;
     o.arch = device_info().arch();
-    module = Module::load(compile(kSpinSource, "tessel_spin", o).cubin);
+    l.module = Module::load(compile(kSpinSource, "tessel_spin", o).cubin);
+    l.function = l.module->function("tessel_spin");
   }
-  return module->function("tessel_spin");
+  return l.function;
 }
 
 void spin(void* stream, double seconds) {

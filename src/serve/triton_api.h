@@ -85,6 +85,8 @@ constexpr uint32_t TRITONSERVER_RESPONSE_COMPLETE_FINAL = 1;
 TRITONSERVER_Error* TRITONSERVER_ErrorNew(TRITONSERVER_Error_Code code, const char* msg);
 void TRITONSERVER_ErrorDelete(TRITONSERVER_Error* error);
 const char* TRITONSERVER_ErrorMessage(TRITONSERVER_Error* error);
+// "FP32", "INT8", ...: the name config.pbtxt uses.
+const char* TRITONSERVER_DataTypeString(TRITONSERVER_DataType datatype);
 TRITONSERVER_Error* TRITONSERVER_MessageSerializeToJson(TRITONSERVER_Message* message,
                                                         const char** base, size_t* byte_size);
 TRITONSERVER_Error* TRITONSERVER_MessageDelete(TRITONSERVER_Message* message);

@@ -96,15 +96,6 @@ std::optional<TRITONSERVER_DataType> triton_type(DType t) {
   return std::nullopt;
 }
 
-// Triton's name of a type, as config.pbtxt spells it.
-const char* triton_type_name(TRITONSERVER_DataType t) {
-  static const char* const names[] = {"INVALID", "BOOL", "UINT8", "UINT16", "UINT32",
-                                      "UINT64",  "INT8", "INT16", "INT32",  "INT64",
-                                      "FP16",    "FP32", "FP64",  "BYTES",  "BF16"};
-  const auto i = static_cast<size_t>(t);
-  return i < sizeof(names) / sizeof(names[0]) ? names[i] : "an unknown type";
-}
-
 // ---- The model: its config --------------------------------------------------------------
 
 struct Model {
@@ -260,8 +251,9 @@ class Instance {
       check(TRITONBACKEND_InputProperties(input, &name, &type, &dims, &rank, &bytes, &buffers));
       const Shape shape(dims, dims + rank);
       if (type != *triton_type(want.dtype))
-        throw RequestError{"input '" + want.name + "' is " + triton_type_name(type) +
-                           ", the model takes " + triton_type_name(*triton_type(want.dtype))};
+        throw RequestError{"input '" + want.name + "' is " + TRITONSERVER_DataTypeString(type) +
+                           ", the model takes " +
+                           TRITONSERVER_DataTypeString(*triton_type(want.dtype))};
       // With a batch axis the request's rows lead; the rest is the model's.
       const bool batched = model_.max_batch > 0;
       const bool fits = batched
