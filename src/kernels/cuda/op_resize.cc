@@ -163,11 +163,16 @@ OpKernelSource emit_resize(const ir::Graph& g, const ir::Node& n) {
   // One way of summing per kernel: with a Taps table, Lerp dimensions become 2-tap tables.
   for (int d = 0; d < rank; ++d)
     if (any_taps && kind[d] == Kind::kLerp) kind[d] = Kind::kTaps;
-  // Fragments of V along an unresized innermost dimension: 16 bytes where its extent allows.
+  // Fragments of V along the innermost dimension, 16 bytes where its extent allows: of whole
+  // elements where the Resize leaves it alone (NHWC's channels); else, without Taps tables, a
+  // run of V consecutive outputs that share the outer coordinates and their taps, each with
+  // its own innermost taps (NCHW's width: a segmentation net's output upsample), stored at once.
+  const int last = rank - 1;
+  const bool run = kind[last] == Kind::kGather || kind[last] == Kind::kLerp;
   int vec = 1;
-  if (kind[rank - 1] == Kind::kIdentity) {
+  if (kind[last] == Kind::kIdentity || run) {
     vec = static_cast<int>(16 / dtype_size(xt.dtype));
-    while (vec > 1 && in[rank - 1] % vec != 0) vec /= 2;
+    while (vec > 1 && (kind[last] == Kind::kIdentity ? in[last] : out[last]) % vec != 0) vec /= 2;
   }
 
   std::string problem = fmt::format("// {} ({}): {} -> {}\n", n.op, mode_name(s.mode), xt.str(),
@@ -181,10 +186,24 @@ OpKernelSource emit_resize(const ir::Graph& g, const ir::Node& n) {
   if (any_lerp) problem += "struct Lerp {\n  int i0, i1;\n  float w0, w1;\n};\n";
   for (size_t k : tap_widths)
     problem += fmt::format("struct Taps{} {{\n  int i[{}];\n  float w[{}];\n}};\n", k, k, k);
+  // A run's innermost table is run-major: entry v * G + q is coordinate q * V + v (G runs), so
+  // that for each element v of their runs consecutive threads read consecutive entries (in
+  // coordinate order, a warp's reads of one v spread over V times as many cache lines).
+  const bool runs = run && vec > 1;
+  const int64_t run_count = out[last] / vec;
+  std::vector<std::vector<std::vector<ops::ResizeTap>>> taps = s.taps;
+  if (runs)
+    for (int64_t v = 0; v < vec; ++v)
+      for (int64_t q = 0; q < run_count; ++q)
+        taps[last][static_cast<size_t>(v * run_count + q)] =
+            s.taps[last][static_cast<size_t>(q * vec + v)];
   for (int d = 0; d < rank; ++d) {
+    if (runs && d == last)
+      problem +=
+          fmt::format("// dimension {}: in run-major order ({} runs of {})\n", d, run_count, vec);
     if (kind[d] == Kind::kGather) {
       problem += fmt::format("// dimension {}: input index of each output coordinate\n", d);
-      problem += table(fmt::format("int kIndex{}", d), s.taps[d], 8,
+      problem += table(fmt::format("int kIndex{}", d), taps[d], 8,
                        [](const std::vector<ops::ResizeTap>& tap) {
                          return fmt::format("{}", tap.empty() ? -1 : tap[0].index);
                        });
@@ -192,7 +211,7 @@ OpKernelSource emit_resize(const ir::Graph& g, const ir::Node& n) {
       problem += fmt::format(
           "// dimension {}: the two taps {{i0, i1, w0, w1}} of each output coordinate\n", d);
       problem += table(
-          fmt::format("Lerp kLerp{}", d), s.taps[d], 4, [](const std::vector<ops::ResizeTap>& tap) {
+          fmt::format("Lerp kLerp{}", d), taps[d], 4, [](const std::vector<ops::ResizeTap>& tap) {
             if (tap.empty()) return std::string("{-1, -1, 0.0f, 0.0f}");
             const ops::ResizeTap second =
                 tap.size() > 1 ? tap[1] : ops::ResizeTap{tap[0].index, 0.0};
@@ -219,11 +238,19 @@ OpKernelSource emit_resize(const ir::Graph& g, const ir::Node& n) {
   }
 
   std::string item;
-  // Output coordinates, innermost first; the innermost advances by fragments of V.
-  item += "    i64 r = i;\n";
+  // Output coordinates, innermost first; the innermost advances by fragments of V. In 32 bits
+  // where the items fit (a 64-bit division by a constant is several times the instructions).
+  const int64_t items = numel(out) / vec;
+  item += items < (int64_t{1} << 31) ? "    u32 r = static_cast<u32>(i);\n" : "    i64 r = i;\n";
   for (int d = rank - 1; d >= 0; --d) {
     const int64_t extent = d == rank - 1 ? out[d] / vec : out[d];
     const std::string scale = d == rank - 1 && vec > 1 ? fmt::format(" * {}", vec) : "";
+    if (runs && d == last) {  // the run q and its first coordinate
+      item += d == 0 ? "    const i64 q = r;\n"
+                     : fmt::format("    const i64 q = r % {}; r /= {};\n", extent, extent);
+      item += fmt::format("    const i64 o{} = q * {};\n", d, vec);
+      continue;
+    }
     if (d == 0)
       item += fmt::format("    const i64 o0 = r{};\n", scale);
     else if (extent == 1)
@@ -234,6 +261,7 @@ OpKernelSource emit_resize(const ir::Graph& g, const ir::Node& n) {
   std::vector<std::string> out_off, base, invalid;
   for (int d = 0; d < rank; ++d) {
     out_off.push_back(term(fmt::format("o{}", d), out_st[d]));
+    if (runs && d == last) continue;  // per element of the run, below
     if (kind[d] == Kind::kIdentity) base.push_back(term(fmt::format("o{}", d), in_st[d]));
     if (kind[d] == Kind::kGather) {
       item += fmt::format("    const int t{} = kIndex{}[o{}];\n", d, d, d);
@@ -251,7 +279,7 @@ OpKernelSource emit_resize(const ir::Graph& g, const ir::Node& n) {
   }
   item += fmt::format("    T* y = static_cast<T*>(p.out[0]) + ({});\n", sum(out_off));
   item += "    Frag<T, kVec> f;\n";
-  if (extrapolates) {
+  if (extrapolates && !invalid.empty()) {
     std::string cond;
     for (const std::string& c : invalid) cond += (cond.empty() ? "" : " || ") + c;
     item += fmt::format("    if ({}) {{  // tf_crop_and_resize: outside the input\n", cond);
@@ -266,7 +294,44 @@ OpKernelSource emit_resize(const ir::Graph& g, const ir::Node& n) {
     if (kind[d] == Kind::kLerp) lerp_dims.push_back(d);
     if (kind[d] == Kind::kTaps) tap_dims.push_back(d);
   }
-  if (!tap_dims.empty()) {
+  if (runs) {
+    // A run of kVec outputs along the innermost dimension: its taps per element, the outer
+    // dimensions' taps (and corners) shared.
+    item += "#pragma unroll\n    for (int v = 0; v < kVec; ++v) {\n";
+    if (kind[last] == Kind::kGather) {
+      item += fmt::format("      const int tl = kIndex{}[v * {} + q];\n", last, run_count);
+      if (extrapolates)
+        item += fmt::format(
+            "      if (tl < 0) {{\n        f.v[v] = convert<T>({});\n        continue;\n      }}\n",
+            float_literal(s.extrapolation));
+    } else {
+      item += fmt::format("      const Lerp tl = kLerp{}[v * {} + q];\n", last, run_count);
+      if (extrapolates)
+        item += fmt::format(
+            "      if (tl.i0 < 0) {{\n        f.v[v] = convert<T>({});\n        continue;\n      "
+            "}}\n",
+            float_literal(s.extrapolation));
+    }
+    if (lerp_dims.empty()) {
+      // Nearest (or linear on whole coordinates only): copies, exact.
+      item += fmt::format("      f.v[v] = x[{}];\n", term("i64(tl)", in_st[last]));
+    } else {
+      item += "      float acc = 0.0f;\n";
+      for (int corner = 0; corner < (1 << lerp_dims.size()); ++corner) {
+        std::string off, weight;
+        for (size_t k = 0; k < lerp_dims.size(); ++k) {
+          const int d = lerp_dims[k];
+          const bool hi = (corner >> k) & 1;
+          const std::string t = d == last ? "tl" : fmt::format("t{}", d);
+          off += " + " + term(fmt::format("i64({}.{})", t, hi ? "i1" : "i0"), in_st[d]);
+          weight += fmt::format("{}{}.{}", weight.empty() ? "" : " * ", t, hi ? "w1" : "w0");
+        }
+        item += fmt::format("      acc += {} * to_float(x[0{}]);\n", weight, off);
+      }
+      item += "      f.v[v] = from_float<T>(acc);\n";
+    }
+    item += "    }\n";
+  } else if (!tap_dims.empty()) {
     // Nested loops over the taps of every Taps dimension, outermost dimension first.
     item += "    float acc[kVec] = {};\n";
     std::string indent = "    ", off, weight;
@@ -310,7 +375,6 @@ OpKernelSource emit_resize(const ir::Graph& g, const ir::Node& n) {
   }
   item += "    f.store(y);\n";
 
-  const int64_t items = numel(out) / vec;
   problem += fmt::format(
       "struct Problem {{\n  using T = {};\n  static constexpr int kVec = {};\n"
       "  static constexpr i64 kItems = {};\n\n"

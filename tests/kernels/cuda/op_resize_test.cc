@@ -106,12 +106,31 @@ TEST_F(OpResizeTest, f16_nhwc_downsample_gathers) {
   EXPECT_EQ(ks.source.find("Lerp"), std::string::npos);
 }
 
-// A resized innermost dimension moves one element per item; odd sizes, non-integer scale
-// (5 -> 8 columns: 1.6).
-TEST_F(OpResizeTest, f32_innermost_resized_odd_sizes) {
+// A resized innermost dimension whose output extent takes runs of 16 bytes (5 -> 8 f32
+// columns, a non-integer scale of 1.6): an item interpolates a run of 4 outputs, each with its
+// own taps, and stores them at once. An odd extent (5 -> 7) moves one element per item.
+TEST_F(OpResizeTest, f32_innermost_resized_runs_and_odd_sizes) {
   emit_and_compile(
       resize({DType::kF32, {3, 5}}, modes("linear", "pytorch_half_pixel"), {}, {3, 8}),
-      {"static constexpr int kVec = 1;", "static constexpr i64 kItems = 24;", "kLerp1[8]"});
+      {"static constexpr int kVec = 4;", "static constexpr i64 kItems = 6;", "kLerp1[8]",
+       "const Lerp tl = kLerp1[v * 2 + q];", "const i64 o1 = q * 4;", "f.store(y);"});
+  emit_and_compile(
+      resize({DType::kF32, {3, 5}}, modes("linear", "pytorch_half_pixel"), {}, {3, 7}),
+      {"static constexpr int kVec = 1;", "static constexpr i64 kItems = 21;", "kLerp1[7]"});
+}
+
+// NCHW bilinear x8 in f16 (a segmentation head's upsample into the output): runs of 8 along the
+// width, the row's taps shared by the run; nearest copies with its runs.
+TEST_F(OpResizeTest, f16_nchw_runs_along_the_width) {
+  emit_and_compile(
+      resize({DType::kF16, {2, 21, 28, 28}}, modes("linear", "half_pixel"), {1, 1, 8, 8}),
+      {"static constexpr int kVec = 8;", "const Lerp t2 = kLerp2[o2];",
+       "const Lerp tl = kLerp3[v * 28 + q];", "in run-major order (28 runs of 8)",
+       "t2.w1 * tl.w1"});
+  emit_and_compile(
+      resize({DType::kF16, {1, 3, 4, 4}}, modes("nearest", "asymmetric", "floor"), {1, 1, 2, 4}),
+      {"static constexpr int kVec = 8;", "const int tl = kIndex3[v * 2 + q];",
+       "f.v[v] = x[i64(tl)];"});
 }
 
 // tf_crop_and_resize outside the roi writes the extrapolation value; the index marks it.
