@@ -165,6 +165,24 @@ TEST(ResizeGpu, CropAndResizeExtrapolates) {
   check_resize({DType::kF32, {1, 6, 7, 4}}, r);
 }
 
+// A resized innermost dimension whose output extent takes 16-byte runs (NCHW's width, as an
+// upsample into a graph output runs): each item interpolates a run of 4 (f32) or 8 (f16)
+// outputs, with the shared outer taps; nearest copies; extrapolated elements inside a run.
+TEST(ResizeGpu, RunsAlongAResizedInnermostDimension) {
+  check_resize({DType::kF32, {2, 3, 7, 9}},
+               {modes("linear", "pytorch_half_pixel"), {}, {2, 3, 28, 36}});
+  check_resize({DType::kF16, {1, 5, 6, 7}}, {modes("linear", "half_pixel"), {}, {1, 5, 12, 16}});
+  check_resize({DType::kF32, {1, 4, 5, 6}}, {modes("linear", "align_corners"), {}, {1, 4, 40, 48}});
+  check_resize({DType::kF16, {1, 3, 4, 5}},
+               {modes("nearest", "asymmetric", "floor"), {}, {1, 3, 8, 24}});
+  check_resize({DType::kI32, {1, 2, 3, 3}}, {modes("nearest", "half_pixel"), {}, {1, 2, 6, 8}});
+  check_resize({DType::kF32, {3, 5}}, {modes("linear", "half_pixel"), {}, {3, 12}});
+  Resize crop{
+      modes("linear", "tf_crop_and_resize"), {}, {1, 2, 5, 8}, {0, 0, 0.1, -0.2, 1, 1, 1.3, 1.4}};
+  crop.attrs["extrapolation_value"] = -3.25;
+  check_resize({DType::kF32, {1, 2, 6, 7}}, crop);
+}
+
 // conv -> relu -> bilinear x2 upsample -> conv, in ONNX form (NCHW).
 // `mode`: "linear" (bilinear) or "cubic" (bicubic).
 ir::Graph upsample_net(const std::string& mode = "linear") {
@@ -206,6 +224,42 @@ TEST(ResizeLowering, UpsampleNetworkCompilesForSm90a) {
   }
 }
 
+// conv -> bilinear x4 upsample as the graph's output (a segmentation net's head, 10 classes).
+ir::Graph upsample_head(const std::string& out_shape = "f32[2,10,24,32]") {
+  testing::IrWriter w(21);
+  w.input("x", "f32[2,16,6,8]");
+  testing::conv_weight(w, "w1", 10, 16, 1);
+  w.node("const %scales : f32[4] = [1.0, 1.0, 4.0, 4.0]");
+  w.node("%c1 = Conv(%x, %w1) : f32[2,10,6,8] @\"classifier\"");
+  w.node(
+      "%y = Resize(%c1, _, %scales) {coordinate_transformation_mode = \"pytorch_half_pixel\", "
+      "mode = \"linear\"} : " +
+      out_shape + " @\"upsample\"");
+  return w.graph("y");
+}
+
+// No GPU needed: the upsample writes the graph output itself, in NCHW and fp32; what converts
+// layout and precision (the Transpose, the Cast) moves its 16x smaller input.
+TEST(ResizeLowering, UpsampleIntoTheOutputWritesNchwFp32) {
+  const compiler::CompiledPlan c =
+      compiler::compile_plan(upsample_head(), {}, device::known_device("sm_90a"));
+  const ir::Graph& out = c.graph;
+  int resizes = 0;
+  for (const ir::Node& n : out.nodes) {
+    if (n.op == "Resize") {
+      ++resizes;
+      EXPECT_EQ(out.type(n.inputs[0]).shape, (Shape{2, 10, 6, 8}));
+      EXPECT_EQ(out.type(n.inputs[0]).dtype, DType::kF32);
+      EXPECT_EQ(n.outputs[0], out.outputs[0]);
+      continue;
+    }
+    // Everything else is no larger than the Resize's input.
+    for (ir::ValueId v : n.outputs)
+      EXPECT_LE(numel(out.type(v).shape), 2 * 10 * 6 * 8) << n.label();
+  }
+  EXPECT_EQ(resizes, 1);
+}
+
 // The same network through the engine against the CPU.
 TEST(ResizeGpu, UpsampleInANetwork) {
   std::string why;
@@ -226,6 +280,27 @@ TEST(ResizeGpu, UpsampleInANetwork) {
       }
       EXPECT_LE(std::sqrt(num / den), precision == Precision::kFp16 ? 2e-2 : 1e-3) << mode;
     }
+  }
+}
+
+TEST(ResizeGpu, UpsampleIntoTheOutputInANetwork) {
+  std::string why;
+  if (!rt::cuda_available(&why)) GTEST_SKIP() << "no CUDA device: " << why;
+  const ir::Graph g = upsample_head();
+  for (Precision precision : {Precision::kFp16, Precision::kFp32}) {
+    Session s = testing::compile_session(g, precision);
+    std::mt19937 rng(6);
+    const Tensor input = random_tensor(g.type(g.inputs[0]), rng);
+    const Tensor want = runtime::cpu::run_graph(g, {input})[0];
+    const Tensor got = s.engine()->run({input})[0];
+    ASSERT_EQ(got.shape(), want.shape());
+    double num = 0, den = 0;
+    for (int64_t i = 0; i < want.numel(); ++i) {
+      ASSERT_FALSE(std::isnan(got.get_f64(i))) << i;
+      num += (got.get_f64(i) - want.get_f64(i)) * (got.get_f64(i) - want.get_f64(i));
+      den += want.get_f64(i) * want.get_f64(i);
+    }
+    EXPECT_LE(std::sqrt(num / den), precision == Precision::kFp16 ? 5e-3 : 1e-5);
   }
 }
 

@@ -56,7 +56,8 @@ TEST(ChoosePrecision, OperandsThatMustFollowAndOperandsThatStay) {
   %c = Conv(%x, %w, %b) : f32[1,1,2,2] @"conv"
   %n = BatchNormalization(%c, %gamma, %beta, %mean, %var) : f32[1,1,2,2] @"bn"
   %k = Clip(%n, %lo, %hi) : f32[1,1,2,2] @"relu6"
-  %y = Resize(%k, _, %scales) {mode = "nearest"} : f32[1,1,4,4] @"up"
+  %u = Resize(%k, _, %scales) {mode = "nearest"} : f32[1,1,4,4] @"up"
+  %y = Relu(%u) : f32[1,1,4,4] @"relu"
   output %y
 })",
               R"(graph @g opset 17 {
@@ -74,9 +75,40 @@ TEST(ChoosePrecision, OperandsThatMustFollowAndOperandsThatStay) {
   %c = Conv(%xh, %w, %b) : f16[1,1,2,2] @"conv"
   %n = BatchNormalization(%c, %gamma, %beta, %mean, %var) : f16[1,1,2,2] @"bn"
   %k = Clip(%n, %lo, %hi) : f16[1,1,2,2] @"relu6"
-  %yh = Resize(%k, _, %scales) {mode = "nearest"} : f16[1,1,4,4] @"up"
+  %u = Resize(%k, _, %scales) {mode = "nearest"} : f16[1,1,4,4] @"up"
+  %yh = Relu(%u) : f16[1,1,4,4] @"relu"
   %y = Cast(%yh) {to = 1} : f32[1,1,4,4] @"y.to_f32"
   output %y
+})");
+}
+
+// An upsample that writes a graph output (and nothing else reads) gets the Cast to fp32 on its
+// input, 4x smaller here, and interpolates in fp32; a downsample keeps the Cast after it.
+TEST(ChoosePrecision, UpsampleIntoAnOutputCastsItsInput) {
+  expect_fp16(R"(graph @g opset 17 {
+  input %x : f32[1,8,2,2]
+  const %w : f32[1,8,1,1] = [1.0, -1.0, 0.5, 0.25, 2.0, -0.5, 1.5, 0.75]
+  const %up : f32[4] = [1.0, 1.0, 2.0, 2.0]
+  const %down : f32[4] = [1.0, 1.0, 0.5, 0.5]
+  %c = Conv(%x, %w) : f32[1,1,2,2] @"conv"
+  %y = Resize(%c, _, %up) {mode = "linear"} : f32[1,1,4,4] @"up"
+  %z = Resize(%c, _, %down) {mode = "linear"} : f32[1,1,1,1] @"down"
+  output %y
+  output %z
+})",
+              R"(graph @g opset 17 {
+  input %x : f32[1,8,2,2]
+  const %w : f16[1,8,1,1] = [1.0, -1.0, 0.5, 0.25, 2.0, -0.5, 1.5, 0.75]
+  const %up : f32[4] = [1.0, 1.0, 2.0, 2.0]
+  const %down : f32[4] = [1.0, 1.0, 0.5, 0.5]
+  %xh = Cast(%x) {to = 10} : f16[1,8,2,2] @"x.to_f16"
+  %c = Conv(%xh, %w) : f16[1,1,2,2] @"conv"
+  %cf = Cast(%c) {to = 1} : f32[1,1,2,2] @"c.to_f32"
+  %y = Resize(%cf, _, %up) {mode = "linear"} : f32[1,1,4,4] @"up"
+  %zh = Resize(%c, _, %down) {mode = "linear"} : f16[1,1,1,1] @"down"
+  %z = Cast(%zh) {to = 1} : f32[1,1,1,1] @"z.to_f32"
+  output %y
+  output %z
 })");
 }
 

@@ -184,6 +184,37 @@ TEST(ConvertLayout, AxesOfPerAxisOpsAreRemapped) {
 })");
 }
 
+// An upsample that writes a graph output stays NCHW: the Transpose back to NCHW moves its input,
+// 16x smaller here, and says why. One that something else reads converts as any Resize.
+TEST(ConvertLayout, UpsampleIntoAGraphOutputStaysNchw) {
+  testing::expect_pass_result("convert-layout", R"(graph @g opset 17 {
+  input %x : f32[1,8,2,2]
+  const %w : f32[2,8,1,1] = [1.0, -1.0, 0.5, 0.25, 2.0, -0.5, 1.5, 0.75, -1.0, 0.5, 1.0, -0.25, 0.125, 1.0, -2.0, 0.5]
+  const %scales : f32[4] = [1.0, 1.0, 4.0, 4.0]
+  %c = Conv(%x, %w) : f32[1,2,2,2] @"conv"
+  %y = Resize(%c, _, %scales) {mode = "linear"} : f32[1,2,8,8] @"up"
+  %u = Resize(%c, _, %scales) {mode = "linear"} : f32[1,2,8,8] @"up2"
+  %z = Relu(%u) : f32[1,2,8,8] @"relu"
+  output %y
+  output %z
+})",
+                              R"(graph @g opset 17 {
+  input %x : f32[1,8,2,2]
+  const %w : f32[2,1,1,8] = [1.0, -1.0, 0.5, 0.25, 2.0, -0.5, 1.5, 0.75, -1.0, 0.5, 1.0, -0.25, 0.125, 1.0, -2.0, 0.5]
+  const %scales : f32[4] = [1.0, 1.0, 4.0, 4.0]
+  const %scales_nhwc : f32[4] = [1.0, 4.0, 4.0, 1.0]
+  %xt = Transpose(%x) {perm = [0, 2, 3, 1]} : f32[1,2,2,8] @"t0"
+  %ct = tessel.Conv(%xt, %w) : f32[1,2,2,2] @"conv"
+  %c = Transpose(%ct) {layout_reason = "Resize 'up' upsamples into a graph output: it runs in NCHW, so that the transpose to NCHW moves its smaller input", perm = [0, 3, 1, 2]} : f32[1,2,2,2] @"t1"
+  %y = Resize(%c, _, %scales) {mode = "linear"} : f32[1,2,8,8] @"up"
+  %ut = Resize(%ct, _, %scales_nhwc) {mode = "linear"} : f32[1,8,8,2] @"up2"
+  %zt = Relu(%ut) : f32[1,8,8,2] @"relu"
+  %z = Transpose(%zt) {perm = [0, 3, 1, 2]} : f32[1,2,8,8] @"t2"
+  output %y
+  output %z
+})");
+}
+
 // An op without NHWC form gets its input back in NCHW, and the Transpose names it.
 TEST(ConvertLayout, OpWithoutNhwcFormGetsAnExplainedTranspose) {
   testing::expect_pass_result("convert-layout", R"(graph @g opset 17 {
