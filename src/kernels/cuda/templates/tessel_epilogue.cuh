@@ -100,6 +100,38 @@ struct ResidualVector {
 // one DRAM round trip per chunk left ResNet-50's residual convs at 1.4 TB/s.
 constexpr int kResidualBatch = 4;
 
+// Asks L2 for the residual under a CTA's (kRows, kCols) output tile at (m_base, n_base) before
+// its mainloop, one 128-byte line per prefetch, kThreads threads sharing the lines: the
+// epilogue's residual loads then hit L2 instead of waiting on DRAM after the mainloop (a short-K
+// residual conv, ResNet's 1x1 expansions, spends much of its time in that wait: the residual is
+// as large as the output). Channels-last stores only (rows of contiguous channels); a hint:
+// nothing waits for it. Measured on an H100 (docs/performance.md): ResNet-50's 56x56 residual
+// convs on mma.sync 66 -> 57 us, its 28x28 ones 32 -> 34 us alone, the whole network at batch
+// 32 1.418 -> 1.374 ms; the cp.async wgmma kernel does not call it (it lost 10% there).
+template <typename P, int kRows, int kCols, int kThreads>
+__device__ __forceinline__ void prefetch_residual(const KernelParams& p, int batch, int m_base,
+                                                  int n_base, int tid) {
+  if constexpr (P::kResidual >= 0 && !P::kStoreAlongM && P::kStoreNStride == 1) {
+    using R = typename P::Residual;
+    constexpr int kLine = 128;
+    // A row's run of kCols elements touches at most this many lines, wherever it starts.
+    constexpr int kLinesPerRow = (kCols * int(sizeof(R)) + kLine - 1) / kLine + 1;
+    const int cols = min(kCols, P::kN - n_base);
+    const R* base = static_cast<const R*>(p.extra[P::kResidual]);
+    for (int i = tid; i < kRows * kLinesPerRow; i += kThreads) {
+      const int m = m_base + i / kLinesPerRow;
+      if (m >= P::kM || cols <= 0) continue;
+      const char* row = reinterpret_cast<const char*>(base + P::store_offset(batch, m, n_base));
+      const char* end = row + cols * int(sizeof(R));
+      const char* line =
+          reinterpret_cast<const char*>(reinterpret_cast<unsigned long long>(row) &
+                                        ~static_cast<unsigned long long>(kLine - 1)) +
+          (i % kLinesPerRow) * kLine;
+      if (line < end) asm volatile("prefetch.global.L2 [%0];" ::"l"(line));
+    }
+  }
+}
+
 // Output element of the fp32 result v at channel ch.
 template <typename P>
 __device__ __forceinline__ typename P::Out finish_element(const KernelParams& p, float v, int ch,

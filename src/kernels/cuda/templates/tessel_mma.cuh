@@ -281,6 +281,7 @@ struct MmaKernel {
     else la.init(p, cta.batch, k_begin, m0, tid);
     if constexpr (P::kBKMajor) lb.init(p, cta.batch, n0, k_begin, tid);
     else lb.init(p, cta.batch, k_begin, n0, tid);
+    if (cta.split == 0) prefetch_residual<P, kBM, kBN, kThreads>(p, cta.batch, m0, n0, tid);
 
     const u32 smem_a = smem_addr(smem);
     const u32 smem_b = smem_a + kStages * TileA::kBytes;

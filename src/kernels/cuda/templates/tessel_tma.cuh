@@ -295,10 +295,14 @@ struct TmaWgmmaKernel {
     int i = group;
     for (int tile = blockIdx.x + group * gridDim.x, n = 0; tile < kTiles;
          tile += kConsumers * gridDim.x, i += kConsumers, ++n) {
-      if (group == 1) mbarrier_wait(turn + 8, n & 1);
-      else if (n > 0) mbarrier_wait(turn, (n - 1) & 1);
       const CtaCoord cta = rasterize<kTilesM, kTilesN, 1, 1, P::kRaster>(tile);
       const int m0 = cta.tile_m * kBM, n0 = cta.tile_n * kBN;
+      // While the other warpgroup's mainloop runs: this tile's residual, into L2.
+      prefetch_residual<P, kBM, kBN, 128>(p, 0, m0, n0, tid % 128);
+      if (group == 1)
+        mbarrier_wait(turn + 8, n & 1);
+      else if (n > 0)
+        mbarrier_wait(turn, (n - 1) & 1);
       Acc acc[kMI][kBN / 2];
 #pragma unroll
       for (int mi = 0; mi < kMI; ++mi)
