@@ -240,7 +240,7 @@ Action add_tune(CLI::App& app) {
       std::vector<Tensor> inputs;
       for (ir::ValueId v : alone.inputs) inputs.push_back(random_tensor(alone.type(v), rng));
       std::optional<Tensor> reference;
-      double best = 0;
+      double best = 0, default_time = 0;
       std::string best_name;
       int tried = 0;
       for (size_t k = 0; k < builds.size(); ++k) {
@@ -256,7 +256,7 @@ Action add_tune(CLI::App& app) {
           std::sort(ms.begin(), ms.end());
           const double us = 1e3 * ms[ms.size() / 2];
           ++tried;
-          if (k == 0) default_us += us;
+          if (k == 0) default_us += us, default_time = us;
           if (best_name.empty() || us < best) best = us, best_name = job.candidates[k].name();
         } catch (const Error&) {
           continue;  // a candidate that fails to load or run is not recorded
@@ -271,9 +271,12 @@ Action add_tune(CLI::App& app) {
       }
       const double t = elapsed();
       progress.update("tuning", done, static_cast<int>(jobs.size()));
-      std::printf("[%d/%zu] %-28s best %s %.1f us of %d measured; %.0f s, ETA %.0f s\n", done,
-                  jobs.size(), n.name.c_str(), best_name.c_str(), best, tried, t,
-                  t / done * (static_cast<double>(jobs.size()) - done));
+      std::printf(
+          "[%d/%zu] %-28s best %s %.1f us of %d measured (default %s %.1f us); %.0f s, "
+          "ETA %.0f s\n",
+          done, jobs.size(), n.name.c_str(), best_name.c_str(), best, tried,
+          job.candidates[0].name().c_str(), default_time, t,
+          t / done * (static_cast<double>(jobs.size()) - done));
       std::fflush(stdout);
     }
     db.save(o->db);

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Two tessel binaries on the same models, on the same GPU, back to back: the A/B of a change.
+# Runs after scripts/gpu_models.sh, whose ONNX exports it reuses (/tmp/tessel_models/M_bB.onnx).
+# For each run, each binary compiles the model into its own empty kernel cache and `bench`es it;
+# the two are timed alternately, ROUNDS times, so that a drift of the machine hits both.
+#
+# Usage: scripts/gpu_ab.sh BASE_TESSEL NEW_TESSEL model:batch[,model:batch...]
+# Prints a table: run, base median ms, new median ms (the medians of the rounds), new / base.
+set -uo pipefail
+base=$1 new=$2 runs=$3
+W=/tmp/tessel_models
+ROUNDS=${ROUNDS:-3}
+printf "%-34s %10s %10s %8s\n" "model" "base ms" "new ms" "new/base"
+for r in ${runs//,/ }; do
+  m=${r%%:*} b=${r##*:}
+  onnx=$W/${m}_b$b.onnx
+  if [[ ! -f $onnx ]]; then
+    echo "$r: no $onnx (run scripts/gpu_models.sh first)" >&2
+    continue
+  fi
+  declare -A t=()
+  for side in base new; do
+    bin=${!side}
+    TESSEL_CACHE_DIR=/tmp/ab_cache_$side "$bin" compile "$onnx" -o "/tmp/ab_${side}.tsl" --precision fp16 \
+      > "/tmp/ab_${side}.log" 2>&1 || { echo "$r: $side compile failed: $(tail -1 /tmp/ab_${side}.log)" >&2; continue 2; }
+  done
+  for ((i = 0; i < ROUNDS; ++i)); do
+    for side in base new; do
+      bin=${!side}
+      ms=$(TESSEL_CACHE_DIR=/tmp/ab_cache_$side "$bin" bench "/tmp/ab_${side}.tsl" 2>&1 |
+        sed -n 's/^latency *median \([0-9.]*\) ms.*/\1/p')
+      t[$side]="${t[$side]:-} $ms"
+    done
+  done
+  median() { tr ' ' '\n' <<< "$1" | grep . | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+  mb=$(median "${t[base]}") mn=$(median "${t[new]}")
+  printf "%-34s %10s %10s %8s\n" "$m b$b" "$mb" "$mn" "$(awk -v a="$mb" -v b="$mn" 'BEGIN { if (a > 0) printf "%.3f", b / a }')"
+  unset t
+done
