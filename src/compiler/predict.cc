@@ -61,7 +61,9 @@ NodePrediction predict_node(const ir::Graph& g, int node, const NodePlan& plan,
     return p;
   }
   p.model = "cost model";
-  p.microseconds = kernels::estimate(*plan.match.contraction, plan.schedule, target).microseconds;
+  p.microseconds = kernels::estimate(*plan.match.contraction, plan.schedule, target,
+                                     contraction::read_bytes_per_output(plan.epilogue))
+                       .microseconds;
   // A contraction the tuning database measured on this GPU, with the schedule it runs: the
   // measurement is the prediction, and it calibrates the cost model for the others.
   if (const TuningRecord* r = plan.tuned && tuning ? tuning->find(plan.match.contraction->key(),

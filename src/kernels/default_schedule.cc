@@ -470,6 +470,10 @@ Schedule default_schedule(const Contraction& c, const device::DeviceInfo& device
     return s.split_k == 1 ||
            (mn_tiles(c, s) < device.sm_count && c.k / s.split_k >= kMinSplitKDepth);
   };
+  // The ranking does not charge the epilogue's residual reads (estimate's
+  // epilogue_read_bytes, which `tessel predict` does): with them it moves ResNet-50's and
+  // FCN's residual convs to other tiles (14x14: TMA 128x128 -> 64x64; 7x7 and FCN's 28x28
+  // 512 -> 2048: wgmma 128x256 -> mma.sync 128x128), which no GPU run has measured yet.
   std::vector<Ranked> ranked;
   for (const DefaultKernel& k : kDefaultKernels) {
     if (k.instruction == Instruction::kWgmma && (mma_sync_only || !has_wgmma(device))) continue;

@@ -111,7 +111,8 @@ double launch_cycles(const device::DeviceInfo& device) {
   return kLaunchMicroseconds * arch_facts(device).clock_mhz;
 }
 
-ScheduleEstimate estimate(const Contraction& c, const Schedule& s, const device::DeviceInfo& device) {
+ScheduleEstimate estimate(const Contraction& c, const Schedule& s, const device::DeviceInfo& device,
+                          int64_t epilogue_read_bytes) {
   const ArchFacts& f = arch_facts(device);
   const double bm = s.block_m, bn = s.block_n, bk = s.block_k;
   const double ea = static_cast<double>(dtype_size(c.a_dtype));
@@ -196,7 +197,10 @@ ScheduleEstimate estimate(const Contraction& c, const Schedule& s, const device:
   const int ahead = std::max(1, s.stages - (wgmma && !tma ? 2 : 1));
   const double serial_step = sync_loads ? std::max(latency, own_math) + kKTileOverhead
                                         : std::max(latency / ahead, own_math + kKTileOverhead);
-  const double out_bytes = bm * bn * (s.split_k > 1 ? 4.0 : ec);  // split-K: fp32 partials
+  // The epilogue's traffic per CTA: its stores (split-K: fp32 partials) and what it reads (a
+  // residual as large as the output, read by the one split that finishes the tile).
+  const double read = static_cast<double>(epilogue_read_bytes);
+  const double out_bytes = bm * bn * ((s.split_k > 1 ? 4.0 : ec) + read / s.split_k);
   const double serial =
       k_steps * std::max(serial_step * (1 + kContention * (active - 1)), per_sm / active) +
       latency + out_bytes / kEpilogueBytesPerClkCta;
@@ -207,7 +211,7 @@ ScheduleEstimate estimate(const Contraction& c, const Schedule& s, const device:
   }
   if (s.split_k > 1)
     cycles += (s.split_k - 1) * (kL2Latency + bm * bn * 4 / kSplitKBytesPerClk) + kSplitKFixed;
-  const double unique = unique_a + unique_b + elements(c.maps.c.shape) * ec;
+  const double unique = unique_a + unique_b + elements(c.maps.c.shape) * (ec + read);
   e.dram_cycles = unique / (static_cast<double>(f.dram_bytes_per_clk) * device.sm_count);
   e.cycles = std::max(cycles, e.dram_cycles);
   e.microseconds = kLaunchMicroseconds + e.cycles / f.clock_mhz;

@@ -12,7 +12,7 @@
 //  - one CTA's own serial path: per k-tile its Tensor Core time on the SM sub-partitions its
 //    warps cover, or the load latency its pipeline cannot hide (latency / (stages - 1), or
 //    the whole latency on the 2-byte register path, which fetches one k-tile ahead); plus the
-//    pipeline fill and its epilogue.
+//    pipeline fill and its epilogue (its stores, and the residual it reads).
 // Latency is longer where an operand streams from DRAM (each byte loaded once).
 // Registers above 255 spill; split-K adds the last CTA's serial sum of the other splits'
 // fp32 partials. DRAM traffic of the unique operands bounds the time from below, and each
@@ -41,9 +41,11 @@ struct ScheduleEstimate {
 };
 
 // For a schedule that does not fit the SM (ctas_per_sm 0), cycles and microseconds are
-// infinite. The schedule must pass check_schedule (kernel_rules.h).
+// infinite. The schedule must pass check_schedule (kernel_rules.h). `epilogue_read_bytes`: what
+// the epilogue reads per output element (contraction::read_bytes_per_output: a residual's
+// element); it moves with the stores, and from DRAM.
 ScheduleEstimate estimate(const contraction::Contraction& c, const Schedule& s,
-                          const device::DeviceInfo& device);
+                          const device::DeviceInfo& device, int64_t epilogue_read_bytes = 0);
 
 // Registers per thread of the generated kernel: accumulators, mma.sync fragments
 // (double-buffered), split-K sums, register-path staging, address and loop state.

@@ -111,4 +111,13 @@ std::string Epilogue::str() const {
   return s + "store " + std::string(dtype_name(out_dtype)) + " " + store_str(store);
 }
 
+int64_t read_bytes_per_output(const Epilogue& e) {
+  int64_t bytes = 0;
+  for (const EpilogueStep& s : e.steps) {
+    if (s.kind == EpilogueOpKind::kResidualAdd || s.kind == EpilogueOpKind::kScaledResidualAdd)
+      bytes += static_cast<int64_t>(dtype_size(e.residual_dtype.value_or(e.out_dtype)));
+  }
+  return bytes;
+}
+
 }  // namespace tessel::contraction

@@ -96,4 +96,9 @@ struct Epilogue {
   std::string str() const;
 };
 
+// Bytes the epilogue reads from memory per output element besides the accumulator: the
+// residual's element (f16 2, an int8 residual 1), 0 without one. Per-channel operands (scale,
+// bias) are per column, not per element, and stay in cache.
+int64_t read_bytes_per_output(const Epilogue& e);
+
 }  // namespace tessel::contraction

@@ -114,6 +114,22 @@ TEST(ContractionStr, DescribesGroupsOperandsAndLoops) {
             std::string::npos);
 }
 
+// What the epilogue reads per output element, for the cost model: the residual's element, in
+// its own dtype where that is not the output's (an int8 residual of kScaledResidualAdd).
+TEST(EpilogueReads, TheResidualElement) {
+  Epilogue e;
+  e.steps = {{EpilogueOpKind::kBias, 0, 0, 0}, {EpilogueOpKind::kRelu}};
+  EXPECT_EQ(read_bytes_per_output(e), 0);
+  e.steps.push_back({EpilogueOpKind::kResidualAdd, 0, 0, 1});
+  EXPECT_EQ(read_bytes_per_output(e), 2);
+  e.out_dtype = DType::kF32;
+  EXPECT_EQ(read_bytes_per_output(e), 4);
+  e.out_dtype = DType::kI8;
+  e.residual_dtype = DType::kI8;
+  e.steps.back().kind = EpilogueOpKind::kScaledResidualAdd;
+  EXPECT_EQ(read_bytes_per_output(e), 1);
+}
+
 TEST(EpilogueStr, StepsThenStore) {
   Epilogue e;
   EXPECT_EQ(e.str(), "store f16 plain(ld=n)");

@@ -209,6 +209,25 @@ TEST(Estimate, SplitKPaysForItsPartials) {
   EXPECT_GT(estimate(fc, big, kH100).cycles, 2 * estimate(fc, split8, kH100).cycles);
 }
 
+TEST(Estimate, TheResidualMovesWithTheEpilogue) {
+  // ResNet-50's 56x56 residual conv at batch 32 (64 -> 256, K = 64) on the mma.sync 128x128
+  // tile: measured 57-66 us on an H100 (2026-11-28) where the estimate without its residual
+  // said 34 us. Reading an f16 residual per output doubles the epilogue's traffic and adds the
+  // residual's 51 MB to the DRAM bound.
+  const Contraction c = conv(32, 56, 64, 256, 1, 1, 0);
+  const Schedule s;  // tc_128x128x32_s3_w64x64
+  const ScheduleEstimate plain = estimate(c, s, kH100);
+  const ScheduleEstimate residual = estimate(c, s, kH100, /*epilogue_read_bytes=*/2);
+  EXPECT_GT(residual.cycles, 1.3 * plain.cycles);
+  EXPECT_DOUBLE_EQ(residual.dram_cycles - plain.dram_cycles,
+                   plain.dram_cycles * (32.0 * 56 * 56 * 256 * 2) /
+                       (32.0 * 56 * 56 * 64 * 2 + 256.0 * 64 * 2 + 32.0 * 56 * 56 * 256 * 2));
+  EXPECT_GT(residual.microseconds, 45);
+  // A long-K conv's epilogue is a small part of it: the residual changes little.
+  const Contraction deep = conv(32, 14, 2304, 256, 1, 1, 0);
+  EXPECT_LT(estimate(deep, s, kH100, 2).cycles, 1.1 * estimate(deep, s, kH100).cycles);
+}
+
 TEST(EnumerateSchedules, IsTheLegalSpace) {
   Contraction c = gemm(1024, 1024, 4096);
   for (const device::DeviceInfo& device : {kA100, kH100}) {
