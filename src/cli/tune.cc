@@ -2,10 +2,11 @@
 // fastest of each in a tuning database (compiler/tuning_db.h), which `compile --db` (and
 // explain, predict, bench, profile, run) then use.
 //
-// Unique workloads only: contractions with the same key (the text that determines the
-// generated code) are tuned once. For each, the candidates are the cost model's default first,
-// then the schedule space (kernels::enumerate_schedules) ranked by the cost model, those the
-// generator takes with the node's epilogue, at most --per-layer. Each candidate is compiled
+// Unique workloads only: contraction nodes with the same key (compiler::tuning_key: the
+// contraction, and what of its epilogue changes its time) are tuned once. For each, the
+// candidates are the cost model's default first, then the schedule space
+// (kernels::enumerate_schedules) ranked by the cost model, those the generator takes with the
+// node's epilogue, at most --per-layer. Each candidate is compiled
 // (in parallel) as the node alone, a one-node engine run on random inputs, checked against the
 // default's output (relative L2 within 1e-2: a wrong kernel is never recorded), and timed by
 // CUDA-graph replays (median). The database is saved after every layer, so a run cut short
@@ -178,7 +179,7 @@ Action add_tune(CLI::App& app) {
       const compiler::NodePlan plan = compiler::plan_node(g, g.nodes[i], options, target);
       if (plan.run != compiler::NodeRun::kContraction || !plan.tensor_cores()) continue;
       const contraction::Contraction& c = *plan.match.contraction;
-      const std::string key = c.key();
+      const std::string key = compiler::tuning_key(c, plan.epilogue);
       if (!seen.insert(key).second) continue;
       if (!o->retune && db.find(key, device_key)) {
         ++cached;
@@ -215,7 +216,8 @@ Action add_tune(CLI::App& app) {
       const ir::Graph alone = isolate(g, n);
       const compiler::NodePlan alone_plan = compiler::plan_node(alone, alone.nodes[0], options, target);
       TESSEL_ICHECK(alone_plan.run == compiler::NodeRun::kContraction) << n.label() << " alone";
-      const std::string alone_key = alone_plan.match.contraction->key();
+      const std::string alone_key =
+          compiler::tuning_key(*alone_plan.match.contraction, alone_plan.epilogue);
       // Compile every candidate (NVRTC, in parallel), the node alone with the candidate as its
       // tuning record.
       std::vector<std::future<std::optional<compiler::CompiledPlan>>> builds;

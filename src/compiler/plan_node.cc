@@ -84,7 +84,8 @@ NodePlan plan_contraction(const ir::Graph& g, const ir::Node& n, const Options& 
   // A measured schedule from the tuning database, where one matches and the kernel takes it
   // with this node's epilogue.
   if (options.tensor_cores && options.tuning)
-    if (const TuningRecord* r = options.tuning->find(c.key(), TuningDb::device_key(target)))
+    if (const TuningRecord* r =
+            options.tuning->find(tuning_key(c, plan.epilogue), TuningDb::device_key(target)))
       if (std::optional<kernels::Schedule> s = kernels::parse_schedule(r->schedule, c))
         if (!cg::can_implement(c, plan.epilogue, *s)) {
           plan.schedule = *s;

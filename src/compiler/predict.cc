@@ -66,9 +66,10 @@ NodePrediction predict_node(const ir::Graph& g, int node, const NodePlan& plan,
                        .microseconds;
   // A contraction the tuning database measured on this GPU, with the schedule it runs: the
   // measurement is the prediction, and it calibrates the cost model for the others.
-  if (const TuningRecord* r = plan.tuned && tuning ? tuning->find(plan.match.contraction->key(),
-                                                                   TuningDb::device_key(target))
-                                                   : nullptr;
+  if (const TuningRecord* r = plan.tuned && tuning
+                                  ? tuning->find(tuning_key(*plan.match.contraction, plan.epilogue),
+                                                 TuningDb::device_key(target))
+                                  : nullptr;
       r && p.microseconds > 0) {
     p.estimated_us = p.microseconds;
     p.microseconds = r->microseconds;

@@ -24,6 +24,31 @@ std::string checksum_of(const nlohmann::json& records) {
 
 }  // namespace
 
+std::string tuning_key(const contraction::Contraction& c, const contraction::Epilogue& e) {
+  using Kind = contraction::StoreMap::Kind;
+  const char* store = "plain";
+  switch (e.store.kind) {
+    case Kind::kPlain:
+      store = "plain";
+      break;
+    case Kind::kChannelSlice:
+      store = "slice";
+      break;
+    case Kind::kDepthToSpace:
+      store = "d2s";
+      break;
+    case Kind::kNchw:
+      store = "nchw";
+      break;
+    case Kind::kDepthToSpaceNchw:
+      store = "d2s_nchw";
+      break;
+  }
+  return c.key() + "|" + (e.a_prologue ? "prologue:" : "") + "read" +
+         std::to_string(contraction::read_bytes_per_output(e)) + ":" + store + ":" +
+         std::string(dtype_name(e.out_dtype));
+}
+
 std::string TuningDb::device_key(const device::DeviceInfo& device) {
   return device.arch() + "/" + std::to_string(device.sm_count) + "/" + device.name;
 }
@@ -43,8 +68,12 @@ TuningDb TuningDb::load(const std::string& path) {
       << path << ": not a tessel tuning database (format is not \"" << kFormat << "\")";
   TESSEL_USER_CHECK(j.contains("version") && j["version"].is_number_integer() &&
                     j["version"].get<int>() == kVersion)
-      << path << ": tuning database version " << (j.contains("version") ? j["version"].dump() : "missing")
-      << "; this tessel reads version " << kVersion;
+      << path << ": tuning database version "
+      << (j.contains("version") ? j["version"].dump() : "missing") << "; this tessel reads version "
+      << kVersion
+      << (j.contains("version") && j["version"] == 1
+              ? " (version 1 keys do not name the epilogue: run tessel tune again)"
+              : "");
   TESSEL_USER_CHECK(j.contains("records") && j["records"].is_array())
       << path << ": tuning database without a records list";
   TESSEL_USER_CHECK(j.contains("checksum") && j["checksum"].is_string() &&

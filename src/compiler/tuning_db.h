@@ -1,10 +1,11 @@
-// The tuning database: for a contraction (Contraction::key(), the text that determines its
-// generated code) on a GPU, the fastest schedule `tessel tune` measured. `compile` uses an
+// The tuning database: for a contraction node (tuning_key: the contraction's key, the text
+// that determines its generated mainloop, and what of its epilogue changes its time) on a GPU,
+// the fastest schedule `tessel tune` measured. `compile` uses an
 // entry where one matches (plan_node; `explain` says "tuned"), the cost model's pick
 // elsewhere. A JSON file, portable between machines (keys name no path or address), and
 // mergeable: per (key, device) the faster record wins.
 //
-//   {"format": "tessel-tuning-db", "version": 1,
+//   {"format": "tessel-tuning-db", "version": 2,
 //    "records": [{"key": "...", "device": "sm_90a/132/NVIDIA H100 80GB HBM3",
 //                 "schedule": "tc_128x128x32_s3_w64x64_sk1_r8", "microseconds": 41.2,
 //                 "candidates": 12}, ...],
@@ -21,11 +22,21 @@
 #include <vector>
 
 #include "device/device_info.h"
+#include "kernels/contraction/contraction.h"
+#include "kernels/contraction/epilogue.h"
 
 namespace tessel::compiler {
 
+// A record's key: Contraction::key() and, after "|", what of the epilogue changes the kernel's
+// time: an A prologue (which only the mma.sync kernel applies), the bytes read per output (a
+// residual), the store's kind and the output dtype. A ResNet block's projection shortcut and
+// its residual conv compute one contraction, and the residual's reads give the second 1.5x the
+// time (57 vs 38 us, H100, 2026-11-28): each has its own record. Activations and scales are
+// not in it.
+std::string tuning_key(const contraction::Contraction& c, const contraction::Epilogue& e);
+
 struct TuningRecord {
-  std::string key;       // contraction::Contraction::key()
+  std::string key;       // tuning_key()
   std::string device;    // TuningDb::device_key
   std::string schedule;  // kernels::Schedule::name()
   double microseconds = 0;  // measured median per launch
@@ -35,7 +46,8 @@ struct TuningRecord {
 
 class TuningDb {
  public:
-  static constexpr int kVersion = 1;
+  // 2: keys name the epilogue (tuning_key); version 1 keys were the contraction's alone.
+  static constexpr int kVersion = 2;
 
   // Reads `path`; UserError when it is missing or not a valid database.
   static TuningDb load(const std::string& path);

@@ -251,7 +251,7 @@ TEST(Cli, TuneNeedsAGpuAndMergesDatabases) {
  "checksum": "09612b07b5ecb5a5",
  "format": "tessel-tuning-db",
  "records": [],
- "version": 1
+ "version": 2
 })");
   const Result merged = run_tessel("tune --merge " + a + " " + a + " -o " + db);
   ASSERT_EQ(merged.code, 0) << merged.out;

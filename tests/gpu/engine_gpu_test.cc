@@ -240,7 +240,8 @@ TEST_F(EngineGpu, ConcatPrefixesReadByTunedWgmmaKernels) {
     for (const kernels::Schedule& s : kernels::enumerate_schedules(c, device)) {
       if (s.instruction != kernels::Instruction::kWgmma || kernels::cuda::can_implement(c, plan.epilogue, s))
         continue;
-      db.add({c.key(), compiler::TuningDb::device_key(device), s.name(), 1.0, 1});
+      db.add({compiler::tuning_key(c, plan.epilogue), compiler::TuningDb::device_key(device),
+              s.name(), 1.0, 1});
       forced.insert(s.name());
       break;
     }
