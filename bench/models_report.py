@@ -12,6 +12,10 @@ One row per line of tessel.csv. Writes the markdown table (printed too) and ever
 JSON; exits 1 when a run failed or missed the accuracy bar (bench/accuracy.py).
 
     models_report.py --work DIR --md FILE --json FILE [--device TEXT]
+    models_report.py --merge A.json B.json ... --md FILE --json FILE   (a zoo run's parts)
+
+Under the table, per batch size: runs completed and passing the bar, the geometric mean
+speed-up over torch.compile and eager, and the runs below torch.compile.
 """
 import argparse
 import csv
@@ -117,12 +121,61 @@ def table(runs, device):
             if "torch_fp16_accuracy" in r:
                 note += "; PyTorch's own fp16: " + accuracy.summary(r["torch_fp16_accuracy"])
             notes.append(note)
+    summary_lines = summary(runs)
     bar = ("Accuracy bar: rel L2 <= %.0e or <= %.1fx PyTorch's own fp16 rel L2, same top-1 on "
            ">= %d of 32 images, where an image whose top-1 moves to a class within %.1fx "
            "PyTorch fp16's own logit error of the fp32 top-1 (a near tie, \"+ n ties\") counts "
            "for neither side." % (accuracy.MAX_REL_L2, accuracy.TORCH_FP16_FACTOR,
                                  accuracy.top1_needed(32), accuracy.TORCH_FP16_FACTOR))
-    return "\n".join(lines + ["", bar] + ["- " + n for n in notes]) + "\n"
+    return "\n".join(lines + [""] + summary_lines + ["", bar] + ["- " + n for n in notes]) + "\n"
+
+
+def geomean(xs):
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else math.nan
+
+
+def summary(runs):
+    """Per batch size: the runs that completed, how many pass the accuracy bar, the geometric
+    mean speed-up over torch.compile and over eager, and the runs below torch.compile (issue
+    10's bars: every model at least as fast, geomean >= 1.5x at batch 1 and >= 1.2x at 32)."""
+    out = []
+    for batch in sorted({r["batch"] for r in runs}):
+        rs = [r for r in runs if r["batch"] == batch]
+        ok = [r for r in rs if r["status"] == "ok" and not math.isnan(r.get("median_ms", math.nan))]
+        passing = [r for r in ok if r.get("accuracy", {}).get("ok")]
+        vs = lambda key: [r[key] / r["median_ms"] for r in ok  # noqa: E731
+                          if not math.isnan(r.get(key, math.nan))]
+        compile_x, eager_x = vs("torch_compile_ms"), vs("torch_eager_graph_ms")
+        below = ["%s %.2fx" % (r["model"], r["torch_compile_ms"] / r["median_ms"]) for r in ok
+                 if not math.isnan(r.get("torch_compile_ms", math.nan)) and
+                 r["torch_compile_ms"] < r["median_ms"]]
+        out.append("Batch %d: %d of %d runs completed, %d pass the accuracy bar; geomean speed-up "
+                   "%s over torch.compile (%d models), %s over eager + graph; below "
+                   "torch.compile: %s." % (
+                       batch, len(ok), len(rs), len(passing),
+                       fmt(geomean(compile_x), ".2f") + "x" if compile_x else "—", len(compile_x),
+                       fmt(geomean(eager_x), ".2f") + "x" if eager_x else "—",
+                       ", ".join(below) if below else "none"))
+    return out
+
+
+def from_json(v):
+    """A run read back from models.json: null -> NaN where a number is expected."""
+    return {k: (math.nan if x is None and k != "accuracy" else x) for k, x in v.items()}
+
+
+def merge(paths):
+    """The runs of several models.json files (the parts of a zoo run), in order, and their
+    devices; a run (model, batch) that several files hold keeps the last one's."""
+    runs, devices = {}, []
+    for path in paths:
+        with open(path) as f:
+            data = json.load(f)
+        if data.get("device") and data["device"] not in devices:
+            devices.append(data["device"])
+        for r in data["runs"]:
+            runs[(r["model"], r["batch"])] = from_json(r)
+    return list(runs.values()), devices
 
 
 def no_nan(v):
@@ -132,14 +185,26 @@ def no_nan(v):
     return None if isinstance(v, float) and math.isnan(v) else v
 
 
-def main():
+def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--work", required=True)
+    source = ap.add_mutually_exclusive_group(required=True)
+    source.add_argument("--work", help="gpu_models.sh's work directory")
+    source.add_argument("--merge", nargs="+", metavar="JSON",
+                        help="models.json files of several runs (a zoo's parts): one table")
     ap.add_argument("--md", required=True)
     ap.add_argument("--json", required=True)
     ap.add_argument("--device", default="")
-    args = ap.parse_args()
-    runs = collect(args.work)
+    args = ap.parse_args(argv)
+    if args.merge:
+        runs, devices = merge(args.merge)
+        device = args.device or "; ".join(devices)
+        if len(devices) > 1:
+            sys.stderr.write("models_report.py: the runs come from %d devices: %s\n"
+                             % (len(devices), "; ".join(devices)))
+    else:
+        runs = collect(args.work)
+        device = args.device
+    args.device = device
     md = table(runs, args.device)
     with open(args.md, "w") as f:
         f.write(md)

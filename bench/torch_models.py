@@ -54,22 +54,9 @@ from torchvision.models.resnet import Bottleneck
 from sr_net import SRNet
 from torch_timing import graph_ms_per_call
 
-CLASSIFIERS = ("resnet50", "vgg16", "mobilenet_v2", "inception_v3")
-# The rest of torchvision's classification CNNs (issue 10's zoo): built by name, the same way.
-ZOO = ("alexnet", "vgg11_bn", "resnet18", "resnet101", "resnext50_32x4d", "wide_resnet50_2",
-       "densenet121", "squeezenet1_1", "googlenet", "mobilenet_v3_small", "mobilenet_v3_large",
-       "mnasnet1_0", "shufflenet_v2_x1_0", "efficientnet_b0", "efficientnet_b4",
-       "efficientnet_v2_s", "regnet_x_400mf", "regnet_y_400mf", "regnet_y_1_6gf", "convnext_tiny",
-       # The other sizes of each family (issue 10: every torchvision classification CNN), where a
-       # size changes the layer shapes the kernels see: group widths, depths, channel counts.
-       "vgg19_bn", "resnet34", "resnet152", "resnext101_32x8d", "resnext101_64x4d",
-       "wide_resnet101_2", "densenet169", "densenet201", "squeezenet1_0", "mnasnet0_5",
-       "shufflenet_v2_x2_0", "efficientnet_b7", "efficientnet_v2_m", "regnet_x_3_2gf",
-       "regnet_y_3_2gf", "regnet_y_16gf", "convnext_small")
-# Segmentation heads: their output dict's "out".
-SEGMENTATION = ("fcn_resnet50", "deeplabv3_resnet50", "lraspp_mobilenet_v3_large",
-                "fcn_resnet101", "deeplabv3_mobilenet_v3_large")
-MODELS = CLASSIFIERS + ("sr_net",) + ZOO + SEGMENTATION
+# The model lists (bench/zoo.py, which needs no torch: scripts/gpu_models.sh reads the zoo there).
+from zoo import CLASSIFIERS, MODELS, SEGMENTATION, ZOO  # noqa: E402
+
 SR_SIZE = (720, 1280)   # the seed's frame
 OPSET = 18
 # gen_models.py's values.

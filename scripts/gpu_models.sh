@@ -14,7 +14,10 @@
 #
 # Usage: scripts/gpu_models.sh [RUNS]
 #   RUNS: comma-separated model:batch; default the four classifiers at batch 1 and 32 and sr_net
-#   at batch 1 (720x1280). TORCH_COMPILE=0 skips torch.compile (its column reads "—").
+#   at batch 1 (720x1280). `zoo` is issue 10's zoo (bench/zoo.py: every torchvision CNN at batch
+#   1 and 32, longer than one call of the GPU machine), `zoo:K/N` its part K of N; join the
+#   parts' models.json with bench/models_report.py --merge. TORCH_COMPILE=0 skips torch.compile
+#   (its column reads "—").
 # Exit status 1 when a step failed or a model missed the accuracy bar.
 set -uo pipefail
 ROOT=$(pwd)
@@ -22,6 +25,9 @@ OUT=${OUT:-/tmp/tessel_out}
 W=/tmp/tessel_models
 TESSEL=$ROOT/${TESSEL_DEVICE_DIR:-.device}/bin/tessel
 runs=${1:-resnet50:1,vgg16:1,mobilenet_v2:1,inception_v3:1,sr_net:1,resnet50:32,vgg16:32,mobilenet_v2:32,inception_v3:32}
+if [[ $runs =~ ^zoo(:([0-9]+/[0-9]+))?$ ]]; then
+  runs=$(python3 "$ROOT/bench/zoo.py" --runs "${BASH_REMATCH[2]:-1/1}") || exit 2
+fi
 for r in ${runs//,/ }; do
   [[ $r =~ ^[a-z0-9_]+:[0-9]+$ ]] || { echo "gpu_models.sh: '$r' is not model:batch" >&2; exit 2; }
 done
