@@ -24,6 +24,7 @@
 
 #include <algorithm>
 #include <set>
+#include <utility>
 
 #include "core/error.h"
 #include "kernels/cuda/op_emit.h"
@@ -294,6 +295,20 @@ OpKernelSource emit_resize(const ir::Graph& g, const ir::Node& n) {
     if (kind[d] == Kind::kLerp) lerp_dims.push_back(d);
     if (kind[d] == Kind::kTaps) tap_dims.push_back(d);
   }
+  // The input offset and the weight of one corner of the Lerp dimensions' taps (bit k of
+  // `corner`: the high tap of lerp_dims[k]); `entry(d)` names dimension d's table entry.
+  auto corner_terms = [&](int corner, auto&& entry) {
+    std::string off, weight;
+    for (size_t k = 0; k < lerp_dims.size(); ++k) {
+      const int d = lerp_dims[k];
+      const bool hi = (corner >> k) & 1;
+      const std::string t = entry(d);
+      off += " + " + term(fmt::format("i64({}.{})", t, hi ? "i1" : "i0"), in_st[d]);
+      weight += fmt::format("{}{}.{}", weight.empty() ? "" : " * ", t, hi ? "w1" : "w0");
+    }
+    return std::pair{off, weight};
+  };
+  auto table_entry = [](int d) { return fmt::format("t{}", d); };
   if (runs) {
     // A run of kVec outputs along the innermost dimension: its taps per element, the outer
     // dimensions' taps (and corners) shared.
@@ -318,14 +333,8 @@ OpKernelSource emit_resize(const ir::Graph& g, const ir::Node& n) {
     } else {
       item += "      float acc = 0.0f;\n";
       for (int corner = 0; corner < (1 << lerp_dims.size()); ++corner) {
-        std::string off, weight;
-        for (size_t k = 0; k < lerp_dims.size(); ++k) {
-          const int d = lerp_dims[k];
-          const bool hi = (corner >> k) & 1;
-          const std::string t = d == last ? "tl" : fmt::format("t{}", d);
-          off += " + " + term(fmt::format("i64({}.{})", t, hi ? "i1" : "i0"), in_st[d]);
-          weight += fmt::format("{}{}.{}", weight.empty() ? "" : " * ", t, hi ? "w1" : "w0");
-        }
+        const auto [off, weight] = corner_terms(
+            corner, [&](int d) { return d == last ? std::string("tl") : table_entry(d); });
         item += fmt::format("      acc += {} * to_float(x[0{}]);\n", weight, off);
       }
       item += "      f.v[v] = from_float<T>(acc);\n";
@@ -358,13 +367,7 @@ OpKernelSource emit_resize(const ir::Graph& g, const ir::Node& n) {
   } else {
     item += "    float acc[kVec] = {};\n";
     for (int corner = 0; corner < (1 << lerp_dims.size()); ++corner) {
-      std::string off, weight;
-      for (size_t k = 0; k < lerp_dims.size(); ++k) {
-        const int d = lerp_dims[k];
-        const bool hi = (corner >> k) & 1;
-        off += " + " + term(fmt::format("i64(t{}.{})", d, hi ? "i1" : "i0"), in_st[d]);
-        weight += fmt::format("{}t{}.{}", weight.empty() ? "" : " * ", d, hi ? "w1" : "w0");
-      }
+      const auto [off, weight] = corner_terms(corner, table_entry);
       item += fmt::format(
           "    {{\n      Frag<T, kVec> s;\n      s.load(x{});\n      const float w = {};\n", off,
           weight);
