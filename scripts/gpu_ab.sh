@@ -6,6 +6,8 @@
 #
 # Usage: scripts/gpu_ab.sh BASE_TESSEL NEW_TESSEL model:batch[,model:batch...]
 # Prints a table: run, base median ms, new median ms (the medians of the rounds), new / base.
+# With PROFILE=N (N > 0), also `tessel profile`s both engines and lists the N kernels whose time
+# changed most (kernels are matched by position: both binaries must plan the same nodes).
 set -uo pipefail
 base=$1 new=$2 runs=$3
 W=/tmp/tessel_models
@@ -36,4 +38,17 @@ for r in ${runs//,/ }; do
   mb=$(median "${t[base]}") mn=$(median "${t[new]}")
   printf "%-34s %10s %10s %8s\n" "$m b$b" "$mb" "$mn" "$(awk -v a="$mb" -v b="$mn" 'BEGIN { if (a > 0) printf "%.3f", b / a }')"
   unset t
+  if [[ ${PROFILE:-0} -gt 0 ]]; then
+    for side in base new; do
+      bin=${!side}
+      TESSEL_CACHE_DIR=/tmp/ab_cache_$side "$bin" profile "/tmp/ab_${side}.tsl" > "/tmp/ab_${side}.profile" 2>&1
+    done
+    # Rows of the per-kernel table: "#  node  op  time_us  pred_us ... instruction".
+    paste <(awk '$1 ~ /^[0-9]+$/ && NF > 10 {print $2, $4, $NF}' /tmp/ab_base.profile) \
+          <(awk '$1 ~ /^[0-9]+$/ && NF > 10 {print $4, $NF}' /tmp/ab_new.profile) |
+      awk '{d = $4 - $2; printf "  %-28s %9.2f -> %9.2f us (%+8.2f)  %s -> %s\n", $1, $2, $4, d, $3, $5}' |
+      sort -t'(' -k2 -g | awk -v n="$PROFILE" '{a[NR] = $0} END {
+        for (i = 1; i <= NR && i <= n; ++i) print a[i];              # the largest gains
+        for (i = NR; i > n && i > NR - n; --i) print a[i] }'        # the largest losses
+  fi
 done
