@@ -12,6 +12,8 @@ set -uo pipefail
 base=$1 new=$2 runs=$3
 W=/tmp/tessel_models
 ROUNDS=${ROUNDS:-3}
+# The median of whitespace-separated numbers.
+median() { tr ' ' '\n' <<< "$1" | grep . | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 printf "%-34s %10s %10s %8s\n" "model" "base ms" "new ms" "new/base"
 for r in ${runs//,/ }; do
   m=${r%%:*} b=${r##*:}
@@ -34,7 +36,6 @@ for r in ${runs//,/ }; do
       t[$side]="${t[$side]:-} $ms"
     done
   done
-  median() { tr ' ' '\n' <<< "$1" | grep . | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
   mb=$(median "${t[base]}") mn=$(median "${t[new]}")
   printf "%-34s %10s %10s %8s\n" "$m b$b" "$mb" "$mn" "$(awk -v a="$mb" -v b="$mn" 'BEGIN { if (a > 0) printf "%.3f", b / a }')"
   unset t

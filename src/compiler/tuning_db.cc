@@ -25,28 +25,7 @@ std::string checksum_of(const nlohmann::json& records) {
 }  // namespace
 
 std::string tuning_key(const contraction::Contraction& c, const contraction::Epilogue& e) {
-  using Kind = contraction::StoreMap::Kind;
-  const char* store = "plain";
-  switch (e.store.kind) {
-    case Kind::kPlain:
-      store = "plain";
-      break;
-    case Kind::kChannelSlice:
-      store = "slice";
-      break;
-    case Kind::kDepthToSpace:
-      store = "d2s";
-      break;
-    case Kind::kNchw:
-      store = "nchw";
-      break;
-    case Kind::kDepthToSpaceNchw:
-      store = "d2s_nchw";
-      break;
-  }
-  return c.key() + "|" + (e.a_prologue ? "prologue:" : "") + "read" +
-         std::to_string(contraction::read_bytes_per_output(e)) + ":" + store + ":" +
-         std::string(dtype_name(e.out_dtype));
+  return c.key() + "|" + contraction::cost_str(e);
 }
 
 std::string TuningDb::device_key(const device::DeviceInfo& device) {

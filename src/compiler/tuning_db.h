@@ -28,11 +28,10 @@
 namespace tessel::compiler {
 
 // A record's key: Contraction::key() and, after "|", what of the epilogue changes the kernel's
-// time: an A prologue (which only the mma.sync kernel applies), the bytes read per output (a
-// residual), the store's kind and the output dtype. A ResNet block's projection shortcut and
-// its residual conv compute one contraction, and the residual's reads give the second 1.5x the
-// time (57 vs 38 us, H100, 2026-11-28): each has its own record. Activations and scales are
-// not in it.
+// time (contraction::cost_str: an A prologue, the bytes read per output, the store's kind, the
+// output dtype). A ResNet block's projection shortcut and its residual conv compute one
+// contraction, and the residual's reads give the second 1.5x the time (57 vs 38 us, H100,
+// 2026-11-28): each has its own record.
 std::string tuning_key(const contraction::Contraction& c, const contraction::Epilogue& e);
 
 struct TuningRecord {

@@ -248,24 +248,9 @@ class PrecisionChooser {
     g_.nodes.insert(g_.nodes.begin(), casts.begin(), casts.end());
   }
 
-  // An upsampling Resize that writes graph output y, read by no node: its input, smaller by
-  // the scale, is what the Cast to fp32 should move (the Resize then interpolates in fp32).
-  int upsample_writing(ValueId y) const {
-    int producer = -1, readers = 0;
-    for (size_t i = 0; i < g_.nodes.size(); ++i) {
-      const ir::Node& n = g_.nodes[i];
-      readers += static_cast<int>(std::count(n.inputs.begin(), n.inputs.end(), y));
-      if (std::count(n.outputs.begin(), n.outputs.end(), y)) producer = static_cast<int>(i);
-    }
-    if (producer < 0 || readers > 0) return -1;
-    const ir::Node& n = g_.nodes[static_cast<size_t>(producer)];
-    const bool upsamples = n.op == "Resize" && n.outputs.size() == 1 && !n.inputs.empty() &&
-                           numel(g_.type(y).shape) > numel(g_.type(n.inputs[0]).shape);
-    return upsamples ? producer : -1;
-  }
-
   // The producer of an fp16 graph output y writes a new value; a Cast at the end writes y.
-  // Where that producer upsamples (upsample_writing), the Cast goes before it instead.
+  // Where that producer upsamples into it (upsamples_into_output), the Cast goes before the
+  // producer instead: the Resize then interpolates in fp32 and the Cast moves its input.
   void cast_graph_outputs() {
     UniqueNames values = UniqueNames::of_values(g_), nodes = UniqueNames::of_nodes(g_);
     std::vector<char> done(g_.values.size(), 0);
@@ -274,7 +259,8 @@ class PrecisionChooser {
           std::find(g_.inputs.begin(), g_.inputs.end(), y) != g_.inputs.end())
         continue;
       done[y] = 1;
-      if (const int up = upsample_writing(y); up >= 0) {
+      const int up = g_.producers()[static_cast<size_t>(y)];
+      if (up >= 0 && upsamples_into_output(g_, g_.nodes[static_cast<size_t>(up)], use_counts(g_))) {
         const ValueId x = g_.nodes[static_cast<size_t>(up)].inputs[0];
         const ValueId x32 =
             g_.add_value(values.fresh(g_.value(x).name + ".f32"), {DType::kF32, g_.type(x).shape});

@@ -101,15 +101,12 @@ class LayoutConverter {
         nchw_missing_(num_original_, 0) {}
 
   ir::Graph run() {
+    uses_ = use_counts(g_);
     std::vector<ir::Node> nodes = std::move(g_.nodes);
     g_.nodes.clear();
     find_matmul_biases(nodes);
     for (const ir::Node& n : nodes)
       if (n.op == "DequantizeLinear" && n.outputs.size() == 1) dequantized_[n.outputs[0]] = n;
-    readers_.assign(num_original_, 0);
-    for (const ir::Node& n : nodes)
-      for (ValueId v : n.inputs)
-        if (v != kNoValue && static_cast<size_t>(v) < num_original_) ++readers_[v];
     for (size_t i = 0; i < nodes.size(); ++i) {
       const ir::Node& n = nodes[i];
       if (absorbed_.count(i)) continue;  // a MatMul's bias Add, now the tessel.Gemm's bias
@@ -656,9 +653,7 @@ class LayoutConverter {
     // An upsample that writes a graph output and nothing else stays NCHW: the Transpose back
     // to ONNX's layout then moves its input instead of its output, which is larger by the
     // square of the scale (a segmentation net's 8x upsample to the image: 64x).
-    const ValueId y = n.outputs[0];
-    if (tracked(y) && readers_[y] == 0 && std::count(g_.outputs.begin(), g_.outputs.end(), y) > 0 &&
-        numel(g_.type(y).shape) > numel(g_.type(n.inputs[0]).shape)) {
+    if (tracked(n.outputs[0]) && upsamples_into_output(g_, n, uses_)) {
       why = n.label() +
             " upsamples into a graph output: it runs in NCHW, so that the transpose "
             "to NCHW moves its smaller input";
@@ -792,7 +787,7 @@ class LayoutConverter {
   UniqueNames node_names_;
   std::vector<ValueId> nhwc_;       // per original value: its NHWC twin, or kNoValue
   std::vector<char> nchw_missing_;  // per original value: only the twin holds the data
-  std::vector<int> readers_;        // per original value: the nodes that read it
+  std::vector<int> uses_;           // use_counts of the input graph
   std::unordered_map<ValueId, ir::Node> dequantized_;  // DequantizeLinear nodes by output
   std::unordered_map<ValueId, ValueId> nhwc_constants_;  // broadcast constants, rewritten
   std::unordered_map<ValueId, ValueId> padded_;          // NHWC value -> channel-aligned copy

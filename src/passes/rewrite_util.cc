@@ -67,6 +67,14 @@ std::vector<int> use_counts(const ir::Graph& g) {
   return uses;
 }
 
+bool upsamples_into_output(const ir::Graph& g, const ir::Node& n, const std::vector<int>& uses) {
+  if (n.op != "Resize" || n.inputs.empty() || n.outputs.size() != 1) return false;
+  const ir::ValueId y = n.outputs[0];
+  const auto as_output = std::count(g.outputs.begin(), g.outputs.end(), y);
+  return as_output > 0 && uses.at(static_cast<size_t>(y)) == as_output &&
+         numel(g.type(y).shape) > numel(g.type(n.inputs[0]).shape);
+}
+
 UniqueNames UniqueNames::of_values(const ir::Graph& g) {
   UniqueNames n;
   for (const ir::Value& v : g.values) n.used_.insert(v.name);

@@ -22,6 +22,11 @@ void erase_nodes(ir::Graph& g, const std::vector<char>& erase);
 // Number of readers of each value, counting graph outputs as readers.
 std::vector<int> use_counts(const ir::Graph& g);
 
+// n is a Resize that upsamples (more output elements than input) into a graph output that no
+// node reads (`uses`: use_counts(g)): a conversion of that output (to NCHW, to fp32) moves less
+// memory on n's input. convert-layout and choose-precision both put theirs there.
+bool upsamples_into_output(const ir::Graph& g, const ir::Node& n, const std::vector<int>& uses);
+
 // The parameters of a QuantizeLinear / DequantizeLinear node in TensorRT's symmetric form: a
 // constant float scale (one value, or one per index of `axis`), a zero point absent or a
 // constant of zeros, no blocks. The one definition fold-batch-norm, fold-qdq and fuse read.

@@ -72,11 +72,28 @@ std::string step_str(const EpilogueStep& s) {
   return os.str();
 }
 
+const char* store_kind_name(StoreMap::Kind kind) {
+  switch (kind) {
+    case StoreMap::Kind::kPlain:
+      return "plain";
+    case StoreMap::Kind::kChannelSlice:
+      return "channel_slice";
+    case StoreMap::Kind::kDepthToSpace:
+      return "depth_to_space";
+    case StoreMap::Kind::kDepthToSpaceNchw:
+      return "depth_to_space_nchw";
+    case StoreMap::Kind::kNchw:
+      return "nchw";
+  }
+  return "?";
+}
+
 std::string store_str(const StoreMap& s) {
   std::ostringstream os;
+  os << store_kind_name(s.kind);
   switch (s.kind) {
     case StoreMap::Kind::kPlain:
-      os << "plain(ld=";
+      os << "(ld=";
       if (s.ld == 0)
         os << "n";
       else
@@ -84,16 +101,15 @@ std::string store_str(const StoreMap& s) {
       os << ")";
       break;
     case StoreMap::Kind::kChannelSlice:
-      os << "channel_slice(offset=" << s.channel_offset << ", ld=" << s.ld << ")";
+      os << "(offset=" << s.channel_offset << ", ld=" << s.ld << ")";
       break;
     case StoreMap::Kind::kDepthToSpace:
     case StoreMap::Kind::kDepthToSpaceNchw:
-      os << (s.kind == StoreMap::Kind::kDepthToSpace ? "depth_to_space" : "depth_to_space_nchw")
-         << "(block=" << s.block << ", " << (s.dcr ? "DCR" : "CRD") << ", out=" << s.out_h << "x"
+      os << "(block=" << s.block << ", " << (s.dcr ? "DCR" : "CRD") << ", out=" << s.out_h << "x"
          << s.out_w << ")";
       break;
     case StoreMap::Kind::kNchw:
-      os << "nchw(out=" << s.out_h << "x" << s.out_w << ")";
+      os << "(out=" << s.out_h << "x" << s.out_w << ")";
       break;
   }
   return os.str();
@@ -118,6 +134,12 @@ int64_t read_bytes_per_output(const Epilogue& e) {
       bytes += static_cast<int64_t>(dtype_size(e.residual_dtype.value_or(e.out_dtype)));
   }
   return bytes;
+}
+
+std::string cost_str(const Epilogue& e) {
+  return std::string(e.a_prologue ? "prologue:" : "") + "read" +
+         std::to_string(read_bytes_per_output(e)) + ":" + store_kind_name(e.store.kind) + ":" +
+         std::string(dtype_name(e.out_dtype));
 }
 
 }  // namespace tessel::contraction

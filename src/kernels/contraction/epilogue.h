@@ -101,4 +101,10 @@ struct Epilogue {
 // bias) are per column, not per element, and stay in cache.
 int64_t read_bytes_per_output(const Epilogue& e);
 
+// What of an epilogue changes its kernel's time, as text: an A prologue (which only the
+// mma.sync kernel applies), the bytes read per output, the store's kind (not its offsets) and
+// the output dtype; activations and scales cost the same and are not in it.
+// "prologue:read2:plain:f16". The tuning database keys records by it (compiler/tuning_db.h).
+std::string cost_str(const Epilogue& e);
+
 }  // namespace tessel::contraction

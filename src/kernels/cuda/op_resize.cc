@@ -169,12 +169,13 @@ OpKernelSource emit_resize(const ir::Graph& g, const ir::Node& n) {
   // run of V consecutive outputs that share the outer coordinates and their taps, each with
   // its own innermost taps (NCHW's width: a segmentation net's output upsample), stored at once.
   const int last = rank - 1;
-  const bool run = kind[last] == Kind::kGather || kind[last] == Kind::kLerp;
+  const bool innermost_resized = kind[last] == Kind::kGather || kind[last] == Kind::kLerp;
   int vec = 1;
-  if (kind[last] == Kind::kIdentity || run) {
+  if (kind[last] == Kind::kIdentity || innermost_resized) {
     vec = static_cast<int>(16 / dtype_size(xt.dtype));
-    while (vec > 1 && (kind[last] == Kind::kIdentity ? in[last] : out[last]) % vec != 0) vec /= 2;
+    while (vec > 1 && (innermost_resized ? out[last] : in[last]) % vec != 0) vec /= 2;
   }
+  const bool runs = innermost_resized && vec > 1;  // else fragments of whole elements, or V = 1
 
   std::string problem = fmt::format("// {} ({}): {} -> {}\n", n.op, mode_name(s.mode), xt.str(),
                                     g.type(n.outputs[0]).str());
@@ -190,7 +191,6 @@ OpKernelSource emit_resize(const ir::Graph& g, const ir::Node& n) {
   // A run's innermost table is run-major: entry v * G + q is coordinate q * V + v (G runs), so
   // that for each element v of their runs consecutive threads read consecutive entries (in
   // coordinate order, a warp's reads of one v spread over V times as many cache lines).
-  const bool runs = run && vec > 1;
   const int64_t run_count = out[last] / vec;
   std::vector<std::vector<std::vector<ops::ResizeTap>>> taps = s.taps;
   if (runs)
