@@ -456,7 +456,7 @@ std::optional<Schedule> packed_groups_schedule(const Contraction& c,
 }
 
 Schedule default_schedule(const Contraction& c, const device::DeviceInfo& device,
-                          bool mma_sync_only) {
+                          bool mma_sync_only, int64_t epilogue_read_bytes) {
   // Before the eligibility test: the halo kernel also takes a stem's f32 NCHW input.
   if (!mma_sync_only) {
     if (std::optional<Schedule> halo = default_halo(c, device)) return *halo;
@@ -470,10 +470,6 @@ Schedule default_schedule(const Contraction& c, const device::DeviceInfo& device
     return s.split_k == 1 ||
            (mn_tiles(c, s) < device.sm_count && c.k / s.split_k >= kMinSplitKDepth);
   };
-  // The ranking does not charge the epilogue's residual reads (estimate's
-  // epilogue_read_bytes, which `tessel predict` does): with them it moves ResNet-50's and
-  // FCN's residual convs to other tiles (14x14: TMA 128x128 -> 64x64; 7x7 and FCN's 28x28
-  // 512 -> 2048: wgmma 128x256 -> mma.sync 128x128), which no GPU run has measured yet.
   std::vector<Ranked> ranked;
   for (const DefaultKernel& k : kDefaultKernels) {
     if (k.instruction == Instruction::kWgmma && (mma_sync_only || !has_wgmma(device))) continue;
@@ -486,7 +482,7 @@ Schedule default_schedule(const Contraction& c, const device::DeviceInfo& device
                         k.stages, split, kDefaultRaster, c);
       if (!split_wanted(s) || !runs(c, s, device)) continue;
       // The residual scales the kernel's own time, not the DRAM bound under it.
-      const ScheduleEstimate e = estimate(c, s, device);
+      const ScheduleEstimate e = estimate(c, s, device, epilogue_read_bytes);
       const double scale = hopper ? k.sm90_scale : 1.0;
       ranked.push_back({s, launch + std::max(scale * e.cycles, e.dram_cycles)});
     }
@@ -497,7 +493,7 @@ Schedule default_schedule(const Contraction& c, const device::DeviceInfo& device
       s.block_k *= block_k_scale(c);  // one 128-byte row: 128 int8
       if (!runs(c, s, device)) continue;
       s.ctas = persistent_ctas(c, s, device);
-      const ScheduleEstimate e = estimate(c, s, device);
+      const ScheduleEstimate e = estimate(c, s, device, epilogue_read_bytes);
       ranked.push_back({s, launch + std::max(k.sm90_scale * e.cycles, e.dram_cycles)});
     }
   }
@@ -508,7 +504,7 @@ Schedule default_schedule(const Contraction& c, const device::DeviceInfo& device
     for (const Schedule& s : space)
       if (s.raster == kDefaultRaster && split_wanted(s) &&
           !(mma_sync_only && s.instruction != Instruction::kMmaSync))
-        ranked.push_back({s, launch + estimate(c, s, device).cycles});
+        ranked.push_back({s, launch + estimate(c, s, device, epilogue_read_bytes).cycles});
   }
   return pick(ranked);
 }

@@ -67,7 +67,9 @@ std::optional<Schedule> packed_groups_schedule(const contraction::Contraction& c
 // bytes per k-tile as the f16 kernels), 16-byte vectors, ranked on the int8 Tensor Core rate.
 // mma_sync_only: the plain mma.sync kernel's defaults only (no halo, packed groups or wgmma),
 // for what only that kernel does (an A prologue, contraction/epilogue.h).
+// epilogue_read_bytes: what the epilogue reads per output element (a residual's bytes,
+// contraction::read_bytes_per_output), charged as estimate() charges it.
 Schedule default_schedule(const contraction::Contraction& c, const device::DeviceInfo& device,
-                          bool mma_sync_only = false);
+                          bool mma_sync_only = false, int64_t epilogue_read_bytes = 0);
 
 }  // namespace tessel::kernels

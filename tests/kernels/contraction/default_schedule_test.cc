@@ -306,6 +306,16 @@ TEST(DefaultSchedule, PicksTheMeasuredBestOnH100) {
   EXPECT_NE(expansion.mainloop, Mainloop::kHalo) << expansion.name();
   // A 3x3 conv of 64 -> 128 channels at 720p keeps the halo kernel (356 vs 392 us).
   EXPECT_EQ(default_schedule(conv(1, 720, 64, 128, 3, 1, 1), kH100).mainloop, Mainloop::kHalo);
+  // Residual convs are ranked with their residual reads (2 bytes per f16 output), measured in
+  // whole networks at batch 32 (scripts/gpu_ab.sh, 2026-11-28): ResNet-50's 7x7 512 -> 2048
+  // takes mma.sync 128x128 (15.9 us; wgmma 128x256: 17.8), its 14x14 256 -> 1024 TMA 64x64
+  // (22.4-23.1 us; TMA 128x128: 23.8-24.6). Without the residual the picks stay as they were.
+  EXPECT_EQ(default_schedule(conv(32, 7, 512, 2048, 1, 1, 0), kH100, false, 2).name(),
+            "tc_128x128x32_s3_w64x64_sk1_r8");
+  EXPECT_EQ(default_schedule(conv(32, 7, 512, 2048, 1, 1, 0), kH100).name(),
+            "wgmma_128x256x64_s4_w64x256_sk1_r8");
+  EXPECT_EQ(default_schedule(conv(32, 14, 256, 1024, 1, 1, 0), kH100, false, 2).name(),
+            "tma_64x64x64_s8_r8_c132");
   // On the A100 the large GEMM takes mma.sync's largest tile.
   EXPECT_EQ(default_schedule(gemm(8192, 8192, 8192), kA100).name(),
             "tc_256x128x32_s3_w64x64_sk1_r8");
