@@ -178,7 +178,7 @@ Schedule pick(const std::vector<Ranked>& ranked) {
 }  // namespace
 
 Schedule halo_schedule(const Contraction& c, int tile_h, int tile_w, int warp_m, int warp_n,
-                       int ctas) {
+                       int ctas, int groups_per_tile) {
   Schedule s;
   s.instruction = Instruction::kMmaSync;
   s.mainloop = Mainloop::kHalo;
@@ -186,8 +186,15 @@ Schedule halo_schedule(const Contraction& c, int tile_h, int tile_w, int warp_m,
   s.block_m = tile_h * tile_w;
   s.warp_m = warp_m;
   s.warp_n = warp_n;
-  s.block_n = warp_n > 0 ? static_cast<int>((c.n + warp_n - 1) / warp_n * warp_n) : 0;
-  const std::optional<contraction::ConvWindow> w = contraction::conv_window(c);
+  s.groups_per_tile = groups_per_tile;
+  std::optional<contraction::ConvWindow> w;
+  if (groups_per_tile > 0) {
+    w = contraction::grouped_conv_geometry(c);
+    s.block_n = w ? groups_per_tile * static_cast<int>(w->out_channels) : 0;
+  } else {
+    w = contraction::conv_window(c);
+    s.block_n = warp_n > 0 ? static_cast<int>((c.n + warp_n - 1) / warp_n * warp_n) : 0;
+  }
   s.block_k = w ? halo_k_padded(*w) : 0;
   s.ctas = ctas;
   return s;
@@ -208,9 +215,12 @@ Schedule tma_schedule(int block_m, int block_n, int stages, int raster, int ctas
 
 std::optional<Schedule> parse_schedule(const std::string& name, const Contraction& c) {
   int a = 0, b = 0, d = 0, e = 0, f = 0, g = 0, h = 0, i = 0, j = 0, v1 = 8, v2 = 8, used = 0;
-  if (std::sscanf(name.c_str(), "halo_%dx%d_n%d_w%dx%d_c%d%n", &a, &b, &d, &e, &f, &g, &used) == 6 &&
-      used == static_cast<int>(name.size())) {
-    Schedule s = halo_schedule(c, a, b, e, f, g);
+  if (std::sscanf(name.c_str(), "halo_%dx%d_n%d_w%dx%d_c%d%n", &a, &b, &d, &e, &f, &g, &used) ==
+      6) {
+    int groups = 0;
+    if (std::sscanf(name.c_str() + used, "_g%d%n", &groups, &j) == 1 && groups > 0) used += j;
+    if (used != static_cast<int>(name.size())) return std::nullopt;
+    Schedule s = halo_schedule(c, a, b, e, f, g, groups);
     if (s.block_n != d) return std::nullopt;  // the name's N tile must be this problem's
     return s;
   }
@@ -455,13 +465,66 @@ std::optional<Schedule> packed_groups_schedule(const Contraction& c,
   return refuse("no packed-groups schedule fits: " + last);
 }
 
+std::optional<Schedule> grouped_halo_schedule(const Contraction& c,
+                                              const device::DeviceInfo& device) {
+  const std::optional<contraction::GroupedLayout> l = contraction::grouped_layout(c);
+  const std::optional<contraction::ConvWindow> w = contraction::grouped_conv_geometry(c);
+  if (!l || !w || device.cc_major < 8 || !contraction::tensor_core_eligible(c) ||
+      c.a_dtype == DType::kI8)
+    return std::nullopt;
+  const int cog = static_cast<int>(l->n_per_group);
+  if (cog % 8 != 0 || w->channels % 8 != 0) return std::nullopt;
+  // The N tile: whole groups up to 32 channels (64 for groups wider than 16), at least one
+  // group; warp tiles of 16 channels for groups of 8 or 16, 32 for multiples of 32, else one
+  // group of a multiple of 16 or two (24 -> 48).
+  const int tile_channels = cog <= 16 ? 32 : 64;
+  const int groups_per_tile =
+      static_cast<int>(std::min<int64_t>(l->groups, std::max(1, tile_channels / cog)));
+  const int warp_n = cog <= 16 ? 16 : cog % 32 == 0 ? 32 : cog % 16 == 0 ? cog : 2 * cog;
+  if (warp_n > 64 || (groups_per_tile * cog) % warp_n != 0) return std::nullopt;
+  // Strided: a tile's halo is about 4x its outputs, and where a group's K is longer than 72
+  // the packed kernel's k-tiles use the SM better (H100, batch 32: ResNeXt's 56x56 stride-2
+  // layer of groups of 8, halo 37.2 vs packed 47.3 us; its 28x28 one of groups of 16, 24.6 vs
+  // 20.0).
+  if ((w->stride_h > 1 || w->stride_w > 1) && w->channels > 8) return std::nullopt;
+  // A width that is no multiple of 16 computes the last tile column's pixels past the edge:
+  // taken up to 1/7 (56, 28 and 14 wide: 12.5%); 7 wide would waste 56%.
+  const int64_t padded_w = (w->out_w + 15) / 16 * 16;
+  if ((padded_w - w->out_w) * 7 > w->out_w) return std::nullopt;
+  // Output tiles of 8 x 16 pixels (an m16 fragment is 16 pixels of one row) in warp tiles of
+  // 32 pixels: 8 warps for two warp columns (ResNeXt's 56x56 groups of 8 at batch 32: 33.2 us,
+  // against 38.8 for 4 warps of 64 pixels and 42.9 for 16x16 tiles). An image of at most 16
+  // rows, an even number, is one tile high (RegNet-Y's 14x14 groups of 8: 6.0 us, against 6.5
+  // to 8.2 for 8-row tiles, whose second row of tiles computes 2 rows of 8).
+  const bool one_tile_high = w->out_h <= 16 && w->out_h % 2 == 0;
+  Schedule s = halo_schedule(c, one_tile_high ? static_cast<int>(w->out_h) : 8, 16, 32, warp_n, 0,
+                             groups_per_tile);
+  if (check_schedule(c, s) || smem_bytes(c, s) > device.smem_per_block_optin)
+    s = halo_schedule(c, 8, 16, 32, warp_n, 0, groups_per_tile);
+  if (check_schedule(c, s) || smem_bytes(c, s) > device.smem_per_block_optin) return std::nullopt;
+  const std::optional<HaloLayout> layout = halo_layout(c, s);
+  const int resident = resident_ctas(device, s.threads(), 128, smem_bytes(c, s));
+  // A work item (slice x tile) for every SM at least (batch 1 keeps the packed kernel's
+  // smaller tiles; RegNet-Y's 14x14 groups of 8 at batch 32, 224 items of 14x16: 6.0 us,
+  // against 10.8 on the packed kernel).
+  if (!layout || resident < 1 || layout->tiles * layout->slices < int64_t{device.sm_count})
+    return std::nullopt;
+  // 8 CTAs per SM (more than are resident: the rest start as the first finish), a multiple
+  // of the slices.
+  s.ctas = static_cast<int>(std::max<int64_t>(1, 8 * int64_t{device.sm_count} / layout->slices) *
+                            layout->slices);
+  return s;
+}
+
 Schedule default_schedule(const Contraction& c, const device::DeviceInfo& device,
                           bool mma_sync_only, int64_t epilogue_read_bytes) {
   // Before the eligibility test: the halo kernel also takes a stem's f32 NCHW input.
   if (!mma_sync_only) {
     if (std::optional<Schedule> halo = default_halo(c, device)) return *halo;
-    if (contraction::grouped_layout(c))
+    if (contraction::grouped_layout(c)) {
+      if (std::optional<Schedule> halo = grouped_halo_schedule(c, device)) return *halo;
       if (std::optional<Schedule> packed = packed_groups_schedule(c, device)) return *packed;
+    }
   }
   if (!contraction::tensor_core_eligible(c) || device.cc_major < 8) return simt_schedule(c);
   const double launch = launch_cycles(device);

@@ -21,9 +21,11 @@ Schedule simt_schedule(const contraction::Contraction& c);
 // A halo schedule (Mainloop::kHalo, tessel_halo.cuh) for a stride-1 NHWC convolution: output
 // tiles of tile_h x tile_w pixels, warp tiles warp_m x warp_n, block_n = N rounded up to
 // warp_n, block_k = the padded K (kernel_h * kernel_w * channels rounded up to 16), `ctas`
-// persistent CTAs (0: one per tile). Whether it is legal is check_schedule's to say.
+// persistent CTAs (0: one per tile). groups_per_tile > 0: a grouped convolution's halo
+// kernel (kernel_rules.h, HaloLayout), block_n = groups_per_tile whole groups and block_k one
+// group's padded K. Whether it is legal is check_schedule's to say.
 Schedule halo_schedule(const contraction::Contraction& c, int tile_h, int tile_w, int warp_m,
-                       int warp_n, int ctas);
+                       int warp_n, int ctas, int groups_per_tile = 0);
 
 // The schedule a name (Schedule::name()) spells, for `c` (a halo name leaves block_k to
 // `c`'s window); nothing when the text is no schedule name. Legality is check_schedule's.
@@ -56,6 +58,16 @@ std::vector<Schedule> enumerate_schedules(const contraction::Contraction& c,
 std::optional<Schedule> packed_groups_schedule(const contraction::Contraction& c,
                                                const device::DeviceInfo& device,
                                                std::string* why = nullptr);
+
+// The grouped halo schedule (kernels::HaloLayout) of a grouped NHWC convolution: N tiles of
+// whole groups up to 32 channels (64 where a group has more than 16), output tiles of 8 x 16
+// pixels (an even image height up to 16: the whole height) in warp tiles of 32 pixels, 8 CTAs
+// per SM (a multiple of the slices). Nothing where
+// the kernel cannot take it (channels per group not a multiple of 8, int8), a strided conv
+// has more than 8 input channels per group, the output width wastes more than 1/7 of a
+// 16-wide tile, or the work is too little for the SMs (a slice's tile per SM).
+std::optional<Schedule> grouped_halo_schedule(const contraction::Contraction& c,
+                                              const device::DeviceInfo& device);
 
 // The default, picked without measuring: among the default kernels (a fixed list of
 // configurations measured on an H100 across the public workloads, each with its measured

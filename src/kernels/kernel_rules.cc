@@ -125,8 +125,13 @@ Reason check_instruction(const Schedule& s) {
 
 Reason check_halo(const Contraction& c, const Schedule& s, HaloLayout* out) {
   if (s.instruction != Instruction::kMmaSync) return "the halo kernel runs on mma.sync only";
-  const std::optional<contraction::ConvWindow> w = contraction::conv_window(c);
-  if (!w) return "the halo kernel needs a stride-1, dilation-1, group-1 NHWC convolution";
+  const bool grouped = s.groups_per_tile > 0;
+  const std::optional<contraction::ConvWindow> w =
+      grouped ? contraction::grouped_conv_geometry(c) : contraction::conv_window(c);
+  if (!w)
+    return grouped ? "the grouped halo kernel needs a grouped NHWC convolution (the group as the "
+                     "batch dim, no channel slice)"
+                   : "the halo kernel needs a stride-1, dilation-1, group-1 NHWC convolution";
   if (c.b_dtype != DType::kF16 && c.b_dtype != DType::kBF16)
     return fmt::format("the halo kernel needs f16 or bf16 weights, not {}", dtype_name(c.b_dtype));
   if (w->nchw_input) {
@@ -150,19 +155,42 @@ Reason check_halo(const Contraction& c, const Schedule& s, HaloLayout* out) {
   if (s.warp_m % 16 != 0 || (s.warp_n % 16 != 0 && s.warp_n != 8))
     return fmt::format("warp tile {}x{}: the halo kernel needs m a multiple of 16 and n 8 or a "
                        "multiple of 16", s.warp_m, s.warp_n);
-  if (s.block_n < c.n || s.block_n - c.n >= s.warp_n)
+  int64_t group_count = 1, group_n = s.block_n;  // a dense conv: one group of block_n
+  if (grouped) {
+    const std::optional<contraction::GroupedLayout> gl = contraction::grouped_layout(c);
+    if (!gl) return "no grouped layout";  // grouped_conv_geometry found one
+    group_count = gl->groups;
+    group_n = gl->n_per_group;
+    if (s.groups_per_tile > group_count)
+      return fmt::format("{} groups per tile of {} groups", s.groups_per_tile, group_count);
+    if (s.block_n != s.groups_per_tile * group_n)
+      return fmt::format("grouped halo block_n={} must be {} groups of {} channels", s.block_n,
+                         s.groups_per_tile, group_n);
+    if (s.warp_n % group_n != 0 && group_n % s.warp_n != 0)
+      return fmt::format("warp tile of {} channels does not nest with groups of {}", s.warp_n,
+                         group_n);
+  } else if (s.block_n < c.n || s.block_n - c.n >= s.warp_n) {
     return fmt::format("halo block_n={} must cover N={} with less than one warp tile to spare",
                        s.block_n, c.n);
+  }
   if (s.split_k != 1) return "the halo kernel does not split K";
   if (s.ctas < 0) return "negative CTA count";
 
   HaloLayout& l = *out;
   l.window = *w;
-  l.channels_padded = static_cast<int>((w->channels + 7) / 8 * 8);
-  l.halo_h = s.tile_h() + static_cast<int>(w->kernel_h) - 1;
-  l.halo_w = s.tile_w + static_cast<int>(w->kernel_w) - 1;
+  l.groups_per_tile = grouped ? s.groups_per_tile : 1;
+  l.group_c = static_cast<int>((w->channels + 7) / 8 * 8);
+  l.group_n = static_cast<int>(group_n);
+  l.slices = (group_count + l.groups_per_tile - 1) / l.groups_per_tile;
+  l.channels_padded = l.groups_per_tile * l.group_c;
+  l.halo_h =
+      static_cast<int>((s.tile_h() - 1) * w->stride_h + (w->kernel_h - 1) * w->dilation_h + 1);
+  l.halo_w = static_cast<int>((s.tile_w - 1) * w->stride_w + (w->kernel_w - 1) * w->dilation_w + 1);
   l.pixel_pitch = ((l.channels_padded / 8) | 1) * 16;
-  l.halo_bytes = (l.halo_h * l.halo_w * l.pixel_pitch + 127) / 128 * 128;
+  // Each row's columns stored by phase of the horizontal stride (tessel_halo.cuh): the row
+  // rounded up to whole phases.
+  const int row_slots = static_cast<int>((l.halo_w + w->stride_w - 1) / w->stride_w * w->stride_w);
+  l.halo_bytes = (l.halo_h * row_slots * l.pixel_pitch + 127) / 128 * 128;
   l.k_padded = halo_k_padded(*w);
   if (s.block_k != l.k_padded)
     return fmt::format("halo block_k={} must be the padded K={}", s.block_k, l.k_padded);

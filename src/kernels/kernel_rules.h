@@ -65,12 +65,23 @@ size_t smem_bytes(const contraction::Contraction& c, const Schedule& s);
 // are padded to an odd number of 16-byte chunks: the 8 rows one ldmatrix phase reads (8
 // consecutive pixels of a window, or 8 output channels) then fall on 8 distinct bank quads,
 // whatever pixel the window starts at.
+//
+// Grouped (Schedule::groups_per_tile > 0, contraction::grouped_conv_geometry): a CTA computes
+// `groups_per_tile` whole groups (block_n = groups_per_tile * group_n channels) of one of
+// `slices` channel slices, and its halo holds those groups' input channels; each n8 fragment
+// multiplies its own group's channels, so no mma computes the zeros of a block-diagonal
+// weight. A dense conv is one group of all channels, in one slice.
 struct HaloLayout {
-  contraction::ConvWindow window;
-  int channels_padded = 0;      // channels rounded up to 8
-  int halo_h = 0, halo_w = 0;   // tile + kernel - 1
+  contraction::ConvWindow window;  // a grouped conv's: one group's channels
+  int groups_per_tile = 1;
+  int group_c = 0;              // input channels per group (dense: channels_padded)
+  int group_n = 0;              // output channels per group (dense: block_n)
+  int64_t slices = 1;           // ceil(groups / groups_per_tile)
+  int channels_padded = 0;      // channels of a halo pixel: groups_per_tile * group_c, 8-padded
+  int halo_h = 0, halo_w = 0;   // (tile - 1) * stride + (kernel - 1) * dilation + 1
   int pixel_pitch = 0;          // bytes per halo pixel
-  int halo_bytes = 0;           // the input pixels of one tile, 128-byte rounded
+  int halo_bytes =
+      0;  // the input pixels of one tile (rows of whole stride phases), 128-byte rounded
   // One of the two buffers: a tile's pixels, then (once every warp has read them) the
   // epilogue's staging slabs, while the other buffer receives the next tile's pixels.
   int buffer_bytes = 0;
@@ -78,7 +89,7 @@ struct HaloLayout {
   int weight_pitch = 0;         // bytes per weight row (output channel)
   int weight_bytes = 0;         // block_n rows
   int epilogue_bytes = 0;       // one 16-row fp32 staging slab per warp
-  int64_t tiles = 0;            // images x ceil(out_h / tile_h) x ceil(out_w / tile_w)
+  int64_t tiles = 0;            // images x ceil(out_h / tile_h) x ceil(out_w / tile_w) (per slice)
   size_t smem_bytes() const { return size_t(weight_bytes) + 2 * size_t(buffer_bytes); }
 };
 
@@ -87,7 +98,8 @@ struct HaloLayout {
 int halo_k_padded(const contraction::ConvWindow& w);
 
 // The layout of a kHalo schedule for `c`, or why there is none (also when `c` is no stride-1
-// NHWC convolution, or `s` is not kHalo).
+// NHWC convolution, or for groups_per_tile > 0 no grouped NHWC convolution, or `s` is not
+// kHalo).
 std::optional<HaloLayout> halo_layout(const contraction::Contraction& c, const Schedule& s,
                                       std::string* why = nullptr);
 

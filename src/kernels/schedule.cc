@@ -20,6 +20,7 @@ std::string Schedule::name() const {
   if (mainloop == Mainloop::kHalo) {
     os << "halo_" << tile_h() << "x" << tile_w << "_n" << block_n << "_w" << warp_m << "x" << warp_n
        << "_c" << ctas;
+    if (groups_per_tile > 0) os << "_g" << groups_per_tile;
     return os.str();
   }
   if (mainloop == Mainloop::kTma) {

@@ -14,10 +14,11 @@ enum class Instruction {
 
 // How the CTA walks K. kGemm: the implicit-GEMM pipeline of every instruction (tiles of
 // (block_m, block_k) and (block_n, block_k) streamed through a multi-stage shared-memory
-// pipeline). kHalo (mma.sync, stride-1 NHWC convolutions only, contraction/conv_window.h): a
-// persistent CTA keeps all of B (the weights, block_n x K) in shared memory, stages an output
-// tile's input pixels plus their halo once, and ldmatrix gathers the R*S shifted windows
-// from there, so each input pixel leaves L2 about once instead of R*S times.
+// pipeline). kHalo (mma.sync, stride-1 NHWC convolutions, and grouped NHWC convolutions of any
+// stride and dilation, contraction/conv_window.h): a persistent CTA keeps all of B (the
+// weights, block_n x K; a grouped conv's: its slice of whole groups) in shared memory, stages
+// an output tile's input pixels plus their halo once, and ldmatrix gathers the R*S shifted
+// windows from there, so each input pixel leaves L2 about once instead of R*S times.
 // kTma (wgmma, sm_90a, tessel_tma.cuh): the operand tiles are moved by the tensor memory
 // accelerator into a ring of stages that one producer warp fills and one or two consumer
 // warpgroups drain through mbarriers (kernels::tma_layout says which problems it maps).
@@ -48,10 +49,10 @@ struct Schedule {
   Mainloop mainloop = Mainloop::kGemm;
   int tile_w = 0;
   int ctas = 0;
-  // kGemm over a grouped contraction (contraction/grouped.h): the CTA's N tile holds this many
-  // whole groups (block_n = groups_per_tile * N per group), each warp fragment one group's, and
+  // A grouped contraction (contraction/grouped.h): the CTA's N tile holds this many whole
+  // groups (block_n = groups_per_tile * N per group), each warp fragment one group's. kGemm:
   // block_k is the K of one group per k-tile (whole taps: a multiple of the channels per
-  // group). 0: not grouped.
+  // group); kHalo: block_k is one group's padded K (kernels::HaloLayout). 0: not grouped.
   int groups_per_tile = 0;
 
   // kHalo's tile height.
@@ -67,6 +68,7 @@ struct Schedule {
   int threads() const { return 32 * warps(); }
   // "tc_128x128x32_s3_w64x64_sk1_r8", "wgmma_128x256x64_s4_w64x256_sk1_r8",
   // "halo_8x16_n64_w64x32_c132", "tc_64x64x32_s3_w32x32_sk1_r8_g8" (8 groups per tile),
+  // "halo_8x16_n32_w64x16_c528_g4",
   // "tma_128x128x64_s4_r8_c132"
   std::string name() const;
   bool operator==(const Schedule&) const = default;

@@ -3,6 +3,8 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/contraction/grouped.h"
+
 namespace tessel::contraction {
 namespace {
 
@@ -121,5 +123,22 @@ std::optional<ConvWindow> conv_window(const Contraction& c) {
 }
 
 std::optional<ConvWindow> conv_geometry(const Contraction& c) { return window_of(c, false, true); }
+
+std::optional<ConvWindow> grouped_conv_geometry(const Contraction& c) {
+  const std::optional<GroupedLayout> l = grouped_layout(c);
+  if (!l) return std::nullopt;
+  // One group: g of extent 1 drops out of every index (terms() skips extent-1 dims), and B's
+  // rows and C's channels are that group's. A keeps its whole pixel, read as a slice at 0.
+  Contraction one = c;
+  one.batch_dims.clear();
+  one.maps.dims[l->group_dim].extent = 1;
+  if (one.maps.b.shape.size() != 4 || one.maps.c.shape.size() != 4) return std::nullopt;
+  one.maps.b.shape[0] = l->n_per_group;
+  one.maps.c.shape[3] = l->n_per_group;
+  std::optional<ConvWindow> w = window_of(one, false, true);
+  if (!w || w->channel_offset != 0 || w->channel_pitch != l->groups * l->ci_per_group)
+    return std::nullopt;
+  return w;
+}
 
 }  // namespace tessel::contraction

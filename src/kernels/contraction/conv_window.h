@@ -42,4 +42,10 @@ std::optional<ConvWindow> conv_window(const Contraction& c);
 // the NCHW-input form). Nothing for everything else.
 std::optional<ConvWindow> conv_geometry(const Contraction& c);
 
+// A grouped NHWC convolution (contraction/grouped.h, the group as the batch dim): the window
+// of one group, strides and dilations allowed. `channels` and `out_channels` are one group's
+// (cig, cog); channel_pitch is A's whole pixel (groups * cig). Nothing for everything else,
+// also for a channel slice of A.
+std::optional<ConvWindow> grouped_conv_geometry(const Contraction& c);
+
 }  // namespace tessel::contraction

@@ -238,19 +238,30 @@ std::string describe(const KernelPlan& plan) {
 
 // The convolution window and shared-memory layout of a halo kernel (tessel_halo.cuh's part of
 // the Problem contract), from kernels::halo_layout: host and device use the same numbers.
-std::string emit_halo_geometry(const KernelPlan& plan) {
-  const std::optional<kernels::HaloLayout> l = kernels::halo_layout(*plan.c, plan.s);
+// `c` is the problem's contraction (plan.c is a grouped conv's dense view).
+std::string emit_halo_geometry(const Contraction& c, const KernelPlan& plan) {
+  const std::optional<kernels::HaloLayout> l = kernels::halo_layout(c, plan.s);
   TESSEL_ICHECK(l) << "emit_halo_geometry without a halo layout";
   const contraction::ConvWindow& w = l->window;
   std::ostringstream o;
   o << fmt::format("  // halo convolution: X {} ({} images, {}x{}, {} channels), {}x{} window, pad top/left {}/{}\n",
                    w.nchw_input ? "NCHW" : "NHWC", w.images, w.in_h, w.in_w, w.channels, w.kernel_h,
                    w.kernel_w, w.pad_top, w.pad_left);
-  o << fmt::format("  static constexpr int kImages = {}, kInH = {}, kInW = {}, kC = {};\n", w.images,
-                   w.in_h, w.in_w, w.channels);
+  // A grouped conv's window is one group's: X's pixels hold every group's channels.
+  const bool grouped = plan.s.groups_per_tile > 0;
+  o << fmt::format("  static constexpr int kImages = {}, kInH = {}, kInW = {}, kC = {};\n",
+                   w.images, w.in_h, w.in_w, grouped ? w.channel_pitch : w.channels);
   o << fmt::format("  static constexpr bool kInputNchw = {};\n", w.nchw_input);
   o << fmt::format("  static constexpr int kOutH = {}, kOutW = {}, kR = {}, kS = {}, kPadT = {}, kPadL = {};\n",
                    w.out_h, w.out_w, w.kernel_h, w.kernel_w, w.pad_top, w.pad_left);
+  o << fmt::format(
+      "  static constexpr int kStrideH = {}, kStrideW = {}, kDilationH = {}, kDilationW = {};\n",
+      w.stride_h, w.stride_w, w.dilation_h, w.dilation_w);
+  o << fmt::format(
+      "  // {} per CTA: groups of kGroupC input and kGroupN output channels, kSlices slices\n"
+      "  static constexpr int kGroupsPerTile = {}, kGroupC = {}, kGroupN = {}, kSlices = {};\n",
+      grouped ? "whole groups" : "one group of all channels", l->groups_per_tile, l->group_c,
+      l->group_n, l->slices);
   o << fmt::format("  static constexpr int kTileH = {}, kTileW = {};\n", plan.s.tile_h(), plan.s.tile_w);
   o << fmt::format("  static constexpr int kCP = {}, kPixelPitch = {}, kBufferBytes = {};\n",
                    l->channels_padded, l->pixel_pitch, l->buffer_bytes);
@@ -258,7 +269,6 @@ std::string emit_halo_geometry(const KernelPlan& plan) {
                    l->k_padded, l->weight_pitch, l->weight_bytes);
   return o.str();
 }
-
 
 // The walk over K and the convolution window of a TMA kernel (tessel_tma.cuh's part of the
 // Problem contract), from kernels::tma_layout: host and device use the same numbers.
@@ -301,7 +311,7 @@ KernelSource emit(const Contraction& c, const Epilogue& e, const kernels::Schedu
 
   std::ostringstream body;
   body << "struct Problem {\n";
-  if (halo) body << emit_halo_geometry(plan);
+  if (halo) body << emit_halo_geometry(c, plan);
   if (tma) {
     body << emit_tma_geometry(*plan.tma);
     body << fmt::format("  static constexpr bool kTmaStore = {};  // bulk tensor stores of C (third map)\n",

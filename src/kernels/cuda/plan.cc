@@ -452,20 +452,33 @@ std::optional<std::string> make_plan(const Contraction& c, const Epilogue& e, co
   if (auto r = kernels::check_schedule(c, s)) return r;
   p->threads = s.threads();
   uint64_t tiles = 0;
-  if (s.groups_per_tile > 0) {
+  if (s.groups_per_tile > 0 && s.mainloop == kernels::Mainloop::kGemm) {
     if (auto r = plan_packed_groups(c, s, p)) return r;
     tiles = static_cast<uint64_t>(p->tiles_m * p->tiles_n);
     p->grid_x = tiles;
   } else if (s.mainloop == kernels::Mainloop::kHalo) {
     // No operand gathers: the halo kernel addresses X and W itself (tessel_halo.cuh). Its
     // tiles are spatial; `ctas` persistent CTAs walk them.
+    // A grouped conv's CTAs each keep one channel slice (CTA i: slice i % slices), so that
+    // its weights load once; its epilogue stores through the dense view (groups folded into N).
     const std::optional<kernels::HaloLayout> layout = kernels::halo_layout(c, s);
     TESSEL_ICHECK(layout) << "check_schedule accepted a halo schedule without a layout";
+    if (s.groups_per_tile > 0) {
+      const std::optional<contraction::GroupedLayout> l = contraction::grouped_layout(c);
+      TESSEL_ICHECK(l) << "a grouped halo layout without groups";
+      contraction::MatchResult m = contraction::match(contraction::grouped_dense_view(c, *l));
+      TESSEL_ICHECK(m.contraction) << "the dense view of a grouped conv is no contraction";
+      p->views = {std::make_shared<const Contraction>(std::move(*m.contraction))};
+      p->c = p->views[0].get();
+    }
+    const uint64_t slices = static_cast<uint64_t>(layout->slices);
     p->tiles_m = layout->tiles;
-    p->tiles_n = 1;
+    p->tiles_n = layout->slices;
     p->k_tiles = p->k_tiles_per_split = 1;
     tiles = static_cast<uint64_t>(layout->tiles);
-    p->grid_x = s.ctas > 0 ? std::min<uint64_t>(tiles, static_cast<uint64_t>(s.ctas)) : tiles;
+    const uint64_t per_slice =
+        s.ctas > 0 ? std::clamp<uint64_t>(static_cast<uint64_t>(s.ctas) / slices, 1, tiles) : tiles;
+    p->grid_x = per_slice * slices;
   } else if (s.mainloop == kernels::Mainloop::kTma) {
     // No gathers: the tensor maps address A and B (tessel_tma.cuh), both K-major.
     p->tma = kernels::tma_layout(c, s);

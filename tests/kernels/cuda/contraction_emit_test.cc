@@ -473,7 +473,8 @@ TEST_P(HaloCompiles, ForSm80AndSm90a) {
     EXPECT_TRUE(has(out.ptx, "mma.sync.aligned.m16n8k16.row.col.f32." + type + "." + type + ".f32"));
     EXPECT_TRUE(has(out.ptx, "ldmatrix.sync.aligned.m8n8.x4.shared.b16"));
     EXPECT_FALSE(has(out.ptx, ".trans"));
-    const auto w = contraction::conv_window(p.c);
+    const auto w = p.s.groups_per_tile > 0 ? contraction::grouped_conv_geometry(p.c)
+                                           : contraction::conv_window(p.c);
     ASSERT_TRUE(w);
     // NHWC pixels by cp.async.ca (neighbouring tiles read them again), NCHW ones through
     // registers; weights by cp.async.cg (read once), or by element for a 3-channel stem.
@@ -619,7 +620,11 @@ TEST(PackedGroups, DefaultScheduleAndRefusals) {
   EXPECT_EQ(s->block_k, 32);
   EXPECT_EQ(s->block_m, 64);
   EXPECT_EQ(s->stages, 3);  // K = 72: three k-tiles
-  EXPECT_EQ(kernels::default_schedule(regnet.c, h100), *s);
+  // The default is the grouped halo kernel at batch 32 (GroupedHalo below), the packed one
+  // at batch 1, whose 8x16 tiles would be too few for the SMs.
+  const TestProblem regnet1 = conv_problem(conv_params(1, 28, 28, 104, 104, 3, 1, 1, 1, 13));
+  EXPECT_EQ(kernels::default_schedule(regnet1.c, h100).mainloop, kernels::Mainloop::kGemm);
+  EXPECT_GT(kernels::default_schedule(regnet1.c, h100).groups_per_tile, 0);
   EXPECT_FALSE(can_implement(regnet.c, regnet.e, *s));
   EXPECT_EQ(kernels::parse_schedule(s->name(), regnet.c), *s);
   EXPECT_NE(s->name().find("_g4"), std::string::npos) << s->name();
@@ -651,6 +656,64 @@ TEST(PackedGroups, DefaultScheduleAndRefusals) {
   bad = *s;
   bad.split_k = 2;
   EXPECT_TRUE(kernels::check_schedule(regnet.c, bad));
+}
+
+TEST(GroupedHalo, WindowLayoutAndDefault) {
+  const device::DeviceInfo& h100 = device::known_device("sm_90a");
+  // ResNeXt-50's first grouped layer at batch 32, its 32 groups of 4 widened to 16 of 8.
+  const TestProblem p = conv_problem(conv_params(32, 56, 56, 128, 128, 3, 1, 1, 1, 16));
+  const std::optional<contraction::ConvWindow> w = contraction::grouped_conv_geometry(p.c);
+  ASSERT_TRUE(w);
+  EXPECT_EQ(w->channels, 8);
+  EXPECT_EQ(w->out_channels, 8);
+  EXPECT_EQ(w->channel_pitch, 128);
+  EXPECT_EQ(w->out_h, 56);
+  EXPECT_FALSE(contraction::conv_window(p.c));  // not a dense window
+  const kernels::Schedule s = kernels::default_schedule(p.c, h100);
+  EXPECT_EQ(s.name(), "halo_8x16_n32_w32x16_c1056_g4");
+  EXPECT_EQ(kernels::parse_schedule(s.name(), p.c), s);
+  const std::optional<kernels::HaloLayout> l = kernels::halo_layout(p.c, s);
+  ASSERT_TRUE(l);
+  EXPECT_EQ(l->slices, 4);
+  EXPECT_EQ(l->channels_padded, 32);      // 4 groups of 8 per halo pixel
+  EXPECT_EQ(l->pixel_pitch, 80);          // 4 chunks, padded to 5
+  EXPECT_EQ(l->halo_h * l->halo_w, 180);  // 10 x 18
+  EXPECT_EQ(l->k_padded, 80);             // 9 taps x 8 channels, 16-rounded
+  EXPECT_EQ(l->tiles, 32 * 7 * 4);
+  const KernelSource ks = emit(p.c, p.e, s);
+  EXPECT_EQ(ks.grid[0], 1056u);  // 264 CTAs per slice
+  EXPECT_TRUE(has(ks.source, "kGroupsPerTile = 4, kGroupC = 8, kGroupN = 8, kSlices = 4"));
+  // Stride 2 with 8 channels per group keeps the halo kernel; with 16 the packed one (its
+  // k-tiles measured faster), as does a 7-wide output (a 16-wide tile would waste 56%).
+  const TestProblem s2 = conv_problem(conv_params(32, 56, 56, 256, 256, 3, 2, 1, 1, 32));
+  EXPECT_EQ(kernels::default_schedule(s2.c, h100).mainloop, kernels::Mainloop::kHalo);
+  EXPECT_EQ(contraction::grouped_conv_geometry(s2.c)->stride_w, 2);
+  const TestProblem s2_16 = conv_problem(conv_params(32, 56, 56, 512, 512, 3, 2, 1, 1, 32));
+  EXPECT_EQ(kernels::default_schedule(s2_16.c, h100).mainloop, kernels::Mainloop::kGemm);
+  const TestProblem narrow = conv_problem(conv_params(32, 7, 7, 1024, 1024, 3, 1, 1, 1, 32));
+  EXPECT_EQ(kernels::default_schedule(narrow.c, h100).mainloop, kernels::Mainloop::kGemm);
+}
+
+TEST(GroupedHalo, RejectsWhatTheKernelCannotDoWithReasons) {
+  const TestProblem p = conv_problem(conv_params(2, 14, 14, 104, 104, 3, 1, 1, 1, 13));
+  auto halo = [](TestProblem q, int wn, int groups) {
+    q.s = kernels::halo_schedule(q.c, 8, 16, 32, wn, 0, groups);
+    return q;
+  };
+  expect_rejected(halo(p, 16, 14), "14 groups per tile of 13 groups");
+  TestProblem partial = halo(p, 16, 4);
+  partial.s.block_n = 48;
+  expect_rejected(partial, "must be 4 groups of 8 channels");
+  const TestProblem g24 = conv_problem(conv_params(1, 14, 14, 96, 96, 3, 1, 1, 1, 4));
+  expect_rejected(halo(g24, 16, 2), "warp tile of 16 channels does not nest with groups of 24");
+  // Groups of 4 channels (ResNeXt's, before widening): no 16-byte chunk per group.
+  expect_rejected(halo(conv_problem(conv_params(1, 14, 14, 128, 128, 3, 1, 1, 1, 32)), 16, 4),
+                  "4 input channels (a multiple of 8");
+  // A dense conv named with groups, and a grouped one without: no window for either.
+  TestProblem dense = halo(conv_problem(conv_params(1, 14, 14, 64, 64, 3, 1, 1)), 16, 2);
+  dense.s.block_n = 32;  // halo_schedule leaves it 0 without a grouped window
+  expect_rejected(dense, "needs a grouped NHWC convolution");
+  expect_rejected(halo(p, 16, 0), "needs a stride-1, dilation-1, group-1 NHWC convolution");
 }
 
 }  // namespace

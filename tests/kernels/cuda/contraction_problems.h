@@ -230,6 +230,36 @@ inline std::vector<TestProblem> halo_problems() {
   }
   // 'valid' 3x3 (no padding): the window never leaves the image.
   add(conv_problem(conv_params(1, 18, 34, 32, 32, 3, 1, 0)), 8, 16, 32, 32, 0, {});
+
+  // Grouped convolutions (kernels::HaloLayout): a CTA keeps one slice of whole groups, each
+  // n8 fragment its own group's channels. `ctas` below slices x tiles makes each CTA walk
+  // several tiles of its slice.
+  auto grouped = [&](TestProblem p, int th, int tw, int wm, int wn, int ctas, int groups,
+                     std::vector<contraction::EpilogueStep> steps) {
+    p.s = kernels::halo_schedule(p.c, th, tw, wm, wn, ctas, groups);
+    p.e.steps = std::move(steps);
+    v.push_back(std::move(p));
+  };
+  // ResNeXt's (widened) groups of 8: 13 groups in slices of 4 (the last holds one), two groups
+  // per 16-wide warp tile, 14 wide (the tile's last 2 columns computed and not stored).
+  grouped(conv_problem(conv_params(1, 14, 14, 104, 104, 3, 1, 1, 1, 13)), 8, 16, 64, 16, 8, 4,
+          {step(K::kBias), step(K::kRelu)});
+  // Stride 2, batch 2, 6 groups of 8 in slices of 4; residual add (read into registers).
+  grouped(conv_problem(conv_params(2, 15, 15, 48, 48, 3, 2, 1, 1, 6)), 4, 16, 32, 16, 0, 4,
+          {step(K::kBias), step(K::kResidualAdd), step(K::kRelu)});
+  // Groups of 16 (one per warp tile), dilation 2; bf16, f32 out.
+  grouped(conv_problem(conv_params(1, 12, 20, 64, 64, 3, 1, 2, 2, 4), DType::kBF16, DType::kF32), 4,
+          16, 32, 16, 3, 2, {step(K::kScale), step(K::kBias)});
+  // Groups of 32: a group spans two 16-wide warp tiles.
+  grouped(conv_problem(conv_params(2, 9, 16, 128, 128, 3, 1, 1, 1, 4)), 2, 16, 32, 16, 4, 2,
+          {step(K::kSilu)});
+  // RegNet-Y-1.6GF's groups of 24 (3 chunks per tap: the upper lanes of a k16 step read another
+  // tap), 5 groups in slices of 2 whose warp tile is both groups; stride 2.
+  grouped(conv_problem(conv_params(2, 13, 11, 120, 120, 3, 2, 1, 1, 5)), 4, 16, 16, 48, 6, 2,
+          {step(K::kBias), step(K::kRelu)});
+  // 5x5 over 5 groups of 8 in slices of 2 (8-wide warp tiles of one group), residual.
+  grouped(conv_problem(conv_params(1, 11, 13, 40, 40, 5, 1, 2, 1, 5)), 4, 16, 32, 8, 0, 2,
+          {step(K::kResidualAdd)});
   return v;
 }
 

@@ -2,7 +2,7 @@
 // computed from shared memory that holds all of its weights and one output tile's input
 // pixels plus their halo.
 //
-//   C[img, oy, ox, n] = epilogue( sum_{r, s, c} X[img, oy + r - pt, ox + s - pl, c] * W[n, r, s, c] )
+//   C[img, oy, ox, n] = epilogue(sum_{r,s,c} X[img, oy + r - pt, ox + s - pl, c] * W[n, r, s, c])
 //
 // Why: the implicit-GEMM kernel (tessel_mma.cuh) streams A = im2col(X) through its pipeline,
 // so every input pixel crosses L2 -> SM R*S times, and every CTA streams all of B again. For
@@ -20,17 +20,34 @@
 // slab of store_slab; at the right edge of an image whose width is no multiple of tile_w the
 // slab's pixels past the edge are not stored (the halo there reads zeros).
 //
+// Strided and dilated windows (grouped convolutions only; a dense conv here is stride 1): the
+// halo is (tile - 1) * stride + (kernel - 1) * dilation + 1 pixels on a side, and lane l's row
+// address is its output pixel's, times the stride, plus the tap's offset, times the dilation.
+// With a horizontal stride the halo's columns are stored by phase (column x at slot
+// (x % stride) * phase_width + x / stride): the 8 pixels one ldmatrix phase reads, a stride
+// apart in the image, are then consecutive slots, on distinct bank quads.
+//
+// Grouped convolutions (kGroupsPerTile > 0; kernels::HaloLayout): a CTA keeps one channel
+// slice of kGroupsPerTile whole groups (kBlockN = kGroupsPerTile * kGroupN output channels,
+// kCP = kGroupsPerTile * kGroupC input channels per halo pixel) and walks the spatial tiles;
+// each n8 fragment multiplies its own group's channels of the halo (K = taps * kGroupC), so
+// no mma computes the zeros of a block-diagonal weight. A dense conv is one group of all
+// channels (kGroupC = kCP, kGroupN = kBlockN) in one slice.
+//
 // Contract with generated code (struct Problem), beyond tessel_epilogue.cuh's:
 //   using Element;                                  // f16 or bf16: W, and X once staged
 //   using ElementA;                                 // X as stored (Element, or float NCHW)
-//   static constexpr int kImages, kInH, kInW, kC;   // X: [kImages, kInH, kInW, kC]
-//   static constexpr bool kInputNchw;               // X is [kImages, kC, kInH, kInW] instead
+//   static constexpr int kImages, kInH, kInW, kC;   // X: [kImages, kInH, kInW, kC] (kC: all
+//   groups) static constexpr bool kInputNchw;               // X is [kImages, kC, kInH, kInW]
+//   instead
 // NHWC X and W move by 16-byte cp.async (kC % 8 == 0). A stem's NCHW input (few channels,
 // often the graph's fp32 input) is gathered through registers instead, converted to Element
 // and stored one 16-byte chunk per pixel and 8 channels: its loads for the next tile are issued
 // before this tile's mainloop and stored after it, so their latency hides behind the mmas.
 // W of such a stem (kC not a multiple of 8) is loaded element by element, once per CTA.
 //   static constexpr int kOutH, kOutW, kR, kS, kPadT, kPadL;
+//   static constexpr int kStrideH, kStrideW, kDilationH, kDilationW;
+//   static constexpr int kGroupsPerTile, kGroupC, kGroupN, kSlices;
 //   static constexpr int kTileH, kTileW, kBlockN, kWarpM, kWarpN;
 //   static constexpr int kCP, kPixelPitch, kBufferBytes, kKP, kWeightPitch, kWeightBytes;
 //                                                    // kernels::HaloLayout, the host's numbers
@@ -44,14 +61,31 @@ template <typename P>
 struct HaloConvKernel {
   using Element = typename P::Element;
   static constexpr int kTH = P::kTileH, kTW = P::kTileW;
-  static constexpr int kHaloH = kTH + P::kR - 1, kHaloW = kTW + P::kS - 1;
-  static constexpr int kHaloPixels = kHaloH * kHaloW;
-  static constexpr int kChunks = P::kCP / 8;        // 16-byte chunks per halo pixel
-  static constexpr int kBM = kTH * kTW, kBN = P::kBlockN;
+  static constexpr int kSH = P::kStrideH, kSW = P::kStrideW, kDH = P::kDilationH,
+                       kDW = P::kDilationW;
+  static constexpr int kHaloH = (kTH - 1) * kSH + (P::kR - 1) * kDH + 1;
+  static constexpr int kHaloW = (kTW - 1) * kSW + (P::kS - 1) * kDW + 1;
+  static constexpr int kHaloPixels = kHaloH * kHaloW;       // loaded
+  static constexpr int kPhaseW = (kHaloW + kSW - 1) / kSW;  // slots of one column phase
+  static constexpr int kRowSlots = kPhaseW * kSW;           // slots of one halo row
+  static_assert(kSW == 1 || !P::kInputNchw, "an NCHW stem is stride 1");
+  // The slot of halo column x, and of a lane's column moved by d (a tap's offset): the lane's
+  // own column is a multiple of the stride, so its slot moves by a constant.
+  __host__ __device__ static constexpr int slot(int x) { return (x % kSW) * kPhaseW + x / kSW; }
+  static constexpr int kPixelChunks = P::kCP / 8;  // 16-byte chunks per halo pixel
+  static constexpr int kGC = P::kGroupC, kGN = P::kGroupN;
+  static constexpr int kChunks = kGC / 8;  // 16-byte chunks of one group per tap
+  static constexpr int kBM = kTH * kTW, kBN = P::kBlockN, kSlices = P::kSlices;
   static constexpr int kWM = P::kWarpM, kWN = P::kWarpN;
   static constexpr int kWarpsM = kBM / kWM, kWarpsN = kBN / kWN;
   static constexpr int kThreads = 32 * kWarpsM * kWarpsN;
   static constexpr int kMI = kWM / 16, kNI = kWN / 8;
+  // Groups per warp tile: its n8 fragments belong to kGW groups (one where a group spans the
+  // warp tile, or more); fragment ni multiplies the A fragment of group group_of(ni).
+  static constexpr int kGW = kWN >= kGN ? kWN / kGN : 1;
+  __host__ __device__ static constexpr int group_of(int ni) {
+    return kWN >= kGN ? ni * 8 / kGN : 0;
+  }
   // K runs over (tap, 8-channel chunk) pairs, "halves" of a k16 step: half h is tap h /
   // kChunks, chunk h % kChunks; k16 step j takes halves 2j and 2j+1 (lanes 0-15 and 16-31 of
   // the A ldmatrix). An odd count leaves the last step's upper half without data: its weights
@@ -61,28 +95,35 @@ struct HaloConvKernel {
   static constexpr int kKSteps = P::kKP / 16;
   static constexpr int kTilesX = (P::kOutW + kTW - 1) / kTW;
   static constexpr int kTilesY = (P::kOutH + kTH - 1) / kTH;
-  static constexpr int kTiles = P::kImages * kTilesY * kTilesX;
+  static constexpr int kTiles = P::kImages * kTilesY * kTilesX;  // spatial, per slice
   static constexpr int kSlabPitch = kWN + 8;        // as tessel_mma.cuh: conflict-free float2
   static constexpr int kEpilogueBytes = kWarpsM * kWarpsN * 16 * kSlabPitch * 4;
   // Two buffers, each a tile's pixels and then, after the mainloop, the staging slabs.
   static constexpr int kSmemBytes = P::kWeightBytes + 2 * P::kBufferBytes;
-  static_assert(kHaloPixels * P::kPixelPitch <= P::kBufferBytes && kEpilogueBytes <= P::kBufferBytes,
+  static_assert(kHaloH * kRowSlots * P::kPixelPitch <= P::kBufferBytes &&
+                    kEpilogueBytes <= P::kBufferBytes,
                 "a buffer holds a tile's pixels or the staging slabs");
   static_assert(kTW % 16 == 0, "an m16 tile is 16 pixels of one output row");
   static_assert(kBM % kWM == 0 && kBN % kWN == 0, "warp tiles divide the CTA tile");
   // B fragments load two n8 tiles at a time (ldmatrix.x4), or one for a warp tile 8 wide
   // (ldmatrix.x2: an RGB output pads N to 8 rather than 16).
   static_assert(kWM % 16 == 0 && (kNI % 2 == 0 || kNI == 1), "whole n16 pairs, or one n8 tile");
-  static_assert((P::kInputNchw || P::kC % 8 == 0) && P::kCP % 8 == 0, "16-byte chunks");
+  static_assert((P::kInputNchw || P::kC % 8 == 0) && P::kCP % 8 == 0 && kGC % 8 == 0,
+                "16-byte chunks");
+  static_assert(kWN % kGN == 0 || kGN % kWN == 0, "warp tiles nest with the groups");
+  static_assert(kGN % 8 == 0, "an n8 fragment belongs to one group");
+  static_assert(P::kCP == P::kGroupsPerTile * kGC, "a halo pixel holds the slice's groups");
   static_assert(P::kKP == (kHalves + 1) / 2 * 16, "the padded K is whole k16 steps of halves");
   // Register staging of an NCHW tile: chunks per thread.
-  static constexpr int kStagedIters = (kHaloPixels * kChunks + kThreads - 1) / kThreads;
+  static constexpr int kStagedIters = (kHaloPixels * kPixelChunks + kThreads - 1) / kThreads;
   static_assert((P::kPixelPitch / 16) % 2 == 1 && (P::kWeightPitch / 16) % 2 == 1,
                 "odd chunk pitches keep ldmatrix phases on distinct bank quads");
 
-  // Weights: row n of shared memory holds W[n, r, s, 0..kCP) for every tap, k = tap*kCP + c,
-  // then zeros up to kKP; channels >= kC and rows >= N are zeros. Loaded once per CTA.
-  __device__ __forceinline__ static void load_weights(const KernelParams& p, u32 smem_w, int tid) {
+  // Weights: row n of shared memory holds W[slice * kBlockN + n, r, s, 0..kGC) for every tap,
+  // k = tap*kGC + c, then zeros up to kKP; channels >= kC and rows >= N are zeros. Loaded once
+  // per CTA (a CTA keeps its slice).
+  __device__ __forceinline__ static void load_weights(const KernelParams& p, u32 smem_w, int tid,
+                                                      int slice) {
     const Element* w = static_cast<const Element*>(p.b);
     if constexpr (P::kC % 8 != 0) {
       // Rows of kTaps * kC elements are not 16-byte aligned per tap: 2-byte copies.
@@ -99,26 +140,33 @@ struct HaloConvKernel {
     constexpr int kRowChunks = P::kKP / 8;  // kHalves, plus one zero chunk when odd
     for (int i = tid; i < kBN * kRowChunks; i += kThreads) {
       const int n = i / kRowChunks, h = i % kRowChunks;
-      const bool ok = n < P::kN && h < kHalves;
-      const Element* src = ok ? w + (long long)n * (kTaps * P::kC) + h * 8 : w;  // kCP == kC here
+      const int row = slice * kBN + n;
+      const bool ok = row < P::kN && h < kHalves;
+      const Element* src =
+          ok ? w + (long long)row * (kTaps * kGC) + h * 8 : w;  // rows of taps x kGC
       CpAsync<16>::copy(smem_w + u32(n * P::kWeightPitch + h * 16), src, ok);
     }
   }
 
-  // Input pixels of tile `tile` plus halo, pixel (hy, hx) at hy * kHaloW + hx; zeros outside
-  // the image (the convolution's padding) and in the channel padding.
+  // Input pixels of tile `tile` plus halo, pixel (hy, hx) at hy * kRowSlots + slot(hx), channels of
+  // the CTA's slice; zeros outside the image (the convolution's padding), in the channel padding
+  // and past the last group.
   __device__ __forceinline__ static void load_halo(const KernelParams& p, u32 smem_x, int tile,
-                                                   int tid) {
+                                                   int slice, int tid) {
     const int tx = tile % kTilesX, ty = tile / kTilesX % kTilesY, img = tile / (kTilesX * kTilesY);
-    const int y0 = ty * kTH - P::kPadT, x0 = tx * kTW - P::kPadL;
+    const int y0 = ty * kTH * kSH - P::kPadT, x0 = tx * kTW * kSW - P::kPadL;
     const Element* x = static_cast<const Element*>(p.a);
-    for (int i = tid; i < kHaloPixels * kChunks; i += kThreads) {
-      const int pix = i / kChunks, q = i % kChunks;
+    for (int i = tid; i < kHaloPixels * kPixelChunks; i += kThreads) {
+      const int pix = i / kPixelChunks, q = i % kPixelChunks;
       const int iy = y0 + pix / kHaloW, ix = x0 + pix % kHaloW;
-      const bool ok = iy >= 0 && iy < P::kInH && ix >= 0 && ix < P::kInW && q * 8 < P::kC;
+      const int ch = slice * P::kCP + q * 8;
+      const bool ok = iy >= 0 && iy < P::kInH && ix >= 0 && ix < P::kInW && ch < P::kC;
       const Element* src =
-          ok ? x + ((static_cast<typename P::Index>(img) * P::kInH + iy) * P::kInW + ix) * P::kC + q * 8 : x;
-      CpAsync<16, true>::copy(smem_x + u32(pix * P::kPixelPitch + q * 16), src, ok);
+          ok ? x + ((static_cast<typename P::Index>(img) * P::kInH + iy) * P::kInW + ix) * P::kC +
+                   ch
+             : x;
+      const int at = pix / kHaloW * kRowSlots + slot(pix % kHaloW);
+      CpAsync<16, true>::copy(smem_x + u32(at * P::kPixelPitch + q * 16), src, ok);
     }
   }
 
@@ -127,7 +175,7 @@ struct HaloConvKernel {
   __device__ __forceinline__ static void fetch_nchw(const KernelParams& p, int tile, int tid,
                                                     u32 (&staged)[kStagedIters][4]) {
     const int tx = tile % kTilesX, ty = tile / kTilesX % kTilesY, img = tile / (kTilesX * kTilesY);
-    const int y0 = ty * kTH - P::kPadT, x0 = tx * kTW - P::kPadL;
+    const int y0 = ty * kTH * kSH - P::kPadT, x0 = tx * kTW * kSW - P::kPadL;
     using A = typename P::ElementA;
     const A* x = static_cast<const A*>(p.a);
 #pragma unroll
@@ -136,7 +184,8 @@ struct HaloConvKernel {
       const int i = tid + it * kThreads;
       const int q = i / kHaloPixels, pix = i % kHaloPixels;
       const int iy = y0 + pix / kHaloW, ix = x0 + pix % kHaloW;
-      const bool inside = i < kHaloPixels * kChunks && iy >= 0 && iy < P::kInH && ix >= 0 && ix < P::kInW;
+      const bool inside =
+          i < kHaloPixels * kPixelChunks && iy >= 0 && iy < P::kInH && ix >= 0 && ix < P::kInW;
 #pragma unroll
       for (int e = 0; e < 8; e += 2) {
         float v[2];
@@ -156,7 +205,7 @@ struct HaloConvKernel {
 #pragma unroll
     for (int it = 0; it < kStagedIters; ++it) {
       const int i = tid + it * kThreads;
-      if (i >= kHaloPixels * kChunks) break;
+      if (i >= kHaloPixels * kPixelChunks) break;
       const int q = i / kHaloPixels, pix = i % kHaloPixels;
       asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"r"(smem_x + u32(pix * P::kPixelPitch + q * 16)),
                    "r"(staged[it][0]), "r"(staged[it][1]), "r"(staged[it][2]), "r"(staged[it][3]));
@@ -201,8 +250,9 @@ struct HaloConvKernel {
     return P::kOutW - ox < 16 ? P::kOutW - ox : 16;
   }
 
-  __device__ __forceinline__ static void load_residuals(const KernelParams& p, int tile, int wm, int wn,
-                                                        int lane, ResidualVector (&rv)[kMI][kLaneChunks]) {
+  __device__ __forceinline__ static void load_residuals(const KernelParams& p, int tile, int wm,
+                                                        int n_base, int lane,
+                                                        ResidualVector (&rv)[kMI][kLaneChunks]) {
 #pragma unroll
     for (int mi = 0; mi < kMI; ++mi) {
       int m_base;
@@ -210,7 +260,7 @@ struct HaloConvKernel {
 #pragma unroll
       for (int j = 0; j < kLaneChunks; ++j) {
         int r, c, m, n;
-        if (chunk_position(j, lane, m_base, wn * kWN, rows, r, c, m, n))
+        if (chunk_position(j, lane, m_base, n_base, rows, r, c, m, n))
           rv[mi][j].load(p.extra[P::kResidual], P::store_offset(0, m, n));
       }
     }
@@ -235,8 +285,9 @@ struct HaloConvKernel {
 
   // Fragment addressing, per lane (tessel_mma.cuh's table, K-major A and B):
   //   A, m16 tile mi: lane l addresses output pixel l % 16 of the tile's 16 and half
-  //     2j + l / 16 of k16 step j: pixel shift (r * kHaloW + s) of that half's tap, plus its
-  //     chunk; the per-step shifts are compile-time constants, one for each half of the warp.
+  //     2j + l / 16 of k16 step j: pixel shift (r * kRowSlots + the slot shift of s) of that half's
+  //     tap, plus its chunk; the per-step shifts are compile-time constants, one for each half of
+  //     the warp.
   //   B, n16 pair nj: lane l addresses weight row n0 + l % 8 + 8 * (l / 16), chunk (l / 8) % 2;
   //     k16 step j adds j * 32.
   struct Lanes {
@@ -247,13 +298,16 @@ struct HaloConvKernel {
 
   __device__ __forceinline__ static Lanes lane_offsets(int lane, int wm, int wn) {
     Lanes o;
+    const int first_group = wn * kWN / kGN;  // the warp tile's first group in the slice
 #pragma unroll
     for (int mi = 0; mi < kMI; ++mi) {
       const int pixel = wm * kWM + mi * 16;  // first output pixel of the m16 tile in the CTA tile
-      const int hp = (pixel / kTW) * kHaloW + pixel % kTW + lane % 16;
+      const int hp =
+          (pixel / kTW) * kSH * kRowSlots + pixel % kTW + lane % 16;  // slot(x * kSW) = x
       // With an even chunk count both halves of a step share a tap: the upper half is the
       // next chunk, a per-lane constant (and no per-step select).
-      o.a[mi] = u32(hp * P::kPixelPitch + (kChunks % 2 == 0 ? (lane / 16) * 16 : 0));
+      o.a[mi] = u32(hp * P::kPixelPitch + first_group * kChunks * 16 +
+                    (kChunks % 2 == 0 ? (lane / 16) * 16 : 0));
     }
     o.b = u32((wn * kWN + lane % 8 + 8 * (lane / 16)) * P::kWeightPitch + ((lane / 8) % 2) * 16);
     o.upper = lane >= 16;
@@ -264,17 +318,22 @@ struct HaloConvKernel {
   __host__ __device__ static constexpr int half_shift(int h) {
     const int hh = h < kHalves ? h : kHalves - 1;
     const int tap = hh / kChunks;
-    return ((tap / P::kS) * kHaloW + tap % P::kS) * P::kPixelPitch + (hh % kChunks) * 16;
+    const int d = (tap % P::kS) * kDW;  // the tap's column offset
+    return ((tap / P::kS) * kDH * kRowSlots + (d % kSW) * kPhaseW + d / kSW) * P::kPixelPitch +
+           (hh % kChunks) * 16;
   }
 
   template <int kStep>
-  __device__ __forceinline__ static void load_fragments(u32 (&af)[kMI][4], u32 (&bf)[kNI][2],
+  __device__ __forceinline__ static void load_fragments(u32 (&af)[kGW][kMI][4], u32 (&bf)[kNI][2],
                                                         const Lanes& o, u32 halo, u32 weights) {
     constexpr int kLower = half_shift(2 * kStep), kUpper = half_shift(2 * kStep + 1);
     u32 shift = u32(kLower);
     if constexpr (kChunks % 2 != 0) shift = u32(o.upper ? kUpper : kLower);
 #pragma unroll
-    for (int mi = 0; mi < kMI; ++mi) ldmatrix_x4(af[mi], halo + o.a[mi] + shift);
+    for (int gw = 0; gw < kGW; ++gw)
+#pragma unroll
+      for (int mi = 0; mi < kMI; ++mi)
+        ldmatrix_x4(af[gw][mi], halo + o.a[mi] + shift + u32(gw * kChunks * 16));
     if constexpr (kNI == 1) ldmatrix_x2(bf[0], weights + o.b + u32(kStep * 32));
 #pragma unroll
     for (int nj = 0; nj < kNI / 2; ++nj) {
@@ -290,9 +349,9 @@ struct HaloConvKernel {
   // All k16 steps of one tile, fragments double-buffered in registers: step k+1 loads while
   // step k's mmas issue. Unrolled at compile time (kKSteps is 9 * channels / 16 for 3x3).
   template <int kStep>
-  __device__ __forceinline__ static void mainloop(float (&acc)[kMI][kNI][4], u32 (&af)[2][kMI][4],
-                                                  u32 (&bf)[2][kNI][2], const Lanes& o, u32 halo,
-                                                  u32 weights) {
+  __device__ __forceinline__ static void mainloop(float (&acc)[kMI][kNI][4],
+                                                  u32 (&af)[2][kGW][kMI][4], u32 (&bf)[2][kNI][2],
+                                                  const Lanes& o, u32 halo, u32 weights) {
     if constexpr (kStep < kKSteps) {
       if constexpr (kStep + 1 < kKSteps)
         load_fragments<kStep + 1>(af[(kStep + 1) % 2], bf[(kStep + 1) % 2], o, halo, weights);
@@ -300,7 +359,8 @@ struct HaloConvKernel {
       for (int mi = 0; mi < kMI; ++mi)
 #pragma unroll
         for (int ni = 0; ni < kNI; ++ni)
-          MmaM16N8K16<Element>::fma(acc[mi][ni], af[kStep % 2][mi], bf[kStep % 2][ni]);
+          MmaM16N8K16<Element>::fma(acc[mi][ni], af[kStep % 2][group_of(ni)][mi],
+                                    bf[kStep % 2][ni]);
       mainloop<kStep + 1>(acc, af, bf, o, halo, weights);
     }
   }
@@ -312,39 +372,43 @@ struct HaloConvKernel {
     const u32 smem_w = smem_addr(smem);
     const u32 smem_x = smem_w + P::kWeightBytes;  // two buffers
 
-    int tile = blockIdx.x;
+    // CTA i keeps slice i % kSlices and walks every (gridDim.x / kSlices)-th spatial tile.
+    const int slice = blockIdx.x % kSlices, walk = gridDim.x / kSlices;
+    int tile = blockIdx.x / kSlices;
     if (tile >= kTiles) return;
+    const int n_slice = slice * kBN;  // the slice's first output channel
     // Group 0: the weights and the first tile's pixels.
-    load_weights(p, smem_w, tid);
+    load_weights(p, smem_w, tid, slice);
     u32 staged[P::kInputNchw ? kStagedIters : 1][4];
     if constexpr (P::kInputNchw) {
       fetch_nchw(p, tile, tid, staged);
       store_nchw(smem_x, tid, staged);
     } else {
-      load_halo(p, smem_x, tile, tid);
+      load_halo(p, smem_x, tile, slice, tid);
     }
     cp_async_commit();
     const Lanes o = lane_offsets(lane, wm, wn);
     const int g = lane / 4;
 
-    for (int buffer = 0; tile < kTiles; tile += gridDim.x, buffer ^= 1) {
+    for (int buffer = 0; tile < kTiles; tile += walk, buffer ^= 1) {
       // Prefetch the next tile into the other buffer, which every warp finished reading
       // before the barrier that ended the previous iteration.
-      const int next = tile + gridDim.x;
+      const int next = tile + walk;
       if constexpr (P::kInputNchw) {
         if (next < kTiles) fetch_nchw(p, next, tid, staged);
       } else if (next < kTiles) {
-        load_halo(p, smem_x + u32((buffer ^ 1) * P::kBufferBytes), next, tid);
+        load_halo(p, smem_x + u32((buffer ^ 1) * P::kBufferBytes), next, slice, tid);
       }
       cp_async_commit();
       cp_async_wait<1>();  // everything but the prefetch has landed
       __syncthreads();
 
       ResidualVector residual[kResidualInRegisters ? kMI : 1][kLaneChunks];
-      if constexpr (kResidualInRegisters) load_residuals(p, tile, wm, wn, lane, residual);
+      if constexpr (kResidualInRegisters)
+        load_residuals(p, tile, wm, n_slice + wn * kWN, lane, residual);
       const u32 halo = smem_x + u32(buffer * P::kBufferBytes);
       float acc[kMI][kNI][4] = {};
-      u32 af[2][kMI][4], bf[2][kNI][2];
+      u32 af[2][kGW][kMI][4], bf[2][kNI][2];
       load_fragments<0>(af[0], bf[0], o, halo, smem_w);
       mainloop<0>(acc, af, bf, o, halo, smem_w);
 
@@ -368,9 +432,9 @@ struct HaloConvKernel {
         }
         __syncwarp();
         if constexpr (kResidualInRegisters)
-          store_with_residual(p, slab, m, wn * kWN, rows, lane, residual[mi]);
+          store_with_residual(p, slab, m, n_slice + wn * kWN, rows, lane, residual[mi]);
         else
-          store_slab<P, 16, kWN, 32>(p, slab, kSlabPitch, 0, m, wn * kWN, lane, rows);
+          store_slab<P, 16, kWN, 32>(p, slab, kSlabPitch, 0, m, n_slice + wn * kWN, lane, rows);
         __syncwarp();
       }
       if constexpr (P::kInputNchw) {
