@@ -125,15 +125,16 @@ std::optional<NodePlan> in_place_concat(const ir::Graph& g, const ir::Node& n) {
   return p;
 }
 
-// Why a grouped tessel.Conv does not run on the packed-groups Tensor Core kernel, or nothing
-// when it does.
-std::optional<std::string> packed_groups_refusal(const ir::Graph& g, const ir::Node& n,
+// Why a grouped tessel.Conv runs on neither grouped Tensor Core kernel (the grouped halo
+// kernel, the packed-groups mainloop), or nothing when one takes it.
+std::optional<std::string> grouped_tensor_core_refusal(const ir::Graph& g, const ir::Node& n,
                                                  const Options& options,
                                                  const device::DeviceInfo& target) {
   if (!options.tensor_cores) return "Tensor Cores turned off (compiler::Options::tensor_cores)";
   const contraction::MatchResult m = contraction::match(contraction_of(g, n).maps);
   if (!m.contraction) return remarks_text(m);
   if (!m.tensor_cores) return remarks_text(m);
+  if (kernels::grouped_halo_schedule(*m.contraction, target)) return std::nullopt;
   std::string why;
   if (!kernels::packed_groups_schedule(*m.contraction, target, &why)) return why;
   return std::nullopt;
@@ -206,8 +207,8 @@ NodePlan plan_any_node(const ir::Graph& g, const ir::Node& n, const Options& opt
   if (lowered_as_contraction(n)) return plan_contraction(g, n, options, target);
   std::optional<std::string> not_packed;
   if (is_contraction_op(n)) {
-    // A grouped convolution: on Tensor Cores where the packed-groups kernel takes it.
-    if (std::optional<std::string> why = packed_groups_refusal(g, n, options, target))
+    // A grouped convolution: on Tensor Cores where a grouped kernel takes it.
+    if (std::optional<std::string> why = grouped_tensor_core_refusal(g, n, options, target))
       not_packed = why;
     else
       return plan_contraction(g, n, options, target);
