@@ -6,7 +6,8 @@
 // contraction, and what of its epilogue changes its time) are tuned once. For each, the
 // candidates are the cost model's default first, then the schedule space
 // (kernels::enumerate_schedules) ranked by the cost model, those the generator takes with the
-// node's epilogue, at most --per-layer. Each candidate is compiled
+// node's epilogue, at most --per-layer; for a grouped conv, the grouped kernels' schedules
+// (kernels::grouped_schedules) in their own order instead. Each candidate is compiled
 // (in parallel) as the node alone, a one-node engine run on random inputs, checked against the
 // default's output (relative L2 within 1e-2: a wrong kernel is never recorded), and timed by
 // CUDA-graph replays (median). The database is saved after every layer, so a run cut short
@@ -187,10 +188,14 @@ Action add_tune(CLI::App& app) {
       }
       Job job{static_cast<int>(i), key, {plan.schedule}};
       std::vector<std::pair<double, kernels::Schedule>> ranked;
-      for (const kernels::Schedule& s : kernels::enumerate_schedules(c, target)) {
+      // A grouped conv: the grouped kernels' schedules in their own order (the cost model
+      // does not rank the halo kernel); anything else: the space ranked by the cost model.
+      const std::vector<kernels::Schedule> grouped = kernels::grouped_schedules(c, target);
+      for (const kernels::Schedule& s :
+           grouped.empty() ? kernels::enumerate_schedules(c, target) : grouped) {
         if (s.name() == plan.schedule.name()) continue;
         if (kernels::cuda::can_implement(c, plan.epilogue, s)) continue;
-        ranked.push_back({kernels::estimate(c, s, target).microseconds, s});
+        ranked.push_back({grouped.empty() ? kernels::estimate(c, s, target).microseconds : 0, s});
       }
       std::stable_sort(ranked.begin(), ranked.end(),
                        [](const auto& a, const auto& b) { return a.first < b.first; });

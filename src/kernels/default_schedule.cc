@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <tuple>
 
@@ -465,6 +466,14 @@ std::optional<Schedule> packed_groups_schedule(const Contraction& c,
   return refuse("no packed-groups schedule fits: " + last);
 }
 
+// The grouped halo kernel's warp tile width for groups of `cog` output channels: 16 for groups
+// of 8 or 16, 32 for multiples of 32, else one group of a multiple of 16 or two (24 -> 48).
+namespace {
+int grouped_warp_n(int cog) {
+  return cog <= 16 ? 16 : cog % 32 == 0 ? 32 : cog % 16 == 0 ? cog : 2 * cog;
+}
+}  // namespace
+
 std::optional<Schedule> grouped_halo_schedule(const Contraction& c,
                                               const device::DeviceInfo& device) {
   const std::optional<contraction::GroupedLayout> l = contraction::grouped_layout(c);
@@ -475,12 +484,11 @@ std::optional<Schedule> grouped_halo_schedule(const Contraction& c,
   const int cog = static_cast<int>(l->n_per_group);
   if (cog % 8 != 0 || w->channels % 8 != 0) return std::nullopt;
   // The N tile: whole groups up to 32 channels (64 for groups wider than 16), at least one
-  // group; warp tiles of 16 channels for groups of 8 or 16, 32 for multiples of 32, else one
-  // group of a multiple of 16 or two (24 -> 48).
+  // group; warp tiles of grouped_warp_n channels.
   const int tile_channels = cog <= 16 ? 32 : 64;
   const int groups_per_tile =
       static_cast<int>(std::min<int64_t>(l->groups, std::max(1, tile_channels / cog)));
-  const int warp_n = cog <= 16 ? 16 : cog % 32 == 0 ? 32 : cog % 16 == 0 ? cog : 2 * cog;
+  const int warp_n = grouped_warp_n(cog);
   if (warp_n > 64 || (groups_per_tile * cog) % warp_n != 0) return std::nullopt;
   // Strided: a tile's halo is about 4x its outputs, and where a group's K is longer than 72
   // the packed kernel's k-tiles use the SM better (H100, batch 32: ResNeXt's 56x56 stride-2
@@ -514,6 +522,52 @@ std::optional<Schedule> grouped_halo_schedule(const Contraction& c,
   s.ctas = static_cast<int>(std::max<int64_t>(1, 8 * int64_t{device.sm_count} / layout->slices) *
                             layout->slices);
   return s;
+}
+
+std::vector<Schedule> grouped_schedules(const Contraction& c, const device::DeviceInfo& device) {
+  std::vector<Schedule> out;
+  const std::optional<contraction::GroupedLayout> l = contraction::grouped_layout(c);
+  if (!l || !contraction::tensor_core_eligible(c) || device.cc_major < 8) return out;
+  // The packed kernel's default with other M tiles and pipeline depths.
+  if (std::optional<Schedule> packed = packed_groups_schedule(c, device))
+    for (int block_m : {32, 64, 128})
+      for (int stages : {2, 3, 4}) {
+        Schedule s = *packed;
+        s.block_m = block_m;
+        s.warp_m = std::min(packed->warp_m, block_m);
+        s.stages = stages;
+        if (runs(c, s, device)) out.push_back(s);
+      }
+  // The grouped halo kernel: slices of 1 to 8 groups, warp tiles nesting with the groups,
+  // output tiles 16 wide and 4 to 16 rows (7 and 14: RegNet's 14x14 and 28x28 images), 2 to 16
+  // warps; one CTA per tile. Nearest the default's shape first (8 warps, 128 pixels, 32
+  // channels), so that a small --per-layer still tries its neighbours.
+  const int cog = static_cast<int>(l->n_per_group);
+  std::vector<std::pair<int, Schedule>> halos;
+  if (contraction::grouped_conv_geometry(c) && c.a_dtype != DType::kI8) {
+    for (int groups : {1, 2, 4, 8}) {
+      if (groups > l->groups || groups * cog > 128) continue;
+      for (int warp_n : {8, 16, 32, 48, 64}) {
+        if ((groups * cog) % warp_n != 0 || (warp_n % cog != 0 && cog % warp_n != 0)) continue;
+        for (int tile_h : {4, 7, 8, 14, 16})
+          for (int warp_m : {16, 32, 64}) {
+            if ((tile_h * 16) % warp_m != 0) continue;
+            const int warps = tile_h * 16 / warp_m * (groups * cog / warp_n);
+            if (warps < 2 || warps > 16) continue;
+            const Schedule s = halo_schedule(c, tile_h, 16, warp_m, warp_n, 0, groups);
+            if (!runs(c, s, device)) continue;
+            const int distance = 4 * std::abs(warps - 8) + std::abs(tile_h * 16 - 128) / 16 +
+                                 std::abs(groups * cog - 32) / 8 +
+                                 std::abs(warp_n - grouped_warp_n(cog)) / 8;
+            halos.push_back({distance, s});
+          }
+      }
+    }
+  }
+  std::stable_sort(halos.begin(), halos.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (const auto& [distance, s] : halos) out.push_back(s);
+  return out;
 }
 
 Schedule default_schedule(const Contraction& c, const device::DeviceInfo& device,

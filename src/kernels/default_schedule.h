@@ -69,6 +69,15 @@ std::optional<Schedule> packed_groups_schedule(const contraction::Contraction& c
 std::optional<Schedule> grouped_halo_schedule(const contraction::Contraction& c,
                                               const device::DeviceInfo& device);
 
+// The schedules of the grouped kernels that `tessel tune` measures for a grouped contraction
+// (the GEMM space runs groups as a batch of N = channels-per-group problems, which no grouped
+// kernel loses to): the packed-groups default with M tiles of 32, 64 and 128 and 2 to 4
+// stages, then grouped halo schedules (slices of 1 to 8 groups, output tiles 16 wide and 4, 7,
+// 8, 14 or 16 high, 2 to 16 warps) nearest the default's shape first. All legal and fitting
+// the device; empty for other contractions.
+std::vector<Schedule> grouped_schedules(const contraction::Contraction& c,
+                                        const device::DeviceInfo& device);
+
 // The default, picked without measuring: among the default kernels (a fixed list of
 // configurations measured on an H100 across the public workloads, each with its measured
 // residual against the estimate) with split-K from the space's list where the M x N tiles

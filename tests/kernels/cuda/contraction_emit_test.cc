@@ -4,21 +4,20 @@
 // SIMT); can_implement() rejects illegal schedules with a reason; the generated source has
 // the gathers, checks and store arithmetic the index maps call for.
 #include <gtest/gtest.h>
-
-#include "kernels/kernel_rules.h"
-
 #include <unistd.h>
 
 #include <filesystem>
+#include <set>
 #include <string>
 #include <vector>
 
-#include "kernels/cuda/contraction_problems.h"
-#include "kernels/cuda/nvrtc_test_util.h"
 #include "device/cuda_api.h"
 #include "device/device_info.h"
 #include "kernels/contraction/grouped.h"
+#include "kernels/cuda/contraction_problems.h"
+#include "kernels/cuda/nvrtc_test_util.h"
 #include "kernels/default_schedule.h"
+#include "kernels/kernel_rules.h"
 
 namespace tessel::kernels::cuda::testing {
 namespace {
@@ -692,6 +691,47 @@ TEST(GroupedHalo, WindowLayoutAndDefault) {
   EXPECT_EQ(kernels::default_schedule(s2_16.c, h100).mainloop, kernels::Mainloop::kGemm);
   const TestProblem narrow = conv_problem(conv_params(32, 7, 7, 1024, 1024, 3, 1, 1, 1, 32));
   EXPECT_EQ(kernels::default_schedule(narrow.c, h100).mainloop, kernels::Mainloop::kGemm);
+}
+
+// What `tessel tune` measures for a grouped conv: the packed kernel's variants first, then the
+// grouped halo kernel's, every one legal with the node's epilogue, none twice.
+TEST(GroupedHalo, TuningCandidatesAreLegalAndNearTheDefaultFirst) {
+  const device::DeviceInfo& h100 = device::known_device("sm_90a");
+  // RegNet-Y-400MF's 14x14 layer at batch 32: 26 groups of 8.
+  const TestProblem p = conv_problem(conv_params(32, 14, 14, 208, 208, 3, 1, 1, 1, 26));
+  const std::vector<kernels::Schedule> all = kernels::grouped_schedules(p.c, h100);
+  ASSERT_GT(all.size(), 10u);
+  std::set<std::string> names;
+  size_t first_halo = all.size();
+  for (size_t i = 0; i < all.size(); ++i) {
+    const kernels::Schedule& s = all[i];
+    EXPECT_FALSE(can_implement(p.c, p.e, s)) << s.name();
+    EXPECT_TRUE(names.insert(s.name()).second) << s.name();
+    EXPECT_GT(s.groups_per_tile, 0) << s.name();
+    if (s.mainloop == kernels::Mainloop::kHalo)
+      first_halo = std::min(first_halo, i);
+    else
+      EXPECT_EQ(first_halo, all.size()) << "packed after halo: " << s.name();
+  }
+  ASSERT_LT(first_halo, all.size());
+  EXPECT_GT(first_halo, 0u);  // packed variants exist
+  // The default's shape (one CTA per tile) and the whole-height tile are both candidates.
+  EXPECT_EQ(names.count("halo_8x16_n32_w32x16_c0_g4"), 1u);
+  EXPECT_EQ(names.count("halo_14x16_n32_w32x16_c0_g4"), 1u);
+  EXPECT_EQ(names.count("halo_7x16_n32_w16x16_c0_g4"), 1u);
+  // The nearest to 8 warps of 128 pixels over 32 channels comes first.
+  EXPECT_EQ(all[first_halo].name(), "halo_8x16_n32_w32x16_c0_g4");
+  // One of each compiles (the halo kernel with a 7-row tile: 7 warps of 16 pixels per column).
+  for (const char* name : {"halo_7x16_n32_w16x16_c0_g4"}) {
+    const std::optional<kernels::Schedule> s = kernels::parse_schedule(name, p.c);
+    ASSERT_TRUE(s);
+    const Compiled out = nvrtc_compile(emit(p.c, p.e, *s), "sm_90a");
+    EXPECT_TRUE(out.ok) << out.log;
+  }
+  // Nothing for a dense conv.
+  EXPECT_TRUE(
+      kernels::grouped_schedules(conv_problem(conv_params(32, 14, 14, 64, 64, 3, 1, 1)).c, h100)
+          .empty());
 }
 
 TEST(GroupedHalo, RejectsWhatTheKernelCannotDoWithReasons) {
