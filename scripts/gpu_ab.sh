@@ -10,7 +10,7 @@
 # changed most (kernels are matched by position: both binaries must plan the same nodes).
 set -uo pipefail
 base=$1 new=$2 runs=$3
-W=/tmp/tessel_models
+W=${TESSEL_MODELS_DIR:-/tmp/tessel_models}
 ROUNDS=${ROUNDS:-3}
 # The median of whitespace-separated numbers.
 median() { tr ' ' '\n' <<< "$1" | grep . | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }

@@ -10,7 +10,7 @@
 #     cache (warm); `bench M.tsl --json`; `run M.tsl --device cuda` on PyTorch's input.
 # After each model bench/models_report.py rewrites the table, so a run cut short keeps the rows
 # it finished. Under $OUT: models.md (the table), models.json (every number), models.log.
-# The large files (ONNX, .tsl, .npy) stay in /tmp/tessel_models.
+# The large files (ONNX, .tsl, .npy) stay in $TESSEL_MODELS_DIR (default /tmp/tessel_models).
 #
 # Usage: scripts/gpu_models.sh [RUNS]
 #   RUNS: comma-separated model:batch; default the four classifiers at batch 1 and 32 and sr_net
@@ -22,7 +22,7 @@
 set -uo pipefail
 ROOT=$(pwd)
 OUT=${OUT:-/tmp/tessel_out}
-W=/tmp/tessel_models
+W=${TESSEL_MODELS_DIR:-/tmp/tessel_models}
 TESSEL=$ROOT/${TESSEL_DEVICE_DIR:-.device}/bin/tessel
 runs=${1:-resnet50:1,vgg16:1,mobilenet_v2:1,inception_v3:1,sr_net:1,resnet50:32,vgg16:32,mobilenet_v2:32,inception_v3:32}
 if [[ $runs =~ ^zoo(:([0-9]+/[0-9]+))?$ ]]; then

@@ -10,7 +10,7 @@
 set -uo pipefail
 ROOT=$(pwd)
 OUT=${OUT:-/tmp/tessel_out}
-W=/tmp/tessel_models
+W=${TESSEL_MODELS_DIR:-/tmp/tessel_models}
 DEV=$ROOT/${TESSEL_DEVICE_DIR:-.device}
 TESSEL=$DEV/bin/tessel
 export LD_LIBRARY_PATH="$DEV/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
