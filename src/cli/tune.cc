@@ -190,12 +190,13 @@ Action add_tune(CLI::App& app) {
       std::vector<std::pair<double, kernels::Schedule>> ranked;
       // A grouped conv: the grouped kernels' schedules in their own order (the cost model
       // does not rank the halo kernel); anything else: the space ranked by the cost model.
-      const std::vector<kernels::Schedule> grouped = kernels::grouped_schedules(c, target);
-      for (const kernels::Schedule& s :
-           grouped.empty() ? kernels::enumerate_schedules(c, target) : grouped) {
+      std::vector<kernels::Schedule> space = kernels::grouped_schedules(c, target);
+      const bool grouped = !space.empty();
+      if (!grouped) space = kernels::enumerate_schedules(c, target);
+      for (const kernels::Schedule& s : space) {
         if (s.name() == plan.schedule.name()) continue;
         if (kernels::cuda::can_implement(c, plan.epilogue, s)) continue;
-        ranked.push_back({grouped.empty() ? kernels::estimate(c, s, target).microseconds : 0, s});
+        ranked.push_back({grouped ? 0 : kernels::estimate(c, s, target).microseconds, s});
       }
       std::stable_sort(ranked.begin(), ranked.end(),
                        [](const auto& a, const auto& b) { return a.first < b.first; });

@@ -142,6 +142,13 @@ int persistent_ctas(const Contraction& c, const Schedule& s, const device::Devic
   return device.sm_count * resident_ctas(device, s.threads(), regs, smem_bytes(c, s));
 }
 
+// A halo schedule's CTAs resident per SM, registers counted at 128 per thread (the halo
+// kernels' order of magnitude); 0 where the schedule is illegal or does not fit.
+int halo_resident(const Contraction& c, const Schedule& s, const device::DeviceInfo& device) {
+  if (check_schedule(c, s)) return 0;
+  return resident_ctas(device, s.threads(), 128, smem_bytes(c, s));
+}
+
 // Legal for the kernels and resident on the device (shared memory, registers).
 bool runs(const Contraction& c, const Schedule& s, const device::DeviceInfo& device) {
   if (check_schedule(c, s)) return false;
@@ -327,7 +334,6 @@ namespace {
 // the f32 NCHW input, which only the halo kernel takes on Tensor Cores.
 std::optional<Schedule> default_halo(const Contraction& c, const device::DeviceInfo& device) {
   if (device.cc_major < 8 || !contraction::conv_window(c)) return std::nullopt;
-  constexpr int kRegs = 128;
   // {N from, N to, tile_h, tile_w, warp_m, warp_n}, in order of preference.
   const int candidates[][6] = {{1, 8, 32, 16, 64, 8},
                                {9, 16, 16, 16, 64, 16},
@@ -352,8 +358,7 @@ std::optional<Schedule> default_halo(const Contraction& c, const device::DeviceI
     const int64_t padded_w = (out_w + tw - 1) / tw * tw;
     if (c.n < n_from || c.n > n_to || (padded_w - out_w) * 100 > out_w * 5) continue;
     Schedule s = halo_schedule(c, th, tw, wm, wn, 0);
-    if (check_schedule(c, s) || smem_bytes(c, s) > device.smem_per_block_optin) continue;
-    const int resident = resident_ctas(device, s.threads(), kRegs, smem_bytes(c, s));
+    const int resident = halo_resident(c, s, device);
     const std::optional<HaloLayout> layout = halo_layout(c, s);
     // A stem's f32 NCHW input has no other Tensor Core kernel: the halo kernel however few
     // its tiles (the alternative is SIMT).
@@ -507,11 +512,9 @@ std::optional<Schedule> grouped_halo_schedule(const Contraction& c,
   const bool one_tile_high = w->out_h <= 16 && w->out_h % 2 == 0;
   Schedule s = halo_schedule(c, one_tile_high ? static_cast<int>(w->out_h) : 8, 16, 32, warp_n, 0,
                              groups_per_tile);
-  if (check_schedule(c, s) || smem_bytes(c, s) > device.smem_per_block_optin)
-    s = halo_schedule(c, 8, 16, 32, warp_n, 0, groups_per_tile);
-  if (check_schedule(c, s) || smem_bytes(c, s) > device.smem_per_block_optin) return std::nullopt;
+  if (halo_resident(c, s, device) < 1) s = halo_schedule(c, 8, 16, 32, warp_n, 0, groups_per_tile);
+  const int resident = halo_resident(c, s, device);
   const std::optional<HaloLayout> layout = halo_layout(c, s);
-  const int resident = resident_ctas(device, s.threads(), 128, smem_bytes(c, s));
   // A work item (slice x tile) for every SM at least (batch 1 keeps the packed kernel's
   // smaller tiles; RegNet-Y's 14x14 groups of 8 at batch 32, 224 items of 14x16: 6.0 us,
   // against 10.8 on the packed kernel).
@@ -555,7 +558,7 @@ std::vector<Schedule> grouped_schedules(const Contraction& c, const device::Devi
             const int warps = tile_h * 16 / warp_m * (groups * cog / warp_n);
             if (warps < 2 || warps > 16) continue;
             const Schedule s = halo_schedule(c, tile_h, 16, warp_m, warp_n, 0, groups);
-            if (!runs(c, s, device)) continue;
+            if (halo_resident(c, s, device) < 1) continue;
             const int distance = 4 * std::abs(warps - 8) + std::abs(tile_h * 16 - 128) / 16 +
                                  std::abs(groups * cog - 32) / 8 +
                                  std::abs(warp_n - grouped_warp_n(cog)) / 8;

@@ -247,10 +247,10 @@ std::string emit_halo_geometry(const Contraction& c, const KernelPlan& plan) {
   o << fmt::format("  // halo convolution: X {} ({} images, {}x{}, {} channels), {}x{} window, pad top/left {}/{}\n",
                    w.nchw_input ? "NCHW" : "NHWC", w.images, w.in_h, w.in_w, w.channels, w.kernel_h,
                    w.kernel_w, w.pad_top, w.pad_left);
-  // A grouped conv's window is one group's: X's pixels hold every group's channels.
-  const bool grouped = plan.s.groups_per_tile > 0;
+  // kC: X's channels per pixel (a grouped conv's window is one group's; its pixels hold
+  // every group's channels).
   o << fmt::format("  static constexpr int kImages = {}, kInH = {}, kInW = {}, kC = {};\n",
-                   w.images, w.in_h, w.in_w, grouped ? w.channel_pitch : w.channels);
+                   w.images, w.in_h, w.in_w, w.channel_pitch);
   o << fmt::format("  static constexpr bool kInputNchw = {};\n", w.nchw_input);
   o << fmt::format("  static constexpr int kOutH = {}, kOutW = {}, kR = {}, kS = {}, kPadT = {}, kPadL = {};\n",
                    w.out_h, w.out_w, w.kernel_h, w.kernel_w, w.pad_top, w.pad_left);
@@ -260,8 +260,8 @@ std::string emit_halo_geometry(const Contraction& c, const KernelPlan& plan) {
   o << fmt::format(
       "  // {} per CTA: groups of kGroupC input and kGroupN output channels, kSlices slices\n"
       "  static constexpr int kGroupsPerTile = {}, kGroupC = {}, kGroupN = {}, kSlices = {};\n",
-      grouped ? "whole groups" : "one group of all channels", l->groups_per_tile, l->group_c,
-      l->group_n, l->slices);
+      plan.s.groups_per_tile > 0 ? "whole groups" : "one group of all channels", l->groups_per_tile,
+      l->group_c, l->group_n, l->slices);
   o << fmt::format("  static constexpr int kTileH = {}, kTileW = {};\n", plan.s.tile_h(), plan.s.tile_w);
   o << fmt::format("  static constexpr int kCP = {}, kPixelPitch = {}, kBufferBytes = {};\n",
                    l->channels_padded, l->pixel_pitch, l->buffer_bytes);

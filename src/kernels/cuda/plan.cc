@@ -350,16 +350,18 @@ Reason check_prologue(const Contraction& c, const Epilogue& e, const Schedule& s
 
 // Packed groups (contraction/grouped.h): B, C and the epilogue through the dense view (the
 // plan's contraction from here on), A through the packed-A view, whose k-tile is every group's.
+// A grouped contraction's view (contraction/grouped.h) as a Contraction.
+std::shared_ptr<const Contraction> grouped_view(const contraction::IndexMaps& maps) {
+  contraction::MatchResult m = contraction::match(maps);
+  TESSEL_ICHECK(m.contraction) << "a grouped view is no contraction:\n" << maps.str();
+  return std::make_shared<const Contraction>(std::move(*m.contraction));
+}
+
 Reason plan_packed_groups(const Contraction& c, const Schedule& s, KernelPlan* p) {
   const std::optional<contraction::GroupedLayout> l = contraction::grouped_layout(c);
   TESSEL_ICHECK(l) << "check_schedule accepted packed groups for a contraction without groups";
-  auto view = [](const contraction::IndexMaps& maps) {
-    contraction::MatchResult m = contraction::match(maps);
-    TESSEL_ICHECK(m.contraction) << "a grouped view is no contraction:\n" << maps.str();
-    return std::make_shared<const Contraction>(std::move(*m.contraction));
-  };
-  const auto dense = view(contraction::grouped_dense_view(c, *l));
-  const auto packed = view(contraction::grouped_packed_a_view(c, *l, s.groups_per_tile));
+  const auto dense = grouped_view(contraction::grouped_dense_view(c, *l));
+  const auto packed = grouped_view(contraction::grouped_packed_a_view(c, *l, s.groups_per_tile));
   p->views = {dense, packed};
   p->c = dense.get();
   Schedule packed_s = s;
@@ -466,9 +468,7 @@ std::optional<std::string> make_plan(const Contraction& c, const Epilogue& e, co
     if (s.groups_per_tile > 0) {
       const std::optional<contraction::GroupedLayout> l = contraction::grouped_layout(c);
       TESSEL_ICHECK(l) << "a grouped halo layout without groups";
-      contraction::MatchResult m = contraction::match(contraction::grouped_dense_view(c, *l));
-      TESSEL_ICHECK(m.contraction) << "the dense view of a grouped conv is no contraction";
-      p->views = {std::make_shared<const Contraction>(std::move(*m.contraction))};
+      p->views = {grouped_view(contraction::grouped_dense_view(c, *l))};
       p->c = p->views[0].get();
     }
     const uint64_t slices = static_cast<uint64_t>(layout->slices);
