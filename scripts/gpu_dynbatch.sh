@@ -23,7 +23,8 @@ RANGE=1:64
 OPT=32
 STATIC="1 8 32 64"
 BETWEEN="3 24 48"
-export LD_LIBRARY_PATH="$ROOT/${TESSEL_DEVICE_DIR:-.device}/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+source "$ROOT/scripts/gpu_env.sh"
+export LD_LIBRARY_PATH=$(tessel_lib_path "$ROOT/${TESSEL_DEVICE_DIR:-.device}")
 rm -rf "$W"
 mkdir -p "$OUT" "$W"
 LOG=$OUT/dynbatch.log

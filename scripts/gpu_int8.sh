@@ -20,7 +20,8 @@ OUT=${OUT:-/tmp/tessel_out}
 W=/tmp/tessel_int8
 TESSEL=$ROOT/${TESSEL_DEVICE_DIR:-.device}/bin/tessel
 runs=${1:-resnet50:1,resnet50:32,mobilenet_v2:32,sr_net:1}
-export LD_LIBRARY_PATH="$ROOT/${TESSEL_DEVICE_DIR:-.device}/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+source "$ROOT/scripts/gpu_env.sh"
+export LD_LIBRARY_PATH=$(tessel_lib_path "$ROOT/${TESSEL_DEVICE_DIR:-.device}")
 export TESSEL_CACHE_DIR=/tmp/tessel_cache
 mkdir -p "$OUT" "$W"
 LOG=$OUT/int8_models.log

@@ -17,7 +17,8 @@ runs=${1:-$(python3 -c "import json; print(','.join(json.load(open('bench/predic
 for r in ${runs//,/ }; do
   [[ $r =~ ^[a-z0-9_]+:[0-9]+$ ]] || { echo "gpu_predict.sh: '$r' is not model:batch" >&2; exit 2; }
 done
-export LD_LIBRARY_PATH="$ROOT/${TESSEL_DEVICE_DIR:-.device}/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+source "$ROOT/scripts/gpu_env.sh"
+export LD_LIBRARY_PATH=$(tessel_lib_path "$ROOT/${TESSEL_DEVICE_DIR:-.device}")
 rm -rf "$W"
 mkdir -p "$OUT" "$W"
 status=0

@@ -20,7 +20,8 @@ W=/tmp/tessel_serve_work
 MODEL=${1:-resnet50}
 MAX_BATCH=${2:-64}
 LEVELS=${3:-1,2,4,8,16,32,64,128,256}
-export LD_LIBRARY_PATH="$D/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+source "$ROOT/scripts/gpu_env.sh"
+export LD_LIBRARY_PATH=$(tessel_lib_path "$D")
 export TESSEL_CACHE_DIR=/tmp/tessel_cache
 mkdir -p "$W" "$OUT"
 status=0

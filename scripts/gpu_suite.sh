@@ -11,7 +11,8 @@ filter=${2:-}
 ROOT=$(pwd)
 OUT=${OUT:-/tmp/tessel_out}
 mkdir -p "$OUT"
-export LD_LIBRARY_PATH="$ROOT/${TESSEL_DEVICE_DIR:-.device}/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+source "$ROOT/scripts/gpu_env.sh"
+export LD_LIBRARY_PATH=$(tessel_lib_path "$ROOT/${TESSEL_DEVICE_DIR:-.device}")
 export TESSEL_CACHE_DIR=/tmp/tessel_cache
 export TESSEL_WORKLOADS_DIR="$ROOT/${TESSEL_DEVICE_DIR:-.device}/workloads"  # for the largest-workload GPU test
 export TESSEL_BIN="$ROOT/${TESSEL_DEVICE_DIR:-.device}/bin/tessel"               # for the tests that run the CLI

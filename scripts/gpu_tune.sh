@@ -13,7 +13,8 @@ OUT=${OUT:-/tmp/tessel_out}
 W=${TESSEL_MODELS_DIR:-/tmp/tessel_models}
 DEV=$ROOT/${TESSEL_DEVICE_DIR:-.device}
 TESSEL=$DEV/bin/tessel
-export LD_LIBRARY_PATH="$DEV/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+source "$ROOT/scripts/gpu_env.sh"
+export LD_LIBRARY_PATH=$(tessel_lib_path "$DEV")
 run=${1:?usage: gpu_tune.sh MODEL:BATCH [BUDGET]}
 budget=${2:-3m}
 [[ $run =~ ^([a-z0-9_]+):([0-9]+)$ ]] || { echo "gpu_tune.sh: '$run' is not model:batch" >&2; exit 2; }

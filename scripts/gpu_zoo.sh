@@ -9,6 +9,8 @@
 # Usage: scripts/gpu_zoo.sh N [FIRST]
 #   N: the zoo's parts; FIRST: the first part of this call (default 1). With G GPUs the call
 #   runs parts FIRST .. FIRST+G-1 (those up to N).
+# ZOO_PART_TIMEOUT=S stops each part after S seconds (inside the GPU machine's per-call limit);
+# the models it finished keep their rows, and the merge still runs.
 # Exit status 1 when a part failed or missed the accuracy bar.
 set -uo pipefail
 parts=${1:?usage: scripts/gpu_zoo.sh N [FIRST]}
@@ -27,7 +29,7 @@ for ((g = 0; g < gpus; ++g)); do
   echo "part $k/$parts on GPU $g"
   CUDA_VISIBLE_DEVICES=$g OUT=$OUT/part_$k TESSEL_MODELS_DIR=/tmp/tessel_models_$k \
     TORCHINDUCTOR_CACHE_DIR=/tmp/torchinductor_$k \
-    bash scripts/gpu_models.sh "zoo:$k/$parts" > "$OUT/part_$k/console.log" 2>&1 &
+    timeout --kill-after=10 "${ZOO_PART_TIMEOUT:-0}" bash scripts/gpu_models.sh "zoo:$k/$parts" > "$OUT/part_$k/console.log" 2>&1 &
   pids+=($!)
 done
 for p in "${pids[@]}"; do wait "$p" || status=1; done

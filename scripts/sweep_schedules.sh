@@ -11,7 +11,8 @@ shift
 ROOT=$(pwd)
 OUT=${OUT:-/tmp/tessel_out}
 mkdir -p "$OUT/sweep"
-export LD_LIBRARY_PATH="$ROOT/${TESSEL_DEVICE_DIR:-.device}/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+source "$ROOT/scripts/gpu_env.sh"
+export LD_LIBRARY_PATH=$(tessel_lib_path "$ROOT/${TESSEL_DEVICE_DIR:-.device}")
 export TESSEL_CACHE_DIR=${TESSEL_CACHE_DIR:-/tmp/tessel_cache}
 W=$ROOT/${TESSEL_DEVICE_DIR:-.device}/workloads
 i=0
