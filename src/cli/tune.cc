@@ -7,7 +7,9 @@
 // candidates are the cost model's default first, then the schedule space
 // (kernels::enumerate_schedules) ranked by the cost model, those the generator takes with the
 // node's epilogue, at most --per-layer; for a grouped conv, the grouped kernels' schedules
-// (kernels::grouped_schedules) in their own order instead. Each candidate is compiled
+// (kernels::grouped_schedules) in their own order instead, or, for wide groups that no grouped
+// kernel takes, the space's schedules of the kernel that runs groups as a batch
+// (kernels::runs_groups_as_batch). Each candidate is compiled
 // (in parallel) as the node alone, a one-node engine run on random inputs, checked against the
 // default's output (relative L2 within 1e-2: a wrong kernel is never recorded), and timed by
 // CUDA-graph replays (median). The database is saved after every layer, so a run cut short
@@ -34,6 +36,7 @@
 #include "compiler/tuning_db.h"
 #include "core/error.h"
 #include "device/cuda_api.h"
+#include "kernels/contraction/grouped.h"
 #include "kernels/cuda/contraction_kernel.h"
 #include "kernels/default_schedule.h"
 #include "kernels/estimate.h"
@@ -193,8 +196,10 @@ Action add_tune(CLI::App& app) {
       std::vector<kernels::Schedule> space = kernels::grouped_schedules(c, target);
       const bool grouped = !space.empty();
       if (!grouped) space = kernels::enumerate_schedules(c, target);
+      const bool dense_groups = !grouped && contraction::grouped_layout(c).has_value();
       for (const kernels::Schedule& s : space) {
         if (s.name() == plan.schedule.name()) continue;
+        if (dense_groups && !kernels::runs_groups_as_batch(s)) continue;
         if (kernels::cuda::can_implement(c, plan.epilogue, s)) continue;
         ranked.push_back({grouped ? 0 : kernels::estimate(c, s, target).microseconds, s});
       }

@@ -208,10 +208,18 @@ NodePlan plan_any_node(const ir::Graph& g, const ir::Node& n, const Options& opt
   std::optional<std::string> not_packed;
   if (is_contraction_op(n)) {
     // A grouped convolution: on Tensor Cores where a grouped kernel takes it.
-    if (std::optional<std::string> why = grouped_tensor_core_refusal(g, n, options, target))
-      not_packed = why;
-    else
-      return plan_contraction(g, n, options, target);
+    std::optional<std::string> why = grouped_tensor_core_refusal(g, n, options, target);
+    if (!why) return plan_contraction(g, n, options, target);
+    // Wide groups that no grouped kernel takes: a batch of dense GEMMs on Tensor Cores
+    // (kernels::dense_groups_wide), where the kernel takes the node's epilogue.
+    if (options.tensor_cores) {
+      NodePlan dense = plan_contraction(g, n, options, target);
+      if (dense.run == NodeRun::kContraction && dense.tensor_cores()) {
+        if (!dense.tuned) dense.why = "groups as a batch of dense GEMMs; " + *why;
+        return dense;
+      }
+    }
+    not_packed = why;
   }
   // A ConvTranspose that convert-layout left alone: why it has no tessel.Conv form.
   if (n.op == "ConvTranspose")

@@ -471,6 +471,13 @@ std::optional<Schedule> packed_groups_schedule(const Contraction& c,
   return refuse("no packed-groups schedule fits: " + last);
 }
 
+bool dense_groups_wide(const Contraction& c) {
+  const std::optional<contraction::GroupedLayout> l = contraction::grouped_layout(c);
+  return l && l->n_per_group >= kDenseGroupsMinChannels && l->ci_per_group % 8 == 0;
+}
+
+bool runs_groups_as_batch(const Schedule& s) { return s.instruction == Instruction::kMmaSync; }
+
 // The grouped halo kernel's warp tile width for groups of `cog` output channels: 16 for groups
 // of 8 or 16, 32 for multiples of 32, else one group of a multiple of 16 or two (24 -> 48).
 namespace {
@@ -582,6 +589,12 @@ Schedule default_schedule(const Contraction& c, const device::DeviceInfo& device
       if (std::optional<Schedule> halo = grouped_halo_schedule(c, device)) return *halo;
       if (std::optional<Schedule> packed = packed_groups_schedule(c, device)) return *packed;
     }
+  }
+  // A grouped conv that no grouped kernel takes: wide groups as a batch of dense GEMMs, on the
+  // kernel that runs them so (dense_groups_schedule); narrow ones stay off Tensor Cores.
+  if (contraction::grouped_layout(c)) {
+    if (!dense_groups_wide(c)) return simt_schedule(c);
+    mma_sync_only = true;
   }
   if (!contraction::tensor_core_eligible(c) || device.cc_major < 8) return simt_schedule(c);
   const double launch = launch_cycles(device);

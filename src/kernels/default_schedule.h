@@ -69,6 +69,25 @@ std::optional<Schedule> packed_groups_schedule(const contraction::Contraction& c
 std::optional<Schedule> grouped_halo_schedule(const contraction::Contraction& c,
                                               const device::DeviceInfo& device);
 
+// Groups of at least this many output channels fill a dense GEMM tile well enough (112 of a
+// 128-wide tile; 32 of a 32-wide one) that, where neither grouped kernel takes them, the dense
+// GEMM kernels run them as a batch of per-group GEMMs rather than the direct CUDA-core kernel.
+inline constexpr int64_t kDenseGroupsMinChannels = 32;
+
+// Whether `c` is a grouped contraction whose groups the dense GEMM kernels may run as a batch:
+// at least kDenseGroupsMinChannels output channels per group and input channels per group a
+// multiple of 8 (16-byte loads that stay inside a group). Narrower groups, where the grouped
+// kernels refuse them, run off Tensor Cores (the direct grouped kernel).
+bool dense_groups_wide(const contraction::Contraction& c);
+
+// Whether schedule `s`'s kernel runs a grouped contraction's groups as its batch dim: the
+// mma.sync kernel, whose loaders and stores address each group's channels through the batch
+// (checked on the GPU with int8 groups; tests/gpu's dense_group_problems check f16 and bf16).
+// The TMA kernel computes one GEMM (kernel_rules.cc); the cp.async wgmma kernel shares the
+// mma.sync kernel's loaders, but the defaults and the tuner offer grouped contractions to the
+// kernel whose grouped batch a GPU run has checked, mma.sync, alone.
+bool runs_groups_as_batch(const Schedule& s);
+
 // The schedules of the grouped kernels that `tessel tune` measures for a grouped contraction
 // (the GEMM space runs groups as a batch of N = channels-per-group problems, which no grouped
 // kernel loses to): the packed-groups default with M tiles of 32, 64 and 128 and 2 to 4

@@ -138,32 +138,44 @@ TEST(CnnBlocks, NarrowGroupedConvRunsOnTensorCores) {
   testing::expect_same_numerics(in, g, 2e-2, 2e-2);
 }
 
-// Groups the packed-groups kernel cannot take (40 channels each: no warp tile nests with them)
-// stay on the direct grouped kernel, and explain says why; depthwise convs say they run the
-// depthwise kernel.
+// Groups neither grouped kernel takes: wide ones (40 channels each: no warp tile nests with
+// them in the packed kernel) run as a batch of dense GEMMs on Tensor Cores; narrow ones (12
+// output channels: an n8 fragment would straddle two groups, and 5 groups do not pair up to
+// be widened) stay on the direct grouped kernel, and explain says why; depthwise convs say they run
+// the depthwise kernel.
 TEST(CnnBlocks, GroupedConvSaysWhyNotOnTensorCores) {
   testing::IrWriter w(13);
   w.input("x", "f32[1,80,8,8]");
   testing::conv_weight(w, "wg", 80, 40, 3);
-  testing::conv_weight(w, "wd", 80, 1, 3);
-  w.node("%y = Conv(%x, %wg) {group = 2, pads = [1, 1, 1, 1]} : f32[1,80,8,8] @\"grouped\"");
-  w.node("%z = Conv(%y, %wd) {group = 80, pads = [1, 1, 1, 1]} : f32[1,80,8,8] @\"depthwise\"");
-  const ir::Graph g = passes::run_passes(w.graph("z"), passes::gpu_pipeline({}));
-  std::map<std::string, std::string> summaries;
-  for (const ir::Node& n : g.nodes) {
-    if (n.op != "tessel.Conv") continue;
-    const NodePlan p = plan_node(g, n, {}, device::known_device("sm_90a"));
-    EXPECT_EQ(p.run, NodeRun::kOpKernel) << n.name;
-    summaries[n.name] = p.summary();
-  }
-  ASSERT_EQ(summaries.size(), 2u);
-  EXPECT_EQ(summaries["grouped"],
-            "CUDA kernel: grouped convolution (2 groups of 40 to 40 channels): 40 output channels "
-            "per group: no warp tile of 16, 32, 48 or 64 channels nests with the groups; the "
-            "direct grouped kernel runs it on CUDA cores");
-  EXPECT_EQ(summaries["depthwise"],
+  testing::conv_weight(w, "wn", 60, 16, 3);
+  testing::conv_weight(w, "wd", 60, 1, 3);
+  w.node("%y = Conv(%x, %wg) {group = 2, pads = [1, 1, 1, 1]} : f32[1,80,8,8] @\"wide\"");
+  w.node("%u = Conv(%y, %wn) {group = 5, pads = [1, 1, 1, 1]} : f32[1,60,8,8] @\"narrow\"");
+  w.node("%z = Conv(%u, %wd) {group = 60, pads = [1, 1, 1, 1]} : f32[1,60,8,8] @\"depthwise\"");
+  const ir::Graph in = w.graph("z");
+  const ir::Graph g = passes::run_passes(in, passes::gpu_pipeline({}));
+  std::map<std::string, NodePlan> plans;
+  for (const ir::Node& n : g.nodes)
+    if (n.op == "tessel.Conv") plans[n.name] = plan_node(g, n, {}, device::known_device("sm_90a"));
+  ASSERT_EQ(plans.size(), 3u);
+  const NodePlan& wide = plans["wide"];
+  EXPECT_EQ(wide.run, NodeRun::kContraction);
+  EXPECT_EQ(wide.schedule.instruction, kernels::Instruction::kMmaSync) << wide.summary();
+  EXPECT_EQ(wide.schedule.groups_per_tile, 0) << wide.summary();
+  EXPECT_EQ(wide.summary(),
+            "Tensor Cores (mma.sync) " + wide.schedule.name() +
+                " (groups as a batch of dense GEMMs; 40 output channels per group: no warp tile "
+                "of 16, 32, 48 or 64 channels nests with the groups)");
+  EXPECT_EQ(plans["narrow"].run, NodeRun::kOpKernel);
+  EXPECT_EQ(plans["narrow"].summary(),
+            "CUDA kernel: grouped convolution (5 groups of 16 to 12 channels): 12 output channels "
+            "per group (the packed-groups kernel gives each mma n8 fragment one group: a multiple "
+            "of 8); the direct grouped kernel runs it on CUDA cores");
+  EXPECT_EQ(plans["depthwise"].run, NodeRun::kOpKernel);
+  EXPECT_EQ(plans["depthwise"].summary(),
             "CUDA kernel: depthwise convolution: the tiled depthwise kernel (memory-bound, CUDA "
             "cores)");
+  testing::expect_same_numerics(in, g, 2e-2, 2e-2);
 }
 
 // The pass layer's Concat limit is the op kernels' input count.

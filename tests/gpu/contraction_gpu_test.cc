@@ -253,6 +253,14 @@ std::vector<TestProblem> fixed_problems(bool hopper) {
       {step(K::kBias), step(K::kSilu)});  // split-K 8
   add(conv_problem(conv_params(2, 10, 10, 64, 64, 3, 1, 1, 1, 4)), tc_schedule(64, 64, 32, 32, 16, 3),
       {step(K::kHardSwish)});  // grouped conv, 16 channels per group
+  // Wide groups as a batch of dense GEMMs (kernels::dense_groups_wide): RegNet-Y-16GF's groups
+  // of 112 channels, the second N tile of each group 48 wide; stride 2 with a residual; bf16.
+  add(conv_problem(conv_params(2, 9, 9, 224, 224, 3, 1, 1, 1, 2)),
+      tc_schedule(64, 64, 64, 32, 32, 3), {step(K::kBias), step(K::kRelu)});
+  add(conv_problem(conv_params(1, 13, 11, 336, 336, 3, 2, 1, 1, 3)),
+      tc_schedule(128, 64, 32, 32, 64, 3), {step(K::kBias), step(K::kResidualAdd), step(K::kRelu)});
+  add(conv_problem(conv_params(2, 7, 7, 96, 96, 3, 1, 1, 1, 2), DType::kBF16, DType::kBF16),
+      tc_schedule(32, 64, 64, 16, 32, 4), {step(K::kSilu)});
   add(gemm_problem(1, 1000, 2048, "NT"), tc_schedule(32, 64, 64, 32, 32, 4, 8),
       {step(K::kBias)});  // resnet fc, batch 1
   add(gemm_problem(511, 63, 1001, "NN"), tc_schedule(64, 64, 32, 32, 32, 3),
@@ -270,6 +278,10 @@ std::vector<TestProblem> fixed_problems(bool hopper) {
         {step(K::kRelu)});  // ci = 3 through registers
     add(gemm_problem(64, 512, 4096, "NT", DType::kBF16, DType::kBF16), wgmma_schedule(64, 128, 64, 64, 128, 5, 8),
         {step(K::kSilu)});
+    // The cp.async wgmma kernel with groups as its batch (2 groups of 112, N tile 128), which
+    // the defaults and the tuner do not offer it (kernels::runs_groups_as_batch).
+    add(conv_problem(conv_params(2, 9, 9, 224, 224, 3, 1, 1, 1, 2)),
+        wgmma_schedule(64, 128, 64, 64, 128, 4), {step(K::kBias), step(K::kResidualAdd)});
     // TMA: tiled A (GEMM, 1x1 stride 1) and im2col A (3x3 pad 1, stride 2, dilation 2, 7x7,
     // a 1x1 stride-2 downsample), M, N and K tails in every one (K: channels not a multiple
     // of 64), batches of images that a tile's pixels run across.

@@ -66,6 +66,9 @@ std::vector<TestProblem> variants() {
                    tc_schedule(64, 32, 32, 32, 16, 3, 1, 2, 2), {step(K::kResidualAdd)}));
   v.push_back(with(conv_problem(conv_params(2, 20, 20, 64, 64, 3, 1, 1, 1, 2)),
                    tc_schedule(64, 32, 32, 32, 32, 3), {step(K::kBias)}));
+  // Wide groups as a batch (kernels::dense_groups_wide): 2 groups of 112, stride 2, residual.
+  v.push_back(with(conv_problem(conv_params(2, 14, 14, 224, 224, 3, 2, 1, 1, 2)),
+                   tc_schedule(64, 64, 64, 32, 32, 3), {step(K::kBias), step(K::kResidualAdd)}));
   v.push_back(with(d2s(conv_problem(conv_params(1, 36, 64, 64, 128, 3, 1, 1)), false),
                    tc_schedule(128, 128, 32, 64, 64, 3), {step(K::kBias)}));
   v.push_back(with(d2s(conv_problem(conv_params(1, 36, 64, 64, 64, 3, 1, 1)), true),
@@ -111,6 +114,9 @@ std::vector<TestProblem> wgmma_variants() {
   v.push_back(with(gemm_problem(512, 256, 512, "TN", DType::kBF16, DType::kBF16),
                    wgmma_schedule(128, 128, 64, 128, 128, 3)));
   v.push_back(with(gemm_problem(32, 4096, 25088, "NT"), wgmma_schedule(64, 128, 64, 64, 128, 4, 7)));
+  v.push_back(with(conv_problem(conv_params(2, 9, 9, 224, 224, 3, 1, 1, 1, 2)),
+                   wgmma_schedule(64, 128, 64, 64, 128, 4),
+                   {step(K::kBias), step(K::kResidualAdd)}));
   // The TMA kernel: tiled A (GEMM, 1x1), im2col A (3x3, strided 1x1).
   v.push_back(with(gemm_problem(4096, 4096, 4096, "NT"), kernels::tma_schedule(64, 256, 4, 8, 0)));
   v.push_back(with(conv_problem(conv_params(32, 56, 56, 64, 256, 1, 1, 0)), kernels::tma_schedule(128, 128, 5, 8, 0),
@@ -655,6 +661,36 @@ TEST(PackedGroups, DefaultScheduleAndRefusals) {
   bad = *s;
   bad.split_k = 2;
   EXPECT_TRUE(kernels::check_schedule(regnet.c, bad));
+}
+
+TEST(DenseGroups, WideGroupsNoGroupedKernelTakesRunAsABatchOnMmaSync) {
+  const device::DeviceInfo& h100 = device::known_device("sm_90a");
+  // RegNet-Y-16GF's third stage: 11 groups of 112 channels; and groups of 40. Neither grouped
+  // kernel takes them (the packed one has no warp layout for them, the halo one no warp tile).
+  for (const TestProblem& p : {conv_problem(conv_params(32, 14, 14, 1232, 1232, 3, 1, 1, 1, 11)),
+                               conv_problem(conv_params(1, 14, 14, 80, 80, 3, 1, 1, 1, 2))}) {
+    SCOPED_TRACE(p.what);
+    EXPECT_FALSE(kernels::packed_groups_schedule(p.c, h100));
+    EXPECT_FALSE(kernels::grouped_halo_schedule(p.c, h100));
+    EXPECT_TRUE(kernels::dense_groups_wide(p.c));
+    const kernels::Schedule s = kernels::default_schedule(p.c, h100);
+    EXPECT_EQ(s.instruction, kernels::Instruction::kMmaSync) << s.name();
+    EXPECT_EQ(s.mainloop, kernels::Mainloop::kGemm);
+    EXPECT_EQ(s.groups_per_tile, 0);
+    EXPECT_TRUE(kernels::runs_groups_as_batch(s));
+    EXPECT_FALSE(can_implement(p.c, p.e, s));
+  }
+  EXPECT_FALSE(kernels::runs_groups_as_batch(wgmma_schedule(64, 128, 64, 64, 128, 4)));
+  EXPECT_FALSE(kernels::runs_groups_as_batch(kernels::tma_schedule(128, 128, 4, 8, 0)));
+  // Narrow groups that no grouped kernel takes stay off Tensor Cores (the direct kernel): 4
+  // channels per group, depthwise, and input channels per group not a multiple of 8.
+  for (const TestProblem& p : {conv_problem(conv_params(1, 56, 56, 128, 128, 3, 1, 1, 1, 32)),
+                               conv_problem(conv_params(1, 14, 14, 64, 64, 3, 1, 1, 1, 64)),
+                               conv_problem(conv_params(1, 14, 14, 108, 108, 3, 1, 1, 1, 3))}) {
+    SCOPED_TRACE(p.what);
+    EXPECT_FALSE(kernels::dense_groups_wide(p.c));
+    EXPECT_EQ(kernels::default_schedule(p.c, h100).instruction, kernels::Instruction::kSimt);
+  }
 }
 
 TEST(GroupedHalo, WindowLayoutAndDefault) {
