@@ -152,15 +152,17 @@ class LayoutConverter {
                 std::move(attrs));
   }
 
-  // The NHWC twin of activation v, created by a Transpose on first use.
-  ValueId to_nhwc(ValueId v) {
+  // The NHWC twin of activation v, created by a Transpose on first use (with `reason`, where
+  // given, for explain).
+  ValueId to_nhwc(ValueId v, const std::string& reason = "") {
     TESSEL_ICHECK(tracked(v)) << "value " << g_.value(v).name << " has no layout";
     if (nhwc_[v] == kNoValue) {
       const ir::TensorType& t = g_.type(v);
       nhwc_[v] = add_value(g_.value(v).name + ".nhwc",
                            {t.dtype, ops::permute_shape(t.shape, ops::kNchwToNhwc)});
-      emit("Transpose", g_.value(v).name + ".to_nhwc", {v}, {nhwc_[v]},
-           {{"perm", ops::kNchwToNhwc}});
+      ir::Attributes attrs = {{"perm", ops::kNchwToNhwc}};
+      if (!reason.empty()) attrs[kReasonAttr] = reason;
+      emit("Transpose", g_.value(v).name + ".to_nhwc", {v}, {nhwc_[v]}, std::move(attrs));
     }
     return nhwc_[v];
   }
@@ -214,12 +216,20 @@ class LayoutConverter {
     if (n.op == "Gemm") return convert_gemm(n);
     if (n.op == "MatMul") return convert_matmul(n);
     if (n.op == "Transpose" && convert_transpose(n)) return true;
-    // Everything else follows its activations: NHWC only if one of them already is.
-    if (std::none_of(n.inputs.begin(), n.inputs.end(), [&](ValueId v) { return has_nhwc(v); }))
-      return false;
     // How the op takes NHWC is one of its facts (ir/op_registry.h); the ops whose axes are
     // rewritten each have a converter of their own.
     const ir::OpFacts& facts = ir::OpRegistry::global().facts(n.op);
+    // An op whose only GPU kernel is its tessel form's (the pools, DepthToSpace) takes that form
+    // even on a channels-first activation: a Transpose into NHWC costs less than leaving the
+    // op without a GPU kernel.
+    if (facts.nhwc == ir::NhwcForm::kTesselForm && facts.gpu == ir::GpuKernel::kNone &&
+        tracked(n.inputs[0]) && !has_nhwc(n.inputs[0]) && n.outputs.size() == 1) {
+      to_nhwc(n.inputs[0], n.label() + " runs on the GPU in NHWC only");
+      return convert_window(n, facts.tessel_form, why);
+    }
+    // Everything else follows its activations: NHWC only if one of them already is.
+    if (std::none_of(n.inputs.begin(), n.inputs.end(), [&](ValueId v) { return has_nhwc(v); }))
+      return false;
     switch (facts.nhwc) {
       case ir::NhwcForm::kNone: return false;
       case ir::NhwcForm::kTesselForm: return convert_window(n, facts.tessel_form, why);

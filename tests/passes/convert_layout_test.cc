@@ -265,6 +265,36 @@ TEST(ConvertLayout, PoolAndNormalizationOpsTakeTheirNhwcForms) {
   }
 }
 
+// A pool whose input no NHWC op made (here the graph input itself) still takes its NHWC form:
+// its only GPU kernel is that form's, and the Transpose into NHWC says so. A MaxPool with an
+// Indices output has no NHWC form and stays.
+TEST(ConvertLayout, PoolOnAChannelsFirstInputTakesItsNhwcForm) {
+  testing::expect_pass_result("convert-layout", R"(graph @g opset 17 {
+  input %x : f32[1,8,2,2]
+  %y = GlobalMaxPool(%x) : f32[1,8,1,1] @"pool"
+  output %y
+})",
+                              R"(graph @g opset 17 {
+  input %x : f32[1,8,2,2]
+  %xt = Transpose(%x) {layout_reason = "GlobalMaxPool 'pool' runs on the GPU in NHWC only", perm = [0, 2, 3, 1]} : f32[1,2,2,8] @"t0"
+  %yt = tessel.GlobalMaxPool(%xt) : f32[1,1,1,8] @"pool"
+  %y = Transpose(%yt) {perm = [0, 3, 1, 2]} : f32[1,8,1,1] @"t1"
+  output %y
+})");
+  testing::expect_pass_result("convert-layout", R"(graph @g opset 17 {
+  input %x : f32[1,8,2,2]
+  %y, %i = MaxPool(%x) {kernel_shape = [2, 2]} : f32[1,8,1,1], i64[1,8,1,1] @"pool"
+  output %y
+  output %i
+})",
+                              R"(graph @g opset 17 {
+  input %x : f32[1,8,2,2]
+  %y, %i = MaxPool(%x) {kernel_shape = [2, 2]} : f32[1,8,1,1], i64[1,8,1,1] @"pool"
+  output %y
+  output %i
+})");
+}
+
 // A conv whose weight is computed at run time has no tessel form; nothing around it becomes
 // NHWC, so no Transpose appears at all.
 TEST(ConvertLayout, LeavesConvWithRuntimeWeightAlone) {
