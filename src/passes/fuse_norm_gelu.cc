@@ -1,6 +1,7 @@
-// Recognises the decomposed layer normalization and GELU that exporters write where the opset
-// has no LayerNormalization (before 17) or Gelu (before 20), and replaces each with the one
-// node. tessel's IR has both ops at every opset, so the rewrite does not depend on the graph's.
+// Recognises the decomposed layer normalization, GELU and Mish that exporters write where the
+// opset has no LayerNormalization (before 17), Gelu (before 20) or Mish (before 18), and
+// replaces each with the one node. tessel's IR has these ops at every opset, so the rewrite
+// does not depend on the graph's.
 //
 // LayerNorm (torch.onnx.export before opset 17 writes the Pow / Div form):
 //   m = ReduceMean(x, axes=[a])            a the last axis (-1 or rank-1), keepdims=1; axes an
@@ -17,6 +18,10 @@
 //   p = Erf(Div(x, sqrt(2)) | x * 1/sqrt(2))                  -> Gelu(x)
 //   p = Tanh(sqrt(2/pi) * Add(x, 0.044715 * x * x * x | 0.044715 * Pow(x, 3)))
 //                                                             -> Gelu(x) {approximate = "tanh"}
+//
+// Mish (YOLOv4 / CSPDarknet exports, before opset 18's Mish):
+//   Mul(x, Tanh(Softplus(x)))                                   -> Mish(x)
+//   Mul(x, Tanh(Log(Add(Exp(x), 1))))                           -> Mish(x)
 //
 // Every operand order of Add and Mul is accepted. Coefficients match within 1e-4 relative (or
 // equal the coefficient rounded to their dtype: f16 cannot hold 1/sqrt(2) that closely);
@@ -65,6 +70,8 @@ class Matcher {
   // outermost Mul is node i.
   std::optional<Match> layer_norm(int i) const;
   std::optional<Match> gelu(int i) const;
+  // The Mish whose Mul is node i.
+  std::optional<Match> mish(int i) const;
   bool claimed(int i) const { return claimed_[static_cast<size_t>(i)] != 0; }
   void claim(const Match& m) {
     for (int n : m.nodes) claimed_[static_cast<size_t>(n)] = 1;
@@ -136,6 +143,7 @@ class Matcher {
   std::optional<bool> phi(ValueId h, ValueId x, std::vector<int>& nodes) const;
   bool erf_argument(ValueId z, ValueId x, std::vector<int>& nodes) const;
   bool tanh_argument(ValueId u, ValueId x, std::vector<int>& nodes) const;
+  bool softplus_of(ValueId s, ValueId x, std::vector<int>& nodes) const;
 
   const ir::Graph& g_;
   std::vector<int> producer_;
@@ -339,6 +347,45 @@ std::optional<Match> Matcher::gelu(int i) const {
   return std::nullopt;
 }
 
+// ---- Mish -----------------------------------------------------------------------------------
+
+// s = Softplus(x) or Log(Add(Exp(x), 1)).
+bool Matcher::softplus_of(ValueId s, ValueId x, std::vector<int>& nodes) const {
+  const int softplus = sole_def(s, "Softplus");
+  if (softplus >= 0) {
+    if (in(softplus, 0) != x) return false;
+    nodes.push_back(softplus);
+    return true;
+  }
+  const int log = sole_def(s, "Log");
+  if (log < 0) return false;
+  const int add = sole_def(in(log, 0), "Add");
+  if (add < 0) return false;
+  const ValueId e = in(add, near(in(add, 0), 1.0) ? 1 : 0);
+  const int exp = sole_def(e, "Exp");
+  if (!sum_of(add, e, 1.0) || exp < 0 || in(exp, 0) != x) return false;
+  nodes.insert(nodes.end(), {log, add, exp});
+  return true;
+}
+
+std::optional<Match> Matcher::mish(int i) const {
+  if (node(i).op != "Mul" || node(i).inputs.size() != 2) return std::nullopt;
+  for (size_t k : {0, 1}) {
+    const ValueId x = in(i, k);
+    const int tanh = sole_def(in(i, 1 - k), "Tanh");
+    if (tanh < 0) continue;
+    Match m;
+    m.nodes = {i, tanh};
+    if (!softplus_of(in(tanh, 0), x, m.nodes) || !is_float(g_.type(x).dtype) ||
+        g_.type(out(i)) != g_.type(x))
+      continue;
+    m.op = "Mish";
+    m.inputs = {x};
+    return m;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 ir::Graph fuse_norm_gelu(ir::Graph g) {
@@ -349,6 +396,7 @@ ir::Graph fuse_norm_gelu(ir::Graph g) {
     if (matcher.claimed(n)) continue;
     std::optional<Match> m = matcher.layer_norm(n);
     if (!m) m = matcher.gelu(n);
+    if (!m) m = matcher.mish(n);
     if (!m) continue;
     // Matches are found on the unchanged graph; a node already claimed is never part of a
     // later match (the matcher ignores claimed nodes).

@@ -12,7 +12,8 @@ const std::vector<PassInfo>& all_passes() {
   static const std::vector<PassInfo> kPasses = {
       {"canonicalize", "bypass Identity/Dropout/no-op Cast; Clip bounds as inputs", canonicalize},
       {"fold-constants", "evaluate nodes whose inputs are all constant", fold_constants},
-      {"fuse-norm-gelu", "decomposed LayerNorm / GELU subgraphs -> LayerNormalization / Gelu",
+      {"fuse-norm-gelu",
+       "decomposed LayerNorm / GELU / Mish subgraphs -> LayerNormalization / Gelu / Mish",
        fuse_norm_gelu},
       {"fold-batch-norm",
        "fold inference BatchNormalization into the preceding Conv or ConvTranspose",

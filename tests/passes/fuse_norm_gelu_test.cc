@@ -509,5 +509,67 @@ TEST(FuseNormGelu, ConvNextBlockExportedByTorchImportsAndRuns) {
   testing::expect_same_numerics(g, fused, 1e-5, 1e-5);
 }
 
+// Mish as exporters write it before opset 18: x * tanh(softplus(x)), in either Mul order, and
+// with softplus spelled ln(1 + e^x). The result feeds the next op as Mish's output.
+TEST(FuseNormGelu, MishFromSoftplusOrLogOfExp) {
+  const char* kMish = R"(graph @g opset 17 {
+  input %x : f32[1,4,3,3]
+  %y = Mish(%x) : f32[1,4,3,3] @"mish"
+  %z = Relu(%y) : f32[1,4,3,3] @"relu"
+  output %z
+})";
+  testing::expect_pass_result("fuse-norm-gelu", R"(graph @g opset 17 {
+  input %x : f32[1,4,3,3]
+  %s = Softplus(%x) : f32[1,4,3,3] @"sp"
+  %t = Tanh(%s) : f32[1,4,3,3] @"th"
+  %y = Mul(%x, %t) : f32[1,4,3,3] @"mish"
+  %z = Relu(%y) : f32[1,4,3,3] @"relu"
+  output %z
+})",
+                              kMish);
+  const char* kLogExp = R"(graph @g opset 17 {
+  input %x : f32[1,4,3,3]
+  const %one : f32[] = [1.0]
+  %e = Exp(%x) : f32[1,4,3,3] @"exp"
+  %a = Add(%one, %e) : f32[1,4,3,3] @"add"
+  %s = Log(%a) : f32[1,4,3,3] @"log"
+  %t = Tanh(%s) : f32[1,4,3,3] @"th"
+  %y = Mul(%t, %x) : f32[1,4,3,3] @"mish"
+  %z = Relu(%y) : f32[1,4,3,3] @"relu"
+  output %z
+})";
+  testing::expect_pass_result("fuse-norm-gelu", kLogExp, R"(graph @g opset 17 {
+  input %x : f32[1,4,3,3]
+  const %one : f32[] = [1.0]
+  %y = Mish(%x) : f32[1,4,3,3] @"mish"
+  %z = Relu(%y) : f32[1,4,3,3] @"relu"
+  output %z
+})");
+  const ir::Graph before = ir::parse_graph(kLogExp);
+  testing::expect_same_numerics(before, passes::run_passes(before, {"fuse-norm-gelu"}), 1e-6, 1e-6);
+}
+
+// Not Mish: the Tanh of another value's softplus, and a softplus read outside the pattern.
+TEST(FuseNormGelu, MishNeedsTheSameInputAndPrivateIntermediates) {
+  const char* other = R"(graph @g opset 17 {
+  input %x : f32[1,4,3,3]
+  input %w : f32[1,4,3,3]
+  %s = Softplus(%w) : f32[1,4,3,3] @"sp"
+  %t = Tanh(%s) : f32[1,4,3,3] @"th"
+  %y = Mul(%x, %t) : f32[1,4,3,3] @"mul"
+  output %y
+})";
+  testing::expect_pass_result("fuse-norm-gelu", other, other);
+  const char* shared = R"(graph @g opset 17 {
+  input %x : f32[1,4,3,3]
+  %s = Softplus(%x) : f32[1,4,3,3] @"sp"
+  %t = Tanh(%s) : f32[1,4,3,3] @"th"
+  %y = Mul(%x, %t) : f32[1,4,3,3] @"mul"
+  %z = Add(%y, %s) : f32[1,4,3,3] @"add"
+  output %z
+})";
+  testing::expect_pass_result("fuse-norm-gelu", shared, shared);
+}
+
 }  // namespace
 }  // namespace tessel
