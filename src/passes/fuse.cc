@@ -4,6 +4,7 @@
 // tessel.InstanceNormalization or tessel.GroupNormalization absorbs the activations alone, the
 // GroupNorm + SiLU of diffusion UNets, the InstanceNorm + ReLU of style-transfer nets):
 //   Relu, LeakyRelu, Sigmoid, HardSwish       -> relu, leaky_relu(alpha), sigmoid, hardswish
+//   PRelu with a one-element constant slope    -> leaky_relu(slope)
 //   Tanh, Mish, HardSigmoid, Elu               -> tanh, mish, hard_sigmoid(alpha, beta), elu(alpha)
 //   Gelu (approximate none / tanh)             -> gelu, gelu_tanh
 //   Clip with constant (or absent) bounds     -> clip(min, max); an absent bound is the fp32
@@ -104,6 +105,12 @@ std::optional<EpilogueStep> activation_step(const ir::Graph& g, const ir::Node& 
   }
   if (n.op == "LeakyRelu")
     return EpilogueStep{EpilogueKind::kLeakyRelu, n.get_float("alpha", 0.01)};
+  // PRelu with one slope for every channel (PyTorch's nn.PReLU() default) is a leaky ReLU.
+  if (n.op == "PRelu") {
+    const Tensor* slope = n.inputs.size() == 2 ? g.value(n.inputs[1]).data.get() : nullptr;
+    if (!slope || slope->numel() != 1) return std::nullopt;
+    return EpilogueStep{EpilogueKind::kLeakyRelu, slope->get_f64(0)};
+  }
   if (n.op != "Clip") return std::nullopt;
   double bound[2] = {n.get_float("min", -FLT_MAX), n.get_float("max", FLT_MAX)};
   for (size_t i = 1; i < n.inputs.size() && i < 3; ++i) {

@@ -63,6 +63,19 @@ TEST(Fuse, MoreActivationsWithTheirParameters) {
           R"() {epilogue = ["mish", "elu", "hard_sigmoid", "tanh"], epilogue_alpha = [0.0, 0.5, 0.25, 0.0], epilogue_beta = [0.0, 0.0, 0.5, 0.0]})"));
 }
 
+// PRelu with one slope (PyTorch's nn.PReLU() default) is the leaky ReLU of that slope; with a
+// slope per channel it stays an op of its own.
+TEST(Fuse, PreluWithOneSlopeIsALeakyRelu) {
+  testing::expect_pass_result(
+      "fuse",
+      conv_then("  %y = PRelu(%c, %s) : f32[1,2,2,2] @\"prelu\"\n", {"%y"},
+                "  const %s : f32[1] = [0.25]\n"),
+      fused(R"() {epilogue = ["leaky_relu"], epilogue_alpha = [0.25], epilogue_beta = [0.0]})"));
+  const std::string per_channel = conv_then("  %y = PRelu(%c, %s) : f32[1,2,2,2] @\"prelu\"\n",
+                                            {"%y"}, "  const %s : f32[2] = [0.25, 0.5]\n");
+  testing::expect_pass_result("fuse", per_channel, per_channel);
+}
+
 // A normalization absorbs the activations after it (InstanceNorm + ReLU of style transfer,
 // GroupNorm + SiLU of diffusion UNets) but no residual add.
 TEST(Fuse, NormalizationsTakeActivationsOnly) {
