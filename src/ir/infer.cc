@@ -25,6 +25,18 @@ const OpSchema& schema_of(const Node& n, const OpRegistry& registry) {
 
 }  // namespace
 
+Tensor shape_value(const Node& n, const Shape& input_shape) {
+  const int64_t rank = static_cast<int64_t>(input_shape.size());
+  int64_t start = n.get_int("start", 0), end = n.get_int("end", rank);
+  if (start < 0) start += rank;
+  if (end < 0) end += rank;
+  start = std::clamp<int64_t>(start, 0, rank);
+  end = std::clamp<int64_t>(end, start, rank);
+  Tensor t(DType::kI64, {end - start});
+  for (int64_t i = start; i < end; ++i) t.data<int64_t>()[i - start] = input_shape[i];
+  return t;
+}
+
 void infer_types(Graph& g, const OpRegistry& registry) {
   std::unordered_map<ValueId, Tensor> known;
   for (size_t i = 0; i < g.values.size(); ++i)
@@ -59,17 +71,7 @@ void infer_types(Graph& g, const OpRegistry& registry) {
                 ((all_known && in_elems <= kMaxFoldElements) || n.op == "Shape");
     if (!fold) continue;
     if (n.op == "Shape" && !all_known) {
-      // Shape reads only its input's type: evaluate it from the static shape.
-      const Shape& s = in_types[0]->shape;
-      int64_t rank = static_cast<int64_t>(s.size());
-      int64_t start = n.get_int("start", 0), end = n.get_int("end", rank);
-      if (start < 0) start += rank;
-      if (end < 0) end += rank;
-      start = std::clamp<int64_t>(start, 0, rank);
-      end = std::clamp<int64_t>(end, start, rank);
-      Tensor t(DType::kI64, {end - start});
-      for (int64_t i = start; i < end; ++i) t.data<int64_t>()[i - start] = s[i];
-      known[n.outputs[0]] = t;
+      known[n.outputs[0]] = shape_value(n, in_types[0]->shape);
       continue;
     }
     std::vector<Tensor> out_tensors;

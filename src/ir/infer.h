@@ -12,6 +12,10 @@ namespace tessel::ir {
 // an input's value see it. Throws UserError naming the node on any problem.
 void infer_types(Graph& g, const OpRegistry& registry);
 
+// The value of Shape node `n` (its start and end attributes, opset 15) over an input of shape
+// `input_shape`: shapes in the IR are static, so a Shape is known whatever its input's data.
+Tensor shape_value(const Node& n, const Shape& input_shape);
+
 // Checks the structural invariants: ids in range, each value written once, nodes in
 // topological order (so no cycles), no value read before it is written or given, graph
 // outputs produced, node names unique, every op registered. UserError on violation, naming

@@ -1,9 +1,11 @@
-// Evaluates nodes whose inputs are all constant at compile time, but one kind: the
+// Evaluates nodes whose inputs are all constant at compile time, and Shape / Size of any value
+// (they read only its static type), but one kind: the
 // DequantizeLinear of a QDQ model's conv and dense weights (an integer constant, per tensor or
 // per output channel, read only as the weight of one Conv or Gemm) stays, so that
 // convert-layout and fold-qdq still see the int8 weights and their scales; fold-qdq folds
 // whatever it does not make an int8 contraction.
 #include "core/error.h"
+#include "ir/infer.h"
 #include "ir/op_registry.h"
 #include "passes/passes.h"
 #include "passes/rewrite_util.h"
@@ -69,6 +71,21 @@ ir::Graph fold_constants(ir::Graph g) {
       all_constant &= g.value(v).is_constant();
       types.push_back(&g.value(v).type);
       values.push_back(g.value(v).data.get());
+    }
+    // Shape and Size read only their input's type, which is static: PyTorch's dynamic-axes
+    // exports compute flatten sizes and interpolate targets from them.
+    if (!all_constant && (n.op == "Shape" || n.op == "Size") && n.outputs.size() == 1) {
+      const Shape& s = g.type(n.inputs[0]).shape;
+      Tensor value = n.op == "Shape" ? ir::shape_value(n, s) : Tensor(DType::kI64, {});
+      if (n.op == "Size") value.data<int64_t>()[0] = numel(s);
+      ir::Value& out = g.value(n.outputs[0]);
+      TESSEL_ICHECK(out.type.dtype == value.dtype() && out.type.shape == value.shape())
+          << n.label() << ": folded " << value.shape().size() << "-D value differs from inferred "
+          << out.type.str();
+      out.data = std::make_shared<const Tensor>(std::move(value));
+      erase[i] = 1;
+      changed = true;
+      continue;
     }
     if (!all_constant) continue;
     int64_t out_elems = 0;

@@ -28,6 +28,37 @@ TEST(FoldConstants, EvaluatesShapeArithmetic) {
 })");
 }
 
+// Shape and Size of an activation are known from its static type: the flatten size of
+// PyTorch's dynamic-axes exports (x.view(x.size(0), -1)) folds to a constant.
+TEST(FoldConstants, ShapeAndSizeOfActivationsFold) {
+  testing::expect_pass_result("fold-constants", R"(graph @g opset 17 {
+  input %x : f32[2,3,4,5]
+  const %zero : i64[] = [0]
+  const %axis : i64[1] = [0]
+  const %rest : i64[1] = [-1]
+  %hw = Shape(%x) {start = 2} : i64[2] @"hw"
+  %size = Size(%x) : i64[] @"size"
+  %all = Shape(%x) : i64[4] @"shape"
+  %n = Gather(%all, %zero) {axis = 0} : i64[] @"gather"
+  %n1 = Unsqueeze(%n, %axis) : i64[1] @"unsqueeze"
+  %flat = Concat(%n1, %rest) {axis = 0} : i64[2] @"concat"
+  %r = Reshape(%x, %flat) : f32[2,60] @"reshape"
+  output %r
+  output %hw
+  output %size
+})",
+                              R"(graph @g opset 17 {
+  input %x : f32[2,3,4,5]
+  const %hw : i64[2] = [4, 5]
+  const %size : i64[] = [120]
+  const %flat : i64[2] = [2, -1]
+  %r = Reshape(%x, %flat) : f32[2,60] @"reshape"
+  output %r
+  output %hw
+  output %size
+})");
+}
+
 TEST(FoldConstants, LeavesNodesWithRuntimeInputs) {
   const char* g = R"(graph @g opset 17 {
   input %x : f32[3]
