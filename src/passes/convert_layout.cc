@@ -401,37 +401,53 @@ class LayoutConverter {
 
   // Gemm -> tessel.Gemm (Y = A W^T + b): weights [N, K], bias [N]. Layout-free, but the same
   // rewrite as the conv's: the dense weight in the kernel's layout, the bias left in its dtype.
+  // alpha scales constant weights and beta a constant C at compile time; transA takes a
+  // Transpose of A.
   bool convert_gemm(const ir::Node& n) {
     const ValueId a = n.inputs[0], bw = n.inputs[1], c = input(n, 2);
-    if (n.get_int("transA", 0) != 0 || n.get_float("alpha", 1.0) != 1.0) return false;
-    if (c != kNoValue && n.get_float("beta", 1.0) != 1.0) return false;
+    const double alpha = n.get_float("alpha", 1.0), beta = n.get_float("beta", 1.0);
+    const bool trans_a = n.get_int("transA", 0) != 0;
     const ir::Node* dq = quantized_weight(bw, 2);
     if ((!is_const(bw) && !dq) || g_.type(bw).shape.size() != 2) return false;
+    if (alpha != 1.0 && dq) return false;  // the int8 weight keeps its own scale
+    if (c != kNoValue && beta != 1.0 && !is_const(c)) return false;
+    if (trans_a && g_.type(a).shape.size() != 2) return false;
     const bool trans_b = n.get_int("transB", 0) != 0;
     const int64_t out = g_.type(bw).shape[trans_b ? 0 : 1];
     ValueId bias = kNoValue;
     if (c != kNoValue) {
       // C broadcasts to [M, N]; as a bias it must be one value per column: [N] itself, or a
-      // constant [1, N] or scalar made into one.
+      // constant [1, N] or scalar made into one (times beta).
       const Shape& cs = g_.type(c).shape;
-      if (cs == Shape{out}) {
+      if (cs == Shape{out} && beta == 1.0) {
         bias = c;
-      } else if (is_const(c) && (cs == Shape{1, out} || numel(cs) == 1)) {
+      } else if (is_const(c) && (cs == Shape{out} || cs == Shape{1, out} || numel(cs) == 1)) {
         const Tensor& t = *g_.value(c).data;
         Tensor v(t.dtype(), {out});
-        for (int64_t i = 0; i < out; ++i) v.set_f64(i, t.get_f64(numel(cs) == 1 ? 0 : i));
+        for (int64_t i = 0; i < out; ++i) v.set_f64(i, beta * t.get_f64(numel(cs) == 1 ? 0 : i));
         bias = add_constant(g_.value(c).name + ".vector", std::move(v));
       } else {
         return false;
       }
     }
-    // [N, K] weights; a quantized one as DequantizeLinear(Wq [N, K]), axis 0.
+    // [N, K] weights (times alpha); a quantized one as DequantizeLinear(Wq [N, K]), axis 0.
     const ValueId stored = dq ? dq->inputs[0] : bw;
     ValueId w = stored;
-    if (!trans_b)
-      w = add_constant(g_.value(stored).name + ".nk", ops::permute(*g_.value(stored).data, {1, 0}));
+    if (!trans_b || alpha != 1.0) {
+      Tensor t = trans_b ? *g_.value(stored).data : ops::permute(*g_.value(stored).data, {1, 0});
+      if (alpha != 1.0)
+        for (int64_t i = 0; i < t.numel(); ++i) t.set_f64(i, alpha * t.get_f64(i));
+      w = add_constant(g_.value(stored).name + ".nk", std::move(t));
+    }
     if (dq) w = dequantized(*dq, w, g_.value(bw).name + ".nk", g_.type(bw).dtype);
-    std::vector<ValueId> ins = {a, w};
+    ValueId rows = a;
+    if (trans_a) {
+      const ir::TensorType& at = g_.type(a);
+      rows = add_value(g_.value(a).name + ".mk", {at.dtype, {at.shape[1], at.shape[0]}});
+      emit("Transpose", g_.value(a).name + ".to_mk", {a}, {rows},
+           {{"perm", std::vector<int64_t>{1, 0}}});
+    }
+    std::vector<ValueId> ins = {rows, w};
     if (bias != kNoValue) ins.push_back(bias);
     g_.add_node("tessel.Gemm", n.name, std::move(ins), n.outputs);
     return true;

@@ -295,6 +295,34 @@ TEST(ConvertLayout, PoolOnAChannelsFirstInputTakesItsNhwcForm) {
 })");
 }
 
+// Gemm's alpha scales the constant weights and beta the constant C; transA transposes A first.
+// A runtime C with beta != 1 has no bias form: the Gemm stays.
+TEST(ConvertLayout, GemmAlphaBetaAndTransA) {
+  testing::expect_pass_result("convert-layout", R"(graph @g opset 17 {
+  input %a : f32[3,2]
+  const %b : f32[3,2] = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
+  const %c : f32[2] = [1.0, -1.0]
+  %y = Gemm(%a, %b, %c) {alpha = 0.5, beta = 2.0, transA = 1} : f32[2,2] @"fc"
+  output %y
+})",
+                              R"(graph @g opset 17 {
+  input %a : f32[3,2]
+  const %bt : f32[2,3] = [0.5, 1.5, 2.5, 1.0, 2.0, 3.0]
+  const %cv : f32[2] = [2.0, -2.0]
+  %at = Transpose(%a) {perm = [1, 0]} : f32[2,3] @"t"
+  %y = tessel.Gemm(%at, %bt, %cv) : f32[2,2] @"fc"
+  output %y
+})");
+  const char* runtime_c = R"(graph @g opset 17 {
+  input %a : f32[2,3]
+  input %c : f32[2]
+  const %b : f32[3,2] = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
+  %y = Gemm(%a, %b, %c) {beta = 2.0} : f32[2,2] @"fc"
+  output %y
+})";
+  testing::expect_pass_result("convert-layout", runtime_c, runtime_c);
+}
+
 // A conv whose weight is computed at run time has no tessel form; nothing around it becomes
 // NHWC, so no Transpose appears at all.
 TEST(ConvertLayout, LeavesConvWithRuntimeWeightAlone) {
