@@ -290,6 +290,13 @@ std::vector<std::vector<Tap>> axis_taps(const ResizePlan& plan, size_t d, int64_
   const int64_t out = plan.out[d];
   const size_t n_dims = plan.out.size();
   std::vector<std::vector<Tap>> taps(static_cast<size_t>(out));
+  // An axis neither resized nor cropped reads its input as it is. Every transform but
+  // tf_half_pixel_for_nn maps it so anyway; that one would shift it by half a pixel (batch and
+  // channels by one whole index under round_prefer_ceil), which onnxruntime does not do.
+  if (out == in && plan.scales[d] == 1.0 && plan.coord != CoordMode::kTfCropAndResize) {
+    for (int64_t o = 0; o < out; ++o) taps[static_cast<size_t>(o)].push_back({o, 1.0});
+    return taps;
+  }
   for (int64_t o = 0; o < out; ++o) {
     // Clamped to [-1, in]: anything further out reads the same edge, and int64 stays safe.
     const double x =

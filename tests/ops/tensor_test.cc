@@ -391,6 +391,20 @@ TEST(Resize, NearestCoordinateAndRoundingModes) {
   }
 }
 
+// tf_half_pixel_for_nn (opsets 11-12) moves a resized axis by half a pixel; the batch and
+// channel axes, scaled by 1, stay where they are. Expected values from onnxruntime 1.20: 2
+// images of 2 channels, each row of 2 resized to 4 by scale 2.
+TEST(Resize, TfHalfPixelForNnLeavesUnresizedAxes) {
+  const Tensor x = f32({2, 2, 1, 2}, {1, 2, 3, 4, 5, 6, 7, 8});
+  Tensor y = resize(x, f32({0}, {}), f32({4}, {1, 1, 1, 2}), Tensor(),
+                    {{"mode", std::string("nearest")},
+                     {"coordinate_transformation_mode", std::string("tf_half_pixel_for_nn")},
+                     {"nearest_mode", std::string("round_prefer_ceil")}},
+                    11);
+  EXPECT_EQ(y.shape(), (Shape{2, 2, 1, 4}));
+  EXPECT_EQ(values(y), (std::vector<float>{1, 2, 2, 2, 3, 4, 4, 4, 5, 6, 6, 6, 7, 8, 8, 8}));
+}
+
 TEST(Resize, LinearCoordinateModes) {
   // [[1,2],[3,4]] to 3x4. Expected values from onnxruntime 1.20 (agreeing with ONNX's reference).
   const Tensor x = f32({1, 1, 2, 2}, {1, 2, 3, 4});
