@@ -348,21 +348,22 @@ std::optional<Schedule> default_halo(const Contraction& c, const device::DeviceI
   // the implicit-GEMM and TMA kernels instead.
   const std::optional<contraction::ConvWindow> window = contraction::conv_window(c);
   const bool pointwise = window->kernel_h == 1 && window->kernel_w == 1;
+  // A stem's f32 NCHW input has no other Tensor Core kernel: the halo kernel however few its
+  // tiles and whatever its width wastes (the alternative is SIMT).
+  const bool only_tensor_core_path = !contraction::tensor_core_eligible(c);
   for (const auto& [n_from, n_to, th, tw, wm, wn] : candidates) {
-    if (pointwise && n_from > 16 && contraction::tensor_core_eligible(c)) continue;
+    if (pointwise && n_from > 16 && !only_tensor_core_path) continue;
     // A width that is no multiple of the tile computes (and discards) the last tile column's
     // pixels past the edge: taken up to 5% of the width (seed_large_32_300_300_64, 300 wide:
     // 583 vs 797 µs for the implicit GEMM). At 14% (ResNet's 56-wide layers) 16x16 tiles still
     // won (30.5 vs 32.9 µs) but 8x16 ones lost (33.2 µs), so such widths keep the GEMM kernels.
     const int64_t out_w = window->out_w;
     const int64_t padded_w = (out_w + tw - 1) / tw * tw;
-    if (c.n < n_from || c.n > n_to || (padded_w - out_w) * 100 > out_w * 5) continue;
+    if (c.n < n_from || c.n > n_to) continue;
+    if ((padded_w - out_w) * 100 > out_w * 5 && !only_tensor_core_path) continue;
     Schedule s = halo_schedule(c, th, tw, wm, wn, 0);
     const int resident = halo_resident(c, s, device);
     const std::optional<HaloLayout> layout = halo_layout(c, s);
-    // A stem's f32 NCHW input has no other Tensor Core kernel: the halo kernel however few
-    // its tiles (the alternative is SIMT).
-    const bool only_tensor_core_path = !contraction::tensor_core_eligible(c);
     if (resident < 1 || !layout ||
         (layout->tiles < 4 * int64_t{device.sm_count} && !only_tensor_core_path))
       continue;

@@ -281,6 +281,25 @@ TEST(DefaultSchedule, FallsBackToSimt) {
   EXPECT_EQ(turing.instruction, Instruction::kSimt);
 }
 
+// A stem reading the graph's f32 NCHW input has no Tensor Core path but the halo kernel: it
+// takes the halo kernel even where the width wastes most of a tile (10 of 16 columns) or the
+// tiles are few; the same conv on f16 NHWC input keeps the GEMM kernels there.
+TEST(DefaultSchedule, NchwStemsTakeTheHaloKernelWhateverTheirWidth) {
+  Conv2dParams p;
+  p.n = 2;
+  p.h = 6;
+  p.w = 10;
+  p.ci = 3;
+  p.co = 16;
+  p.kh = p.kw = 3;
+  p.pad_top = p.pad_left = p.pad_bottom = p.pad_right = 1;
+  const Contraction stem =
+      contraction_of(conv2d_nchw_input_maps(p, {DType::kF32, DType::kF16, DType::kF16}));
+  EXPECT_EQ(default_schedule(stem, kH100).mainloop, Mainloop::kHalo);
+  p.ci = 8;
+  EXPECT_NE(default_schedule(contraction_of(conv2d_nhwc_maps(p)), kH100).mainloop, Mainloop::kHalo);
+}
+
 // The default against the H100 measurements (see estimate.cc; times of the last run, which
 // also timed the previous default): the fastest kernel measured for each of these workloads,
 // or one within 3% of it (repeated runs differ by about that much).

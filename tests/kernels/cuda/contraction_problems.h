@@ -215,6 +215,11 @@ inline std::vector<TestProblem> halo_problems() {
   add(nchw(conv_params(1, 20, 32, 3, 64, 3, 1, 1), DType::kF32), 16, 16, 64, 32, 2,
       {step(K::kBias), step(K::kRelu)});
   add(nchw(conv_params(2, 9, 16, 8, 32, 3, 1, 1), DType::kF16), 4, 16, 32, 32, 0, {step(K::kBias)});
+  // Small f32 stems whose width is no multiple of the tile (the halo kernel is their only Tensor
+  // Core path, whatever it wastes): 10 of 16 columns; 9 columns into 5 output channels.
+  add(nchw(conv_params(2, 6, 10, 3, 16, 3, 1, 1), DType::kF32), 16, 16, 64, 16, 0,
+      {step(K::kBias)});
+  add(nchw(conv_params(1, 7, 9, 4, 5, 3, 1, 1), DType::kF32), 32, 16, 64, 8, 0, {step(K::kRelu)});
   // Widths that are no multiple of the tile: the right-edge slabs store 5 (and 8) pixels, with
   // a residual read into registers, and with a depth_to_space store.
   add(conv_problem(conv_params(2, 7, 37, 32, 64, 3, 1, 1)), 4, 16, 64, 32, 3,
