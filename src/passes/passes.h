@@ -37,6 +37,13 @@ ir::Graph lower_batch_norm(ir::Graph g);
 // (lift_1d.cc), so convert-layout and the GPU kernels take them.
 ir::Graph lift_1d(ir::Graph g);
 
+// Lowers the 3-D CNN ops over [N, C, D, H, W] (lower_3d.cc): Conv with constant weights to a
+// 2-D Conv over the output frames [N*OD, kd*C, H, W] whose channels stack the kd input frames
+// each reads (grouped: one 2-D Conv per depth tap, summed); MaxPool / AveragePool to a 2-D pool
+// over H, W and one over D (separable over a box); the global pools to their 2-D forms over
+// [N, C, D*H, W]. Pads, Slices, Transposes and Reshapes around them.
+ir::Graph lower_3d(ir::Graph g);
+
 // Replaces the decomposed layer normalization and GELU that older exporters write with one
 // LayerNormalization (over the last axis) or Gelu node each (fuse_norm_gelu.cc lists the exact
 // forms): ReduceMean / Sub / Pow / ReduceMean / Add / Sqrt / Div, optionally times gamma plus

@@ -22,6 +22,7 @@ const std::vector<PassInfo>& all_passes() {
        "BatchNormalization left unfolded -> per-channel scale and shift (Mul, Add)",
        lower_batch_norm},
       {"lift-1d", "1-D convs and pools over [N, C, L] -> 2-D over [N, C, 1, L]", lift_1d},
+      {"lower-3d", "3-D convs and pools over [N, C, D, H, W] -> 2-D ones over frames", lower_3d},
       {"convert-layout",
        "NHWC activations, OHWI / [N,K] weights, tessel.* ops; transposes only at the edges",
        convert_layout},
@@ -74,10 +75,9 @@ std::vector<std::string> gpu_pipeline(const Options& options) {
   // alignment (multiples of 8) suits fp16 and tf32 Tensor Core tiles alike. No second
   // fold-constants: convert-layout and choose-precision rewrite constants themselves rather
   // than leave Transposes or Casts of constants behind.
-  std::vector<std::string> names = {"canonicalize",     "fold-constants",   "fuse-norm-gelu",
-                                    "fold-batch-norm",  "lower-batch-norm", "lift-1d",
-                                    "convert-layout",
-                                    "fold-transposes",  "fold-qdq"};
+  std::vector<std::string> names = {
+      "canonicalize", "fold-constants", "fuse-norm-gelu", "fold-batch-norm", "lower-batch-norm",
+      "lift-1d",      "lower-3d",       "convert-layout", "fold-transposes", "fold-qdq"};
   // Narrow groups are widened for the fp16 Tensor Core kernels only: in fp32 they would just
   // multiply zeros on CUDA cores.
   if (options.precision == Precision::kFp16)

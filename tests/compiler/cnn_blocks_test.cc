@@ -1,19 +1,21 @@
 // Blocks of ConvNeXt and DenseNet through the GPU pipeline and plan_node for an H100, without a
 // GPU: every node has a GPU path, the layout stays NHWC through the model's own permutes, the
 // dense layers run on Tensor Cores, and the whole graph compiles with NVRTC.
+#include "compiler/cnn_blocks.h"
+
 #include <gtest/gtest.h>
 
 #include <map>
 
-#include "compiler/cnn_blocks.h"
 #include "compiler/compile_plan.h"
 #include "compiler/plan_node.h"
+#include "ir/ir_writer.h"
 #include "ir/printer.h"
 #include "kernels/cuda/op_kernels.h"
-#include "passes/passes.h"
-#include "passes/plan_memory.h"
-#include "passes/pipeline.h"
 #include "passes/pass_test_util.h"
+#include "passes/passes.h"
+#include "passes/pipeline.h"
+#include "passes/plan_memory.h"
 
 namespace tessel::compiler {
 namespace {
@@ -176,6 +178,44 @@ TEST(CnnBlocks, GroupedConvSaysWhyNotOnTensorCores) {
             "CUDA kernel: depthwise convolution: the tiled depthwise kernel (memory-bound, CUDA "
             "cores)");
   testing::expect_same_numerics(in, g, 2e-2, 2e-2);
+}
+
+// A video net's (R(2+1)D-style) block: a 3x3x3 stem with batch norm, a max pool over H and W,
+// a (2+1)D pair (1x3x3 then 3x1x1) with a residual add, the global pool and a classifier. Every
+// node has a GPU path after lower-3d, the four convs on Tensor Cores, the whole graph compiles
+// with NVRTC, and the numbers match the 3-D ops' on the CPU.
+TEST(CnnBlocks, VideoBlockRunsOnTheGpuAsConvsOverFrames) {
+  testing::IrWriter w(17);
+  w.input("x", "f32[2,3,4,12,12]");
+  w.constant("w1", {16, 3, 3, 3, 3}, -0.3, 0.3);
+  w.constant("bn_s", {16}, 0.5, 1.5);
+  w.constant("bn_b", {16}, -0.5, 0.5);
+  w.constant("bn_m", {16}, -0.5, 0.5);
+  w.constant("bn_v", {16}, 0.5, 1.5);
+  w.constant("ws", {16, 16, 1, 3, 3}, -0.2, 0.2);
+  w.constant("wt", {16, 16, 3, 1, 1}, -0.2, 0.2);
+  w.constant("fc", {10, 16}, -0.5, 0.5);
+  w.node(
+      "%c1 = Conv(%x, %w1) {pads = [1, 1, 1, 1, 1, 1], strides = [1, 2, 2]} : f32[2,16,4,6,6] "
+      "@\"stem\"");
+  w.node("%b1 = BatchNormalization(%c1, %bn_s, %bn_b, %bn_m, %bn_v) : f32[2,16,4,6,6] @\"bn\"");
+  w.node("%r1 = Relu(%b1) : f32[2,16,4,6,6] @\"relu\"");
+  w.node(
+      "%p1 = MaxPool(%r1) {kernel_shape = [1, 2, 2], strides = [1, 2, 2]} : f32[2,16,4,3,3] "
+      "@\"pool\"");
+  w.node("%s = Conv(%p1, %ws) {pads = [0, 1, 1, 0, 1, 1]} : f32[2,16,4,3,3] @\"spatial\"");
+  w.node("%sr = Relu(%s) : f32[2,16,4,3,3] @\"relu_s\"");
+  w.node("%t = Conv(%sr, %wt) {pads = [1, 0, 0, 1, 0, 0]} : f32[2,16,4,3,3] @\"temporal\"");
+  w.node("%a = Add(%t, %p1) : f32[2,16,4,3,3] @\"residual\"");
+  w.node("%g = GlobalAveragePool(%a) : f32[2,16,1,1,1] @\"gap\"");
+  w.node("%f = Flatten(%g) : f32[2,16] @\"flatten\"");
+  w.node("%y = Gemm(%f, %fc) {transB = 1} : f32[2,10] @\"fc\"");
+  const ir::Graph in = w.graph("y");
+  const ir::Graph g = passes::run_passes(in, passes::gpu_pipeline({}));
+  EXPECT_GE(check_every_node_runs(g), 4);  // three convs and the classifier at least
+  testing::expect_same_numerics(in, g, 2e-2, 2e-2);
+  const CompiledPlan c = compile_plan(in, {}, device::known_device("sm_90a"));
+  EXPECT_GE(runtime::tensor_core_launches(c.plan.profiles[0]), 4);
 }
 
 // The pass layer's Concat limit is the op kernels' input count.
