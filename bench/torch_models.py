@@ -55,7 +55,10 @@ from sr_net import SRNet
 from torch_timing import graph_ms_per_call
 
 # The model lists (bench/zoo.py, which needs no torch: scripts/gpu_models.sh reads the zoo there).
-from zoo import CLASSIFIERS, MODELS, SEGMENTATION, ZOO  # noqa: E402
+from zoo import CLASSIFIERS, MODELS, SEGMENTATION, VIDEO, ZOO  # noqa: E402
+
+# A video classifier's clip: frames x height x width (torchvision's video models' training size).
+VIDEO_CLIP = (16, 112, 112)
 
 SR_SIZE = (720, 1280)   # the seed's frame
 OPSET = 18
@@ -102,10 +105,19 @@ def random_images(batch, h, w, gen):
     return offset + contrast * torch.randn(batch, 3, h, w, generator=gen)
 
 
+def model_images(name, batch, gen, sr_size=SR_SIZE):
+    """Random inputs of the model's kind: images [N, 3, H, W], or for a video model clips
+    [N, 3, T, H, W] whose frames are such images."""
+    if name in VIDEO:
+        t, h, w = VIDEO_CLIP
+        return random_images(batch * t, h, w, gen).reshape(batch, t, 3, h, w).transpose(1, 2).contiguous()
+    h, w = input_size(name, sr_size)
+    return random_images(batch, h, w, gen)
+
+
 def make_input(name, batch, seed=0, sr_size=SR_SIZE):
     """The model's input: random images like those it was calibrated on."""
-    h, w = input_size(name, sr_size)
-    return random_images(batch, h, w, _generator(seed, name, "input%d" % batch))
+    return model_images(name, batch, _generator(seed, name, "input%d" % batch), sr_size)
 
 
 @contextlib.contextmanager
@@ -147,10 +159,14 @@ def residual_branch_ends(model):
             yield m.conv[-1]
 
 
+# The batch norms of image and video CNNs.
+BATCH_NORMS = (nn.BatchNorm2d, nn.BatchNorm3d)
+
+
 def init_batch_norm(model, gen):
     with torch.no_grad():
         for m in model.modules():
-            if isinstance(m, nn.BatchNorm2d):
+            if isinstance(m, BATCH_NORMS):
                 c = m.num_features
                 m.weight.copy_((1 + 0.1 * torch.randn(c, generator=gen)).clamp(0.5, 1.5))
                 m.bias.copy_(BN_BETA + 0.1 * torch.randn(c, generator=gen))
@@ -161,7 +177,7 @@ def init_batch_norm(model, gen):
 def calibrate_batch_norm(model, batches):
     """Running statistics := the mean of the batch statistics over `batches` (train mode with
     momentum None, a cumulative average)."""
-    bns = [m for m in model.modules() if isinstance(m, nn.BatchNorm2d)]
+    bns = [m for m in model.modules() if isinstance(m, BATCH_NORMS)]
     if not bns:
         return
     momenta = [bn.momentum for bn in bns]
@@ -228,6 +244,8 @@ def build_model(name, seed=0):
         # googlenet's auxiliary classifiers exist in train mode only, like inception_v3's.
         kwargs = {"aux_logits": False, "init_weights": True} if name == "googlenet" else {}
         model = getattr(torchvision.models, name)(weights=None, **kwargs)
+    elif name in VIDEO:
+        model = getattr(torchvision.models.video, name)(weights=None)
     elif name in SEGMENTATION:
         kwargs = {} if name.startswith("lraspp") else {"aux_loss": False}
         model = SegmentationOut(getattr(torchvision.models.segmentation, name)(
@@ -237,8 +255,7 @@ def build_model(name, seed=0):
     init_batch_norm(model, _generator(seed, name, "batch_norm"))
     model = model.cuda()
     gen = _generator(seed, name, "calibration")
-    h, w = input_size(name)
-    batches = [random_images(CALIB_BATCH, h, w, gen).cuda() for _ in range(CALIB_BATCHES)]
+    batches = [model_images(name, CALIB_BATCH, gen).cuda() for _ in range(CALIB_BATCHES)]
     with exact_fp32():
         calibrate_batch_norm(model, batches)
         model.eval()
@@ -256,8 +273,8 @@ def reference(model, x):
 def to_fp16(model, x):
     """PyTorch's fast inference form of the model (converted in place) and of its input: fp16,
     channels_last, on the GPU."""
-    return (model.half().to(memory_format=torch.channels_last),
-            x.cuda().half().to(memory_format=torch.channels_last))
+    layout = torch.channels_last_3d if x.dim() == 5 else torch.channels_last
+    return (model.half().to(memory_format=layout), x.cuda().half().to(memory_format=layout))
 
 
 def output_fp16(model16, x16):

@@ -29,7 +29,10 @@ ZOO = ("alexnet", "vgg11_bn", "resnet18", "resnet101", "resnext50_32x4d", "wide_
 # Segmentation heads: their output dict's "out".
 SEGMENTATION = ("fcn_resnet50", "deeplabv3_resnet50", "lraspp_mobilenet_v3_large",
                 "fcn_resnet101", "deeplabv3_mobilenet_v3_large")
-MODELS = CLASSIFIERS + ("sr_net",) + ZOO + SEGMENTATION
+# Video classifiers (torchvision.models.video) over clips [N, 3, 16, 112, 112]: 3-D convs and
+# pools (passes/lower_3d.cc). Built by name like the others; not in the zoo run.
+VIDEO = ("r3d_18", "mc3_18", "r2plus1d_18")
+MODELS = CLASSIFIERS + ("sr_net",) + ZOO + SEGMENTATION + VIDEO
 # Issue 10's zoo run: every torchvision CNN above (the super-resolution net is not torchvision's).
 ZOO_MODELS = CLASSIFIERS + ZOO + SEGMENTATION
 ZOO_BATCHES = (1, 32)

@@ -117,12 +117,12 @@ void expect_consistent(const ir::Graph& g) {
 
 TEST(GpuPipeline, NamesAreRegisteredPasses) {
   const std::vector<std::string> fp16 = passes::gpu_pipeline({});
-  EXPECT_EQ(fp16,
-            (std::vector<std::string>{"canonicalize", "fold-constants", "fuse-norm-gelu",
-                                      "fold-batch-norm", "lower-batch-norm", "lift-1d", "convert-layout",
-                                      "fold-transposes", "fold-qdq", "choose-precision-fp16", "widen-narrow-groups",
-                                      "fuse", "fuse-prologue", "depth-to-space-dcr", "dce", "nest-prefix-concats", "split-wide-concats",
-                                      "concat-into-slices"}));
+  EXPECT_EQ(fp16, (std::vector<std::string>{
+                      "canonicalize", "fold-constants", "fuse-norm-gelu", "fold-batch-norm",
+                      "lower-batch-norm", "lift-1d", "lower-3d", "convert-layout",
+                      "fold-transposes", "fold-qdq", "choose-precision-fp16", "widen-narrow-groups",
+                      "fuse", "fuse-prologue", "depth-to-space-dcr", "dce", "nest-prefix-concats",
+                      "split-wide-concats", "concat-into-slices"}));
   for (const std::string& name : fp16) EXPECT_NE(passes::find_pass(name), nullptr) << name;
   const std::vector<std::string> fp32 =
       passes::gpu_pipeline({.precision = Precision::kFp32});
