@@ -548,6 +548,18 @@ class LayoutConverter {
     }
     ir::Attributes attrs = n.attrs;
     attrs.erase("storage_order");  // only orders the Indices output
+    // A pool's auto_pad (TensorFlow exports' SAME), resolved to the explicit pads the NHWC
+    // kernels take.
+    if ((n.op == "MaxPool" || n.op == "AveragePool") &&
+        n.get_string("auto_pad", "NOTSET") != "NOTSET") {
+      const Shape& x = g_.type(n.inputs[0]).shape;
+      const ops::WindowPlan w =
+          ops::plan_forward_window(n, ops::read_window_attrs(n, 2), {x[2], x[3]},
+                                   n.get_ints("kernel_shape"), n.get_int("ceil_mode", 0) != 0);
+      attrs.erase("auto_pad");
+      attrs["pads"] =
+          std::vector<int64_t>{w.pad_begin[0], w.pad_begin[1], w.pad_end[0], w.pad_end[1]};
+    }
     // Operands after X (InstanceNormalization's per-channel scale and B) are the same in either
     // layout.
     std::vector<ValueId> inputs = n.inputs;

@@ -323,6 +323,49 @@ TEST(ConvertLayout, GemmAlphaBetaAndTransA) {
   testing::expect_pass_result("convert-layout", runtime_c, runtime_c);
 }
 
+// A pool's auto_pad (TensorFlow's SAME) becomes the explicit pads the NHWC kernels take. A
+// 3x3 window of stride 2 (SAME_UPPER) over 5 x 4: 3 x 2 out, pads 1 + 1 high and 0 + 1 wide
+// (the odd pad last); then 2x2 of stride 2 (SAME_LOWER) over 3 x 2: 2 x 1 out, the odd pad
+// first.
+TEST(ConvertLayout, PoolAutoPadBecomesExplicitPads) {
+  testing::expect_pass_result(
+      "convert-layout",
+      R"(graph @g opset 17 {
+  input %x : f32[1,8,5,4]
+  const %w : f32[8,8,1,1] = )" +
+          std::string("[") +
+          [] {
+            std::string v;
+            for (int i = 0; i < 64; ++i)
+              v += (i ? ", " : "") + std::string(i % 9 == 0 ? "1.0" : "0.0");
+            return v;
+          }() +
+          R"(]
+  %c = Conv(%x, %w) : f32[1,8,5,4] @"conv"
+  %y = MaxPool(%c) {auto_pad = "SAME_UPPER", kernel_shape = [3, 3], strides = [2, 2]} : f32[1,8,3,2] @"max"
+  %z = AveragePool(%y) {auto_pad = "SAME_LOWER", kernel_shape = [2, 2], strides = [2, 2]} : f32[1,8,2,1] @"avg"
+  output %z
+})",
+      R"(graph @g opset 17 {
+  input %x : f32[1,8,5,4]
+  const %w : f32[8,1,1,8] = )" +
+          std::string("[") +
+          [] {
+            std::string v;
+            for (int i = 0; i < 64; ++i)
+              v += (i ? ", " : "") + std::string(i % 9 == 0 ? "1.0" : "0.0");
+            return v;
+          }() +
+          R"(]
+  %xt = Transpose(%x) {perm = [0, 2, 3, 1]} : f32[1,5,4,8] @"t0"
+  %ct = tessel.Conv(%xt, %w) : f32[1,5,4,8] @"conv"
+  %yt = tessel.MaxPool(%ct) {kernel_shape = [3, 3], pads = [1, 0, 1, 1], strides = [2, 2]} : f32[1,3,2,8] @"max"
+  %zt = tessel.AveragePool(%yt) {kernel_shape = [2, 2], pads = [1, 0, 0, 0], strides = [2, 2]} : f32[1,2,1,8] @"avg"
+  %z = Transpose(%zt) {perm = [0, 3, 1, 2]} : f32[1,8,2,1] @"t1"
+  output %z
+})");
+}
+
 // A conv whose weight is computed at run time has no tessel form; nothing around it becomes
 // NHWC, so no Transpose appears at all.
 TEST(ConvertLayout, LeavesConvWithRuntimeWeightAlone) {

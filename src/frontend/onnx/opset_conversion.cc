@@ -333,6 +333,29 @@ bool batch_norm_spatial(Rewriter& r, ir::Node& n) {
 // QuantizeLinear-21's `output_dtype` names the output type when there is no zero point (the
 // zero point's type rules otherwise, and the two must agree). tessel's QuantizeLinear takes the
 // type from the zero point, so one of zeros is added, shaped like y_scale.
+// LpNormalization (every opset; face-recognition and re-identification nets normalise their
+// embedding with it) is x divided by its L1 or L2 norm along `axis`: a ReduceL1 / ReduceL2
+// with keepdims, then a Div, ops that run on the GPU. Like the op, no epsilon.
+bool lp_normalization_to_reduce(Rewriter& r, ir::Node& n) {
+  TESSEL_USER_CHECK(n.inputs.size() == 1 && n.outputs.size() == 1)
+      << r.where(n) << ": expected 1 input and 1 output";
+  const int64_t p = n.get_int("p", 2), axis = n.get_int("axis", -1);
+  TESSEL_USER_CHECK(p == 1 || p == 2) << r.where(n) << ": p = " << p << " (1 or 2 expected)";
+  const ir::ValueId x = n.inputs[0], norm = r.value(n, "norm");
+  ir::Node reduce =
+      make_node(p == 1 ? "ReduceL1" : "ReduceL2", "norm", {x}, {norm}, {{"keepdims", int64_t{1}}});
+  // The reduction's axes: an attribute before opset 18, an input from it.
+  if (converted_opset(r.model_opset()) >= 18)
+    reduce.inputs.push_back(r.constant(n, "axes", i64_vector({axis})));
+  else
+    reduce.attrs["axes"] = std::vector<int64_t>{axis};
+  r.before(n, std::move(reduce));
+  n.op = "Div";
+  n.inputs = {x, norm};
+  n.attrs.clear();
+  return true;
+}
+
 bool quantize_output_dtype(Rewriter& r, ir::Node& n) {
   if (!n.has_attr("output_dtype")) return false;
   const int64_t code = n.get_int("output_dtype", 0);
@@ -404,6 +427,7 @@ const std::vector<Rule>& rules() {
       {{"Clip"}, 1, 10, Step::kTyped, clip_bounds_to_inputs},
       {{"BatchNormalization"}, 1, 10, Step::kUntyped, batch_norm_spatial},
       {{"QuantizeLinear"}, 21, kMaxOpset, Step::kUntyped, quantize_output_dtype},
+      {{"LpNormalization"}, 1, kMaxOpset, Step::kUntyped, lp_normalization_to_reduce},
   };
   // clang-format on
   return kRules;

@@ -23,6 +23,7 @@ class Rewriter {
   Rewriter(ir::Graph& g, int64_t model_opset, const ir::OpRegistry* registry);
 
   ir::Graph& graph() { return g_; }
+  int64_t model_opset() const { return model_opset_; }
   // A value's type once the whole graph is inferred (the typed step).
   const ir::TensorType& type(ir::ValueId v) const { return g_.type(v); }
 

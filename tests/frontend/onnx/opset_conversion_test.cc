@@ -707,5 +707,51 @@ TEST(OpsetConversion, Float8QuantizationIsRefused) {
             "FLOAT, FLOAT16, BFLOAT16, DOUBLE, INT8, UINT8, INT32, INT64, BOOL)");
 }
 
+// ---- LpNormalization -> ReduceL1 / ReduceL2 and Div ------------------------------------------
+
+// x / ||x|| along the axis: L2 over the channels at opset 13 (axes an attribute), L1 over the
+// last axis at opset 18 (axes an input). p = 3 does not exist.
+TEST(OpsetConversion, LpNormalizationDividesByTheNorm) {
+  for (const int64_t opset : {13, 18}) {
+    SCOPED_TRACE(opset);
+    const int64_t p = opset == 13 ? 2 : 1, axis = opset == 13 ? 1 : -1;
+    ModelBuilder old_form(opset);
+    old_form.input("x", TensorProto::FLOAT, {1, 2, 1, 2});
+    NodeProto* lp = old_form.node("LpNormalization", {"x"}, {"y"}, "lp");
+    set_int(lp, "p", p);
+    set_int(lp, "axis", axis);
+    old_form.output("y");
+
+    ModelBuilder new_form(opset);
+    new_form.input("x", TensorProto::FLOAT, {1, 2, 1, 2});
+    NodeProto* reduce = nullptr;
+    if (opset >= 18) {
+      new_form.initializer("axes", TensorProto::INT64, {1})->add_int64_data(axis);
+      reduce = new_form.node(p == 1 ? "ReduceL1" : "ReduceL2", {"x", "axes"}, {"norm"});
+    } else {
+      reduce = new_form.node(p == 1 ? "ReduceL1" : "ReduceL2", {"x"}, {"norm"});
+      set_ints(reduce, "axes", {axis});
+    }
+    set_int(reduce, "keepdims", 1);
+    new_form.node("Div", {"x", "norm"}, {"y"});
+    new_form.output("y");
+
+    // x = [[1, 2]], [[3, 4]] over the channels (one pixel row of two).
+    std::vector<Tensor> y = expect_converts_to(old_form, new_form, {iota_f32({1, 2, 1, 2})});
+    const std::vector<float> got = y[0].to_f32_vector();
+    const std::vector<double> want =
+        p == 2 ? std::vector<double>{1 / std::sqrt(10.0), 2 / std::sqrt(20.0), 3 / std::sqrt(10.0),
+                                     4 / std::sqrt(20.0)}
+               : std::vector<double>{1 / 3.0, 2 / 3.0, 3 / 7.0, 4 / 7.0};
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-6) << i;
+  }
+  ModelBuilder p3(13);
+  p3.input("x", TensorProto::FLOAT, {1, 2});
+  set_int(p3.node("LpNormalization", {"x"}, {"y"}, "lp"), "p", 3);
+  p3.output("y");
+  EXPECT_EQ(import_error(p3), "m.onnx: LpNormalization 'lp' (opset 13): p = 3 (1 or 2 expected)");
+}
+
 }  // namespace
 }  // namespace tessel::onnx::testing
