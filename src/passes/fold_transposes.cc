@@ -10,8 +10,11 @@
 // when something else reads it (dce removes it otherwise). A graph output keeps its name. A
 // layout_reason (convert-layout's explanation of a Transpose back to NCHW) goes with its node:
 // where that node cancels against the model's own permute, there is nothing left to explain.
+// First, a per-element op between two Transposes moves before the first, so that they meet.
+#include <algorithm>
 #include <numeric>
 
+#include "ir/op_registry.h"
 #include "passes/passes.h"
 #include "passes/rewrite_util.h"
 
@@ -35,10 +38,69 @@ bool plain_transpose(const ir::Node& n) {
   return n.op == "Transpose" && n.inputs.size() == 1 && n.outputs.size() == 1;
 }
 
+// A per-element op of one activation (its other inputs one-element constants, like Clip's
+// bounds), which commutes with any Transpose.
+bool commutes_with_transpose(const ir::Graph& g, const ir::Node& n) {
+  const ir::OpFacts& f = ir::OpRegistry::global().facts(n.op);
+  if (f.kind != ir::OpKind::kElementwise || f.nhwc != ir::NhwcForm::kAgnostic) return false;
+  if (n.inputs.empty() || n.outputs.size() != 1) return false;
+  for (size_t i = 1; i < n.inputs.size(); ++i) {
+    const ir::ValueId v = n.inputs[i];
+    if (v != ir::kNoValue && (!g.value(v).is_constant() || g.value(v).data->numel() != 1))
+      return false;
+  }
+  return true;
+}
+
+bool is_graph_output(const ir::Graph& g, ir::ValueId v) {
+  return std::find(g.outputs.begin(), g.outputs.end(), v) != g.outputs.end();
+}
+
+// x -> Transpose T -> t -> U -> y -> Transpose, t and y read by nothing else: U moves before T
+// (x -> U -> y' -> T -> y), so that the two Transposes meet and compose. (A video net's ReLU
+// between the channels-first result of one lowered 3-D conv and the channels-last input of the
+// next; then the ReLU reads the conv's output itself and fuses into its epilogue.)
+bool sink_per_element_ops(ir::Graph& g) {
+  bool changed = false;
+  for (bool again = true; again;) {
+    again = false;
+    const std::vector<int> producer = g.producers();
+    const std::vector<int> uses = use_counts(g);
+    const std::vector<std::vector<int>> users = g.users();
+    for (size_t u = 0; u < g.nodes.size() && !again; ++u) {
+      const ir::Node& un = g.nodes[u];
+      if (!commutes_with_transpose(g, un)) continue;
+      const ir::ValueId t = un.inputs[0], y = un.outputs[0];
+      const int tp = producer[static_cast<size_t>(t)];
+      if (tp < 0 || !plain_transpose(g.nodes[static_cast<size_t>(tp)])) continue;
+      if (uses[static_cast<size_t>(t)] != 1 || is_graph_output(g, t)) continue;
+      if (uses[static_cast<size_t>(y)] != 1 || is_graph_output(g, y)) continue;
+      const std::vector<int>& readers = users[static_cast<size_t>(y)];
+      if (readers.size() != 1 || !plain_transpose(g.nodes[static_cast<size_t>(readers[0])]))
+        continue;
+      // U reads x and writes a new value of x's shape at T's place; T writes y at U's.
+      ir::Node transpose = g.nodes[static_cast<size_t>(tp)];
+      ir::Node op = un;
+      const ir::ValueId x = transpose.inputs[0];
+      const ir::ValueId moved =
+          g.add_value(g.unique_value_name(g.value(y).name + ".before_transpose"),
+                      {g.type(y).dtype, g.type(x).shape});
+      op.inputs[0] = x;
+      op.outputs[0] = moved;
+      transpose.inputs[0] = moved;
+      transpose.outputs[0] = y;
+      g.nodes[static_cast<size_t>(tp)] = std::move(op);
+      g.nodes[u] = std::move(transpose);
+      changed = again = true;
+    }
+  }
+  return changed;
+}
+
 }  // namespace
 
 ir::Graph fold_transposes(ir::Graph g) {
-  bool changed = false;
+  bool changed = sink_per_element_ops(g);
   std::vector<int> producer = g.producers();
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     ir::Node& n = g.nodes[i];

@@ -4,19 +4,27 @@
 // kd input frames it reads, stacked:
 //
 //   Conv(x [N, C, D, H, W], W [Co, C, kd, kh, kw])
-//     -> p = Pad(x) along D (the depth pads); s_i = Slice(p, D: i*dd, step sd), i < kd
-//        t = Concat(s_0 .. s_kd-1, axis 1)                     [N, kd*C, OD, H, W]
-//        f = Reshape(Transpose(t, [0, 2, 1, 3, 4]))            [N*OD, kd*C, H, W]
-//        y = Conv(f, W' [Co, kd*C, kh, kw]) with the H, W strides / pads / dilations
-//        -> Transpose(Reshape(y, [N, OD, Co, OH, OW]), [0, 2, 1, 3, 4])
+//     -> l = Transpose(x) channels-last                          [N, D, H, W, C]
+//        p = Pad(l) along D (the depth pads); s_i = Slice(p, D: i*dd, step sd), i < kd
+//        t = Concat(s_0 .. s_kd-1, channels)                     [N, OD, H, W, kd*C]
+//        y = Conv(t viewed as frames [N*OD, H, W, kd*C], W' [Co, kd*C, kh, kw]) with the H, W
+//            strides, pads and dilations
+//        -> Transpose(y viewed as [N, OD, OH, OW, Co]) channels-first
+//
+// The frames go to the ONNX Conv through 4-D Transposes to NCHW and back, which cancel against
+// convert-layout's (fold-transposes): the conv reads and writes channels-last frames. Between
+// two lowered ops the channels-first Transpose of one and the channels-last one of the next
+// cancel too (a ReLU between them moves out of the way: fold-transposes), so a chain of 3-D
+// convs and pools runs channels-last throughout.
 //
 // W'[co, i*C + c] = W[co, c, i]. A grouped conv (each group's channels must stay together)
 // runs one 2-D conv per depth tap instead, over s_i alone with W[:, :, i], summed by Adds.
 // Pools are separable over a box, max and average alike (a window's count of valid elements
 // is the product of its counts along D and along H, W): a 2-D pool over H, W on the frames
-// [N, C*D, H, W], then one over D on [N, C, D, OH*OW] with the kernel (kd, 1). The global
-// pools reduce [N, C, D*H, W]. Every step is an op with a GPU kernel (the Transposes and
-// Reshapes are copies or views): the convs run on Tensor Cores.
+// [N*D, H, W, C], then one over D on the columns [N, D, OH*OW, C] with the kernel (kd, 1),
+// both channels-last. The global pools reduce the channels-last [N, D*H, W, C]. Every step is an op
+// with a GPU kernel (the Transposes and Reshapes are copies or views): the convs run on Tensor
+// Cores.
 #include <array>
 #include <numeric>
 
@@ -32,7 +40,11 @@ namespace {
 using ir::kNoValue;
 using ir::ValueId;
 
-const std::vector<int64_t> kSwapChannelsAndDepth = {0, 2, 1, 3, 4};
+// [N, C, D, H, W] <-> [N, D, H, W, C], and the 4-D layout changes.
+const std::vector<int64_t> kToChannelsLast = {0, 2, 3, 4, 1};
+const std::vector<int64_t> kToChannelsFirst = {0, 4, 1, 2, 3};
+const std::vector<int64_t> kNchwToNhwc = {0, 2, 3, 1};
+const std::vector<int64_t> kNhwcToNchw = {0, 3, 1, 2};
 
 class Lowerer {
  public:
@@ -94,10 +106,13 @@ class Lowerer {
     emit("Reshape", name, {x, i64s(name + ".shape", shape)}, y);
     return y;
   }
-  ValueId transpose(ValueId x, const Shape& out_shape, const std::string& name,
+  ValueId transpose(ValueId x, const std::vector<int64_t>& perm, const std::string& name,
                     ValueId into = kNoValue) {
-    const ValueId y = into != kNoValue ? into : value(name, g_.type(x).dtype, out_shape);
-    emit("Transpose", name, {x}, y, {{"perm", kSwapChannelsAndDepth}});
+    const Shape& in = g_.type(x).shape;
+    Shape out;
+    for (int64_t a : perm) out.push_back(in[static_cast<size_t>(a)]);
+    const ValueId y = into != kNoValue ? into : value(name, g_.type(x).dtype, out);
+    emit("Transpose", name, {x}, y, {{"perm", perm}});
     return y;
   }
 
@@ -115,16 +130,20 @@ class Lowerer {
     const int64_t od = geo.out_spatial[0], oh = geo.out_spatial[1], ow = geo.out_spatial[2];
     const int64_t sd = geo.strides[0], dd = geo.dilations[0];
     const std::string& name = n.name;
-    // The depth pads, then one strided depth slice per tap.
-    ValueId padded = x;
+    // Channels-last first, [N, D, H, W, C] (so that it cancels against the channels-first
+    // Transpose of a lowered op before this one); then the depth pads, and one strided depth
+    // slice per tap.
+    const ValueId last = transpose(x, kToChannelsLast, name + ".channels_last");
+    ValueId padded = last;
     if (geo.pad_begin[0] != 0 || geo.pad_end[0] != 0) {
       padded = value(name + ".depth_padded", xt.dtype,
-                     {batch, c, d + geo.pad_begin[0] + geo.pad_end[0], h, wd});
+                     {batch, d + geo.pad_begin[0] + geo.pad_end[0], h, wd, c});
       emit("Pad", name + ".pad_depth",
-           {x, i64s(name + ".depth_pads", {0, 0, geo.pad_begin[0], 0, 0, 0, 0, geo.pad_end[0], 0, 0})},
+           {last,
+            i64s(name + ".depth_pads", {0, geo.pad_begin[0], 0, 0, 0, 0, geo.pad_end[0], 0, 0, 0})},
            padded);
     }
-    const int64_t depth = g_.type(padded).shape[2];
+    const int64_t depth = g_.type(padded).shape[1];
     std::vector<ValueId> taps;
     for (int64_t i = 0; i < kd; ++i) {
       const int64_t start = i * dd;
@@ -132,10 +151,11 @@ class Lowerer {
         taps.push_back(padded);
         continue;
       }
-      const ValueId s = value(name + ".tap" + std::to_string(i), xt.dtype, {batch, c, od, h, wd});
+      const ValueId s = value(name + ".tap" + std::to_string(i), xt.dtype, {batch, od, h, wd, c});
       emit("Slice", name + ".tap" + std::to_string(i),
-           {padded, i64s(name + ".tap_start", {start}), i64s(name + ".tap_end", {start + (od - 1) * sd + 1}),
-            i64s(name + ".tap_axis", {2}), i64s(name + ".tap_step", {sd})},
+           {padded, i64s(name + ".tap_start", {start}),
+            i64s(name + ".tap_end", {start + (od - 1) * sd + 1}), i64s(name + ".tap_axis", {1}),
+            i64s(name + ".tap_step", {sd})},
            s);
       taps.push_back(s);
     }
@@ -146,10 +166,13 @@ class Lowerer {
                             {"pads", std::vector<int64_t>{geo.pad_begin[1], geo.pad_begin[2],
                                                           geo.pad_end[1], geo.pad_end[2]}},
                             {"group", geo.group}};
+    // The frames [N*OD, H, W, C'] (a view of the channels-last [N, OD, H, W, C']), then as the
+    // NCHW value the ONNX conv reads: convert-layout's NHWC Transpose of it and this one
+    // cancel (fold-transposes), so the conv reads the channels-last frames as they are.
     auto frames = [&](ValueId v, const std::string& what) {
-      const int64_t ch = g_.type(v).shape[1];
-      const ValueId t = transpose(v, {batch, od, ch, h, wd}, name + "." + what + ".frames_first");
-      return reshape(t, {batch * od, ch, h, wd}, name + "." + what + ".frames");
+      const int64_t ch = g_.type(v).shape[4];
+      const ValueId f = reshape(v, {batch * od, h, wd, ch}, name + "." + what + ".frames");
+      return transpose(f, kNhwcToNchw, name + "." + what + ".frames_nchw");
     };
     auto tap_weight = [&](const std::vector<int64_t>& tap_list, const std::string& what) {
       // W'[co, j*cg + ci, :, :] = W[co, ci, tap_list[j], :, :].
@@ -169,8 +192,8 @@ class Lowerer {
       // One conv over the taps stacked along the channels.
       ValueId stacked = taps[0];
       if (kd > 1) {
-        stacked = value(name + ".taps", xt.dtype, {batch, kd * c, od, h, wd});
-        emit("Concat", name + ".taps", taps, stacked, {{"axis", int64_t{1}}});
+        stacked = value(name + ".taps", xt.dtype, {batch, od, h, wd, kd * c});
+        emit("Concat", name + ".taps", taps, stacked, {{"axis", int64_t{4}}});
       }
       std::vector<int64_t> all(static_cast<size_t>(kd));
       std::iota(all.begin(), all.end(), 0);
@@ -196,8 +219,11 @@ class Lowerer {
         sum = next;
       }
     }
-    const ValueId back = reshape(sum, {batch, od, co, oh, ow}, name + ".frames_out");
-    transpose(back, Shape(g_.type(y).shape), name + ".channels_first", y);
+    // Likewise out: the conv's NHWC result (convert-layout's Transpose back to NCHW and this
+    // one cancel), viewed as [N, OD, OH, OW, Co], then channels-first.
+    const ValueId out_last = transpose(sum, kNchwToNhwc, name + ".frames_out_last");
+    const ValueId back = reshape(out_last, {batch, od, oh, ow, co}, name + ".frames_out");
+    transpose(back, kToChannelsFirst, name + ".channels_first", y);
   }
 
   void lower_pool(const ir::Node& n) {
@@ -230,23 +256,47 @@ class Lowerer {
       return at;
     };
     const std::string& name = n.name;
-    // Over H, W on the frames [N, C*D, H, W].
-    const ValueId frames = reshape(x, {batch, c * d, xs[3], xs[4]}, name + ".frames");
-    const ValueId hw = value(name + ".hw", dt, {batch, c * d, oh, ow});
-    emit(n.op, name + ".hw", {frames}, hw, pool_attrs({1, 2}, {false, false}));
-    // Over D on [N, C, D, OH*OW], the kernel (kd, 1).
-    const ValueId columns = reshape(hw, {batch, c, d, oh * ow}, name + ".columns");
-    const ValueId depth = value(name + ".depth", dt, {batch, c, od, oh * ow});
-    emit_as(n, n.op, {columns}, depth, pool_attrs({0, 0}, {false, true}));
-    reshape(depth, ys, name + ".out", y);
+    // Channels-last, like the convs: [N, D, H, W, C], each stage's 4-D Transposes to NCHW and
+    // back cancelling against convert-layout's, so both pools run on NHWC data. A stage whose
+    // window is one element with stride 1 and no pads is left out.
+    auto identity = [&](size_t ax) {
+      return kernel[ax] == 1 && a.strides[ax] == 1 && p[ax] == 0 && p[ax + 3] == 0;
+    };
+    const bool over_hw = !identity(1) || !identity(2), over_d = !identity(0);
+    ValueId v = transpose(x, kToChannelsLast, name + ".channels_last");  // [N, D, H, W, C]
+    if (over_hw || !over_d) {
+      // Over H, W on the frames [N*D, H, W, C].
+      const ValueId f = reshape(v, {batch * d, xs[3], xs[4], c}, name + ".frames");
+      const ValueId in = transpose(f, kNhwcToNchw, name + ".frames_nchw");
+      const ValueId out = value(name + ".hw", dt, {batch * d, c, oh, ow});
+      ir::Attributes at = pool_attrs({1, 2}, {false, false});
+      if (over_d)
+        emit(n.op, name + ".hw", {in}, out, std::move(at));
+      else
+        emit_as(n, n.op, {in}, out, std::move(at));
+      v = reshape(transpose(out, kNchwToNhwc, name + ".hw_nhwc"), {batch, d, oh, ow, c},
+                  name + ".hw_frames");
+    }
+    if (over_d) {
+      // Over D on the columns [N, D, OH*OW, C], the kernel (kd, 1).
+      const ValueId f = reshape(v, {batch, d, oh * ow, c}, name + ".columns");
+      const ValueId in = transpose(f, kNhwcToNchw, name + ".columns_nchw");
+      const ValueId out = value(name + ".depth", dt, {batch, c, od, oh * ow});
+      emit_as(n, n.op, {in}, out, pool_attrs({0, 0}, {false, true}));
+      v = reshape(transpose(out, kNchwToNhwc, name + ".depth_nhwc"), {batch, od, oh, ow, c},
+                  name + ".depth_frames");
+    }
+    transpose(v, kToChannelsFirst, name + ".channels_first", y);
   }
 
   void lower_global_pool(const ir::Node& n) {
     const ValueId x = n.inputs[0], y = n.outputs[0];
-    const Shape xs = g_.type(x).shape;
-    const ValueId v = reshape(x, {xs[0], xs[1], xs[2] * xs[3], xs[4]}, n.name + ".frames");
+    const Shape xs = g_.type(x).shape;  // copies: adding values may move the value table
+    // Over the frames' pixels channels-last, [N, D*H, W, C], like the convs and pools.
+    const ValueId last = transpose(x, kToChannelsLast, n.name + ".channels_last");
+    const ValueId v = reshape(last, {xs[0], xs[2] * xs[3], xs[4], xs[1]}, n.name + ".frames");
     const ValueId pooled = value(n.name + ".2d", g_.type(x).dtype, {xs[0], xs[1], 1, 1});
-    emit_as(n, n.op, {v}, pooled, n.attrs);
+    emit_as(n, n.op, {transpose(v, kNhwcToNchw, n.name + ".frames_nchw")}, pooled, n.attrs);
     reshape(pooled, Shape(g_.type(y).shape), n.name + ".out", y);
   }
 
