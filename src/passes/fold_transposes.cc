@@ -56,10 +56,11 @@ bool is_graph_output(const ir::Graph& g, ir::ValueId v) {
   return std::find(g.outputs.begin(), g.outputs.end(), v) != g.outputs.end();
 }
 
-// x -> Transpose T -> t -> U -> y -> Transpose, t and y read by nothing else: U moves before T
-// (x -> U -> y' -> T -> y), so that the two Transposes meet and compose. (A video net's ReLU
-// between the channels-first result of one lowered 3-D conv and the channels-last input of the
-// next; then the ReLU reads the conv's output itself and fuses into its epilogue.)
+// x -> Transpose T -> t -> U -> y -> (per-element ops) -> Transpose, each value between read
+// once: U moves before T (x -> U -> y' -> T -> y), and so, one at a time, do the ops after it,
+// until the two Transposes meet and compose. (A video net's ReLU between the channels-first
+// result of one lowered 3-D conv and the channels-last input of the next; then the ReLU reads
+// the conv's output itself and fuses into its epilogue.)
 bool sink_per_element_ops(ir::Graph& g) {
   bool changed = false;
   for (bool again = true; again;) {
@@ -74,10 +75,21 @@ bool sink_per_element_ops(ir::Graph& g) {
       const int tp = producer[static_cast<size_t>(t)];
       if (tp < 0 || !plain_transpose(g.nodes[static_cast<size_t>(tp)])) continue;
       if (uses[static_cast<size_t>(t)] != 1 || is_graph_output(g, t)) continue;
-      if (uses[static_cast<size_t>(y)] != 1 || is_graph_output(g, y)) continue;
-      const std::vector<int>& readers = users[static_cast<size_t>(y)];
-      if (readers.size() != 1 || !plain_transpose(g.nodes[static_cast<size_t>(readers[0])]))
-        continue;
+      // y leads, through per-element ops read once each, to a Transpose.
+      bool to_transpose = false;
+      for (ir::ValueId v = y;;) {
+        if (uses[static_cast<size_t>(v)] != 1 || is_graph_output(g, v)) break;
+        const std::vector<int>& readers = users[static_cast<size_t>(v)];
+        if (readers.size() != 1) break;
+        const ir::Node& r = g.nodes[static_cast<size_t>(readers[0])];
+        if (plain_transpose(r)) {
+          to_transpose = true;
+          break;
+        }
+        if (!commutes_with_transpose(g, r) || r.inputs[0] != v) break;
+        v = r.outputs[0];
+      }
+      if (!to_transpose) continue;
       // U reads x and writes a new value of x's shape at T's place; T writes y at U's.
       ir::Node transpose = g.nodes[static_cast<size_t>(tp)];
       ir::Node op = un;

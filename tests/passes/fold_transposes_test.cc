@@ -91,5 +91,41 @@ TEST(FoldTransposes, InputToOutputIdentityStays) {
   testing::expect_pass_result("fold-transposes", g, g);
 }
 
+// A per-element op between two Transposes moves before the first, and the two compose: here to
+// the identity, so Relu and Clip (its bounds one-element constants) read x itself. Where the
+// value between them has another reader, or no Transpose follows, nothing moves.
+TEST(FoldTransposes, PerElementOpsMoveOutFromBetweenTransposes) {
+  testing::expect_pass_result("fold-transposes", R"(graph @g opset 17 {
+  input %x : f32[1,2,3,4,5]
+  const %lo : f32[] = [0.0]
+  const %hi : f32[] = [6.0]
+  %a = Transpose(%x) {perm = [0, 4, 1, 2, 3]} : f32[1,5,2,3,4] @"first"
+  %b = Relu(%a) : f32[1,5,2,3,4] @"relu"
+  %c = Clip(%b, %lo, %hi) : f32[1,5,2,3,4] @"clip"
+  %y = Transpose(%c) {perm = [0, 2, 3, 4, 1]} : f32[1,2,3,4,5] @"second"
+  %z = Sigmoid(%y) : f32[1,2,3,4,5] @"s"
+  output %z
+})",
+                              R"(graph @g opset 17 {
+  input %x : f32[1,2,3,4,5]
+  const %lo : f32[] = [0.0]
+  const %hi : f32[] = [6.0]
+  %b = Relu(%x) : f32[1,2,3,4,5] @"relu"
+  %c = Clip(%b, %lo, %hi) : f32[1,2,3,4,5] @"clip"
+  %z = Sigmoid(%c) : f32[1,2,3,4,5] @"s"
+  output %z
+})");
+  const char* shared = R"(graph @g opset 17 {
+  input %x : f32[2,3]
+  %a = Transpose(%x) {perm = [1, 0]} : f32[3,2] @"first"
+  %b = Relu(%a) : f32[3,2] @"relu"
+  %y = Transpose(%b) {perm = [1, 0]} : f32[2,3] @"second"
+  %z = Add(%y, %x) : f32[2,3] @"add"
+  output %z
+  output %a
+})";
+  testing::expect_pass_result("fold-transposes", shared, shared);
+}
+
 }  // namespace
 }  // namespace tessel
