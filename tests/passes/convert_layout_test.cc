@@ -328,35 +328,21 @@ TEST(ConvertLayout, GemmAlphaBetaAndTransA) {
 // (the odd pad last); then 2x2 of stride 2 (SAME_LOWER) over 3 x 2: 2 x 1 out, the odd pad
 // first.
 TEST(ConvertLayout, PoolAutoPadBecomesExplicitPads) {
-  testing::expect_pass_result(
-      "convert-layout",
-      R"(graph @g opset 17 {
+  // An identity 1x1 conv over 8 channels (the same values in OIHW and OHWI).
+  std::string identity = "[";
+  for (int i = 0; i < 64; ++i) identity += (i ? ", " : "") + std::string(i % 9 == 0 ? "1.0" : "0.0");
+  identity += "]";
+  testing::expect_pass_result("convert-layout", R"(graph @g opset 17 {
   input %x : f32[1,8,5,4]
-  const %w : f32[8,8,1,1] = )" +
-          std::string("[") +
-          [] {
-            std::string v;
-            for (int i = 0; i < 64; ++i)
-              v += (i ? ", " : "") + std::string(i % 9 == 0 ? "1.0" : "0.0");
-            return v;
-          }() +
-          R"(]
+  const %w : f32[8,8,1,1] = )" + identity + R"(
   %c = Conv(%x, %w) : f32[1,8,5,4] @"conv"
   %y = MaxPool(%c) {auto_pad = "SAME_UPPER", kernel_shape = [3, 3], strides = [2, 2]} : f32[1,8,3,2] @"max"
   %z = AveragePool(%y) {auto_pad = "SAME_LOWER", kernel_shape = [2, 2], strides = [2, 2]} : f32[1,8,2,1] @"avg"
   output %z
 })",
-      R"(graph @g opset 17 {
+                              R"(graph @g opset 17 {
   input %x : f32[1,8,5,4]
-  const %w : f32[8,1,1,8] = )" +
-          std::string("[") +
-          [] {
-            std::string v;
-            for (int i = 0; i < 64; ++i)
-              v += (i ? ", " : "") + std::string(i % 9 == 0 ? "1.0" : "0.0");
-            return v;
-          }() +
-          R"(]
+  const %w : f32[8,1,1,8] = )" + identity + R"(
   %xt = Transpose(%x) {perm = [0, 2, 3, 1]} : f32[1,5,4,8] @"t0"
   %ct = tessel.Conv(%xt, %w) : f32[1,5,4,8] @"conv"
   %yt = tessel.MaxPool(%ct) {kernel_shape = [3, 3], pads = [1, 0, 1, 1], strides = [2, 2]} : f32[1,3,2,8] @"max"
