@@ -261,6 +261,10 @@ std::vector<TestProblem> fixed_problems(bool hopper) {
       tc_schedule(128, 64, 32, 32, 64, 3), {step(K::kBias), step(K::kResidualAdd), step(K::kRelu)});
   add(conv_problem(conv_params(2, 7, 7, 96, 96, 3, 1, 1, 1, 2), DType::kBF16, DType::kBF16),
       tc_schedule(32, 64, 64, 16, 32, 4), {step(K::kSilu)});
+  // Groups as the batch with split-K (the defaults split small images of long K): each split's
+  // partials per (group, tile).
+  add(conv_problem(conv_params(1, 7, 7, 240, 240, 3, 1, 1, 1, 2)),
+      tc_schedule(32, 64, 64, 16, 32, 3, 4), {step(K::kBias), step(K::kResidualAdd)});
   add(gemm_problem(1, 1000, 2048, "NT"), tc_schedule(32, 64, 64, 32, 32, 4, 8),
       {step(K::kBias)});  // resnet fc, batch 1
   add(gemm_problem(511, 63, 1001, "NN"), tc_schedule(64, 64, 32, 32, 32, 3),
