@@ -332,17 +332,21 @@ def malformed_requests_get_an_error_and_the_server_goes_on(s):
 
 
 def slow_model(path):
-    """x[N,8,96,96] -> conv 8->32 3x3 -> relu -> conv 32->32 3x3 -> mean over H, W: some
-    hundred milliseconds a batch on tessel's CPU reference."""
+    """x[N,8,96,96] -> conv 8->32 3x3 -> relu -> two convs 32->32 3x3 -> mean over H, W: some
+    hundred milliseconds a batch on tessel's CPU reference (the third conv keeps a batch in
+    flight past the last request's delivery when the machine is loaded: with two, CI once saw
+    all four answered first)."""
     rng = np.random.default_rng(5)
     w1 = numpy_helper.from_array((rng.standard_normal((32, 8, 3, 3)) * 0.2).astype(np.float32), "w1")
     w2 = numpy_helper.from_array((rng.standard_normal((32, 32, 3, 3)) * 0.1).astype(np.float32), "w2")
+    w3 = numpy_helper.from_array((rng.standard_normal((32, 32, 3, 3)) * 0.1).astype(np.float32), "w3")
     nodes = [helper.make_node("Conv", ["x", "w1"], ["c1"], pads=[1] * 4, name="conv1"),
              helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
              helper.make_node("Conv", ["r1", "w2"], ["c2"], pads=[1] * 4, name="conv2"),
-             helper.make_node("GlobalAveragePool", ["c2"], ["y"], name="gap")]
+             helper.make_node("Conv", ["c2", "w3"], ["c3"], pads=[1] * 4, name="conv3"),
+             helper.make_node("GlobalAveragePool", ["c3"], ["y"], name="gap")]
     g = helper.make_graph(nodes, "slow", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 8, 96, 96])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 32, 1, 1])], [w1, w2])
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 32, 1, 1])], [w1, w2, w3])
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
     m.ir_version = 8
     onnx.save(m, path)
