@@ -1,5 +1,5 @@
-// Lifts the 1-D CNN ops (audio and time-series nets: Conv1d, MaxPool1d, AvgPool1d, the global
-// pools over [N, C, L]) to their 2-D forms over [N, C, 1, L], which convert-layout, fuse and the
+// Lifts the 1-D CNN ops (audio and time-series nets: Conv1d, ConvTranspose1d, MaxPool1d,
+// AvgPool1d, the global pools over [N, C, L]) to their 2-D forms over [N, C, 1, L], which convert-layout, fuse and the
 // GPU kernels know:
 //
 //   Conv(x [N, C, L], W [Co, Ci/g, k])  ->  Squeeze(Conv(Unsqueeze(x, 2), W [Co, Ci/g, 1, k]), 2)
@@ -25,8 +25,8 @@ using ir::kNoValue;
 using ir::ValueId;
 
 bool lifted_op(const std::string& op) {
-  return op == "Conv" || op == "MaxPool" || op == "AveragePool" || op == "GlobalAveragePool" ||
-         op == "GlobalMaxPool";
+  return op == "Conv" || op == "ConvTranspose" || op == "MaxPool" || op == "AveragePool" ||
+         op == "GlobalAveragePool" || op == "GlobalMaxPool";
 }
 
 class Lifter {
@@ -57,8 +57,10 @@ class Lifter {
     if (!lifted_op(n.op) || n.inputs.empty() || n.outputs.size() != 1) return false;
     const ir::TensorType& x = g_.type(n.inputs[0]);
     if (x.shape.size() != 3 || !is_float(x.dtype)) return false;
-    // Explicit pads; a conv's auto_pad is resolved to them (lift), a pool's is kept out.
-    if (n.op != "Conv") return n.get_string("auto_pad", "NOTSET") == "NOTSET";
+    // Explicit pads; a conv's auto_pad is resolved to them (lift), a pool's or a transposed
+    // conv's is kept out.
+    if (n.op != "Conv" && n.get_string("auto_pad", "NOTSET") != "NOTSET") return false;
+    if (n.op != "Conv" && n.op != "ConvTranspose") return true;
     const ValueId w = n.inputs.size() > 1 ? n.inputs[1] : kNoValue;
     return w != kNoValue && g_.value(w).is_constant() && g_.type(w).shape.size() == 3;
   }
@@ -85,9 +87,9 @@ class Lifter {
     out.push_back(axis2_node("Unsqueeze", n.name + ".to_2d", x, x4));
     ir::Node lifted = n;
     lifted.inputs[0] = x4;
-    if (n.op == "Conv") {
+    if (n.op == "Conv" || n.op == "ConvTranspose") {
       const Tensor& w = *g_.value(n.inputs[1]).data;
-      // The same elements as [Co, Ci/g, 1, k].
+      // The same elements as [Co, Ci/g, 1, k] (a transposed conv's [Ci, Co/g, 1, k]).
       lifted.inputs[1] = g_.add_constant(values_.fresh(g_.value(n.inputs[1]).name + ".2d"), w.reshaped(with_axis2(w.shape())));
     }
     auto prepend = [&](const char* key, int64_t first) {
@@ -99,6 +101,8 @@ class Lifter {
     prepend("kernel_shape", 1);
     prepend("strides", 1);
     prepend("dilations", 1);
+    prepend("output_padding", 0);  // ConvTranspose's
+    prepend("output_shape", 1);
     if (n.op == "Conv") {
       // The pads as the conv resolves them (auto_pad SAME_UPPER / SAME_LOWER / VALID included).
       const ops::ConvGeometry geo = ops::plan_conv(n, g_.type(x).shape, g_.type(n.inputs[1]).shape);

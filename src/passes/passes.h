@@ -44,6 +44,11 @@ ir::Graph lift_1d(ir::Graph g);
 // [N, C, D*H, W]. Pads, Slices, Transposes and Reshapes around them.
 ir::Graph lower_3d(ir::Graph g);
 
+// A 2-D ConvTranspose with constant weights and unequal strides (which convert-layout's phase
+// decomposition cannot store; lower_conv_transpose.cc): a stride-1 Conv with the flipped,
+// transposed kernel over the input with zeros inserted between its pixels.
+ir::Graph lower_conv_transpose(ir::Graph g);
+
 // Replaces the decomposed layer normalization and GELU that older exporters write with one
 // LayerNormalization (over the last axis) or Gelu node each (fuse_norm_gelu.cc lists the exact
 // forms): ReduceMean / Sub / Pow / ReduceMean / Add / Sqrt / Div, optionally times gamma plus

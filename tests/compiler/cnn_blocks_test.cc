@@ -218,6 +218,24 @@ TEST(CnnBlocks, VideoBlockRunsOnTheGpuAsConvsOverFrames) {
   EXPECT_GE(runtime::tensor_core_launches(c.plan.profiles[0]), 4);
 }
 
+// An audio decoder's upsampling: a 1-D transposed conv of stride 4 (lifted to strides [1, 4],
+// which the phase decomposition cannot store) then a 1-D conv. Every node has a GPU path, both
+// convs on Tensor Cores.
+TEST(CnnBlocks, OneDimensionalTransposedConvRunsOnTheGpu) {
+  testing::IrWriter w(19);
+  w.input("x", "f32[2,32,50]");
+  w.constant("wt", {32, 16, 8}, -0.2, 0.2);
+  w.constant("bt", {16}, -0.5, 0.5);
+  w.constant("wc", {16, 16, 3}, -0.2, 0.2);
+  w.node("%u = ConvTranspose(%x, %wt, %bt) {strides = [4], pads = [2, 2]} : f32[2,16,200] @\"up\"");
+  w.node("%r = Relu(%u) : f32[2,16,200] @\"relu\"");
+  w.node("%y = Conv(%r, %wc) {pads = [1, 1]} : f32[2,16,200] @\"conv\"");
+  const ir::Graph in = w.graph("y");
+  const ir::Graph g = passes::run_passes(in, passes::gpu_pipeline({}));
+  EXPECT_GE(check_every_node_runs(g), 2);
+  testing::expect_same_numerics(in, g, 2e-2, 2e-2);
+}
+
 // The pass layer's Concat limit is the op kernels' input count.
 TEST(CnnBlocks, ConcatLimitIsTheOpKernelAbi) {
   EXPECT_EQ(passes::kMaxConcatInputs, kernels::cuda::kOpKernelInputs);
