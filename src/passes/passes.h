@@ -44,9 +44,9 @@ ir::Graph lift_1d(ir::Graph g);
 // [N, C, D*H, W]. Pads, Slices, Transposes and Reshapes around them.
 ir::Graph lower_3d(ir::Graph g);
 
-// A 2-D ConvTranspose with constant weights and unequal strides (which convert-layout's phase
-// decomposition cannot store; lower_conv_transpose.cc): a stride-1 Conv with the flipped,
-// transposed kernel over the input with zeros inserted between its pixels.
+// A ConvTranspose with constant weights that convert-layout's phase decomposition cannot store
+// (2-D of unequal strides; 3-D, for lower-3d after it; lower_conv_transpose.cc): a stride-1 Conv
+// with the flipped, transposed kernel over the input with zeros inserted between its pixels.
 ir::Graph lower_conv_transpose(ir::Graph g);
 
 // Replaces the decomposed layer normalization and GELU that older exporters write with one

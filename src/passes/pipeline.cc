@@ -22,10 +22,11 @@ const std::vector<PassInfo>& all_passes() {
        "BatchNormalization left unfolded -> per-channel scale and shift (Mul, Add)",
        lower_batch_norm},
       {"lift-1d", "1-D convs and pools over [N, C, L] -> 2-D over [N, C, 1, L]", lift_1d},
-      {"lower-3d", "3-D convs and pools over [N, C, D, H, W] -> 2-D ones over frames", lower_3d},
       {"lower-conv-transpose",
-       "ConvTranspose of unequal strides -> stride-1 Conv over the zero-inserted input",
+       "ConvTranspose of unequal strides or over 3-D data -> stride-1 Conv over the "
+       "zero-inserted input",
        lower_conv_transpose},
+      {"lower-3d", "3-D convs and pools over [N, C, D, H, W] -> 2-D ones over frames", lower_3d},
       {"convert-layout",
        "NHWC activations, OHWI / [N,K] weights, tessel.* ops; transposes only at the edges",
        convert_layout},
@@ -80,7 +81,7 @@ std::vector<std::string> gpu_pipeline(const Options& options) {
   // than leave Transposes or Casts of constants behind.
   std::vector<std::string> names = {
       "canonicalize", "fold-constants", "fuse-norm-gelu", "fold-batch-norm", "lower-batch-norm",
-      "lift-1d",      "lower-3d",       "lower-conv-transpose", "convert-layout", "fold-transposes",
+      "lift-1d",      "lower-conv-transpose", "lower-3d", "convert-layout", "fold-transposes",
       "fold-qdq"};
   // Narrow groups are widened for the fp16 Tensor Core kernels only: in fp32 they would just
   // multiply zeros on CUDA cores.

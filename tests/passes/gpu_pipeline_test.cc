@@ -119,7 +119,7 @@ TEST(GpuPipeline, NamesAreRegisteredPasses) {
   const std::vector<std::string> fp16 = passes::gpu_pipeline({});
   EXPECT_EQ(fp16, (std::vector<std::string>{
                       "canonicalize", "fold-constants", "fuse-norm-gelu", "fold-batch-norm",
-                      "lower-batch-norm", "lift-1d", "lower-3d", "lower-conv-transpose", "convert-layout",
+                      "lower-batch-norm", "lift-1d", "lower-conv-transpose", "lower-3d", "convert-layout",
                       "fold-transposes", "fold-qdq", "choose-precision-fp16", "widen-narrow-groups",
                       "fuse", "fuse-prologue", "depth-to-space-dcr", "dce", "nest-prefix-concats",
                       "split-wide-concats", "concat-into-slices"}));

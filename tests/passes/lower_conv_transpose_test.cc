@@ -49,6 +49,25 @@ TEST(LowerConvTranspose, OneDimensionalTransposedConvs) {
   lowered(w.graph("z"));
 }
 
+// A 3-D UNet's upsampling (kernel 2, stride 2) and a 3-D one with pads and unequal strides:
+// 3-D convs over the zero-inserted input, which lower-3d then makes 2-D.
+TEST(LowerConvTranspose, ThreeDimensionalTransposedConvs) {
+  testing::IrWriter w(13);
+  w.input("x", "f32[1,4,3,4,5]");
+  w.constant("w2", {4, 3, 2, 2, 2}, -0.5, 0.5);
+  w.constant("w3", {4, 2, 3, 3, 3}, -0.5, 0.5);
+  w.constant("b", {3}, -0.5, 0.5);
+  w.node("%u = ConvTranspose(%x, %w2, %b) {strides = [2, 2, 2]} : f32[1,3,6,8,10] @\"up\"");
+  w.node("%v = ConvTranspose(%x, %w3) {strides = [1, 2, 3], pads = [1, 1, 0, 1, 0, 2]} : f32[1,2,3,6,11] @\"odd\"");
+  const ir::Graph in = w.graph(std::vector<std::string>{"u", "v"});
+  lowered(in);
+  ir::Graph g = passes::run_passes(in, {"lower-conv-transpose", "lower-3d"});
+  for (const ir::Node& n : g.nodes) {
+    if (n.op == "Conv") EXPECT_EQ(g.type(n.inputs[0]).shape.size(), 4u) << n.label();
+  }
+  testing::expect_same_numerics(in, g, 1e-5, 1e-5);
+}
+
 // Equal strides stay for convert-layout's phase decomposition.
 TEST(LowerConvTranspose, EqualStridesAreLeftToThePhases) {
   const std::string g = R"(graph @g opset 17 {
