@@ -4,7 +4,10 @@
 // engine (compiler/profiles.h): one plan per profile batch, the profiles printed.
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>
+
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 
 #include "cli/commands.h"
@@ -39,6 +42,11 @@ Action add_compile(CLI::App& app) {
                   "also write each kernel launch (node, op, instruction, schedule) as JSON here");
   return [cmd, o]() {
     if (!cmd->parsed()) return -1;
+    // Before compiling: an output that cannot be written fails in a moment, not after it.
+    const std::filesystem::path out_dir = std::filesystem::path(o->output).parent_path();
+    TESSEL_USER_CHECK(std::filesystem::is_directory(out_dir.empty() ? "." : out_dir) &&
+                      ::access(out_dir.empty() ? "." : out_dir.c_str(), W_OK) == 0)
+        << o->output << ": cannot open for writing";
     ProgressBar progress;
     Options options = model_api_options(o->model);
     options.precision = parse_precision(o->precision);
