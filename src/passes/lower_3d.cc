@@ -28,8 +28,6 @@
 #include <array>
 #include <numeric>
 
-#include "ir/infer.h"
-#include "ir/op_registry.h"
 #include "ops/conv_geometry.h"
 #include "passes/passes.h"
 #include "passes/rewrite_util.h"
@@ -46,30 +44,21 @@ const std::vector<int64_t> kToChannelsFirst = {0, 4, 1, 2, 3};
 const std::vector<int64_t> kNchwToNhwc = {0, 2, 3, 1};
 const std::vector<int64_t> kNhwcToNchw = {0, 3, 1, 2};
 
-class Lowerer {
+class Lowerer : public NodeRewriter {
  public:
-  explicit Lowerer(ir::Graph g)
-      : g_(std::move(g)), values_(UniqueNames::of_values(g_)), names_(UniqueNames::of_nodes(g_)) {}
-
-  ir::Graph run() {
-    bool changed = false;
-    for (const ir::Node& n : std::vector<ir::Node>(g_.nodes)) {
-      if (!lowerable(n)) {
-        out_.push_back(n);
-        continue;
-      }
-      changed = true;
-      if (n.op == "Conv") lower_conv(n);
-      else if (n.op == "MaxPool" || n.op == "AveragePool") lower_pool(n);
-      else lower_global_pool(n);
-    }
-    if (!changed) return std::move(g_);
-    g_.nodes = std::move(out_);
-    ir::infer_types(g_, ir::OpRegistry::global());
-    return std::move(g_);
-  }
+  using NodeRewriter::NodeRewriter;
 
  private:
+  bool rewrites(const ir::Node& n) const override { return lowerable(n); }
+  void rewrite(const ir::Node& n) override {
+    if (n.op == "Conv")
+      lower_conv(n);
+    else if (n.op == "MaxPool" || n.op == "AveragePool")
+      lower_pool(n);
+    else
+      lower_global_pool(n);
+  }
+
   bool lowerable(const ir::Node& n) const {
     const bool op = n.op == "Conv" || n.op == "MaxPool" || n.op == "AveragePool" ||
                     n.op == "GlobalAveragePool" || n.op == "GlobalMaxPool";
@@ -84,22 +73,6 @@ class Lowerer {
     return n.get_string("auto_pad", "NOTSET") == "NOTSET";
   }
 
-  ValueId value(const std::string& base, DType dtype, Shape shape) {
-    return g_.add_value(values_.fresh(base), {dtype, std::move(shape)});
-  }
-  ValueId i64s(const std::string& base, const std::vector<int64_t>& v) {
-    return g_.add_constant(values_.fresh(base),
-                           Tensor::from_vector<int64_t>({static_cast<int64_t>(v.size())}, v));
-  }
-  void emit(const std::string& op, const std::string& name, std::vector<ValueId> ins,
-            ValueId out, ir::Attributes attrs = {}) {
-    out_.push_back(ir::Node{op, names_.fresh(name), std::move(ins), {out}, std::move(attrs)});
-  }
-  // The node that does the lowered op's work keeps its name (explain, profiles).
-  void emit_as(const ir::Node& n, const std::string& op, std::vector<ValueId> ins, ValueId out,
-               ir::Attributes attrs) {
-    out_.push_back(ir::Node{op, n.name, std::move(ins), {out}, std::move(attrs)});
-  }
   // x reshaped to `shape` (a view), as a new value; `into` writes an existing one.
   ValueId reshape(ValueId x, const Shape& shape, const std::string& name, ValueId into = kNoValue) {
     const ValueId y = into != kNoValue ? into : value(name, g_.type(x).dtype, shape);
@@ -184,7 +157,7 @@ class Lowerer {
             for (int64_t r = 0; r < kh * kw; ++r)
               t.set_f64(((o * k + j) * cg + ci) * kh * kw + r,
                         w.get_f64(((o * cg + ci) * kd + tap_list[static_cast<size_t>(j)]) * kh * kw + r));
-      return g_.add_constant(values_.fresh(g_.value(n.inputs[1]).name + what), std::move(t));
+      return constant(g_.value(n.inputs[1]).name + what, std::move(t));
     };
     const DType yt = g_.type(y).dtype;
     ValueId sum = kNoValue;
@@ -299,10 +272,6 @@ class Lowerer {
     emit_as(n, n.op, {transpose(v, kNhwcToNchw, n.name + ".frames_nchw")}, pooled, n.attrs);
     reshape(pooled, Shape(g_.type(y).shape), n.name + ".out", y);
   }
-
-  ir::Graph g_;
-  UniqueNames values_, names_;
-  std::vector<ir::Node> out_;
 };
 
 }  // namespace

@@ -14,8 +14,6 @@
 // instead (the Slice). The conv multiplies the inserted zeros (sh * sw times the work of the
 // phase decomposition), but it runs on Tensor Cores, and the Transposes to NHWC and back
 // cancel against convert-layout's. Every piece has a GPU kernel.
-#include "ir/infer.h"
-#include "ir/op_registry.h"
 #include "ops/conv_geometry.h"
 #include "ops/conv_transpose_phases.h"
 #include "passes/passes.h"
@@ -27,28 +25,14 @@ namespace {
 using ir::kNoValue;
 using ir::ValueId;
 
-class Lowerer {
+class Lowerer : public NodeRewriter {
  public:
-  explicit Lowerer(ir::Graph g)
-      : g_(std::move(g)), values_(UniqueNames::of_values(g_)), names_(UniqueNames::of_nodes(g_)) {}
-
-  ir::Graph run() {
-    bool changed = false;
-    for (const ir::Node& n : std::vector<ir::Node>(g_.nodes)) {
-      if (lowerable(n)) {
-        lower(n);
-        changed = true;
-      } else {
-        out_.push_back(n);
-      }
-    }
-    if (!changed) return std::move(g_);
-    g_.nodes = std::move(out_);
-    ir::infer_types(g_, ir::OpRegistry::global());
-    return std::move(g_);
-  }
+  using NodeRewriter::NodeRewriter;
 
  private:
+  bool rewrites(const ir::Node& n) const override { return lowerable(n); }
+  void rewrite(const ir::Node& n) override { lower(n); }
+
   // 2-D ones of unequal strides (equal ones are convert-layout's phases), and 3-D ones: their
   // conv then goes on to lower-3d.
   bool lowerable(const ir::Node& n) const {
@@ -63,17 +47,11 @@ class Lowerer {
     return geo.strides[0] != geo.strides[1];
   }
 
-  ValueId value(const std::string& base, DType dtype, Shape shape) {
-    return g_.add_value(values_.fresh(base), {dtype, std::move(shape)});
-  }
-  ValueId i64s(const std::string& base, const std::vector<int64_t>& v) {
-    return g_.add_constant(values_.fresh(base),
-                           Tensor::from_vector<int64_t>({static_cast<int64_t>(v.size())}, v));
-  }
+  // A node writing a new value of `shape`, which it returns.
   ValueId emit(const std::string& op, const std::string& name, std::vector<ValueId> ins, DType dtype,
                Shape shape, ir::Attributes attrs = {}) {
-    const ValueId y = value(name, dtype, std::move(shape));
-    out_.push_back(ir::Node{op, names_.fresh(name), std::move(ins), {y}, std::move(attrs)});
+    const ValueId y = value(name, dtype, shape);
+    NodeRewriter::emit(op, name, std::move(ins), y, std::move(attrs));
     return y;
   }
 
@@ -159,21 +137,16 @@ class Lowerer {
             flipped.set_f64(((g * cog + o) * cig + i) * taps + (taps - 1 - t),
                             w.get_f64(((g * cig + i) * cog + o) * taps + t));
     std::vector<ValueId> ins = {channels_first,
-                                g_.add_constant(values_.fresh(g_.value(n.inputs[1]).name + ".conv"),
-                                                std::move(flipped))};
+                                constant(g_.value(n.inputs[1]).name + ".conv", std::move(flipped))};
     if (b != kNoValue) ins.push_back(b);
     std::vector<int64_t> pads = pad_begin;
     pads.insert(pads.end(), pad_end.begin(), pad_end.end());
-    out_.push_back(ir::Node{"Conv", name, std::move(ins), {y},
-                            {{"kernel_shape", std::vector<int64_t>(k.begin(), k.end())},
-                             {"dilations", geo.dilations},
-                             {"pads", pads},
-                             {"group", geo.group}}});
+    emit_as(n, "Conv", std::move(ins), y,
+            {{"kernel_shape", std::vector<int64_t>(k.begin(), k.end())},
+             {"dilations", geo.dilations},
+             {"pads", pads},
+             {"group", geo.group}});
   }
-
-  ir::Graph g_;
-  UniqueNames values_, names_;
-  std::vector<ir::Node> out_;
 };
 
 }  // namespace

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 
+#include "ir/infer.h"
+#include "ir/op_registry.h"
+
 namespace tessel::passes {
 
 std::optional<SymmetricQdq> symmetric_qdq(const ir::Graph& g, const ir::Node& n, std::string* why) {
@@ -91,6 +94,47 @@ std::string UniqueNames::fresh(const std::string& base) {
   std::string name = base;
   for (int i = 1; !used_.insert(name).second; ++i) name = base + "_" + std::to_string(i);
   return name;
+}
+
+NodeRewriter::NodeRewriter(ir::Graph g)
+    : g_(std::move(g)), values_(UniqueNames::of_values(g_)), names_(UniqueNames::of_nodes(g_)) {}
+
+ir::Graph NodeRewriter::run() && {
+  bool changed = false;
+  for (const ir::Node& n : std::vector<ir::Node>(g_.nodes)) {
+    if (rewrites(n)) {
+      rewrite(n);
+      changed = true;
+    } else {
+      out_.push_back(n);
+    }
+  }
+  if (!changed) return std::move(g_);
+  g_.nodes = std::move(out_);
+  ir::infer_types(g_, ir::OpRegistry::global());
+  return std::move(g_);
+}
+
+ir::ValueId NodeRewriter::value(const std::string& base, DType dtype, Shape shape) {
+  return g_.add_value(values_.fresh(base), {dtype, std::move(shape)});
+}
+
+ir::ValueId NodeRewriter::i64s(const std::string& base, const std::vector<int64_t>& v) {
+  return constant(base, Tensor::from_vector<int64_t>({static_cast<int64_t>(v.size())}, v));
+}
+
+ir::ValueId NodeRewriter::constant(const std::string& base, Tensor t) {
+  return g_.add_constant(values_.fresh(base), std::move(t));
+}
+
+void NodeRewriter::emit(const std::string& op, const std::string& name,
+                        std::vector<ir::ValueId> ins, ir::ValueId out, ir::Attributes attrs) {
+  out_.push_back(ir::Node{op, names_.fresh(name), std::move(ins), {out}, std::move(attrs)});
+}
+
+void NodeRewriter::emit_as(const ir::Node& n, const std::string& op, std::vector<ir::ValueId> ins,
+                           ir::ValueId out, ir::Attributes attrs) {
+  out_.push_back(ir::Node{op, n.name, std::move(ins), {out}, std::move(attrs)});
 }
 
 }  // namespace tessel::passes

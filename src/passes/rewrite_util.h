@@ -6,6 +6,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "core/tensor.h"
 #include "ir/graph.h"
 
 namespace tessel::passes {
@@ -54,6 +55,41 @@ class UniqueNames {
 
  private:
   std::unordered_set<std::string> used_;
+};
+
+// A pass that rebuilds the node list in order: each node it does not rewrite stays as it is,
+// each one it does is replaced by the nodes `rewrite` emits (through the helpers below); then
+// the graph's types are inferred again. lift-1d's sibling passes over other ranks (lower-3d,
+// lower-conv-transpose) are written on it.
+class NodeRewriter {
+ public:
+  explicit NodeRewriter(ir::Graph g);
+  virtual ~NodeRewriter() = default;
+  ir::Graph run() &&;
+
+ protected:
+  virtual bool rewrites(const ir::Node& n) const = 0;
+  virtual void rewrite(const ir::Node& n) = 0;
+
+  // A new value, named after `base`.
+  ir::ValueId value(const std::string& base, DType dtype, Shape shape);
+  // A new i64 vector constant (shapes, pads, axes), named after `base`.
+  ir::ValueId i64s(const std::string& base, const std::vector<int64_t>& v);
+  // A new constant, named after `base`.
+  ir::ValueId constant(const std::string& base, Tensor t);
+  // A node named after `name` (made unique) writing `out`.
+  void emit(const std::string& op, const std::string& name, std::vector<ir::ValueId> ins,
+            ir::ValueId out, ir::Attributes attrs = {});
+  // A node that keeps the rewritten node's own name (it does that node's work: explain and
+  // profiles name it so).
+  void emit_as(const ir::Node& n, const std::string& op, std::vector<ir::ValueId> ins,
+               ir::ValueId out, ir::Attributes attrs);
+
+  ir::Graph g_;
+
+ private:
+  UniqueNames values_, names_;
+  std::vector<ir::Node> out_;
 };
 
 }  // namespace tessel::passes
