@@ -125,16 +125,15 @@ std::optional<NodePlan> in_place_concat(const ir::Graph& g, const ir::Node& n) {
   return p;
 }
 
-// Why a grouped tessel.Conv runs on neither grouped Tensor Core kernel (the grouped halo
-// kernel, the packed-groups mainloop), or nothing when one takes it.
-std::optional<std::string> grouped_tensor_core_refusal(const ir::Graph& g, const ir::Node& n,
+// Why the packed-groups kernel does not take a grouped tessel.Conv (the reason explain gives
+// where the conv runs as a batch of dense GEMMs or on the direct kernel), or nothing when it
+// does.
+std::optional<std::string> packed_groups_refusal(const ir::Graph& g, const ir::Node& n,
                                                  const Options& options,
                                                  const device::DeviceInfo& target) {
   if (!options.tensor_cores) return "Tensor Cores turned off (compiler::Options::tensor_cores)";
   const contraction::MatchResult m = contraction::match(contraction_of(g, n).maps);
-  if (!m.contraction) return remarks_text(m);
-  if (!m.tensor_cores) return remarks_text(m);
-  if (kernels::grouped_halo_schedule(*m.contraction, target)) return std::nullopt;
+  if (!m.contraction || !m.tensor_cores) return remarks_text(m);
   std::string why;
   if (!kernels::packed_groups_schedule(*m.contraction, target, &why)) return why;
   return std::nullopt;
@@ -207,19 +206,22 @@ NodePlan plan_any_node(const ir::Graph& g, const ir::Node& n, const Options& opt
   if (lowered_as_contraction(n)) return plan_contraction(g, n, options, target);
   std::optional<std::string> not_packed;
   if (is_contraction_op(n)) {
-    // A grouped convolution: on Tensor Cores where a grouped kernel takes it.
-    std::optional<std::string> why = grouped_tensor_core_refusal(g, n, options, target);
-    if (!why) return plan_contraction(g, n, options, target);
-    // Wide groups that no grouped kernel takes: a batch of dense GEMMs on Tensor Cores
-    // (kernels::dense_groups_wide), where the kernel takes the node's epilogue.
+    // A grouped convolution: on Tensor Cores where default_schedule puts it (a grouped
+    // kernel, or wide groups as a batch of dense GEMMs: kernels::dense_groups_wide) and the
+    // kernel takes the node's epilogue; else the direct grouped kernel.
+    NodePlan p;
     if (options.tensor_cores) {
-      NodePlan dense = plan_contraction(g, n, options, target);
-      if (dense.run == NodeRun::kContraction && dense.tensor_cores()) {
-        if (!dense.tuned) dense.why = "groups as a batch of dense GEMMs; " + *why;
-        return dense;
+      p = plan_contraction(g, n, options, target);
+      if (p.run == NodeRun::kContraction && p.tensor_cores()) {
+        if (!p.tuned && p.schedule.groups_per_tile == 0)
+          if (std::optional<std::string> why = packed_groups_refusal(g, n, options, target))
+            p.why = "groups as a batch of dense GEMMs; " + *why;
+        return p;
       }
     }
-    not_packed = why;
+    // (Where the packed kernel takes the conv, the plan says why it is not on Tensor Cores.)
+    const std::optional<std::string> why = packed_groups_refusal(g, n, options, target);
+    not_packed = why ? *why : p.why;
   }
   // A ConvTranspose that convert-layout left alone: why it has no tessel.Conv form.
   if (n.op == "ConvTranspose")

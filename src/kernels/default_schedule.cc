@@ -592,11 +592,14 @@ Schedule default_schedule(const Contraction& c, const device::DeviceInfo& device
     }
   }
   // A grouped conv that no grouped kernel takes: wide groups as a batch of dense GEMMs, on the
-  // kernel that runs them so (dense_groups_schedule); narrow ones stay off Tensor Cores.
-  if (contraction::grouped_layout(c)) {
-    if (!dense_groups_wide(c)) return simt_schedule(c);
-    mma_sync_only = true;
-  }
+  // kernels that run them so (runs_groups_as_batch); narrow ones stay off Tensor Cores.
+  const bool dense_groups = contraction::grouped_layout(c).has_value();
+  if (dense_groups && !dense_groups_wide(c)) return simt_schedule(c);
+  // Whether the ranking may offer schedule s.
+  auto offered = [&](const Schedule& s) {
+    return !(mma_sync_only && s.instruction != Instruction::kMmaSync) &&
+           !(dense_groups && !runs_groups_as_batch(s));
+  };
   if (!contraction::tensor_core_eligible(c) || device.cc_major < 8) return simt_schedule(c);
   const double launch = launch_cycles(device);
   const bool hopper = device.cc_major == 9;
@@ -614,7 +617,7 @@ Schedule default_schedule(const Contraction& c, const device::DeviceInfo& device
     for (int split : kSplitK) {
       Schedule s = make(k.instruction, {k.block_m, k.block_n}, {k.warp_m, k.warp_n}, block_k,
                         k.stages, split, kDefaultRaster, c);
-      if (!split_wanted(s) || !runs(c, s, device)) continue;
+      if (!offered(s) || !split_wanted(s) || !runs(c, s, device)) continue;
       // The residual scales the kernel's own time, not the DRAM bound under it.
       const ScheduleEstimate e = estimate(c, s, device, epilogue_read_bytes);
       const double scale = hopper ? k.sm90_scale : 1.0;
@@ -625,7 +628,7 @@ Schedule default_schedule(const Contraction& c, const device::DeviceInfo& device
     for (const TmaKernel& k : kTmaKernels) {
       Schedule s = tma_schedule(k.block_m, k.block_n, k.stages, kDefaultRaster, 0);
       s.block_k *= block_k_scale(c);  // one 128-byte row: 128 int8
-      if (!runs(c, s, device)) continue;
+      if (!offered(s) || !runs(c, s, device)) continue;
       s.ctas = persistent_ctas(c, s, device);
       const ScheduleEstimate e = estimate(c, s, device, epilogue_read_bytes);
       ranked.push_back({s, launch + std::max(k.sm90_scale * e.cycles, e.dram_cycles)});
@@ -636,8 +639,7 @@ Schedule default_schedule(const Contraction& c, const device::DeviceInfo& device
     const std::vector<Schedule> space = enumerate_schedules(c, device);
     if (space.front().instruction == Instruction::kSimt) return space.front();
     for (const Schedule& s : space)
-      if (s.raster == kDefaultRaster && split_wanted(s) &&
-          !(mma_sync_only && s.instruction != Instruction::kMmaSync))
+      if (s.raster == kDefaultRaster && split_wanted(s) && offered(s))
         ranked.push_back({s, launch + estimate(c, s, device, epilogue_read_bytes).cycles});
   }
   return pick(ranked);
