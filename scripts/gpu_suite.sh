@@ -4,7 +4,8 @@
 # grouped layers of bench/workloads/conv2d_grouped.csv with their DRAM bandwidth, then the
 # shared workloads in int8); ends with short tables.
 # Expects the layout of scripts/pack_device.sh (.device/bin, .device/lib, .device/workloads).
-# Usage: scripts/gpu_suite.sh [tests|sanitize|bench|all] [bench filter]
+# Usage: scripts/gpu_suite.sh [tests|sanitize|bench|grouped|all] [bench filter]
+#   grouped: only the depthwise and grouped bench-op rows.
 set -uo pipefail
 what=${1:-all}
 filter=${2:-}
@@ -63,6 +64,9 @@ for op in ("conv2d", "gemm"):
         print(f"{op}: library/tessel geomean {geo(lib):.3f} (min {min(lib):.2f}) over {len(lib)}; "
               f"PyTorch/tessel geomean {geo(pt) if pt else 0:.3f} (min {min(pt) if pt else 0:.2f})")
 PY
+fi
+
+if [[ $what == all || $what == bench || $what == grouped ]]; then
   echo "== bench-op, depthwise and grouped convolutions (bench/workloads/conv2d_grouped.csv)"
   "$BIN/tessel" bench-op --conv2d "$ROOT/bench/workloads/conv2d_grouped.csv" --filter "$filter" --no-peak \
     --json "$OUT/bench_grouped.json" > "$OUT/bench_grouped.txt" 2> "$OUT/bench_grouped.err" || status=1
@@ -91,6 +95,9 @@ for w in j["workloads"]:
     print(f"{w['name']:44} {t['median_us']:9.1f} {lib_us} {w['ratio']:6.2f} {gbs:6.0f} {100 * gbs / peak:6.1f}{ok}")
 PY
   grep "^geomean" "$OUT/bench_grouped.txt"
+fi
+
+if [[ $what == all || $what == bench ]]; then
   echo "== bench-op --int8 (the same shared workloads; cuDNN int8 through its graph API, cuBLASLt int8)"
   "$BIN/tessel" bench-op --int8 --conv2d "$W/conv2d.csv" --gemm "$W/gemm.csv" --filter "$filter" \
     --json "$OUT/bench_int8.json" > "$OUT/bench_int8.txt" 2> "$OUT/bench_int8.err" || status=1
