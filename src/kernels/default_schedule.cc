@@ -361,7 +361,8 @@ std::optional<Schedule> default_halo(const Contraction& c, const device::DeviceI
     const int64_t padded_w = (out_w + tw - 1) / tw * tw;
     if (c.n < n_from || c.n > n_to) continue;
     if ((padded_w - out_w) * 100 > out_w * 5 && !only_tensor_core_path) continue;
-    Schedule s = halo_schedule(c, th, tw, wm, wn, 0);
+    // Persistent CTAs (ctas 1 until resident is known), double-buffered.
+    Schedule s = halo_schedule(c, th, tw, wm, wn, 1);
     const int resident = halo_resident(c, s, device);
     const std::optional<HaloLayout> layout = halo_layout(c, s);
     if (resident < 1 || !layout ||
@@ -518,9 +519,17 @@ std::optional<Schedule> grouped_halo_schedule(const Contraction& c,
   // rows, an even number, is one tile high (RegNet-Y's 14x14 groups of 8: 6.0 us, against 6.5
   // to 8.2 for 8-row tiles, whose second row of tiles computes 2 rows of 8).
   const bool one_tile_high = w->out_h <= 16 && w->out_h % 2 == 0;
-  Schedule s = halo_schedule(c, one_tile_high ? static_cast<int>(w->out_h) : 8, 16, 32, warp_n, 0,
-                             groups_per_tile);
-  if (halo_resident(c, s, device) < 1) s = halo_schedule(c, 8, 16, 32, warp_n, 0, groups_per_tile);
+  // 8 CTAs per SM (more than are resident: the rest start as the first finish), a multiple
+  // of the slices; where that covers every tile, each CTA computes one (a single halo buffer).
+  auto with_ctas = [&](int tile_h) {
+    Schedule s = halo_schedule(c, tile_h, 16, 32, warp_n, 0, groups_per_tile);
+    if (const std::optional<HaloLayout> l = halo_layout(c, s))
+      s.ctas = static_cast<int>(std::max<int64_t>(1, 8 * int64_t{device.sm_count} / l->slices) *
+                                l->slices);
+    return s;
+  };
+  Schedule s = with_ctas(one_tile_high ? static_cast<int>(w->out_h) : 8);
+  if (halo_resident(c, s, device) < 1) s = with_ctas(8);
   const int resident = halo_resident(c, s, device);
   const std::optional<HaloLayout> layout = halo_layout(c, s);
   // A work item (slice x tile) for every SM at least (batch 1 keeps the packed kernel's
@@ -528,10 +537,6 @@ std::optional<Schedule> grouped_halo_schedule(const Contraction& c,
   // against 10.8 on the packed kernel).
   if (!layout || resident < 1 || layout->tiles * layout->slices < int64_t{device.sm_count})
     return std::nullopt;
-  // 8 CTAs per SM (more than are resident: the rest start as the first finish), a multiple
-  // of the slices.
-  s.ctas = static_cast<int>(std::max<int64_t>(1, 8 * int64_t{device.sm_count} / layout->slices) *
-                            layout->slices);
   return s;
 }
 

@@ -200,6 +200,8 @@ Reason check_halo(const Contraction& c, const Schedule& s, HaloLayout* out) {
   l.buffer_bytes = std::max(l.halo_bytes, (l.epilogue_bytes + 127) / 128 * 128);
   l.tiles = w->images * ((w->out_h + s.tile_h() - 1) / s.tile_h()) *
             ((w->out_w + s.tile_w - 1) / s.tile_w);
+  l.ctas_per_slice = s.ctas > 0 ? std::clamp<int64_t>(s.ctas / l.slices, 1, l.tiles) : l.tiles;
+  l.buffers = l.ctas_per_slice < l.tiles ? 2 : 1;
   return std::nullopt;
 }
 

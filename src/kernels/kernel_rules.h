@@ -82,15 +82,23 @@ struct HaloLayout {
   int pixel_pitch = 0;          // bytes per halo pixel
   int halo_bytes =
       0;  // the input pixels of one tile (rows of whole stride phases), 128-byte rounded
-  // One of the two buffers: a tile's pixels, then (once every warp has read them) the
-  // epilogue's staging slabs, while the other buffer receives the next tile's pixels.
+  // One of the buffers: a tile's pixels, then (once every warp has read them) the epilogue's
+  // staging slabs, while the other buffer (if any) receives the next tile's pixels.
   int buffer_bytes = 0;
   int k_padded = 0;             // halo_k_padded(window)
   int weight_pitch = 0;         // bytes per weight row (output channel)
   int weight_bytes = 0;         // block_n rows
   int epilogue_bytes = 0;       // one 16-row fp32 staging slab per warp
   int64_t tiles = 0;            // images x ceil(out_h / tile_h) x ceil(out_w / tile_w) (per slice)
-  size_t smem_bytes() const { return size_t(weight_bytes) + 2 * size_t(buffer_bytes); }
+  // The CTAs of each slice (the grid is slices x this): Schedule::ctas / slices, at least 1 and
+  // at most `tiles`; every tile its own CTA where ctas is 0. CTA j of a slice walks tiles j,
+  // j + ctas_per_slice, ...
+  int64_t ctas_per_slice = 0;
+  // 2 where a CTA walks several tiles (the next one's pixels load while this one computes); 1
+  // where each computes one tile: nothing to prefetch, and half the shared memory lets more
+  // CTAs share an SM, whose loads then overlap another's mmas instead.
+  int buffers = 2;
+  size_t smem_bytes() const { return size_t(weight_bytes) + size_t(buffers) * size_t(buffer_bytes); }
 };
 
 // The K a halo kernel computes over: kernel_h * kernel_w * channels rounded up to 8, rounded

@@ -355,6 +355,9 @@ TEST_F(ContractionGpuTest, SanitizerSubsetMatchesCpuReference) {
                        std::to_string(static_cast<int>(p.e.store.kind)) + "/" +
                        std::to_string(p.s.split_k > 1) + "/" + std::to_string(p.is_conv) + "/" +
                        std::to_string(p.s.groups_per_tile > 0);
+    // The halo kernel with one buffer (a CTA per tile) and with two (CTAs walking tiles).
+    if (const std::optional<kernels::HaloLayout> l = kernels::halo_layout(p.c, p.s))
+      kind += "/" + std::to_string(l->buffers);
     if (kinds.insert(kind).second) ps.push_back(std::move(p));
   }
   ASSERT_GE(ps.size(), 6u);

@@ -476,9 +476,7 @@ std::optional<std::string> make_plan(const Contraction& c, const Epilogue& e, co
     p->tiles_n = layout->slices;
     p->k_tiles = p->k_tiles_per_split = 1;
     tiles = static_cast<uint64_t>(layout->tiles);
-    const uint64_t per_slice =
-        s.ctas > 0 ? std::clamp<uint64_t>(static_cast<uint64_t>(s.ctas) / slices, 1, tiles) : tiles;
-    p->grid_x = per_slice * slices;
+    p->grid_x = static_cast<uint64_t>(layout->ctas_per_slice) * slices;
   } else if (s.mainloop == kernels::Mainloop::kTma) {
     // No gathers: the tensor maps address A and B (tessel_tma.cuh), both K-major.
     p->tma = kernels::tma_layout(c, s);

@@ -10,8 +10,9 @@
 // those re-reads, not the Tensor Cores, bound the kernel. Here:
 //   - a persistent CTA loads W (block_n x R*S*C, at most ~150 KB) into shared memory once;
 //   - per output tile (tile_h x tile_w pixels) it loads the (tile_h+R-1) x (tile_w+S-1) input
-//     pixels once (cp.async, zero-filled outside the image), double-buffered: the next
-//     tile's pixels load while this tile computes;
+//     pixels once (cp.async, zero-filled outside the image), double-buffered where a CTA
+//     walks several tiles: the next tile's pixels load while this tile computes (one buffer
+//     where each CTA computes one tile: more CTAs per SM overlap their loads instead);
 //   - the im2col gather is free: ldmatrix takes one row address per lane, so the A fragment of
 //     tap (r, s) for 16 output pixels is read straight from the halo at pixel offset
 //     r * halo_w + s. Every k16 step's addresses are compile-time offsets from a per-lane base.
@@ -49,7 +50,8 @@
 //   static constexpr int kStrideH, kStrideW, kDilationH, kDilationW;
 //   static constexpr int kGroupsPerTile, kGroupC, kGroupN, kSlices;
 //   static constexpr int kTileH, kTileW, kBlockN, kWarpM, kWarpN;
-//   static constexpr int kCP, kPixelPitch, kBufferBytes, kKP, kWeightPitch, kWeightBytes;
+//   static constexpr int kCP, kPixelPitch, kBufferBytes, kBuffers, kKP, kWeightPitch,
+//                        kWeightBytes;
 //                                                    // kernels::HaloLayout, the host's numbers
 #pragma once
 
@@ -98,8 +100,10 @@ struct HaloConvKernel {
   static constexpr int kTiles = P::kImages * kTilesY * kTilesX;  // spatial, per slice
   static constexpr int kSlabPitch = kWN + 8;        // as tessel_mma.cuh: conflict-free float2
   static constexpr int kEpilogueBytes = kWarpsM * kWarpsN * 16 * kSlabPitch * 4;
-  // Two buffers, each a tile's pixels and then, after the mainloop, the staging slabs.
-  static constexpr int kSmemBytes = P::kWeightBytes + 2 * P::kBufferBytes;
+  // kBuffers buffers (2, or 1 where each CTA computes one tile), each a tile's pixels and
+  // then, after the mainloop, the staging slabs.
+  static_assert(P::kBuffers == 1 || P::kBuffers == 2, "one or two halo buffers");
+  static constexpr int kSmemBytes = P::kWeightBytes + P::kBuffers * P::kBufferBytes;
   static_assert(kHaloH * kRowSlots * P::kPixelPitch <= P::kBufferBytes &&
                     kEpilogueBytes <= P::kBufferBytes,
                 "a buffer holds a tile's pixels or the staging slabs");
@@ -370,7 +374,7 @@ struct HaloConvKernel {
     const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
     const int wm = warp % kWarpsM, wn = warp / kWarpsM;
     const u32 smem_w = smem_addr(smem);
-    const u32 smem_x = smem_w + P::kWeightBytes;  // two buffers
+    const u32 smem_x = smem_w + P::kWeightBytes;  // kBuffers buffers
 
     // CTA i keeps slice i % kSlices and walks every (gridDim.x / kSlices)-th spatial tile.
     const int slice = blockIdx.x % kSlices, walk = gridDim.x / kSlices;
@@ -392,8 +396,9 @@ struct HaloConvKernel {
 
     for (int buffer = 0; tile < kTiles; tile += walk, buffer ^= 1) {
       // Prefetch the next tile into the other buffer, which every warp finished reading
-      // before the barrier that ended the previous iteration.
-      const int next = tile + walk;
+      // before the barrier that ended the previous iteration. With one buffer the host gave
+      // every tile its own CTA (HaloLayout::buffers): there is no next tile.
+      const int next = P::kBuffers == 2 ? tile + walk : kTiles;
       if constexpr (P::kInputNchw) {
         if (next < kTiles) fetch_nchw(p, next, tid, staged);
       } else if (next < kTiles) {
