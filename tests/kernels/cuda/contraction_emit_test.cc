@@ -539,9 +539,21 @@ TEST(HaloSchedule, RejectsWhatTheKernelCannotDoWithReasons) {
   expect_rejected(halo(nchw32, 8, 16, 32, 32), "an NCHW input of 32 channels (at most 16");
   expect_rejected(halo(conv, 8, 24, 32, 32), "halo tile width 24");
   expect_rejected(halo(conv, 8, 16, 32, 24), "the halo kernel needs m a multiple of 16 and n 8 or");
-  // Weights 128 x 1168 B and 2 buffers of 18*18 px x 144 B exceed 227 KiB.
-  expect_rejected(halo(conv_problem(conv_params(1, 32, 64, 64, 128, 3, 1, 1)), 16, 16, 64, 64),
-                  "bytes of shared memory");
+  // Persistent CTAs: weights 128 x 1168 B and 2 buffers of 18*18 px x 144 B exceed 227 KiB.
+  // One CTA per tile needs one buffer, which fits.
+  TestProblem big = halo(conv_problem(conv_params(1, 32, 64, 64, 128, 3, 1, 1)), 16, 16, 64, 64);
+  big.s.ctas = 1;
+  expect_rejected(big, "bytes of shared memory");
+  big.s.ctas = 0;
+  const std::optional<kernels::HaloLayout> one = kernels::halo_layout(big.c, big.s);
+  ASSERT_TRUE(one);
+  EXPECT_EQ(one->buffers, 1);
+  EXPECT_EQ(one->smem_bytes(), 128u * 1168 + (18 * 18 * 144 + 127) / 128 * 128);  // 128-byte rounded
+  EXPECT_EQ(kernels::halo_layout(big.c, [&] {
+              kernels::Schedule s = big.s;
+              s.ctas = 4;  // 4 CTAs walk the 8 tiles
+              return s;
+            }())->buffers, 2);
   TestProblem wg = halo(conv, 8, 16, 32, 32);
   wg.s.instruction = kernels::Instruction::kWgmma;
   expect_rejected(wg, "the halo kernel runs on mma.sync only");
