@@ -131,7 +131,8 @@ Reason check_halo(const Contraction& c, const Schedule& s, HaloLayout* out) {
   if (!w)
     return grouped ? "the grouped halo kernel needs a grouped NHWC convolution (the group as the "
                      "batch dim, no channel slice)"
-                   : "the halo kernel needs a stride-1, dilation-1, group-1 NHWC convolution";
+                   : "the halo kernel needs a stride-1, dilation-1, group-1 NHWC convolution (or "
+                     "an NCHW stem of any stride)";
   if (c.b_dtype != DType::kF16 && c.b_dtype != DType::kBF16)
     return fmt::format("the halo kernel needs f16 or bf16 weights, not {}", dtype_name(c.b_dtype));
   if (w->nchw_input) {

@@ -31,11 +31,13 @@
 // The stems, from the other side: X_nchw -> [Cast] -> Transpose(perm [0, 2, 3, 1]) -> [Pad of
 // zero channels] -> tessel.Conv becomes a tessel.Conv with input_layout = "nchw" reading X_nchw
 // in its own dtype, its weights cut back to the unpadded channels (the padded channels of X
-// were zeros, so they added nothing). Only where the conv's loads stay cheap: stride 1,
-// dilation 1, group 1 and at most kMaxStemChannels channels -- a super-resolution net's first
-// 3x3 conv over RGB, not ResNet's 7x7 stride-2 stem, whose NCHW gather would be slower than
-// the transpose it saves. A Cast, Transpose or Pad that some other node also reads stays. A
-// Cast to its dtype before a conv that already reads NCHW goes too (the pipeline run twice).
+// were zeros, so they added nothing). Only where the halo kernel takes the conv (it stages the
+// input tile once, converting it, so that the gather costs nothing): group 1, at most
+// kMaxStemChannels input and kMaxStemOutChannels output channels -- a super-resolution net's
+// first 3x3 conv over RGB; strided or dilated (ResNet's 7x7 stride-2 stem, the 3x3 stride-2
+// stems of MobileNet, EfficientNet and RegNet) only with at least kMinStridedStemPixels output
+// pixels. A Cast, Transpose or Pad that some other node also reads stays. A Cast to its dtype
+// before a conv that already reads NCHW goes too (the pipeline run twice).
 //
 // Order: the fused node takes the place of the last node it absorbs, not of the contraction.
 // Every operand it reads is an operand of some absorbed node or of the contraction, all of
@@ -49,7 +51,7 @@
 // Linear -> layer scale -> residual fuse as above.
 //
 // Injective chains that no contraction absorbs (a Relu after a pool, a residual Add of two
-// pool outputs, the edge Cast + Transpose + Pad before ResNet's stem) stay ONNX ops in place,
+// pool outputs, the edge Cast + Transpose + Pad before a stem of many channels) stay ONNX ops in place,
 // one op kernel each (no pass fuses such chains into one kernel yet). Run after convert-layout
 // (which creates the tessel contractions) and choose-precision.
 #include <algorithm>
@@ -73,6 +75,16 @@ using StoreKind = ops::StoreMap::Kind;
 // Stems with more input channels than this keep their NHWC input: their NCHW gather reads one
 // element per tap and channel, which only pays where the channels are few.
 constexpr int64_t kMaxStemChannels = 16;
+// Nor do stems with more output channels than the halo kernel's widest N tile: no other Tensor
+// Core kernel reads an fp32 NCHW input.
+constexpr int64_t kMaxStemOutChannels = 128;
+// A strided or dilated stem reads NCHW only with this many output pixels or more. Measured on an
+// H200 (2026-11-28, the layout nodes kept against folded, whole models): at batch 32 the folded
+// stems were faster (ResNet-50 1.265 -> 1.237 ms, MobileNet-v2 0.554 -> 0.525,
+// EfficientNet-b0 0.954 -> 0.929); at batch 1 ResNet-50's 7x7/2 stem, 12,544 pixels in 49
+// halo tiles that leave most SMs idle while each stages its input and runs its 25 k-steps in
+// series, was slower (0.266 -> 0.273 ms; 0.280 with 98 smaller tiles), MobileNet-v2's even.
+constexpr int64_t kMinStridedStemPixels = int64_t{1} << 17;
 
 bool is_transpose(const ir::Node& n, const std::vector<int64_t>& perm) {
   return n.op == "Transpose" && n.inputs.size() == 1 && n.outputs.size() == 1 &&
@@ -405,10 +417,6 @@ class StemFolder {
 
   // The Transpose to NHWC and the channel Pad before a stem.
   bool fold_layout(ir::Node& conv) {
-    for (const char* key : {"strides", "dilations"}) {
-      const std::vector<int64_t> v = conv.get_ints(key, {1, 1});
-      if (std::any_of(v.begin(), v.end(), [](int64_t e) { return e != 1; })) return false;
-    }
     ValueId x = conv.inputs[0];
     const int pad = sole_producer(x);
     const bool padded = pad >= 0 && is_zero_channel_pad(g_.nodes[pad]);
@@ -420,6 +428,12 @@ class StemFolder {
     // Unpadded, a 1x1 window over one channel would leave nothing to contract (K = 1).
     const Shape& w_shape = g_.type(conv.inputs[1]).shape;
     if (channels * w_shape.at(1) * w_shape.at(2) == 1) return false;
+    if (w_shape.at(0) > kMaxStemOutChannels) return false;
+    bool unit = true;
+    for (const char* key : {"strides", "dilations"})
+      for (int64_t e : conv.get_ints(key, {1, 1})) unit = unit && e == 1;
+    const Shape& y = g_.type(conv.outputs[0]).shape;  // NHWC
+    if (!unit && y.at(0) * y.at(1) * y.at(2) < kMinStridedStemPixels) return false;
     if (padded) {
       const Tensor* weights = constant(conv.inputs[1]);
       if (!weights) return false;  // a run-time weight cannot be cut back here

@@ -181,8 +181,44 @@ TEST(FuseEdgeStem, WithoutCastOrPad) {
 })");
 }
 
-// Stems whose NCHW gather would be slow (stride 2 -- ResNet's --, dilation 2, 17 channels), a
-// 1x1 conv of one channel (unpadded, nothing left to contract), and an edge some other node
+// Strided and dilated stems (ResNet's 7x7/2, MobileNet's 3x3/2) read NCHW too, the halo
+// kernel staging their input by stride phase, where their output has 2^17 pixels or more (a
+// batch of 8 images of 256x256 at stride 2); fewer keep their layout nodes (WhatStays).
+std::string large_stem(const std::string& conv_attrs, const std::string& out_type) {
+  std::string t = stem(conv_attrs);
+  auto replace_all = [&](const std::string& from, const std::string& to) {
+    for (size_t at; (at = t.find(from)) != std::string::npos;) t.replace(at, from.size(), to);
+  };
+  replace_all("f16[1,5,6,2]", out_type);
+  replace_all("[1,3,5,6]", "[8,3,256,256]");
+  replace_all("[1,5,6,", "[8,256,256,");
+  return t;
+}
+
+TEST(FuseEdgeStem, StridedAndDilatedStemsFold) {
+  std::string w;
+  for (int i = 0; i < 2 * 9 * 8; ++i)
+    if (i % 8 < 3) w += std::string(w.empty() ? "" : ", ") + std::to_string((i * 7 % 11 - 5) / 4.0);
+  for (const bool strided : {true, false}) {
+    const std::string out_type = strided ? "f16[8,128,128,2]" : "f16[8,254,254,2]";
+    const std::string conv_attrs = strided
+        ? R"(input_layout = "nchw", pads = [1, 1, 1, 1], strides = [2, 2])"
+        : R"(dilations = [2, 2], input_layout = "nchw", pads = [1, 1, 1, 1])";
+    expect_exact_fuse(large_stem(strided ? ", strides = [2, 2]" : ", dilations = [2, 2]", out_type),
+                      R"(graph @g opset 17 {
+  input %x : f32[8,3,256,256]
+  const %w : f16[2,3,3,3] = [)" + w + R"(]
+  const %b : f32[2] = [0.5, -0.5]
+  %y = tessel.Conv(%x, %w, %b) {)" + conv_attrs + R"(} : )" + out_type + R"( @"head"
+  output %y
+})");
+  }
+}
+
+// Stems of 17 input channels (their NCHW gather would be slow) or more output channels than the
+// halo kernel's widest tile (no other Tensor Core kernel reads an fp32 NCHW input), strided or
+// dilated stems of fewer than 2^17 output pixels (the halo kernel's few tiles leave SMs idle),
+// a 1x1 conv of one channel (unpadded, nothing left to contract), and an edge some other node
 // also reads keep their layout nodes.
 TEST(FuseEdgeStem, WhatStays) {
   for (const char* attrs : {", strides = [2, 2]", ", dilations = [2, 2]"}) {
@@ -194,6 +230,21 @@ TEST(FuseEdgeStem, WhatStays) {
     expect_unchanged(before);
   }
   expect_unchanged(stem("", 17));
+  {
+    // 129 output channels.
+    std::string wide = stem("");
+    std::string w;
+    for (int i = 0; i < 129 * 9 * 8; ++i) w += std::string(w.empty() ? "" : ", ") + (i % 8 < 3 ? "0.5" : "0.0");
+    const size_t at = wide.find("const %w : f16[2,3,3,8] = [");
+    wide.replace(at, wide.find("]\n", at + 26) - at + 1, "const %w : f16[129,3,3,8] = [" + w + "]");
+    wide.replace(wide.find("const %b : f32[2] = [0.5, -0.5]"), 31, "const %b : f32[129] = [" + [] {
+      std::string b;
+      for (int i = 0; i < 129; ++i) b += std::string(b.empty() ? "" : ", ") + "0.25";
+      return b;
+    }() + "]");
+    wide.replace(wide.find("f16[1,5,6,2]"), 12, "f16[1,5,6,129]");
+    expect_unchanged(wide);
+  }
   expect_unchanged(R"(graph @g opset 17 {
   input %x : f32[1,1,2,2]
   const %w : f32[2,1,1,8] = [1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, -2.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
@@ -251,8 +302,9 @@ TEST(FuseEdgeLayout, SuperResolutionLikeHasNoLayoutNodes) {
   EXPECT_EQ(ir::structural_diff(twice, out), "") << ir::print_graph(twice);
 }
 
-// ResNet's stem (7x7, stride 2) keeps its Transpose and Pad; the fp16 classifier stores fp32.
-TEST(FuseEdgeLayout, ResNetStemKeepsItsTranspose) {
+// ResNet's stem (7x7, stride 2) at batch 1 of a small image keeps its Transpose and Pad (too
+// few output pixels to fill the GPU from NCHW); the fp16 classifier stores fp32.
+TEST(FuseEdgeLayout, SmallResNetStemKeepsItsTranspose) {
   testing::IrWriter w(5);
   w.input("x", "f32[1,3,16,16]");
   testing::conv_weight(w, "stem_w", 8, 3, 7);

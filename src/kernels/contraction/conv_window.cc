@@ -119,7 +119,11 @@ std::optional<ConvWindow> conv_window(const Contraction& c) {
   // NHWC first: a 1-tall kernel without padding reads A[img, oh, ...], which looks like a
   // channel index too.
   if (auto w = window_of(c, false, false)) return w;
-  return window_of(c, true, false);
+  // NCHW: a stem reading the graph's input, strided or dilated too (the halo kernel stages its
+  // pixels by stride phase), all of its channels.
+  std::optional<ConvWindow> w = window_of(c, true, true);
+  if (!w || w->channel_offset != 0 || w->channel_pitch != w->channels) return std::nullopt;
+  return w;
 }
 
 std::optional<ConvWindow> conv_geometry(const Contraction& c) { return window_of(c, false, true); }

@@ -6,7 +6,7 @@
 // (dims of extent 1 may be absent: batch 1, a 1-wide kernel), or with A channels first,
 //   A[img, ci, oh + kh - pad_top, ow + kw - pad_left]
 // as a stem conv reads the graph's NCHW input directly (contraction/ops_maps.h,
-// conv2d_nchw_input_maps). Such a conv reads each input
+// conv2d_nchw_input_maps; such a stem may also be strided or dilated). Such a conv reads each input
 // pixel for R*S output pixels; a kernel that stages an input tile plus its halo in shared
 // memory once, and lets ldmatrix gather the R*S shifted windows from there, reads it once.
 #pragma once
@@ -26,16 +26,18 @@ struct ConvWindow {
   int64_t out_channels = 1;                  // N
   int64_t kernel_h = 1, kernel_w = 1;        // B: [out_channels, kernel_h, kernel_w, channels]
   int64_t pad_top = 0, pad_left = 0;         // the window of (oh, ow) starts at -pad
-  // conv_geometry only (conv_window's are 1 and dense): the window of (oh, ow) starts at
-  // (stride_h * oh - pad_top, stride_w * ow - pad_left) and its taps are dilation apart; A's
+  // conv_geometry, and conv_window's NCHW stems (its NHWC windows have 1s): the window of
+  // (oh, ow) starts at (stride_h * oh - pad_top, stride_w * ow - pad_left) and its taps are
+  // dilation apart; A's
   // pixels hold channel_pitch elements of which the conv reads channels [channel_offset,
   // channel_offset + channels) (a channel slice of a Concat's buffer).
   int64_t stride_h = 1, stride_w = 1, dilation_h = 1, dilation_w = 1;
   int64_t channel_pitch = 0, channel_offset = 0;
 };
 
-// The window of `c`, or nothing when `c` is not such a convolution (strided, dilated, grouped,
-// batched, another layout, a channel slice of A, or a GEMM).
+// The window of `c`, or nothing when `c` is not such a convolution (grouped, batched, another
+// layout, a channel slice of A, or a GEMM; an NHWC one also when strided or dilated, while an
+// NCHW-input one -- a stem -- may be either).
 std::optional<ConvWindow> conv_window(const Contraction& c);
 
 // Any group-1 NHWC convolution: strides, dilations and a channel slice of A allowed (never

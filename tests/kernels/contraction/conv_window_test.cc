@@ -78,6 +78,32 @@ TEST(ConvWindow, ReadsAnNchwStemInput) {
   EXPECT_EQ(w->out_h, 722);
 }
 
+// A strided or dilated stem over NCHW (ResNet's 7x7/2, AlexNet's 11x11/4): the halo kernel
+// stages its pixels by stride phase, so conv_window reads the stride and dilation back too.
+TEST(ConvWindow, ReadsStridedAndDilatedNchwStems) {
+  const OperandDTypes f32_in{DType::kF32, DType::kF16, DType::kF16};
+  const auto resnet = conv_window(matched(conv2d_nchw_input_maps(conv(2, 224, 224, 3, 64, 7, 7, 2, 3, 3), f32_in)));
+  ASSERT_TRUE(resnet);
+  EXPECT_TRUE(resnet->nchw_input);
+  EXPECT_EQ(resnet->stride_h, 2);
+  EXPECT_EQ(resnet->stride_w, 2);
+  EXPECT_EQ(resnet->dilation_h, 1);
+  EXPECT_EQ(resnet->out_h, 112);
+  EXPECT_EQ(resnet->out_w, 112);
+  EXPECT_EQ(resnet->kernel_h, 7);
+  EXPECT_EQ(resnet->pad_left, 3);
+  EXPECT_EQ(resnet->channel_pitch, 3);
+  const auto alexnet = conv_window(matched(conv2d_nchw_input_maps(conv(1, 224, 224, 3, 64, 11, 11, 4, 2, 2), f32_in)));
+  ASSERT_TRUE(alexnet);
+  EXPECT_EQ(alexnet->stride_w, 4);
+  EXPECT_EQ(alexnet->out_w, 55);
+  const auto dilated = conv_window(matched(conv2d_nchw_input_maps(conv(1, 20, 24, 3, 16, 3, 3, 1, 2, 2, 2), f32_in)));
+  ASSERT_TRUE(dilated);
+  EXPECT_EQ(dilated->dilation_h, 2);
+  EXPECT_EQ(dilated->dilation_w, 2);
+  EXPECT_EQ(dilated->stride_h, 1);
+}
+
 TEST(ConvWindow, RejectsStridedDilatedGroupedConvsAndGemms) {
   EXPECT_FALSE(conv_window(matched(conv2d_nhwc_maps(conv(1, 32, 32, 64, 64, 3, 3, 2)))));
   EXPECT_FALSE(conv_window(matched(conv2d_nhwc_maps(conv(1, 32, 32, 64, 64, 3, 3, 1, 2, 2, 2)))));
@@ -116,6 +142,8 @@ TEST(ConvGeometry, ReadsStridesDilationsAndChannelSlices) {
   EXPECT_FALSE(conv_geometry(matched(conv2d_nhwc_maps(conv(1, 32, 32, 64, 64, 3, 3, 1, 1, 1, 1, 2)))));
   EXPECT_FALSE(conv_geometry(matched(gemm_maps(64, 64, 64, {false, true}))));
   EXPECT_FALSE(conv_geometry(matched(conv2d_nchw_input_maps(conv(1, 32, 32, 3, 64, 7, 7, 2, 3, 3)))));
+  // The NCHW stem is conv_window's, strided or not.
+  EXPECT_TRUE(conv_window(matched(conv2d_nchw_input_maps(conv(1, 32, 32, 3, 64, 7, 7, 2, 3, 3)))));
 }
 
 }  // namespace

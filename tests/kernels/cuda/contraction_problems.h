@@ -206,7 +206,8 @@ inline std::vector<TestProblem> halo_problems() {
     TestProblem p;
     p.is_conv = true;
     p.conv = cp;
-    p.what = "nchw_conv" + std::to_string(cp.kh) + "x" + std::to_string(cp.kw) + "_n" +
+    p.what = "nchw_conv" + std::to_string(cp.kh) + "x" + std::to_string(cp.kw) + "_s" +
+             std::to_string(cp.stride_h) + "_d" + std::to_string(cp.dilation_h) + "_n" +
              std::to_string(cp.n) + "_h" + std::to_string(cp.h) + "_w" + std::to_string(cp.w) +
              "_ci" + std::to_string(cp.ci) + "_co" + std::to_string(cp.co);
     finish(p, contraction::conv2d_nchw_input_maps(cp, {in, DType::kF16, DType::kF16}), DType::kF16);
@@ -220,6 +221,18 @@ inline std::vector<TestProblem> halo_problems() {
   add(nchw(conv_params(2, 6, 10, 3, 16, 3, 1, 1), DType::kF32), 16, 16, 64, 16, 0,
       {step(K::kBias)});
   add(nchw(conv_params(1, 7, 9, 4, 5, 3, 1, 1), DType::kF32), 32, 16, 64, 8, 0, {step(K::kRelu)});
+  // Strided and dilated stems over NCHW (columns staged by stride phase): ResNet's 7x7/2 over
+  // the fp32 input, 3 persistent CTAs walking 12 tiles (two buffers), odd sizes; MobileNet's
+  // 3x3/2 into 32 channels, a CTA per tile; AlexNet's 11x11/4 (61 k16 steps, 2-byte weight
+  // copies); a dilated 3x3 over an 8-channel f16 input.
+  add(nchw(conv_params(2, 29, 35, 3, 64, 7, 2, 3), DType::kF32), 8, 16, 64, 32, 3,
+      {step(K::kBias), step(K::kRelu)});
+  add(nchw(conv_params(1, 33, 47, 3, 32, 3, 2, 1), DType::kF32), 16, 16, 64, 32, 0,
+      {step(K::kBias), step(K::kSilu)});
+  add(nchw(conv_params(1, 47, 51, 3, 64, 11, 4, 2), DType::kF32), 8, 16, 64, 32, 0,
+      {step(K::kRelu)});
+  add(nchw(conv_params(2, 13, 21, 8, 32, 3, 1, 2, 2), DType::kF16), 8, 16, 32, 32, 2,
+      {step(K::kBias)});
   // Widths that are no multiple of the tile: the right-edge slabs store 5 (and 8) pixels, with
   // a residual read into registers, and with a depth_to_space store.
   add(conv_problem(conv_params(2, 7, 37, 32, 64, 3, 1, 1)), 4, 16, 64, 32, 3,

@@ -21,9 +21,10 @@
 // slab of store_slab; at the right edge of an image whose width is no multiple of tile_w the
 // slab's pixels past the edge are not stored (the halo there reads zeros).
 //
-// Strided and dilated windows (grouped convolutions only; a dense conv here is stride 1): the
-// halo is (tile - 1) * stride + (kernel - 1) * dilation + 1 pixels on a side, and lane l's row
-// address is its output pixel's, times the stride, plus the tap's offset, times the dilation.
+// Strided and dilated windows (grouped convolutions, and stems reading NCHW; a dense NHWC conv
+// here is stride 1): the halo is (tile - 1) * stride + (kernel - 1) * dilation + 1 pixels on a
+// side, and lane l's row address is its output pixel's, times the stride, plus the tap's
+// offset, times the dilation.
 // With a horizontal stride the halo's columns are stored by phase (column x at slot
 // (x % stride) * phase_width + x / stride): the 8 pixels one ldmatrix phase reads, a stride
 // apart in the image, are then consecutive slots, on distinct bank quads.
@@ -70,7 +71,6 @@ struct HaloConvKernel {
   static constexpr int kHaloPixels = kHaloH * kHaloW;       // loaded
   static constexpr int kPhaseW = (kHaloW + kSW - 1) / kSW;  // slots of one column phase
   static constexpr int kRowSlots = kPhaseW * kSW;           // slots of one halo row
-  static_assert(kSW == 1 || !P::kInputNchw, "an NCHW stem is stride 1");
   // The slot of halo column x, and of a lane's column moved by d (a tap's offset): the lane's
   // own column is a multiple of the stride, so its slot moves by a constant.
   __host__ __device__ static constexpr int slot(int x) { return (x % kSW) * kPhaseW + x / kSW; }
@@ -211,7 +211,8 @@ struct HaloConvKernel {
       const int i = tid + it * kThreads;
       if (i >= kHaloPixels * kPixelChunks) break;
       const int q = i / kHaloPixels, pix = i % kHaloPixels;
-      asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"r"(smem_x + u32(pix * P::kPixelPitch + q * 16)),
+      const int at = pix / kHaloW * kRowSlots + slot(pix % kHaloW);
+      asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"r"(smem_x + u32(at * P::kPixelPitch + q * 16)),
                    "r"(staged[it][0]), "r"(staged[it][1]), "r"(staged[it][2]), "r"(staged[it][3]));
     }
   }
