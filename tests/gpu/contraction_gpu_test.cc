@@ -265,6 +265,12 @@ std::vector<TestProblem> fixed_problems(bool hopper) {
   // partials per (group, tile).
   add(conv_problem(conv_params(1, 7, 7, 240, 240, 3, 1, 1, 1, 2)),
       tc_schedule(32, 64, 64, 16, 32, 3, 4), {step(K::kBias), step(K::kResidualAdd)});
+  // One output channel (N = 1, the operands unswapped, M = b*oh*ow): a 7x7 conv with a
+  // sigmoid (CBAM's spatial attention), and a 1x1 one split over K.
+  add(conv_problem(conv_params(2, 11, 13, 16, 1, 7, 1, 3)), tc_schedule(64, 32, 64, 32, 16, 3),
+      {step(K::kBias), step(K::kSigmoid)});
+  add(conv_problem(conv_params(3, 9, 10, 64, 1, 1, 1, 0)), tc_schedule(64, 32, 32, 32, 16, 3, 2),
+      {step(K::kRelu)});
   add(gemm_problem(1, 1000, 2048, "NT"), tc_schedule(32, 64, 64, 32, 32, 4, 8),
       {step(K::kBias)});  // resnet fc, batch 1
   add(gemm_problem(511, 63, 1001, "NN"), tc_schedule(64, 64, 32, 32, 32, 3),

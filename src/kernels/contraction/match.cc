@@ -6,7 +6,8 @@
 //      only an M candidate, in B only an N candidate. Extent-1 dims are dropped.
 //   2. C must be written exactly once per (batch, m, n): its address is a dense mixed-radix
 //      layout of the output dims. Its contiguous dim decides the operand order: if it
-//      indexes A only, the operands are swapped so that it indexes B only.
+//      indexes A only, the operands are swapped so that it indexes B only (unless B indexes
+//      no output dim: N = 1).
 //   3. Groups from C's layout: N = the innermost run of N candidates, M = the next run of
 //      M candidates (batch dims may sit in between: a grouped conv's channel g*cog + co),
 //      every other output dim is batch.
@@ -275,10 +276,21 @@ MatchResult match(const IndexMaps& input) {
     }
   }
   // Which operand is the GEMM's B: the one C's contiguous dim indexes. (A single-element C,
-  // a dot product, has no contiguous dim: M = N = 1.)
+  // a dot product, has no contiguous dim: M = N = 1.) Except where B indexes no output dim of
+  // its own (N = 1) and C's innermost run of A-only dims is more than one dim (a conv to one
+  // channel: img, oh, ow): swapped, they would all be N, which no store map takes; unswapped,
+  // they are M and N is 1.
   if (!outputs.empty()) {
     const int innermost = outputs.back();
-    if (indexes(c.maps.a, innermost) && !indexes(c.maps.b, innermost)) {
+    auto only_in = [&](const Access& x, const Access& y, int j) {
+      return indexes(x, j) && !indexes(y, j);
+    };
+    const bool b_has_n = std::any_of(outputs.begin(), outputs.end(),
+                                     [&](int j) { return only_in(c.maps.b, c.maps.a, j); });
+    size_t a_run = 0;
+    while (a_run < outputs.size() && only_in(c.maps.a, c.maps.b, outputs[outputs.size() - 1 - a_run]))
+      ++a_run;
+    if ((b_has_n || a_run == 1) && only_in(c.maps.a, c.maps.b, innermost)) {
       std::swap(c.maps.a, c.maps.b);
       c.operands_swapped = true;
     }

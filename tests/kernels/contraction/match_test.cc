@@ -300,6 +300,29 @@ TEST(MatchConv, Pointwise1x1IsAPlainMatrix) {
   EXPECT_FALSE(b32.a_gather);
 }
 
+// A conv to one output channel (CBAM's spatial attention, a binary mask head): co drops out
+// (extent 1) and C's innermost dims are A's (img, oh, ow). The operands stay in order, M is
+// those three and N is 1 -- swapped, all three would be N, which no store map takes. A GEMM
+// of N = 1 over a single M dim still swaps (MatrixTimesVectorSwapsTheOperands).
+TEST(MatchConv, OneOutputChannelKeepsTheOperandsWithNOfOne) {
+  const IndexMaps maps = conv2d_nhwc_maps(conv(2, 5, 8, 1, 3, 1, 1));
+  MatchResult r = match(maps);
+  ASSERT_TRUE(r.contraction) << all_remarks(r);
+  const Contraction& c = *r.contraction;
+  EXPECT_FALSE(c.operands_swapped);
+  EXPECT_EQ(names(c, c.m_dims), (std::vector<std::string>{"b", "oh", "ow"}));
+  EXPECT_TRUE(c.n_dims.empty());
+  EXPECT_EQ(c.m, 2 * 5 * 5);
+  EXPECT_EQ(c.n, 1);
+  EXPECT_EQ(c.k, 72);
+  const std::vector<double> x = test_data({2, 5, 5, 8}, 1), w = test_data({1, 3, 3, 8}, 2);
+  EXPECT_EQ(evaluate_gemm_view(c, x, w), evaluate_maps(maps, x, w));
+  // A 1x1 image at batch 4: N = 1 over one M dim (b), swapped as a GEMV is.
+  const Contraction pooled = matched(conv2d_nhwc_maps(conv(4, 1, 16, 1, 1, 1, 0)));
+  EXPECT_TRUE(pooled.operands_swapped);
+  EXPECT_EQ(pooled.n, 4);
+}
+
 TEST(MatchConv, Padded3x3IsAnImplicitGemmGather) {
   MatchResult r = match(conv2d_nhwc_maps(conv(1, 56, 64, 64, 3, 1, 1)));
   ASSERT_TRUE(r.contraction);

@@ -195,6 +195,17 @@ inline std::vector<TestProblem> halo_problems() {
   // 16 -> 3 (the SR tail's RGB conv): N padded to one 8-wide warp tile, or one 16-wide.
   add(conv_problem(conv_params(1, 16, 32, 16, 3, 3, 1, 1)), 8, 32, 64, 8, 2, {step(K::kBias)});
   add(conv_problem(conv_params(1, 16, 32, 16, 3, 3, 1, 1)), 16, 16, 64, 16, 0, {step(K::kRelu)});
+  // One output channel (a mask head, CBAM's spatial attention): N = 1 padded to an 8-wide warp
+  // tile, sigmoid, 2 persistent CTAs; and stored NCHW fp32 as a graph output.
+  add(conv_problem(conv_params(2, 13, 20, 16, 1, 3, 1, 1)), 8, 16, 64, 8, 2,
+      {step(K::kBias), step(K::kSigmoid)});
+  {
+    TestProblem p = conv_problem(conv_params(1, 9, 35, 32, 1, 3, 1, 1), DType::kF16, DType::kF32);
+    p.e.store.kind = contraction::StoreMap::Kind::kNchw;
+    p.e.store.out_h = 9;
+    p.e.store.out_w = 35;
+    add(std::move(p), 4, 16, 64, 8, 0, {step(K::kBias)});
+  }
   // 8 input channels (the padded stem): channels padded to 16 in shared memory.
   add(conv_problem(conv_params(1, 12, 16, 8, 64, 3, 1, 1)), 16, 16, 64, 64, 0, {step(K::kRelu)});
   // 5x5, pad 2, bf16, f32 out; 32 -> 48 (N not a multiple of the warp tile).
