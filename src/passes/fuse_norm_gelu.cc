@@ -1,6 +1,6 @@
-// Recognises the decomposed layer normalization, GELU and Mish that exporters write where the
-// opset has no LayerNormalization (before 17), Gelu (before 20) or Mish (before 18), and
-// replaces each with the one node. tessel's IR has these ops at every opset, so the rewrite
+// Recognises the decomposed layer normalization, GELU, Mish, HardSwish and HardSigmoid that
+// exporters write where the opset has no LayerNormalization (before 17), Gelu (before 20), Mish
+// (before 18) or HardSwish (before 14), and replaces each with the one node. tessel's IR has these ops at every opset, so the rewrite
 // does not depend on the graph's.
 //
 // LayerNorm (torch.onnx.export before opset 17 writes the Pow / Div form):
@@ -22,6 +22,16 @@
 // Mish (YOLOv4 / CSPDarknet exports, before opset 18's Mish):
 //   Mul(x, Tanh(Softplus(x)))                                   -> Mish(x)
 //   Mul(x, Tanh(Log(Add(Exp(x), 1))))                           -> Mish(x)
+//
+// HardSwish and HardSigmoid (MobileNet-v3, YOLOv5; exporters before opset 14's HardSwish, or
+// writing relu6 by hand), with r = relu6(x + 3): Clip(Add(x, 3), 0, 6), Clip(Relu(Add(x, 3)),
+// none | 0, 6) or Min(Relu(Add(x, 3)), 6):
+//   Mul(x, HardSigmoid(x) {alpha = 1/6, beta = 0.5})            -> HardSwish(x)  (PyTorch's)
+//   a product of exactly x, r and 1/6, or Div(Mul(x, r), 6),
+//   or Mul(x, Div(r, 6))                                        -> HardSwish(x)
+//   Div(r, 6), Mul(r, 1/6)                                      -> HardSigmoid(x) {alpha = 1/6,
+//                                                                  beta = 0.5}
+// (a HardSigmoid that the Mul of a HardSwish reads is left to that match).
 //
 // Every operand order of Add and Mul is accepted. Coefficients match within 1e-4 relative (or
 // equal the coefficient rounded to their dtype: f16 cannot hold 1/sqrt(2) that closely);
@@ -72,6 +82,8 @@ class Matcher {
   std::optional<Match> gelu(int i) const;
   // The Mish whose Mul is node i.
   std::optional<Match> mish(int i) const;
+  // The HardSwish or HardSigmoid whose last Mul or Div is node i.
+  std::optional<Match> hard_swish(int i) const;
   bool claimed(int i) const { return claimed_[static_cast<size_t>(i)] != 0; }
   void claim(const Match& m) {
     for (int n : m.nodes) claimed_[static_cast<size_t>(n)] = 1;
@@ -144,6 +156,8 @@ class Matcher {
   bool erf_argument(ValueId z, ValueId x, std::vector<int>& nodes) const;
   bool tanh_argument(ValueId u, ValueId x, std::vector<int>& nodes) const;
   bool softplus_of(ValueId s, ValueId x, std::vector<int>& nodes) const;
+  std::optional<ValueId> relu6_plus3(ValueId r, std::vector<int>& nodes) const;
+  std::optional<double> clip_bound(int clip, size_t input, const char* attr) const;
 
   const ir::Graph& g_;
   std::vector<int> producer_;
@@ -386,6 +400,145 @@ std::optional<Match> Matcher::mish(int i) const {
   return std::nullopt;
 }
 
+// ---- HardSwish, HardSigmoid ------------------------------------------------------------------
+
+// Clip node `clip`'s bound: its input (opset 11 on) or attribute (before); -inf / +inf when
+// absent (an input that is not a one-element constant: nothing).
+std::optional<double> Matcher::clip_bound(int clip, size_t input, const char* attr) const {
+  const double none = input == 1 ? -INFINITY : INFINITY;
+  if (in(clip, input) != kNoValue) return scalar(in(clip, input));
+  return node(clip).get_float(attr, none);
+}
+
+// The x of r = relu6(x + 3), its nodes appended to `nodes`; nothing when r is not one.
+std::optional<ValueId> Matcher::relu6_plus3(ValueId r, std::vector<int>& nodes) const {
+  std::vector<int> mine;
+  ValueId under = kNoValue;  // the operand of the upper bound 6
+  bool nonnegative = false;  // under is a Relu's output
+  double low = 0;
+  if (const int clip = sole_def(r, "Clip"); clip >= 0) {
+    const std::optional<double> lo = clip_bound(clip, 1, "min"), hi = clip_bound(clip, 2, "max");
+    if (!lo || !hi || *hi != 6.0) return std::nullopt;
+    mine.push_back(clip);
+    under = in(clip, 0);
+    low = *lo;
+  } else if (const int min = sole_def(r, "Min"); min >= 0 && node(min).inputs.size() == 2) {
+    const size_t six = near(in(min, 0), 6.0) ? 0 : 1;
+    if (!is_scalar(in(min, six), 6.0)) return std::nullopt;
+    mine.push_back(min);
+    under = in(min, 1 - six);
+    low = -INFINITY;
+  } else {
+    return std::nullopt;
+  }
+  if (const int relu = sole_def(under, "Relu"); relu >= 0) {
+    mine.push_back(relu);
+    under = in(relu, 0);
+    nonnegative = true;
+  }
+  if (!(low == 0.0 || (nonnegative && low <= 0.0))) return std::nullopt;
+  const int add = sole_def(under, "Add");
+  if (add < 0) return std::nullopt;
+  const ValueId x = in(add, near(in(add, 0), 3.0) ? 1 : 0);
+  if (!sum_of(add, x, 3.0) || !is_float(g_.type(x).dtype) || g_.type(r) != g_.type(x))
+    return std::nullopt;
+  mine.push_back(add);
+  nodes.insert(nodes.end(), mine.begin(), mine.end());
+  return x;
+}
+
+std::optional<Match> Matcher::hard_swish(int i) const {
+  const ir::Node& n = node(i);
+  if (n.inputs.size() != 2 || (n.op != "Mul" && n.op != "Div")) return std::nullopt;
+  auto made = [&](std::vector<int> nodes, ValueId x, bool swish) -> std::optional<Match> {
+    if (g_.type(out(i)) != g_.type(x)) return std::nullopt;
+    Match m;
+    m.nodes = std::move(nodes);
+    m.inputs = {x};
+    m.op = swish ? "HardSwish" : "HardSigmoid";
+    if (!swish) {
+      m.attrs["alpha"] = static_cast<double>(1.0f / 6.0f);  // ONNX float attributes are f32
+      m.attrs["beta"] = 0.5;
+    }
+    return m;
+  };
+  // x's HardSigmoid, when h is one (a HardSigmoid node of alpha 1/6 and beta 0.5, r / 6 or
+  // r * 1/6).
+  auto hard_sigmoid = [&](ValueId h, std::vector<int>& nodes) -> std::optional<ValueId> {
+    if (const int hs = sole_def(h, "HardSigmoid"); hs >= 0) {
+      const ir::Node& k = node(hs);
+      if (std::fabs(k.get_float("alpha", 0.2) - 1.0 / 6.0) > 1e-6 ||
+          std::fabs(k.get_float("beta", 0.5) - 0.5) > 1e-6)
+        return std::nullopt;
+      nodes.push_back(hs);
+      return in(hs, 0);
+    }
+    if (const int div = sole_def(h, "Div"); div >= 0 && near(in(div, 1), 6.0)) {
+      nodes.push_back(div);
+      return relu6_plus3(in(div, 0), nodes);
+    }
+    std::vector<int> mul_nodes;
+    const std::optional<std::vector<ValueId>> f = factors(h, 2, mul_nodes);
+    if (!f) return std::nullopt;
+    const size_t sixth = near((*f)[0], 1.0 / 6.0) ? 0 : 1;
+    if (!near((*f)[sixth], 1.0 / 6.0)) return std::nullopt;
+    nodes.insert(nodes.end(), mul_nodes.begin(), mul_nodes.end());
+    return relu6_plus3((*f)[1 - sixth], nodes);
+  };
+  if (n.op == "Div") {
+    if (!near(in(i, 1), 6.0)) return std::nullopt;
+    // Div(Mul(x, r), 6): HardSwish.
+    if (const int mul = sole_def(in(i, 0), "Mul"); mul >= 0) {
+      for (size_t k : {0, 1}) {
+        std::vector<int> nodes = {i, mul};
+        const std::optional<ValueId> x = relu6_plus3(in(mul, 1 - k), nodes);
+        if (x && *x == in(mul, k)) return made(nodes, *x, true);
+      }
+    }
+  } else {
+    // Two factors x and HardSigmoid(x); or three, x, r and 1/6, in any association.
+    for (size_t k : {0, 1}) {
+      std::vector<int> nodes = {i};
+      const std::optional<ValueId> x = hard_sigmoid(in(i, 1 - k), nodes);
+      if (x && *x == in(i, k)) return made(nodes, *x, true);
+    }
+    std::vector<int> nodes;
+    std::vector<ValueId> leaves;
+    if (product(i, 3, leaves, nodes) && leaves.size() == 3) {
+      for (size_t s6 = 0; s6 < 3; ++s6) {
+        if (!near(leaves[s6], 1.0 / 6.0)) continue;
+        for (size_t r = 0; r < 3; ++r) {
+          if (r == s6) continue;
+          std::vector<int> all = nodes;
+          const std::optional<ValueId> x = relu6_plus3(leaves[r], all);
+          if (x && *x == leaves[3 - s6 - r]) return made(all, *x, true);
+        }
+      }
+    }
+  }
+  // The HardSigmoid alone, unless a Mul by its x reads it (that Mul's HardSwish match).
+  std::vector<int> own;
+  std::optional<ValueId> xs;
+  if (n.op == "Div" && near(in(i, 1), 6.0)) {
+    own = {i};
+    xs = relu6_plus3(in(i, 0), own);
+  } else if (n.op == "Mul") {
+    for (size_t k : {0, 1}) {
+      if (xs || !near(in(i, k), 1.0 / 6.0)) continue;
+      own = {i};
+      xs = relu6_plus3(in(i, 1 - k), own);
+    }
+  }
+  if (!xs) return std::nullopt;
+  const std::vector<int>& readers = users_[static_cast<size_t>(out(i))];
+  if (readers.size() == 1) {
+    const ir::Node& r = node(readers[0]);
+    if (r.op == "Mul" && std::find(r.inputs.begin(), r.inputs.end(), *xs) != r.inputs.end())
+      return std::nullopt;
+  }
+  return made(own, *xs, false);
+}
+
 }  // namespace
 
 ir::Graph fuse_norm_gelu(ir::Graph g) {
@@ -397,6 +550,7 @@ ir::Graph fuse_norm_gelu(ir::Graph g) {
     std::optional<Match> m = matcher.layer_norm(n);
     if (!m) m = matcher.gelu(n);
     if (!m) m = matcher.mish(n);
+    if (!m) m = matcher.hard_swish(n);
     if (!m) continue;
     // Matches are found on the unchanged graph; a node already claimed is never part of a
     // later match (the matcher ignores claimed nodes).

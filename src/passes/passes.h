@@ -52,9 +52,10 @@ ir::Graph lower_conv_transpose(ir::Graph g);
 // Replaces the decomposed layer normalization and GELU that older exporters write with one
 // LayerNormalization (over the last axis) or Gelu node each (fuse_norm_gelu.cc lists the exact
 // forms): ReduceMean / Sub / Pow / ReduceMean / Add / Sqrt / Div, optionally times gamma plus
-// beta; x * 0.5 * (1 + Erf(x / sqrt(2))) or its Tanh approximation; and Mish as
-// x * Tanh(Softplus(x)), in the operand orders exporters write. Only where every intermediate
-// is read by the pattern alone.
+// beta; x * 0.5 * (1 + Erf(x / sqrt(2))) or its Tanh approximation; Mish as
+// x * Tanh(Softplus(x)); HardSwish as x * relu6(x + 3) / 6 or x * HardSigmoid(x), and
+// relu6(x + 3) / 6 alone as HardSigmoid; in the operand orders exporters write. Only where
+// every intermediate is read by the pattern alone.
 ir::Graph fuse_norm_gelu(ir::Graph g);
 
 // Puts tensors in the GPU kernels' layouts (convert_layout.cc): 4-D activations NHWC with

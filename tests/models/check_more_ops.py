@@ -2,8 +2,9 @@
 """CNN building blocks beyond the model zoo's, end to end on the CPU: small ONNX models built
 with onnx.helper whose ops are those the zoo lacks (a style-transfer generator's reflection pads,
 instance norms and tanh; a classic AlexNet's LRN; YOLOv4's Mish; attention-style channel pools;
-a segmentation head's ArgMax; squeeze-excite with other gates; the comparisons, Where, Expand and
-Tile of exported post-processing). For each model:
+a segmentation head's ArgMax; squeeze-excite with other gates; decomposed HardSwish, CBAM's
+spatial attention and a one-channel mask head; the comparisons, Where, Expand and Tile of
+exported post-processing). For each model:
 
   * `tessel run --device cpu` against ONNX Runtime (the independent oracle) on the same input;
   * the GPU pass pipeline (`tessel opt`, fp32 and fp16) run on the CPU against the model itself:
@@ -118,6 +119,27 @@ def classic_net():
     return b.model("classic_net", [2, 3, 40, 40], b.op("LogSoftmax", [x], axis=1))
 
 
+def gates_net():
+    """Gates as other exporters write them: YOLOv5's x * hardtanh(x + 3, 0, 6) / 6 and PyTorch's
+    opset-13 x * HardSigmoid(x) (both HardSwish), relu6 as Min(Relu(.), 6); CBAM's spatial
+    attention (channel mean and max, a 7x7 conv to one channel, sigmoid); a one-channel mask
+    head stored as the NCHW output."""
+    b = Builder(6)
+    three, six = b.param(None, values=3.0), b.param(None, values=6.0)
+    c = b.conv("input", 3, 16, 3, stride=2)
+    clip = b.op("Clip", [b.op("Add", [c, three]), b.param(None, values=0.0), six])
+    x = b.op("Div", [b.op("Mul", [c, clip]), six])
+    c = b.conv(x, 16, 16, 3)
+    x = b.op("Mul", [c, b.op("HardSigmoid", [c], alpha=1.0 / 6.0, beta=0.5)])
+    c = b.conv(x, 16, 16, 3)
+    relu6 = b.op("Min", [b.op("Relu", [b.op("Add", [three, c])]), six])
+    x = b.op("Mul", [b.op("Mul", [relu6, b.param(None, values=1.0 / 6.0)]), c])
+    axis = b.param(None, values=[1], dtype=np.int64)
+    pooled = b.op("Concat", [b.op("ReduceMean", [x, axis]), b.op("ReduceMax", [x, axis])], axis=1)
+    x = b.op("Mul", [x, b.op("Sigmoid", [b.conv(pooled, 2, 1, 7)])])
+    return b.model("gates_net", [2, 3, 34, 30], b.op("Sigmoid", [b.conv(x, 16, 1, 3)]))
+
+
 def seg_head():
     """A segmentation head: a space-to-depth stem, convs with Selu and Softsign, a sum of three
     branches, a masked (Where/Greater) logit map, its class map by ArgMax."""
@@ -223,7 +245,8 @@ def tcn_1d():
     return b.model("tcn_1d", [2, 4, 64], b.op("Gemm", [x, b.param((5, 16), 0.3), b.param((5,), 0.1)], transB=1))
 
 
-MODELS = [style_net, classic_net, seg_head, post_net, attention_net, gn_unet, se_net, tcn_1d]
+MODELS = [style_net, classic_net, seg_head, post_net, attention_net, gn_unet, se_net, tcn_1d,
+          gates_net]
 
 
 def rel_l2(a, b):
@@ -274,6 +297,8 @@ def check(tessel, d, m):
         problems.append("nodes without a GPU kernel:\n" + explain)
     if name == "tcn_1d" and re.search(r"^\S+\s+(Conv|Relu|Add|BatchNormalization)\s", explain, re.M):
         problems.append("the 1-D net left an ONNX Conv, Relu, Add or BN standalone:\n" + explain)
+    if name == "gates_net" and re.search(r"^\S+\s+(Clip|Min|Div|Add|HardSwish|HardSigmoid)\s", explain, re.M):
+        problems.append("a decomposed HardSwish was not fused into its conv:\n" + explain)
     if name == "se_net" and re.search(r"^\S+align_channels\s+Pad", explain, re.M):
         problems.append("the squeeze's channel-alignment Pad was not folded into its conv:\n" + explain)
     compiled = subprocess.run([tessel, "compile", path, "--target", "sm_90a", "-o", os.path.join(d, name + ".tsl")],

@@ -571,5 +571,119 @@ TEST(FuseNormGelu, MishNeedsTheSameInputAndPrivateIntermediates) {
   testing::expect_pass_result("fuse-norm-gelu", shared, shared);
 }
 
+// ---- HardSwish, HardSigmoid -----------------------------------------------------------------
+
+// YOLOv5's x * hardtanh(x + 3, 0, 6) / 6 (Mul, then Div), PyTorch's opset-13 export of
+// nn.Hardswish (x * HardSigmoid(x) with alpha 1/6), and x * (min(relu(x + 3), 6) * 1/6): each
+// becomes HardSwish, which the epilogue fuses into the conv before it.
+TEST(FuseNormGelu, HardSwishAsExportersWriteIt) {
+  const char* kHardSwish = R"(graph @g opset 13 {
+  input %x : f32[1,4,3,3]
+  const %three : f32[] = [3.0]
+  const %zero : f32[] = [0.0]
+  const %six : f32[] = [6.0]
+  %y = HardSwish(%x) : f32[1,4,3,3] @"div"
+  output %y
+})";
+  testing::expect_pass_result("fuse-norm-gelu", R"(graph @g opset 13 {
+  input %x : f32[1,4,3,3]
+  const %three : f32[] = [3.0]
+  const %zero : f32[] = [0.0]
+  const %six : f32[] = [6.0]
+  %a = Add(%x, %three) : f32[1,4,3,3] @"add"
+  %c = Clip(%a, %zero, %six) : f32[1,4,3,3] @"clip"
+  %m = Mul(%x, %c) : f32[1,4,3,3] @"mul"
+  %y = Div(%m, %six) : f32[1,4,3,3] @"div"
+  output %y
+})",
+                              kHardSwish);
+  testing::expect_pass_result("fuse-norm-gelu", R"(graph @g opset 13 {
+  input %x : f32[1,4,3,3]
+  %h = HardSigmoid(%x) {alpha = 0.1666666716337204, beta = 0.5} : f32[1,4,3,3] @"hsig"
+  %y = Mul(%x, %h) : f32[1,4,3,3] @"mul"
+  output %y
+})",
+                              R"(graph @g opset 13 {
+  input %x : f32[1,4,3,3]
+  %y = HardSwish(%x) : f32[1,4,3,3] @"mul"
+  output %y
+})");
+  const char* kRelu6 = R"(graph @g opset 13 {
+  input %x : f32[1,4,3,3]
+  const %three : f32[] = [3.0]
+  const %six : f32[] = [6.0]
+  const %sixth : f32[] = [0.16666667]
+  %a = Add(%three, %x) : f32[1,4,3,3] @"add"
+  %r = Relu(%a) : f32[1,4,3,3] @"relu"
+  %c = Min(%r, %six) : f32[1,4,3,3] @"min"
+  %h = Mul(%c, %sixth) : f32[1,4,3,3] @"scale"
+  %y = Mul(%h, %x) : f32[1,4,3,3] @"mul"
+  output %y
+})";
+  testing::expect_pass_result("fuse-norm-gelu", kRelu6, R"(graph @g opset 13 {
+  input %x : f32[1,4,3,3]
+  const %three : f32[] = [3.0]
+  const %six : f32[] = [6.0]
+  const %sixth : f32[] = [0.16666667]
+  %y = HardSwish(%x) : f32[1,4,3,3] @"mul"
+  output %y
+})");
+  const ir::Graph before = ir::parse_graph(kRelu6);
+  testing::expect_same_numerics(before, passes::run_passes(before, {"fuse-norm-gelu"}), 1e-6, 1e-6);
+}
+
+// relu6(x + 3) / 6 alone (Clip over a Relu, whose lower bound then need only be <= 0), gating
+// another value (MobileNet-v3's squeeze-excite): HardSigmoid with alpha 1/6, the gate's Mul
+// left as it is.
+TEST(FuseNormGelu, HardSigmoidGatingAnotherValue) {
+  const char* before = R"(graph @g opset 13 {
+  input %x : f32[1,4,1,1]
+  input %f : f32[1,4,3,3]
+  const %three : f32[] = [3.0]
+  const %lo : f32[] = [-1.0]
+  const %six : f32[] = [6.0]
+  %a = Add(%x, %three) : f32[1,4,1,1] @"add"
+  %r = Relu(%a) : f32[1,4,1,1] @"relu"
+  %c = Clip(%r, %lo, %six) : f32[1,4,1,1] @"clip"
+  %h = Div(%c, %six) : f32[1,4,1,1] @"div"
+  %y = Mul(%f, %h) : f32[1,4,3,3] @"gate"
+  output %y
+})";
+  testing::expect_pass_result("fuse-norm-gelu", before, R"(graph @g opset 13 {
+  input %x : f32[1,4,1,1]
+  input %f : f32[1,4,3,3]
+  const %three : f32[] = [3.0]
+  const %lo : f32[] = [-1.0]
+  const %six : f32[] = [6.0]
+  %h = HardSigmoid(%x) {alpha = 0.16666666666666666, beta = 0.5} : f32[1,4,1,1] @"div"
+  %y = Mul(%f, %h) : f32[1,4,3,3] @"gate"
+  output %y
+})");
+  const ir::Graph g = ir::parse_graph(before);
+  testing::expect_same_numerics(g, passes::run_passes(g, {"fuse-norm-gelu"}), 1e-6, 1e-6);
+}
+
+// Not HardSwish or HardSigmoid: a bound of 5, an offset of 2, a lower bound of -1 with no Relu
+// under it, another value's relu6, and a relu6 read outside the pattern.
+TEST(FuseNormGelu, HardSwishNearMissesStay) {
+  const std::string kBase = R"(graph @g opset 13 {
+  input %x : f32[1,4,3,3]
+  input %w : f32[1,4,3,3]
+  const %three : f32[] = [3.0]
+  const %lo : f32[] = [0.0]
+  const %six : f32[] = [6.0]
+  %a = Add(%x, %three) : f32[1,4,3,3] @"add"
+  %c = Clip(%a, %lo, %six) : f32[1,4,3,3] @"clip"
+  %m = Mul(%x, %c) : f32[1,4,3,3] @"mul"
+  %y = Div(%m, %six) : f32[1,4,3,3] @"div"
+  output %y
+})";
+  expect_unchanged(replaced(kBase, "%c = Clip(%a, %lo, %six)", "%c = Clip(%a, %lo, %three)"));
+  expect_unchanged(replaced(kBase, "const %three : f32[] = [3.0]", "const %three : f32[] = [2.0]"));
+  expect_unchanged(replaced(kBase, "const %lo : f32[] = [0.0]", "const %lo : f32[] = [-1.0]"));
+  expect_unchanged(replaced(kBase, "%m = Mul(%x, %c)", "%m = Mul(%w, %c)"));
+  expect_unchanged(replaced(kBase, "  output %y", "  output %y\n  output %c"));
+}
+
 }  // namespace
 }  // namespace tessel
