@@ -1,6 +1,7 @@
 // Recognises the decomposed layer normalization, GELU, Mish, HardSwish and HardSigmoid that
 // exporters write where the opset has no LayerNormalization (before 17), Gelu (before 20), Mish
-// (before 18) or HardSwish (before 14), and replaces each with the one node. tessel's IR has these ops at every opset, so the rewrite
+// (before 18) or HardSwish (before 14), and pixel shuffles written as reshapes and a
+// transpose, and replaces each with the one node. tessel's IR has these ops at every opset, so the rewrite
 // does not depend on the graph's.
 //
 // LayerNorm (torch.onnx.export before opset 17 writes the Pow / Div form):
@@ -32,6 +33,16 @@
 //   Div(r, 6), Mul(r, 1/6)                                      -> HardSigmoid(x) {alpha = 1/6,
 //                                                                  beta = 0.5}
 // (a HardSigmoid that the Mul of a HardSwish reads is left to that match).
+//
+// Pixel shuffles as Reshape / Transpose / Reshape (PyTorch's pixel_shuffle before opset 11,
+// hand-written ESPCN and space-to-depth code), on NCHW x, with static shapes:
+//   [N, C*r*r, H, W] -> [N, C, r, r, H, W] -> perm [0, 1, 4, 2, 5, 3] -> [N, C, H*r, W*r]
+//                                                           -> DepthToSpace(x) {CRD, r}
+//   [N, C*r*r, H, W] -> [N, r, r, C, H, W] -> perm [0, 3, 4, 1, 5, 2] -> [N, C, H*r, W*r]
+//                                                           -> DepthToSpace(x) {DCR, r}
+//   [N, C, H*r, W*r] -> [N, C, H, r, W, r] -> perm [0, 3, 5, 1, 2, 4] -> [N, C*r*r, H, W]
+//                                                           -> SpaceToDepth(x) {r}
+// so that the store of the conv before them does the shuffle.
 //
 // Every operand order of Add and Mul is accepted. Coefficients match within 1e-4 relative (or
 // equal the coefficient rounded to their dtype: f16 cannot hold 1/sqrt(2) that closely);
@@ -84,6 +95,8 @@ class Matcher {
   std::optional<Match> mish(int i) const;
   // The HardSwish or HardSigmoid whose last Mul or Div is node i.
   std::optional<Match> hard_swish(int i) const;
+  // The DepthToSpace or SpaceToDepth whose last Reshape is node i.
+  std::optional<Match> pixel_shuffle(int i) const;
   bool claimed(int i) const { return claimed_[static_cast<size_t>(i)] != 0; }
   void claim(const Match& m) {
     for (int n : m.nodes) claimed_[static_cast<size_t>(n)] = 1;
@@ -539,6 +552,46 @@ std::optional<Match> Matcher::hard_swish(int i) const {
   return made(own, *xs, false);
 }
 
+// ---- Pixel shuffles --------------------------------------------------------------------------
+
+std::optional<Match> Matcher::pixel_shuffle(int i) const {
+  if (node(i).op != "Reshape") return std::nullopt;
+  const int t = sole_def(in(i, 0), "Transpose");
+  const int r1 = t < 0 ? -1 : sole_def(in(t, 0), "Reshape");
+  if (r1 < 0) return std::nullopt;
+  const ValueId x = in(r1, 0);
+  const Shape &xs = g_.type(x).shape, &six = g_.type(out(r1)).shape, &ys = g_.type(out(i)).shape;
+  if (xs.size() != 4 || six.size() != 6 || ys.size() != 4 || g_.type(out(i)).dtype != g_.type(x).dtype)
+    return std::nullopt;
+  const std::vector<int64_t> perm = node(t).get_ints("perm");
+  const int64_t n = xs[0];
+  Match m;
+  m.nodes = {i, t, r1};
+  m.inputs = {x};
+  auto is = [](const Shape& s, std::initializer_list<int64_t> want) {
+    return s == Shape(want);
+  };
+  if (perm == std::vector<int64_t>{0, 1, 4, 2, 5, 3} || perm == std::vector<int64_t>{0, 3, 4, 1, 5, 2}) {
+    const bool crd = perm[1] == 1;
+    const int64_t r = crd ? six[2] : six[1], c = crd ? six[1] : six[3], h = xs[2], w = xs[3];
+    const bool shapes = r > 1 && xs[1] == c * r * r && is(ys, {n, c, h * r, w * r}) &&
+                        (crd ? is(six, {n, c, r, r, h, w}) : is(six, {n, r, r, c, h, w}));
+    if (!shapes) return std::nullopt;
+    m.op = "DepthToSpace";
+    m.attrs["blocksize"] = r;
+    m.attrs["mode"] = std::string(crd ? "CRD" : "DCR");
+    return m;
+  }
+  if (perm == std::vector<int64_t>{0, 3, 5, 1, 2, 4}) {
+    const int64_t r = six[3], c = xs[1], h = six[2], w = six[4];
+    if (r <= 1 || !is(six, {n, c, h, r, w, r}) || !is(ys, {n, c * r * r, h, w})) return std::nullopt;
+    m.op = "SpaceToDepth";
+    m.attrs["blocksize"] = r;
+    return m;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 ir::Graph fuse_norm_gelu(ir::Graph g) {
@@ -551,6 +604,7 @@ ir::Graph fuse_norm_gelu(ir::Graph g) {
     if (!m) m = matcher.gelu(n);
     if (!m) m = matcher.mish(n);
     if (!m) m = matcher.hard_swish(n);
+    if (!m) m = matcher.pixel_shuffle(n);
     if (!m) continue;
     // Matches are found on the unchanged graph; a node already claimed is never part of a
     // later match (the matcher ignores claimed nodes).

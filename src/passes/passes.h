@@ -54,7 +54,8 @@ ir::Graph lower_conv_transpose(ir::Graph g);
 // forms): ReduceMean / Sub / Pow / ReduceMean / Add / Sqrt / Div, optionally times gamma plus
 // beta; x * 0.5 * (1 + Erf(x / sqrt(2))) or its Tanh approximation; Mish as
 // x * Tanh(Softplus(x)); HardSwish as x * relu6(x + 3) / 6 or x * HardSigmoid(x), and
-// relu6(x + 3) / 6 alone as HardSigmoid; in the operand orders exporters write. Only where
+// relu6(x + 3) / 6 alone as HardSigmoid; pixel shuffles as Reshape / Transpose / Reshape
+// (DepthToSpace CRD or DCR, SpaceToDepth); in the operand orders exporters write. Only where
 // every intermediate is read by the pattern alone.
 ir::Graph fuse_norm_gelu(ir::Graph g);
 

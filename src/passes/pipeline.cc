@@ -13,8 +13,8 @@ const std::vector<PassInfo>& all_passes() {
       {"canonicalize", "bypass Identity/Dropout/no-op Cast; Clip bounds as inputs", canonicalize},
       {"fold-constants", "evaluate nodes whose inputs are all constant", fold_constants},
       {"fuse-norm-gelu",
-       "decomposed LayerNorm / GELU / Mish / HardSwish subgraphs -> LayerNormalization / Gelu / "
-       "Mish / HardSwish",
+       "decomposed LayerNorm / GELU / Mish / HardSwish / pixel-shuffle subgraphs -> "
+       "LayerNormalization / Gelu / Mish / HardSwish / DepthToSpace / SpaceToDepth",
        fuse_norm_gelu},
       {"fold-batch-norm",
        "fold inference BatchNormalization into the preceding Conv or ConvTranspose",

@@ -685,5 +685,65 @@ TEST(FuseNormGelu, HardSwishNearMissesStay) {
   expect_unchanged(replaced(kBase, "  output %y", "  output %y\n  output %c"));
 }
 
+// ---- Pixel shuffles -------------------------------------------------------------------------
+
+// PyTorch's pixel_shuffle before opset 11 (CRD), its DCR twin, and a space-to-depth, each as
+// Reshape / Transpose / Reshape: one DepthToSpace or SpaceToDepth node, which the conv before
+// it then stores.
+TEST(FuseNormGelu, PixelShufflesAsReshapesAndATranspose) {
+  const char* kCrd = R"(graph @g opset 9 {
+  input %x : f32[1,12,2,3]
+  const %s1 : i64[6] = [1, 3, 2, 2, 2, 3]
+  const %s2 : i64[4] = [1, 3, 4, 6]
+  %a = Reshape(%x, %s1) : f32[1,3,2,2,2,3] @"r1"
+  %b = Transpose(%a) {perm = [0, 1, 4, 2, 5, 3]} : f32[1,3,2,2,3,2] @"t"
+  %y = Reshape(%b, %s2) : f32[1,3,4,6] @"r2"
+  output %y
+})";
+  testing::expect_pass_result("fuse-norm-gelu", kCrd, R"(graph @g opset 9 {
+  input %x : f32[1,12,2,3]
+  const %s1 : i64[6] = [1, 3, 2, 2, 2, 3]
+  const %s2 : i64[4] = [1, 3, 4, 6]
+  %y = DepthToSpace(%x) {blocksize = 2, mode = "CRD"} : f32[1,3,4,6] @"r2"
+  output %y
+})");
+  const char* kDcr = R"(graph @g opset 9 {
+  input %x : f32[1,12,2,3]
+  const %s1 : i64[6] = [1, 2, 2, 3, 2, 3]
+  const %s2 : i64[4] = [1, 3, 4, 6]
+  %a = Reshape(%x, %s1) : f32[1,2,2,3,2,3] @"r1"
+  %b = Transpose(%a) {perm = [0, 3, 4, 1, 5, 2]} : f32[1,3,2,2,3,2] @"t"
+  %y = Reshape(%b, %s2) : f32[1,3,4,6] @"r2"
+  output %y
+})";
+  testing::expect_pass_result("fuse-norm-gelu", kDcr, R"(graph @g opset 9 {
+  input %x : f32[1,12,2,3]
+  const %s1 : i64[6] = [1, 2, 2, 3, 2, 3]
+  const %s2 : i64[4] = [1, 3, 4, 6]
+  %y = DepthToSpace(%x) {blocksize = 2, mode = "DCR"} : f32[1,3,4,6] @"r2"
+  output %y
+})");
+  const char* kS2d = R"(graph @g opset 9 {
+  input %x : f32[2,3,4,6]
+  const %s1 : i64[6] = [2, 3, 2, 2, 3, 2]
+  const %s2 : i64[4] = [2, 12, 2, 3]
+  %a = Reshape(%x, %s1) : f32[2,3,2,2,3,2] @"r1"
+  %b = Transpose(%a) {perm = [0, 3, 5, 1, 2, 4]} : f32[2,2,2,3,2,3] @"t"
+  %y = Reshape(%b, %s2) : f32[2,12,2,3] @"r2"
+  output %y
+})";
+  testing::expect_pass_result("fuse-norm-gelu", kS2d, R"(graph @g opset 9 {
+  input %x : f32[2,3,4,6]
+  const %s1 : i64[6] = [2, 3, 2, 2, 3, 2]
+  const %s2 : i64[4] = [2, 12, 2, 3]
+  %y = SpaceToDepth(%x) {blocksize = 2} : f32[2,12,2,3] @"r2"
+  output %y
+})");
+  // Other permutations, and a transposed value read outside the pattern, stay.
+  expect_unchanged(replaced(kCrd, "perm = [0, 1, 4, 2, 5, 3]} : f32[1,3,2,2,3,2]",
+                            "perm = [0, 1, 4, 3, 5, 2]} : f32[1,3,2,2,3,2]"));
+  expect_unchanged(replaced(kCrd, "  output %y", "  output %y\n  output %b"));
+}
+
 }  // namespace
 }  // namespace tessel
