@@ -100,6 +100,9 @@ using Ints = std::vector<int64_t>;
 TEST(OpKernelsGpu, Cast) {
   check_op("Cast", {act(DType::kF32, {1, 3, 16, 24})}, {{"to", int64_t{10}}});
   check_op("Cast", {act(DType::kF16, {1, 3, 5, 7})}, {{"to", int64_t{1}}});
+  // A uint8 image input, and an int8 tensor, into floats.
+  check_op("Cast", {act(DType::kU8, {2, 16, 18, 3})}, {{"to", int64_t{10}}});
+  check_op("Cast", {act(DType::kI8, {3, 40})}, {{"to", int64_t{1}}});
 }
 
 TEST(OpKernelsGpu, CopiesAndReshapes) {

@@ -3,8 +3,8 @@
 with onnx.helper whose ops are those the zoo lacks (a style-transfer generator's reflection pads,
 instance norms and tanh; a classic AlexNet's LRN; YOLOv4's Mish; attention-style channel pools;
 a segmentation head's ArgMax; squeeze-excite with other gates; decomposed HardSwish, CBAM's
-spatial attention and a one-channel mask head; the comparisons, Where, Expand and Tile of
-exported post-processing). For each model:
+spatial attention and a one-channel mask head; a uint8 image input cast and normalised in the
+graph; the comparisons, Where, Expand and Tile of exported post-processing). For each model:
 
   * `tessel run --device cpu` against ONNX Runtime (the independent oracle) on the same input;
   * the GPU pass pipeline (`tessel opt`, fp32 and fp16) run on the CPU against the model itself:
@@ -62,9 +62,10 @@ class Builder:
         return self.op("Conv", [x, w, b], kernel_shape=[k, k], strides=[stride, stride],
                        pads=[pad] * 4, group=group)
 
-    def model(self, name, input_shape, out, out_type=TensorProto.FLOAT, opset=18, out_shape=None):
+    def model(self, name, input_shape, out, out_type=TensorProto.FLOAT, opset=18, out_shape=None,
+              in_type=TensorProto.FLOAT):
         graph = helper.make_graph(
-            self.nodes, name, [helper.make_tensor_value_info("input", TensorProto.FLOAT, input_shape)],
+            self.nodes, name, [helper.make_tensor_value_info("input", in_type, input_shape)],
             [helper.make_tensor_value_info(out, out_type, out_shape)], self.inits)
         m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
         m.ir_version = 8 if opset <= 17 else 9 if opset <= 20 else 10
@@ -138,6 +139,20 @@ def gates_net():
     pooled = b.op("Concat", [b.op("ReduceMean", [x, axis]), b.op("ReduceMax", [x, axis])], axis=1)
     x = b.op("Mul", [x, b.op("Sigmoid", [b.conv(pooled, 2, 1, 7)])])
     return b.model("gates_net", [2, 3, 34, 30], b.op("Sigmoid", [b.conv(x, 16, 1, 3)]))
+
+
+def uint8_net():
+    """A deployment model's front: a uint8 NHWC image, cast, transposed and normalised in the
+    graph (mean, then 1/std), into a strided stem and a classifier."""
+    b = Builder(7)
+    x = b.op("Transpose", [b.op("Cast", ["input"], to=TensorProto.FLOAT)], perm=[0, 3, 1, 2])
+    x = b.op("Sub", [x, b.param(None, values=np.array([123.7, 116.3, 103.5]).reshape(1, 3, 1, 1))])
+    x = b.op("Mul", [x, b.param(None, values=np.array([0.0171, 0.0175, 0.0174]).reshape(1, 3, 1, 1))])
+    x = b.op("Relu", [b.conv(x, 3, 16, 3, stride=2)])
+    x = b.op("GlobalAveragePool", [b.op("Relu", [b.conv(x, 16, 32, 3)])])
+    x = b.op("Flatten", [x])
+    return b.model("uint8_net", [2, 24, 20, 3], b.op("Gemm", [x, b.param((5, 32), 0.3)], transB=1),
+                   in_type=TensorProto.UINT8)
 
 
 def seg_head():
@@ -246,7 +261,7 @@ def tcn_1d():
 
 
 MODELS = [style_net, classic_net, seg_head, post_net, attention_net, gn_unet, se_net, tcn_1d,
-          gates_net]
+          gates_net, uint8_net]
 
 
 def rel_l2(a, b):
@@ -267,7 +282,10 @@ def check(tessel, d, m):
     path = os.path.join(d, name + ".onnx")
     onnx.save(m, path)
     shape = [dim.dim_value for dim in m.graph.input[0].type.tensor_type.shape.dim]
-    x = np.random.default_rng(7).standard_normal(shape).astype(np.float32)
+    if m.graph.input[0].type.tensor_type.elem_type == TensorProto.UINT8:
+        x = np.random.default_rng(7).integers(0, 256, shape).astype(np.uint8)
+    else:
+        x = np.random.default_rng(7).standard_normal(shape).astype(np.float32)
     x_path = os.path.join(d, name + ".input.npy")
     np.save(x_path, x)
     problems, notes = [], []

@@ -111,14 +111,16 @@ ir::GpuKernel family(const ir::Node& n) {
   return k == ir::GpuKernel::kContraction && n.op == "tessel.Conv" ? ir::GpuKernel::kWindow : k;
 }
 
-// 8-bit integer tensors are read and written by the quantization kernels and moved, unchanged,
-// by the copies; every other kernel would need integer arithmetic of its own.
-bool takes_int8(const ir::Node& n) {
-  return n.op == "QuantizeLinear" || n.op == "DequantizeLinear" ||
-         (family(n) == ir::GpuKernel::kCopy && n.op != "Cast");
-}
-
 bool is_int8(DType t) { return t == DType::kI8 || t == DType::kU8; }
+
+// 8-bit integer tensors are read and written by the quantization kernels and moved, unchanged,
+// by the copies; a Cast reads them (a uint8 image input) into any other type, exactly; every
+// other kernel would need integer arithmetic of its own.
+bool takes_int8(const ir::Graph& g, const ir::Node& n) {
+  if (n.op == "Cast") return !is_int8(g.type(n.outputs.at(0)).dtype);
+  return n.op == "QuantizeLinear" || n.op == "DequantizeLinear" ||
+         family(n) == ir::GpuKernel::kCopy;
+}
 
 }  // namespace
 
@@ -142,12 +144,12 @@ std::optional<std::string> can_emit_op(const ir::Graph& g, const ir::Node& n,
     if (!cuda_type(g.type(v).dtype))
       return n.label() + ": output dtype " + std::string(dtype_name(g.type(v).dtype)) +
              " has no GPU kernel (f32, f16, bf16, i64, i32, i8, u8, bool)";
-  if (!takes_int8(n)) {
+  if (!takes_int8(g, n)) {
     auto int8 = [&](ir::ValueId v) { return v != ir::kNoValue && is_int8(g.type(v).dtype); };
     if (std::any_of(n.inputs.begin(), n.inputs.end(), int8) ||
         std::any_of(n.outputs.begin(), n.outputs.end(), int8))
       return n.label() + ": " + n.op + " of i8/u8 tensors has no GPU kernel (only "
-             "QuantizeLinear, DequantizeLinear and data movement other than Cast take them)";
+             "QuantizeLinear, DequantizeLinear, data movement, and a Cast from them take them)";
   }
   if (n.inputs.size() > kOpKernelInputs || n.outputs.size() > kOpKernelOutputs)
     return n.label() + ": more than " + std::to_string(kOpKernelInputs) + " inputs or " +

@@ -421,7 +421,8 @@ TEST_F(OpKernelsTest, DequantizeLinearPerAxisAndTypes) {
   emit_and_compile(f16, "Frag<f16, 16> y;");
 }
 
-// int8 data movement is a copy; int8 arithmetic other than Q/DQ, and casts, are refused.
+// int8 data movement is a copy, and a Cast from i8/u8 (a uint8 image input) converts exactly;
+// int8 arithmetic other than Q/DQ, and casts into i8/u8, are refused.
 TEST_F(OpKernelsTest, Int8TensorsMoveButOnlyQuantizationComputes) {
   emit_and_compile(one_node("Transpose", {act(DType::kU8, {2, 5, 7, 24})}, {{"perm", Ints{0, 3, 1, 2}}}),
                    "Transpose2D<Problem>");
@@ -431,12 +432,15 @@ TEST_F(OpKernelsTest, Int8TensorsMoveButOnlyQuantizationComputes) {
                             {{"axis", int64_t{3}}}),
                    "Frag<i8, 16> f;");
   auto reason = [](const ir::Graph& g) { return can_emit_op(g, g.nodes[0]).value_or(""); };
-  EXPECT_EQ(reason(one_node("Cast", {act(DType::kU8, {4})}, {{"to", int64_t{1}}})),
+  emit_and_compile(one_node("Cast", {act(DType::kU8, {2, 16, 18, 3})}, {{"to", int64_t{10}}}),
+                   "convert<f16>(");
+  emit_and_compile(one_node("Cast", {act(DType::kI8, {4, 8})}, {{"to", int64_t{1}}}), "convert<float>(");
+  EXPECT_EQ(reason(one_node("Cast", {act(DType::kF32, {4})}, {{"to", int64_t{2}}})),
             "Cast 'node': Cast of i8/u8 tensors has no GPU kernel (only QuantizeLinear, "
-            "DequantizeLinear and data movement other than Cast take them)");
+            "DequantizeLinear, data movement, and a Cast from them take them)");
   EXPECT_EQ(reason(one_node("tessel.MaxPool", {act(DType::kI8, {1, 4, 4, 8})}, {{"kernel_shape", Ints{2, 2}}})),
             "tessel.MaxPool 'node': tessel.MaxPool of i8/u8 tensors has no GPU kernel (only "
-            "QuantizeLinear, DequantizeLinear and data movement other than Cast take them)");
+            "QuantizeLinear, DequantizeLinear, data movement, and a Cast from them take them)");
   EXPECT_EQ(reason(one_node("QuantizeLinear", {act(DType::kI32, {4}), tensor(DType::kF32, {}, {2})})),
             "QuantizeLinear 'node': input x of dtype i32 has no GPU kernel (f32, f16, bf16; the "
             "reference divides i32 in double)");
