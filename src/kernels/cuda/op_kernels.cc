@@ -164,6 +164,14 @@ std::optional<std::string> can_emit_op(const ir::Graph& g, const ir::Node& n,
     case ir::GpuKernel::kContraction:
     case ir::GpuKernel::kNone: break;
   }
+  // An ONNX Conv, ConvTranspose or Gemm left as it is: convert-layout makes a tessel
+  // contraction of it only where its weight is a constant.
+  const bool runtime_weight = ir::OpRegistry::global().facts(n.op).kind == ir::OpKind::kContraction &&
+                              n.inputs.size() > 1 && n.inputs[1] != ir::kNoValue &&
+                              !g.value(n.inputs[1]).is_constant();
+  if (runtime_weight)
+    return n.label() + ": op " + n.op + " runs on the GPU as a tessel contraction, which takes "
+           "a constant weight; input 1 ('" + g.value(n.inputs[1]).name + "') is computed at run time";
   return n.label() + ": op " + n.op + " has no GPU op kernel";
 }
 

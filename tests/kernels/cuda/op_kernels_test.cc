@@ -473,6 +473,12 @@ TEST(OpKernelFacts, ElementwiseFactsMatchTheGenerator) {
   ASSERT_EQ(r.facts("Dropout").gpu, ir::GpuKernel::kNone);
   EXPECT_EQ(can_emit_op(dropout, dropout.nodes[0]),
             std::optional<std::string>("Dropout 'node': op Dropout has no GPU op kernel"));
+  // A Conv whose weight is computed at run time (a graph input) is no contraction: the reason
+  // names the weight.
+  const ir::Graph conv = one_node("Conv", {act(DType::kF16, {1, 2, 5, 5}), act(DType::kF16, {3, 2, 3, 3})});
+  EXPECT_EQ(can_emit_op(conv, conv.nodes[0]),
+            std::optional<std::string>("Conv 'node': op Conv runs on the GPU as a tessel contraction, "
+                                       "which takes a constant weight; input 1 ('in1') is computed at run time"));
 }
 
 // The Gather, LayerNorm and GELU kernels compile; Gather refuses indices it cannot trust.
