@@ -188,8 +188,8 @@ TEST(PlanNodeQdq, RefusalsSayWhy) {
   output %y
 })",
        "cast",
-       "Cast of i8/u8 tensors has no GPU kernel (only QuantizeLinear, DequantizeLinear and data "
-       "movement other than Cast take them)"},
+       "Cast of i8/u8 tensors has no GPU kernel (only QuantizeLinear, DequantizeLinear, data "
+       "movement, and a Cast from them take them)"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.node);
