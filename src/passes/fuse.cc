@@ -35,8 +35,8 @@
 // input tile once, converting it, so that the gather costs nothing): group 1, at most
 // kMaxStemChannels input and kMaxStemOutChannels output channels -- a super-resolution net's
 // first 3x3 conv over RGB; strided or dilated (ResNet's 7x7 stride-2 stem, the 3x3 stride-2
-// stems of MobileNet, EfficientNet and RegNet) only with at least kMinStridedStemPixels output
-// pixels. A Cast, Transpose or Pad that some other node also reads stays. A Cast to its dtype
+// stems of MobileNet, EfficientNet and RegNet) only with f16 or bf16 weights (an fp32 engine's
+// SIMT conv keeps the NHWC copy) and at least kMinStridedStemPixels output pixels. A Cast, Transpose or Pad that some other node also reads stays. A Cast to its dtype
 // before a conv that already reads NCHW goes too (the pipeline run twice).
 //
 // Order: the fused node takes the place of the last node it absorbs, not of the contraction.
@@ -433,7 +433,10 @@ class StemFolder {
     for (const char* key : {"strides", "dilations"})
       for (int64_t e : conv.get_ints(key, {1, 1})) unit = unit && e == 1;
     const Shape& y = g_.type(conv.outputs[0]).shape;  // NHWC
-    if (!unit && y.at(0) * y.at(1) * y.at(2) < kMinStridedStemPixels) return false;
+    const DType wt = g_.type(conv.inputs[1]).dtype;     // the halo kernel's: f16 or bf16
+    if (!unit && (y.at(0) * y.at(1) * y.at(2) < kMinStridedStemPixels ||
+                  (wt != DType::kF16 && wt != DType::kBF16)))
+      return false;
     if (padded) {
       const Tensor* weights = constant(conv.inputs[1]);
       if (!weights) return false;  // a run-time weight cannot be cut back here

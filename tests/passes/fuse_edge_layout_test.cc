@@ -217,7 +217,8 @@ TEST(FuseEdgeStem, StridedAndDilatedStemsFold) {
 
 // Stems of 17 input channels (their NCHW gather would be slow) or more output channels than the
 // halo kernel's widest tile (no other Tensor Core kernel reads an fp32 NCHW input), strided or
-// dilated stems of fewer than 2^17 output pixels (the halo kernel's few tiles leave SMs idle),
+// dilated stems of fewer than 2^17 output pixels (the halo kernel's few tiles leave SMs idle)
+// or of fp32 weights (an fp32 engine's SIMT conv, not the halo kernel),
 // a 1x1 conv of one channel (unpadded, nothing left to contract), and an edge some other node
 // also reads keep their layout nodes.
 TEST(FuseEdgeStem, WhatStays) {
@@ -228,6 +229,15 @@ TEST(FuseEdgeStem, WhatStays) {
                                      : "f16[1,3,4,2]";
     before.replace(before.find("f16[1,5,6,2]"), 12, out_type);
     expect_unchanged(before);
+  }
+  {
+    // A large strided stem of an fp32 pipeline: no Cast, f32 weights.
+    std::string fp32 = large_stem(", strides = [2, 2]", "f16[8,128,128,2]");
+    const size_t cast = fp32.find("  %h = Cast(");
+    fp32.erase(cast, fp32.find('\n', cast) + 1 - cast);
+    for (size_t at; (at = fp32.find("f16[")) != std::string::npos;) fp32.replace(at, 4, "f32[");
+    for (size_t at; (at = fp32.find("Transpose(%h)")) != std::string::npos;) fp32.replace(at, 13, "Transpose(%x)");
+    expect_unchanged(fp32);
   }
   expect_unchanged(stem("", 17));
   {
