@@ -170,6 +170,7 @@ class Matcher {
   bool tanh_argument(ValueId u, ValueId x, std::vector<int>& nodes) const;
   bool softplus_of(ValueId s, ValueId x, std::vector<int>& nodes) const;
   std::optional<ValueId> relu6_plus3(ValueId r, std::vector<int>& nodes) const;
+  std::optional<ValueId> sixth_of_relu6(int d, std::vector<int>& nodes) const;
   std::optional<double> clip_bound(int clip, size_t input, const char* attr) const;
 
   const ir::Graph& g_;
@@ -460,6 +461,22 @@ std::optional<ValueId> Matcher::relu6_plus3(ValueId r, std::vector<int>& nodes) 
   return x;
 }
 
+// The x of relu6(x + 3) / 6 when node d computes it as Div(r, 6) or Mul(r, 1/6); d and r's nodes
+// appended to `nodes`.
+std::optional<ValueId> Matcher::sixth_of_relu6(int d, std::vector<int>& nodes) const {
+  const ir::Node& k = node(d);
+  if (k.inputs.size() != 2) return std::nullopt;
+  ValueId r = kNoValue;
+  if (k.op == "Div" && near(in(d, 1), 6.0)) r = in(d, 0);
+  if (k.op == "Mul")
+    for (size_t j : {0, 1})
+      if (near(in(d, j), 1.0 / 6.0)) r = in(d, 1 - j);
+  std::vector<int> mine = {d};
+  const std::optional<ValueId> x = r == kNoValue ? std::nullopt : relu6_plus3(r, mine);
+  if (x) nodes.insert(nodes.end(), mine.begin(), mine.end());
+  return x;
+}
+
 std::optional<Match> Matcher::hard_swish(int i) const {
   const ir::Node& n = node(i);
   if (n.inputs.size() != 2 || (n.op != "Mul" && n.op != "Div")) return std::nullopt;
@@ -475,46 +492,20 @@ std::optional<Match> Matcher::hard_swish(int i) const {
     }
     return m;
   };
-  // x's HardSigmoid, when h is one (a HardSigmoid node of alpha 1/6 and beta 0.5, r / 6 or
-  // r * 1/6).
-  auto hard_sigmoid = [&](ValueId h, std::vector<int>& nodes) -> std::optional<ValueId> {
-    if (const int hs = sole_def(h, "HardSigmoid"); hs >= 0) {
-      const ir::Node& k = node(hs);
-      if (std::fabs(k.get_float("alpha", 0.2) - 1.0 / 6.0) > 1e-6 ||
-          std::fabs(k.get_float("beta", 0.5) - 0.5) > 1e-6)
-        return std::nullopt;
-      nodes.push_back(hs);
-      return in(hs, 0);
-    }
-    if (const int div = sole_def(h, "Div"); div >= 0 && near(in(div, 1), 6.0)) {
-      nodes.push_back(div);
-      return relu6_plus3(in(div, 0), nodes);
-    }
-    std::vector<int> mul_nodes;
-    const std::optional<std::vector<ValueId>> f = factors(h, 2, mul_nodes);
-    if (!f) return std::nullopt;
-    const size_t sixth = near((*f)[0], 1.0 / 6.0) ? 0 : 1;
-    if (!near((*f)[sixth], 1.0 / 6.0)) return std::nullopt;
-    nodes.insert(nodes.end(), mul_nodes.begin(), mul_nodes.end());
-    return relu6_plus3((*f)[1 - sixth], nodes);
-  };
-  if (n.op == "Div") {
-    if (!near(in(i, 1), 6.0)) return std::nullopt;
-    // Div(Mul(x, r), 6): HardSwish.
-    if (const int mul = sole_def(in(i, 0), "Mul"); mul >= 0) {
-      for (size_t k : {0, 1}) {
-        std::vector<int> nodes = {i, mul};
-        const std::optional<ValueId> x = relu6_plus3(in(mul, 1 - k), nodes);
-        if (x && *x == in(mul, k)) return made(nodes, *x, true);
-      }
-    }
-  } else {
-    // Two factors x and HardSigmoid(x); or three, x, r and 1/6, in any association.
+  if (n.op == "Mul") {
+    // Mul(x, h), h x's HardSigmoid: a HardSigmoid node of alpha 1/6 and beta 0.5, or r / 6.
     for (size_t k : {0, 1}) {
+      const ValueId x = in(i, k), h = in(i, 1 - k);
+      if (const int hs = sole_def(h, "HardSigmoid");
+          hs >= 0 && in(hs, 0) == x &&
+          std::fabs(node(hs).get_float("alpha", 0.2) - 1.0 / 6.0) <= 1e-6 &&
+          std::fabs(node(hs).get_float("beta", 0.5) - 0.5) <= 1e-6)
+        return made({i, hs}, x, true);
       std::vector<int> nodes = {i};
-      const std::optional<ValueId> x = hard_sigmoid(in(i, 1 - k), nodes);
-      if (x && *x == in(i, k)) return made(nodes, *x, true);
+      if (const int d = sole_def(h, "Div"); d >= 0 && sixth_of_relu6(d, nodes) == x)
+        return made(nodes, x, true);
     }
+    // A product of exactly x, r and 1/6, in any association (r * 1/6 included).
     std::vector<int> nodes;
     std::vector<ValueId> leaves;
     if (product(i, 3, leaves, nodes) && leaves.size() == 3) {
@@ -528,28 +519,25 @@ std::optional<Match> Matcher::hard_swish(int i) const {
         }
       }
     }
+  } else if (const int mul = sole_def(in(i, 0), "Mul"); mul >= 0 && near(in(i, 1), 6.0)) {
+    // Div(Mul(x, r), 6).
+    for (size_t k : {0, 1}) {
+      std::vector<int> nodes = {i, mul};
+      const std::optional<ValueId> x = relu6_plus3(in(mul, 1 - k), nodes);
+      if (x && *x == in(mul, k)) return made(nodes, *x, true);
+    }
   }
   // The HardSigmoid alone, unless a Mul by its x reads it (that Mul's HardSwish match).
   std::vector<int> own;
-  std::optional<ValueId> xs;
-  if (n.op == "Div" && near(in(i, 1), 6.0)) {
-    own = {i};
-    xs = relu6_plus3(in(i, 0), own);
-  } else if (n.op == "Mul") {
-    for (size_t k : {0, 1}) {
-      if (xs || !near(in(i, k), 1.0 / 6.0)) continue;
-      own = {i};
-      xs = relu6_plus3(in(i, 1 - k), own);
-    }
-  }
-  if (!xs) return std::nullopt;
+  const std::optional<ValueId> x = sixth_of_relu6(i, own);
+  if (!x) return std::nullopt;
   const std::vector<int>& readers = users_[static_cast<size_t>(out(i))];
   if (readers.size() == 1) {
     const ir::Node& r = node(readers[0]);
-    if (r.op == "Mul" && std::find(r.inputs.begin(), r.inputs.end(), *xs) != r.inputs.end())
+    if (r.op == "Mul" && std::find(r.inputs.begin(), r.inputs.end(), *x) != r.inputs.end())
       return std::nullopt;
   }
-  return made(own, *xs, false);
+  return made(own, *x, false);
 }
 
 // ---- Pixel shuffles --------------------------------------------------------------------------
