@@ -124,13 +124,11 @@ class Lowerer : public NodeRewriter {
         taps.push_back(padded);
         continue;
       }
-      const ValueId s = value(name + ".tap" + std::to_string(i), xt.dtype, {batch, od, h, wd, c});
-      emit("Slice", name + ".tap" + std::to_string(i),
-           {padded, i64s(name + ".tap_start", {start}),
-            i64s(name + ".tap_end", {start + (od - 1) * sd + 1}), i64s(name + ".tap_axis", {1}),
-            i64s(name + ".tap_step", {sd})},
-           s);
-      taps.push_back(s);
+      taps.push_back(emit("Slice", name + ".tap" + std::to_string(i),
+                          {padded, i64s(name + ".tap_start", {start}),
+                           i64s(name + ".tap_end", {start + (od - 1) * sd + 1}),
+                           i64s(name + ".tap_axis", {1}), i64s(name + ".tap_step", {sd})},
+                          xt.dtype, {batch, od, h, wd, c}));
     }
     // Each 2-D conv reads frames [N*OD, channels, H, W] and writes [N*OD, Co, OH, OW].
     ir::Attributes attrs = {{"kernel_shape", std::vector<int64_t>{kh, kw}},
@@ -164,10 +162,9 @@ class Lowerer : public NodeRewriter {
     if (geo.group == 1) {
       // One conv over the taps stacked along the channels.
       ValueId stacked = taps[0];
-      if (kd > 1) {
-        stacked = value(name + ".taps", xt.dtype, {batch, od, h, wd, kd * c});
-        emit("Concat", name + ".taps", taps, stacked, {{"axis", int64_t{4}}});
-      }
+      if (kd > 1)
+        stacked = emit("Concat", name + ".taps", taps, xt.dtype, {batch, od, h, wd, kd * c},
+                       {{"axis", int64_t{4}}});
       std::vector<int64_t> all(static_cast<size_t>(kd));
       std::iota(all.begin(), all.end(), 0);
       std::vector<ValueId> ins = {frames(stacked, "in"), tap_weight(all, ".2d")};
@@ -187,9 +184,8 @@ class Lowerer : public NodeRewriter {
           sum = part;
           continue;
         }
-        const ValueId next = value(name + ".sum" + std::to_string(i), yt, {batch * od, co, oh, ow});
-        emit("Add", name + ".sum" + std::to_string(i), {sum, part}, next);
-        sum = next;
+        sum = emit("Add", name + ".sum" + std::to_string(i), {sum, part}, yt,
+                   {batch * od, co, oh, ow});
       }
     }
     // Likewise out: the conv's NHWC result (convert-layout's Transpose back to NCHW and this

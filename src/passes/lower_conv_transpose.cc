@@ -47,14 +47,6 @@ class Lowerer : public NodeRewriter {
     return geo.strides[0] != geo.strides[1];
   }
 
-  // A node writing a new value of `shape`, which it returns.
-  ValueId emit(const std::string& op, const std::string& name, std::vector<ValueId> ins, DType dtype,
-               Shape shape, ir::Attributes attrs = {}) {
-    const ValueId y = value(name, dtype, shape);
-    NodeRewriter::emit(op, name, std::move(ins), y, std::move(attrs));
-    return y;
-  }
-
   void lower(const ir::Node& n) {
     const ValueId x = n.inputs[0], y = n.outputs[0];
     const ValueId b = n.inputs.size() > 2 ? n.inputs[2] : kNoValue;

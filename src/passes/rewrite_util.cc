@@ -132,6 +132,14 @@ void NodeRewriter::emit(const std::string& op, const std::string& name,
   out_.push_back(ir::Node{op, names_.fresh(name), std::move(ins), {out}, std::move(attrs)});
 }
 
+ir::ValueId NodeRewriter::emit(const std::string& op, const std::string& name,
+                               std::vector<ir::ValueId> ins, DType dtype, Shape shape,
+                               ir::Attributes attrs) {
+  const ir::ValueId y = value(name, dtype, std::move(shape));
+  emit(op, name, std::move(ins), y, std::move(attrs));
+  return y;
+}
+
 void NodeRewriter::emit_as(const ir::Node& n, const std::string& op, std::vector<ir::ValueId> ins,
                            ir::ValueId out, ir::Attributes attrs) {
   out_.push_back(ir::Node{op, n.name, std::move(ins), {out}, std::move(attrs)});

@@ -80,6 +80,10 @@ class NodeRewriter {
   // A node named after `name` (made unique) writing `out`.
   void emit(const std::string& op, const std::string& name, std::vector<ir::ValueId> ins,
             ir::ValueId out, ir::Attributes attrs = {});
+  // A node named after `name` writing a new value of `dtype` and `shape`, named likewise, which
+  // it returns.
+  ir::ValueId emit(const std::string& op, const std::string& name, std::vector<ir::ValueId> ins,
+                   DType dtype, Shape shape, ir::Attributes attrs = {});
   // A node that keeps the rewritten node's own name (it does that node's work: explain and
   // profiles name it so).
   void emit_as(const ir::Node& n, const std::string& op, std::vector<ir::ValueId> ins,
