@@ -5,7 +5,9 @@
 `pred us` column: compiler/predict.h) and the replay time of the whole CUDA graph. This reads
 such outputs and reports, per model and over all of them:
   - per kernel: |predicted - measured| / measured, median (kernels with a prediction);
-  - per model: |sum of predictions - one graph replay| / one graph replay.
+  - per model: |predicted replay - one graph replay| / one graph replay, the predicted replay
+    being the profile's "predicted replay" line (the launches plus the predictor's gap per
+    launch) where it has one, else the sum of the kernels' predictions (older profiles).
 Which models are held out, and why, is bench/predictor_split.json; scripts/gpu_predict.sh
 profiles them on the GPU machine and runs this.
 
@@ -20,6 +22,7 @@ import sys
 
 _ROW = re.compile(r"^(\d+)\s+(\S+)\s+(\S+)\s+([0-9.]+)\s+(\S+)\s")
 _REPLAY = re.compile(r"one replay of the whole CUDA graph ([0-9.]+) us")
+_PREDICTED_REPLAY = re.compile(r"^predicted replay \(tessel predict\): ([0-9.]+) us")
 
 
 def parse_profile(text):
@@ -42,11 +45,22 @@ def parse_profile(text):
     return rows, replay
 
 
-def model_errors(rows, replay):
-    """Per-kernel relative errors, their median, and the whole model's relative error."""
+def predicted_replay(text):
+    """The profile's predicted replay of the whole graph (us), or None where it prints none."""
+    for line in text.splitlines():
+        m = _PREDICTED_REPLAY.match(line)
+        if m:
+            return float(m.group(1))
+    return None
+
+
+def model_errors(rows, replay, predicted=None):
+    """Per-kernel relative errors, their median, and the whole model's relative error against
+    `predicted` (the predicted replay; default: the sum of the kernels' predictions)."""
     errors = [abs(r["predicted_us"] - r["measured_us"]) / r["measured_us"]
               for r in rows if r["predicted_us"] is not None and r["measured_us"] > 0]
-    predicted = sum(r["predicted_us"] or 0.0 for r in rows)
+    if predicted is None:
+        predicted = sum(r["predicted_us"] or 0.0 for r in rows)
     return {
         "kernels": len(rows),
         "predicted_kernels": len(errors),
@@ -69,12 +83,13 @@ def main(argv):
         if not sep:
             ap.error("%r: expected NAME=PROFILE.txt" % spec)
         with open(path) as f:
-            rows, replay = parse_profile(f.read())
+            text = f.read()
+        rows, replay = parse_profile(text)
         if not rows or replay is None:
             print("%s: %s has no kernel rows or no replay time" % (name, path), file=sys.stderr)
             status = 1
             continue
-        results[name] = model_errors(rows, replay)
+        results[name] = model_errors(rows, replay, predicted_replay(text))
         all_errors += results[name]["kernel_errors"]
     print("| model | kernels | median kernel error | predicted us | replay us | model error |")
     print("|---|---:|---:|---:|---:|---:|")
@@ -86,7 +101,7 @@ def main(argv):
     if results:
         model_median = statistics.median(r["model_error"] for r in results.values())
         kernel_median = statistics.median(all_errors) if all_errors else float("nan")
-        print("\nover %d held-out models: median kernel error %.1f%% (%d kernels), median model error "
+        print("\nover %d profiles: median kernel error %.1f%% (%d kernels), median model error "
               "%.1f%% (the bars: 10%% and 5%%)" % (len(results), 100 * kernel_median, len(all_errors),
                                                     100 * model_median))
     if args.json:

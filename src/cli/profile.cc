@@ -6,6 +6,7 @@
 
 #include "cli/commands.h"
 #include "cli/gpu_engine.h"
+#include "compiler/predict.h"
 #include "core/error.h"
 #include "device/cuda_api.h"
 #include "runtime/engine_report.h"
@@ -25,7 +26,10 @@ nlohmann::json chrome_trace(const eng::ProfileReport& r) {
                            {"percent", row.percent}, {"flops", l.flops},
                            {"tflops", row.tflops},   {"bytes", l.bytes},
                            {"gbps", row.gbps},       {"instruction", l.instruction},
-                           {"schedule", l.schedule}};
+                           {"schedule", l.schedule}, {"predicted_us", l.predicted_us},
+                           {"analytical_us", l.analytical_us},
+                           {"grid", l.grid},         {"block", l.block},
+                           {"smem_bytes", l.smem_bytes}};
     if (row.percent_of_peak) args["percent_of_peak"] = *row.percent_of_peak;
     events.push_back({{"name", l.node},
                       {"cat", l.op},
@@ -76,6 +80,13 @@ Action add_profile(CLI::App& app) {
                 precision_name(plan.precision), static_cast<long long>(batch),
                 dynamic_batch_note(session, batch).c_str());
     std::fputs(eng::format_profile(report).c_str(), stdout);
+    // The replay the predictor expects: its launches plus its per-launch gap (compiler/predict.h).
+    double predicted_us = 0;
+    for (const eng::KernelRow& row : report.rows)
+      predicted_us += row.predicted_us + compiler::launch_gap_us(row.predicted_us);
+    if (report.replay_us > 0 && !report.rows.empty())
+      std::printf("predicted replay (tessel predict): %.2f us, the launches and their gaps; %+.1f%% of the replay\n",
+                  predicted_us, 100.0 * (predicted_us - report.replay_us) / report.replay_us);
     if (!o->trace.empty()) {
       std::ofstream f(o->trace);
       TESSEL_USER_CHECK(f.good()) << o->trace << ": cannot open for writing";

@@ -158,6 +158,7 @@ void PlanAssembler::add_launch(const ir::Node& n, const NodeKernel& k, double pr
   PlanLaunch l;
   // In whole nanoseconds, as the engine file stores it.
   l.predicted_us = std::round(predicted_us * 1000.0) / 1000.0;
+  l.analytical_us = std::round(k.prediction.analytical_us * 1000.0) / 1000.0;
   l.node = n.name;
   l.op = n.op;
   l.flops = ops::node_flops(g_, n);

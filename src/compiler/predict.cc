@@ -1,12 +1,17 @@
 #include "compiler/predict.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
 
 #include "compiler/plan_node.h"
+#include "compiler/predict_fit.h"
 #include "compiler/tuning_db.h"
 #include "core/error.h"
 #include "kernels/arch.h"
 #include "kernels/cuda/contraction_kernel.h"
+#include "kernels/cuda/op_kernels.h"
 #include "kernels/estimate.h"
 #include "ops/flops.h"
 #include "passes/plan_memory.h"
@@ -29,7 +34,93 @@ double roofline_us(int64_t bytes, int64_t flops, double flops_per_clk,
   return (kernels::launch_cycles(target) + std::max(dram, math)) / f.clock_mhz;
 }
 
+// The launch a node's plan makes: its grid, block and shared memory (the kernel's source is
+// generated, not compiled).
+struct LaunchShape {
+  double ctas = 1, threads = 1, smem_bytes = 0;
+  std::string kind;  // within its learned group: an op kernel's kind, "grouped"; or none
+};
+
+template <typename Source>
+LaunchShape shape_of(const Source& k) {
+  return {static_cast<double>(k.grid[0]) * k.grid[1] * k.grid[2],
+          static_cast<double>(k.block[0]) * k.block[1] * k.block[2], static_cast<double>(k.smem_bytes)};
+}
+
+// An op kernel's kind from its entry point, tessel_op_<kind>_<16 hex digits> ("op:pool").
+std::string op_kind(const std::string& entry) {
+  const std::string prefix = "tessel_op_";
+  if (entry.rfind(prefix, 0) != 0 || entry.size() < prefix.size() + 17) return "";
+  return "op:" + entry.substr(prefix.size(), entry.size() - prefix.size() - 17);
+}
+
+LaunchShape launch_shape(const ir::Graph& g, const ir::Node& n, const NodePlan& plan) {
+  if (plan.run == NodeRun::kContraction) {
+    LaunchShape s = shape_of(kernels::cuda::emit(*plan.match.contraction, plan.epilogue, plan.schedule));
+    if (plan.schedule.groups_per_tile > 0) s.kind = "grouped";
+    return s;
+  }
+  const kernels::cuda::OpKernelSource k = kernels::cuda::emit_op(g, n, plan.out_slice);
+  LaunchShape s = shape_of(k);
+  s.kind = op_kind(k.name);
+  return s;
+}
+
+// The learned correction's group of a launch (bench/predictor_fit.py's `group`; the kind,
+// its `op_kind`, is LaunchShape::kind).
+const char* learned_group(const NodePlan& plan) {
+  if (plan.run != NodeRun::kContraction) return "op";
+  switch (plan.schedule.mainloop) {
+    case kernels::Mainloop::kHalo:
+      return "halo";
+    case kernels::Mainloop::kTma:
+      return "tma";
+    default:
+      break;
+  }
+  switch (plan.schedule.instruction) {
+    case kernels::Instruction::kWgmma:
+      return "wgmma";
+    case kernels::Instruction::kSimt:
+      return "simt";
+    default:
+      return "mma";
+  }
+}
+
+// The learned correction (compiler/predict_fit.h, fitted by bench/predictor_fit.py, whose
+// `features` these must equal): the analytical time `analytical_us` and the launch's shape in
+// the target's units, mapped to the measured time.
+double learned_us(double analytical_us, const NodePrediction& p, const LaunchShape& launch,
+                  const char* group, const device::DeviceInfo& target) {
+  const kernels::ArchFacts& f = kernels::arch_facts(target);
+  const double sms = target.sm_count;
+  const double bytes_per_us = static_cast<double>(f.dram_bytes_per_clk) * sms * f.clock_mhz;
+  const double flops_per_us = static_cast<double>(f.mma_flops_per_clk) * sms * f.clock_mhz;
+  const double x[fit::kFeatures] = {
+      1.0,
+      std::log(std::max(analytical_us, 0.5)),
+      std::log(std::max(static_cast<double>(p.bytes) / bytes_per_us, fit::kFloorUs)),
+      std::log(std::max(static_cast<double>(p.flops) / flops_per_us, fit::kFloorUs)),
+      std::log(std::max(launch.ctas / sms, fit::kMinWave)),
+      std::log(launch.threads / 128.0),
+      launch.smem_bytes / 65536.0};
+  // The shared weights, plus the offsets of the group and of the kind where the fit has them.
+  double w[fit::kFeatures];
+  std::copy(std::begin(fit::kShared), std::end(fit::kShared), w);
+  for (const fit::GroupOffset& o : fit::kGroups)
+    if (std::strcmp(o.group, group) == 0 || (!launch.kind.empty() && launch.kind == o.group))
+      for (int i = 0; i < fit::kFeatures; ++i) w[i] += o.w[i];
+  double ln_t = 0;
+  for (int i = 0; i < fit::kFeatures; ++i) ln_t += w[i] * x[i];
+  return std::max(fit::kMinKernelUs, std::exp(ln_t));
+}
+
 }  // namespace
+
+double launch_gap_us(double predicted_us) {
+  return predicted_us >= fit::kSmallKernelUs ? fit::kLaunchGapUs : fit::kSmallLaunchGapUs;
+}
 
 NodePrediction predict_node(const ir::Graph& g, int node, const NodePlan& plan,
                             const device::DeviceInfo& target, const TuningDb* tuning) {
@@ -50,20 +141,22 @@ NodePrediction predict_node(const ir::Graph& g, int node, const NodePlan& plan,
       return p;
     case NodeRun::kOpKernel:
       p.model = "bandwidth";
-      p.microseconds = roofline_us(p.bytes, p.flops, f.fma_flops_per_clk, target);
-      return p;
+      p.analytical_us = roofline_us(p.bytes, p.flops, f.fma_flops_per_clk, target);
+      break;
     case NodeRun::kContraction:
+      if (plan.schedule.mainloop == kernels::Mainloop::kHalo) {
+        p.model = "bandwidth";
+        p.analytical_us = roofline_us(p.bytes, p.flops, f.mma_flops_per_clk, target);
+      } else {
+        p.model = "cost model";
+        p.analytical_us = kernels::estimate(*plan.match.contraction, plan.schedule, target,
+                                            contraction::read_bytes_per_output(plan.epilogue))
+                              .microseconds;
+      }
       break;
   }
-  if (plan.schedule.mainloop == kernels::Mainloop::kHalo) {
-    p.model = "bandwidth";
-    p.microseconds = roofline_us(p.bytes, p.flops, f.mma_flops_per_clk, target);
-    return p;
-  }
-  p.model = "cost model";
-  p.microseconds = kernels::estimate(*plan.match.contraction, plan.schedule, target,
-                                     contraction::read_bytes_per_output(plan.epilogue))
-                       .microseconds;
+  p.microseconds = learned_us(p.analytical_us, p, launch_shape(g, n, plan), learned_group(plan), target);
+  if (plan.run != NodeRun::kContraction) return p;
   // A contraction the tuning database measured on this GPU, with the schedule it runs: the
   // measurement is the prediction, and it calibrates the cost model for the others.
   if (const TuningRecord* r = plan.tuned && tuning
@@ -94,7 +187,8 @@ void calibrate(ModelPrediction& m) {
     }
   }
   m.microseconds = 0;
-  for (const NodePrediction& p : m.nodes) m.microseconds += p.microseconds;
+  for (const NodePrediction& p : m.nodes)
+    if (p.model != "none") m.microseconds += p.microseconds + launch_gap_us(p.microseconds);
 }
 
 ModelPrediction predict(const ir::Graph& g, const Options& options, const device::DeviceInfo& target) {

@@ -1,13 +1,20 @@
 // The latency predictor (`tessel predict`, and the predicted column of `tessel profile`): for
 // each node of a compiled graph, the time of the kernel plan_node gives it on a GPU, without
-// running anything, and for the whole engine its sum and its device memory.
+// running anything, and for the whole engine the time of one replay of its CUDA graph and its
+// device memory.
 //
-//   contraction (mma.sync, wgmma, SIMT): kernels::estimate, the cost model the default
+// A launch is first timed analytically:
+//   contraction (mma.sync, wgmma, TMA, SIMT): kernels::estimate, the cost model the default
 //     schedule is ranked by (kernels/estimate.h);
 //   halo contraction and op kernels: the larger of their DRAM traffic (every input, constants
 //     included, and output once) at the device's bandwidth and their arithmetic at its
 //     CUDA-core (op kernels) or Tensor Core (halo) rate, plus one launch;
 //   views and in-place Concats: nothing.
+// Then a learned correction (predict_fit.h, fitted by bench/predictor_fit.py to kernels
+// measured by `tessel profile`; the held-out check is bench/predictor_split.json's) maps that
+// time and the launch's shape (bytes, flops, CTAs, threads, shared memory in the target's
+// units) to the time the kernel takes, per kernel family. A replay of the graph is the sum of
+// its launches plus a fitted gap per launch (launch_gap_us).
 // With a tuning database (Options::tuning), a contraction it measured on this GPU with the
 // schedule the node runs is predicted by that measurement, and the median ratio of measured
 // to cost-model time over those contractions scales the cost model's prediction of the
@@ -33,12 +40,13 @@ struct NodePrediction {
   int64_t bytes = 0;       // inputs (constants included) and outputs
   std::string model;       // "cost model", "cost model, calibrated", "measured", "bandwidth",
                            // "none"
-  double estimated_us = 0;  // "measured": the cost model's time, which calibration compares
+  double estimated_us = 0;  // "measured": the prediction it replaced, which calibration compares
+  double analytical_us = 0;  // the cost model's or roofline's time, before the learned correction
 };
 
 struct ModelPrediction {
   std::vector<NodePrediction> nodes;
-  double microseconds = 0;  // the sum: one replay of the engine's CUDA graph
+  double microseconds = 0;  // one replay of the engine's CUDA graph: launches + gaps
   int64_t arena_bytes = 0;  // activations (the memory plan)
   int64_t constant_bytes = 0;
   int64_t workspace_bytes = 0;  // split-K partials
@@ -57,7 +65,13 @@ NodePrediction predict_node(const ir::Graph& g, int node, const struct NodePlan&
                             const device::DeviceInfo& target, const TuningDb* tuning = nullptr);
 
 // The measured / cost-model ratio over the "measured" nodes (median), applied to the "cost
-// model" ones; sets m.calibration and m.calibrated_from, and m.microseconds to the sum.
+// model" ones; sets m.calibration and m.calibrated_from, and m.microseconds to the launches'
+// sum plus launch_gap_us() per launch.
 void calibrate(ModelPrediction& m);
+
+// What a launch predicted to take `predicted_us` adds to a replay of a CUDA graph beyond that
+// (fitted: about half a us for a large kernel, about 0 for a small one, whose launch latency
+// hides under its predecessor's tail).
+double launch_gap_us(double predicted_us);
 
 }  // namespace tessel::compiler

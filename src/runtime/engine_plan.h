@@ -82,6 +82,7 @@ struct PlanLaunch {
   std::string instruction;  // "mma.sync", "wgmma" or "SIMT" (op kernels too)
   std::string schedule;     // Schedule::name() of a contraction; empty for op kernels
   double predicted_us = 0;  // the compiler's prediction (compiler/predict.h), 0: none
+  double analytical_us = 0;  // its analytical time, before the learned correction (the fit's input)
   // A TMA kernel's descriptors (device/tensor_map.h), encoded at instantiation over the
   // addresses of the parameter words they name and passed as its second parameter.
   std::vector<device::TensorMapSpec> tensor_maps;

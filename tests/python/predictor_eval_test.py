@@ -42,6 +42,15 @@ check(abs(r["median_kernel_error"] - statistics.median(by_hand)) < 1e-9,
 check(abs(r["predicted_us"] - 252.52) < 1e-6, "predicted sum %r (252.52)" % r["predicted_us"])
 check(abs(r["model_error"] - (330.0 - 252.52) / 330.0) < 1e-9, "model error %r" % r["model_error"])
 
+# A profile with a "predicted replay" line is scored by it (the launches + the gap per launch).
+with open(SAMPLE) as f:
+    text = f.read()
+check(predictor_eval.predicted_replay(text) is None, "the sample has no predicted replay line")
+line = "predicted replay (tessel predict): 300.00 us, the launches and their gaps; -9.1% of the replay\n"
+check(predictor_eval.predicted_replay(text + line) == 300.0, "the predicted replay line")
+check(abs(predictor_eval.model_errors(rows, replay, 300.0)["model_error"] - 30.0 / 330.0) < 1e-9,
+      "model error against the predicted replay")
+
 # A row without a prediction counts in neither error, and the CLI reports a failed profile.
 no_pred = rows[:1] + [dict(rows[1], predicted_us=None)]
 check(predictor_eval.model_errors(no_pred, 20.0)["predicted_kernels"] == 1, "a row without a prediction")
