@@ -1,8 +1,9 @@
 // `tessel predict`: before running, the predicted time of each kernel of a model's engine, the
 // total (one replay of its CUDA graph) and the engine's device memory, for the GPU present or
 // one that is not (--target sm_80: an A100). The numbers are compiler::predict's (the cost
-// model of the default schedules and a roofline for the other kernels); `tessel profile` prints
-// them beside the measured times, so the error is visible.
+// model of the default schedules and a roofline for the other kernels, corrected by the learned
+// factor of predict_fit.h; the JSON form has both, and each launch's gap); `tessel profile`
+// prints them beside the measured times, so the error is visible.
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -60,6 +61,8 @@ Action add_predict(CLI::App& app) {
       nodes.push_back({{"node", n.name},
                        {"op", n.op},
                        {"microseconds", p.microseconds},
+                       {"analytical_us", p.analytical_us},
+                       {"gap_us", compiler::launch_gap_us(p.microseconds)},
                        {"flops", p.flops},
                        {"bytes", p.bytes},
                        {"model", p.model}});

@@ -6,6 +6,8 @@
 #include <iterator>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "cli/cli_util.h"
 #include "compiler/cnn_blocks.h"
 
@@ -245,6 +247,14 @@ TEST(Cli, PredictGivesEachKernelsTimeAndTheTotal) {
   EXPECT_GT(total_us(text), 0.0);
   EXPECT_NE(text.find("\"target\": \"sm_90a\""), std::string::npos) << text;
   EXPECT_NE(text.find("\"node\": \"conv_b\""), std::string::npos) << text;
+  // The total is one replay: every kernel's time and its gap.
+  const nlohmann::json j = nlohmann::json::parse(text);
+  double replay = 0;
+  for (const nlohmann::json& n : j["nodes"]) {
+    EXPECT_GT(n["analytical_us"].get<double>(), 0.0) << n.dump();
+    replay += n["microseconds"].get<double>() + n["gap_us"].get<double>();
+  }
+  EXPECT_NEAR(j["microseconds"].get<double>(), replay, 1e-6);
   expect_user_error("predict " + tir + " --target sm_99", "sm_99");
   expect_user_error("predict /nonexistent/model.onnx", "/nonexistent/model.onnx: cannot open file");
 }
