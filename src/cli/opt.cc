@@ -15,6 +15,7 @@ Action add_opt(CLI::App& app) {
   struct Opts {
     ModelOptions model;
     std::string passes;
+    std::string pipeline;
     bool print_after_all = false;
     bool list = false;
     std::string output;
@@ -23,7 +24,12 @@ Action add_opt(CLI::App& app) {
   auto o = std::make_shared<Opts>();
   cmd->add_option("model", o->model.path, "textual IR (.tir) or ONNX model (.onnx)");
   cmd->add_option("--batch", o->model.batch, "batch size for symbolic batch dims (ONNX input)");
-  cmd->add_option("--passes", o->passes, "comma-separated pass names, run in order");
+  CLI::Option* passes_opt =
+      cmd->add_option("--passes", o->passes, "comma-separated pass names, run in order");
+  cmd->add_option("--pipeline", o->pipeline,
+                  "the passes compile runs for the GPU: gpu-fp16 or gpu-fp32 (passes::gpu_pipeline)")
+      ->check(CLI::IsMember({"gpu-fp16", "gpu-fp32"}))
+      ->excludes(passes_opt);
   cmd->add_flag("--print-after-all", o->print_after_all, "print the IR after every pass (stderr)");
   cmd->add_flag("--list-passes", o->list, "list the registered passes and exit");
   cmd->add_option("-o,--output", o->output, "write the resulting IR here instead of stdout");
@@ -37,11 +43,15 @@ Action add_opt(CLI::App& app) {
     }
     TESSEL_USER_CHECK(!o->model.path.empty()) << "opt: no input file given";
     ir::Graph g = load_model(o->model);
+    passes::Options popts;
     std::vector<std::string> names;
+    if (!o->pipeline.empty()) {
+      popts.precision = o->pipeline == "gpu-fp16" ? Precision::kFp16 : Precision::kFp32;
+      names = passes::gpu_pipeline(popts);
+    }
     std::stringstream ss(o->passes);
     for (std::string item; std::getline(ss, item, ',');)
       if (!item.empty()) names.push_back(item);
-    passes::Options popts;
     popts.print_after_all = o->print_after_all;
     popts.log = &std::cerr;
     g = passes::run_passes(std::move(g), names, popts);

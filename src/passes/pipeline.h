@@ -25,11 +25,10 @@ const std::vector<PassInfo>& all_passes();
 const PassInfo* find_pass(const std::string& name);
 
 
-// The pass names of the GPU pipeline for `options`, in order: canonicalize, fold-constants,
-// fuse-norm-gelu, fold-batch-norm, lower-batch-norm, convert-layout, fold-transposes,
-// choose-precision-fp16
-// (only for fp16), fuse, depth-to-space-dcr, dce, split-wide-concats, concat-into-slices.
-// plan_memory (plan_memory.h) is an analysis of the result, not a pass.
+// The pass names of the GPU pipeline for `options`, in order (pipeline.cc says which and why;
+// choose-precision-fp16 and widen-narrow-groups only for fp16). `tessel opt --pipeline
+// gpu-fp16|gpu-fp32` runs it. plan_memory (plan_memory.h) is an analysis of the result, not a
+// pass.
 std::vector<std::string> gpu_pipeline(const Options& options);
 
 // Runs the named passes in order, verifying the graph after each one.

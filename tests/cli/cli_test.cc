@@ -153,6 +153,23 @@ std::string explain_tir() {
          "}\n";
 }
 
+// `opt --pipeline`: the passes compile runs, for fp16 and fp32; the convs become tessel.Conv
+// with the ReLU fused, in f16 only for gpu-fp16.
+TEST(Cli, OptRunsTheGpuPipeline) {
+  const std::string tir = write_file("pipeline.tir", explain_tir());
+  const Result fp16 = run_tessel("opt --pipeline=gpu-fp16 --elide-constants 8 " + tir);
+  ASSERT_EQ(fp16.code, 0) << fp16.out;
+  EXPECT_NE(fp16.out.find("tessel.Conv"), std::string::npos) << fp16.out;
+  EXPECT_EQ(fp16.out.find("@\"relu_b\""), std::string::npos) << "relu_b fuses into conv_b\n" << fp16.out;
+  EXPECT_NE(fp16.out.find("f16["), std::string::npos) << fp16.out;
+  const Result fp32 = run_tessel("opt --pipeline=gpu-fp32 --elide-constants 8 " + tir);
+  ASSERT_EQ(fp32.code, 0) << fp32.out;
+  EXPECT_NE(fp32.out.find("tessel.Conv"), std::string::npos) << fp32.out;
+  EXPECT_EQ(fp32.out.find("f16["), std::string::npos) << fp32.out;
+  expect_user_error("opt --pipeline=gpu-int4 " + tir, "gpu-int4 not in {gpu-fp16,gpu-fp32}");
+  expect_user_error("opt --pipeline=gpu-fp16 --passes=dce " + tir, "--passes excludes --pipeline");
+}
+
 TEST(Cli, ExplainSaysHowEachNodeRuns) {
   std::string tir = write_file("explain.tir", explain_tir());
   Result r = run_tessel("explain " + tir);

@@ -300,7 +300,7 @@ def check(tessel, d, m):
         problems.append("CPU run differs from onnxruntime (%s)" % notes[-1])
     for precision in ("fp32", "fp16"):
         tir = os.path.join(d, "%s.%s.tir" % (name, precision))
-        subprocess.run([tessel, "opt", "--passes=" + PIPELINES[precision], path, "-o", tir], check=True)
+        subprocess.run([tessel, "opt", PIPELINES[precision], path, "-o", tir], check=True)
         out = tessel_run(tessel, tir, x_path, os.path.join(d, "%s.%s" % (name, precision)))
         # A class map in fp16 may flip where two logits are within fp16's rounding.
         err = float(np.mean(out != want)) if exact else rel_l2(out, want)

@@ -38,15 +38,9 @@ import tempfile
 import numpy as np
 
 MODELS = ["sr_net", "mobilenet_v2"]
-# passes::gpu_pipeline(options) in src/passes/pipeline.cc, for each precision.
-PIPELINES = {
-    "fp16": "canonicalize,fold-constants,fuse-norm-gelu,fold-batch-norm,lower-batch-norm,lift-1d,"
-            "convert-layout,fold-transposes,fold-qdq,choose-precision-fp16,widen-narrow-groups,"
-            "fuse,depth-to-space-dcr,dce,split-wide-concats,concat-into-slices",
-    "fp32": "canonicalize,fold-constants,fuse-norm-gelu,fold-batch-norm,lower-batch-norm,lift-1d,"
-            "convert-layout,fold-transposes,fold-qdq,fuse,depth-to-space-dcr,"
-            "dce,split-wide-concats,concat-into-slices",
-}
+# `tessel opt --pipeline`: passes::gpu_pipeline(options) of src/passes/pipeline.cc, the passes
+# compile runs, for each precision.
+PIPELINES = {"fp16": "--pipeline=gpu-fp16", "fp32": "--pipeline=gpu-fp32"}
 TOLERANCE = {"fp16": 2e-2, "fp32": 1e-4}
 # In these models every one of these ops follows a conv and must be fused into it (or folded).
 UNFUSED = ("Conv", "BatchNormalization", "Relu", "LeakyRelu", "Clip", "Add", "DepthToSpace",
@@ -101,7 +95,7 @@ def check_int8(tessel, d, model, failures):
     subprocess.run([tessel, "quantize", onnx_path, "--calib-random", "1", "-o", qdq], check=True,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     tir = os.path.join(d, model + ".int8.tir")
-    subprocess.run([tessel, "opt", "--passes=" + PIPELINES["fp16"], qdq, "-o", tir], check=True)
+    subprocess.run([tessel, "opt", PIPELINES["fp16"], qdq, "-o", tir], check=True)
     with open(tir) as f:
         problems, int8 = check_int8_form(f.read())
     failures += ["%s int8: %s" % (model, p) for p in problems]
@@ -109,7 +103,7 @@ def check_int8(tessel, d, model, failures):
         print("%-14s int8  %d int8 convs (form only)" % (model, int8))
         return
     ref = run_model(tessel, qdq, os.path.join(d, model + ".int8.ref"))
-    subprocess.run([tessel, "opt", "--passes=" + PIPELINES["fp32"], qdq, "-o", tir], check=True)
+    subprocess.run([tessel, "opt", PIPELINES["fp32"], qdq, "-o", tir], check=True)
     out = run_model(tessel, tir, os.path.join(d, model + ".int8.out"))
     off = np.mean(np.abs(out - ref) > 1e-3 * np.abs(ref).max())
     print("%-14s int8  %d int8 convs, %.3f%% of outputs off by more than 1e-3 of the range" % (
@@ -133,7 +127,7 @@ def main():
             ref = run_model(args.tessel, onnx_path, os.path.join(d, m + ".ref"))
             for precision, passes in PIPELINES.items():
                 tir = os.path.join(d, "%s.%s.tir" % (m, precision))
-                subprocess.run([args.tessel, "opt", "--passes=" + passes, onnx_path, "-o", tir],
+                subprocess.run([args.tessel, "opt", passes, onnx_path, "-o", tir],
                                check=True)
                 with open(tir) as f:
                     failures += ["%s %s: %s" % (m, precision, p) for p in check_form(f.read())]
