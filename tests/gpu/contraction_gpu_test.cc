@@ -273,6 +273,11 @@ std::vector<TestProblem> fixed_problems(bool hopper) {
       {step(K::kRelu)});
   add(gemm_problem(1, 1000, 2048, "NT"), tc_schedule(32, 64, 64, 32, 32, 4, 8),
       {step(K::kBias)});  // resnet fc, batch 1
+  // A dense layer to one output, N = 1 with the operands unswapped (M = 67), and a squeeze-excite
+  // conv to one channel over 1x1 images (M = b): the SIMT kernel, as the default pick runs them.
+  add(gemm_problem(67, 1, 520, "NT"), simt_schedule(64, 64, 16, 32, 16, 8, 8), {step(K::kBias), step(K::kSigmoid)});
+  add(conv_problem(conv_params(5, 1, 1, 24, 1, 1, 1, 0)), simt_schedule(64, 64, 16, 32, 16, 8, 8),
+      {step(K::kBias)});
   add(gemm_problem(511, 63, 1001, "NN"), tc_schedule(64, 64, 32, 32, 32, 3),
       {step(K::kSigmoid)});  // odd M, N, K (vec 1)
   add(gemm_problem(512, 16, 512, "TN"), tc_schedule(64, 32, 64, 32, 16, 4),

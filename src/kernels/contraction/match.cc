@@ -6,8 +6,9 @@
 //      only an M candidate, in B only an N candidate. Extent-1 dims are dropped.
 //   2. C must be written exactly once per (batch, m, n): its address is a dense mixed-radix
 //      layout of the output dims. Its contiguous dim decides the operand order: if it
-//      indexes A only, the operands are swapped so that it indexes B only (unless B indexes
-//      no output dim: N = 1).
+//      indexes A only, the operands are swapped so that it indexes B only -- unless that N
+//      would not be C's last tensor dim alone (C's last dim an extent-1 channel, or B indexing
+//      no output dim while A's innermost run has several): then N = 1.
 //   3. Groups from C's layout: N = the innermost run of N candidates, M = the next run of
 //      M candidates (batch dims may sit in between: a grouped conv's channel g*cog + co),
 //      every other output dim is batch.
@@ -31,6 +32,11 @@ bool indexes(const Access& x, int j) {
   for (const AffineIndex& idx : x.index)
     if (idx.coeffs[j] != 0) return true;
   return false;
+}
+
+// Whether C's last tensor dim (the one the store map puts n on) is indexed by dim j.
+bool indexes_last_dim(const Access& x, int j) {
+  return !x.index.empty() && x.index.back().coeffs[j] != 0;
 }
 
 std::string quoted_names(const std::vector<int>& group, const std::vector<IterDim>& dims) {
@@ -279,8 +285,10 @@ MatchResult match(const IndexMaps& input) {
   // a dot product, has no contiguous dim: M = N = 1.) Except where B indexes no output dim of
   // its own (N = 1) and C's innermost run of A-only dims is more than one dim (a conv to one
   // channel: img, oh, ow): swapped, they would all be N, which no store map takes; unswapped,
-  // they are M and N is 1.
-  if (!outputs.empty()) {
+  // they are M and N is 1. And never where C's last tensor dim does not index that dim (a
+  // dense layer to one feature, C[m, o] with o of extent 1): the store map puts n on C's last
+  // tensor dim, so swapped, m could not be N; unswapped, it is M and N is 1.
+  if (!outputs.empty() && indexes_last_dim(c.maps.c, outputs.back())) {
     const int innermost = outputs.back();
     auto only_in = [&](const Access& x, const Access& y, int j) {
       return indexes(x, j) && !indexes(y, j);
@@ -385,9 +393,12 @@ MatchResult match(const IndexMaps& input) {
   }
   if (!outputs.empty() && c.n_dims.empty()) {
     const int innermost = outputs.back();
-    refuse("C's contiguous dim '" + dims[innermost].name + "' is a batch dim (it indexes " +
-           (indexes(c.maps.a, innermost) ? "both A and B" : "neither A nor B") +
-           "): Tensor Core tiles store C as rows of N (SIMT kernel used)");
+    const bool in_a = indexes(c.maps.a, innermost), in_b = indexes(c.maps.b, innermost);
+    refuse(in_a && !in_b ? "N is 1 (B indexes no output dim of its own): Tensor Core tiles store C "
+                           "as rows of N (SIMT kernel used)"
+                         : "C's contiguous dim '" + dims[innermost].name + "' is a batch dim (it indexes " +
+                               (in_a ? "both A and B" : "neither A nor B") +
+                               "): Tensor Core tiles store C as rows of N (SIMT kernel used)");
   }
   for (const auto& [f, t] : {std::pair{&a, c.a_dtype}, std::pair{&b, c.b_dtype}}) {
     if (f->no_vectors) {

@@ -303,7 +303,8 @@ TEST(MatchConv, Pointwise1x1IsAPlainMatrix) {
 // A conv to one output channel (CBAM's spatial attention, a binary mask head): co drops out
 // (extent 1) and C's innermost dims are A's (img, oh, ow). The operands stay in order, M is
 // those three and N is 1 -- swapped, all three would be N, which no store map takes. A GEMM
-// of N = 1 over a single M dim still swaps (MatrixTimesVectorSwapsTheOperands).
+// of N = 1 over a single M dim still swaps where C's last tensor dim is that M dim
+// (MatrixTimesVectorSwapsTheOperands), but not where C's last dim is the extent-1 channel.
 TEST(MatchConv, OneOutputChannelKeepsTheOperandsWithNOfOne) {
   const IndexMaps maps = conv2d_nhwc_maps(conv(2, 5, 8, 1, 3, 1, 1));
   MatchResult r = match(maps);
@@ -317,10 +318,30 @@ TEST(MatchConv, OneOutputChannelKeepsTheOperandsWithNOfOne) {
   EXPECT_EQ(c.k, 72);
   const std::vector<double> x = test_data({2, 5, 5, 8}, 1), w = test_data({1, 3, 3, 8}, 2);
   EXPECT_EQ(evaluate_gemm_view(c, x, w), evaluate_maps(maps, x, w));
-  // A 1x1 image at batch 4: N = 1 over one M dim (b), swapped as a GEMV is.
-  const Contraction pooled = matched(conv2d_nhwc_maps(conv(4, 1, 16, 1, 1, 1, 0)));
-  EXPECT_TRUE(pooled.operands_swapped);
-  EXPECT_EQ(pooled.n, 4);
+  // A 1x1 image at batch 4 (a squeeze-excite to one channel): C is [b, 1, 1, co], and its
+  // last dim, the one the store map puts n on, is co of extent 1, not b. So unswapped: M = b,
+  // N = 1. (Swapped, b was N, and no store map took it: "not supported on the GPU".)
+  const IndexMaps pooled_maps = conv2d_nhwc_maps(conv(4, 1, 16, 1, 1, 1, 0));
+  const Contraction pooled = matched(pooled_maps);
+  EXPECT_FALSE(pooled.operands_swapped);
+  EXPECT_EQ(pooled.m, 4);
+  EXPECT_EQ(pooled.n, 1);
+  const std::vector<double> px = test_data({4, 1, 1, 16}, 3), pw = test_data({1, 1, 1, 16}, 4);
+  EXPECT_EQ(evaluate_gemm_view(pooled, px, pw), evaluate_maps(pooled_maps, px, pw));
+}
+
+// A dense layer to one output (a regression or binary head, a GAN discriminator's last
+// layer): [4, 16] x [16, 1] -> C[4, 1], whose last dim is n of extent 1. The operands stay:
+// M = 4, N = 1 (swapped, m was N on C's outer dim, which no store map takes).
+TEST(MatchMatMul, DenseLayerToOneOutputKeepsTheOperands) {
+  const IndexMaps maps = matmul_maps({4, 16}, {16, 1});
+  const Contraction c = matched(maps);
+  EXPECT_FALSE(c.operands_swapped);
+  EXPECT_EQ(c.m, 4);
+  EXPECT_EQ(c.n, 1);
+  EXPECT_EQ(c.k, 16);
+  const std::vector<double> a = test_data({4, 16}, 1), b = test_data({16, 1}, 2);
+  EXPECT_EQ(evaluate_gemm_view(c, a, b), evaluate_maps(maps, a, b));
 }
 
 TEST(MatchConv, Padded3x3IsAnImplicitGemmGather) {
