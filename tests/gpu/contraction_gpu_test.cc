@@ -278,6 +278,9 @@ std::vector<TestProblem> fixed_problems(bool hopper) {
   add(gemm_problem(67, 1, 520, "NT"), simt_schedule(64, 64, 16, 32, 16, 8, 8), {step(K::kBias), step(K::kSigmoid)});
   add(conv_problem(conv_params(5, 1, 1, 24, 1, 1, 1, 0)), simt_schedule(64, 64, 16, 32, 16, 8, 8),
       {step(K::kBias)});
+  // A dense layer over one input feature (K = 1, an outer product), read one element at a time
+  // and zero-filled to the k tile, as the default pick runs it.
+  add(gemm_problem(40, 10, 1, "NT"), tc_schedule(32, 32, 64, 16, 16, 4), {step(K::kBias), step(K::kRelu)});
   add(gemm_problem(511, 63, 1001, "NN"), tc_schedule(64, 64, 32, 32, 32, 3),
       {step(K::kSigmoid)});  // odd M, N, K (vec 1)
   add(gemm_problem(512, 16, 512, "TN"), tc_schedule(64, 32, 64, 32, 16, 4),

@@ -11,6 +11,10 @@ channels, odd or even sizes 5 to 33) and 3 to 7 random blocks, each one of:
   a residual add of a 3x3 conv branch; a concat of two conv branches; a squeeze-excite gate;
   a max or average pool (2x2 or 3x3, stride 1 or 2, padded or not); a nearest 2x upsample;
   a DepthToSpace (DCR or CRD) after a conv to 4x the channels; a ConvTranspose of stride 2;
+  the blocks of exported graphs (RandomNet.more): a channel shuffle, a split with one branch
+  convolved, a ConvNeXt block (7x7 depthwise, channels-last LayerNorm, MatMuls and an erf
+  GELU between Transposes, a layer scale), a GroupNorm as Reshape + InstanceNormalization +
+  Reshape with SiLU, reflect / edge / zero pads, a channel softmax, a strided crop;
 and ends in the tensor itself or a global average pool, flatten and Gemm.
 
 For each model (the checks of check_more_ops.py): `tessel run --device cpu` against ONNX
@@ -90,7 +94,8 @@ class RandomNet:
 
     def block(self):
         kind = self.choice(["conv", "conv", "conv", "residual", "concat", "se", "pool", "upsample",
-                            "depth_to_space", "conv_transpose"])
+                            "depth_to_space", "conv_transpose", "shuffle", "split", "convnext",
+                            "group_norm", "pad", "softmax", "crop"])
         c, h, w = self.c, self.h, self.w
         small = min(h, w)
         if kind == "conv":
@@ -173,6 +178,62 @@ class RandomNet:
             self.c = cout
             self.h = (h - 1) * 2 - 2 * pad + k + out_pad
             self.w = (w - 1) * 2 - 2 * pad + k + out_pad
+        else:
+            self.more(kind)
+
+    def more(self, kind):
+        """The blocks of exported graphs: channel shuffle, split branches, a ConvNeXt block
+        (channels-last LayerNorm and MatMuls between Transposes), a GroupNorm as Reshape +
+        InstanceNormalization + Reshape, reflect / edge pads, a channel softmax, a crop."""
+        b, c, h, w = self.b, self.c, self.h, self.w
+        i64 = lambda v: b.param(None, values=v, dtype=np.int64)
+        if kind == "shuffle" and c % 2 == 0:
+            self.log.append("shuffle:%d" % c)
+            x = b.op("Reshape", [self.x, i64([0, 2, c // 2, h, w])])
+            x = b.op("Transpose", [x], perm=[0, 2, 1, 3, 4])
+            self.x = b.op("Reshape", [x, i64([0, c, h, w])])
+        elif kind == "split" and c % 2 == 0:
+            self.log.append("split:%d" % c)
+            s = c // 2
+            x1 = b.op("Split", [self.x, i64([s, s])], axis=1)
+            b.nodes[-1].output[:] = [x1 + "_a", x1 + "_b"]  # two outputs
+            y, _, _ = self.conv(x1 + "_b", s, s, 3)
+            self.x = b.op("Concat", [x1 + "_a", b.op("Relu", [y])], axis=1)
+        elif kind == "convnext" and c >= 2:
+            self.log.append("convnext:%d" % c)
+            y, _, _ = self.conv(self.x, c, c, 7, group=c)
+            y = b.op("Transpose", [y], perm=[0, 2, 3, 1])
+            y = b.op("LayerNormalization", [y, b.param(None, values=1 + 0.1 * self.r.standard_normal(c)),
+                                            b.param((c,), 0.1)], axis=-1, epsilon=1e-6)
+            y = b.op("Add", [b.op("MatMul", [y, b.param((c, 4 * c), np.sqrt(1.0 / c))]), b.param((4 * c,), 0.1)])
+            y = b.op("Mul", [b.op("Mul", [y, b.param(None, values=0.5)]),
+                             b.op("Add", [b.op("Erf", [b.op("Div", [y, b.param(None, values=1.4142135)])]),
+                                          b.param(None, values=1.0)])])
+            y = b.op("Add", [b.op("MatMul", [y, b.param((4 * c, c), np.sqrt(0.5 / c))]), b.param((c,), 0.1)])
+            y = b.op("Mul", [y, b.param((c,), 0.5)])
+            self.x = b.op("Add", [self.x, b.op("Transpose", [y], perm=[0, 3, 1, 2])])
+        elif kind == "group_norm" and c % 2 == 0:
+            g = int(self.choice([g for g in (1, 2, 4, 8) if c % g == 0]))
+            self.log.append("group_norm:%d/%d" % (c, g))
+            x = b.op("Reshape", [self.x, i64([0, g, -1])])
+            x = b.op("InstanceNormalization", [x, b.param(None, values=np.ones(g)), b.param(None, values=np.zeros(g))],
+                     epsilon=1e-5)
+            x = b.op("Reshape", [x, i64([0, c, h, w])])
+            x = b.op("Add", [b.op("Mul", [x, b.param((c, 1, 1), 0.5)]), b.param((c, 1, 1), 0.1)])
+            self.x = b.op("Mul", [x, b.op("Sigmoid", [x])])
+        elif kind == "pad" and min(h, w) > 2:
+            mode = self.choice(["reflect", "edge", "constant"])
+            p = [int(v) for v in self.r.integers(0, 3, size=4)]
+            self.log.append("pad:%s:%s" % (mode, p))
+            self.x = b.op("Pad", [self.x, i64([0, 0, p[0], p[1], 0, 0, p[2], p[3]])], mode=mode)
+            self.h, self.w = h + p[0] + p[2], w + p[1] + p[3]
+        elif kind == "softmax":
+            self.log.append("softmax")
+            self.x = b.op("Softmax", [self.x], axis=1)
+        elif kind == "crop" and min(h, w) > 4:
+            self.log.append("crop")
+            self.x = b.op("Slice", [self.x, i64([1, 1]), i64([h - 1, w - 2]), i64([2, 3])])
+            self.h, self.w = h - 2, w - 3
 
     def build(self, name):
         for _ in range(int(self.r.integers(3, 8))):

@@ -336,6 +336,18 @@ MatchResult match(const IndexMaps& input) {
   std::vector<int64_t> b_strides = element_strides(c.maps.b, num_dims);
   for (int j = 0; j < num_dims; ++j)
     if (role[j] == Role::kK) c.k_dims.push_back(j);
+  // A reduction of one element (a dense layer over one input feature: an outer product) keeps
+  // its last reduction dim as a K of extent 1, so that it is a GEMM with K = 1 rather than
+  // none. Its operands are then read one element at a time (below): their innermost tensor dim
+  // is that K of extent 1, which no vector runs along.
+  bool unit_k = false;
+  if (c.k_dims.empty())
+    for (int j = num_dims - 1; j >= 0 && !unit_k; --j)
+      if (dims[j].reduction && dims[j].extent == 1) {
+        role[j] = Role::kK;
+        c.k_dims.push_back(j);
+        unit_k = true;
+      }
   std::stable_sort(c.k_dims.begin(), c.k_dims.end(), [&](int x, int y) {
     if (a_strides[x] != a_strides[y]) return a_strides[x] > a_strides[y];
     return b_strides[x] > b_strides[y];
@@ -371,6 +383,7 @@ MatchResult match(const IndexMaps& input) {
   };
   if (c.a_major == Major::kK && !along_inner_k(c.maps.a)) c.a_vec = 1;
   if (c.b_major == Major::kK && !along_inner_k(c.maps.b)) c.b_vec = 1;
+  if (unit_k) c.a_vec = c.b_vec = 1;
 
   // 5. Tensor Core eligibility: one remark per failed condition (a refusal), plus notes on
   // how eligible operands are read.

@@ -330,6 +330,21 @@ TEST(MatchConv, OneOutputChannelKeepsTheOperandsWithNOfOne) {
   EXPECT_EQ(evaluate_gemm_view(pooled, px, pw), evaluate_maps(pooled_maps, px, pw));
 }
 
+// A dense layer over one input feature: K = 1, an outer product. The reduction dim of extent
+// 1 stays as K (else the contraction has no K); both operands are read element by element.
+TEST(MatchMatMul, DenseLayerOverOneFeatureIsAGemmWithKOfOne) {
+  const IndexMaps maps = matmul_maps({6, 1}, {1, 10});
+  const Contraction c = matched(maps);
+  EXPECT_EQ(c.m, 6);
+  EXPECT_EQ(c.n, 10);
+  EXPECT_EQ(c.k, 1);
+  EXPECT_EQ(c.k_dims.size(), 1u);
+  EXPECT_EQ(c.a_vec, 1);
+  EXPECT_EQ(c.b_vec, 1);
+  const std::vector<double> a = test_data({6, 1}, 1), b = test_data({1, 10}, 2);
+  EXPECT_EQ(evaluate_gemm_view(c, a, b), evaluate_maps(maps, a, b));
+}
+
 // A dense layer to one output (a regression or binary head, a GAN discriminator's last
 // layer): [4, 16] x [16, 1] -> C[4, 1], whose last dim is n of extent 1. The operands stay:
 // M = 4, N = 1 (swapped, m was N on C's outer dim, which no store map takes).
