@@ -238,6 +238,10 @@ class RandomNet:
     def build(self, name):
         for _ in range(int(self.r.integers(3, 8))):
             self.block()
+        if self.x == "input":  # every block drawn was skipped: one conv, so the graph has a node
+            self.log.append("conv3x3:%d->8" % self.c)
+            self.x, self.h, self.w = self.conv(self.x, self.c, 8, 3)
+            self.c = 8
         if self.r.random() < 0.4:
             self.log.append("head")
             x = self.b.op("Flatten", [self.b.op("GlobalAveragePool", [self.x])], axis=1)
