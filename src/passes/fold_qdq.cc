@@ -126,6 +126,13 @@ class QdqFolder {
       why = "grouped convolution: the int8 kernels take group 1 only";
       return false;
     }
+    // One output (a mask or attention head, a dense layer to one value): the contraction has
+    // no N dim, which only the float kernels (halo, SIMT) take.
+    if (co == 1) {
+      why = "one output channel: the int8 kernels store rows of output channels (N), which one "
+            "channel does not make; the float kernels take it";
+      return false;
+    }
     if (!conv && (n.get_int("trans_a", 0) != 0 || n.get_int("trans_b", 1) != 1)) {
       why = "a transposed operand: the int8 kernels read A [M, K] and W [N, K]";
       return false;

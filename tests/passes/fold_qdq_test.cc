@@ -12,22 +12,24 @@ using testing::small_ints;
 
 // A post-layout QDQ conv: X quantized per tensor, W per output channel, both symmetric int8.
 // Powers of two as scales keep S = sx * sw exact in f32.
-// ci: X's channels; wci: W's input channels (ci / group).
+// ci: X's channels; wci: W's input channels (ci / group); co: 2, or 1 (then zw, sw and b are
+// those of the first channel).
 std::string qdq_conv(const std::string& conv_attrs, const std::string& zw = "0, 0", int ci = 8,
-                     int wci = 8) {
-  const std::string c = std::to_string(ci), wc = std::to_string(wci);
+                     int wci = 8, int co = 2) {
+  const std::string c = std::to_string(ci), wc = std::to_string(wci), o = std::to_string(co);
+  const bool one = co == 1;
   return R"(graph @g opset 17 {
   input %x : f32[1,3,3,)" + c + R"(]
   const %sx : f32[] = [0.0625]
   const %zx : i8[] = [0]
-  const %wq : i8[2,3,3,)" + wc + "] = [" + small_ints(18 * wci) + R"(]
-  const %sw : f32[2] = [0.125, 0.25]
-  const %zw : i8[2] = [)" + zw + R"(]
-  const %b : f32[2] = [0.5, -0.25]
+  const %wq : i8[)" + o + ",3,3," + wc + "] = [" + small_ints(9 * co * wci) + R"(]
+  const %sw : f32[)" + o + "] = [" + (one ? "0.125" : "0.125, 0.25") + R"(]
+  const %zw : i8[)" + o + "] = [" + (one ? zw.substr(0, zw.find(',')) : zw) + R"(]
+  const %b : f32[)" + o + "] = [" + (one ? "0.5" : "0.5, -0.25") + R"(]
   %xq = QuantizeLinear(%x, %sx, %zx) : i8[1,3,3,)" + c + R"(] @"qx"
   %xd = DequantizeLinear(%xq, %sx, %zx) : f32[1,3,3,)" + c + R"(] @"dqx"
-  %wd = DequantizeLinear(%wq, %sw, %zw) {axis = 0} : f32[2,3,3,)" + wc + R"(] @"dqw"
-  %y = tessel.Conv(%xd, %wd, %b) {)" + conv_attrs + R"(} : f32[1,3,3,2] @"conv"
+  %wd = DequantizeLinear(%wq, %sw, %zw) {axis = 0} : f32[)" + o + ",3,3," + wc + R"(] @"dqw"
+  %y = tessel.Conv(%xd, %wd, %b) {)" + conv_attrs + R"(} : f32[1,3,3,)" + o + R"(] @"conv"
   output %y
 })";
 }
@@ -83,6 +85,9 @@ TEST(FoldQdq, RefusedConvsStayFloatAndSayWhy) {
       {qdq_conv("pads = [1, 1, 1, 1]", "0, 3"), "the weight has a non-zero zero point (asymmetric)"},
       {qdq_conv("group = 2", "0, 0", 8, 4), "grouped convolution: the int8 kernels take group 1 only"},
       {qdq_conv("pads = [1, 1, 1, 1]", "0, 0", 4, 4), "4 input channels: int8 needs a multiple of 8"},
+      {qdq_conv("pads = [1, 1, 1, 1]", "0, 0", 8, 8, 1),
+       "one output channel: the int8 kernels store rows of output channels (N), which one "
+       "channel does not make; the float kernels take it"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.why);
