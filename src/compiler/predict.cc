@@ -56,7 +56,10 @@ std::string op_kind(const std::string& entry) {
 
 LaunchShape launch_shape(const ir::Graph& g, const ir::Node& n, const NodePlan& plan) {
   if (plan.run == NodeRun::kContraction) {
-    LaunchShape s = shape_of(kernels::cuda::emit(*plan.match.contraction, plan.epilogue, plan.schedule));
+    const kernels::cuda::LaunchDims d =
+        kernels::cuda::launch_dims(*plan.match.contraction, plan.epilogue, plan.schedule);
+    LaunchShape s{static_cast<double>(d.grid_x), static_cast<double>(d.threads),
+                  static_cast<double>(d.smem_bytes)};
     if (plan.schedule.groups_per_tile > 0) s.kind = "grouped";
     return s;
   }
@@ -198,7 +201,7 @@ ModelPrediction predict(const ir::Graph& g, const Options& options, const device
     m.nodes.push_back(predict_node(g, static_cast<int>(i), plan, target, options.tuning.get()));
     if (plan.run == NodeRun::kContraction && plan.schedule.split_k > 1)
       m.workspace_bytes += static_cast<int64_t>(
-          kernels::cuda::emit(*plan.match.contraction, plan.epilogue, plan.schedule).workspace_bytes);
+          kernels::cuda::launch_dims(*plan.match.contraction, plan.epilogue, plan.schedule).workspace_bytes);
   }
   calibrate(m);
   m.arena_bytes = passes::plan_memory(g).arena_bytes;

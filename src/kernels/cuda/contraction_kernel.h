@@ -46,6 +46,18 @@ struct KernelSource {
 KernelSource emit(const contraction::Contraction& c, const contraction::Epilogue& e,
                   const kernels::Schedule& s);
 
+// The launch emit() would write (grid, threads, shared memory, split-K workspace) from the same
+// kernel plan, without writing its source: what the predictor needs. Throws InternalError if
+// can_implement() says no.
+struct LaunchDims {
+  uint64_t grid_x = 0;
+  int threads = 0;
+  unsigned smem_bytes = 0;
+  size_t workspace_bytes = 0;
+};
+LaunchDims launch_dims(const contraction::Contraction& c, const contraction::Epilogue& e,
+                       const kernels::Schedule& s);
+
 // Device pointers of one launch, each 16-byte aligned. `extra` holds epilogue operands in
 // EpilogueStep::operand order: scale and bias are f32 vectors indexed by output channel (the
 // output's innermost index, so a grouped conv's g*cog + n), the residual has the output's

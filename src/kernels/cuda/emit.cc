@@ -290,6 +290,13 @@ std::string emit_tma_geometry(const kernels::TmaLayout& l) {
 
 }  // namespace
 
+LaunchDims launch_dims(const Contraction& c, const Epilogue& e, const kernels::Schedule& s) {
+  KernelPlan plan;
+  const auto reason = make_plan(c, e, s, &plan);
+  TESSEL_ICHECK(!reason) << "launch_dims() called with a schedule that cannot implement the problem: " << *reason;
+  return {plan.grid_x, plan.threads, plan.smem_bytes, plan.workspace_bytes};
+}
+
 KernelSource emit(const Contraction& c, const Epilogue& e, const kernels::Schedule& s) {
   KernelPlan plan;
   const auto reason = make_plan(c, e, s, &plan);
