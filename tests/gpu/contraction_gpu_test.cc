@@ -275,9 +275,10 @@ std::vector<TestProblem> fixed_problems(bool hopper) {
       {step(K::kBias)});  // resnet fc, batch 1
   // A dense layer to one output, N = 1 with the operands unswapped (M = 67), and a squeeze-excite
   // conv to one channel over 1x1 images (M = b): the SIMT kernel, as the default pick runs them.
-  add(gemm_problem(67, 1, 520, "NT"), simt_schedule(64, 64, 16, 32, 16, 8, 8), {step(K::kBias), step(K::kSigmoid)});
-  add(conv_problem(conv_params(5, 1, 1, 24, 1, 1, 1, 0)), simt_schedule(64, 64, 16, 32, 16, 8, 8),
-      {step(K::kBias)});
+  const TestProblem dense_to_one = gemm_problem(67, 1, 520, "NT");
+  add(dense_to_one, kernels::simt_schedule(dense_to_one.c), {step(K::kBias), step(K::kSigmoid)});
+  const TestProblem se_to_one = conv_problem(conv_params(5, 1, 1, 24, 1, 1, 1, 0));
+  add(se_to_one, kernels::simt_schedule(se_to_one.c), {step(K::kBias)});
   // A dense layer over one input feature (K = 1, an outer product), read one element at a time
   // and zero-filled to the k tile, as the default pick runs it.
   add(gemm_problem(40, 10, 1, "NT"), tc_schedule(32, 32, 64, 16, 16, 4), {step(K::kBias), step(K::kRelu)});
@@ -320,6 +321,15 @@ std::vector<TestProblem> fixed_problems(bool hopper) {
         {step(K::kBias)});
   }
   return v;
+}
+
+// Every fixed problem's schedule is one the generator takes: checked without a GPU, so that a
+// problem added with a hand-written schedule fails here and not first on the GPU machine.
+TEST(ContractionFixedProblems, SchedulesAreLegal) {
+  for (const TestProblem& p : fixed_problems(/*hopper=*/true)) {
+    const auto why = can_implement(p.c, p.e, p.s);
+    EXPECT_FALSE(why) << p.name() << ": " << *why;
+  }
 }
 
 TEST_F(ContractionGpuTest, RandomProblemsMatchCpuReference) {
