@@ -120,13 +120,31 @@ class DeviceTensor {
   Shape shape_;
 };
 
-// Rows of one input in host memory, not owned: `shape` of `dtype` at `data`, contiguous; the
-// leading extent is the piece's rows (Session::run_gathered).
-struct HostPiece {
+// Rows of one input, not owned: `shape` of `dtype` at `data`, contiguous; the leading extent is
+// the piece's rows (Session::run_gathered). In host memory, or where `on_device`, at a device
+// address of any visible GPU (a Triton client's CUDA shared memory, a PyTorch tensor's storage).
+struct Piece {
   const void* data = nullptr;
   DType dtype = DType::kF32;
   Shape shape;
+  bool on_device = false;
 };
+
+// Copies `bytes` from `src` to `dst`, each in host memory or in device memory of any visible
+// GPU (one unified address space), and waits for it: a server's answer written into a
+// client's CUDA shared memory. UserError without a CUDA device.
+void copy_memory(void* dst, const void* src, size_t bytes);
+// Many copies, made together and waited for once (host sources staged in page-locked memory,
+// every copy enqueued, one wait): a batch's answers into its clients' GPU memory. Which side
+// of each is in device memory is said, not looked up.
+struct MemoryCopy {
+  void* dst = nullptr;
+  const void* src = nullptr;
+  size_t bytes = 0;
+  bool dst_on_device = false;
+  bool src_on_device = false;
+};
+void copy_memory(const std::vector<MemoryCopy>& copies);
 
 // An ONNX model (.onnx) or a textual IR graph (.tir), imported with types inferred and
 // verified; batch and input_shapes of `options` fix symbolic dimensions.
@@ -184,11 +202,27 @@ class Session {
   std::vector<Tensor> run(const std::vector<Tensor>& inputs);
   // One run on inputs given in pieces, inputs[i] the pieces of input i, which concatenated
   // along the leading (batch) dimension make it: a batch gathered from several requests, as a
-  // server's batcher forms it. On the GPU each piece is copied straight into the engine's input
-  // buffer (no host copy of the batch); on the CPU they are concatenated. The batch is the
+  // server's batcher forms it. On the GPU host pieces are staged in page-locked memory by
+  // several threads and uploaded block by block as they are staged, device pieces copied on the
+  // device (no host copy of the batch); on the CPU they are concatenated. The batch is the
   // first input's rows in all. A piece of another type or trailing shape, or inputs whose rows
   // differ, is a UserError naming it.
-  std::vector<Tensor> run_gathered(const std::vector<std::vector<HostPiece>>& inputs);
+  std::vector<Tensor> run_gathered(const std::vector<std::vector<Piece>>& inputs);
+
+  // run_gathered in two halves, so that a server's batches pipeline: submit() checks the pieces
+  // as run_gathered does, copies them in and starts the run, and returns once they may be
+  // freed; collect() waits for that run and returns its outputs. On the GPU, while one run
+  // computes the next one's inputs are staged and uploaded; up to two runs are in flight, and
+  // submit() waits while two await collect(). Runs execute in submit order. One thread at a
+  // time submits; another may collect. On the CPU submit() runs the batch. A piece in device
+  // memory needs a GPU session. Every run submitted is collected once.
+  struct Pending {
+    size_t slot = 0;
+    uint64_t serial = 0;
+    std::vector<Tensor> outputs;  // a CPU session's, computed by submit()
+  };
+  Pending submit(const std::vector<std::vector<Piece>>& inputs);
+  std::vector<Tensor> collect(Pending run);
 
   // GPU sessions: one run on tensors already in GPU memory, enqueued on `stream` (a CUstream;
   // null: the legacy default stream) and not waited for; no byte goes through the host. The

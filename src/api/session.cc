@@ -427,7 +427,47 @@ std::vector<Tensor> Session::run(const std::vector<Tensor>& inputs) {
   return runtime::cpu::run_graph(*impl_->cpu_graph_at(batch), inputs);
 }
 
-std::vector<Tensor> Session::run_gathered(const std::vector<std::vector<HostPiece>>& inputs) {
+void copy_memory(void* dst, const void* src, size_t bytes) {
+  device::copy(reinterpret_cast<uint64_t>(dst), reinterpret_cast<uint64_t>(src), bytes);
+}
+
+void copy_memory(const std::vector<MemoryCopy>& copies) {
+  // Per thread: a stream of its GPU and page-locked staging, grown to the largest batch.
+  struct Staging {
+    std::unique_ptr<device::Stream> stream;
+    device::PinnedBuffer pinned;
+  };
+  thread_local Staging staging;
+  size_t staged = 0;
+  for (const MemoryCopy& c : copies)
+    if (c.dst_on_device && !c.src_on_device) staged += c.bytes;
+  bool any_device = false;
+  for (const MemoryCopy& c : copies) any_device = any_device || c.dst_on_device || c.src_on_device;
+  if (any_device && !staging.stream) staging.stream = std::make_unique<device::Stream>();
+  if (staging.pinned.size() < staged) staging.pinned = device::PinnedBuffer(staged);
+  std::byte* at = staging.pinned.data();
+  for (const MemoryCopy& c : copies) {
+    if (c.bytes == 0) continue;
+    if (!c.dst_on_device && !c.src_on_device) {
+      std::memcpy(c.dst, c.src, c.bytes);
+      continue;
+    }
+    uint64_t src = reinterpret_cast<uint64_t>(c.src);
+    if (c.dst_on_device && !c.src_on_device) {
+      std::memcpy(at, c.src, c.bytes);
+      src = reinterpret_cast<uint64_t>(at);
+      at += c.bytes;
+    }
+    device::copy_async(reinterpret_cast<uint64_t>(c.dst), src, c.bytes, staging.stream->get());
+  }
+  if (any_device) staging.stream->synchronize();
+}
+
+std::vector<Tensor> Session::run_gathered(const std::vector<std::vector<Piece>>& inputs) {
+  return collect(submit(inputs));
+}
+
+Session::Pending Session::submit(const std::vector<std::vector<Piece>>& inputs) {
   const std::vector<TensorInfo>& want = impl_->inputs;
   TESSEL_USER_CHECK(inputs.size() == want.size())
       << inputs.size() << " inputs given, the model has " << want.size();
@@ -438,7 +478,9 @@ std::vector<Tensor> Session::run_gathered(const std::vector<std::vector<HostPiec
     TESSEL_USER_CHECK(!t.shape.empty())
         << "input '" << t.name << "' has no batch dimension to gather along";
     TESSEL_USER_CHECK(!inputs[i].empty()) << "input '" << t.name << "' is given no pieces";
-    for (const HostPiece& p : inputs[i]) {
+    for (const Piece& p : inputs[i]) {
+      TESSEL_USER_CHECK(!p.on_device || impl_->engine)
+          << "input '" << t.name << "': a piece in GPU memory needs a session on the GPU";
       const bool fits = p.dtype == t.dtype && p.shape.size() == t.shape.size() &&
                         !p.shape.empty() && p.shape[0] > 0 &&
                         std::equal(p.shape.begin() + 1, p.shape.end(), t.shape.begin() + 1);
@@ -463,25 +505,36 @@ std::vector<Tensor> Session::run_gathered(const std::vector<std::vector<HostPiec
     TESSEL_USER_CHECK(shape[0] == batch)
         << "input '" << want[i].name << "' has " << batch << " rows, expected " << shape[0];
   }
+  Pending pending;
   if (impl_->engine) {
-    std::vector<std::vector<runtime::Engine::HostRows>> pieces(inputs.size());
+    std::vector<std::vector<runtime::Engine::Rows>> pieces(inputs.size());
     for (size_t i = 0; i < inputs.size(); ++i)
-      for (const HostPiece& p : inputs[i]) pieces[i].push_back({p.data, p.shape[0]});
+      for (const Piece& p : inputs[i]) pieces[i].push_back({p.data, p.shape[0], p.on_device});
     device::DeviceScope scope(impl_->gpu);
-    return impl_->engine->run_gathered(pieces, batch);
+    const runtime::Engine::Ticket t = impl_->engine->submit(pieces, batch);
+    pending.slot = t.slot;
+    pending.serial = t.serial;
+    return pending;
   }
   std::vector<Tensor> whole;
   for (size_t i = 0; i < inputs.size(); ++i) {
     Tensor t(want[i].dtype, shape_at(want[i], batch));
     std::byte* at = t.raw();
-    for (const HostPiece& p : inputs[i]) {
+    for (const Piece& p : inputs[i]) {
       const size_t bytes = t.nbytes() / static_cast<size_t>(batch) * static_cast<size_t>(p.shape[0]);
       if (bytes) std::memcpy(at, p.data, bytes);
       at += bytes;
     }
     whole.push_back(std::move(t));
   }
-  return run(whole);
+  pending.outputs = run(whole);
+  return pending;
+}
+
+std::vector<Tensor> Session::collect(Pending run) {
+  if (!impl_->engine) return std::move(run.outputs);
+  device::DeviceScope scope(impl_->gpu);
+  return impl_->engine->collect({run.slot, run.serial});
 }
 
 std::vector<DeviceTensor> Session::run_on_device(const std::vector<DeviceTensor>& inputs,

@@ -172,6 +172,44 @@ void copy_to_host(void* dst, uint64_t src, size_t bytes);
 // CUstream; null: the legacy default stream) and not waited for.
 void copy_on_device(uint64_t dst, uint64_t src, size_t bytes, void* stream);
 
+// Copies `bytes` between any two addresses of the unified address space (host memory, or
+// device memory of any visible GPU: a peer copy where they differ), enqueued on `stream` and
+// not waited for; the copy runs asynchronously where host memory is page-locked.
+void copy_async(uint64_t dst, uint64_t src, size_t bytes, void* stream);
+// The same, synchronous: returns when the bytes are there.
+void copy(uint64_t dst, uint64_t src, size_t bytes);
+
+// A stream of the calling thread's GPU, owned. A non-blocking one: it does not order with the
+// legacy default stream, so a synchronous copy elsewhere (a server's answer written into GPU
+// memory) does not wait for the work queued on it, nor it for that copy; order it with events.
+class Stream {
+ public:
+  Stream();
+  ~Stream();
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+  void* get() const { return stream_; }  // CUstream
+  void synchronize() const;
+
+ private:
+  void* stream_ = nullptr;
+};
+
+// An event without timing, owned: one stream records it, another waits on it, or the host does.
+class Event {
+ public:
+  Event();
+  ~Event();
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  void record(void* stream);             // marks the work queued on `stream` so far
+  void make_wait(void* stream) const;    // work queued on `stream` after this waits for it
+  void synchronize() const;              // the host waits for it
+
+ private:
+  void* event_ = nullptr;  // CUevent
+};
+
 // Free and total device memory of device 0, as the driver reports them (cuMemGetInfo): what
 // every process has allocated, and the driver's own reservations, counted as used.
 struct MemoryInfo {
@@ -209,6 +247,7 @@ class CapturedGraph {
   CapturedGraph& operator=(const CapturedGraph&) = delete;
 
   void replay();                            // enqueues one replay of the whole graph on stream()
+  void replay(void* stream);                // the same on another stream (a CUstream)
   void synchronize();                       // waits until every replay enqueued so far has finished
   void* stream() const { return stream_; }  // CUstream
   int launches() const { return launches_; }

@@ -49,6 +49,8 @@ namespace tessel::device::detail {
   X(cuMemHostAlloc)              \
   X(cuMemFreeHost)               \
   X(cuMemcpyDtoDAsync)           \
+  X(cuMemcpyAsync)               \
+  X(cuMemcpy)                    \
   X(cuMemsetD8)                  \
   X(cuStreamCreate)              \
   X(cuStreamDestroy)             \
@@ -64,6 +66,7 @@ namespace tessel::device::detail {
   X(cuEventDestroy)              \
   X(cuEventRecord)               \
   X(cuEventSynchronize)          \
+  X(cuStreamWaitEvent)           \
   X(cuEventElapsedTime)          \
   X(cuTensorMapEncodeTiled)      \
   X(cuTensorMapEncodeIm2col)

@@ -111,6 +111,63 @@ void copy_on_device(uint64_t dst, uint64_t src, size_t bytes, void* stream) {
       detail::bind_context().cuMemcpyDtoDAsync(dst, src, bytes, static_cast<CUstream>(stream)));
 }
 
+void copy_async(uint64_t dst, uint64_t src, size_t bytes, void* stream) {
+  if (bytes == 0) return;
+  TESSEL_CU_CHECK(
+      detail::bind_context().cuMemcpyAsync(dst, src, bytes, static_cast<CUstream>(stream)));
+}
+
+void copy(uint64_t dst, uint64_t src, size_t bytes) {
+  if (bytes == 0) return;
+  TESSEL_CU_CHECK(detail::bind_context().cuMemcpy(dst, src, bytes));
+}
+
+Stream::Stream() {
+  CUstream s = nullptr;
+  TESSEL_CU_CHECK(detail::bind_context().cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  stream_ = s;
+}
+
+Stream::~Stream() {
+  try {  // at process exit the driver may already be gone
+    const detail::DriverApi& api = detail::bind_context();
+    api.cuStreamSynchronize(static_cast<CUstream>(stream_));
+    api.cuStreamDestroy(static_cast<CUstream>(stream_));
+  } catch (const Error&) {
+  }
+}
+
+void Stream::synchronize() const {
+  TESSEL_CU_CHECK(detail::bind_context().cuStreamSynchronize(static_cast<CUstream>(stream_)));
+}
+
+Event::Event() {
+  CUevent e = nullptr;
+  TESSEL_CU_CHECK(detail::bind_context().cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
+  event_ = e;
+}
+
+Event::~Event() {
+  try {
+    detail::bind_context().cuEventDestroy(static_cast<CUevent>(event_));
+  } catch (const Error&) {
+  }
+}
+
+void Event::record(void* stream) {
+  TESSEL_CU_CHECK(detail::bind_context().cuEventRecord(static_cast<CUevent>(event_),
+                                                       static_cast<CUstream>(stream)));
+}
+
+void Event::make_wait(void* stream) const {
+  TESSEL_CU_CHECK(detail::bind_context().cuStreamWaitEvent(static_cast<CUstream>(stream),
+                                                           static_cast<CUevent>(event_), 0));
+}
+
+void Event::synchronize() const {
+  TESSEL_CU_CHECK(detail::bind_context().cuEventSynchronize(static_cast<CUevent>(event_)));
+}
+
 void DeviceBuffer::fill_bytes(uint8_t value) {
   if (size_ == 0) return;
   TESSEL_CU_CHECK(detail::bind_context().cuMemsetD8(ptr_, value, size_));

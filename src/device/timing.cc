@@ -208,6 +208,11 @@ void CapturedGraph::replay() {
                                                        static_cast<CUstream>(stream_)));
 }
 
+void CapturedGraph::replay(void* stream) {
+  TESSEL_CU_CHECK(detail::bind_context().cuGraphLaunch(static_cast<CUgraphExec>(exec_),
+                                                       static_cast<CUstream>(stream)));
+}
+
 void CapturedGraph::synchronize() {
   TESSEL_CU_CHECK(detail::bind_context().cuStreamSynchronize(static_cast<CUstream>(stream_)));
 }

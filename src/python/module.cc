@@ -177,7 +177,7 @@ nb::list run_host(Session& s, const std::vector<AnyArray>& arrays) {
   const std::vector<TensorInfo>& want = s.inputs();
   TESSEL_USER_CHECK(arrays.size() == want.size())
       << arrays.size() << " inputs given, the model has " << want.size();
-  std::vector<std::vector<HostPiece>> pieces;
+  std::vector<std::vector<Piece>> pieces;
   bool in_place = true;
   for (size_t i = 0; i < arrays.size(); ++i) {
     check_device(arrays[i], want[i], nb::device::cpu::value);
@@ -207,7 +207,7 @@ nb::list run_gathered_host(Session& s, const std::vector<std::vector<AnyArray>>&
   const std::vector<TensorInfo>& want = s.inputs();
   TESSEL_USER_CHECK(parts.size() == want.size())
       << parts.size() << " inputs given, the model has " << want.size();
-  std::vector<std::vector<HostPiece>> pieces(parts.size());
+  std::vector<std::vector<Piece>> pieces(parts.size());
   for (size_t i = 0; i < parts.size(); ++i) {
     TensorInfo any_rows = want[i];  // a piece has any leading extent: the session checks the sum
     if (!any_rows.shape.empty()) any_rows.shape[0] = kDynamicBatch;

@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
 #include <utility>
 
 #include "core/error.h"
@@ -49,6 +51,23 @@ struct BoundProfile {
   std::unique_ptr<rt::CapturedGraph> graph;
 };
 
+// A pipelined run's own memory (Engine::submit): its inputs staged in page-locked memory and
+// uploaded to device buffers of its own, whole batches at the range's maximum, and its outputs
+// downloaded into page-locked memory; events mark its uploads and its run.
+struct RunSlot {
+  bool made = false;
+  rt::PinnedBuffer staging;  // the inputs, then the outputs; empty where pinning failed
+  std::vector<std::byte*> staged_in, staged_out;  // per input, per output
+  std::vector<rt::DeviceBuffer> inputs;
+  std::unique_ptr<rt::Event> uploaded, done;
+  // The run it holds (busy from submit to collect).
+  bool busy = false;
+  uint64_t serial = 0;
+  int64_t batch = 0;
+  std::vector<Tensor> outputs;  // where the run was synchronous (no page-locked memory)
+  bool finished = false;
+};
+
 struct Engine::Impl {
   EnginePlan plan;
   EngineStats stats;
@@ -56,12 +75,18 @@ struct Engine::Impl {
   rt::DeviceBuffer arena, constants, scratch;
   std::vector<rt::DeviceBuffer> workspaces, inputs, outputs;  // outputs: empty where shared
   std::vector<BoundProfile> profiles;
-  // Host runs stage their copies here: page-locked, the inputs' buffers then the outputs',
-  // allocated at the first host run (never, for an engine run on device tensors only).
-  rt::PinnedBuffer staging;
-  bool staging_tried = false;
-  // The threads that copy a large batch's pieces into the staging buffer, made with it.
+  // Host runs (submit/collect): the slots of the runs in flight, taken in turn; the threads
+  // that copy a batch's host pieces into a slot's staging; the copies on one stream, the runs
+  // on another (declared last: destroyed first, each waiting for its work, before the memory
+  // that work uses is freed). All made at the first host run (never, for an engine run on
+  // device tensors only).
+  std::array<RunSlot, kPipelineDepth> slots;
   std::unique_ptr<ParallelCopy> copier;
+  std::unique_ptr<rt::Stream> copy_stream, run_stream;
+  size_t next_slot = 0;
+  uint64_t serial = 0;
+  std::mutex slots_mutex;
+  std::condition_variable slot_freed;
 
   void load_modules(const std::string& what, const ProgressFn& progress);
   void allocate_regions();
@@ -69,24 +94,60 @@ struct Engine::Impl {
   void enqueue(const BoundLaunch& l, void* stream) const;
   // The profile index compiled for `batch` (0: the opt batch); UserError for another batch.
   size_t profile_index(int64_t batch, const char* what) const;
-  // The staging buffer, allocated on first use; null where the driver cannot pin that much
-  // (then host runs copy synchronously from pageable memory).
-  std::byte* pinned_staging();
+  // The largest batch a run takes, and a tensor's bytes at `batch`.
+  int64_t max_batch() const;
+  uint64_t bytes_at(const PlanTensor& t, int64_t batch) const;
+  // Makes `slot`'s memory (and the streams and copier) at its first use.
+  void make_slot(RunSlot& slot);
+  void release(RunSlot& slot);
 };
 
-std::byte* Engine::Impl::pinned_staging() {
-  if (!staging_tried) {
-    staging_tried = true;
-    size_t bytes = 0;
-    for (const rt::DeviceBuffer& b : inputs) bytes += b.size();
-    for (const rt::DeviceBuffer& b : outputs) bytes += b.size();
-    try {
-      staging = rt::PinnedBuffer(bytes);
-      copier = std::make_unique<ParallelCopy>(ParallelCopy::default_workers());
-    } catch (const rt::DriverError&) {
-    }
+int64_t Engine::Impl::max_batch() const {
+  return plan.batch.dynamic() ? plan.batch.max : plan.batch.min;
+}
+
+uint64_t Engine::Impl::bytes_at(const PlanTensor& t, int64_t batch) const {
+  const uint64_t bytes = tensor_bytes(t.dtype, t.shape).value_or(0);
+  if (!plan.batch.dynamic() || t.shape.empty()) return bytes;
+  return bytes / static_cast<uint64_t>(t.shape[0]) * static_cast<uint64_t>(batch);
+}
+
+void Engine::Impl::make_slot(RunSlot& slot) {
+  if (slot.made) return;
+  if (!run_stream) {
+    copy_stream = std::make_unique<rt::Stream>();
+    run_stream = std::make_unique<rt::Stream>();
+    copier = std::make_unique<ParallelCopy>(ParallelCopy::default_workers());
   }
-  return staging.data();
+  const PlanProfile& first = plan.profiles.front();
+  const int64_t batch = max_batch();
+  size_t bytes = 0;
+  for (const PlanTensor& t : first.inputs) bytes += bytes_at(t, batch);
+  for (const PlanTensor& t : first.outputs) bytes += bytes_at(t, batch);
+  for (const PlanTensor& t : first.inputs) slot.inputs.push_back(allocate(bytes_at(t, batch)));
+  try {
+    slot.staging = rt::PinnedBuffer(bytes);
+  } catch (const rt::DriverError&) {  // the run goes synchronously through pageable memory
+  }
+  if (slot.staging.data()) {
+    std::byte* at = slot.staging.data();
+    for (const PlanTensor& t : first.inputs)
+      slot.staged_in.push_back(std::exchange(at, at + bytes_at(t, batch)));
+    for (const PlanTensor& t : first.outputs)
+      slot.staged_out.push_back(std::exchange(at, at + bytes_at(t, batch)));
+  }
+  slot.uploaded = std::make_unique<rt::Event>();
+  slot.done = std::make_unique<rt::Event>();
+  slot.made = true;
+}
+
+void Engine::Impl::release(RunSlot& slot) {
+  {
+    std::lock_guard lock(slots_mutex);
+    slot.busy = false;
+    slot.outputs.clear();
+  }
+  slot_freed.notify_all();
 }
 
 void Engine::Impl::load_modules(const std::string& what, const ProgressFn& progress) {
@@ -207,17 +268,18 @@ std::string type_at(const PlanTensor& t, int64_t batch, bool dynamic) {
   return std::string(dtype_name(t.dtype)) + shape_str(s);
 }
 
-// Calls fn(src, bytes, at) for each part of [offset, offset + bytes) of a tensor given in
-// `pieces` (rows of row_bytes each, concatenated): src the part's host bytes, `at` where it
-// starts relative to `offset`.
+// Calls fn(src, bytes, at, device) for each part of [offset, offset + bytes) of a tensor given
+// in `pieces` (rows of row_bytes each, concatenated): src the part's bytes (a device address
+// where `device`), `at` where it starts relative to `offset`.
 template <typename Fn>
-void for_each_part(const std::vector<Engine::HostRows>& pieces, uint64_t row_bytes,
+void for_each_part(const std::vector<Engine::Rows>& pieces, uint64_t row_bytes,
                    uint64_t offset, uint64_t bytes, Fn fn) {
   uint64_t at = 0;
-  for (const Engine::HostRows& piece : pieces) {
+  for (const Engine::Rows& piece : pieces) {
     const uint64_t end = at + static_cast<uint64_t>(piece.rows) * row_bytes;
     const uint64_t lo = std::max(at, offset), hi = std::min(end, offset + bytes);
-    if (lo < hi) fn(static_cast<const char*>(piece.data) + (lo - at), hi - lo, lo - offset);
+    if (lo < hi)
+      fn(static_cast<const char*>(piece.data) + (lo - at), hi - lo, lo - offset, piece.device);
     at = end;
   }
 }
@@ -284,7 +346,7 @@ std::vector<Tensor> Engine::run(const std::vector<Tensor>& inputs) {
     TESSEL_USER_CHECK(bad.empty()) << "engine run: input 0 '" << first.inputs[0].name << "': "
                                    << bad;
   }
-  std::vector<std::vector<HostRows>> pieces;
+  std::vector<std::vector<Rows>> pieces;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const PlanTensor& want = first.inputs[i];
     Shape shape = want.shape;
@@ -299,9 +361,14 @@ std::vector<Tensor> Engine::run(const std::vector<Tensor>& inputs) {
   return run_gathered(pieces, batch);
 }
 
-std::vector<Tensor> Engine::run_gathered(const std::vector<std::vector<HostRows>>& inputs,
+std::vector<Tensor> Engine::run_gathered(const std::vector<std::vector<Rows>>& inputs,
                                          int64_t batch) {
-  const EnginePlan& plan = impl_->plan;
+  return collect(submit(inputs, batch));
+}
+
+Engine::Ticket Engine::submit(const std::vector<std::vector<Rows>>& inputs, int64_t batch) {
+  Impl& e = *impl_;
+  const EnginePlan& plan = e.plan;
   const PlanProfile& first = plan.profiles.front();
   const bool dynamic = plan.batch.dynamic();
   TESSEL_USER_CHECK(inputs.size() == first.inputs.size())
@@ -314,7 +381,7 @@ std::vector<Tensor> Engine::run_gathered(const std::vector<std::vector<HostRows>
     const PlanTensor& want = first.inputs[i];
     const int64_t rows = want.shape.empty() ? 1 : dynamic ? batch : want.shape[0];
     int64_t given = 0;
-    for (const HostRows& p : inputs[i]) {
+    for (const Rows& p : inputs[i]) {
       TESSEL_USER_CHECK(p.rows > 0 && p.data) << "engine run: input " << i << " '" << want.name
                                               << "' has an empty piece";
       given += p.rows;
@@ -328,88 +395,141 @@ std::vector<Tensor> Engine::run_gathered(const std::vector<std::vector<HostRows>
                             1, want.shape.empty() ? 1 : want.shape[0])));
   }
 
-  std::vector<Tensor> outputs;
-  for (const PlanTensor& y : first.outputs) {
-    Shape shape = y.shape;
-    if (dynamic) shape[0] = batch;
-    outputs.emplace_back(y.dtype, shape);
+  // A free slot, in turn.
+  size_t k = 0;
+  {
+    std::unique_lock lock(e.slots_mutex);
+    k = e.next_slot;
+    e.slot_freed.wait(lock, [&] { return !e.slots[k].busy; });
+    e.next_slot = (k + 1) % kPipelineDepth;
+    e.slots[k].busy = true;
+    e.slots[k].serial = ++e.serial;
   }
-  // Through the pinned staging buffer, each block's upload is enqueued as soon as it is staged,
-  // so the copy engine overlaps the memcpy of the next; the outputs come back into it too.
-  std::byte* const staging = impl_->pinned_staging();
-  std::vector<std::byte*> staged_in, staged_out;
-  if (staging) {
-    std::byte* at = staging;
-    for (const rt::DeviceBuffer& b : impl_->inputs)
-      staged_in.push_back(std::exchange(at, at + b.size()));
-    for (const rt::DeviceBuffer& b : impl_->outputs)
-      staged_out.push_back(std::exchange(at, at + b.size()));
-  }
-  // Staged in blocks: the copier's threads memcpy them into the staging buffer and each block's
-  // upload is enqueued, in order, as soon as it is there.
-  static constexpr uint64_t kStageBlock = uint64_t{1} << 20;
-  struct Upload {
-    size_t input;
-    uint64_t at, bytes;
-  };
-  std::vector<ParallelCopy::Block> blocks;
-  std::vector<Upload> uploads;
-  for (const BatchChunk& c : split_batch(plan, batch)) {
-    const PlanProfile& p = plan.profiles[c.profile];
-    rt::CapturedGraph& graph = *impl_->profiles[c.profile].graph;
-    blocks.clear();
-    uploads.clear();
+  RunSlot& slot = e.slots[k];
+  try {
+    e.make_slot(slot);
+    slot.batch = batch;
+    slot.finished = false;
+    void* const copies = e.copy_stream->get();
+    void* const runs = e.run_stream->get();
+    const bool pinned = slot.staging.data() != nullptr;
+
+    // The whole batch into the slot's device inputs, on the copy stream: device pieces device
+    // to device, host pieces in 1 MiB blocks that the copier's threads stage and whose uploads
+    // start, in order, as soon as each is there.
+    static constexpr uint64_t kStageBlock = uint64_t{1} << 20;
+    struct Upload {
+      size_t input;
+      uint64_t at, bytes;
+    };
+    std::vector<ParallelCopy::Block> blocks;
+    std::vector<Upload> uploads;
     for (size_t i = 0; i < inputs.size(); ++i) {
-      // The chunk's bytes of the input, [x.offset, x.offset + x.bytes) of the whole, from the
-      // pieces that overlap them.
-      const Span x = span(plan, p.inputs[i], c);
-      for_each_part(inputs[i], row_bytes[i], x.offset, x.bytes,
-                    [&](const char* src, uint64_t bytes, uint64_t at) {
-                      if (!staging) return impl_->inputs[i].upload(src, bytes, at);
-                      for (uint64_t k = 0; k < bytes; k += kStageBlock) {
-                        const uint64_t n = std::min(kStageBlock, bytes - k);
-                        blocks.push_back({staged_in[i] + at + k, src + k, n});
-                        uploads.push_back({i, at + k, n});
+      rt::DeviceBuffer& dst = slot.inputs[i];
+      for_each_part(inputs[i], row_bytes[i], 0, e.bytes_at(first.inputs[i], batch),
+                    [&](const char* src, uint64_t bytes, uint64_t at, bool device) {
+                      if (device) {
+                        rt::copy_async(dst.ptr() + at, reinterpret_cast<uint64_t>(src), bytes,
+                                       copies);
+                      } else if (!pinned) {  // staged by the driver, in stream order
+                        dst.upload_async(src, bytes, at, copies);
+                      } else {
+                        for (uint64_t b = 0; b < bytes; b += kStageBlock) {
+                          const uint64_t n = std::min(kStageBlock, bytes - b);
+                          blocks.push_back({slot.staged_in[i] + at + b, src + b, n});
+                          uploads.push_back({i, at + b, n});
+                        }
                       }
                     });
     }
-    if (staging)
-      impl_->copier->run(blocks, [&](size_t k) {
-        const Upload& u = uploads[k];
-        impl_->inputs[u.input].upload_async(staged_in[u.input] + u.at, u.bytes, u.at,
-                                            graph.stream());
-      });
-    graph.replay();
-    if (staging) {
+    e.copier->run(blocks, [&](size_t b) {
+      const Upload& u = uploads[b];
+      slot.inputs[u.input].upload_async(slot.staged_in[u.input] + u.at, u.bytes, u.at, copies);
+    });
+    slot.uploaded->record(copies);
+    slot.uploaded->make_wait(runs);
+
+    // Each chunk on the run stream: its rows into the engine's input buffers, its graph, its
+    // outputs down into the slot's staging (without it, into the outputs after a wait).
+    if (!pinned) {
+      slot.outputs.clear();
+      for (const PlanTensor& y : first.outputs) {
+        Shape shape = y.shape;
+        if (dynamic) shape[0] = batch;
+        slot.outputs.emplace_back(y.dtype, shape);
+      }
+    }
+    for (const BatchChunk& c : split_batch(plan, batch)) {
+      const PlanProfile& p = plan.profiles[c.profile];
+      for (size_t i = 0; i < inputs.size(); ++i) {
+        const Span x = span(plan, p.inputs[i], c);
+        rt::copy_on_device(e.inputs[i].ptr(), slot.inputs[i].ptr() + x.offset, x.bytes, runs);
+      }
+      e.profiles[c.profile].graph->replay(runs);
+      for (size_t j = 0; j < p.outputs.size(); ++j) {
+        const Span y = span(plan, p.outputs[j], c);
+        const Relocation& s = p.outputs[j].source;
+        if (y.bytes == 0 || s.region == Region::kConstants) continue;  // copied in collect
+        // An output that is an input (an identity model) comes from the slot's copy of it.
+        const uint64_t from = s.region == Region::kInput
+                                  ? slot.inputs[s.index].ptr() + y.offset
+                                  : e.outputs[s.index].ptr();
+        // Without staging, into the outputs in pageable memory: done by the wait below.
+        rt::copy_async(reinterpret_cast<uint64_t>(pinned ? slot.staged_out[j] + y.offset
+                                                         : slot.outputs[j].raw() + y.offset),
+                       from, y.bytes, runs);
+      }
+    }
+    slot.done->record(runs);
+    if (!pinned) {
+      e.run_stream->synchronize();
+      slot.finished = true;
+    }
+  } catch (...) {
+    e.release(slot);
+    throw;
+  }
+  return {k, slot.serial};
+}
+
+std::vector<Tensor> Engine::collect(const Ticket& ticket) {
+  Impl& e = *impl_;
+  TESSEL_ICHECK(ticket.slot < kPipelineDepth && e.slots[ticket.slot].busy &&
+                e.slots[ticket.slot].serial == ticket.serial)
+      << "engine collect: run " << ticket.serial << " is not in flight";
+  RunSlot& slot = e.slots[ticket.slot];
+  const EnginePlan& plan = e.plan;
+  const PlanProfile& first = plan.profiles.front();
+  std::vector<Tensor> outputs;
+  try {
+    if (slot.finished) {
+      outputs = std::move(slot.outputs);
+    } else {
+      slot.done->synchronize();
+      for (size_t j = 0; j < first.outputs.size(); ++j) {
+        const PlanTensor& y = first.outputs[j];
+        Shape shape = y.shape;
+        if (plan.batch.dynamic()) shape[0] = slot.batch;
+        Tensor& t = outputs.emplace_back(y.dtype, shape);
+        if (y.source.region != Region::kConstants && t.nbytes())
+          std::memcpy(t.raw(), slot.staged_out[j], t.nbytes());
+      }
+    }
+    // Constant outputs, chunk by chunk as the plan places them.
+    for (const BatchChunk& c : split_batch(plan, slot.batch)) {
+      const PlanProfile& p = plan.profiles[c.profile];
       for (size_t j = 0; j < p.outputs.size(); ++j) {
         const Relocation& s = p.outputs[j].source;
-        if (s.region != Region::kConstants && s.region != Region::kInput)
-          impl_->outputs[s.index].download_async(staged_out[s.index],
-                                                 span(plan, p.outputs[j], c).bytes,
-                                                 graph.stream());
+        const Span y = span(plan, p.outputs[j], c);
+        if (s.region == Region::kConstants && y.bytes)
+          std::memcpy(outputs[j].raw() + y.offset, plan.constants.data() + s.offset, y.bytes);
       }
     }
-    graph.synchronize();
-    for (size_t j = 0; j < p.outputs.size(); ++j) {
-      const Span y = span(plan, p.outputs[j], c);
-      char* dst = reinterpret_cast<char*>(outputs[j].raw()) + y.offset;
-      const Relocation& s = p.outputs[j].source;
-      if (y.bytes == 0) continue;
-      if (s.region == Region::kConstants) {
-        std::memcpy(dst, plan.constants.data() + s.offset, y.bytes);
-      } else if (s.region == Region::kInput) {
-        // An output that is an input (an identity model): its bytes from the pieces.
-        for_each_part(inputs[s.index], row_bytes[s.index], y.offset, y.bytes,
-                      [&](const char* src, uint64_t bytes, uint64_t at) {
-                        std::memcpy(dst + at, src, bytes);
-                      });
-      } else if (staging) {
-        std::memcpy(dst, staged_out[s.index], y.bytes);
-      } else {
-        impl_->outputs[s.index].download(dst, y.bytes);
-      }
-    }
+  } catch (...) {
+    e.release(slot);
+    throw;
   }
+  e.release(slot);
   return outputs;
 }
 

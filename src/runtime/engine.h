@@ -51,20 +51,41 @@ class Engine {
   // UserError on a mismatched input or a batch outside the range.
   std::vector<Tensor> run(const std::vector<Tensor>& inputs);
 
-  // One input of a run given as pieces of host memory that, concatenated along the leading
-  // (batch) dimension, make the tensor: a batch gathered from several requests (a server's)
-  // without assembling it on the host first. `rows` is the piece's leading extent.
-  struct HostRows {
+  // One input of a run given as pieces that, concatenated along the leading (batch) dimension,
+  // make the tensor: a batch gathered from several requests (a server's) without assembling it
+  // first. `rows` is the piece's leading extent; `device`: `data` is a device address (of any
+  // visible GPU, e.g. a Triton client's CUDA shared memory), else host memory.
+  struct Rows {
     const void* data = nullptr;
     int64_t rows = 0;
+    bool device = false;
   };
   // One run of `batch` items (a static engine's own batch) on inputs given in pieces:
-  // inputs[i] are input i's pieces in order, each copied straight into the engine's input
-  // buffer. The caller has checked the pieces' element types and trailing dims
-  // (Session::run_gathered does); UserError on a batch outside the range or pieces whose rows
-  // do not add up to the input's leading extent at that batch.
-  std::vector<Tensor> run_gathered(const std::vector<std::vector<HostRows>>& inputs,
-                                   int64_t batch);
+  // inputs[i] are input i's pieces in order. The caller has checked the pieces' element types
+  // and trailing dims (Session::run_gathered does); UserError on a batch outside the range or
+  // pieces whose rows do not add up to the input's leading extent at that batch. submit() and
+  // then collect().
+  std::vector<Tensor> run_gathered(const std::vector<std::vector<Rows>>& inputs, int64_t batch);
+
+  // A run in two halves, so that runs pipeline: submit() copies the pieces in (host pieces
+  // through page-locked staging, by several threads, each block's upload started as soon as
+  // it is staged; device pieces device to device), enqueues the run and returns once the
+  // pieces may be freed; collect() waits for that run and returns its outputs. While one run
+  // computes, the next one's inputs are staged and uploaded. Up to kPipelineDepth runs are in
+  // flight, each in a slot of its own (staging and device memory for a whole batch at the
+  // range's maximum, made at the slot's first use); submit() waits while every slot holds a
+  // run not yet collected. Runs execute in submit order. One thread at a time submits; another
+  // may collect (a server's responder). Other uses of the engine (run_on, time_replays,
+  // profile_launches) must not overlap a run not yet collected.
+  struct Ticket {
+    size_t slot = 0;
+    uint64_t serial = 0;
+  };
+  static constexpr size_t kPipelineDepth = 2;
+  Ticket submit(const std::vector<std::vector<Rows>>& inputs, int64_t batch);
+  // Every ticket is collected exactly once (else its slot stays taken); errors of the run
+  // (a faulting kernel) are thrown here, the slot freed either way.
+  std::vector<Tensor> collect(const Ticket& ticket);
 
   // One run on device memory the caller owns (a PyTorch or CuPy tensor's storage): input i read
   // from inputs[i], output j written to outputs[j], device addresses of the plan's tensors

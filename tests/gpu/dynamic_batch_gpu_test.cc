@@ -3,7 +3,8 @@
 // padded or split), 5 and 8 against the CPU reference at the same batch; at a profile batch its
 // outputs equal a static engine's for that batch bit for bit (the same kernels); device tensors
 // in and out at a profile batch (in place) and between profiles (through the engine's padded
-// buffers); batches outside the range refused. Skipped where no CUDA device is present.
+// buffers); pipelined runs of host and device pieces; batches outside the range refused.
+// Skipped where no CUDA device is present.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -11,6 +12,7 @@
 #include <fstream>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "device/cuda_api.h"
@@ -133,7 +135,7 @@ TEST_F(DynamicBatchGpu, GatheredPiecesRunAsTheirConcatenation) {
     for (int64_t r : rows) batch += r;
     SCOPED_TRACE(batch);
     const std::vector<Tensor> x = inputs_at(batch, static_cast<unsigned>(rows.size()));
-    std::vector<HostPiece> pieces;
+    std::vector<Piece> pieces;
     const size_t row_bytes = x[0].nbytes() / static_cast<size_t>(batch);
     int64_t at = 0;
     for (int64_t r : rows) {
@@ -153,6 +155,73 @@ TEST_F(DynamicBatchGpu, GatheredPiecesRunAsTheirConcatenation) {
               s.run_gathered({{{x[0].raw(), DType::kF32, {2, 16, 8, 4}}}});
             }),
             "input 'x': a piece is f32[2,16,8,4], expected f32[rows,16,8,8]");
+}
+
+// Pipelined runs (Session::submit / collect): two batches in flight at once, one of host
+// pieces and one mixing host and device pieces, a third submitted once the first is collected
+// (its slot reused) and collected from another thread; each equals the run of its
+// concatenation, bit for bit. A device piece on a CPU session is refused.
+TEST_F(DynamicBatchGpu, PipelinedRunsOfHostAndDevicePieces) {
+  Options o;
+  o.batch_range = {1, 8, 8};
+  Session s = Session::open(model_, o);
+  struct Batch {
+    std::vector<int64_t> rows;
+    std::vector<bool> on_device;
+    std::vector<Tensor> x, want;
+    std::vector<std::unique_ptr<device::DeviceBuffer>> held;  // the device pieces' memory
+    std::vector<Piece> pieces;
+  };
+  auto make = [&](std::vector<int64_t> rows, std::vector<bool> on_device, unsigned seed) {
+    Batch b;
+    b.rows = std::move(rows);
+    b.on_device = std::move(on_device);
+    int64_t batch = 0;
+    for (int64_t r : b.rows) batch += r;
+    b.x = inputs_at(batch, seed);
+    b.want = s.run(b.x);
+    const size_t row_bytes = b.x[0].nbytes() / static_cast<size_t>(batch);
+    int64_t at = 0;
+    for (size_t k = 0; k < b.rows.size(); ++k) {
+      const std::byte* host = b.x[0].raw() + static_cast<size_t>(at) * row_bytes;
+      const size_t bytes = static_cast<size_t>(b.rows[k]) * row_bytes;
+      const void* data = host;
+      if (b.on_device[k]) {
+        b.held.push_back(std::make_unique<device::DeviceBuffer>(bytes));
+        b.held.back()->upload(host, bytes);
+        data = reinterpret_cast<const void*>(b.held.back()->ptr());
+      }
+      b.pieces.push_back({data, DType::kF32, {b.rows[k], 16, 8, 8}, b.on_device[k]});
+      at += b.rows[k];
+    }
+    return b;
+  };
+  auto expect_equal = [](const std::vector<Tensor>& got, const std::vector<Tensor>& want,
+                         const char* what) {
+    ASSERT_EQ(got.size(), want.size()) << what;
+    for (size_t j = 0; j < got.size(); ++j) {
+      ASSERT_EQ(got[j].shape(), want[j].shape()) << what;
+      EXPECT_EQ(std::memcmp(got[j].raw(), want[j].raw(), got[j].nbytes()), 0)
+          << what << " output " << j;
+    }
+  };
+  Batch a = make({3, 2}, {false, false}, 11), b = make({1, 2, 4}, {true, false, true}, 12),
+        c = make({6}, {true}, 13);
+  Session::Pending pa = s.submit({a.pieces}), pb = s.submit({b.pieces});
+  expect_equal(s.collect(std::move(pa)), a.want, "first of two in flight");
+  Session::Pending pc = s.submit({c.pieces});  // a's slot, again
+  expect_equal(s.collect(std::move(pb)), b.want, "second, with device pieces");
+  std::vector<Tensor> got_c;
+  std::thread collector([&] { got_c = s.collect(std::move(pc)); });
+  collector.join();
+  expect_equal(got_c, c.want, "third, collected on another thread");
+
+  Options cpu;
+  cpu.device = Device::kCpu;
+  cpu.batch = 6;
+  Session host = Session::open(model_, cpu);
+  EXPECT_EQ(onnx::testing::user_error_of([&] { host.submit({c.pieces}); }),
+            "input 'x': a piece in GPU memory needs a session on the GPU");
 }
 
 // Device tensors: batch 8 runs in place, batch 3 through the engine's buffers; both equal the

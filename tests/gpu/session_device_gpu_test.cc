@@ -126,7 +126,7 @@ TEST_F(SessionDevice, LargeGatheredBatchesMatchTheWholeRun) {
   const size_t row = x[0].nbytes() / 8;
   for (const std::vector<int64_t>& rows :
        {std::vector<int64_t>{3, 1, 4}, {8}, {1, 1, 1, 1, 1, 1, 1, 1}}) {
-    std::vector<HostPiece> pieces;
+    std::vector<Piece> pieces;
     int64_t at = 0;
     for (int64_t r : rows) {
       pieces.push_back({x[0].raw() + static_cast<size_t>(at) * row, DType::kF32, {r, 32, 64, 64}});
