@@ -2,7 +2,7 @@
 
     tessel serve MODEL(.onnx|.tir|.tsl) [--host 0.0.0.0] [--port 8000] [--grpc-port 8001]
                  [--metrics-port 8002] [--device cuda|cpu] [--gpus all|0,1] [--instances N]
-                 [--max-batch 32] [--max-queue-delay-us 100] [--profile-every 8]
+                 [--max-batch 32] [--max-queue-delay-us 100] [--profile-every 8] [--pipeline 2]
                  [--precision fp16|fp32] [--name NAME] [--backend tessel|python]
     tessel serve MODEL --export-repo DIR [same model options]
 
@@ -86,6 +86,10 @@ def _parser() -> argparse.ArgumentParser:
                     help="the dynamic-batch engine also compiles a profile at every multiple of "
                          "N (default 8), so that a batch the batcher forms between powers of "
                          "two is padded by fewer than N rows (22 runs as 24, not 32)")
+    ap.add_argument("--pipeline", type=int, choices=(1, 2), default=2,
+                    help="tessel's backend: 2 (default) overlaps batches, the next one staged "
+                         "and uploaded while one computes and its answers go out; 1 answers "
+                         "each batch before taking the next")
     ap.add_argument("--precision", choices=("fp16", "fp32"), default="fp16",
                     help="the GPU's storage precision (default fp16)")
     ap.add_argument("--name", help="the model's name at the endpoints (default: the file's stem)")
@@ -163,7 +167,7 @@ def _quote(s: str) -> str:
 def config_pbtxt(name: str, info: ModelInfo, model_file: str, device: str,
                  gpus: Optional[List[int]], instances: int, max_batch: int, queue_delay_us: int,
                  precision: str, python_path: str = "", backend: str = "tessel",
-                 profile_every: int = 8) -> str:
+                 profile_every: int = 8, pipeline: int = 2) -> str:
     def tensors(items):
         return ",\n".join("  { name: %s data_type: %s dims: [ %s ] }"
                           % (_quote(n), t, ", ".join(str(d) for d in dims)) for n, t, dims in items)
@@ -187,6 +191,8 @@ def config_pbtxt(name: str, info: ModelInfo, model_file: str, device: str,
         lines.append("dynamic_batching { max_queue_delay_microseconds: %d }" % queue_delay_us)
     params = [("model_file", model_file), ("device", device), ("precision", precision),
               ("profile_every", str(profile_every))]
+    if backend == "tessel":
+        params.append(("pipeline", str(pipeline)))
     if python_path and backend == "python":  # `tessel serve`'s own: where this tessel is
         params.append(("python_path", python_path))
     for key, value in params:
@@ -481,7 +487,7 @@ def serve(argv: Sequence[str]) -> int:
     config = config_pbtxt(name, info, "model" + os.path.splitext(args.model)[1], args.device, gpus,
                           args.instances, max_batch, args.max_queue_delay_us, args.precision,
                           "" if args.export_repo else python_path(), args.backend,
-                          args.profile_every)
+                          args.profile_every, args.pipeline)
     batching = ("batch 1..%d through Triton's dynamic batcher (queue delay %d us)"
                 % (max_batch, args.max_queue_delay_us) if info.batched else "no batch axis")
 

@@ -34,6 +34,7 @@ import importlib.util
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -354,8 +355,9 @@ def slow_model(path):
 
 
 def two_inputs_two_outputs():
-    """tessel's backend on a model of two inputs and two outputs: a request gets the outputs
-    it asks for and only those, each request of a batch its own rows, in both outputs."""
+    """tessel's backend on a model of two inputs and two outputs, without the pipeline (each
+    batch answered before the next is taken): a request gets the outputs it asks for and only
+    those, each request of a batch its own rows, in both outputs."""
     path = os.path.join(WORK, "pair.onnx")
     nodes = [helper.make_node("Add", ["a", "b"], ["sum"]), helper.make_node("Mul", ["a", "b"], ["prod"])]
     io = lambda n: helper.make_tensor_value_info(n, TensorProto.FLOAT, ["N", 5])  # noqa: E731
@@ -363,7 +365,7 @@ def two_inputs_two_outputs():
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
     m.ir_version = 8
     onnx.save(m, path)
-    s = Served(path, "--max-batch", "8", "--max-queue-delay-us", "20000")
+    s = Served(path, "--max-batch", "8", "--max-queue-delay-us", "20000", "--pipeline", "1")
     try:
         rng = np.random.default_rng(3)
         pairs = [(rng.uniform(-1, 1, (r, 5)).astype(np.float32),
@@ -659,7 +661,8 @@ def exported_repo_in_a_plain_triton():
     """An exported CPU repository, its dims loosened to -1 as a hand-written config might, run
     by tritonserver itself (not through `tessel serve`): the backend is found in the model's
     folder; a request Triton lets through but the model cannot take gets tessel's error line,
-    and the next request is answered right."""
+    and the next request is answered right. A second model whose config names a pipeline depth
+    the backend does not have fails to load with tessel's line, and the first serves on."""
     repo = os.path.join(WORK, "repo_plain")
     r = subprocess.run([ARGS.tessel, "serve", MODEL, "--export-repo", repo, "--device", "cpu",
                         "--max-batch", "4"], capture_output=True, text=True, env=ENV)
@@ -667,6 +670,11 @@ def exported_repo_in_a_plain_triton():
     config_path = os.path.join(repo, NAME, "config.pbtxt")
     config = open(config_path).read().replace("dims: [ 3, 32, 32 ]", "dims: [ 3, -1, -1 ]")
     open(config_path, "w").write(config)
+    shutil.copytree(os.path.join(repo, NAME), os.path.join(repo, "deep"))
+    deep = config.replace('name: "%s"' % NAME, 'name: "deep"').replace(
+        'key: "pipeline" value: { string_value: "2" }', 'key: "pipeline" value: { string_value: "3" }')
+    assert deep.count('string_value: "3"') == 1, deep
+    open(os.path.join(repo, "deep", "config.pbtxt"), "w").write(deep)
     import tessel.serve as ts
 
     triton_dir, libs = ts.find_triton(None)
@@ -679,7 +687,7 @@ def exported_repo_in_a_plain_triton():
          "--backend-directory=" + empty, "--http-address=127.0.0.1", "--http-port=%d" % port,
          "--grpc-address=127.0.0.1", "--grpc-port=%d" % grpc, "--metrics-address=127.0.0.1",
          "--metrics-port=%d" % metrics, "--allow-gpu-metrics=false",
-         "--pinned-memory-pool-byte-size=0"],
+         "--pinned-memory-pool-byte-size=0", "--exit-on-error=false"],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     url = "http://127.0.0.1:%d" % port
     try:
@@ -697,10 +705,12 @@ def exported_repo_in_a_plain_triton():
         assert msg == "input 'input' has shape [1,3,16,16], the model takes [-1,3,32,32]", msg
         x = images(2)
         assert_close(logits(*infer_json(url, x)[::2]), reference(x), "after the refused request")
+        assert http("GET", url + "/v2/models/deep/ready")[0] != 200
     finally:
         proc.send_signal(signal.SIGTERM)
-        proc.communicate(timeout=120)
-    assert proc.returncode == 0, proc.returncode
+        log = proc.communicate(timeout=120)[0]
+    want = "model 'deep': parameter pipeline '3', expected 2 (batches overlap) or 1 (one at a time)"
+    assert want in log, log[-3000:]
 
 
 def processes(needle):
