@@ -7,18 +7,27 @@ for the answer and sends the next (closed loop, as Triton's perf_analyzer does);
 spread over processes so that the GIL does not cap the load. Tensors travel through Triton's
 system shared memory extension by default (--transport shm: the client writes the inputs into
 /dev/shm once and each request names them, so the HTTP bodies are small JSON headers and
-loopback bandwidth is not what is measured), or in the request body as binary tensor data
+loopback bandwidth is not what is measured), through its CUDA shared memory extension
+(--transport cuda: inputs and outputs stay in GPU memory, allocated here through the CUDA driver
+and opened by the server through CUDA IPC, as perf_analyzer --shared-memory=cuda does; a GPU
+client's tensors never cross the host, so what is measured is the server's own overhead, with no
+host-device copies of its inputs and outputs), or in the request body as binary tensor data
 (--transport binary). Random inputs; every answer's HTTP status is checked.
 
     serve_load.py --url http://127.0.0.1:8000 --model resnet50 --concurrency 1,4,16,64,256
-                  [--batch 1] [--seconds 10] [--warmup 2] [--transport shm|binary] [--json F]
+                  [--batch 1] [--seconds 10] [--warmup 2] [--transport shm|cuda|binary]
+                  [--cuda-device 0] [--server-pid PID] [--json F]
 
 Prints one row per concurrency: requests/s, images/s, latency p50/p90/p99 in ms, errors; with
 --server-pid, the resident memory of the server's process tree (Triton and any backend stubs)
-before and after each level, so that a leak over many requests shows.
+before and after each level, so that a leak over many requests shows. And, from /proc, the CPU
+each level used, in cores busy over the level: the whole machine's, the server tree's (with
+--server-pid) and the load generator's own client processes'.
 """
 
 import argparse
+import base64
+import ctypes
 import http.client
 import json
 import math
@@ -66,7 +75,9 @@ def nbytes(datatype, shape):
 
 
 class Plan:
-    """The requests one client sends: the JSON header (and the body's binary tail)."""
+    """The requests one client sends: the JSON header (and the body's binary tail). With the shm
+    and cuda transports the tensors are in the regions `region`_in and `region`_out (this
+    client's outputs at `out_offset`), named alike whether in /dev/shm or in GPU memory."""
 
     def __init__(self, inputs, outputs, transport, region, out_offset, seed):
         rng = np.random.default_rng(seed)
@@ -76,7 +87,7 @@ class Plan:
         for name, dt, shape in inputs:
             n = nbytes(dt, shape)
             entry = {"name": name, "shape": shape, "datatype": dt}
-            if transport == "shm":
+            if transport in ("shm", "cuda"):
                 entry["parameters"] = {"shared_memory_region": region + "_in",
                                        "shared_memory_byte_size": n,
                                        "shared_memory_offset": offset}
@@ -88,7 +99,7 @@ class Plan:
             body["inputs"].append(entry)
         for name, dt, shape in outputs:
             n = nbytes(dt, shape)
-            if transport == "shm":
+            if transport in ("shm", "cuda"):
                 params = {"shared_memory_region": region + "_out", "shared_memory_byte_size": n,
                           "shared_memory_offset": out_offset}
                 out_offset += n
@@ -106,9 +117,11 @@ class Plan:
 
 
 def client_process(args, inputs, outputs, first_client, clients, start_at, stop_at, queue):
-    """`clients` closed-loop clients as threads; puts (latencies in s, errors, first error)."""
+    """`clients` closed-loop clients as threads; puts (latencies in s, errors, first error, CPU
+    seconds this process used, user and system)."""
     import threading
 
+    cpu0 = os.times()
     u = urllib.parse.urlparse(args.url)
     out_bytes = sum(nbytes(dt, s) for _, dt, s in outputs)
     results = []
@@ -141,7 +154,9 @@ def client_process(args, inputs, outputs, first_client, clients, start_at, stop_
     for t in threads:
         t.join()
     lat = [x for r in results for x in r[0]]
-    queue.put((lat, sum(r[1] for r in results), next((r[2] for r in results if r[2]), None)))
+    cpu1 = os.times()
+    queue.put((lat, sum(r[1] for r in results), next((r[2] for r in results if r[2]), None),
+               (cpu1.user - cpu0.user) + (cpu1.system - cpu0.system)))
 
 
 def run_level(args, inputs, outputs, concurrency):
@@ -157,12 +172,13 @@ def run_level(args, inputs, outputs, concurrency):
         p.start()
         workers.append(p)
         first += n
-    lat, errors, first_error = [], 0, None
+    lat, errors, first_error, cpu_s = [], 0, None, 0.0
     for _ in workers:
-        l, e, f = queue.get()
+        l, e, f, c = queue.get()
         lat += l
         errors += e
         first_error = first_error or f
+        cpu_s += c
     for p in workers:
         p.join()
     lat = np.sort(np.array(lat)) * 1e3
@@ -171,7 +187,8 @@ def run_level(args, inputs, outputs, concurrency):
     return {"concurrency": concurrency, "requests": int(len(lat)), "errors": errors,
             "first_error": first_error, "requests_per_s": len(lat) / args.seconds,
             "images_per_s": len(lat) * batch / args.seconds,
-            "p50_ms": pct(0.50), "p90_ms": pct(0.90), "p99_ms": pct(0.99)}
+            "p50_ms": pct(0.50), "p90_ms": pct(0.90), "p99_ms": pct(0.99),
+            "client_cpu_s": cpu_s}
 
 
 # Triton's Prometheus counters (cumulative): requests, executions (batches), and the durations
@@ -218,9 +235,8 @@ def server_split(before, after):
             "output_us": per("output_us")}
 
 
-def tree_rss_mib(pid):
-    """Resident MiB of process `pid` and its descendants (Triton's Python backend stubs are its
-    children), from /proc; None when it is gone."""
+def proc_tree(pid):
+    """Process `pid` and its descendants, from /proc: a set of pids."""
     parents = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -234,6 +250,13 @@ def tree_rss_mib(pid):
         more = {p for p, pp in parents.items() if pp in tree} - tree
         grew = bool(more)
         tree |= more
+    return tree
+
+
+def tree_rss_mib(pid):
+    """Resident MiB of process `pid` and its descendants (Triton's Python backend stubs are its
+    children), from /proc; None when it is gone."""
+    tree = proc_tree(pid)
     total = 0
     for p in tree:
         try:
@@ -243,6 +266,63 @@ def tree_rss_mib(pid):
             if p == pid:
                 return None
     return total / 1024.0
+
+
+def tree_cpu_s(pid):
+    """CPU seconds (user and system: /proc/<pid>/stat's fields 14 and 15) that process `pid` and
+    its descendants have used so far; None when it is gone. A descendant that exits between two
+    readings takes its seconds with it (they reach its parent's only once it is waited for)."""
+    total = 0
+    for p in proc_tree(pid):
+        try:
+            with open("/proc/%d/stat" % p) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+        except (OSError, IndexError, ValueError):
+            if p == pid:
+                return None
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def machine_cpu_s():
+    """(busy, total) CPU seconds of the whole machine so far, all cores, from /proc/stat's first
+    line (idle and iowait are not busy; guest time is already in user and nice); None where
+    /proc/stat cannot be read. These are sampled at the scheduler's tick, so at a light load
+    they may read below the processes' own (exactly accounted) seconds."""
+    try:
+        with open("/proc/stat") as f:
+            fields = f.readline().split()
+        user, nice, system, idle, iowait, irq, softirq, steal = map(int, fields[1:9])
+    except (OSError, ValueError):
+        return None
+    tck = os.sysconf("SC_CLK_TCK")
+    total = user + nice + system + idle + iowait + irq + softirq + steal
+    return (total - idle - iowait) / tck, total / tck
+
+
+def cpu_snapshot(server_pid):
+    """What cpu_cores needs at either end of a level: (time, machine's, server tree's)."""
+    return time.time(), machine_cpu_s(), tree_cpu_s(server_pid) if server_pid else None
+
+
+def cpu_cores(before, after, client_cpu_s):
+    """The row's CPU columns between two cpu_snapshot()s, in cores (CPU seconds per second);
+    none where /proc/stat was unreadable."""
+    wall = after[0] - before[0]
+    if before[1] is None or after[1] is None or wall <= 0:
+        return {}
+    r = {"cpu_cores_machine": (after[1][0] - before[1][0]) / wall,
+         "cpu_cores_clients": client_cpu_s / wall, "cores": os.cpu_count() or 0}
+    if before[2] is not None and after[2] is not None:
+        r["cpu_cores_server"] = (after[2] - before[2]) / wall
+    return r
+
+
+def input_data(inputs):
+    """The inputs of the shm and cuda regions, one after the other: uniform(-1, 1), seed 0."""
+    rng = np.random.default_rng(0)
+    return b"".join(rng.uniform(-1, 1, size=shape).astype(DTYPES[dt]).tobytes()
+                    for _, dt, shape in inputs)
 
 
 def register_shm(args, inputs, outputs, max_clients):
@@ -265,13 +345,99 @@ def register_shm(args, inputs, outputs, max_clients):
                                   json.dumps({"key": "/" + name, "offset": 0, "byte_size": size}).encode())
         if status != 200:
             sys.exit("serve_load.py: registering shared memory %s: %s" % (name, body[:200]))
-    rng = np.random.default_rng(0)
-    offset = 0
-    for _, dt, shape in inputs:
-        data = rng.uniform(-1, 1, size=shape).astype(DTYPES[dt]).tobytes()
-        regions[0].buf[offset:offset + len(data)] = data
-        offset += len(data)
+    data = input_data(inputs)
+    regions[0].buf[:len(data)] = data
     return regions
+
+
+class CudaRegions:
+    """GPU memory for Triton's CUDA shared memory extension, through the CUDA driver
+    (libcuda.so.1) with ctypes alone. The constructor makes device `device`'s primary context
+    current; alloc() takes a region of GPU memory, copy() fills it from the host, handle() is the
+    64-byte CUDA IPC handle the server opens it with, and close() frees every region and releases
+    the context. Every CUDA call is checked: a failure exits with one line naming the call. Only
+    this (the main) process calls CUDA; the client processes only name the regions."""
+
+    class IpcMemHandle(ctypes.Structure):
+        _fields_ = [("reserved", ctypes.c_char * 64)]
+
+    def __init__(self, device):
+        try:
+            self.cuda = ctypes.CDLL("libcuda.so.1")
+        except OSError as e:
+            sys.exit("serve_load.py: --transport cuda needs a CUDA driver (libcuda.so.1): %s" % e)
+        c = self.cuda
+        c.cuGetErrorName.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)]
+        c.cuDeviceGet.argtypes = [ctypes.POINTER(ctypes.c_int), ctypes.c_int]
+        c.cuDevicePrimaryCtxRetain.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_int]
+        c.cuCtxSetCurrent.argtypes = [ctypes.c_void_p]
+        c.cuMemAlloc_v2.argtypes = [ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t]
+        c.cuMemcpyHtoD_v2.argtypes = [ctypes.c_uint64, ctypes.c_void_p, ctypes.c_size_t]
+        c.cuIpcGetMemHandle.argtypes = [ctypes.POINTER(self.IpcMemHandle), ctypes.c_uint64]
+        c.cuMemFree_v2.argtypes = [ctypes.c_uint64]
+        c.cuDevicePrimaryCtxRelease.argtypes = [ctypes.c_int]
+        self.device, self.pointers, self.context = device, [], None
+        self.check("cuInit", c.cuInit(0))
+        dev = ctypes.c_int()
+        self.check("cuDeviceGet(%d)" % device, c.cuDeviceGet(ctypes.byref(dev), device))
+        self.dev = dev.value
+        ctx = ctypes.c_void_p()
+        self.check("cuDevicePrimaryCtxRetain", c.cuDevicePrimaryCtxRetain(ctypes.byref(ctx),
+                                                                          self.dev))
+        self.context = ctx
+        self.check("cuCtxSetCurrent", c.cuCtxSetCurrent(ctx))
+
+    def check(self, call, result):
+        if result != 0:
+            name = ctypes.c_char_p()
+            known = self.cuda.cuGetErrorName(result, ctypes.byref(name)) == 0 and name.value
+            sys.exit("serve_load.py: --transport cuda: %s failed: %s (CUresult %d)"
+                     % (call, known.decode() if known else "unknown error", result))
+
+    def alloc(self, size):
+        ptr = ctypes.c_uint64()
+        self.check("cuMemAlloc_v2(%d bytes)" % size,
+                   self.cuda.cuMemAlloc_v2(ctypes.byref(ptr), size))
+        self.pointers.append(ptr.value)
+        return ptr.value
+
+    def copy(self, ptr, data):
+        self.check("cuMemcpyHtoD_v2", self.cuda.cuMemcpyHtoD_v2(ptr, data, len(data)))
+
+    def handle(self, ptr):
+        h = self.IpcMemHandle()
+        self.check("cuIpcGetMemHandle", self.cuda.cuIpcGetMemHandle(ctypes.byref(h), ptr))
+        return ctypes.string_at(ctypes.addressof(h), ctypes.sizeof(h))
+
+    def close(self):
+        while self.pointers:
+            self.check("cuMemFree_v2", self.cuda.cuMemFree_v2(self.pointers.pop()))
+        if self.context is not None:
+            self.context = None
+            self.check("cuDevicePrimaryCtxRelease",
+                       self.cuda.cuDevicePrimaryCtxRelease(self.dev))
+
+
+def register_cuda(args, cuda, inputs, outputs, max_clients, names):
+    """Input and output regions in GPU memory (`cuda`, a CudaRegions), registered with the
+    server; appends their names to `names` as it goes (to unregister, even after a failure)."""
+    u = urllib.parse.urlparse(args.url)
+    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=60)
+    data = input_data(inputs)
+    out_bytes = sum(nbytes(dt, s) for _, dt, s in outputs) * max_clients
+    for suffix, size in (("_in", len(data)), ("_out", out_bytes)):
+        name = args.region + suffix
+        request(conn, "POST", "/v2/cudasharedmemory/region/%s/unregister" % name)
+        names.append(name)
+        ptr = cuda.alloc(size)
+        if suffix == "_in":
+            cuda.copy(ptr, data)
+        body = {"raw_handle": {"b64": base64.b64encode(cuda.handle(ptr)).decode()},
+                "device_id": args.cuda_device, "byte_size": size}
+        status, _, answer = request(conn, "POST", "/v2/cudasharedmemory/region/%s/register" % name,
+                                    json.dumps(body).encode())
+        if status != 200:
+            sys.exit("serve_load.py: registering CUDA shared memory %s: %s" % (name, answer[:200]))
 
 
 def main(argv=None):
@@ -282,7 +448,12 @@ def main(argv=None):
     ap.add_argument("--batch", type=int, default=1, help="batch of each request (default 1)")
     ap.add_argument("--seconds", type=float, default=10, help="measured seconds per level")
     ap.add_argument("--warmup", type=float, default=2, help="unmeasured seconds per level")
-    ap.add_argument("--transport", choices=("shm", "binary"), default="shm")
+    ap.add_argument("--transport", choices=("shm", "cuda", "binary"), default="shm",
+                    help="tensors in system shared memory (default), in GPU memory (Triton's "
+                    "CUDA shared memory; needs libcuda.so.1 here) or in the request bodies")
+    ap.add_argument("--cuda-device", type=int, default=0,
+                    help="--transport cuda: the GPU that holds the tensors (default 0; the same "
+                    "number for the server, so run both with the same CUDA_VISIBLE_DEVICES)")
     ap.add_argument("--procs", type=int, default=max(1, (os.cpu_count() or 2) // 2),
                     help="client processes (default half the cores)")
     ap.add_argument("--region", default="tessel_load_%d" % os.getpid())
@@ -290,14 +461,18 @@ def main(argv=None):
                     "host, port 8002, /metrics; Triton's): batch sizes and where a request's "
                     "time went, per level")
     ap.add_argument("--server-pid", type=int,
-                    help="the server's process id: its tree's resident memory around each level")
+                    help="the server's process id: its tree's resident memory and CPU time "
+                    "around each level")
     ap.add_argument("--json", help="write every row here")
     args = ap.parse_args(argv)
     if not args.metrics:
         args.metrics = "http://%s:8002/metrics" % urllib.parse.urlparse(args.url).hostname
     levels = [int(c) for c in args.concurrency.split(",")]
+    # CUDA first, so that a machine without it says so before anything else happens.
+    cuda = CudaRegions(args.cuda_device) if args.transport == "cuda" else None
     inputs, outputs = model_io(args.url, args.model, args.batch)
     regions = register_shm(args, inputs, outputs, max(levels)) if args.transport == "shm" else []
+    cuda_regions = []
     print("%s at %s: inputs %s, %s transport, %g s per level"
           % (args.model, args.url, ", ".join("%s %s%s" % (n, d, s) for n, d, s in inputs),
              args.transport, args.seconds), flush=True)
@@ -305,10 +480,15 @@ def main(argv=None):
                                                "p90 ms", "p99 ms", "errors"), flush=True)
     rows = []
     try:
+        if cuda:
+            register_cuda(args, cuda, inputs, outputs, max(levels), cuda_regions)
         for c in levels:
             before = scrape(args.metrics, args.model)
             rss_before = tree_rss_mib(args.server_pid) if args.server_pid else None
+            # The CPU window is the RSS one: the level's whole run, warm-up second(s) included.
+            cpu_before = cpu_snapshot(args.server_pid)
             r = run_level(args, inputs, outputs, c)
+            r.update(cpu_cores(cpu_before, cpu_snapshot(args.server_pid), r.pop("client_cpu_s")))
             r.update(server_split(before, scrape(args.metrics, args.model)))
             if rss_before is not None:
                 r["rss_mib_before"] = rss_before
@@ -325,6 +505,12 @@ def main(argv=None):
             if r.get("rss_mib_after") is not None:
                 print("%11s server memory: %.1f -> %.1f MiB resident over %d requests" % (
                     "", r["rss_mib_before"], r["rss_mib_after"], r["requests"]), flush=True)
+            if "cpu_cores_machine" in r:
+                server = (" server %.1f," % r["cpu_cores_server"]
+                          if "cpu_cores_server" in r else "")
+                print("%11s cpu: machine %.1f of %d cores busy;%s clients %.1f" % (
+                    "", r["cpu_cores_machine"], r["cores"], server, r["cpu_cores_clients"]),
+                    flush=True)
             if r["errors"]:
                 print("  first error: %s" % r["first_error"], flush=True)
     finally:
@@ -335,6 +521,10 @@ def main(argv=None):
             request(conn, "POST", "/v2/systemsharedmemory/region/%s/unregister" % name)
             shm.close()
             shm.unlink()
+        for name in cuda_regions:  # the server lets go of them before they are freed
+            request(conn, "POST", "/v2/cudasharedmemory/region/%s/unregister" % name)
+        if cuda:
+            cuda.close()
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"model": args.model, "url": args.url, "batch": args.batch,

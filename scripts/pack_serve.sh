@@ -7,6 +7,7 @@
 #   triton.tar.xz    Triton Inference Server from the installed nvidia-pytriton, trimmed to what
 #                    tritonserver, its Python backend and the 3.12 stub load (xz: the carry limit)
 #   wheels/          numpy 1.26 for CPython 3.12: Triton 2.51's Python backend needs numpy < 2
+#                    (PACK_NUMPY=0 leaves it out: BACKEND=python cannot run then)
 # scripts/gpu_serve.sh unpacks and runs it there. Prints the size (the carry limit is 64 MiB with
 # the working tree).
 # Usage: scripts/pack_serve.sh [BUILD]   (BUILD: this checkout's make build, for bin/tessel)
@@ -59,11 +60,13 @@ done | sort -u | while read -r lib; do cp "$lib" "$T"/nvidia_pytriton.libs/; don
 tar -C "$T" -cf - . | xz -T2 -6 > "$D"/triton.tar.xz
 rm -rf "$T"
 
+if [[ ${PACK_NUMPY:-1} == 1 ]]; then  # PACK_NUMPY=0: tessel's backend only (no Python backend)
 mkdir -p "$WHEELS"
 ls "$WHEELS"/numpy-1.26.4-cp312-*.whl > /dev/null 2>&1 ||
   python3 -m pip download --quiet --no-deps --only-binary=:all: --python-version 3.12 \
     --implementation cp --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
     -d "$WHEELS" numpy==1.26.4
 cp "$WHEELS"/numpy-1.26.4-cp312-*.whl "$D"/wheels/
+fi
 du -sh "$D" "$D"/*
 echo "pack_serve.sh: carry $D with the working tree ($(git ls-files -z | du -cb --files0-from=- | tail -1 | cut -f1) bytes tracked); the limit is 64 MiB in all"
