@@ -8,7 +8,8 @@
 # Under $OUT: serve.md (the table, of every serve_gpus_*.json there: several calls with other
 # TRANSPORT, INSTANCES or PIPELINE add to it), serve_gpus_<GPUs>_<transport>_i<instances>_p<depth>.json
 # (every row)
-# and .log (the server's log).
+# and .log (the server's log with Triton's: tessel's backend logs where its instances' time goes
+# every 5 s).
 #
 # Usage: scripts/gpu_serve.sh [MODEL] [MAX_BATCH] [CONCURRENCY]
 #   defaults: resnet50 64 1,2,4,8,16,32,64,128,256; env: SECONDS_PER_LEVEL (8), INSTANCES (1,
@@ -68,7 +69,7 @@ serve_and_load() {
   # binary would put its build tree's module (built for this machine's Python) first.
   "$TESSEL_PYTHON" -m tessel serve "$W/$MODEL.onnx" --device cuda --gpus "$gpus" --host 127.0.0.1 \
     --max-batch "$MAX_BATCH" --max-queue-delay-us "${DELAY_US:-100}" --instances "${INSTANCES:-1}" \
-    --backend "${BACKEND:-tessel}" --profile-every "${PROFILE_EVERY:-8}" --pipeline "${PIPELINE:-2}" \
+    --backend "${BACKEND:-tessel}" --profile-every "${PROFILE_EVERY:-8}" --pipeline "${PIPELINE:-2}" --verbose \
     --triton-dir "$TRITON" > "$log" 2>&1 &
   pid=$!
   for _ in $(seq 900); do

@@ -19,6 +19,7 @@
 // pipeline (2: batches overlap, the default; 1: each batch answered before execute() returns).
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -195,6 +196,17 @@ struct InFlight {
   uint64_t exec_start = 0, compute_start = 0, submitted = 0;
 };
 
+// Where an instance's time goes, logged (Triton's INFO log) about every 5 s while it serves:
+// per batch, on the executing thread the gathering of the requests, the staging of the batch,
+// the wait for the run before and the batch clock's wait; on the responder the wait for the
+// run and the answering of its requests. Sums over the interval, in microseconds.
+struct Timings {
+  uint64_t since = 0;  // the interval's start
+  int64_t batches = 0, requests = 0;
+  double gather = 0, stage = 0, wait_before = 0, clock = 0;  // executing thread
+  double collect = 0, answer = 0;                            // responder
+};
+
 class Instance {
  public:
   Instance(const Model& model, TRITONBACKEND_ModelInstance* handle)
@@ -228,6 +240,9 @@ class Instance {
     }
     min_batch_ = model.max_batch > 0 ? std::max<int64_t>(session_->batch_range().min, 1) : 1;
     clock_ = BatchClock(std::max<int64_t>({model.max_batch, min_batch_, 1}));
+    const char* name = nullptr;
+    check(TRITONBACKEND_ModelInstanceName(handle, &name));
+    name_ = name ? name : model.name;
     if (model.pipeline) responder_ = std::thread([this] { respond_loop(); });
   }
 
@@ -405,20 +420,49 @@ class Instance {
     // host, ResNet-50 at 64 clients: 16,640 images/s handed back at once, 14,868 by the clock;
     // in CUDA shared memory 16,764 at once, 18,272 by the clock).
     const int64_t batch_rows = f.batch_rows;
-    const uint64_t submitted = f.submitted;
+    const uint64_t submitted = f.submitted, compute_start = f.compute_start;
+    const size_t requested = f.requests.size();
     std::unique_lock lock(mutex_);
-    clock_.staged(batch_rows, static_cast<double>(submitted - f.compute_start) * 1e-3);
-    if (returned_) clock_.formed(static_cast<double>(f.compute_start - returned_) * 1e-3);
+    clock_.staged(batch_rows, static_cast<double>(submitted - compute_start) * 1e-3);
+    if (returned_) clock_.formed(static_cast<double>(compute_start - returned_) * 1e-3);
     in_flight_.push_back(std::move(f));
     ++running_;
     wake_.notify_all();
     ran_.wait(lock, [&] { return running_ <= 1; });
+    const uint64_t before_done = now_ns();
     const uint64_t form = clock_.form_next_ns(batch_rows, std::max(submitted, last_done_));
     if (!host_pieces && running_ == 1 && form > now_ns())
       ran_.wait_until(lock,
                       std::chrono::steady_clock::time_point(std::chrono::nanoseconds(form)),
                       [&] { return running_ == 0; });
     returned_ = now_ns();
+    Timings& t = timings_;
+    t.batches += 1;
+    t.requests += static_cast<int64_t>(requested);
+    t.gather += static_cast<double>(compute_start - exec_start) * 1e-3;
+    t.stage += static_cast<double>(submitted - compute_start) * 1e-3;
+    t.wait_before += static_cast<double>(before_done - submitted) * 1e-3;
+    t.clock += static_cast<double>(returned_ - before_done) * 1e-3;
+    if (!t.since) t.since = exec_start;
+    if (returned_ - t.since >= kTimingsEveryNs) log_timings();
+  }
+
+  // Logs timings_ (under mutex_) and starts the next interval.
+  void log_timings() {
+    Timings& t = timings_;
+    const double per = 1.0 / static_cast<double>(std::max<int64_t>(t.batches, 1));
+    char line[400];
+    std::snprintf(line, sizeof line,
+                  "tessel backend, %s: %.1f s, %lld batches of %.1f requests; per batch, us: "
+                  "gather %.0f, stage %.0f, wait for the run before %.0f, batch clock %.0f; "
+                  "responder: wait for the run %.0f, answer %.0f",
+                  name_.c_str(), static_cast<double>(returned_ - t.since) * 1e-9,
+                  static_cast<long long>(t.batches),
+                  static_cast<double>(t.requests) * per, t.gather * per, t.stage * per,
+                  t.wait_before * per, t.clock * per, t.collect * per, t.answer * per);
+    log_line(TRITONSERVER_LOG_INFO, line);
+    t = Timings{};
+    t.since = returned_;
   }
 
   // The responder: answers the batches in flight, in order, until stopped with none left.
@@ -431,6 +475,7 @@ class Instance {
         if (in_flight_.empty()) return;
         f = std::move(in_flight_.front());
         in_flight_.pop_front();
+        answering_ = now_ns();
       }
       try {
         answer(std::move(f));
@@ -455,6 +500,7 @@ class Instance {
       if (failure.empty())  // its GPU time: from when it could start to its end
         clock_.ran(f.batch_rows,
                    static_cast<double>(compute_end - std::max(f.submitted, last_done_)) * 1e-3);
+      timings_.collect += static_cast<double>(compute_end - answering_) * 1e-3;
       last_done_ = compute_end;
       --running_;
       ran_.notify_all();
@@ -496,6 +542,10 @@ class Instance {
       report(TRITONBACKEND_ModelInstanceReportBatchStatistics(
           handle_, static_cast<uint64_t>(row), f.exec_start, f.compute_start, compute_end,
           now_ns()));
+    if (model_.pipeline) {
+      std::lock_guard lock(mutex_);
+      timings_.answer += static_cast<double>(now_ns() - compute_end) * 1e-3;
+    }
   }
 
   // The request's response with its rows [row, row + rows) of each output it asked for, into
@@ -605,7 +655,11 @@ class Instance {
   std::condition_variable ran_;
   uint64_t last_done_ = 0;  // when the last run was collected
   uint64_t returned_ = 0;   // when execute() last returned to Triton
+  uint64_t answering_ = 0;  // when the responder took its batch
   BatchClock clock_;
+  std::string name_;  // the instance's, in the timings' log lines
+  static constexpr uint64_t kTimingsEveryNs = 5'000'000'000;
+  Timings timings_;   // under mutex_
   bool stop_ = false;
   std::thread responder_;
 };

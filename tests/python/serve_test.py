@@ -729,8 +729,9 @@ def processes(needle):
 def serve_suite(backend):
     """Every case of TESTS on one server of `backend`, then its clean stop; the failures."""
     failed = 0
+    # --verbose: Triton's log on stderr, where tessel's backend logs its timings.
     s = Served(MODEL, "--max-batch", str(MAX_BATCH), "--max-queue-delay-us", "20000",
-               backend=backend)
+               *(["--verbose"] if backend == "tessel" else []), backend=backend)
     print("[%s] server ready in %.1f s: %s" % (backend, s.start_s, s.banner.strip()))
     try:
         for fn in TESTS:
@@ -752,6 +753,10 @@ def serve_suite(backend):
     try:
         assert code == 0, "exit %d: %s" % (code, err)
         assert "tessel serve: stopped" in out, out
+        if backend == "tessel":  # the pipeline's timings, logged every 5 s of serving
+            timings = re.search(r"tessel backend, [^:]+: [0-9.]+ s, [0-9]+ batches of [0-9.]+ "
+                                r"requests; per batch, us: gather [0-9]+, stage [0-9]+", out + err)
+            assert timings, (out + err)[-3000:]
         # No tritonserver or stub of this server is left, nor its workspace.
         assert not processes(workspace), processes(workspace)
         assert not os.path.exists(workspace), workspace
