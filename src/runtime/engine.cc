@@ -75,15 +75,14 @@ struct Engine::Impl {
   rt::DeviceBuffer arena, constants, scratch;
   std::vector<rt::DeviceBuffer> workspaces, inputs, outputs;  // outputs: empty where shared
   std::vector<BoundProfile> profiles;
-  // Host runs (submit/collect): the slots of the runs in flight, taken in turn; the threads
-  // that copy a batch's host pieces into a slot's staging; the copies on one stream, the runs
-  // on another (declared last: destroyed first, each waiting for its work, before the memory
-  // that work uses is freed). All made at the first host run (never, for an engine run on
-  // device tensors only).
+  // Host runs (submit/collect): the slots of the runs in flight (the first free one taken);
+  // the threads that copy a batch's host pieces into a slot's staging; the copies on one
+  // stream, the runs on another (declared last: destroyed first, each waiting for its work,
+  // before the memory that work uses is freed). All made at the first host run (never, for an
+  // engine run on device tensors only).
   std::array<RunSlot, kPipelineDepth> slots;
   std::unique_ptr<ParallelCopy> copier;
   std::unique_ptr<rt::Stream> copy_stream, run_stream;
-  size_t next_slot = 0;
   uint64_t serial = 0;
   std::mutex slots_mutex;
   std::condition_variable slot_freed;
@@ -395,13 +394,15 @@ Engine::Ticket Engine::submit(const std::vector<std::vector<Rows>>& inputs, int6
                             1, want.shape.empty() ? 1 : want.shape[0])));
   }
 
-  // A free slot, in turn.
+  // The first free slot: runs one at a time only ever make and use the first.
   size_t k = 0;
   {
     std::unique_lock lock(e.slots_mutex);
-    k = e.next_slot;
-    e.slot_freed.wait(lock, [&] { return !e.slots[k].busy; });
-    e.next_slot = (k + 1) % kPipelineDepth;
+    e.slot_freed.wait(lock, [&] {
+      for (k = 0; k < kPipelineDepth; ++k)
+        if (!e.slots[k].busy) return true;
+      return false;
+    });
     e.slots[k].busy = true;
     e.slots[k].serial = ++e.serial;
   }

@@ -72,9 +72,10 @@ class Engine {
   // it is staged; device pieces device to device), enqueues the run and returns once the
   // pieces may be freed; collect() waits for that run and returns its outputs. While one run
   // computes, the next one's inputs are staged and uploaded. Up to kPipelineDepth runs are in
-  // flight, each in a slot of its own (staging and device memory for a whole batch at the
-  // range's maximum, made at the slot's first use); submit() waits while every slot holds a
-  // run not yet collected. Runs execute in submit order. One thread at a time submits; another
+  // flight, each in a slot of its own (page-locked staging of the inputs and outputs and a
+  // device copy of the inputs, for a whole batch at the range's maximum, made at the slot's
+  // first use: runs one at a time make only one); submit() waits while every slot holds a run
+  // not yet collected. Runs execute in submit order. One thread at a time submits; another
   // may collect (a server's responder). Other uses of the engine (run_on, time_replays,
   // profile_launches) must not overlap a run not yet collected.
   struct Ticket {
