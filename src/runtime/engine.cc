@@ -64,7 +64,8 @@ struct RunSlot {
   bool busy = false;
   uint64_t serial = 0;
   int64_t batch = 0;
-  std::vector<Tensor> outputs;  // where the run was synchronous (no page-locked memory)
+  std::vector<BatchChunk> chunks;  // how it runs (split_batch), for collect too
+  std::vector<Tensor> outputs;     // where the run was synchronous (no page-locked memory)
   bool finished = false;
 };
 
@@ -410,6 +411,7 @@ Engine::Ticket Engine::submit(const std::vector<std::vector<Rows>>& inputs, int6
   try {
     e.make_slot(slot);
     slot.batch = batch;
+    slot.chunks = split_batch(plan, batch);
     slot.finished = false;
     void* const copies = e.copy_stream->get();
     void* const runs = e.run_stream->get();
@@ -460,7 +462,7 @@ Engine::Ticket Engine::submit(const std::vector<std::vector<Rows>>& inputs, int6
         slot.outputs.emplace_back(y.dtype, shape);
       }
     }
-    for (const BatchChunk& c : split_batch(plan, batch)) {
+    for (const BatchChunk& c : slot.chunks) {
       const PlanProfile& p = plan.profiles[c.profile];
       for (size_t i = 0; i < inputs.size(); ++i) {
         const Span x = span(plan, p.inputs[i], c);
@@ -517,7 +519,7 @@ std::vector<Tensor> Engine::collect(const Ticket& ticket) {
       }
     }
     // Constant outputs, chunk by chunk as the plan places them.
-    for (const BatchChunk& c : split_batch(plan, slot.batch)) {
+    for (const BatchChunk& c : slot.chunks) {
       const PlanProfile& p = plan.profiles[c.profile];
       for (size_t j = 0; j < p.outputs.size(); ++j) {
         const Relocation& s = p.outputs[j].source;
