@@ -73,8 +73,8 @@ std::vector<NodeKernel> build_node_kernels(const ir::Graph& g, const Options& op
     NodePlan plan = plan_node(g, n, options, target);
     TESSEL_USER_CHECK(plan.run != NodeRun::kUnsupported) << n.label() << ": " << plan.why;
     if (plan.run == NodeRun::kNoKernel) continue;  // the engine launches nothing for it
-    k.prediction = predict_node(g, static_cast<int>(i), plan, target, options.tuning.get());
     if (plan.run == NodeRun::kContraction) {
+      k.prediction = predict_node(g, static_cast<int>(i), plan, target, options.tuning.get());
       k.operands_swapped = plan.match.contraction->operands_swapped;
       k.extra_inputs = std::move(plan.extra_inputs);
       k.schedule = plan.schedule;
@@ -85,6 +85,8 @@ std::vector<NodeKernel> build_node_kernels(const ir::Graph& g, const Options& op
       it->second.second.push_back(static_cast<int>(i));
     } else {
       cg::OpKernelSource ks = cg::emit_op(g, n, plan.out_slice);
+      k.prediction =
+          predict_node(g, static_cast<int>(i), plan, target, options.tuning.get(), &ks);
       const std::string key = ks.name;  // a hash of the source (op_kernels.cc)
       auto [it, fresh] = ops.try_emplace(key, std::move(ks), std::vector<int>{});
       it->second.second.push_back(static_cast<int>(i));

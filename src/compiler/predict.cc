@@ -54,7 +54,8 @@ std::string op_kind(const std::string& entry) {
   return "op:" + entry.substr(prefix.size(), entry.size() - prefix.size() - 17);
 }
 
-LaunchShape launch_shape(const ir::Graph& g, const ir::Node& n, const NodePlan& plan) {
+LaunchShape launch_shape(const ir::Graph& g, const ir::Node& n, const NodePlan& plan,
+                         const kernels::cuda::OpKernelSource* op) {
   if (plan.run == NodeRun::kContraction) {
     const kernels::cuda::LaunchDims d =
         kernels::cuda::launch_dims(*plan.match.contraction, plan.epilogue, plan.schedule);
@@ -63,10 +64,12 @@ LaunchShape launch_shape(const ir::Graph& g, const ir::Node& n, const NodePlan& 
     if (plan.schedule.groups_per_tile > 0) s.kind = "grouped";
     return s;
   }
-  const kernels::cuda::OpKernelSource k = kernels::cuda::emit_op(g, n, plan.out_slice);
-  LaunchShape s = shape_of(k);
-  s.kind = op_kind(k.name);
-  return s;
+  auto shape = [](const kernels::cuda::OpKernelSource& k) {
+    LaunchShape s = shape_of(k);
+    s.kind = op_kind(k.name);
+    return s;
+  };
+  return op ? shape(*op) : shape(kernels::cuda::emit_op(g, n, plan.out_slice));
 }
 
 // The learned correction's group of a launch (bench/predictor_fit.py's `group`; the kind,
@@ -126,7 +129,8 @@ double launch_gap_us(double predicted_us) {
 }
 
 NodePrediction predict_node(const ir::Graph& g, int node, const NodePlan& plan,
-                            const device::DeviceInfo& target, const TuningDb* tuning) {
+                            const device::DeviceInfo& target, const TuningDb* tuning,
+                            const kernels::cuda::OpKernelSource* op) {
   const ir::Node& n = g.nodes.at(static_cast<size_t>(node));
   NodePrediction p;
   p.node = node;
@@ -158,7 +162,7 @@ NodePrediction predict_node(const ir::Graph& g, int node, const NodePlan& plan,
       }
       break;
   }
-  p.microseconds = learned_us(p.analytical_us, p, launch_shape(g, n, plan), learned_group(plan), target);
+  p.microseconds = learned_us(p.analytical_us, p, launch_shape(g, n, plan, op), learned_group(plan), target);
   if (plan.run != NodeRun::kContraction) return p;
   // A contraction the tuning database measured on this GPU, with the schedule it runs: the
   // measurement is the prediction, and it calibrates the cost model for the others.

@@ -31,6 +31,10 @@
 #include "device/device_info.h"
 #include "ir/graph.h"
 
+namespace tessel::kernels::cuda {
+struct OpKernelSource;
+}
+
 namespace tessel::compiler {
 
 struct NodePrediction {
@@ -60,9 +64,12 @@ struct ModelPrediction {
 ModelPrediction predict(const ir::Graph& g, const Options& options, const device::DeviceInfo& target);
 
 // One node's prediction, given plan_node's decision for it; with `tuning`, a contraction it
-// measured on `target` with the plan's schedule is predicted by the measurement.
+// measured on `target` with the plan's schedule is predicted by the measurement. An op kernel's
+// launch is read from `op`, its emitted source, where the caller has it (compile does), else
+// emitted here.
 NodePrediction predict_node(const ir::Graph& g, int node, const struct NodePlan& plan,
-                            const device::DeviceInfo& target, const TuningDb* tuning = nullptr);
+                            const device::DeviceInfo& target, const TuningDb* tuning = nullptr,
+                            const kernels::cuda::OpKernelSource* op = nullptr);
 
 // The measured / cost-model ratio over the "measured" nodes (median), applied to the "cost
 // model" ones; sets m.calibration and m.calibrated_from, and m.microseconds to the launches'
