@@ -356,6 +356,8 @@ Session Session::open(const std::string& path, const Options& options) {
     }
     return Session(std::move(impl));
   }
+  // The engine's memory, modules, graphs and streams are made in its GPU's context.
+  device::DeviceScope scope(options.gpu);
   const auto start = std::chrono::steady_clock::now();
   compiler::CompiledPlan compiled = compiler::compile_profiles(
       [&](int64_t b) { return graph_at(path, options, b); }, runtime_range(range),

@@ -3,7 +3,8 @@
 // padded or split), 5 and 8 against the CPU reference at the same batch; at a profile batch its
 // outputs equal a static engine's for that batch bit for bit (the same kernels); device tensors
 // in and out at a profile batch (in place) and between profiles (through the engine's padded
-// buffers); pipelined runs of host and device pieces; batches outside the range refused.
+// buffers); pipelined runs of host and device pieces; batches outside the range refused; a
+// session on each GPU has its engine on that GPU.
 // Skipped where no CUDA device is present.
 #include <gtest/gtest.h>
 
@@ -267,6 +268,70 @@ TEST_F(DynamicBatchGpu, EngineFileRunsAnyBatch) {
   const std::vector<Tensor> a = loaded.run(x), b = compiled.run(x);
   for (size_t j = 0; j < 2; ++j)
     EXPECT_EQ(std::memcmp(a[j].raw(), b[j].raw(), a[j].nbytes()), 0) << "output " << j;
+}
+
+// Each GPU's session has its engine there: opened on GPU g (from the model file, with a batch
+// range, as `tessel serve` opens one per GPU), its memory is taken from g's and no other's,
+// and its runs equal GPU 0's bit for bit. The engine was once made on whichever GPU was
+// current when the session opened, and ran there while it looked as if it ran on g.
+TEST_F(DynamicBatchGpu, ASessionOnEachGpuHasItsEngineThere) {
+  // x[N,64,32,32] -> Conv 3x3 (pad 1) -> y: 128 KiB of fp16 per image and activation, so that
+  // the engine's arena at batch 256 is tens of MiB.
+  onnx::testing::ModelBuilder m;
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(-0.05f, 0.05f);
+  std::vector<float> w(64 * 64 * 9);
+  for (float& e : w) e = u(rng);
+  m.input("x", ::onnx::TensorProto::FLOAT, {"N", 64, 32, 32});
+  m.initializer_f32("w", {64, 64, 3, 3}, w);
+  auto* conv = m.node("Conv", {"x", "w"}, {"y"}, "conv");
+  auto* pads = onnx::testing::add_attr(conv, "pads", ::onnx::AttributeProto::INTS);
+  for (int i = 0; i < 4; ++i) pads->add_ints(1);
+  m.output("y", ::onnx::TensorProto::FLOAT, {"N", 64, 32, 32});
+  const std::string path = (dir_ / "wide.onnx").string();
+  std::ofstream(path, std::ios::binary) << m.bytes();
+
+  const int gpus = device::gpu_count();
+  auto free_bytes = [&] {  // every GPU's free memory (its context made on the first call)
+    std::vector<int64_t> free;
+    for (int g = 0; g < gpus; ++g) {
+      device::DeviceScope scope(g);
+      free.push_back(static_cast<int64_t>(device::memory_info().free));
+    }
+    return free;
+  };
+  free_bytes();
+  std::mt19937 xrng(3);
+  std::uniform_real_distribution<double> mag(0.25, 1.0);
+  std::vector<double> xv(size_t{200} * 64 * 1024);
+  for (double& e : xv) e = (xrng() % 2 ? -1 : 1) * mag(xrng);
+  const std::vector<Tensor> x = {Tensor::from_doubles(DType::kF32, {200, 64, 32, 32}, xv)};
+  std::vector<Tensor> want;
+  constexpr int64_t kMiB = int64_t{1} << 20;
+  for (int g = 0; g < gpus; ++g) {
+    SCOPED_TRACE("GPU " + std::to_string(g));
+    const std::vector<int64_t> before = free_bytes();
+    Options o;
+    o.gpu = g;
+    o.batch_range = {128, 256, 256};
+    Session s = Session::open(path, o);
+    const std::vector<Tensor> got = s.run(x);
+    const std::vector<int64_t> after = free_bytes();
+    for (int other = 0; other < gpus; ++other) {
+      const int64_t taken = before[static_cast<size_t>(other)] - after[static_cast<size_t>(other)];
+      if (other == g) {
+        EXPECT_GE(taken, 32 * kMiB) << "taken from its own GPU";
+      } else {
+        EXPECT_LT(taken, 4 * kMiB) << "taken from GPU " << other;
+      }
+    }
+    if (g == 0) {
+      want = got;
+    } else {
+      EXPECT_EQ(std::memcmp(got[0].raw(), want[0].raw(), want[0].nbytes()), 0);
+    }
+  }
+  EXPECT_EQ(device::current_gpu(), 0);
 }
 
 }  // namespace
