@@ -300,9 +300,44 @@ def machine_cpu_s():
     return (total - idle - iowait) / tck, total / tck
 
 
+def thread_cpu_s(pid):
+    """{thread id: (its name, CPU seconds so far)} of process `pid`'s threads, from
+    /proc/<pid>/task; {} when it is gone."""
+    threads = {}
+    try:
+        tids = os.listdir("/proc/%d/task" % pid)
+    except OSError:
+        return threads
+    for tid in tids:
+        try:
+            with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
+                text = f.read()
+            name = text[text.index("(") + 1:text.rindex(")")]
+            fields = text.rsplit(")", 1)[1].split()
+            threads[tid] = (name, (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"))
+        except (OSError, IndexError, ValueError):
+            pass
+    return threads
+
+
 def cpu_snapshot(server_pid):
-    """What cpu_cores needs at either end of a level: (time, machine's, server tree's)."""
-    return time.time(), machine_cpu_s(), tree_cpu_s(server_pid) if server_pid else None
+    """What cpu_cores needs at either end of a level: (time, machine's, server tree's, the
+    server's threads')."""
+    return (time.time(), machine_cpu_s(), tree_cpu_s(server_pid) if server_pid else None,
+            thread_cpu_s(server_pid) if server_pid else {})
+
+
+def busiest_threads(before, after, wall, top=8):
+    """The server's busiest threads over a level, by name (threads of one name summed, with
+    their count and the busiest one's share): [[name, threads, cores, busiest thread's cores]],
+    so that a single thread at one whole core, the sign of a serial stage, shows."""
+    by_name = {}
+    for tid, (name, s) in after.items():
+        used = (s - before.get(tid, (name, 0.0))[1]) / wall
+        n, total, most = by_name.get(name, (0, 0.0, 0.0))
+        by_name[name] = (n + 1, total + used, max(most, used))
+    rows = sorted(by_name.items(), key=lambda kv: -kv[1][1])[:top]
+    return [[name, n, round(total, 2), round(most, 2)] for name, (n, total, most) in rows]
 
 
 def cpu_cores(before, after, client_cpu_s):
@@ -315,6 +350,8 @@ def cpu_cores(before, after, client_cpu_s):
          "cpu_cores_clients": client_cpu_s / wall, "cores": os.cpu_count() or 0}
     if before[2] is not None and after[2] is not None:
         r["cpu_cores_server"] = (after[2] - before[2]) / wall
+    if after[3]:
+        r["server_threads"] = busiest_threads(before[3], after[3], wall)
     return r
 
 
@@ -510,6 +547,10 @@ def main(argv=None):
                           if "cpu_cores_server" in r else "")
                 print("%11s cpu: machine %.1f of %d cores busy;%s clients %.1f" % (
                     "", r["cpu_cores_machine"], r["cores"], server, r["cpu_cores_clients"]),
+                    flush=True)
+            if r.get("server_threads"):
+                print("%11s server threads (name x count: cores, busiest one's): %s" % (
+                    "", "; ".join("%s x%d: %.2f, %.2f" % tuple(t) for t in r["server_threads"])),
                     flush=True)
             if r["errors"]:
                 print("  first error: %s" % r["first_error"], flush=True)

@@ -150,11 +150,18 @@ const Context& primary_context() {
   // rethrown to every caller rather than cached as a half-built context.
   // All are leaked on purpose, like the Driver: buffers destroyed during static destruction
   // still bind their context to free themselves.
+  // Every driver call comes through here, from every serving thread: the last context this
+  // thread used is kept, so that the lock is taken only when the thread changes GPU.
+  thread_local int t_cached_gpu = -1;
+  thread_local const Context* t_cached = nullptr;
+  if (t_cached_gpu == t_gpu) return *t_cached;
   static auto* mu = new std::mutex;
   static auto* contexts = new std::map<int, Context*>;
   std::lock_guard lock(*mu);
   Context*& ctx = (*contexts)[t_gpu];
   if (!ctx) ctx = new Context(retain_primary_context(driver(), t_gpu));
+  t_cached_gpu = t_gpu;
+  t_cached = ctx;
   return *ctx;
 }
 

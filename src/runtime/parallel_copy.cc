@@ -1,5 +1,7 @@
 #include "runtime/parallel_copy.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <cstring>
 #include <exception>
@@ -38,6 +40,7 @@ void ParallelCopy::copy_blocks() {
 }
 
 void ParallelCopy::work() {
+  pthread_setname_np(pthread_self(), "tessel-copy");  // named for per-thread CPU readings
   uint64_t seen = 0;
   std::unique_lock lock(mu_);
   for (;;) {

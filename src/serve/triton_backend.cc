@@ -26,6 +26,7 @@
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <pthread.h>
 #include <optional>
 #include <string>
 #include <thread>
@@ -467,6 +468,7 @@ class Instance {
 
   // The responder: answers the batches in flight, in order, until stopped with none left.
   void respond_loop() {
+    pthread_setname_np(pthread_self(), "tessel-answer");  // as the load generator shows it
     for (;;) {
       InFlight f;
       {
