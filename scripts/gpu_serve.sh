@@ -15,7 +15,9 @@
 #   defaults: resnet50 64 1,2,4,8,16,32,64,128,256; env: SECONDS_PER_LEVEL (8), INSTANCES (1,
 #   instances per GPU), DELAY_US (100, the batcher's queue delay), GPU_SETS ("0 0,1"), BACKEND
 #   (tessel: the C++ backend in Triton's process; python: Triton's Python backend),
-#   PROFILE_EVERY (8; the max batch compiles powers-of-two profiles only), TRANSPORT (shm: Triton's
+#   PROFILE_EVERY (8; the max batch compiles powers-of-two profiles only), PREFERRED (the batcher's
+#   preferred batch sizes, as 32 or 16,32; default none), TAG (a name for the run's files and its
+#   table rows, to tell runs of other DELAY_US or PREFERRED apart), TRANSPORT (shm: Triton's
 #   system shared memory, the default; cuda: its CUDA shared memory, the tensors in GPU memory on
 #   the set's first GPU; binary: in the request bodies), PIPELINE (2: tessel's backend overlaps
 #   batches, the default; 1: one batch at a time)
@@ -62,7 +64,7 @@ echo "== tessel bench $MODEL batch 32 (the ceiling)"
 
 # Serves $MODEL on GPU set $1, loads it, stops it.
 serve_and_load() {
-  local gpus=$1 tag=gpus_${1//,/_}_${TRANSPORT:-shm}_i${INSTANCES:-1}_p${PIPELINE:-2} log pid
+  local gpus=$1 tag=gpus_${1//,/_}_${TRANSPORT:-shm}_i${INSTANCES:-1}_p${PIPELINE:-2}${TAG:+_$TAG} log pid
   log=$OUT/serve_$tag.log
   echo "== tessel serve $MODEL --gpus $gpus --max-batch $MAX_BATCH --instances ${INSTANCES:-1} --backend ${BACKEND:-tessel} (${TRANSPORT:-shm} transport)"
   # `python -m tessel serve` is what `tessel serve` execs; called directly, since the packed
@@ -70,6 +72,7 @@ serve_and_load() {
   "$TESSEL_PYTHON" -m tessel serve "$W/$MODEL.onnx" --device cuda --gpus "$gpus" --host 127.0.0.1 \
     --max-batch "$MAX_BATCH" --max-queue-delay-us "${DELAY_US:-100}" --instances "${INSTANCES:-1}" \
     --backend "${BACKEND:-tessel}" --profile-every "${PROFILE_EVERY:-8}" --pipeline "${PIPELINE:-2}" --verbose \
+    ${PREFERRED:+--preferred-batch "$PREFERRED"} \
     --triton-dir "$TRITON" > "$log" 2>&1 &
   pid=$!
   for _ in $(seq 900); do
@@ -102,29 +105,29 @@ import glob, json, os, re, sys
 out, device, model = sys.argv[1:4]
 bench = json.load(open(os.path.join(out, "serve_bench32.json")))
 ceiling = bench["throughput_per_s"]
-runs = []  # (GPUs, instances per GPU, pipeline depth, the json) of each serve_gpus_*.json
+runs = []  # (GPUs, instances per GPU, pipeline depth, TAG, the json) of each serve_gpus_*.json
 for f in sorted(glob.glob(os.path.join(out, "serve_gpus_*.json"))):
-    m = re.search(r"serve_gpus_([0-9_]+)_[a-z]+_i([0-9]+)_p([0-9]+)\.json$", f)
+    m = re.search(r"serve_gpus_([0-9_]+)_[a-z]+_i([0-9]+)_p([0-9]+)(?:_([A-Za-z0-9_]+))?\.json$", f)
     if m:
         runs.append((m.group(1).replace("_", ","), int(m.group(2)), int(m.group(3)),
-                     json.load(open(f))))
+                     m.group(4) or "", json.load(open(f))))
 transports = sorted({run.get("transport", "?") for *_, run in runs})
 print("%s served by tessel through Triton (%s backend, a profile every %s), batch-1 requests "
       "over %s transport (%s); ceiling: tessel bench at batch 32, %.0f images/s (%.3f ms)\n"
       % (model, os.environ.get("BACKEND", "tessel"), os.environ.get("PROFILE_EVERY", "8"),
          ", ".join(transports) or "no", device, ceiling, bench["median_ms"]))
-print("| GPUs | transport | instances | pipeline | clients | images/s | of ceiling | p50 ms | p99 ms "
+print("| GPUs | transport | instances | pipeline | run | clients | images/s | of ceiling | p50 ms | p99 ms "
       "| errors | server batch | server cores | client cores | machine busy cores | server RSS MiB |")
-print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
-for gpus, instances, depth, run in runs:
+print("|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+for gpus, instances, depth, tag, run in runs:
     for r in run["rows"]:
         rss = ("%.0f -> %.0f" % (r["rss_mib_before"], r["rss_mib_after"])
                if r.get("rss_mib_after") is not None else "")
         cores = lambda k: "%.1f" % r[k] if k in r else ""  # noqa: E731
         machine = ("%.1f of %d" % (r["cpu_cores_machine"], r["cores"])
                    if "cpu_cores_machine" in r else "")
-        print("| %s | %s | %d | %d | %d | %.0f | %.0f%% | %.2f | %.2f | %d | %.1f | %s | %s | %s | %s |" % (
-            gpus, run.get("transport", "?"), instances, depth, r["concurrency"], r["images_per_s"],
+        print("| %s | %s | %d | %d | %s | %d | %.0f | %.0f%% | %.2f | %.2f | %d | %.1f | %s | %s | %s | %s |" % (
+            gpus, run.get("transport", "?"), instances, depth, tag, r["concurrency"], r["images_per_s"],
             100 * r["images_per_s"] / ceiling, r["p50_ms"], r["p99_ms"], r["errors"],
             r.get("server_batch", 0), cores("cpu_cores_server"), cores("cpu_cores_clients"),
             machine, rss))

@@ -2,7 +2,8 @@
 
     tessel serve MODEL(.onnx|.tir|.tsl) [--host 0.0.0.0] [--port 8000] [--grpc-port 8001]
                  [--metrics-port 8002] [--device cuda|cpu] [--gpus all|0,1] [--instances N]
-                 [--max-batch 32] [--max-queue-delay-us 100] [--profile-every 8] [--pipeline 2]
+                 [--max-batch 32] [--max-queue-delay-us 100] [--preferred-batch B,...]
+                 [--profile-every 8] [--pipeline 2]
                  [--precision fp16|fp32] [--name NAME] [--backend tessel|python]
     tessel serve MODEL --export-repo DIR [same model options]
 
@@ -82,6 +83,11 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--max-queue-delay-us", type=int, default=100,
                     help="how long the batcher waits for more requests to fill a batch "
                          "(default 100)")
+    ap.add_argument("--preferred-batch", metavar="B[,B...]",
+                    help="batch sizes the batcher forms when it can, waiting up to the queue delay "
+                         "for one (Triton's preferred_batch_size): with many clients, a longer "
+                         "delay and the engine's most efficient batch make batches of that size "
+                         "instead of whatever is queued (default: none, the largest batch queued)")
     ap.add_argument("--profile-every", type=int, default=8,
                     help="the dynamic-batch engine also compiles a profile at every multiple of "
                          "N (default 8), so that a batch the batcher forms between powers of "
@@ -167,7 +173,8 @@ def _quote(s: str) -> str:
 def config_pbtxt(name: str, info: ModelInfo, model_file: str, device: str,
                  gpus: Optional[List[int]], instances: int, max_batch: int, queue_delay_us: int,
                  precision: str, python_path: str = "", backend: str = "tessel",
-                 profile_every: int = 8, pipeline: int = 2) -> str:
+                 profile_every: int = 8, pipeline: int = 2,
+                 preferred: Sequence[int] = ()) -> str:
     def tensors(items):
         return ",\n".join("  { name: %s data_type: %s dims: [ %s ] }"
                           % (_quote(n), t, ", ".join(str(d) for d in dims)) for n, t, dims in items)
@@ -188,7 +195,10 @@ def config_pbtxt(name: str, info: ModelInfo, model_file: str, device: str,
         lines.append("instance_group [ { count: %d kind: KIND_GPU gpus: [ %s ] } ]"
                      % (instances, ", ".join(str(g) for g in gpus)))
     if info.batched:
-        lines.append("dynamic_batching { max_queue_delay_microseconds: %d }" % queue_delay_us)
+        prefer = ("preferred_batch_size: [ %s ] " % ", ".join(str(b) for b in preferred)
+                  if preferred else "")
+        lines.append("dynamic_batching { %smax_queue_delay_microseconds: %d }"
+                     % (prefer, queue_delay_us))
     params = [("model_file", model_file), ("device", device), ("precision", precision),
               ("profile_every", str(profile_every))]
     if backend == "tessel":
@@ -424,6 +434,23 @@ def _parse_gpus(text: str) -> Optional[List[int]]:
     return gpus
 
 
+def _parse_preferred(text: Optional[str], max_batch: int) -> List[int]:
+    """--preferred-batch's sizes, each a batch the batcher can form (1 to max_batch; 0: the
+    model has no batch axis)."""
+    if text is None:
+        return []
+    if not re.fullmatch(r"[0-9]+(,[0-9]+)*", text):
+        raise ServeError("--preferred-batch '%s': expected batch sizes such as 16,32" % text)
+    sizes = [int(b) for b in text.split(",")]
+    if max_batch == 0:
+        raise ServeError("--preferred-batch %s: the model has no batch axis" % text)
+    for b in sizes:
+        if not 1 <= b <= max_batch:
+            raise ServeError("--preferred-batch %s: %d is not a batch from 1 to the largest, %d"
+                             % (text, b, max_batch))
+    return sorted(set(sizes))
+
+
 def _check_args(args) -> Optional[List[int]]:
     if not os.path.isfile(args.model):
         raise ServeError("%s: cannot open file" % args.model)
@@ -484,12 +511,15 @@ def serve(argv: Sequence[str]) -> int:
     else:
         max_batch = args.max_batch
     name = _model_name(args)
+    preferred = _parse_preferred(args.preferred_batch, max_batch if info.batched else 0)
     config = config_pbtxt(name, info, "model" + os.path.splitext(args.model)[1], args.device, gpus,
                           args.instances, max_batch, args.max_queue_delay_us, args.precision,
                           "" if args.export_repo else python_path(), args.backend,
-                          args.profile_every, args.pipeline)
-    batching = ("batch 1..%d through Triton's dynamic batcher (queue delay %d us)"
-                % (max_batch, args.max_queue_delay_us) if info.batched else "no batch axis")
+                          args.profile_every, args.pipeline, preferred)
+    batching = ("batch 1..%d through Triton's dynamic batcher (queue delay %d us%s)"
+                % (max_batch, args.max_queue_delay_us,
+                   ", preferring %s" % ",".join(map(str, preferred)) if preferred else "")
+                if info.batched else "no batch axis")
 
     if args.export_repo:
         model_dir = write_repository(args.export_repo, name, args.model, config, link_model=False,

@@ -258,7 +258,8 @@ def concurrent_clients_are_batched(s):
 @test
 def load_tool_measures_and_splits_the_server_time(s):
     # bench/serve_load.py, the GPU run's load generator, on this server: closed-loop clients over
-    # system shared memory, no errors, and Triton's metrics split into batches and phases.
+    # system shared memory, no errors, Triton's metrics split into batches and phases, and the
+    # outputs the server wrote into the shared memory checked.
     out = os.path.join(WORK, "load.json")
     r = subprocess.run([sys.executable, os.path.join(ARGS.source, "bench", "serve_load.py"),
                         "--url", s.url, "--model", NAME, "--concurrency", "1,4",
@@ -266,8 +267,13 @@ def load_tool_measures_and_splits_the_server_time(s):
                         "--metrics", "http://127.0.0.1:%d/metrics" % s.metrics, "--json", out],
                        capture_output=True, text=True, env=ENV, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
-    rows = json.load(open(out))["rows"]
+    result = json.load(open(out))
+    rows = result["rows"]
     assert [row["concurrency"] for row in rows] == [1, 4], rows
+    # Each of the 4 clients' output slots holds what the server answers for the same input in
+    # a request's body.
+    check = result["output_check"]
+    assert check["clients"] == 4 and check["max_rel_l2"] <= 1e-2, check
     for row in rows:
         assert row["requests"] > 0 and row["errors"] == 0, row
         assert row["server_batch"] >= 1 and row["infer_us"] > 0, row
@@ -516,6 +522,11 @@ def user_errors():
         ([MODEL, "--device", "cpu", "--triton-dir", os.path.join(WORK, "lone", "tritonserver")] + ports,
          "%s: no nvidia_pytriton.libs two folders up, where nvidia-pytriton keeps the server's "
          "libraries" % os.path.join(WORK, "lone", "tritonserver")),
+        ([MODEL, "--device", "cpu", "--preferred-batch", "8,x", "--export-repo",
+          os.path.join(WORK, "pref")], "--preferred-batch '8,x': expected batch sizes such as 16,32"),
+        ([MODEL, "--device", "cpu", "--max-batch", "16", "--preferred-batch", "8,32",
+          "--export-repo", os.path.join(WORK, "pref")],
+         "--preferred-batch 8,32: 32 is not a batch from 1 to the largest, 16"),
         ([os.path.join(WORK, "notes.txt"), "--device", "cpu"],
          "%s: expected an .onnx, .tir or .tsl file" % os.path.join(WORK, "notes.txt")),
     ]
@@ -632,7 +643,8 @@ def export_repo():
     repo = os.path.join(WORK, "repo")
     r = subprocess.run([ARGS.tessel, "serve", MODEL, "--export-repo", repo, "--gpus", "0,1",
                         "--max-batch", "16", "--max-queue-delay-us", "500", "--name", "cls",
-                        "--backend", "python"], capture_output=True, text=True, env=ENV)
+                        "--preferred-batch", "16,8", "--backend", "python"],
+                       capture_output=True, text=True, env=ENV)
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("tessel serve: wrote %s" % os.path.join(repo, "cls")), r.stdout
     files = sorted(os.path.relpath(os.path.join(d, f), repo) for d, _, fs in os.walk(repo) for f in fs)
@@ -647,7 +659,8 @@ def export_repo():
                  '{ name: "input" data_type: TYPE_FP32 dims: [ 3, 32, 32 ] }',
                  '{ name: "logits" data_type: TYPE_FP32 dims: [ 10 ] }',
                  "instance_group [ { count: 1 kind: KIND_GPU gpus: [ 0, 1 ] } ]",
-                 "dynamic_batching { max_queue_delay_microseconds: 500 }",
+                 "dynamic_batching { preferred_batch_size: [ 8, 16 ] "
+                 "max_queue_delay_microseconds: 500 }",
                  'parameters: { key: "device" value: { string_value: "cuda" } }',
                  'parameters: { key: "model_file" value: { string_value: "model.onnx" } }',
                  'parameters: { key: "profile_every" value: { string_value: "8" } }']:
