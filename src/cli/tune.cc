@@ -11,8 +11,9 @@
 // kernel takes, the space's schedules of the kernel that runs groups as a batch
 // (kernels::runs_groups_as_batch). Each candidate is compiled
 // (in parallel) as the node alone, a one-node engine run on random inputs, checked against the
-// default's output (relative L2 within 1e-2: a wrong kernel is never recorded), and timed by
-// CUDA-graph replays (median). The database is saved after every layer, so a run cut short
+// default's output (relative L2 within 1e-2: a wrong kernel is never recorded), and timed as
+// `tessel profile` times each launch (the median of replays of a graph of back-to-back copies,
+// per copy). The database is saved after every layer, so a run cut short
 // (or --budget spent) keeps what it measured and the next run goes on from there.
 //
 //   tessel tune MODEL --db FILE [--budget 5m] [--per-layer 16] [--retune]
@@ -265,9 +266,10 @@ Action add_tune(CLI::App& app) {
           if (k == 0) reference = out;
           // (Written so that a NaN anywhere, a kernel that left an output unwritten, fails.)
           else if (!reference || !(rel_l2(out, *reference) <= 1e-2)) continue;
-          std::vector<float> ms = engine.time_replays(/*warmup=*/3, /*reps=*/15);
-          std::sort(ms.begin(), ms.end());
-          const double us = 1e3 * ms[ms.size() / 2];
+          // Timed as `tessel profile` times a launch (copies of it back to back in a graph,
+          // per copy), so that a record is the kernel's time in an engine: a one-launch
+          // graph's replay also holds the graph's own launch latency, about 2 us.
+          const double us = 1e3 * engine.profile_launches(/*reps=*/15).at(0);
           ++tried;
           if (k == 0) default_us += us, default_time = us;
           if (best_name.empty() || us < best) best = us, best_name = job.candidates[k].name();
