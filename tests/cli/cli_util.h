@@ -22,11 +22,19 @@ struct Result {
   std::string out;  // stdout and stderr together
 };
 
-// The binary under test: $TESSEL_BIN where set (test binaries copied to another machine, as
-// scripts/pack_device.sh does), else the build tree's.
+// The binary under test: $TESSEL_BIN where set, else the build tree's, else the `tessel` beside
+// this test binary (test binaries copied to another machine, as scripts/pack_device.sh lays
+// them out in bin/).
 inline std::string tessel_binary() {
   const char* bin = std::getenv("TESSEL_BIN");
-  return bin && *bin ? bin : std::string(TESSEL_BINARY_DIR) + "/src/cli/tessel";
+  if (bin && *bin) return bin;
+  const std::string built = std::string(TESSEL_BINARY_DIR) + "/src/cli/tessel";
+  std::error_code ec;
+  if (std::filesystem::exists(built, ec)) return built;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec && std::filesystem::exists(self.parent_path() / "tessel", ec))
+    return (self.parent_path() / "tessel").string();
+  return built;
 }
 
 // `out` without the lines a progress bar prints off a terminal when a step took over a second
