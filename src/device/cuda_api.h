@@ -210,8 +210,9 @@ class Event {
   void* event_ = nullptr;  // CUevent
 };
 
-// Free and total device memory of device 0, as the driver reports them (cuMemGetInfo): what
-// every process has allocated, and the driver's own reservations, counted as used.
+// Free and total memory of the current GPU (DeviceScope), as the driver reports them
+// (cuMemGetInfo): what every process has allocated, and the driver's own reservations, counted
+// as used.
 struct MemoryInfo {
   size_t free = 0;
   size_t total = 0;
