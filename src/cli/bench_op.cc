@@ -92,7 +92,7 @@ bench::TesselKernel make_kernel(const ir::Graph& g, bool tensor_cores,
   compiler::Options options;
   options.tensor_cores = tensor_cores;
   compiler::NodePlan plan = plan_workload(g, options, device);
-  if (plan.run == compiler::NodeRun::kUnsupported) return {{}, plan.why};
+  if (plan.run == compiler::NodeRun::kUnsupported) return {{}, plan.why, {}};
   auto p = std::make_shared<Prepared>();
   bench::TesselKernel k;
   if (plan.run == compiler::NodeRun::kOpKernel) {
@@ -104,7 +104,7 @@ bench::TesselKernel make_kernel(const ir::Graph& g, bool tensor_cores,
       TESSEL_USER_CHECK(kernels::cuda::chosen_depthwise_tiling(g, node))
           << node.label() << ": --schedule applies to contractions and depthwise convolutions; "
           << "this node runs another op kernel";
-      if (auto why = kernels::cuda::cannot_tile_depthwise(g, node, schedule)) return {{}, *why};
+      if (auto why = kernels::cuda::cannot_tile_depthwise(g, node, schedule)) return {{}, *why, {}};
     }
     const kernels::cuda::OpKernelSource src =
         schedule.empty() ? kernels::cuda::emit_op(g, node)
@@ -136,7 +136,7 @@ bench::TesselKernel make_kernel(const ir::Graph& g, bool tensor_cores,
     return k;
   }
   const contraction::Contraction& c = *plan.match.contraction;
-  if (auto why = build_contraction(plan, schedule, arch, *p)) return {{}, *why};
+  if (auto why = build_contraction(plan, schedule, arch, *p)) return {{}, *why, {}};
   p->swapped = c.operands_swapped;
   k.description = plan.schedule.name();
   if (!plan.tensor_cores() && !plan.why.empty()) k.description += " (" + plan.why + ")";

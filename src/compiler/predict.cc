@@ -44,7 +44,8 @@ struct LaunchShape {
 template <typename Source>
 LaunchShape shape_of(const Source& k) {
   return {static_cast<double>(k.grid[0]) * k.grid[1] * k.grid[2],
-          static_cast<double>(k.block[0]) * k.block[1] * k.block[2], static_cast<double>(k.smem_bytes)};
+          static_cast<double>(k.block[0]) * k.block[1] * k.block[2],
+          static_cast<double>(k.smem_bytes), {}};
 }
 
 // An op kernel's kind from its entry point, tessel_op_<kind>_<16 hex digits> ("op:pool").
@@ -60,7 +61,7 @@ LaunchShape launch_shape(const ir::Graph& g, const ir::Node& n, const NodePlan& 
     const kernels::cuda::LaunchDims d =
         kernels::cuda::launch_dims(*plan.match.contraction, plan.epilogue, plan.schedule);
     LaunchShape s{static_cast<double>(d.grid_x), static_cast<double>(d.threads),
-                  static_cast<double>(d.smem_bytes)};
+                  static_cast<double>(d.smem_bytes), {}};
     if (plan.schedule.groups_per_tile > 0) s.kind = "grouped";
     return s;
   }
