@@ -263,14 +263,19 @@ def main():
     ap.add_argument("--held-out", metavar="DIR",
                     help="also score the fit on the held-out runs' traces in DIR, or a file --save "
                     "wrote (never fitted on)")
+    ap.add_argument("--held-out-set", choices=("held_out", "test"), default="held_out",
+                    help="which runs of the split --held-out scores: held_out (default; the "
+                    "validation set of predictor changes) or test (scored once, after them: the "
+                    "split's test_rule)")
     ap.add_argument("--save", metavar="FILE.jsonl.gz",
                     help="write the fit rows (and the held-out ones, to FILE with .held_out before "
                     ".jsonl.gz) in the compact form load() reads")
     args = ap.parse_args()
     split = json.load(open(args.split))
     runs = {f"{m}_b{b}" for m in split["fit"]["models"] for b in split["fit"]["batches"][m]}
-    held = {r.replace(":", "_b") for r in split["held_out"]}
-    mixed = sorted(set(split["fit"]["models"]) & {h.split(":")[0] for h in split["held_out"]})
+    held = {r.replace(":", "_b") for r in split[args.held_out_set]}
+    never_fit = split["held_out"] + split.get("test", [])
+    mixed = sorted(set(split["fit"]["models"]) & {h.split(":")[0] for h in never_fit})
     if mixed:
         sys.exit(f"predictor_fit.py: {args.split} fits on held-out models: {', '.join(mixed)}")
     rows = load(args.dir, runs)
@@ -290,17 +295,18 @@ def main():
     final = fit(rows, args.lam)
     gap = launch_gap(rows, final)
     if args.held_out:
+        what = "held-out" if args.held_out_set == "held_out" else "test"
         test = load(args.held_out, held)
         if not test:
-            sys.exit(f"predictor_fit.py: no held-out traces in {args.held_out}")
+            sys.exit(f"predictor_fit.py: no {what} traces in {args.held_out}")
         if args.save:
-            save(args.save.replace(".jsonl.gz", ".held_out.jsonl.gz"), test)
+            save(args.save.replace(".jsonl.gz", f".{args.held_out_set}.jsonl.gz"), test)
         seen = {(r["op"], r["flops"], r["bytes"]) for r in rows}
         shared = sum((r["op"], r["flops"], r["bytes"]) in seen for r in test)
-        print(f"held-out kernels with the op, FLOPs and bytes of a fit kernel: {shared} of {len(test)}")
+        print(f"{what} kernels with the op, FLOPs and bytes of a fit kernel: {shared} of {len(test)}")
         kernel, model = errors(test, predict(final, test), gap)
-        print(f"held out ({len({r['run'] for r in test})} profiles, {len(test)} kernels): median kernel "
-              f"error {statistics.median(kernel):.1%}, median model error "
+        print(f"{what.replace('-', ' ')} ({len({r['run'] for r in test})} profiles, {len(test)} "
+              f"kernels): median kernel error {statistics.median(kernel):.1%}, median model error "
               f"{statistics.median(abs(v) for v in model.values()):.1%}")
         for run, e in sorted(model.items()):
             print(f"  {run:24} {e:+.1%}")

@@ -55,7 +55,7 @@ from sr_net import SRNet
 from torch_timing import graph_ms_per_call
 
 # The model lists (bench/zoo.py, which needs no torch: scripts/gpu_models.sh reads the zoo there).
-from zoo import CLASSIFIERS, MODELS, SEGMENTATION, VIDEO, ZOO  # noqa: E402
+from zoo import CLASSIFIERS, MODELS, PREDICTOR_TEST, SEGMENTATION, VIDEO, ZOO  # noqa: E402
 
 # A video classifier's clip: frames x height x width (torchvision's video models' training size).
 VIDEO_CLIP = (16, 112, 112)
@@ -240,7 +240,7 @@ def build_model(name, seed=0):
         # would also demand 299x299 calibration images); images are used as given.
         model = torchvision.models.inception_v3(weights=None, aux_logits=False,
                                                 transform_input=False, init_weights=True)
-    elif name in CLASSIFIERS or name in ZOO:
+    elif name in CLASSIFIERS or name in ZOO or name in PREDICTOR_TEST:
         # googlenet's auxiliary classifiers exist in train mode only, like inception_v3's.
         kwargs = {"aux_logits": False, "init_weights": True} if name == "googlenet" else {}
         model = getattr(torchvision.models, name)(weights=None, **kwargs)

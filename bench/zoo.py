@@ -32,7 +32,12 @@ SEGMENTATION = ("fcn_resnet50", "deeplabv3_resnet50", "lraspp_mobilenet_v3_large
 # Video classifiers (torchvision.models.video) over clips [N, 3, 16, 112, 112]: 3-D convs and
 # pools (passes/lower_3d.cc). Built by name like the others; not in the zoo run.
 VIDEO = ("r3d_18", "mc3_18", "r2plus1d_18")
-MODELS = CLASSIFIERS + ("sr_net",) + ZOO + SEGMENTATION + VIDEO
+# Built only for the predictor's test runs (bench/predictor_split.json, "test"): other widths of
+# the zoo's families, so that their layers are unseen by the predictor's fit and held-out sets.
+# Not in the zoo run.
+PREDICTOR_TEST = ("densenet161", "convnext_base", "regnet_y_800mf", "efficientnet_b2",
+                  "shufflenet_v2_x1_5")
+MODELS = CLASSIFIERS + ("sr_net",) + ZOO + SEGMENTATION + VIDEO + PREDICTOR_TEST
 # Issue 10's zoo run: every torchvision CNN above (the super-resolution net is not torchvision's).
 ZOO_MODELS = CLASSIFIERS + ZOO + SEGMENTATION
 ZOO_BATCHES = (1, 32)

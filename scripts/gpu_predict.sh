@@ -9,18 +9,19 @@
 # Chrome trace (trace_*.json: every launch's kernel, grid, block, shared memory, work, measured
 # and predicted time: what bench/predictor_fit.py fits the learned correction on).
 #
-# Usage: scripts/gpu_predict.sh [held_out|fit|RUNS]   (default held_out: the held-out runs of
-#   predictor_split.json; fit: its fit models at the batches of its "fit_batches")
+# Usage: scripts/gpu_predict.sh [held_out|test|fit|RUNS]   (default held_out: the held-out runs
+#   of predictor_split.json, the validation set of predictor changes; test: its test runs, scored
+#   once after such changes (its "test_rule"); fit: its fit models at the batches of "fit")
 set -uo pipefail
 ROOT=$(pwd)
 OUT=${OUT:-/tmp/tessel_out}
 W=/tmp/tessel_predict
 TESSEL=$ROOT/${TESSEL_DEVICE_DIR:-.device}/bin/tessel
 runs=${1:-held_out}
-if [[ $runs == held_out || $runs == fit ]]; then
+if [[ $runs == held_out || $runs == test || $runs == fit ]]; then
   runs=$(python3 -c "import json, sys
 s = json.load(open('bench/predictor_split.json'))
-print(','.join(s['held_out']) if sys.argv[1] == 'held_out' else
+print(','.join(s[sys.argv[1]]) if sys.argv[1] != 'fit' else
       ','.join(f'{m}:{b}' for m in s['fit']['models'] for b in s['fit']['batches'][m]))" "$runs")
 fi
 for r in ${runs//,/ }; do

@@ -125,6 +125,20 @@ with tempfile.TemporaryDirectory() as tmp:
         json.dump(split, f)
     p = subprocess.run([sys.executable, script, data, "--split", bad], capture_output=True, text=True)
     check(p.returncode != 0 and "fits on held-out models: densenet121" in p.stderr, "bad split: %r" % p.stderr)
+    # And one that fits on a test model (the runs scored once, after predictor changes).
+    split = json.load(open(os.path.join(ARGS.source, "bench", "predictor_split.json")))
+    split["fit"]["models"].append("convnext_base")
+    split["fit"]["batches"]["convnext_base"] = [32]
+    with open(bad, "w") as f:
+        json.dump(split, f)
+    p = subprocess.run([sys.executable, script, data, "--split", bad], capture_output=True, text=True)
+    check(p.returncode != 0 and "fits on held-out models: convnext_base" in p.stderr,
+          "split fitting on a test model: %r" % p.stderr)
+    # The held-out runs' file holds no test run: scoring the test set on it says so.
+    held_data = os.path.join(ARGS.source, "bench", "predictor_data", "h200_2026-11-28.held_out.jsonl.gz")
+    p = subprocess.run([sys.executable, script, data, "--held-out", held_data, "--held-out-set", "test"],
+                       capture_output=True, text=True)
+    check(p.returncode != 0 and "no test traces in" in p.stderr, "test set: %r" % p.stderr[-300:])
     p = subprocess.run([sys.executable, script, os.path.join(tmp, "nothing")], capture_output=True, text=True)
     check(p.returncode != 0 and "no fit traces" in p.stderr, "no traces: %r" % p.stderr)
 
