@@ -6,6 +6,7 @@
 #include <cmath>
 #include <fstream>
 #include <list>
+#include <map>
 #include <mutex>
 #include <optional>
 
@@ -434,17 +435,19 @@ void copy_memory(void* dst, const void* src, size_t bytes) {
 }
 
 void copy_memory(const std::vector<MemoryCopy>& copies) {
-  // Per thread: a stream of its GPU and page-locked staging, grown to the largest batch.
+  // Per thread and GPU (a stream and page-locked memory belong to the GPU current when they
+  // were made): a stream and staging, grown to the largest batch.
   struct Staging {
     std::unique_ptr<device::Stream> stream;
     device::PinnedBuffer pinned;
   };
-  thread_local Staging staging;
+  thread_local std::map<int, Staging> staging_of;
   size_t staged = 0;
   for (const MemoryCopy& c : copies)
     if (c.dst_on_device && !c.src_on_device) staged += c.bytes;
   bool any_device = false;
   for (const MemoryCopy& c : copies) any_device = any_device || c.dst_on_device || c.src_on_device;
+  Staging& staging = staging_of[device::current_gpu()];
   if (any_device && !staging.stream) staging.stream = std::make_unique<device::Stream>();
   if (staging.pinned.size() < staged) staging.pinned = device::PinnedBuffer(staged);
   std::byte* at = staging.pinned.data();
