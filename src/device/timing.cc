@@ -203,10 +203,7 @@ void CapturedGraph::release() noexcept {
   exec_ = graph_ = stream_ = nullptr;
 }
 
-void CapturedGraph::replay() {
-  TESSEL_CU_CHECK(detail::bind_context().cuGraphLaunch(static_cast<CUgraphExec>(exec_),
-                                                       static_cast<CUstream>(stream_)));
-}
+void CapturedGraph::replay() { replay(stream_); }
 
 void CapturedGraph::replay(void* stream) {
   TESSEL_CU_CHECK(detail::bind_context().cuGraphLaunch(static_cast<CUgraphExec>(exec_),
