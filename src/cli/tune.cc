@@ -6,17 +6,22 @@
 // contraction, and what of its epilogue changes its time) are tuned once. For each, the
 // candidates are the cost model's default first, then the schedule space
 // (kernels::enumerate_schedules) ranked by the cost model, those the generator takes with the
-// node's epilogue, at most --per-layer; for a grouped conv, the grouped kernels' schedules
-// (kernels::grouped_schedules) in their own order instead, or, for wide groups that no grouped
-// kernel takes, the space's schedules of the kernel that runs groups as a batch
-// (kernels::runs_groups_as_batch). Each candidate is compiled
-// (in parallel) as the node alone, a one-node engine run on random inputs, checked against the
-// default's output (relative L2 within 1e-2: a wrong kernel is never recorded), and timed as
-// `tessel profile` times each launch (the median of replays of a graph of back-to-back copies,
-// per copy). The database is saved after every layer, so a run cut short
+// node's epilogue, at most --per-layer (the whole space without it); for a grouped conv, the
+// grouped kernels' schedules (kernels::grouped_schedules) in their own order instead, or, for
+// wide groups that no grouped kernel takes, the space's schedules of the kernel that runs
+// groups as a batch (kernels::runs_groups_as_batch).
+//
+// The budget is spent in rounds, so that every contraction gets its best-ranked candidates
+// before any gets its long tail: each round measures the next 16 candidates of every
+// contraction, the first round the default and its 15 best-ranked rivals. Each candidate is
+// compiled (in parallel) as the node alone, a one-node engine run on random inputs, checked
+// against the default's output (relative L2 within 1e-2: a wrong kernel is never recorded),
+// and timed as `tessel profile` times each launch (the median of replays of a graph of
+// back-to-back copies, per copy). The database is saved after every contraction's round with
+// how far down its candidates the search went (TuningRecord::candidates), so a run cut short
 // (or --budget spent) keeps what it measured and the next run goes on from there.
 //
-//   tessel tune MODEL --db FILE [--budget 5m] [--per-layer 16] [--retune]
+//   tessel tune MODEL --db FILE [--budget 5m] [--per-layer N] [--retune] [--log FILE.jsonl]
 //   tessel tune --merge A.json B.json ... -o OUT.json
 #include <algorithm>
 #include <chrono>
@@ -24,10 +29,13 @@
 #include <cstdio>
 #include <future>
 #include <map>
+#include <memory>
 #include <random>
 #include <set>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
 #include "cli/op_kernels.h"
@@ -114,15 +122,19 @@ double rel_l2(const Tensor& a, const Tensor& b) {
 
 struct Job {
   int node = 0;
-  std::string key;                    // the model's contraction key (the record's)
-  std::vector<kernels::Schedule> candidates;  // the default first
+  std::string key;                            // the model's contraction key (the record's)
+  std::vector<kernels::Schedule> candidates;  // the default first, then the ranked space
+  size_t next = 1;                            // the first candidate not yet measured
+  size_t end = 0;                             // measure candidates [next, end)
+  // This run's: the default's time (timed in the job's first round), the best and how many
+  // candidates ran.
+  double default_us = 0, best_us = 0;
+  std::string best;
+  int measured = 0;
 };
 
-struct Measured {
-  bool ok = false;
-  double us = 0;
-  std::string why;
-};
+// Candidates per contraction and round (the first round's include the default).
+constexpr size_t kRound = 16;
 
 }  // namespace
 
@@ -134,7 +146,8 @@ Action add_tune(CLI::App& app) {
     std::string precision = "fp16";
     std::string db;
     std::string budget = "5m";
-    int per_layer = 16;
+    std::string log;
+    int per_layer = 0;  // 0: the whole space
     bool retune = false;
     std::vector<std::string> merge;
     std::string output;
@@ -145,8 +158,13 @@ Action add_tune(CLI::App& app) {
   add_precision_option(*cmd, o->precision);
   cmd->add_option("--db", o->db, "the tuning database to extend (created if missing)");
   cmd->add_option("--budget", o->budget, "time to spend measuring: 90s, 5m, 1h (default 5m)");
-  cmd->add_option("--per-layer", o->per_layer, "schedules measured per unique contraction")
+  cmd->add_option("--per-layer", o->per_layer,
+                  "schedules measured per unique contraction, at most (default: all, as the "
+                  "budget allows)")
       ->check(CLI::Range(1, 1000));
+  cmd->add_option("--log", o->log,
+                  "append every measurement here, one JSON object per line (key, node, schedule, "
+                  "microseconds), for fitting cost models");
   cmd->add_flag("--retune", o->retune, "measure contractions the database already has again");
   cmd->add_option("--merge", o->merge, "merge these databases (the faster record wins) into -o");
   cmd->add_option("-o,--output", o->output, "the merged database (with --merge)");
@@ -180,17 +198,17 @@ Action add_tune(CLI::App& app) {
     std::vector<Job> jobs;
     std::set<std::string> seen;
     int cached = 0;
+    size_t to_measure = 0;
     for (size_t i = 0; i < g.nodes.size(); ++i) {
       const compiler::NodePlan plan = compiler::plan_node(g, g.nodes[i], options, target);
       if (plan.run != compiler::NodeRun::kContraction || !plan.tensor_cores()) continue;
       const contraction::Contraction& c = *plan.match.contraction;
       const std::string key = compiler::tuning_key(c, plan.epilogue);
       if (!seen.insert(key).second) continue;
-      if (!o->retune && db.find(key, device_key)) {
-        ++cached;
-        continue;
-      }
-      Job job{static_cast<int>(i), key, {plan.schedule}};
+      Job job;
+      job.node = static_cast<int>(i);
+      job.key = key;
+      job.candidates = {plan.schedule};
       std::vector<std::pair<double, kernels::Schedule>> ranked;
       // A grouped conv: the grouped kernels' schedules in their own order (the cost model
       // does not rank the halo kernel); anything else: the space ranked by the cost model.
@@ -206,34 +224,56 @@ Action add_tune(CLI::App& app) {
       }
       std::stable_sort(ranked.begin(), ranked.end(),
                        [](const auto& a, const auto& b) { return a.first < b.first; });
-      for (const auto& [us, s] : ranked) {
-        if (static_cast<int>(job.candidates.size()) >= o->per_layer) break;
-        job.candidates.push_back(s);
+      for (const auto& [us, s] : ranked) job.candidates.push_back(s);
+      job.end = o->per_layer > 0 ? std::min<size_t>(o->per_layer, job.candidates.size())
+                                 : job.candidates.size();
+      // Resume where an earlier run stopped (the order is the cost model's, so the same
+      // tessel ranks the same candidates first).
+      const compiler::TuningRecord* r = db.find(key, device_key);
+      if (r && !o->retune) job.next = std::max<size_t>(1, r->candidates);
+      if (job.next >= job.end) {
+        ++cached;
+        continue;
       }
+      to_measure += job.end - job.next;
       jobs.push_back(std::move(job));
     }
-    std::printf("tune %s on %s: %zu unique contractions to tune (%d already in %s), up to %d "
-                "schedules each, budget %.0f s\n",
+    std::printf("tune %s on %s: %zu unique contractions to tune (%d done in %s), %zu "
+                "schedules to measure (%s per contraction), budget %.0f s\n",
                 o->model.path.c_str(), target.name.c_str(), jobs.size(), cached, o->db.c_str(),
-                o->per_layer, budget_s);
+                to_measure,
+                o->per_layer > 0 ? ("up to " + std::to_string(o->per_layer)).c_str()
+                                 : "the whole space",
+                budget_s);
+    std::fflush(stdout);
 
+    std::unique_ptr<std::FILE, int (*)(std::FILE*)> log(nullptr, &std::fclose);
+    if (!o->log.empty()) {
+      log.reset(std::fopen(o->log.c_str(), "a"));
+      TESSEL_USER_CHECK(log != nullptr) << o->log << ": cannot open for appending";
+    }
     const Clock::time_point start = Clock::now();
     auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
     ProgressBar progress;
-    int done = 0, measured = 0;
-    double default_us = 0, best_us = 0;
-    for (const Job& job : jobs) {
-      if (elapsed() > budget_s) break;
+    size_t consumed = 0;
+    // One round of `job`: the default (the reference output; timed in the job's first round
+    // of this run) and the next candidates, compiled in parallel, each checked and timed.
+    auto measure_round = [&](Job& job, bool first) {
       const ir::Node& n = g.nodes[static_cast<size_t>(job.node)];
       const ir::Graph alone = isolate(g, n);
-      const compiler::NodePlan alone_plan = compiler::plan_node(alone, alone.nodes[0], options, target);
+      const compiler::NodePlan alone_plan =
+          compiler::plan_node(alone, alone.nodes[0], options, target);
       TESSEL_ICHECK(alone_plan.run == compiler::NodeRun::kContraction) << n.label() << " alone";
       const std::string alone_key =
           compiler::tuning_key(*alone_plan.match.contraction, alone_plan.epilogue);
+      std::vector<size_t> round = {0};
+      for (size_t k = job.next; k < job.end && round.size() < kRound + (job.next > 1); ++k)
+        round.push_back(k);
       // Compile every candidate (NVRTC, in parallel), the node alone with the candidate as its
       // tuning record.
       std::vector<std::future<std::optional<compiler::CompiledPlan>>> builds;
-      for (const kernels::Schedule& s : job.candidates) {
+      for (size_t k : round) {
+        const kernels::Schedule s = job.candidates[k];
         builds.push_back(std::async(std::launch::async, [&, s]() -> std::optional<compiler::CompiledPlan> {
           compiler::Options opts = options;
           auto one = std::make_shared<compiler::TuningDb>();
@@ -254,50 +294,98 @@ Action add_tune(CLI::App& app) {
       std::vector<Tensor> inputs;
       for (ir::ValueId v : alone.inputs) inputs.push_back(random_tensor(alone.type(v), rng));
       std::optional<Tensor> reference;
-      double best = 0, default_time = 0;
-      std::string best_name;
-      int tried = 0;
-      for (size_t k = 0; k < builds.size(); ++k) {
-        std::optional<compiler::CompiledPlan> built = builds[k].get();
-        if (!built || (k > 0 && elapsed() > budget_s)) continue;
+      size_t next = job.next;
+      for (size_t j = 0; j < round.size(); ++j) {
+        const size_t k = round[j];
+        std::optional<compiler::CompiledPlan> built = builds[j].get();
+        if (k > 0 && elapsed() > budget_s) continue;  // not measured: the next run's
+        if (k > 0) next = k + 1;
+        if (!built) continue;  // refused by the generator: passed over
         try {
           runtime::Engine engine = runtime::Engine::load(std::move(built->plan), n.name);
           const Tensor out = engine.run(inputs).at(0);
           if (k == 0) reference = out;
           // (Written so that a NaN anywhere, a kernel that left an output unwritten, fails.)
           else if (!reference || !(rel_l2(out, *reference) <= 1e-2)) continue;
+          if (k == 0 && !first) continue;  // the reference alone
           // Timed as `tessel profile` times a launch (copies of it back to back in a graph,
           // per copy), so that a record is the kernel's time in an engine: a one-launch
           // graph's replay also holds the graph's own launch latency, about 2 us.
           const double us = 1e3 * engine.profile_launches(/*reps=*/15).at(0);
-          ++tried;
-          if (k == 0) default_us += us, default_time = us;
-          if (best_name.empty() || us < best) best = us, best_name = job.candidates[k].name();
+          ++job.measured;
+          if (log) {
+            const nlohmann::json line = {{"key", job.key},
+                                         {"node", n.name},
+                                         {"schedule", job.candidates[k].name()},
+                                         {"rank", k},
+                                         {"microseconds", us}};
+            std::fprintf(log.get(), "%s\n", line.dump().c_str());
+            std::fflush(log.get());
+          }
+          if (k == 0) job.default_us = us;
+          if (job.best.empty() || us < job.best_us) job.best_us = us, job.best = job.candidates[k].name();
         } catch (const Error&) {
           continue;  // a candidate that fails to load or run is not recorded
         }
       }
-      ++done;
-      measured += tried;
-      if (!best_name.empty()) {
-        best_us += best;
-        db.add({job.key, device_key, best_name, best, tried});
+      consumed += next - job.next;
+      job.next = next;
+      if (!job.best.empty()) {
+        db.add({job.key, device_key, job.best, job.best_us, static_cast<int>(job.next)});
         db.save(o->db);
       }
-      const double t = elapsed();
-      progress.update("tuning", done, static_cast<int>(jobs.size()));
-      std::printf(
-          "[%d/%zu] %-28s best %s %.1f us of %d measured (default %s %.1f us); %.0f s, "
-          "ETA %.0f s\n",
-          done, jobs.size(), n.name.c_str(), best_name.c_str(), best, tried,
-          job.candidates[0].name().c_str(), default_time, t,
-          t / done * (static_cast<double>(jobs.size()) - done));
-      std::fflush(stdout);
+    };
+
+    int rounds = 0, tuned = 0;
+    for (bool more = !jobs.empty(); more && elapsed() <= budget_s; ++rounds) {
+      more = false;
+      int improved = 0;
+      for (size_t i = 0; i < jobs.size() && elapsed() <= budget_s; ++i) {
+        Job& job = jobs[i];
+        if (job.next >= job.end) continue;
+        const bool first = rounds == 0;
+        const std::string before = job.best;
+        const double before_us = job.best_us;
+        measure_round(job, first);
+        more |= job.next < job.end;
+        tuned += first;
+        const double t = elapsed();
+        progress.update("tuning", static_cast<int>(consumed), static_cast<int>(to_measure));
+        const double eta = std::min(budget_s - t, t / std::max<size_t>(consumed, 1) *
+                                                      static_cast<double>(to_measure - consumed));
+        const ir::Node& n = g.nodes[static_cast<size_t>(job.node)];
+        if (first) {
+          std::printf("[%zu/%zu] %-28s best %s %.1f us of %d measured (default %s %.1f us); "
+                      "%.0f s, ETA %.0f s\n",
+                      i + 1, jobs.size(), n.name.c_str(), job.best.c_str(), job.best_us,
+                      job.measured, job.candidates[0].name().c_str(), job.default_us, t,
+                      std::max(0.0, eta));
+        } else if (job.best != before) {
+          ++improved;
+          std::printf("  round %d: %-28s best %s %.1f us (was %s %.1f us), %zu of %zu "
+                      "candidates; %.0f s, ETA %.0f s\n",
+                      rounds + 1, n.name.c_str(), job.best.c_str(), job.best_us, before.c_str(),
+                      before_us, job.next, job.candidates.size(), t, std::max(0.0, eta));
+        }
+        std::fflush(stdout);
+      }
+      if (rounds > 0)
+        std::printf("round %d done: %d contractions faster; %zu of %zu schedules measured, "
+                    "%.0f s\n",
+                    rounds + 1, improved, consumed, to_measure, elapsed());
     }
     db.save(o->db);
-    std::printf("tuned %d of %zu contractions in %.0f s (%d schedules measured): %.1f us with "
-                "the defaults -> %.1f us tuned (%.1f%% faster); %zu records in %s\n",
-                done, jobs.size(), elapsed(), measured, default_us, best_us,
+    double default_us = 0, best_us = 0;
+    int measured = 0, whole = 0;
+    for (const Job& job : jobs) {
+      measured += job.measured;
+      whole += job.next >= job.end;
+      if (job.default_us > 0) default_us += job.default_us, best_us += job.best_us;
+    }
+    std::printf("tuned %d of %zu contractions in %.0f s, %d rounds (%d schedules measured; the "
+                "candidates exhausted for %d): %.1f us with the defaults -> %.1f us tuned "
+                "(%.1f%% faster); %zu records in %s\n",
+                tuned, jobs.size(), elapsed(), rounds, measured, whole, default_us, best_us,
                 default_us > 0 ? 100.0 * (default_us - best_us) / default_us : 0.0, db.size(),
                 o->db.c_str());
     return 0;

@@ -1,5 +1,6 @@
 #include "compiler/tuning_db.h"
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <filesystem>
@@ -113,7 +114,10 @@ const TuningRecord* TuningDb::find(const std::string& key, const std::string& de
 
 void TuningDb::add(const TuningRecord& r) {
   auto [it, fresh] = records_.try_emplace({r.device, r.key}, r);
-  if (!fresh && r.microseconds < it->second.microseconds) it->second = r;
+  if (fresh) return;
+  const int candidates = std::max(it->second.candidates, r.candidates);
+  if (r.microseconds < it->second.microseconds) it->second = r;
+  it->second.candidates = candidates;
 }
 
 void TuningDb::merge(const TuningDb& other) {

@@ -3,7 +3,9 @@
 // the fastest schedule `tessel tune` measured. `compile` uses an
 // entry where one matches (plan_node; `explain` says "tuned"), the cost model's pick
 // elsewhere. A JSON file, portable between machines (keys name no path or address), and
-// mergeable: per (key, device) the faster record wins.
+// mergeable: per (key, device) the faster record wins, and the record keeps the larger
+// `candidates`, how far down the contraction's ranked candidates any tuner has measured (a
+// later `tessel tune` goes on from there).
 //
 //   {"format": "tessel-tuning-db", "version": 2,
 //    "records": [{"key": "...", "device": "sm_90a/132/NVIDIA H100 80GB HBM3",
@@ -39,7 +41,9 @@ struct TuningRecord {
   std::string device;    // TuningDb::device_key
   std::string schedule;  // kernels::Schedule::name()
   double microseconds = 0;  // measured median per launch
-  int candidates = 0;       // schedules measured for it
+  // How many of the contraction's candidates, in `tessel tune`'s order (the default, then the
+  // schedule space ranked by the cost model), have been measured or refused.
+  int candidates = 0;
   bool operator==(const TuningRecord&) const = default;
 };
 
@@ -62,6 +66,7 @@ class TuningDb {
 
   const TuningRecord* find(const std::string& key, const std::string& device) const;
   // Keeps r where no record of its (key, device) exists or r is faster.
+  // Per (device, key): the faster record's schedule and time, the larger `candidates`.
   void add(const TuningRecord& r);
   void merge(const TuningDb& other);
   size_t size() const { return records_.size(); }

@@ -181,5 +181,52 @@ TEST_F(EngineFileGpu, CommandLine) {
   }
 }
 
+// `tessel tune` records how far down each contraction's candidates it measured, and a second
+// run with a larger --per-layer goes on from there instead of starting over; a third finds
+// nothing left to do. The records compile. Two contractions whose schedule spaces hold
+// thousands of schedules: a 1x1 conv and a dense layer.
+TEST_F(EngineFileGpu, TuneGoesOnWhereItStopped) {
+  using testing::run_tessel;
+  testing::IrWriter w(23);
+  w.input("x", "f32[32,64,16,16]");
+  testing::conv_weight(w, "wc", 128, 64, 1);
+  w.constant("fc_w", {64, 128}, -0.5, 0.5);
+  w.node("%c = Conv(%x, %wc) : f32[32,128,16,16] @\"conv\"");
+  w.node("%g = GlobalAveragePool(%c) : f32[32,128,1,1] @\"gap\"");
+  w.node("%f = Flatten(%g) {axis = 1} : f32[32,128] @\"flatten\"");
+  w.node("%y = Gemm(%f, %fc_w) {transB = 1} : f32[32,64] @\"fc\"");
+  const std::string tir = (dir_ / "tune.tir").string();
+  std::ofstream(tir) << ir::print_graph(w.graph("y"));
+  const std::string db = (dir_ / "tune.json").string();
+  auto records = [&] { return nlohmann::json::parse(std::ifstream(db))["records"]; };
+  testing::Result r = run_tessel("tune " + tir + " --db " + db + " --per-layer 3 --budget 120s");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const nlohmann::json first = records();
+  ASSERT_EQ(first.size(), 2u) << r.out;
+  for (const nlohmann::json& rec : first) EXPECT_EQ(rec["candidates"].get<int>(), 3) << rec.dump();
+
+  r = run_tessel("tune " + tir + " --db " + db + " --per-layer 5 --budget 120s");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find(std::to_string(first.size()) + " unique contractions to tune (0 done"),
+            std::string::npos)
+      << r.out;
+  const nlohmann::json second = records();
+  ASSERT_EQ(second.size(), first.size());
+  for (size_t i = 0; i < second.size(); ++i) {
+    EXPECT_EQ(second[i]["key"], first[i]["key"]);
+    EXPECT_EQ(second[i]["candidates"].get<int>(), 5) << second[i].dump();
+    EXPECT_LE(second[i]["microseconds"].get<double>(), first[i]["microseconds"].get<double>());
+  }
+
+  r = run_tessel("tune " + tir + " --db " + db + " --per-layer 5 --budget 120s");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("0 unique contractions to tune (" + std::to_string(first.size()) + " done"),
+            std::string::npos)
+      << r.out;
+  r = run_tessel("explain " + tir + " --db " + db);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find(" tuned"), std::string::npos) << r.out;
+}
+
 }  // namespace
 }  // namespace tessel::runtime
