@@ -34,7 +34,7 @@ echo "== untuned engine: profile (predicted against measured)"
 "$TESSEL" profile "$base.tsl" > "$OUT/profile_${m}_b$b.txt" 2>&1 || status=1
 tail -3 "$OUT/profile_${m}_b$b.txt"
 echo "== tune $m b$b, budget $budget"
-"$TESSEL" tune "$base.onnx" --db "$OUT/tuning.json" --budget "$budget" > "$OUT/tune_${m}_b$b.log" 2>&1 || status=1
+"$TESSEL" tune "$base.onnx" --db "$OUT/tuning.json" --budget "$budget" --log "$OUT/tune_${m}_b$b.jsonl" > "$OUT/tune_${m}_b$b.log" 2>&1 || status=1
 tail -2 "$OUT/tune_${m}_b$b.log"
 t0=$(date +%s.%N)
 "$TESSEL" compile "$base.onnx" -o "$base.tuned.tsl" --db "$OUT/tuning.json" > /dev/null || status=1

@@ -6,6 +6,7 @@
 #include <array>
 #include <atomic>
 #include <cstdio>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -167,34 +168,51 @@ std::vector<std::string> schedule_list(const std::string& option) {
   return names;
 }
 
-// Compiles the depthwise kernels of every workload and tiling on all cores into the kernel
-// cache first, so that a sweep of many tilings does not wait on one NVRTC at a time (the
-// runs then load them from the cache). Nothing to do without a cache or with one schedule.
-void precompile_depthwise(const std::vector<bench::ConvWorkload>& convs,
-                          const std::vector<std::string>& schedules) {
+// Compiles the kernels of every workload and schedule on all cores into the kernel cache
+// first (contractions, and depthwise convs' tilings), so that a sweep of many schedules does
+// not wait on one NVRTC at a time (the runs then load them from the cache). Nothing to do
+// without a cache or with one schedule.
+void precompile(const std::vector<ir::Graph>& graphs, const std::vector<std::string>& schedules,
+                bool tensor_cores) {
   if (device::cache_dir().empty() || schedules.size() < 2) return;
-  std::vector<std::pair<std::string, std::string>> sources;  // (name, source)
-  std::vector<std::pair<std::string, std::string>> headers;
-  for (const bench::ConvWorkload& w : convs) {
-    const ir::Graph g = workload_graph(w);
+  const device::DeviceInfo device = planning_target();
+  compiler::Options options;
+  options.tensor_cores = tensor_cores;
+  std::vector<std::function<void()>> jobs;
+  for (const ir::Graph& g : graphs) {
+    const compiler::NodePlan plan = plan_workload(g, options, device);
     for (const std::string& s : schedules) {
-      if (s.empty() || kernels::cuda::cannot_tile_depthwise(g, g.nodes[0], s)) continue;
-      kernels::cuda::OpKernelSource src = kernels::cuda::emit_depthwise(g, g.nodes[0], s);
-      headers = src.headers;
-      sources.emplace_back(src.name, std::move(src.source));
+      if (s.empty()) continue;
+      if (plan.run == compiler::NodeRun::kOpKernel) {
+        if (kernels::cuda::cannot_tile_depthwise(g, g.nodes[0], s)) continue;
+        kernels::cuda::OpKernelSource src = kernels::cuda::emit_depthwise(g, g.nodes[0], s);
+        jobs.push_back([src = std::move(src), arch = device.arch()] {
+          device::CompileOptions copts;
+          copts.arch = arch;
+          copts.headers = src.headers;
+          device::compile(src.source, src.name + ".cu", copts);
+        });
+      } else if (plan.run == compiler::NodeRun::kContraction) {
+        const contraction::Contraction& c = *plan.match.contraction;
+        const std::optional<kernels::Schedule> parsed = kernels::parse_schedule(s, c);
+        if (!parsed || kernels::cuda::can_implement(c, plan.epilogue, *parsed)) continue;
+        jobs.push_back([c, e = plan.epilogue, sch = *parsed, arch = device.arch()] {
+          try {
+            kernels::cuda::compile_contraction(c, e, sch, arch);
+          } catch (const Error&) {
+            // The run reports it.
+          }
+        });
+      }
     }
   }
-  device::CompileOptions copts;
-  copts.arch = planning_target().arch();
-  copts.headers = headers;
   std::atomic<size_t> next{0};
   auto worker = [&] {
-    for (size_t i = next++; i < sources.size(); i = next++)
-      device::compile(sources[i].second, sources[i].first + ".cu", copts);
+    for (size_t i = next++; i < jobs.size(); i = next++) jobs[i]();
   };
   std::vector<std::thread> pool;
   const size_t threads =
-      std::min<size_t>(std::max(1u, std::thread::hardware_concurrency()), sources.size());
+      std::min<size_t>(std::max(1u, std::thread::hardware_concurrency()), jobs.size());
   for (size_t t = 0; t < threads; ++t) pool.emplace_back(worker);
   for (std::thread& t : pool) t.join();
 }
@@ -339,7 +357,10 @@ Action add_bench_op(CLI::App& app) {
     bench::Bench b(bopts);
     const bool tc = !o->no_tensor_cores;
     const std::vector<std::string> schedules = schedule_list(o->schedule);
-    precompile_depthwise(convs, schedules);
+    std::vector<ir::Graph> graphs;
+    for (const auto& w : convs) graphs.push_back(workload_graph(w));
+    for (const auto& w : gemms) graphs.push_back(workload_graph(w));
+    precompile(graphs, schedules, tc);
     std::vector<bench::BenchResult> results;
     for (const auto& w : convs) {
       for (const std::string& s : schedules)
