@@ -5,11 +5,12 @@
 // Unique workloads only: contraction nodes with the same key (compiler::tuning_key: the
 // contraction, and what of its epilogue changes its time) are tuned once. For each, the
 // candidates are the cost model's default first, then the schedule space
-// (kernels::enumerate_schedules) ranked by the cost model, those the generator takes with the
-// node's epilogue, at most --per-layer (the whole space without it); for a grouped conv, the
-// grouped kernels' schedules (kernels::grouped_schedules) in their own order instead, or, for
-// wide groups that no grouped kernel takes, the space's schedules of the kernel that runs
-// groups as a batch (kernels::runs_groups_as_batch).
+// (kernels::enumerate_schedules) that the generator takes with the node's epilogue, ranked by
+// the estimate times a factor per schedule class learned from earlier tunes
+// (kernels::tuning_rank), at most --per-layer (the whole space without it); for a grouped
+// conv, the grouped kernels' schedules (kernels::grouped_schedules) in their own order
+// instead, or, for wide groups that no grouped kernel takes, the space's schedules of the
+// kernel that runs groups as a batch (kernels::runs_groups_as_batch).
 //
 // The budget is spent in rounds, so that every contraction gets its best-ranked candidates
 // before any gets its long tail: each round measures the next 16 candidates of every
@@ -124,6 +125,7 @@ struct Job {
   int node = 0;
   std::string key;                            // the model's contraction key (the record's)
   std::vector<kernels::Schedule> candidates;  // the default first, then the ranked space
+  std::vector<double> estimates;              // the cost model's, per candidate (0: none)
   size_t next = 1;                            // the first candidate not yet measured
   size_t end = 0;                             // measure candidates [next, end)
   // This run's: the default's time (timed in the job's first round), the best and how many
@@ -220,11 +222,13 @@ Action add_tune(CLI::App& app) {
         if (s.name() == plan.schedule.name()) continue;
         if (dense_groups && !kernels::runs_groups_as_batch(s)) continue;
         if (kernels::cuda::can_implement(c, plan.epilogue, s)) continue;
-        ranked.push_back({grouped ? 0 : kernels::estimate(c, s, target).microseconds, s});
+        ranked.push_back({grouped ? 0 : kernels::tuning_rank(c, s, target), s});
       }
       std::stable_sort(ranked.begin(), ranked.end(),
                        [](const auto& a, const auto& b) { return a.first < b.first; });
-      for (const auto& [us, s] : ranked) job.candidates.push_back(s);
+      for (const auto& [rank, s] : ranked) job.candidates.push_back(s);
+      for (const kernels::Schedule& s : job.candidates)
+        job.estimates.push_back(grouped ? 0 : kernels::estimate(c, s, target).microseconds);
       job.end = o->per_layer > 0 ? std::min<size_t>(o->per_layer, job.candidates.size())
                                  : job.candidates.size();
       // Resume where an earlier run stopped (the order is the cost model's, so the same
@@ -318,7 +322,8 @@ Action add_tune(CLI::App& app) {
                                          {"node", n.name},
                                          {"schedule", job.candidates[k].name()},
                                          {"rank", k},
-                                         {"microseconds", us}};
+                                         {"microseconds", us},
+                                         {"estimate_us", job.estimates[k]}};
             std::fprintf(log.get(), "%s\n", line.dump().c_str());
             std::fflush(log.get());
           }

@@ -1,10 +1,13 @@
 #include "kernels/estimate.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
+#include <string>
 
 #include "core/dtype.h"
 #include "kernels/kernel_rules.h"
+#include "kernels/rank_fit.h"
 
 namespace tessel::kernels {
 namespace {
@@ -216,6 +219,26 @@ ScheduleEstimate estimate(const Contraction& c, const Schedule& s, const device:
   e.cycles = std::max(cycles, e.dram_cycles);
   e.microseconds = kLaunchMicroseconds + e.cycles / f.clock_mhz;
   return e;
+}
+
+std::string rank_class(const Schedule& s) {
+  const std::string name = s.name();
+  size_t end = std::string::npos, from = 0;
+  for (int field = 0; field < 3; ++field) {
+    end = name.find('_', from);
+    if (end == std::string::npos) break;
+    from = end + 1;
+  }
+  return name.substr(0, end);
+}
+
+double tuning_rank(const Contraction& c, const Schedule& s, const device::DeviceInfo& device) {
+  const double us = estimate(c, s, device).microseconds;
+  if (device.cc_major != rank_fit::kCcMajor) return us;
+  const std::string cls = rank_class(s);
+  for (const rank_fit::ClassFactor& f : rank_fit::kClasses)
+    if (cls == f.schedule_class) return us * std::exp(f.ln_factor);
+  return us;
 }
 
 }  // namespace tessel::kernels

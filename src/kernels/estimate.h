@@ -19,6 +19,8 @@
 // launch adds a fixed overhead.
 #pragma once
 
+#include <string>
+
 #include <cstdint>
 
 #include "kernels/contraction/contraction.h"
@@ -53,5 +55,14 @@ int estimate_regs(const contraction::Contraction& c, const Schedule& s);
 
 // The fixed cost of one launch inside a CUDA graph, in SM clocks of `device`.
 double launch_cycles(const device::DeviceInfo& device);
+
+// `tessel tune`'s order of candidates: the estimate's microseconds times a factor learned from
+// tune's own measurements per schedule class (kernels/rank_fit.h, bench/rank_fit.py), on the
+// architecture it was measured on; elsewhere, and for a class never measured, the estimate.
+// The defaults do not use it.
+double tuning_rank(const contraction::Contraction& c, const Schedule& s,
+                   const device::DeviceInfo& device);
+// A schedule's class for that factor: its name's first three fields ("tma_128x128x64_s4").
+std::string rank_class(const Schedule& s);
 
 }  // namespace tessel::kernels

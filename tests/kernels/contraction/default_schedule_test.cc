@@ -4,9 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <set>
 
 #include "kernels/contraction/ops_maps.h"
+#include "kernels/estimate.h"
+#include "kernels/rank_fit.h"
 #include "workloads.h"
 
 namespace tessel::kernels {
@@ -226,6 +229,32 @@ TEST(Estimate, TheResidualMovesWithTheEpilogue) {
   // A long-K conv's epilogue is a small part of it: the residual changes little.
   const Contraction deep = conv(32, 14, 2304, 256, 1, 1, 0);
   EXPECT_LT(estimate(deep, s, kH100, 2).cycles, 1.1 * estimate(deep, s, kH100).cycles);
+}
+
+// tune's order: the estimate times the learned factor of the schedule's class (rank_fit.h) on
+// the architecture the factors were measured on, the estimate elsewhere and for a class the
+// fit never saw. On ResNet-50's 56x56 stride-2 projection at batch 32 (256 -> 512), tune
+// measured TMA 128x128 with 4 stages at 15.8 us and mma.sync 128x128x32 at 29.4 us (H200,
+// 2026-11-28) while the estimate ranked them the other way: the learned order puts TMA first.
+TEST(Estimate, TuningRankLearnsPerScheduleClass) {
+  EXPECT_EQ(rank_class(*parse_schedule("tma_128x128x64_s4_r1_c132", gemm(256, 256, 256))),
+            "tma_128x128x64_s4");
+  const Contraction c = conv(32, 56, 256, 512, 1, 2, 0);
+  const Schedule tma = *parse_schedule("tma_128x128x64_s4_r1_c132", c);
+  const Schedule mma = *parse_schedule("tc_128x128x32_s4_w64x64_sk1_r8", c);
+  EXPECT_GT(estimate(c, tma, kH100).microseconds, estimate(c, mma, kH100).microseconds);
+  EXPECT_LT(tuning_rank(c, tma, kH100), tuning_rank(c, mma, kH100));
+  const rank_fit::ClassFactor* learned = nullptr;
+  for (const rank_fit::ClassFactor& f : rank_fit::kClasses)
+    if (f.schedule_class == rank_class(tma)) learned = &f;
+  ASSERT_NE(learned, nullptr);
+  EXPECT_DOUBLE_EQ(tuning_rank(c, tma, kH100),
+                   estimate(c, tma, kH100).microseconds * std::exp(learned->ln_factor));
+  // The A100 keeps the estimate's order; so does a class never measured (a 256x32 tile).
+  EXPECT_DOUBLE_EQ(tuning_rank(c, mma, kA100), estimate(c, mma, kA100).microseconds);
+  const Schedule unseen = *parse_schedule("tc_256x32x32_s3_w64x32_sk1_r8", c);
+  for (const rank_fit::ClassFactor& f : rank_fit::kClasses) ASSERT_NE(f.schedule_class, rank_class(unseen));
+  EXPECT_DOUBLE_EQ(tuning_rank(c, unseen, kH100), estimate(c, unseen, kH100).microseconds);
 }
 
 TEST(EnumerateSchedules, IsTheLegalSpace) {

@@ -264,7 +264,9 @@ TEST(Int8Schedule, DefaultsAreMmaSyncOrTmaWithDoubledBlockKAndNamesRoundTrip) {
   // The big GEMM takes a large tile with k-tiles of 64 bytes or more, 16-byte vectors.
   const kernels::Schedule big = kernels::default_schedule(problems.back().c, kH100);
   EXPECT_GE(big.block_m * big.block_n, 128 * 128) << big.name();
-  if (big.mainloop != kernels::Mainloop::kTma) EXPECT_TRUE(has(big.name(), "_v16x16")) << big.name();
+  if (big.mainloop != kernels::Mainloop::kTma) {
+    EXPECT_TRUE(has(big.name(), "_v16x16")) << big.name();
+  }
   const auto parsed =
       kernels::parse_schedule("tc_128x128x64_s3_w64x64_sk1_r8_v16x16", problems.back().c);
   ASSERT_TRUE(parsed);
