@@ -31,7 +31,6 @@
 #include <future>
 #include <map>
 #include <memory>
-#include <random>
 #include <set>
 #include <string>
 #include <vector>
@@ -109,16 +108,6 @@ ir::Graph isolate(const ir::Graph& g, const ir::Node& n) {
   copy.outputs = outputs;
   h.nodes.push_back(copy);
   return h;
-}
-
-double rel_l2(const Tensor& a, const Tensor& b) {
-  double num = 0, den = 0;
-  for (int64_t i = 0; i < a.numel(); ++i) {
-    const double d = a.get_f64(i) - b.get_f64(i);
-    num += d * d;
-    den += b.get_f64(i) * b.get_f64(i);
-  }
-  return std::sqrt(num / std::max(den, 1e-30));
 }
 
 struct Job {
@@ -294,9 +283,10 @@ Action add_tune(CLI::App& app) {
           }
         }));
       }
-      std::mt19937_64 rng(job.node + 1);
       std::vector<Tensor> inputs;
-      for (ir::ValueId v : alone.inputs) inputs.push_back(random_tensor(alone.type(v), rng));
+      for (ir::ValueId v : alone.inputs)
+        inputs.push_back(random_uniform(alone.type(v).dtype, alone.type(v).shape,
+                                        static_cast<uint64_t>(job.node) * 64 + inputs.size()));
       std::optional<Tensor> reference;
       size_t next = job.next;
       for (size_t j = 0; j < round.size(); ++j) {
@@ -310,7 +300,7 @@ Action add_tune(CLI::App& app) {
           const Tensor out = engine.run(inputs).at(0);
           if (k == 0) reference = out;
           // (Written so that a NaN anywhere, a kernel that left an output unwritten, fails.)
-          else if (!reference || !(rel_l2(out, *reference) <= 1e-2)) continue;
+          else if (!reference || !(relative_l2_error(out, *reference) <= 1e-2)) continue;
           if (k == 0 && !first) continue;  // the reference alone
           // Timed as `tessel profile` times a launch (copies of it back to back in a graph,
           // per copy), so that a record is the kernel's time in an engine: a one-launch

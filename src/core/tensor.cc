@@ -1,8 +1,10 @@
 #include "core/tensor.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 #include "core/half.h"
 
@@ -146,6 +148,67 @@ bool bitwise_equal(const Tensor& a, const Tensor& b) {
   if (a.dtype() != b.dtype() || a.shape() != b.shape()) return false;
   if (a.nbytes() == 0) return true;
   return std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0;
+}
+
+double relative_l2_error(const Tensor& a, const Tensor& b) {
+  TESSEL_ICHECK(a.shape() == b.shape())
+      << "relative_l2_error of " << a.type_str() << " and " << b.type_str();
+  double num = 0, den = 0;
+  if (a.dtype() == DType::kF16 && b.dtype() == DType::kF16) {
+    static const std::vector<float> table = [] {
+      std::vector<float> t(65536);
+      for (uint32_t h = 0; h < t.size(); ++h) t[h] = half_to_float(static_cast<uint16_t>(h));
+      return t;
+    }();
+    const uint16_t* pa = a.data_u16();
+    const uint16_t* pb = b.data_u16();
+    for (int64_t i = 0; i < a.numel(); ++i) {
+      const double x = table[pa[i]], y = table[pb[i]];
+      num += (x - y) * (x - y);
+      den += y * y;
+    }
+  } else {
+    for (int64_t i = 0; i < a.numel(); ++i) {
+      const double x = a.get_f64(i), y = b.get_f64(i);
+      num += (x - y) * (x - y);
+      den += y * y;
+    }
+  }
+  return std::sqrt(num / std::max(den, 1e-30));
+}
+
+Tensor random_uniform(DType dtype, Shape shape, uint64_t seed) {
+  Tensor t(dtype, std::move(shape));
+  uint64_t state = seed;
+  auto next = [&state] {  // splitmix64
+    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  };
+  // The top 24 bits as a float in [-1, 1): exact in every float type here.
+  auto uniform = [&next] { return static_cast<float>(next() >> 40) * (2.0f / 16777216.0f) - 1.0f; };
+  const int64_t n = t.numel();
+  switch (dtype) {
+    case DType::kF16: {
+      uint16_t* d = t.data_u16();
+      for (int64_t i = 0; i < n; ++i) d[i] = float_to_half(uniform());
+      break;
+    }
+    case DType::kF32: {
+      float* d = t.data<float>();
+      for (int64_t i = 0; i < n; ++i) d[i] = uniform();
+      break;
+    }
+    default:
+      for (int64_t i = 0; i < n; ++i) {
+        if (is_float(dtype))
+          t.set_f64(i, uniform());
+        else
+          t.set_i64(i, static_cast<int64_t>(next() % 10));
+      }
+  }
+  return t;
 }
 
 }  // namespace tessel

@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "core/half.h"
 #include "core/npy.h"
@@ -32,6 +34,56 @@ TEST(Tensor, CastAndAccess) {
   EXPECT_EQ(i8.get_i64(1), -2);
   EXPECT_EQ(i8.get_i64(3), 127);  // saturates
   EXPECT_THROW(t.data<int32_t>(), InternalError);
+}
+
+// relative_l2_error reads 16-bit floats through a table: it equals the plain get_f64 sum, and
+// a NaN anywhere makes it NaN (tune refuses a candidate whose check is not <= its tolerance).
+TEST(Tensor, RelativeL2Error) {
+  const Tensor a = random_uniform(DType::kF16, {3, 1000}, 1);
+  const Tensor b = random_uniform(DType::kF16, {3, 1000}, 2);
+  double num = 0, den = 0;
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    num += (a.get_f64(i) - b.get_f64(i)) * (a.get_f64(i) - b.get_f64(i));
+    den += b.get_f64(i) * b.get_f64(i);
+  }
+  EXPECT_NEAR(relative_l2_error(a, b), std::sqrt(num / den), 1e-12);
+  EXPECT_NEAR(relative_l2_error(a.cast(DType::kF32), b), std::sqrt(num / den), 1e-12);
+  EXPECT_EQ(relative_l2_error(a, a), 0.0);
+  Tensor nan = a.clone();
+  nan.set_f64(1234, std::nan(""));
+  EXPECT_TRUE(std::isnan(relative_l2_error(nan, a)));
+  EXPECT_TRUE(std::isnan(relative_l2_error(a, nan)));
+}
+
+// random_uniform: floats in [-1, 1) spread over the range, integers in [0, 9]; one seed gives
+// one tensor, another seed another.
+TEST(Tensor, RandomUniform) {
+  const Tensor f = random_uniform(DType::kF16, {100000}, 7);
+  double lo = 1, hi = -1, sum = 0;
+  for (int64_t i = 0; i < f.numel(); ++i) {
+    const double v = f.get_f64(i);
+    lo = std::min(lo, v), hi = std::max(hi, v), sum += v;
+  }
+  EXPECT_GE(lo, -1.0);
+  EXPECT_LT(lo, -0.99);
+  EXPECT_LE(hi, 1.0);  // 16-bit rounding may reach 1
+  EXPECT_GT(hi, 0.99);
+  EXPECT_NEAR(sum / f.numel(), 0.0, 0.01);
+  EXPECT_TRUE(bitwise_equal(f, random_uniform(DType::kF16, {100000}, 7)));
+  EXPECT_FALSE(bitwise_equal(f, random_uniform(DType::kF16, {100000}, 8)));
+  const Tensor f32 = random_uniform(DType::kF32, {1000}, 7);
+  for (int64_t i = 0; i < f32.numel(); ++i) {
+    EXPECT_GE(f32.get_f64(i), -1.0);
+    EXPECT_LT(f32.get_f64(i), 1.0);
+  }
+  const Tensor n = random_uniform(DType::kI64, {1000}, 7);
+  std::vector<int> seen(10, 0);
+  for (int64_t i = 0; i < n.numel(); ++i) {
+    ASSERT_GE(n.get_i64(i), 0);
+    ASSERT_LE(n.get_i64(i), 9);
+    ++seen[static_cast<size_t>(n.get_i64(i))];
+  }
+  for (int c : seen) EXPECT_GT(c, 50);
 }
 
 TEST(Shape, AbsurdShapesAreUserErrors) {

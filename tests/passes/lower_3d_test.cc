@@ -53,7 +53,8 @@ TEST(Lower3d, ConvStacksTheDepthTapsAsChannels) {
   EXPECT_EQ(ops.at("Slice"), 6);
   EXPECT_EQ(ops.at("Pad"), 2);
   for (const ir::Node& n : g.nodes) {
-    if (n.op == "Conv") EXPECT_EQ(g.type(n.inputs[1]).shape, (Shape{4, 9, 3, 3})) << n.label();
+    if (n.op != "Conv") continue;
+    EXPECT_EQ(g.type(n.inputs[1]).shape, (Shape{4, 9, 3, 3})) << n.label();
   }
 }
 
@@ -74,7 +75,8 @@ TEST(Lower3d, SpatialTemporalAndGroupedConvs) {
   EXPECT_EQ(ops.at("Add"), 2);
   EXPECT_EQ(ops.at("Concat"), 1);
   for (const ir::Node& n : g.nodes) {
-    if (n.name == "spatial") EXPECT_EQ(g.type(n.inputs[1]).shape, (Shape{8, 4, 3, 3}));
+    if (n.name != "spatial") continue;
+    EXPECT_EQ(g.type(n.inputs[1]).shape, (Shape{8, 4, 3, 3}));
   }
 }
 

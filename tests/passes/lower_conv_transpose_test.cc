@@ -63,7 +63,8 @@ TEST(LowerConvTranspose, ThreeDimensionalTransposedConvs) {
   lowered(in);
   ir::Graph g = passes::run_passes(in, {"lower-conv-transpose", "lower-3d"});
   for (const ir::Node& n : g.nodes) {
-    if (n.op == "Conv") EXPECT_EQ(g.type(n.inputs[0]).shape.size(), 4u) << n.label();
+    if (n.op != "Conv") continue;
+    EXPECT_EQ(g.type(n.inputs[0]).shape.size(), 4u) << n.label();
   }
   testing::expect_same_numerics(in, g, 1e-5, 1e-5);
 }

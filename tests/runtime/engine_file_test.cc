@@ -672,9 +672,10 @@ TEST(EngineFile, CrossCompiledDynamicPlan) {
         EXPECT_EQ(g.params[j].region, w.params[j].region);
         EXPECT_EQ(g.params[j].bytes, w.params[j].bytes);
         // The same constant bytes, wherever the shared image keeps them.
-        if (g.params[j].region == Region::kConstants)
+        if (g.params[j].region == Region::kConstants) {
           EXPECT_EQ(p.constants.substr(g.params[j].offset, g.params[j].bytes),
                     alone.constants.substr(w.params[j].offset, w.params[j].bytes));
+        }
       }
     }
     largest_arena = std::max(largest_arena, alone.arena_bytes);
