@@ -3,28 +3,17 @@
 errors. The profile is an excerpt of a real one (ResNet-50 at batch 32 on an H100, 11 of its 59
 kernel rows), its total lines restated for the rows kept and the replay time set to 330 us; the
 expected numbers below are worked out by hand from those rows."""
-import argparse
 import os
 import statistics
 import subprocess
 import sys
 import tempfile
 
-ap = argparse.ArgumentParser()
-ap.add_argument("--source", required=True)
-ARGS = ap.parse_args()
-sys.path.insert(0, os.path.join(ARGS.source, "bench"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_check import ARGS, check, finish  # noqa: E402
 import predictor_eval  # noqa: E402
 
 SAMPLE = os.path.join(ARGS.source, "tests", "python", "data", "profile_resnet50_b32.txt")
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-
-
 with open(SAMPLE) as f:
     rows, replay = predictor_eval.parse_profile(f.read())
 check(len(rows) == 11, "11 kernel rows, got %d" % len(rows))
@@ -64,7 +53,4 @@ with tempfile.TemporaryDirectory() as tmp:
     check("bad: " in p.stderr and "no kernel rows" in p.stderr, "its line: %r" % p.stderr)
     check("| good | 11 |" in p.stdout, "the good model's row: %r" % p.stdout)
 
-if failures:
-    print("\n".join("FAILED: " + f for f in failures))
-    sys.exit(1)
-print("predictor_eval: all checks passed")
+finish("predictor_eval")

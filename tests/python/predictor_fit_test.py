@@ -1,7 +1,6 @@
 #!/usr/bin/env python3
 """bench/predictor_fit.py: the learned correction's fit, on synthetic kernels whose times follow
 known weights, and the committed header against the committed measurements."""
-import argparse
 import json
 import math
 import os
@@ -11,19 +10,9 @@ import subprocess
 import sys
 import tempfile
 
-ap = argparse.ArgumentParser()
-ap.add_argument("--source", required=True)
-ARGS = ap.parse_args()
-sys.path.insert(0, os.path.join(ARGS.source, "bench"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_check import ARGS, check, finish  # noqa: E402
 import predictor_fit as P  # noqa: E402
-
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-
 
 # Synthetic kernels (all above MIN_KERNEL_US): four models of 60 kernels each, contractions of two families and op kernels
 # of two kinds, each time exp(w . x) with the weights below (ln A's weight 1), replays of their
@@ -142,7 +131,4 @@ with tempfile.TemporaryDirectory() as tmp:
     p = subprocess.run([sys.executable, script, os.path.join(tmp, "nothing")], capture_output=True, text=True)
     check(p.returncode != 0 and "no fit traces" in p.stderr, "no traces: %r" % p.stderr)
 
-if failures:
-    print("\n".join("FAILED: " + f for f in failures))
-    sys.exit(1)
-print("predictor_fit: all checks passed")
+finish("predictor_fit")

@@ -1,7 +1,6 @@
 #!/usr/bin/env python3
 """bench/rank_fit.py: the learned order of tune's candidates, on synthetic logs whose classes
 are misjudged by known factors, and the committed header against the committed logs."""
-import argparse
 import glob
 import gzip
 import json
@@ -13,19 +12,9 @@ import subprocess
 import sys
 import tempfile
 
-ap = argparse.ArgumentParser()
-ap.add_argument("--source", required=True)
-ARGS = ap.parse_args()
-sys.path.insert(0, os.path.join(ARGS.source, "bench"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_check import ARGS, check, finish  # noqa: E402
 import rank_fit as R  # noqa: E402
-
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-
 
 check(R.schedule_class("tma_128x128x64_s4_r1_c132") == "tma_128x128x64_s4", "class of a TMA name")
 check(R.schedule_class("tc_128x64x32_s3_w32x64_sk1_r8") == "tc_128x64x32_s3", "class of an mma.sync name")
@@ -98,7 +87,4 @@ with tempfile.TemporaryDirectory() as tmp:
     p = subprocess.run([sys.executable, script, empty], capture_output=True, text=True)
     check(p.returncode == 1 and "no measurements with an estimate" in p.stderr, "a log without estimates")
 
-for f in failures:
-    print("FAIL: " + f)
-print("rank_fit: %d failures" % len(failures))
-sys.exit(1 if failures else 0)
+finish("rank_fit")
