@@ -3,7 +3,8 @@
 #   1. the ONNX model from bench/torch_models.py (reused if scripts/gpu_models.sh left it);
 #   2. `tessel predict` for it, and `tessel profile` of the untuned engine: predicted against
 #      measured per kernel;
-#   3. `tessel tune --budget B` into $OUT/tuning.json (a cold database unless one is there);
+#   3. `tessel tune --budget B` into $OUT/tuning.json (a cold database unless one is there),
+#      every measurement logged to $OUT/tune_MODEL_bBATCH.jsonl (bench/rank_fit.py reads it);
 #   4. the engine compiled with the database: its compile time (warm), `predict --db` against
 #      its profile, and both engines benchmarked alternately twice (median latency each).
 # Usage: scripts/gpu_tune.sh MODEL:BATCH [BUDGET]   (BUDGET as tessel tune takes it; 3m)
