@@ -97,8 +97,9 @@ def features(row):
 
 
 # The fields of a kernel row that the fit reads (what --save keeps).
-FIELDS = ["run", "model", "node", "op", "entry", "schedule", "grid", "block", "smem_bytes", "flops",
-          "bytes", "analytical_us", "predicted_us", "time_us", "replay"]
+# "epilogue": a contraction's fused work (engine format 6 on; "" in older traces and files).
+FIELDS = ["run", "model", "node", "op", "entry", "schedule", "epilogue", "grid", "block",
+          "smem_bytes", "flops", "bytes", "analytical_us", "predicted_us", "time_us", "replay"]
 
 
 def load(source, runs=None):
@@ -121,6 +122,7 @@ def load(source, runs=None):
             a.update(run=run, model=re.sub(r"_b\d+$", "", run), node=e["name"],
                      replay=float(m.group(1)) if m else None)
             a.setdefault("analytical_us", a["predicted_us"])
+            a.setdefault("epilogue", "")
             rows.append({k: a[k] for k in FIELDS})
     return rows
 

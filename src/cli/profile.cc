@@ -26,7 +26,8 @@ nlohmann::json chrome_trace(const eng::ProfileReport& r) {
                            {"percent", row.percent}, {"flops", l.flops},
                            {"tflops", row.tflops},   {"bytes", l.bytes},
                            {"gbps", row.gbps},       {"instruction", l.instruction},
-                           {"schedule", l.schedule}, {"predicted_us", l.predicted_us},
+                           {"schedule", l.schedule}, {"epilogue", l.epilogue},
+                           {"predicted_us", l.predicted_us},
                            {"analytical_us", l.analytical_us},
                            {"grid", l.grid},         {"block", l.block},
                            {"smem_bytes", l.smem_bytes}};

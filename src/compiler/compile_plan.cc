@@ -175,6 +175,7 @@ void PlanAssembler::add_launch(const ir::Node& n, const NodeKernel& k, double pr
     l.smem_bytes = src.smem_bytes;
     l.instruction = kernels::instruction_name(k.schedule.instruction);
     l.schedule = k.schedule.name();
+    l.epilogue = k.epilogue;
     l.tensor_maps = src.tensor_maps;
     TESSEL_ICHECK(k.extra_inputs.size() <= static_cast<size_t>(kMaxEpilogueOperands))
         << n.label() << ": " << k.extra_inputs.size() << " epilogue operands";

@@ -78,6 +78,7 @@ std::vector<NodeKernel> build_node_kernels(const ir::Graph& g, const Options& op
       k.operands_swapped = plan.match.contraction->operands_swapped;
       k.extra_inputs = std::move(plan.extra_inputs);
       k.schedule = plan.schedule;
+      k.epilogue = plan.epilogue.str();
       ContractionJob job{*plan.match.contraction, std::move(plan.epilogue), plan.schedule};
       const std::string key = job.c.key() + "|" + job.e.str() + "|" +
                               std::string(dtype_name(job.e.out_dtype)) + "|" + job.s.name();

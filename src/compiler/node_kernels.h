@@ -36,6 +36,7 @@ struct NodeKernel {
   std::vector<int> extra_inputs;  // ContractionSpec::extra_inputs
   NodePrediction prediction;      // predict_node for it (before calibrate())
   kernels::Schedule schedule;        // the contraction's schedule
+  std::string epilogue;              // contraction::Epilogue::str() of its epilogue, for tools
 
   // Any other node: an op kernel (OpParams ABI, op_kernels.h).
   std::shared_ptr<const CompiledOpKernel> op;

@@ -204,6 +204,7 @@ PlanLaunch Reader::launch() {
   l.bytes = i64();
   l.instruction = str();
   l.schedule = str();
+  l.epilogue = str();
   l.predicted_us = static_cast<double>(i64()) / 1000.0;
   l.analytical_us = static_cast<double>(i64()) / 1000.0;
   const uint32_t maps = count(kTensorMapBytes, "tensor maps");
@@ -256,6 +257,7 @@ void write_launch(Writer& w, const PlanLaunch& l) {
   w.i64(l.bytes);
   w.str(l.instruction);
   w.str(l.schedule);
+  w.str(l.epilogue);
   w.i64(static_cast<int64_t>(l.predicted_us * 1000.0 + 0.5));  // nanoseconds
   w.i64(static_cast<int64_t>(l.analytical_us * 1000.0 + 0.5));
   w.u32(static_cast<uint32_t>(l.tensor_maps.size()));

@@ -81,6 +81,9 @@ struct PlanLaunch {
   int64_t bytes = 0;        // inputs and outputs, constants included
   std::string instruction;  // "mma.sync", "wgmma" or "SIMT" (op kernels too)
   std::string schedule;     // Schedule::name() of a contraction; empty for op kernels
+  // A contraction's fused work, contraction::Epilogue::str(): "A prologue affine(#0) -> relu |
+  // bias(#1) -> gelu -> store f16 plain(ld=n)"; empty for op kernels. For the predictor's fit.
+  std::string epilogue;
   double predicted_us = 0;  // the compiler's prediction (compiler/predict.h), 0: none
   double analytical_us = 0;  // its analytical time, before the learned correction (the fit's input)
   // A TMA kernel's descriptors (device/tensor_map.h), encoded at instantiation over the

@@ -178,6 +178,7 @@ TEST_F(EngineFileGpu, CommandLine) {
     EXPECT_NEAR(ev["ts"].get<double>(), end, 1e-6 * (end + 1));  // laid end to end
     end = ev["ts"].get<double>() + ev["dur"].get<double>();
     EXPECT_EQ(ev["args"]["flops"].get<int64_t>(), plan.profiles[0].launches[i].flops);
+    EXPECT_EQ(ev["args"]["epilogue"], plan.profiles[0].launches[i].epilogue);
   }
 }
 

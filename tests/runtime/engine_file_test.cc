@@ -89,6 +89,7 @@ EnginePlan synthetic_plan() {
   fc.bytes = 192 + 256 + 40 + 80;
   fc.instruction = "mma.sync";
   fc.schedule = "tc_32x32x64_s3_w16x16_sk1_r8";
+  fc.epilogue = "bias(#0) -> relu -> store f32 plain(ld=n)";
   // A TMA descriptor of B (word 1): every field set, so that the round trip checks them all.
   device::TensorMapSpec map;
   map.mode = device::TensorMapSpec::Mode::kIm2col;
@@ -612,7 +613,10 @@ TEST(EngineFile, CrossCompiledPlans) {
     int gemms = 0;
     for (const PlanLaunch& l : p.profiles[0].launches) {
       EXPECT_LT(l.cubin, p.cubins.size());
-      if (l.op != "tessel.Gemm") continue;
+      if (l.op != "tessel.Gemm") {
+        EXPECT_EQ(l.epilogue, "") << l.node;  // op kernels have none
+        continue;
+      }
       ++gemms;
       EXPECT_EQ(l.node, "fc");
       EXPECT_EQ(l.flops, 2 * 2 * 32 * 64);
@@ -620,6 +624,8 @@ TEST(EngineFile, CrossCompiledPlans) {
                   (l.instruction == "wgmma" && p.target.arch() == "sm_90a"))
           << l.instruction;
       EXPECT_FALSE(l.schedule.empty());
+      // The bias and the ReLU run in the GEMM's epilogue, and the launch says so (for tools).
+      EXPECT_NE(l.epilogue.find("bias(#0) -> relu -> store"), std::string::npos) << l.epilogue;
       ASSERT_EQ(l.params.size(), 8u);
       EXPECT_EQ(l.params[2], reloc(Region::kOutput, 0, 0, 256));  // C
       EXPECT_EQ(l.params[1].region, Region::kConstants);          // B: the f16 weights
