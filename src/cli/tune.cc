@@ -155,7 +155,7 @@ Action add_tune(CLI::App& app) {
       ->check(CLI::Range(1, 1000));
   cmd->add_option("--log", o->log,
                   "append every measurement here, one JSON object per line (key, node, schedule, "
-                  "microseconds), for fitting cost models");
+                  "rank, microseconds, estimate_us), for bench/rank_fit.py");
   cmd->add_flag("--retune", o->retune, "measure contractions the database already has again");
   cmd->add_option("--merge", o->merge, "merge these databases (the faster record wins) into -o");
   cmd->add_option("-o,--output", o->output, "the merged database (with --merge)");
@@ -220,8 +220,8 @@ Action add_tune(CLI::App& app) {
         job.estimates.push_back(grouped ? 0 : kernels::estimate(c, s, target).microseconds);
       job.end = o->per_layer > 0 ? std::min<size_t>(o->per_layer, job.candidates.size())
                                  : job.candidates.size();
-      // Resume where an earlier run stopped (the order is the cost model's, so the same
-      // tessel ranks the same candidates first).
+      // Resume where an earlier run stopped (the order is tuning_rank's, so the same tessel
+      // ranks the same candidates first; another tessel may rank them otherwise).
       const compiler::TuningRecord* r = db.find(key, device_key);
       if (r && !o->retune) job.next = std::max<size_t>(1, r->candidates);
       if (job.next >= job.end) {
