@@ -64,8 +64,8 @@ ir::Graph load_model(const ModelOptions& o);
 CLI::Option* add_precision_option(CLI::App& cmd, std::string& precision);
 Precision parse_precision(const std::string& precision);
 
-// Seeded random data for a model input: uniform [-1, 1) for floats, small non-negative integers
-// otherwise.
+// Seeded random data for a model input: core's random_uniform (uniform [-1, 1) for floats,
+// integers in [0, 9]) seeded by one draw of `rng`, so that each input of a run differs.
 Tensor random_tensor(const ir::TensorType& t, std::mt19937_64& rng);
 
 

@@ -118,16 +118,7 @@ Precision parse_precision(const std::string& precision) {
 }
 
 Tensor random_tensor(const ir::TensorType& t, std::mt19937_64& rng) {
-  Tensor r(t.dtype, t.shape);
-  std::uniform_real_distribution<double> uni(-1.0, 1.0);
-  std::uniform_int_distribution<int> small(0, 9);
-  for (int64_t i = 0; i < r.numel(); ++i) {
-    if (is_float(t.dtype))
-      r.set_f64(i, uni(rng));
-    else
-      r.set_i64(i, small(rng));
-  }
-  return r;
+  return random_uniform(t.dtype, t.shape, rng());
 }
 
 }  // namespace tessel::cli

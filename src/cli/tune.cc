@@ -31,6 +31,7 @@
 #include <future>
 #include <map>
 #include <memory>
+#include <random>
 #include <set>
 #include <string>
 #include <vector>
@@ -200,7 +201,11 @@ Action add_tune(CLI::App& app) {
       job.node = static_cast<int>(i);
       job.key = key;
       job.candidates = {plan.schedule};
-      std::vector<std::pair<double, kernels::Schedule>> ranked;
+      struct Ranked {
+        double rank, estimate;  // kernels::tuning_rank, the estimate it scales
+        kernels::Schedule s;
+      };
+      std::vector<Ranked> ranked;
       // A grouped conv: the grouped kernels' schedules in their own order (the cost model
       // does not rank the halo kernel); anything else: the space ranked by the cost model.
       std::vector<kernels::Schedule> space = kernels::grouped_schedules(c, target);
@@ -211,13 +216,16 @@ Action add_tune(CLI::App& app) {
         if (s.name() == plan.schedule.name()) continue;
         if (dense_groups && !kernels::runs_groups_as_batch(s)) continue;
         if (kernels::cuda::can_implement(c, plan.epilogue, s)) continue;
-        ranked.push_back({grouped ? 0 : kernels::tuning_rank(c, s, target), s});
+        const double us = grouped ? 0 : kernels::estimate(c, s, target).microseconds;
+        ranked.push_back({us * kernels::rank_factor(s, target), us, s});
       }
       std::stable_sort(ranked.begin(), ranked.end(),
-                       [](const auto& a, const auto& b) { return a.first < b.first; });
-      for (const auto& [rank, s] : ranked) job.candidates.push_back(s);
-      for (const kernels::Schedule& s : job.candidates)
-        job.estimates.push_back(grouped ? 0 : kernels::estimate(c, s, target).microseconds);
+                       [](const Ranked& a, const Ranked& b) { return a.rank < b.rank; });
+      job.estimates = {grouped ? 0 : kernels::estimate(c, plan.schedule, target).microseconds};
+      for (const Ranked& r : ranked) {
+        job.candidates.push_back(r.s);
+        job.estimates.push_back(r.estimate);
+      }
       job.end = o->per_layer > 0 ? std::min<size_t>(o->per_layer, job.candidates.size())
                                  : job.candidates.size();
       // Resume where an earlier run stopped (the order is tuning_rank's, so the same tessel
@@ -283,10 +291,9 @@ Action add_tune(CLI::App& app) {
           }
         }));
       }
+      std::mt19937_64 rng(job.node + 1);
       std::vector<Tensor> inputs;
-      for (ir::ValueId v : alone.inputs)
-        inputs.push_back(random_uniform(alone.type(v).dtype, alone.type(v).shape,
-                                        static_cast<uint64_t>(job.node) * 64 + inputs.size()));
+      for (ir::ValueId v : alone.inputs) inputs.push_back(random_tensor(alone.type(v), rng));
       std::optional<Tensor> reference;
       size_t next = job.next;
       for (size_t j = 0; j < round.size(); ++j) {

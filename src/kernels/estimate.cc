@@ -232,13 +232,16 @@ std::string rank_class(const Schedule& s) {
   return name.substr(0, end);
 }
 
-double tuning_rank(const Contraction& c, const Schedule& s, const device::DeviceInfo& device) {
-  const double us = estimate(c, s, device).microseconds;
-  if (device.cc_major != rank_fit::kCcMajor) return us;
+double rank_factor(const Schedule& s, const device::DeviceInfo& device) {
+  if (device.cc_major != rank_fit::kCcMajor) return 1.0;
   const std::string cls = rank_class(s);
   for (const rank_fit::ClassFactor& f : rank_fit::kClasses)
-    if (cls == f.schedule_class) return us * std::exp(f.ln_factor);
-  return us;
+    if (cls == f.schedule_class) return std::exp(f.ln_factor);
+  return 1.0;
+}
+
+double tuning_rank(const Contraction& c, const Schedule& s, const device::DeviceInfo& device) {
+  return estimate(c, s, device).microseconds * rank_factor(s, device);
 }
 
 }  // namespace tessel::kernels

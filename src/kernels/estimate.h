@@ -62,6 +62,8 @@ double launch_cycles(const device::DeviceInfo& device);
 // The defaults do not use it.
 double tuning_rank(const contraction::Contraction& c, const Schedule& s,
                    const device::DeviceInfo& device);
+// The learned factor alone (1 where none applies): tuning_rank is estimate() times it.
+double rank_factor(const Schedule& s, const device::DeviceInfo& device);
 // A schedule's class for that factor: its name's first three fields ("tma_128x128x64_s4").
 std::string rank_class(const Schedule& s);
 
