@@ -101,10 +101,11 @@ std::vector<Schedule> grouped_schedules(const contraction::Contraction& c,
 // configurations measured on an H100 across the public workloads, each with its measured
 // residual against the estimate) with split-K from the space's list where the M x N tiles
 // cannot fill the SMs and each split keeps K >= 128, the one with the smallest estimate. Estimates
-// within 2% count as equal; then the least split-K wins. Raster 8 (see default_schedule.cc). Falls
-// back to the whole space where no default kernel fits the device. int8 contractions take the
-// mma.sync defaults with block_k doubled (128x128x64, 128x64x64, 64x64x64, ...: the same
-// bytes per k-tile as the f16 kernels), 16-byte vectors, ranked on the int8 Tensor Core rate.
+// within 2% count as equal; then the least split-K wins. Raster 8, the TMA kernel's raster 1 (see
+// default_schedule.cc). Falls back to the whole space where no default kernel fits the device.
+// int8 contractions take the mma.sync defaults with block_k doubled (128x128x64, 128x64x64,
+// 64x64x64, ...: the same bytes per k-tile as the f16 kernels), 16-byte vectors, ranked on the
+// int8 Tensor Core rate.
 // mma_sync_only: the plain mma.sync kernel's defaults only (no halo, packed groups or wgmma),
 // for what only that kernel does (an A prologue, contraction/epilogue.h).
 // epilogue_read_bytes: what the epilogue reads per output element (a residual's bytes,
