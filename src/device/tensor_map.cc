@@ -27,7 +27,8 @@ std::optional<std::string> check_tensor_map(const TensorMapSpec& s) {
   const bool im2col = s.mode == TensorMapSpec::Mode::kIm2col;
   if (s.rank < (im2col ? 3 : 1) || s.rank > 5)
     return fmt::format("tensor map of rank {} ({} expected)", s.rank, im2col ? "3 to 5" : "1 to 5");
-  if (s.operand > 2) return fmt::format("tensor map of operand {} (0 to 2 expected)", s.operand);
+  if (s.operand > kMaxTensorMapOperand)
+    return fmt::format("tensor map of operand {} (0 to {} expected)", s.operand, kMaxTensorMapOperand);
   const uint64_t elem = element_bytes(s.type);
   if (s.offset_bytes < 0 || s.offset_bytes % 16 != 0)
     return fmt::format("tensor map offset {} bytes is not a non-negative multiple of 16", s.offset_bytes);
@@ -108,12 +109,16 @@ TensorMapBytes encode_tensor_map(const TensorMapSpec& s, uint64_t operand_addres
   return bytes;
 }
 
-TensorMapParam encode_tensor_maps(const std::vector<TensorMapSpec>& specs, const uint64_t* words) {
+TensorMapParam encode_tensor_maps(const std::vector<TensorMapSpec>& specs, const uint64_t* words,
+                                  size_t n_words) {
   TESSEL_ICHECK(specs.size() <= static_cast<size_t>(kMaxTensorMaps))
       << "a kernel takes at most " << kMaxTensorMaps << " tensor maps, not " << specs.size();
   TensorMapParam param;
-  for (size_t i = 0; i < specs.size(); ++i)
+  for (size_t i = 0; i < specs.size(); ++i) {
+    TESSEL_ICHECK(specs[i].operand < n_words)
+        << "tensor map " << i << " over parameter word " << int(specs[i].operand) << " of " << n_words;
     param.maps[i] = encode_tensor_map(specs[i], words[specs[i].operand]);
+  }
   return param;
 }
 

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -21,7 +22,7 @@ struct TensorMapSpec {
   enum class Type : uint8_t { kU8, kF16, kBF16 };
   Mode mode = Mode::kTiled;
   Type type = Type::kF16;
-  uint8_t operand = 0;  // the kernel parameter word whose address the map starts from (0 to 2)
+  uint8_t operand = 0;  // the kernel parameter word whose address the map starts from (0 to 7)
   bool swizzle = true;  // 128-byte swizzle (the wgmma operand layout); else dense rows
   uint8_t rank = 2;     // tiled 1..5, im2col 3..5
   int64_t offset_bytes = 0;             // the tensor starts this far after the operand address
@@ -44,14 +45,19 @@ using TensorMapBytes = std::array<uint8_t, kTensorMapBytes>;
 // 128-byte swizzle's box width, corner ranges), or nothing. Needs no GPU.
 std::optional<std::string> check_tensor_map(const TensorMapSpec& spec);
 
-// The by-value kernel parameter of up to three descriptors (TensorMaps in the kernel templates).
-inline constexpr int kMaxTensorMaps = 3;
+// The by-value kernel parameter of up to four descriptors (TensorMaps in the kernel templates):
+// A, B, and C's bulk stores and the residual's bulk loads where a kernel has them.
+inline constexpr int kMaxTensorMaps = 4;
+// A contraction kernel's parameter words (KernelParams): A, B, C, workspace, 4 epilogue operands.
+inline constexpr int kMaxTensorMapOperand = 7;
 struct alignas(64) TensorMapParam {
   std::array<TensorMapBytes, kMaxTensorMaps> maps{};
 };
 
-// Each spec of `specs` (at most 3) encoded over words[spec.operand]: a kernel's parameter block.
-TensorMapParam encode_tensor_maps(const std::vector<TensorMapSpec>& specs, const uint64_t* words);
+// Each spec of `specs` (at most kMaxTensorMaps) encoded over words[spec.operand], of the kernel's
+// n_words parameter words: its TensorMaps parameter.
+TensorMapParam encode_tensor_maps(const std::vector<TensorMapSpec>& specs, const uint64_t* words,
+                                  size_t n_words);
 
 // The descriptor of `spec` over the tensor at device address `operand_address` (+ the spec's
 // offset). DriverError where the driver refuses it; UserError without a GPU.

@@ -40,7 +40,7 @@ struct BoundLaunch {
 template <typename AddressFn>
 void bind(const PlanLaunch& plan, AddressFn address, BoundLaunch* l) {
   for (size_t w = 0; w < plan.params.size(); ++w) l->words[w] = address(plan.params[w]);
-  if (!plan.tensor_maps.empty()) l->maps = rt::encode_tensor_maps(plan.tensor_maps, l->words.data());
+  if (!plan.tensor_maps.empty()) l->maps = rt::encode_tensor_maps(plan.tensor_maps, l->words.data(), l->words.size());
 }
 
 }  // namespace

@@ -319,6 +319,21 @@ std::vector<TestProblem> fixed_problems(bool hopper) {
         {step(K::kSilu)});
     add(conv_problem(conv_params(4, 15, 15, 128, 200, 1, 2, 0)), kernels::tma_schedule(256, 64, 3, 8, 2),
         {step(K::kBias)});
+    // The residual through its own tensor map into the register epilogue's staging boxes
+    // (kTmaResidual): few persistent CTAs, so that each warp's chunks run on over several tiles
+    // and both boxes and both barrier phases turn over; 1, 2 and 4 chunks per tile; M and N
+    // tails; bf16; a channel slice of a wider buffer, whose residual is read at the slice.
+    add(conv_problem(conv_params(2, 20, 20, 64, 256, 1, 1, 0)), kernels::tma_schedule(64, 256, 4, 1, 3),
+        {step(K::kBias), step(K::kResidualAdd), step(K::kRelu)});
+    add(gemm_problem(200, 136, 72, "NT", DType::kBF16, DType::kBF16), kernels::tma_schedule(64, 64, 3, 1, 2),
+        {step(K::kResidualAdd), step(K::kBias)});
+    add(conv_problem(conv_params(2, 12, 12, 32, 72, 3, 1, 1)), kernels::tma_schedule(128, 64, 4, 8, 1),
+        {step(K::kResidualAdd)});
+    add(conv_problem(conv_params(3, 10, 10, 64, 120, 1, 1, 0)), kernels::tma_schedule(128, 128, 4, 1, 2),
+        {step(K::kScale), step(K::kResidualAdd), step(K::kRelu)});
+    v.back().e.store.kind = StoreMap::Kind::kChannelSlice;
+    v.back().e.store.channel_offset = 16;
+    v.back().e.store.ld = 16 + 120 + 8;
   }
   return v;
 }
@@ -363,7 +378,7 @@ TEST_F(ContractionGpuTest, RandomProblemsMatchCpuReference) {
 }
 
 // A small representative subset for compute-sanitizer (memcheck, racecheck), where kernels
-// run orders of magnitude slower: one problem per (instruction, store map, split-K) kind,
+// run orders of magnitude slower: one problem per (instruction, store map, split-K, ...) kind,
 // taken from the fixed problems, smallest first.
 TEST_F(ContractionGpuTest, SanitizerSubsetMatchesCpuReference) {
   std::mt19937 rng(7);
@@ -379,6 +394,11 @@ TEST_F(ContractionGpuTest, SanitizerSubsetMatchesCpuReference) {
                        std::to_string(static_cast<int>(p.e.store.kind)) + "/" +
                        std::to_string(p.s.split_k > 1) + "/" + std::to_string(p.is_conv) + "/" +
                        std::to_string(p.s.groups_per_tile > 0);
+    // The TMA kernel with a residual (its bulk loads) and without.
+    if (p.s.mainloop == kernels::Mainloop::kTma)
+      kind += "/" + std::to_string(std::any_of(p.e.steps.begin(), p.e.steps.end(), [](const auto& st) {
+                return st.kind == EpilogueOpKind::kResidualAdd;
+              }));
     // The halo kernel with one buffer (a CTA per tile) and with two (CTAs walking tiles).
     if (const std::optional<kernels::HaloLayout> l = kernels::halo_layout(p.c, p.s))
       kind += "/" + std::to_string(l->buffers);

@@ -458,17 +458,17 @@ TEST(EngineFile, InconsistentPlansAreCorrupt) {
       {[](EnginePlan& p) { p.profiles[0].batch = 0; }, "batch 0"},
       {[](EnginePlan& p) { p.profiles[0].launches[1].params[1] = {}; },
        "launch 1 ('fc') tensor map 0 maps parameter word 1, which holds no address"},
-      {[](EnginePlan& p) { p.profiles[0].launches[1].tensor_maps[0].operand = 6; },
-       "launch 1 ('fc') tensor map 0: tensor map of operand 6 (0 to 2 expected)"},
+      {[](EnginePlan& p) { p.profiles[0].launches[1].tensor_maps[0].operand = 9; },
+       "launch 1 ('fc') tensor map 0: tensor map of operand 9 (0 to 7 expected)"},
       {[](EnginePlan& p) { p.profiles[0].launches[1].tensor_maps[0].strides[0] = 100; },
        "launch 1 ('fc') tensor map 0: tensor map stride 100 bytes of dim 1 (a multiple of 16 below 2^40)"},
       {[](EnginePlan& p) { p.profiles[0].launches[1].tensor_maps[0].pixels_per_column = 512; },
        "launch 1 ('fc') tensor map 0: im2col map of 512 pixels per column (1 to 256)"},
       {[](EnginePlan& p) {
          std::vector<device::TensorMapSpec>& maps = p.profiles[0].launches[1].tensor_maps;
-         maps.resize(4, maps[0]);
+         maps.resize(5, maps[0]);
        },
-       "launch 1 ('fc') has 4 tensor maps, at most 3"},
+       "launch 1 ('fc') has 5 tensor maps, at most 4"},
   };
   for (const Case& c : cases) {
     EnginePlan plan = synthetic_plan();

@@ -3,6 +3,7 @@
 #include "kernels/cuda/contraction_kernel.h"
 
 #include <cstddef>
+#include <cstring>
 
 #include "kernels/cuda/templates/tessel_params.cuh"
 #include "device/tensor_map.h"
@@ -20,8 +21,9 @@ static_assert(offsetof(KernelParams, a) == kParamWordA * sizeof(uint64_t) &&
                   kParamWordExtra + kMaxEpilogueOperands == kParamWords,
               "the kParamWord* indices follow KernelParams");
 static_assert(sizeof(TensorMaps) == sizeof(device::TensorMapParam) && alignof(TensorMaps) == 64 &&
-                  kParamWordA == 0 && kParamWordB == 1 && kParamWordC == 2,
-              "TensorMaps is the encoded TensorMapParam; TensorMapSpec::operand 0/1/2 are A, B, C");
+                  kParamWordA == 0 && kParamWordB == 1 && kParamWordC == 2 &&
+                  kParamWords == device::kMaxTensorMapOperand + 1,
+              "TensorMaps is the encoded TensorMapParam; TensorMapSpec::operand is a parameter word");
 
 CompiledContraction compile_contraction(const contraction::Contraction& c,
                                         const contraction::Epilogue& e, const kernels::Schedule& s,
@@ -67,8 +69,10 @@ void ContractionKernel::launch(const KernelArgs& args, void* stream) const {
   // work): the driver copies them with the parameters, also into a graph node under capture.
   device::TensorMapParam maps;
   if (!src.tensor_maps.empty()) {
-    const uint64_t words[] = {args.a, args.b, args.c};
-    maps = device::encode_tensor_maps(src.tensor_maps, words);
+    static_assert(sizeof(KernelParams) == sizeof(uint64_t[kParamWords]), "KernelParams is its words");
+    uint64_t words[kParamWords];
+    std::memcpy(words, &params, sizeof(words));
+    maps = device::encode_tensor_maps(src.tensor_maps, words, kParamWords);
   }
   void* kernel_args[] = {&params, &maps};
   device::LaunchConfig config;

@@ -37,8 +37,8 @@ struct KernelSource {
   unsigned smem_bytes = 0;
   size_t workspace_bytes = 0;  // split-K partials
   // TMA kernels: the descriptors of their second parameter (TensorMaps in tessel_params.cuh),
-  // to encode over the parameter word each names (TensorMapSpec::operand: kParamWordA or
-  // kParamWordB) once its address is known.
+  // to encode over the parameter word each names (TensorMapSpec::operand: kParamWordA,
+  // kParamWordB, kParamWordC or the residual's kParamWordExtra + i) once its address is known.
   std::vector<device::TensorMapSpec> tensor_maps;
 };
 

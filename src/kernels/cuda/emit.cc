@@ -323,6 +323,8 @@ KernelSource emit(const Contraction& c, const Epilogue& e, const kernels::Schedu
     body << emit_tma_geometry(*plan.tma);
     body << fmt::format("  static constexpr bool kTmaStore = {};  // bulk tensor stores of C (third map)\n",
                         plan.tma_store.has_value());
+    body << fmt::format("  static constexpr bool kTmaResidual = {};  // bulk loads of the residual (fourth map)\n",
+                        plan.tma_residual.has_value());
   }
   body << fmt::format("  using Index = {};\n", plan.index64 ? "long long" : "int");
   if (halo) {
@@ -409,6 +411,7 @@ KernelSource emit(const Contraction& c, const Epilogue& e, const kernels::Schedu
   ks.workspace_bytes = plan.workspace_bytes;
   if (plan.tma) ks.tensor_maps = {plan.tma->a, plan.tma->b};
   if (plan.tma_store) ks.tensor_maps.push_back(*plan.tma_store);
+  if (plan.tma_residual) ks.tensor_maps.push_back(*plan.tma_residual);
   return ks;
 }
 

@@ -59,6 +59,9 @@ struct KernelPlan {
   // map and output allow them (else the epilogue stores from registers).
   std::optional<kernels::TmaLayout> tma;
   std::optional<device::TensorMapSpec> tma_store;
+  // kTma with a C map: the residual's bulk loads (tessel_tma.cuh, kTmaResidual), where the
+  // residual has the output's element type: C's map over the residual's address.
+  std::optional<device::TensorMapSpec> tma_residual;
   uint64_t grid_x = 0;
 };
 

@@ -376,6 +376,12 @@ Reason plan_packed_groups(const Contraction& c, const Schedule& s, KernelPlan* p
   return std::nullopt;
 }
 
+// Whether the residual has the output's element type (what the TMA kernel's residual map
+// needs: it reads the residual through C's map, box for box).
+bool residual_like_output(const KernelPlan& plan) {
+  return plan.residual_operand >= 0 && plan.e->residual_dtype.value_or(plan.e->out_dtype) == plan.e->out_dtype;
+}
+
 // The C map of a TMA kernel's bulk stores (tessel_tma.cuh, kTmaStore), where the store map
 // and the output allow one: plain or channel-slice rows of 16-bit or int8 outputs, the rows
 // and the slice's start 16-byte aligned. (16, 64) boxes at (n, m), 128-byte swizzled for
@@ -398,9 +404,10 @@ std::optional<device::TensorMapSpec> tma_store_map(const KernelPlan& plan) {
                                  : device::TensorMapSpec::Type::kF16;
   m.operand = static_cast<uint8_t>(kParamWordC);
   m.rank = 2;
-  // 16-bit outputs without a residual: the 128-byte swizzled staging of the register epilogue
-  // (tessel_tma.cuh, kRegisterEpilogue); else the slab path's dense staging.
-  m.swizzle = size == 2 && plan.residual_operand < 0;
+  // 16-bit outputs without a residual or with one of their own type (loaded by its own map,
+  // tma_residual_map): the 128-byte swizzled staging of the register epilogue (tessel_tma.cuh,
+  // kRegisterEpilogue); else the slab path's dense staging.
+  m.swizzle = size == 2 && (plan.residual_operand < 0 || residual_like_output(plan));
   m.offset_bytes = offset * size;
   m.dims = {static_cast<uint64_t>(plan.c->n), static_cast<uint64_t>(plan.c->m), 0, 0, 0};
   m.strides = {static_cast<uint64_t>(ld * size), 0, 0, 0};
@@ -508,6 +515,13 @@ std::optional<std::string> make_plan(const Contraction& c, const Epilogue& e, co
   if (auto r = check_prologue(c, e, s, *p)) return r;
   if (auto r = plan_store(*p->c, e, s, p)) return r;
   if (p->tma) p->tma_store = tma_store_map(*p);
+  // The residual has the output's layout (store_offset), so C's map over its address reads it
+  // box for box; 16-bit only: its boxes land in the swizzled staging the register epilogue
+  // finishes in place.
+  if (p->tma_store && p->tma_store->swizzle && residual_like_output(*p)) {
+    p->tma_residual = *p->tma_store;
+    p->tma_residual->operand = static_cast<uint8_t>(kParamWordExtra + p->residual_operand);
+  }
 
   // Shared memory: kernels::smem_bytes mirrors MmaKernel / SimtKernel::kSmemBytes (the
   // generated code static_asserts the equality).

@@ -125,6 +125,9 @@ std::vector<TestProblem> wgmma_variants() {
                    {step(K::kBias), step(K::kRelu)}));
   v.push_back(with(conv_problem(conv_params(8, 56, 56, 256, 512, 1, 2, 0), DType::kBF16, DType::kBF16),
                    kernels::tma_schedule(256, 64, 3, 8, 0)));
+  // im2col A with the residual's bulk loads (a 3x3 residual conv, bf16).
+  v.push_back(with(conv_problem(conv_params(4, 14, 14, 64, 64, 3, 1, 1), DType::kBF16, DType::kBF16),
+                   kernels::tma_schedule(64, 64, 8, 1, 0), {step(K::kResidualAdd), step(K::kRelu)}));
   {  // int8: wgmma k32 from 128-element k-tiles
     kernels::Schedule s = kernels::tma_schedule(128, 128, 5, 8, 0);
     s.block_k = 128;
@@ -176,27 +179,36 @@ TEST_P(VariantCompiles, ForSm80AndSm90aWithTheIntendedInstructions) {
                                  type + "." + type));
       }
       const bool im2col = p.c.a_gather;
+      // A, B and (f16, bf16, int8 outputs of a plain store) C for the bulk stores; a residual
+      // of a 16-bit output's type: a fourth map, C's over the residual, for its bulk loads.
+      const bool tma_store = p.e.out_dtype != DType::kF32;
+      const bool residual = std::any_of(p.e.steps.begin(), p.e.steps.end(), [](const auto& st) {
+        return st.kind == K::kResidualAdd;
+      });
+      const bool residual_map = tma_store && residual && dtype_size(p.e.out_dtype) == 2;
       EXPECT_EQ(has(ptx, "cp.async.bulk.tensor.4d.shared::cluster.global.im2col"), im2col);
-      EXPECT_EQ(has(ptx, "cp.async.bulk.tensor.2d.shared::cluster.global.tile"), !im2col);
+      EXPECT_EQ(has(ptx, "cp.async.bulk.tensor.2d.shared::cluster.global.tile"), !im2col || residual_map);
       EXPECT_TRUE(has(ptx, "cp.async.bulk.tensor.3d.shared::cluster.global.tile"));  // B
       EXPECT_TRUE(has(ptx, "mbarrier.try_wait.parity"));
       EXPECT_TRUE(has(ptx, "mbarrier.arrive.expect_tx"));
       EXPECT_FALSE(has(ptx, "cp.async.cg")) << "no thread-issued copies";
       EXPECT_FALSE(has(ptx, "mma.sync"));
-      // A, B and (f16, bf16, int8 outputs of a plain store) C for the bulk stores.
-      const bool tma_store = p.e.out_dtype != DType::kF32;
-      ASSERT_EQ(ks.tensor_maps.size(), tma_store ? 3u : 2u);
+      ASSERT_EQ(ks.tensor_maps.size(), residual_map ? 4u : tma_store ? 3u : 2u);
       EXPECT_EQ(ks.tensor_maps[0].mode == device::TensorMapSpec::Mode::kIm2col, im2col);
       EXPECT_EQ(ks.tensor_maps[0].operand, 0);
       EXPECT_EQ(ks.tensor_maps[1].operand, 1);
       EXPECT_EQ(has(ptx, "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group"), tma_store);
       if (tma_store) {
         EXPECT_EQ(ks.tensor_maps[2].operand, 2);
-        const bool residual = std::any_of(p.e.steps.begin(), p.e.steps.end(), [](const auto& st) {
-          return st.kind == K::kResidualAdd;
-        });
-        EXPECT_EQ(ks.tensor_maps[2].swizzle, dtype_size(p.e.out_dtype) == 2 && !residual);
+        // Swizzled for the register epilogue's staging of 16-bit outputs, dense for int8.
+        EXPECT_EQ(ks.tensor_maps[2].swizzle, dtype_size(p.e.out_dtype) == 2);
         EXPECT_EQ(ks.tensor_maps[2].dims[0], static_cast<uint64_t>(p.c.n));
+      }
+      if (residual_map) {
+        device::TensorMapSpec c_over_residual = ks.tensor_maps[2];
+        c_over_residual.operand = ks.tensor_maps[3].operand;
+        EXPECT_EQ(ks.tensor_maps[3], c_over_residual) << "the residual is read through C's map";
+        EXPECT_GE(ks.tensor_maps[3].operand, kParamWordExtra) << "an epilogue operand's word";
       }
     } else if (wgmma) {
       const std::string type = p.c.a_dtype == DType::kBF16 ? "bf16" : "f16";

@@ -17,10 +17,10 @@ struct KernelParams {
 };
 
 // The second parameter of a TMA kernel (tessel_tma.cuh), passed by value as a
-// __grid_constant__: the CUtensorMap descriptors of A, B and (where the kernel stores with
-// it) C, encoded by the launcher.
+// __grid_constant__: the CUtensorMap descriptors of A, B and, where the kernel has them, C (its
+// bulk stores) and the residual (its bulk loads), encoded by the launcher.
 struct alignas(64) TensorMaps {
-  unsigned char map[3][128];
+  unsigned char map[4][128];
 };
 
 }  // namespace tessel

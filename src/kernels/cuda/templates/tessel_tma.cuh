@@ -36,7 +36,9 @@
 // its own (beside the ring), finished with the fused steps and stored by the store map; where
 // that is a plain or channel-slice one of 16-bit or int8 outputs (kTmaStore), the finished
 // (16, kChunkN) tile goes to a staging buffer of the warp's and one bulk tensor store (the
-// third map, over C) writes it, clipped to M and N, while the warp goes on.
+// third map, over C) writes it, clipped to M and N, while the warp goes on. 16-bit outputs
+// skip the slab (kRegisterEpilogue, below), and a residual of their type arrives by bulk
+// tensor loads (the fourth map, over the residual) into the staging boxes it is finished in.
 #pragma once
 
 #include "tessel_epilogue.cuh"
@@ -160,14 +162,41 @@ struct TmaWgmmaKernel {
   // + 1024: the dynamic shared memory base is aligned up to the swizzle atom.
   static constexpr int kSmemBytes = kPipelineBytes + kEpilogueBytes + kBarrierBytes + 1024;
 
-  // 16-bit outputs of a bulk-stored map without a residual are finished where the
-  // accumulators are (no fp32 slab round trip): each thread applies the epilogue to its own
-  // fragment and writes the pairs into the warp's staging box in the 128-byte swizzled layout
-  // the C map reads (so the 8 rows a store instruction touches fall on distinct banks). With a
-  // residual the slab path stays: its 16-byte residual loads are coalesced, the fragment's
-  // pairs are not (measured: ResNet-50's residual 1x1 convs 3.5x slower in registers).
+  // 16-bit outputs of a bulk-stored map are finished where the accumulators are (no fp32 slab
+  // round trip): each thread applies the epilogue to its own fragment and writes the pairs into
+  // a staging box of its warp's in the 128-byte swizzled layout the C map reads (so the 8 rows a
+  // store instruction touches fall on distinct banks). Each warp has two staging boxes, used by
+  // its chunks in turn, so that a chunk is finished while the previous one's store reads.
+  // A residual of the output's type (kTmaResidual) arrives in the same boxes: a bulk tensor load
+  // through the fourth map (C's, over the residual) puts each chunk's residual where its outputs
+  // go, issued a chunk ahead (the tile's first two before its mainloop), and each thread reads
+  // its pairs there and overwrites them with the outputs. A residual of another type keeps the
+  // slab path, whose 16-byte residual loads are coalesced where the fragment's pairs are not
+  // (ResNet-50's residual 1x1 convs were 3.5x slower with the pairs loaded from global memory).
+  static constexpr bool kTmaResidual = P::kResidual >= 0 && P::kTmaResidual;
   static constexpr bool kRegisterEpilogue =
-      P::kTmaStore && sizeof(typename P::Out) == 2 && P::kResidual < 0;
+      P::kTmaStore && sizeof(typename P::Out) == 2 && (P::kResidual < 0 || kTmaResidual);
+  // The register epilogue's second staging box per warp, and its two residual barriers, sit in
+  // the slab area it does not use: boxes of kStagingBytes at warp * kStagingBytes (1024-byte
+  // aligned, the swizzle atom), the barriers after the 8 boxes.
+  static constexpr int kSlabAreaBytes = kConsumers * 4 * 16 * kSlabPitch * 4;
+  static_assert(kConsumers * 4 * (kStagingBytes + 16) <= kSlabAreaBytes, "second staging boxes fit the slabs");
+
+  // A chunk of a tile: (16, kChunkN) outputs of warp `wq` (its quarter of the warpgroup's rows).
+  __device__ __forceinline__ static void chunk_origin(int q, int m0, int n0, int wq, int& m_base, int& n_base) {
+    constexpr int kPerRow = kBN / kChunkN;
+    m_base = m0 + (q / kPerRow) * 64 + wq * 16;
+    n_base = n0 + (q % kPerRow) * kChunkN;
+  }
+
+  // One lane: the residual box of the warp's chunk number `seq` (counted over all its tiles)
+  // into staging box seq % 2, completing on that box's barrier.
+  __device__ __forceinline__ static void load_residual(const TensorMaps& maps, u32 box0, u32 box1, u32 bars,
+                                                       int seq, int m_base, int n_base) {
+    const u32 bar = bars + 8 * (seq & 1);
+    mbarrier_arrive_expect_tx(bar, kStagingBytes);
+    tma_load_2d(seq & 1 ? box1 : box0, maps.map[3], bar, n_base, m_base);
+  }
 
   template <typename AccRow>
   __device__ __forceinline__ static void finish_in_registers(const KernelParams& p, const TensorMaps& maps,
@@ -175,8 +204,6 @@ struct TmaWgmmaKernel {
                                                              int lane, unsigned char* staging) {
     using Out = typename P::Out;
     const int g = lane / 4, t = lane % 4;
-    if (lane == 0) bulk_wait_read<0>();  // the previous store has read the staging buffer
-    __syncwarp();
 #pragma unroll
     for (int j = 0; j < kChunkN / 8; ++j) {
       const int jj = nc * (kChunkN / 8) + j;
@@ -187,11 +214,15 @@ struct TmaWgmmaKernel {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int r = g + 8 * h;
-        const float res0 = 0.0f, res1 = 0.0f;  // kRegisterEpilogue: no residual
-        const Out o0 = in0 ? finish_element<P>(p, acc_to_float(acc[4 * jj + 2 * h]), ch0, res0) : from_float<Out>(0.0f);
-        const Out o1 = in1 ? finish_element<P>(p, acc_to_float(acc[4 * jj + 2 * h + 1]), ch1, res1) : from_float<Out>(0.0f);
         const int byte = col * 2;
         Out* dst = reinterpret_cast<Out*>(staging + r * 128 + (((byte >> 4) ^ (r & 7)) << 4) + (byte & 15));
+        float res0 = 0.0f, res1 = 0.0f;
+        if constexpr (kTmaResidual) {
+          res0 = to_float(dst[0]);
+          res1 = to_float(dst[1]);
+        }
+        const Out o0 = in0 ? finish_element<P>(p, acc_to_float(acc[4 * jj + 2 * h]), ch0, res0) : from_float<Out>(0.0f);
+        const Out o1 = in1 ? finish_element<P>(p, acc_to_float(acc[4 * jj + 2 * h + 1]), ch1, res1) : from_float<Out>(0.0f);
         dst[0] = o0;
         dst[1] = o1;
       }
@@ -270,6 +301,9 @@ struct TmaWgmmaKernel {
       }
       mbarrier_init(turn, 4);
       mbarrier_init(turn + 8, 4);
+      if constexpr (kTmaResidual)
+        for (int b = 0; b < kConsumers * 4 * 2; ++b)
+          mbarrier_init(smem_base + kPipelineBytes + kConsumers * 4 * kStagingBytes + 8 * b, 1);
       fence_barrier_init();
     }
     __syncthreads();
@@ -285,6 +319,12 @@ struct TmaWgmmaKernel {
     unsigned char* staging_bytes =
         smem + kPipelineBytes + kConsumers * 4 * 16 * kSlabPitch * 4 + warp * kStagingBytes;
     typename P::Out* staging = reinterpret_cast<typename P::Out*>(staging_bytes);
+    // The register epilogue's two staging boxes and (kTmaResidual) their barriers.
+    unsigned char* box1_bytes = smem + kPipelineBytes + warp * kStagingBytes;
+    const u32 box0 = smem_addr(staging_bytes), box1 = smem_addr(box1_bytes);
+    const u32 res_bars = smem_base + kPipelineBytes + kConsumers * 4 * kStagingBytes + 16 * warp;
+    int seq = 0;  // the warp's chunks so far, over all its tiles: chunk seq uses box seq % 2
+    constexpr int kChunksPerTile = kMI * (kBN / kChunkN);
     const int g = lane / 4, t = lane % 4;
     // This warpgroup's tiles: the CTA's tiles number group, group + 2, ... Their mainloops
     // alternate with the other warpgroup's (turn barriers): a parity wait cannot tell a phase
@@ -297,8 +337,21 @@ struct TmaWgmmaKernel {
          tile += kConsumers * gridDim.x, i += kConsumers, ++n) {
       const CtaCoord cta = rasterize<kTilesM, kTilesN, 1, 1, P::kRaster>(tile);
       const int m0 = cta.tile_m * kBM, n0 = cta.tile_n * kBN;
-      // While the other warpgroup's mainloop runs: this tile's residual, into L2.
-      prefetch_residual<P, kBM, kBN, 128>(p, 0, m0, n0, tid % 128);
+      if constexpr (kTmaResidual) {
+        // The residual of the tile's first two chunks, into the staging boxes once the stores
+        // of the previous tile's last two have read them.
+        if (lane == 0) {
+          bulk_wait_read<0>();
+          for (int q = 0; q < 2 && q < kChunksPerTile; ++q) {
+            int mb, nb;
+            chunk_origin(q, m0, n0, warp % 4, mb, nb);
+            load_residual(maps, box0, box1, res_bars, seq + q, mb, nb);
+          }
+        }
+      } else {
+        // While the other warpgroup's mainloop runs: this tile's residual, into L2.
+        prefetch_residual<P, kBM, kBN, 128>(p, 0, m0, n0, tid % 128);
+      }
       if (group == 1)
         mbarrier_wait(turn + 8, n & 1);
       else if (n > 0)
@@ -342,8 +395,25 @@ struct TmaWgmmaKernel {
 #pragma unroll
         for (int nc = 0; nc < kBN / kChunkN; ++nc) {
           if constexpr (kRegisterEpilogue) {
-            finish_in_registers(p, maps, acc[mi], nc, m0 + mi * 64 + (warp % 4) * 16, n0 + nc * kChunkN, lane,
-                                staging_bytes);
+            const int q = mi * (kBN / kChunkN) + nc;
+            int mb, nb;
+            chunk_origin(q, m0, n0, warp % 4, mb, nb);
+            if constexpr (kTmaResidual) {
+              // The next chunk's residual goes into the other box once the previous chunk's
+              // store (issued from it) has read it; this chunk's was issued a chunk ago.
+              if (lane == 0 && q >= 1 && q + 1 < kChunksPerTile) {
+                bulk_wait_read<0>();
+                int mn, nn;
+                chunk_origin(q + 1, m0, n0, warp % 4, mn, nn);
+                load_residual(maps, box0, box1, res_bars, seq + 1, mn, nn);
+              }
+              mbarrier_wait(res_bars + 8 * (seq & 1), (seq >> 1) & 1);
+            } else {
+              if (lane == 0) bulk_wait_read<1>();  // the store two chunks ago has read this box
+              __syncwarp();
+            }
+            finish_in_registers(p, maps, acc[mi], nc, mb, nb, lane, seq & 1 ? box1_bytes : staging_bytes);
+            ++seq;
             continue;
           }
 #pragma unroll
