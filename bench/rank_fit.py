@@ -54,6 +54,12 @@ def read_logs(paths):
     return rows
 
 
+def centre(rows):
+    """The median over all measurements of ln(measured / estimate): the level the class factors
+    are centred on."""
+    return statistics.median(math.log(r["microseconds"] / r["estimate_us"]) for r in rows) if rows else 0.0
+
+
 def fit(rows):
     """{class: ln factor} and the number of measurements per class."""
     logs = collections.defaultdict(list)
@@ -61,7 +67,7 @@ def fit(rows):
         logs[schedule_class(r["schedule"])].append(math.log(r["microseconds"] / r["estimate_us"]))
     if not logs:
         return {}, {}
-    center = statistics.median([x for v in logs.values() for x in v])
+    center = centre(rows)
     factors, counts = {}, {}
     for c, v in sorted(logs.items()):
         k = len(v)
