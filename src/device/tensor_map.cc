@@ -46,12 +46,16 @@ std::optional<std::string> check_tensor_map(const TensorMapSpec& s) {
     if (st < span) return fmt::format("tensor map stride {} bytes of dim {} overlaps dim {}", st, d, d - 1);
     span = st * s.dims[d];
   }
-  // The inner box: whole 16-byte units, at most 128 bytes with the 128-byte swizzle.
+  // The inner box: whole 16-byte units, at most the swizzle's row (128 or 64 bytes).
+  using Swizzle = TensorMapSpec::Swizzle;
+  if (s.swizzle != Swizzle::kNone && s.swizzle != Swizzle::k128B && s.swizzle != Swizzle::k64B)
+    return fmt::format("tensor map swizzle {}", static_cast<int>(s.swizzle));
+  const uint64_t row = s.swizzle == Swizzle::k128B ? 128 : s.swizzle == Swizzle::k64B ? 64 : 0;
   const uint64_t inner = im2col ? s.channels_per_pixel : s.box[0];
-  if (inner < 1 || inner * elem % 16 != 0 || (s.swizzle && inner * elem > 128))
-    return fmt::format("tensor map inner box of {} elements ({} bytes; a multiple of 16{})", inner,
-                       inner * elem, s.swizzle ? ", at most 128 for the 128-byte swizzle" : "");
-  if (im2col && !s.swizzle) return "an im2col map without the 128-byte swizzle";
+  if (inner < 1 || inner * elem % 16 != 0 || (row > 0 && inner * elem > row))
+    return fmt::format("tensor map inner box of {} elements ({} bytes; a multiple of 16{})", inner, inner * elem,
+                       row > 0 ? fmt::format(", at most {} for the {}-byte swizzle", row, row) : "");
+  if (im2col && s.swizzle != Swizzle::k128B) return "an im2col map without the 128-byte swizzle";
   if (im2col) {
     if (s.pixels_per_column < 1 || s.pixels_per_column > 256)
       return fmt::format("im2col map of {} pixels per column (1 to 256)", s.pixels_per_column);
@@ -100,7 +104,10 @@ TensorMapBytes encode_tensor_map(const TensorMapSpec& s, uint64_t operand_addres
   } else {
     TESSEL_CU_CHECK(api.cuTensorMapEncodeTiled(
         &map, data_type(s.type), s.rank, global, dims, strides, box, estrides,
-        CU_TENSOR_MAP_INTERLEAVE_NONE, s.swizzle ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE,
+        CU_TENSOR_MAP_INTERLEAVE_NONE,
+        s.swizzle == TensorMapSpec::Swizzle::k128B  ? CU_TENSOR_MAP_SWIZZLE_128B
+        : s.swizzle == TensorMapSpec::Swizzle::k64B ? CU_TENSOR_MAP_SWIZZLE_64B
+                                                    : CU_TENSOR_MAP_SWIZZLE_NONE,
         CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
   }
   static_assert(sizeof(CUtensorMap) == kTensorMapBytes, "CUtensorMap is 128 bytes");

@@ -5,7 +5,8 @@
 // engine file stores them and a machine without a GPU checks them (check_tensor_map).
 //
 // Operand maps have 128-byte swizzling (the wgmma operand layout: boxes of 128-byte rows),
-// output maps dense boxes; none interleaves, and loads are zero-filled outside the tensor.
+// output maps 128- or 64-byte swizzled or dense boxes; none interleaves, and loads are
+// zero-filled outside the tensor.
 #pragma once
 
 #include <array>
@@ -23,7 +24,11 @@ struct TensorMapSpec {
   Mode mode = Mode::kTiled;
   Type type = Type::kF16;
   uint8_t operand = 0;  // the kernel parameter word whose address the map starts from (0 to 7)
-  bool swizzle = true;  // 128-byte swizzle (the wgmma operand layout); else dense rows
+  // The shared-memory layout of a box: rows of 128 or 64 bytes whose 16-byte chunks are XORed
+  // with the row's position (the wgmma operand layout; conflict-free rows of 16-bit or 8-bit
+  // outputs), or dense rows.
+  enum class Swizzle : uint8_t { kNone = 0, k128B = 1, k64B = 2 };
+  Swizzle swizzle = Swizzle::k128B;
   uint8_t rank = 2;     // tiled 1..5, im2col 3..5
   int64_t offset_bytes = 0;             // the tensor starts this far after the operand address
   std::array<uint64_t, 5> dims{};       // innermost first, in elements

@@ -55,7 +55,7 @@ class Writer {
     u8(static_cast<uint8_t>(m.type));
     u8(m.operand);
     u8(m.rank);
-    u8(m.swizzle ? 1 : 0);
+    u8(static_cast<uint8_t>(m.swizzle));
     i64(m.offset_bytes);
     for (uint64_t d : m.dims) u64(d);
     for (uint64_t s : m.strides) u64(s);
@@ -175,8 +175,8 @@ device::TensorMapSpec Reader::tensor_map() {
   m.operand = u8();
   m.rank = u8();
   const uint8_t swizzle = u8();
-  if (swizzle > 1) TESSEL_CORRUPT(*this) << "tensor map swizzle " << int{swizzle};
-  m.swizzle = swizzle == 1;
+  if (swizzle > 2) TESSEL_CORRUPT(*this) << "tensor map swizzle " << int{swizzle};
+  m.swizzle = static_cast<device::TensorMapSpec::Swizzle>(swizzle);
   m.offset_bytes = i64();
   for (uint64_t& d : m.dims) d = u64();
   for (uint64_t& s : m.strides) s = u64();

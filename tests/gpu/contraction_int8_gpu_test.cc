@@ -301,6 +301,11 @@ std::vector<TestProblem> fixed_problems(bool hopper) {
     v.push_back(tma(i8conv(conv_params(1, 14, 14, 128, 64, 3, 1, 1)), Recipe::kResidualF16Out, 128, 64, 5, 0));
     v.push_back(tma(i8gemm(300, 200, 512), Recipe::kRequant, 128, 128, 4, 2));
     v.push_back(tma(i8gemm(130, 260, 1024), Recipe::kDequantF16, 64, 256, 3, 3));
+    // int8 outputs in the register epilogue's 64-byte swizzled boxes, their int8 residual by
+    // bulk loads: 4 chunks per tile over few CTAs (both boxes, both barrier phases), N tails.
+    v.push_back(tma(i8conv(conv_params(2, 20, 20, 64, 256, 1, 1, 0)), Recipe::kResidualI8, 128, 128, 4, 2));
+    v.push_back(tma(i8gemm(200, 136, 256), Recipe::kRequant, 64, 256, 3, 1));
+    v.push_back(tma(i8conv(conv_params(3, 9, 9, 96, 72, 3, 1, 1)), Recipe::kResidualI8, 64, 128, 6, 1));
   }
   // 1x1 (a plain GEMM of the pixels), M and N partial tiles: 2*13*11 = 286 pixels, 96 channels.
   v.push_back(make(i8conv(conv_params(2, 13, 11, 64, 96, 1, 1, 0)), Recipe::kExactF32, 128, 64, 64,

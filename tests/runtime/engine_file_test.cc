@@ -95,7 +95,7 @@ EnginePlan synthetic_plan() {
   map.mode = device::TensorMapSpec::Mode::kIm2col;
   map.type = device::TensorMapSpec::Type::kBF16;
   map.operand = 1;
-  map.swizzle = true;
+  map.swizzle = device::TensorMapSpec::Swizzle::k128B;
   map.rank = 4;
   map.offset_bytes = 32;
   map.dims = {64, 5, 6, 2, 0};

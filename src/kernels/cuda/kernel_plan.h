@@ -60,7 +60,7 @@ struct KernelPlan {
   std::optional<kernels::TmaLayout> tma;
   std::optional<device::TensorMapSpec> tma_store;
   // kTma with a C map: the residual's bulk loads (tessel_tma.cuh, kTmaResidual), where the
-  // residual has the output's element type: C's map over the residual's address.
+  // residual has the output's element type (16-bit or int8): C's map over its address.
   std::optional<device::TensorMapSpec> tma_residual;
   uint64_t grid_x = 0;
 };

@@ -404,10 +404,13 @@ std::optional<device::TensorMapSpec> tma_store_map(const KernelPlan& plan) {
                                  : device::TensorMapSpec::Type::kF16;
   m.operand = static_cast<uint8_t>(kParamWordC);
   m.rank = 2;
-  // 16-bit outputs without a residual or with one of their own type (loaded by its own map,
-  // tma_residual_map): the 128-byte swizzled staging of the register epilogue (tessel_tma.cuh,
-  // kRegisterEpilogue); else the slab path's dense staging.
-  m.swizzle = size == 2 && (plan.residual_operand < 0 || residual_like_output(plan));
+  // Outputs without a residual or with one of their own type (read through C's map over it,
+  // below): the swizzled staging of the register epilogue (tessel_tma.cuh, kRegisterEpilogue),
+  // rows of 64 outputs in 128 bytes (16-bit) or 64 (int8); else the slab path's dense staging.
+  using Swizzle = device::TensorMapSpec::Swizzle;
+  m.swizzle = plan.residual_operand >= 0 && !residual_like_output(plan) ? Swizzle::kNone
+              : size == 2                                                ? Swizzle::k128B
+                                                                         : Swizzle::k64B;
   m.offset_bytes = offset * size;
   m.dims = {static_cast<uint64_t>(plan.c->n), static_cast<uint64_t>(plan.c->m), 0, 0, 0};
   m.strides = {static_cast<uint64_t>(ld * size), 0, 0, 0};
@@ -516,9 +519,8 @@ std::optional<std::string> make_plan(const Contraction& c, const Epilogue& e, co
   if (auto r = plan_store(*p->c, e, s, p)) return r;
   if (p->tma) p->tma_store = tma_store_map(*p);
   // The residual has the output's layout (store_offset), so C's map over its address reads it
-  // box for box; 16-bit only: its boxes land in the swizzled staging the register epilogue
-  // finishes in place.
-  if (p->tma_store && p->tma_store->swizzle && residual_like_output(*p)) {
+  // box for box, into the swizzled staging the register epilogue finishes in place.
+  if (p->tma_store && residual_like_output(*p)) {
     p->tma_residual = *p->tma_store;
     p->tma_residual->operand = static_cast<uint8_t>(kParamWordExtra + p->residual_operand);
   }

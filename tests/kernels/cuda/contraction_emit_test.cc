@@ -133,6 +133,12 @@ std::vector<TestProblem> wgmma_variants() {
     s.block_k = 128;
     v.push_back(with(conv_problem(conv_params(32, 28, 28, 128, 128, 3, 1, 1), DType::kI8, DType::kF16), s,
                      {step(K::kScale), step(K::kBias), step(K::kRelu)}));
+    // int8 outputs with an int8 residual: the 64-byte swizzled boxes and the residual's map.
+    kernels::Schedule s64 = kernels::tma_schedule(64, 64, 8, 1, 0);
+    s64.block_k = 128;
+    v.push_back(with(conv_problem(conv_params(32, 14, 14, 256, 1024, 1, 1, 0), DType::kI8, DType::kI8), s64,
+                     {step(K::kMul, 0.01f), step(K::kBias), step(K::kScaledResidualAdd, 0.5f), step(K::kRelu),
+                      step(K::kQuantize, 0.05f)}));
   }
   return v;
 }
@@ -183,9 +189,9 @@ TEST_P(VariantCompiles, ForSm80AndSm90aWithTheIntendedInstructions) {
       // of a 16-bit output's type: a fourth map, C's over the residual, for its bulk loads.
       const bool tma_store = p.e.out_dtype != DType::kF32;
       const bool residual = std::any_of(p.e.steps.begin(), p.e.steps.end(), [](const auto& st) {
-        return st.kind == K::kResidualAdd;
+        return st.kind == K::kResidualAdd || st.kind == K::kScaledResidualAdd;
       });
-      const bool residual_map = tma_store && residual && dtype_size(p.e.out_dtype) == 2;
+      const bool residual_map = tma_store && residual;  // the residual has the output's type
       EXPECT_EQ(has(ptx, "cp.async.bulk.tensor.4d.shared::cluster.global.im2col"), im2col);
       EXPECT_EQ(has(ptx, "cp.async.bulk.tensor.2d.shared::cluster.global.tile"), !im2col || residual_map);
       EXPECT_TRUE(has(ptx, "cp.async.bulk.tensor.3d.shared::cluster.global.tile"));  // B
@@ -200,8 +206,9 @@ TEST_P(VariantCompiles, ForSm80AndSm90aWithTheIntendedInstructions) {
       EXPECT_EQ(has(ptx, "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group"), tma_store);
       if (tma_store) {
         EXPECT_EQ(ks.tensor_maps[2].operand, 2);
-        // Swizzled for the register epilogue's staging of 16-bit outputs, dense for int8.
-        EXPECT_EQ(ks.tensor_maps[2].swizzle, dtype_size(p.e.out_dtype) == 2);
+        // Swizzled for the register epilogue's staging: rows of 128 bytes (16-bit) or 64 (int8).
+        EXPECT_EQ(ks.tensor_maps[2].swizzle, dtype_size(p.e.out_dtype) == 2 ? device::TensorMapSpec::Swizzle::k128B
+                                                                           : device::TensorMapSpec::Swizzle::k64B);
         EXPECT_EQ(ks.tensor_maps[2].dims[0], static_cast<uint64_t>(p.c.n));
       }
       if (residual_map) {

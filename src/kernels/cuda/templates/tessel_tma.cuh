@@ -36,9 +36,9 @@
 // its own (beside the ring), finished with the fused steps and stored by the store map; where
 // that is a plain or channel-slice one of 16-bit or int8 outputs (kTmaStore), the finished
 // (16, kChunkN) tile goes to a staging buffer of the warp's and one bulk tensor store (the
-// third map, over C) writes it, clipped to M and N, while the warp goes on. 16-bit outputs
-// skip the slab (kRegisterEpilogue, below), and a residual of their type arrives by bulk
-// tensor loads (the fourth map, over the residual) into the staging boxes it is finished in.
+// third map, over C) writes it, clipped to M and N, while the warp goes on. Such outputs skip
+// the slab (kRegisterEpilogue, below), and a residual of their type arrives by bulk tensor
+// loads (the fourth map, over the residual) into the staging boxes it is finished in.
 #pragma once
 
 #include "tessel_epilogue.cuh"
@@ -162,10 +162,11 @@ struct TmaWgmmaKernel {
   // + 1024: the dynamic shared memory base is aligned up to the swizzle atom.
   static constexpr int kSmemBytes = kPipelineBytes + kEpilogueBytes + kBarrierBytes + 1024;
 
-  // 16-bit outputs of a bulk-stored map are finished where the accumulators are (no fp32 slab
-  // round trip): each thread applies the epilogue to its own fragment and writes the pairs into
-  // a staging box of its warp's in the 128-byte swizzled layout the C map reads (so the 8 rows a
-  // store instruction touches fall on distinct banks). Each warp has two staging boxes, used by
+  // Outputs of a bulk-stored map are finished where the accumulators are (no fp32 slab round
+  // trip): each thread applies the epilogue to its own fragment and writes the pairs into a
+  // staging box of its warp's in the swizzled layout the C map reads, rows of 64 outputs in
+  // 128 bytes (16-bit, the 128-byte swizzle) or 64 (int8, the 64-byte swizzle), so that the 8
+  // rows a store instruction touches fall on distinct banks. Each warp has two staging boxes, used by
   // its chunks in turn, so that a chunk is finished while the previous one's store reads.
   // A residual of the output's type (kTmaResidual) arrives in the same boxes: a bulk tensor load
   // through the fourth map (C's, over the residual) puts each chunk's residual where its outputs
@@ -174,8 +175,11 @@ struct TmaWgmmaKernel {
   // slab path, whose 16-byte residual loads are coalesced where the fragment's pairs are not
   // (ResNet-50's residual 1x1 convs were 3.5x slower with the pairs loaded from global memory).
   static constexpr bool kTmaResidual = P::kResidual >= 0 && P::kTmaResidual;
-  static constexpr bool kRegisterEpilogue =
-      P::kTmaStore && sizeof(typename P::Out) == 2 && (P::kResidual < 0 || kTmaResidual);
+  static constexpr bool kRegisterEpilogue = P::kTmaStore && (P::kResidual < 0 || kTmaResidual);
+  static constexpr int kOutBytes = int(sizeof(typename P::Out));
+  static constexpr int kBoxBytes = 16 * kChunkN * kOutBytes;  // one chunk's staged outputs
+  static_assert(!kRegisterEpilogue || (kOutBytes <= 2 && kBoxBytes <= kStagingBytes),
+                "a chunk's outputs fit a staging box");
   // The register epilogue's second staging box per warp, and its two residual barriers, sit in
   // the slab area it does not use: boxes of kStagingBytes at warp * kStagingBytes (1024-byte
   // aligned, the swizzle atom), the barriers after the 8 boxes.
@@ -194,7 +198,7 @@ struct TmaWgmmaKernel {
   __device__ __forceinline__ static void load_residual(const TensorMaps& maps, u32 box0, u32 box1, u32 bars,
                                                        int seq, int m_base, int n_base) {
     const u32 bar = bars + 8 * (seq & 1);
-    mbarrier_arrive_expect_tx(bar, kStagingBytes);
+    mbarrier_arrive_expect_tx(bar, kBoxBytes);
     tma_load_2d(seq & 1 ? box1 : box0, maps.map[3], bar, n_base, m_base);
   }
 
@@ -214,8 +218,11 @@ struct TmaWgmmaKernel {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int r = g + 8 * h;
-        const int byte = col * 2;
-        Out* dst = reinterpret_cast<Out*>(staging + r * 128 + (((byte >> 4) ^ (r & 7)) << 4) + (byte & 15));
+        // The swizzle: a row's 16-byte chunk c lands at c ^ (row & 7) of 128-byte rows, or at
+        // c ^ ((row >> 1) & 3) of 64-byte rows (the XOR takes address bits 7-9 or 7-8).
+        const int byte = col * kOutBytes, swizzle = kOutBytes == 2 ? (r & 7) : ((r >> 1) & 3);
+        Out* dst = reinterpret_cast<Out*>(staging + r * (kChunkN * kOutBytes) + (((byte >> 4) ^ swizzle) << 4) +
+                                          (byte & 15));
         float res0 = 0.0f, res1 = 0.0f;
         if constexpr (kTmaResidual) {
           res0 = to_float(dst[0]);
