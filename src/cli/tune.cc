@@ -24,6 +24,7 @@
 //
 //   tessel tune MODEL --db FILE [--budget 5m] [--per-layer N] [--retune] [--log FILE.jsonl]
 //   tessel tune --merge A.json B.json ... -o OUT.json
+//   tessel tune MODEL --replay FILE.jsonl [--target sm_90a] [--json OUT]   (no GPU: tune_replay.h)
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -41,6 +42,7 @@
 #include "cli/commands.h"
 #include "cli/op_kernels.h"
 #include "cli/progress.h"
+#include "cli/tune_replay.h"
 #include "compiler/compile_plan.h"
 #include "compiler/plan_node.h"
 #include "compiler/tuning_db.h"
@@ -143,6 +145,7 @@ Action add_tune(CLI::App& app) {
     bool retune = false;
     std::vector<std::string> merge;
     std::string output;
+    ReplayOptions replay;
   };
   auto o = std::make_shared<Opts>();
   cmd->add_option("model", o->model.path, "ONNX model (.onnx) or textual IR (.tir)");
@@ -160,6 +163,13 @@ Action add_tune(CLI::App& app) {
   cmd->add_flag("--retune", o->retune, "measure contractions the database already has again");
   cmd->add_option("--merge", o->merge, "merge these databases (the faster record wins) into -o");
   cmd->add_option("-o,--output", o->output, "the merged database (with --merge)");
+  cmd->add_option("--replay", o->replay.log,
+                  "no measuring: the model's default picks against a --log of an earlier tune (what "
+                  "each default measured there, and the fastest)");
+  cmd->add_option("--target", o->replay.target,
+                  "with --replay: plan for this GPU, sm_90a (H100) or sm_80 (A100); default: the GPU "
+                  "present, else sm_90a");
+  cmd->add_option("--json", o->replay.json, "with --replay: also write its rows and totals as JSON here");
   return [cmd, o]() {
     if (!cmd->parsed()) return -1;
     if (!o->merge.empty()) {
@@ -172,6 +182,13 @@ Action add_tune(CLI::App& app) {
                   o->output.c_str());
       return 0;
     }
+    if (!o->replay.log.empty()) {
+      TESSEL_USER_CHECK(!o->model.path.empty() && o->db.empty())
+          << "tune MODEL --replay LOG: give the model and the log, no --db (nothing is measured)";
+      return replay_tune_log(o->model, o->precision, o->replay);
+    }
+    TESSEL_USER_CHECK(o->replay.target.empty() && o->replay.json.empty())
+        << "tune: --target and --json go with --replay";
     TESSEL_USER_CHECK(!o->model.path.empty() && !o->db.empty())
         << "tune MODEL --db FILE: give the model and the database to write";
     const double budget_s = parse_budget_seconds(o->budget);

@@ -304,6 +304,60 @@ TEST(Cli, TuneNeedsAGpuAndMergesDatabases) {
   expect_user_error("explain " + tir + " --db " + damaged, damaged + ": not a tessel tuning database");
 }
 
+// `tessel tune --replay`: no GPU; each unique contraction's default pick against what a tune log
+// measured of it, and the totals over the model's nodes; malformed logs are refused by line.
+TEST(Cli, TuneReplaysTheDefaultsAgainstALog) {
+  const std::string tir = write_file("replay.tir", explain_tir());
+  auto read_json = [](const std::string& path) {
+    std::ifstream f(path);
+    return nlohmann::json::parse(f, nullptr, /*allow_exceptions=*/false);
+  };
+  // An empty log: every contraction listed, none timed.
+  const std::string empty = write_file("empty.jsonl", "");
+  const std::string json = (temp_dir() / "replay.json").string();
+  const Result none = run_tessel("tune " + tir + " --replay " + empty + " --target sm_90a --json " + json);
+  ASSERT_EQ(none.code, 0) << none.out;
+  const nlohmann::json a = read_json(json);
+  ASSERT_TRUE(a.is_object() && !a["contractions"].empty()) << none.out;
+  EXPECT_EQ(a["target"], "sm_90a");
+  EXPECT_EQ(a["timed"], 0);
+  for (const nlohmann::json& c : a["contractions"]) {
+    EXPECT_TRUE(c["default_us"].is_null() && c["fastest_us"].is_null()) << c.dump();
+    EXPECT_FALSE(c["key"].get<std::string>().empty());
+  }
+  EXPECT_NE(none.out.find("defaults timed in the log: 0 of"), std::string::npos) << none.out;
+
+  // A log that timed the first contraction's default at 10 us (and again at 12: the fastest
+  // counts), a rival at 5 us, a failed candidate (0 us) and a contraction of another model.
+  const nlohmann::json& first = a["contractions"][0];
+  const std::string key = first["key"], def = first["default"];
+  auto line = [](const std::string& k, const std::string& s, double us) {
+    return nlohmann::json{{"key", k}, {"node", "n"}, {"schedule", s}, {"rank", 0}, {"microseconds", us}}.dump() + "\n";
+  };
+  const std::string log = write_file("replay.jsonl", line(key, def, 12.0) + line(key, def, 10.0) +
+                                                         line(key, "tma_128x128x64_s4_r1_c132", 5.0) +
+                                                         line(key, "tma_64x64x64_s8_r1_c132", 0.0) +
+                                                         line("another model's key", def, 1.0));
+  const Result timed = run_tessel("tune " + tir + " --replay " + log + " --target sm_90a --json " + json);
+  ASSERT_EQ(timed.code, 0) << timed.out;
+  const nlohmann::json b = read_json(json);
+  const nlohmann::json& row = b["contractions"][0];
+  EXPECT_EQ(row["default_us"], 10.0);
+  EXPECT_EQ(row["fastest_us"], 5.0);
+  EXPECT_EQ(row["fastest"], "tma_128x128x64_s4_r1_c132");
+  EXPECT_EQ(b["timed"], 1);
+  const int nodes = row["nodes"];
+  EXPECT_DOUBLE_EQ(b["default_us"].get<double>(), 10.0 * nodes);
+  EXPECT_DOUBLE_EQ(b["fastest_us"].get<double>(), 5.0 * nodes);
+  EXPECT_NE(timed.out.find("(defaults / fastest 2.000)"), std::string::npos) << timed.out;
+
+  const std::string bad = write_file("bad.jsonl", line(key, def, 10.0) + "{\"key\": 3}\n");
+  expect_user_error("tune " + tir + " --replay " + bad, bad + ":2: not a tune log line");
+  expect_user_error("tune " + tir + " --replay /nonexistent/log.jsonl", "/nonexistent/log.jsonl: cannot open file");
+  expect_user_error("tune " + tir + " --replay " + log + " --db x.json", "no --db (nothing is measured)");
+  expect_user_error("tune " + tir + " --db x.json --target sm_80", "--target and --json go with --replay");
+}
+
 TEST(Cli, ExplainMissingFileIsOneLineError) {
   expect_user_error("explain /nonexistent/model.onnx", "/nonexistent/model.onnx: cannot open file");
   std::string tir = write_file("explain2.tir", kTir);

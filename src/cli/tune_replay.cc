@@ -1,0 +1,129 @@
+#include "cli/tune_replay.h"
+
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+#include <nlohmann/json.hpp>
+
+#include "cli/op_kernels.h"
+#include "compiler/plan_node.h"
+#include "compiler/tuning_db.h"
+#include "core/error.h"
+
+namespace tessel::cli {
+namespace {
+
+// The fastest time per (key, schedule) in a tune log.
+using Measured = std::map<std::string, std::map<std::string, double>>;
+
+Measured read_log(const std::string& path) {
+  std::ifstream in(path);
+  TESSEL_USER_CHECK(in.good()) << path << ": cannot open file";
+  Measured m;
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    const nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    TESSEL_USER_CHECK(j.is_object() && j.contains("key") && j["key"].is_string() && j.contains("schedule") &&
+                      j["schedule"].is_string() && j.contains("microseconds") && j["microseconds"].is_number())
+        << path << ":" << number << ": not a tune log line (JSON with key, schedule, microseconds)";
+    const double us = j["microseconds"].get<double>();
+    if (!(us > 0)) continue;  // a candidate that failed its check or did not run
+    auto [it, fresh] = m[j["key"].get<std::string>()].try_emplace(j["schedule"].get<std::string>(), us);
+    if (!fresh) it->second = std::min(it->second, us);
+  }
+  return m;
+}
+
+struct Row {
+  std::string key, node, schedule, fastest;
+  int nodes = 0;              // contraction nodes of the model with this key
+  double default_us = -1;     // the default's time in the log; < 0: not timed there
+  double fastest_us = -1;     // the log's fastest for the key; < 0: the key is not in the log
+};
+
+std::string fmt_us(double us) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", us);
+  return buf;
+}
+
+}  // namespace
+
+int replay_tune_log(const ModelOptions& model, const std::string& precision, const ReplayOptions& o) {
+  const Measured measured = read_log(o.log);
+  PlannedModel planned = lower_for_planning(model, precision);
+  const ir::Graph& g = planned.graph;
+  const device::DeviceInfo target = planning_target(o.target);
+  std::vector<Row> rows;
+  std::map<std::string, size_t> row_of;
+  for (const ir::Node& n : g.nodes) {
+    const compiler::NodePlan plan = compiler::plan_node(g, n, planned.options, target);
+    if (plan.run != compiler::NodeRun::kContraction || !plan.tensor_cores()) continue;
+    const std::string key = compiler::tuning_key(*plan.match.contraction, plan.epilogue);
+    auto [at, fresh] = row_of.try_emplace(key, rows.size());
+    if (!fresh) {
+      ++rows[at->second].nodes;
+      continue;
+    }
+    Row r;
+    r.key = key;
+    r.node = n.name;
+    r.schedule = plan.schedule.name();
+    r.nodes = 1;
+    if (auto k = measured.find(key); k != measured.end()) {
+      for (const auto& [s, us] : k->second)
+        if (r.fastest_us < 0 || us < r.fastest_us) {
+          r.fastest_us = us;
+          r.fastest = s;
+        }
+      if (auto d = k->second.find(r.schedule); d != k->second.end()) r.default_us = d->second;
+    }
+    rows.push_back(std::move(r));
+  }
+
+  std::printf("target %s (%d SMs): the defaults of %zu unique contractions against %s\n", target.arch().c_str(),
+              target.sm_count, rows.size(), o.log.c_str());
+  std::printf("%-28s %5s  %-36s %9s  %-36s %9s\n", "contraction (first node)", "nodes", "default", "us",
+              "fastest in the log", "us");
+  double sum_default = 0, sum_fastest = 0;
+  int timed = 0, timed_nodes = 0, absent = 0;
+  nlohmann::json out_rows = nlohmann::json::array();
+  for (const Row& r : rows) {
+    const std::string d = r.default_us >= 0 ? fmt_us(r.default_us) : (r.fastest_us >= 0 ? "not timed" : "-");
+    const std::string f = r.fastest_us >= 0 ? fmt_us(r.fastest_us) : "not in log";
+    std::printf("%-28s %5d  %-36s %9s  %-36s %9s\n", r.node.substr(0, 28).c_str(), r.nodes, r.schedule.c_str(),
+                d.c_str(), r.fastest.c_str(), f.c_str());
+    if (r.fastest_us < 0) ++absent;
+    if (r.default_us >= 0) {
+      ++timed;
+      timed_nodes += r.nodes;
+      sum_default += r.nodes * r.default_us;
+      sum_fastest += r.nodes * r.fastest_us;
+    }
+    nlohmann::json j = {{"key", r.key}, {"node", r.node}, {"nodes", r.nodes}, {"default", r.schedule}};
+    j["default_us"] = r.default_us >= 0 ? nlohmann::json(r.default_us) : nlohmann::json(nullptr);
+    j["fastest"] = r.fastest_us >= 0 ? nlohmann::json(r.fastest) : nlohmann::json(nullptr);
+    j["fastest_us"] = r.fastest_us >= 0 ? nlohmann::json(r.fastest_us) : nlohmann::json(nullptr);
+    out_rows.push_back(std::move(j));
+  }
+  std::printf("defaults timed in the log: %d of %zu contractions (%d nodes); their nodes %.1f us, the log's "
+              "fastest %.1f us (defaults / fastest %.3f); %d contractions not in the log\n",
+              timed, rows.size(), timed_nodes, sum_default, sum_fastest,
+              sum_fastest > 0 ? sum_default / sum_fastest : 0.0, absent);
+  if (!o.json.empty()) {
+    std::ofstream f(o.json);
+    TESSEL_USER_CHECK(f.good()) << o.json << ": cannot write file";
+    const nlohmann::json j = {{"target", target.arch()},
+                              {"contractions", out_rows},
+                              {"timed", timed},
+                              {"default_us", sum_default},
+                              {"fastest_us", sum_fastest}};
+    f << j.dump(1) << "\n";
+  }
+  return 0;
+}
+
+}  // namespace tessel::cli
