@@ -1,4 +1,7 @@
 #include "cli/op_kernels.h"
+
+#include <map>
+
 #include "passes/pipeline.h"
 #include "compiler/tuning_db.h"
 
@@ -104,6 +107,25 @@ compiler::NodePlan plan_workload(const ir::Graph& g, const compiler::Options& op
                                  const device::DeviceInfo& target) {
   TESSEL_ICHECK(g.nodes.size() == 1) << "a workload graph has one node";
   return compiler::plan_node(g, g.nodes[0], options, target);
+}
+
+std::vector<UniqueContraction> unique_contractions(const PlannedModel& model,
+                                                   const device::DeviceInfo& target) {
+  const ir::Graph& g = model.graph;
+  std::vector<UniqueContraction> out;
+  std::map<std::string, size_t> index;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    compiler::NodePlan plan = compiler::plan_node(g, g.nodes[i], model.options, target);
+    if (plan.run != compiler::NodeRun::kContraction || !plan.tensor_cores()) continue;
+    std::string key = compiler::tuning_key(*plan.match.contraction, plan.epilogue);
+    auto [at, fresh] = index.try_emplace(key, out.size());
+    if (!fresh) {
+      ++out[at->second].nodes;
+      continue;
+    }
+    out.push_back({static_cast<int>(i), std::move(plan), std::move(key), 1});
+  }
+  return out;
 }
 
 PlannedModel lower_for_planning(const ModelOptions& model, const std::string& precision) {

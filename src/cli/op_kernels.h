@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "bench/workloads.h"
 #include "cli/commands.h"
@@ -39,6 +40,18 @@ struct PlannedModel {
   compiler::Options options;
 };
 PlannedModel lower_for_planning(const ModelOptions& model, const std::string& precision);
+
+// The model's Tensor Core contractions, one per tuning key (compiler::tuning_key), in graph
+// order: the first node with the key, its plan, and how many of the model's nodes share the
+// key. What tune measures and tune --replay looks up.
+struct UniqueContraction {
+  int node = 0;
+  compiler::NodePlan plan;
+  std::string key;
+  int nodes = 0;
+};
+std::vector<UniqueContraction> unique_contractions(const PlannedModel& model,
+                                                   const device::DeviceInfo& target);
 
 // The GPU to plan for: a known device named by `requested` (UserError for an unknown one),
 // else the GPU present, else an H100 (sm_90a), so that explain and codegen work without a GPU.

@@ -33,7 +33,6 @@
 #include <map>
 #include <memory>
 #include <random>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -205,17 +204,14 @@ Action add_tune(CLI::App& app) {
 
     // The unique Tensor Core contractions left to tune, with their candidates.
     std::vector<Job> jobs;
-    std::set<std::string> seen;
     int cached = 0;
     size_t to_measure = 0;
-    for (size_t i = 0; i < g.nodes.size(); ++i) {
-      const compiler::NodePlan plan = compiler::plan_node(g, g.nodes[i], options, target);
-      if (plan.run != compiler::NodeRun::kContraction || !plan.tensor_cores()) continue;
+    for (const UniqueContraction& u : unique_contractions(planned, target)) {
+      const compiler::NodePlan& plan = u.plan;
       const contraction::Contraction& c = *plan.match.contraction;
-      const std::string key = compiler::tuning_key(c, plan.epilogue);
-      if (!seen.insert(key).second) continue;
+      const std::string& key = u.key;
       Job job;
-      job.node = static_cast<int>(i);
+      job.node = u.node;
       job.key = key;
       job.candidates = {plan.schedule};
       struct Ranked {

@@ -8,8 +8,6 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/op_kernels.h"
-#include "compiler/plan_node.h"
-#include "compiler/tuning_db.h"
 #include "core/error.h"
 
 namespace tessel::cli {
@@ -54,26 +52,16 @@ std::string fmt_us(double us) {
 
 int replay_tune_log(const ModelOptions& model, const std::string& precision, const ReplayOptions& o) {
   const Measured measured = read_log(o.log);
-  PlannedModel planned = lower_for_planning(model, precision);
-  const ir::Graph& g = planned.graph;
+  const PlannedModel planned = lower_for_planning(model, precision);
   const device::DeviceInfo target = planning_target(o.target);
   std::vector<Row> rows;
-  std::map<std::string, size_t> row_of;
-  for (const ir::Node& n : g.nodes) {
-    const compiler::NodePlan plan = compiler::plan_node(g, n, planned.options, target);
-    if (plan.run != compiler::NodeRun::kContraction || !plan.tensor_cores()) continue;
-    const std::string key = compiler::tuning_key(*plan.match.contraction, plan.epilogue);
-    auto [at, fresh] = row_of.try_emplace(key, rows.size());
-    if (!fresh) {
-      ++rows[at->second].nodes;
-      continue;
-    }
+  for (const UniqueContraction& u : unique_contractions(planned, target)) {
     Row r;
-    r.key = key;
-    r.node = n.name;
-    r.schedule = plan.schedule.name();
-    r.nodes = 1;
-    if (auto k = measured.find(key); k != measured.end()) {
+    r.key = u.key;
+    r.node = planned.graph.nodes[static_cast<size_t>(u.node)].name;
+    r.schedule = u.plan.schedule.name();
+    r.nodes = u.nodes;
+    if (auto k = measured.find(u.key); k != measured.end()) {
       for (const auto& [s, us] : k->second)
         if (r.fastest_us < 0 || us < r.fastest_us) {
           r.fastest_us = us;

@@ -384,9 +384,8 @@ bool residual_like_output(const KernelPlan& plan) {
 
 // The C map of a TMA kernel's bulk stores (tessel_tma.cuh, kTmaStore), where the store map
 // and the output allow one: plain or channel-slice rows of 16-bit or int8 outputs, the rows
-// and the slice's start 16-byte aligned. (16, 64) boxes at (n, m), 128-byte swizzled for
-// 16-bit outputs (dense for int8), clipped to (N, M), so a slice's neighbours in the buffer
-// are never written.
+// and the slice's start 16-byte aligned. (16, 64) boxes at (n, m), clipped to (N, M), so a
+// slice's neighbours in the buffer are never written; their shared-memory layout below.
 std::optional<device::TensorMapSpec> tma_store_map(const KernelPlan& plan) {
   const StoreMap& st = plan.e->store;
   if (st.kind != StoreMap::Kind::kPlain && st.kind != StoreMap::Kind::kChannelSlice) return std::nullopt;
