@@ -131,6 +131,18 @@ TEST(TuningDb, KeysNameWhatOfTheEpilogueChangesTheTime) {
   EXPECT_EQ(tuning_key(c, residual), c.key() + "|read2:plain:f16");
   EXPECT_EQ(tuning_key(c, nchw), c.key() + "|read0:nchw:f16");
   EXPECT_EQ(tuning_key(c, prologue), c.key() + "|prologue:read0:plain:f16");
+  // A transcendental activation does not cost the same: counted per output.
+  contraction::Epilogue silu = plain;
+  silu.steps.push_back({contraction::EpilogueOpKind::kSilu});
+  EXPECT_EQ(tuning_key(c, silu), c.key() + "|read0:plain:f16:math1");
+  contraction::Epilogue gelu_sigmoid = silu;
+  gelu_sigmoid.steps.back().kind = contraction::EpilogueOpKind::kGelu;
+  gelu_sigmoid.steps.push_back({contraction::EpilogueOpKind::kSigmoid});
+  EXPECT_EQ(contraction::transcendentals_per_output(gelu_sigmoid), 2);
+  EXPECT_EQ(tuning_key(c, gelu_sigmoid), c.key() + "|read0:plain:f16:math2");
+  contraction::Epilogue hard = plain;
+  hard.steps.push_back({contraction::EpilogueOpKind::kHardSwish});
+  EXPECT_EQ(tuning_key(c, hard), tuning_key(c, plain));
 }
 
 // A record for a conv's contraction on the H100 replaces the cost model's pick, and the plan

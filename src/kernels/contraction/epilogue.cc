@@ -136,10 +136,31 @@ int64_t read_bytes_per_output(const Epilogue& e) {
   return bytes;
 }
 
+int transcendentals_per_output(const Epilogue& e) {
+  int n = 0;
+  for (const EpilogueStep& s : e.steps) {
+    switch (s.kind) {
+      case EpilogueOpKind::kSigmoid:
+      case EpilogueOpKind::kSilu:
+      case EpilogueOpKind::kGelu:
+      case EpilogueOpKind::kGeluTanh:
+      case EpilogueOpKind::kTanh:
+      case EpilogueOpKind::kMish:
+      case EpilogueOpKind::kElu:
+        ++n;
+        break;
+      default:
+        break;
+    }
+  }
+  return n;
+}
+
 std::string cost_str(const Epilogue& e) {
+  const int math = transcendentals_per_output(e);
   return std::string(e.a_prologue ? "prologue:" : "") + "read" +
          std::to_string(read_bytes_per_output(e)) + ":" + store_kind_name(e.store.kind) + ":" +
-         std::string(dtype_name(e.out_dtype));
+         std::string(dtype_name(e.out_dtype)) + (math > 0 ? ":math" + std::to_string(math) : "");
 }
 
 }  // namespace tessel::contraction

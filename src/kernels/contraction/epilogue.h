@@ -100,11 +100,18 @@ struct Epilogue {
 // residual's element (f16 2, an int8 residual 1), 0 without one. Per-channel operands (scale,
 // bias) are per column, not per element, and stay in cache.
 int64_t read_bytes_per_output(const Epilogue& e);
+// Transcendental activations (sigmoid, SiLU, GELU, tanh, Mish, ELU) per output: each costs the
+// epilogue tens of instructions per element, which the TMA kernel's one warpgroup per tile
+// finishes with a quarter of the warps of the mma.sync kernels (kernels::learned_factor).
+int transcendentals_per_output(const Epilogue& e);
 
 // What of an epilogue changes its kernel's time, as text: an A prologue (which only the
-// mma.sync kernel applies), the bytes read per output, the store's kind (not its offsets) and
-// the output dtype; activations and scales cost the same and are not in it.
-// "prologue:read2:plain:f16". The tuning database keys records by it (compiler/tuning_db.h).
+// mma.sync kernel applies), the bytes read per output, the store's kind (not its offsets), the
+// output dtype, and the transcendental activations per output where there are any ("math1":
+// ConvNeXt-T's GELU GEMMs measured 1.4x slower on the TMA kernel than on mma.sync, where
+// ResNet-50's ReLU convolutions ran up to 1.9x faster); scales and cheap activations (ReLU, clip, hard-swish) cost about the
+// same and are not in it. "prologue:read2:plain:f16", "read0:plain:f16:math1". The tuning
+// database keys records by it (compiler/tuning_db.h).
 std::string cost_str(const Epilogue& e);
 
 }  // namespace tessel::contraction
