@@ -1,40 +1,59 @@
 #!/usr/bin/env python3
-"""Fits the order in which `tessel tune` measures candidates (issue 13) to its own measurements,
-and writes it as C++ (src/kernels/rank_fit.h).
+"""Fits the cost model's learned correction (issue 13) to `tessel tune`'s own measurements, and
+writes it as C++ (src/kernels/rank_fit.h).
 
-`tessel tune` ranks a contraction's schedule space by the cost model's estimate
-(kernels/estimate.h) and measures the best-ranked first. The estimate misjudges whole classes
-of kernels: on ResNet-50 at batch 32 (H200) tune's best was at rank 16-61 for 10 of 25
-contractions, behind dozens of schedules of the classes the estimate favours. The learned part
-is one factor per schedule class, the schedule's name up to its third field (the kernel family,
-the CTA tile and its stages or warp tile: "tma_128x128x64_s4", "tc_128x64x32_s3"):
+The estimate (kernels/estimate.h) misjudges kernel families by amounts that depend on the shape.
+In tune logs of eight torchvision models on an H200 (2026-11-28), measured / estimated time of
+the TMA kernel falls from about 1.4 at 2 k-steps per tile to 0.7 at 17 and more, while the
+mma.sync kernels' stays near 1.25 and rises where a grid leaves SMs idle. One factor per
+schedule class (this script's first form) averaged over such shapes: as defaults it won on wide
+residual networks and lost 7-13% on MobileNet-v2, EfficientNet-b0 and ConvNeXt-T. So the
+correction is a function of the family, the shape and the class:
 
-    rank = estimate * f(class),  ln f(class) = shrunk median over the class's measurements of
-                                 ln(measured / estimate), less the median over all of them
+    ln(measured / estimate) = a_f + b_f ln(k_steps) + c_f ln(tiles / SMs) + d_f residual
+                              + e_f transcendentals + o_class
 
-shrunk toward 0 as a class has fewer measurements (k / (k + SHRINK)), so a rare class moves
-little and an unseen one keeps the estimate's order. The default schedule stays first, and the
-defaults themselves do not change (a whole-model A/B decides those, docs/performance.md): only
-what tune measures first.
+for family f (tc: mma.sync, wgmma: the cp.async wgmma kernel, tma: the TMA kernel), k_steps the
+k-tiles a CTA walks per tile (the TMA kernel: taps x 64-channel chunks), tiles the CTAs' tiles
+(split-K included), residual whether the epilogue reads one, transcendentals the epilogue's
+transcendental activations per output (SiLU, GELU: the key's "mathN"), and o_class an offset per
+schedule class (its name's first three fields: "tma_128x128x64_s4"), shrunk toward 0 by a ridge
+penalty worth SHRINK measurements. Other families (halo, SIMT) keep the estimate.
+
+Only the order of one contraction's candidates matters (which one tune measures first, which one
+is the default), not the level: the fit has one free intercept per contraction (fixed effects),
+so that what all of a contraction's candidates share (an epilogue the estimate ignores, a
+prologue) does not bend the families' coefficients. Hence tc's intercept, residual and
+transcendental terms are 0: they would only move every candidate of a contraction together.
 
 Input: `tessel tune --log` files (JSON lines: key, node, schedule, rank, microseconds,
-estimate_us), gzipped or not. Before writing, the fit is checked by leaving each contraction out
-in turn: with the factors of the others, where its fastest measured schedule ranks among its
-measured ones, and how close the first round (ROUND candidates) gets to that fastest.
+estimate_us), gzipped or not. Before writing, the fit is checked two ways: leaving each
+contraction out in turn, where its fastest measured schedule ranks (tune's first round: ROUND
+candidates); and leaving each log (model) out in turn, which of its measured candidates the
+fitted order would pick, against the estimate's pick and the default it ran.
 
-  rank_fit.py LOG [LOG ...] [--out src/kernels/rank_fit.h] [--source TEXT] [--cc-major 9]
+  rank_fit.py LOG [LOG ...] [--out src/kernels/rank_fit.h] [--source TEXT] [--cc-major 9] [--sms 132]
 """
 import argparse
 import collections
 import gzip
 import json
 import math
-import statistics
+import os
+import re
 import sys
 import textwrap
 
-SHRINK = 3.0  # measurements worth as much as the prior (no correction)
-ROUND = 16    # candidates of tune's first round, the default included
+import numpy as np
+
+SHRINK = 3.0    # ridge weight of a class offset, in measurements
+FEATURE_RIDGE = 0.1
+ROUND = 16      # candidates of tune's first round, the default included
+FAMILIES = ("tc", "wgmma", "tma")
+FEATURES = ("intercept", "ln_k_steps", "ln_tiles_per_sm", "residual", "transcendentals")
+
+KEY = re.compile(r"^[^:]+:b(\d+):m(\d+):n(\d+):k(\d+):b\([^)]*\)m\([^)]*\)n\([^)]*\)k\(([^)]*)\)")
+SCHEDULE = re.compile(r"^([a-z]+)_(\d+)x(\d+)x(\d+)_s\d+")
 
 
 def schedule_class(schedule):
@@ -42,61 +61,158 @@ def schedule_class(schedule):
     return "_".join(schedule.split("_")[:3])
 
 
-def read_logs(paths):
+def ceil_div(a, b):
+    return -(-a // b)
+
+
+def shape_of(key, schedule):
+    """(family, k_steps, tiles, residual, transcendentals) of a logged candidate, as kernels::estimate counts
+    them; None for a family the fit leaves alone or a key it cannot read."""
+    m, s = KEY.match(key), SCHEDULE.match(schedule)
+    if not m or not s or s.group(1) not in FAMILIES:
+        return None
+    family = s.group(1)
+    batch, rows, cols, depth = (int(m.group(i)) for i in range(1, 5))
+    block_m, block_n, block_k = (int(s.group(i)) for i in range(2, 5))
+    split = re.search(r"_sk(\d+)", schedule)
+    split = int(split.group(1)) if split and family != "tma" else 1
+    if family == "tma":
+        # Tap by tap in chunks of block_k channels (kernels::tma_layout): k(r,s,c) or k(c).
+        k_dims = [int(x) for x in m.group(5).split(",") if x]
+        taps = math.prod(k_dims[:-1]) if len(k_dims) > 1 else 1
+        k_tiles = taps * ceil_div(k_dims[-1] if k_dims else depth, block_k)
+    else:
+        k_tiles = ceil_div(depth, block_k)
+    tiles = batch * ceil_div(rows, block_m) * ceil_div(cols, block_n) * split
+    # contraction::cost_str: "[prologue:]readN:store:dtype[:mathT]", N the epilogue's bytes
+    # per output, T its transcendental activations per output.
+    epilogue = key.split("|", 1)[1] if "|" in key else ""
+    read = re.search(r"(?:^|:)read(\d+):", epilogue)
+    math_ops = re.search(r":math(\d+)$", epilogue)
+    return (family, ceil_div(k_tiles, split), tiles, bool(read and int(read.group(1)) > 0),
+            int(math_ops.group(1)) if math_ops else 0)
+
+
+def features(shape, sms):
+    family, k_steps, tiles, residual, transcendentals = shape
+    return [1.0, math.log(k_steps), math.log(tiles / sms), 1.0 if residual else 0.0,
+            float(transcendentals)]
+
+
+def read_logs(paths, sms):
     rows = []
     for path in paths:
         opener = gzip.open if path.endswith(".gz") else open
+        source = os.path.basename(path).split(".jsonl")[0]
         with opener(path, "rt") as f:
             for line in f:
                 r = json.loads(line)
-                if r.get("estimate_us", 0) > 0 and r["microseconds"] > 0:
+                if r.get("estimate_us", 0) > 0 and r.get("microseconds", 0) > 0:
+                    r["source"] = source
+                    shape = shape_of(r["key"], r["schedule"])
+                    r["family"] = shape[0] if shape else None
+                    r["x"] = features(shape, sms) if shape else None
                     rows.append(r)
     return rows
 
 
-def centre(rows):
-    """The median over all measurements of ln(measured / estimate): the level the class factors
-    are centred on."""
-    return statistics.median(math.log(r["microseconds"] / r["estimate_us"]) for r in rows) if rows else 0.0
+def free(family, feature):
+    """Whether the fit may move this coefficient (tc's intercept and its terms of what all of a
+    contraction's candidates share would only move whole contractions: fixed at 0)."""
+    return not (family == "tc" and feature in ("intercept", "residual", "transcendentals"))
+
+
+class Design:
+    """The least-squares problem of fit(): a column per free family coefficient, per schedule
+    class and per contraction (key), its normal equations summed per contraction, so that
+    leaving a contraction out subtracts its part instead of rebuilding them."""
+
+    def __init__(self, rows):
+        self.rows = [r for r in rows if r["family"]]
+        self.cols = [(f, x) for f in FAMILIES for x in FEATURES if free(f, x)]
+        self.classes = sorted({schedule_class(r["schedule"]) for r in self.rows})
+        self.keys = sorted({r["key"] for r in self.rows})
+        col = {c: i for i, c in enumerate(self.cols)}
+        self.ci = {c: len(self.cols) + i for i, c in enumerate(self.classes)}
+        ki = {k: len(self.cols) + len(self.classes) + i for i, k in enumerate(self.keys)}
+        width = len(self.cols) + len(self.classes) + len(self.keys)
+        self.ridge = np.concatenate([[0.0 if x == "intercept" else FEATURE_RIDGE for _, x in self.cols],
+                                     np.full(len(self.classes), SHRINK), np.full(len(self.keys), 1e-9)])
+        self.part = {}  # key -> (X^T X, X^T y, class counts) of its rows
+        for key in self.keys:
+            mine = [r for r in self.rows if r["key"] == key]
+            X = np.zeros((len(mine), width))
+            y = np.zeros(len(mine))
+            for i, r in enumerate(mine):
+                for x, v in zip(FEATURES, r["x"]):
+                    if free(r["family"], x):
+                        X[i, col[(r["family"], x)]] = v
+                X[i, self.ci[schedule_class(r["schedule"])]] = 1.0
+                X[i, ki[key]] = 1.0
+                y[i] = math.log(r["microseconds"] / r["estimate_us"])
+            counts = collections.Counter(schedule_class(r["schedule"]) for r in mine)
+            self.part[key] = (X.T @ X, X.T @ y, counts)
+        self.xtx = sum(p[0] for p in self.part.values())
+        self.xty = sum(p[1] for p in self.part.values())
+
+    def solve(self, without=None):
+        """(families, offsets, counts), fitted to every contraction but `without`."""
+        xtx, xty = self.xtx, self.xty
+        counts = collections.Counter()
+        for key, p in self.part.items():
+            if key != without:
+                counts.update(p[2])
+        if without is not None:
+            xtx, xty = xtx - self.part[without][0], xty - self.part[without][1]
+        w = np.linalg.solve(xtx + np.diag(self.ridge), xty)
+        families = {f: [float(w[self.cols.index((f, x))]) if free(f, x) else 0.0 for x in FEATURES]
+                    for f in FAMILIES}
+        offsets = {c: float(w[self.ci[c]]) for c in self.classes if counts[c] > 0}
+        return families, offsets, dict(counts)
 
 
 def fit(rows):
-    """{class: ln factor} and the number of measurements per class."""
-    logs = collections.defaultdict(list)
+    """{family: [coefficient per FEATURES]}, {class: ln offset}, {class: measurements}: least
+    squares on ln(measured / estimate) with an intercept per contraction (key)."""
+    if not any(r["family"] for r in rows):
+        return {}, {}, {}
+    return Design(rows).solve()
+
+
+def ln_factor(model, r):
+    """The fitted ln(measured / estimate) of a logged candidate, up to its contraction's level."""
+    families, offsets = model[0], model[1]
+    if not r["family"] or r["family"] not in families:
+        return 0.0
+    return (sum(a * b for a, b in zip(families[r["family"]], r["x"])) +
+            offsets.get(schedule_class(r["schedule"]), 0.0))
+
+
+def ranked(rows, model):
+    """rows of one contraction in tune's order under `model`: the default (rank 0) first."""
+    return sorted(rows, key=lambda r: (r["rank"] != 0, r["estimate_us"] * math.exp(ln_factor(model, r))))
+
+
+def by_key(rows):
+    out = collections.defaultdict(list)
     for r in rows:
-        logs[schedule_class(r["schedule"])].append(math.log(r["microseconds"] / r["estimate_us"]))
-    if not logs:
-        return {}, {}
-    center = centre(rows)
-    factors, counts = {}, {}
-    for c, v in sorted(logs.items()):
-        k = len(v)
-        factors[c] = k / (k + SHRINK) * (statistics.median(v) - center)
-        counts[c] = k
-    return factors, counts
-
-
-def ranked(rows, factors):
-    """rows of one contraction in tune's order under `factors`: the default (rank 0) first."""
-    return sorted(rows, key=lambda r: (r["rank"] != 0, r["estimate_us"] *
-                                       math.exp(factors.get(schedule_class(r["schedule"]), 0.0))))
+        out[r["key"]].append(r)
+    return out
 
 
 def leave_one_out(rows):
     """Per contraction (key) with its fastest measured schedule: that schedule's position among
-    the measured ones by the estimate's order and by the fit's (the others' factors), and the
+    the measured ones by the estimate's order and by the fit's (fitted to the others), and the
     fastest of the first ROUND over the fastest, by each."""
-    by_key = collections.defaultdict(list)
-    for r in rows:
-        by_key[r["key"]].append(r)
     out = []
-    for key, mine in sorted(by_key.items()):
+    design = Design(rows)
+    for key, mine in sorted(by_key(rows).items()):
         if len(mine) < 2 or not any(r["rank"] == 0 for r in mine):
             continue
-        factors, _ = fit([r for r in rows if r["key"] != key])
+        model = design.solve(without=key) if key in design.part else design.solve()
         best = min(mine, key=lambda r: r["microseconds"])
         before = sorted(mine, key=lambda r: r["rank"])
-        after = ranked(mine, factors)
+        after = ranked(mine, model)
         out.append({
             "node": mine[0].get("node", key[:40]),
             "position_before": before.index(best), "position_after": after.index(best),
@@ -106,12 +222,38 @@ def leave_one_out(rows):
     return out
 
 
-def header(factors, counts, rows, source, cc_major):
-    keys = {r["key"] for r in rows}
+def leave_one_source_out(rows):
+    """Per log: fitted to the other logs, the sum over its contractions of the measured time of
+    the candidate each order ranks first among the measured ones of the fitted families (the
+    fit's, the estimate's), the default's, and the fastest's."""
+    out = []
+    for source in sorted({r["source"] for r in rows}):
+        model = fit([r for r in rows if r["source"] != source])
+        sums = collections.Counter()
+        for mine in by_key([r for r in rows if r["source"] == source]).values():
+            default = [r for r in mine if r["rank"] == 0]
+            fitted = [r for r in mine if r["family"]]
+            if not default or not default[0]["family"] or len(fitted) < 2:
+                continue
+            sums["default"] += default[0]["microseconds"]
+            sums["estimate"] += min(fitted, key=lambda r: r["estimate_us"])["microseconds"]
+            sums["fit"] += min(fitted, key=lambda r: r["estimate_us"] * math.exp(ln_factor(model, r)))["microseconds"]
+            sums["fastest"] += min(r["microseconds"] for r in fitted)
+            sums["contractions"] += 1
+        if sums["contractions"]:
+            out.append(dict(sums, source=source))
+    return out
+
+
+def header(model, rows, source, cc_major):
+    families, offsets, counts = model
+    keys = {r["key"] for r in rows if r["family"]}
+    n = sum(1 for r in rows if r["family"])
     lines = [
-        "// The order in which `tessel tune` measures candidates (kernels::rank_factor), written by",
-        "// bench/rank_fit.py: do not edit. ln(measured / estimate) per schedule class, shrunk by",
-        f"// k / (k + {SHRINK:g}) and centred, fitted to {len(rows)} measurements of {len(keys)} contractions.",
+        "// The cost model's learned correction (kernels::learned_factor), written by",
+        "// bench/rank_fit.py: do not edit. ln(measured / estimate) = the family's coefficients . (1,",
+        "// ln k-steps, ln tiles per SM, residual, transcendentals) + the class's offset, fitted with",
+        f"// an intercept per contraction to {n} measurements of {len(keys)} contractions.",
     ]
     lines += ["// " + l for l in textwrap.wrap(source, 96)]
     lines += [
@@ -119,16 +261,26 @@ def header(factors, counts, rows, source, cc_major):
         "",
         "namespace tessel::kernels::rank_fit {",
         "",
-        f"constexpr int kCcMajor = {cc_major};  // the measured GPU's: other architectures keep the estimate's order",
-        "struct ClassFactor {",
+        f"constexpr int kCcMajor = {cc_major};  // the measured GPU's: other architectures keep the estimate",
+        "struct Family {",
+        "  const char* name;  // the schedule name's first field: tc, wgmma, tma",
+        "  double intercept, ln_k_steps, ln_tiles_per_sm, residual, transcendentals;",
+        "};",
+        "constexpr Family kFamilies[] = {",
+    ]
+    for f in FAMILIES:
+        lines.append(f'    {{"{f}", ' + ", ".join(f"{v:.6g}" for v in families[f]) + "},")
+    lines += [
+        "};",
+        "struct ClassOffset {",
         "  const char* schedule_class;  // kernels::rank_class",
-        "  double ln_factor;",
+        "  double ln_offset;",
         "  int measurements;",
         "};",
-        "constexpr ClassFactor kClasses[] = {",
+        "constexpr ClassOffset kClasses[] = {",
     ]
-    for c in sorted(factors):
-        lines.append(f'    {{"{c}", {factors[c]:.6g}, {counts[c]}}},')
+    for c in sorted(offsets):
+        lines.append(f'    {{"{c}", {offsets[c]:.6g}, {counts[c]}}},')
     lines += ["};", "", "}  // namespace tessel::kernels::rank_fit", ""]
     return "\n".join(lines)
 
@@ -140,29 +292,37 @@ def main():
     ap.add_argument("--source", default="", help="where the logs were measured, for the header")
     ap.add_argument("--cc-major", type=int, default=9,
                     help="the measured GPU's compute capability major (9: Hopper)")
+    ap.add_argument("--sms", type=int, default=132, help="the measured GPU's SM count")
     args = ap.parse_args()
-    rows = read_logs(args.logs)
-    if not rows:
+    rows = read_logs(args.logs, args.sms)
+    if not any(r["family"] for r in rows):
         print("rank_fit.py: no measurements with an estimate in " + " ".join(args.logs), file=sys.stderr)
         return 1
-    factors, counts = fit(rows)
+    model = fit(rows)
+    print(f"{len(rows)} measurements, {len(by_key(rows))} contractions, {len(model[1])} schedule classes")
+    for f in FAMILIES:
+        print(f"  {f:6s} " + "  ".join(f"{x} {v:+.3f}" for x, v in zip(FEATURES, model[0][f])))
     loo = leave_one_out(rows)
-    print(f"{len(rows)} measurements, {len({r['key'] for r in rows})} contractions, "
-          f"{len(factors)} schedule classes")
     print(f"{'contraction':24s} {'best at':>8s} {'->':>4s}  first round / best: estimate -> fit")
     for x in loo:
         print(f"{x['node'][:24]:24s} {x['position_before']:8d} {x['position_after']:4d}  "
               f"{x['first_round_before']:.3f} -> {x['first_round_after']:.3f}")
     if loo:
-        mb = statistics.mean(x["first_round_before"] for x in loo)
-        ma = statistics.mean(x["first_round_after"] for x in loo)
+        mb = sum(x["first_round_before"] for x in loo) / len(loo)
+        ma = sum(x["first_round_after"] for x in loo) / len(loo)
         found_b = sum(x["position_before"] < ROUND for x in loo)
         found_a = sum(x["position_after"] < ROUND for x in loo)
         print(f"left out in turn: the fastest in the first round for {found_b} -> {found_a} of "
               f"{len(loo)}; first round's best / the fastest, mean {mb:.3f} -> {ma:.3f}")
+    print("each log left out in turn, fitted to the others: the sum over its contractions of the "
+          "measured candidate each order ranks first (us)")
+    print(f"{'log':40s} {'n':>3s} {'default':>8s} {'estimate':>8s} {'fit':>8s} {'fastest':>8s}  fit / default")
+    for x in leave_one_source_out(rows):
+        print(f"{x['source'][:40]:40s} {x['contractions']:3d} {x['default']:8.1f} {x['estimate']:8.1f} "
+              f"{x['fit']:8.1f} {x['fastest']:8.1f}  {x['fit'] / x['default']:.3f}")
     if args.out:
         with open(args.out, "w") as f:
-            f.write(header(factors, counts, rows, args.source, args.cc_major))
+            f.write(header(model, rows, args.source, args.cc_major))
         print("wrote " + args.out)
     return 0
 

@@ -225,12 +225,14 @@ Action add_tune(CLI::App& app) {
       const bool grouped = !space.empty();
       if (!grouped) space = kernels::enumerate_schedules(c, target);
       const bool dense_groups = !grouped && contraction::grouped_layout(c).has_value();
+      const int64_t read_bytes = contraction::read_bytes_per_output(plan.epilogue);
+      const int math = contraction::transcendentals_per_output(plan.epilogue);
       for (const kernels::Schedule& s : space) {
         if (s.name() == plan.schedule.name()) continue;
         if (dense_groups && !kernels::runs_groups_as_batch(s)) continue;
         if (kernels::cuda::can_implement(c, plan.epilogue, s)) continue;
         const double us = grouped ? 0 : kernels::estimate(c, s, target).microseconds;
-        ranked.push_back({us * kernels::rank_factor(s, target), us, s});
+        ranked.push_back({us * kernels::learned_factor(c, s, target, read_bytes, math), us, s});
       }
       std::stable_sort(ranked.begin(), ranked.end(),
                        [](const Ranked& a, const Ranked& b) { return a.rank < b.rank; });

@@ -77,8 +77,10 @@ NodePlan plan_contraction(const ir::Graph& g, const ir::Node& n, const Options& 
   } else {
     // An A prologue is applied by the mma.sync kernel's loader alone. (An X read inside a
     // Concat's buffer has no conv window, contraction/conv_window.h: the halo kernel refuses it.)
-    plan.schedule = kernels::default_schedule(c, target, plan.epilogue.a_prologue.has_value(),
-                                              contraction::read_bytes_per_output(plan.epilogue));
+    plan.schedule = kernels::default_schedule(
+        c, target, plan.epilogue.a_prologue.has_value(),
+        contraction::read_bytes_per_output(plan.epilogue),
+        contraction::transcendentals_per_output(plan.epilogue));
     if (plan.schedule.instruction == kernels::Instruction::kSimt)
       plan.why = plan.match.remarks.empty() ? "no reason given" : plan.match.remarks[0].text;
   }

@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "kernels/contraction/grouped.h"
+#include "kernels/rank_fit.h"
 
 namespace tessel::kernels {
 namespace {
@@ -339,7 +340,8 @@ namespace {
 // are many (>= 4 per SM): below that, the implicit-GEMM kernels' smaller tiles and split-K
 // fill the SMs better, and the halo kernel was not measured there; except for a stem reading
 // the f32 NCHW input, which only the halo kernel takes on Tensor Cores.
-std::optional<Schedule> default_halo(const Contraction& c, const device::DeviceInfo& device) {
+std::optional<Schedule> default_halo(const Contraction& c, const device::DeviceInfo& device,
+                                     bool learned) {
   if (device.cc_major < 8 || !contraction::conv_window(c)) return std::nullopt;
   // {N from, N to, tile_h, tile_w, warp_m, warp_n}, in order of preference.
   const int candidates[][6] = {{1, 8, 32, 16, 64, 8},
@@ -358,8 +360,17 @@ std::optional<Schedule> default_halo(const Contraction& c, const device::DeviceI
   // A stem's f32 NCHW input has no other Tensor Core kernel: the halo kernel however few its
   // tiles and whatever its width wastes (the alternative is SIMT).
   const bool only_tensor_core_path = !contraction::tensor_core_eligible(c);
+  // Where the TMA kernel walks the taps in whole 64-channel chunks, it beat the halo kernel on
+  // every such layer tune measured (H200, 2026-11-28: VGG-16's 224x224 and 112x112 3x3 convs of
+  // 64 channels at batch 32, 321.6 -> 250.9 and 162.3 -> 96.1 us; the SR net's 720p ones, 206
+  // -> 156 and 406 -> 326 us): those outputs of more than 16 channels go to the ranked
+  // defaults. With 32 channels per tap (the SR net's 4x-upscaled 3x3 conv) the chunk would be
+  // half padding; tune found nothing faster than the halo kernel there.
+  const bool tma_takes = learned && has_wgmma(device) && window->channels % 64 == 0 &&
+                         runs(c, tma_schedule(128, 64, 7, kTmaDefaultRaster, 0), device);
   for (const auto& [n_from, n_to, th, tw, wm, wn] : candidates) {
     if (pointwise && n_from > 16 && !only_tensor_core_path) continue;
+    if (tma_takes && n_from > 16 && !only_tensor_core_path) continue;
     // A width that is no multiple of the tile computes (and discards) the last tile column's
     // pixels past the edge: taken up to 5% of the width (seed_large_32_300_300_64, 300 wide:
     // 583 vs 797 µs for the implicit GEMM). At 14% (ResNet's 56-wide layers) 16x16 tiles still
@@ -594,10 +605,14 @@ std::vector<Schedule> grouped_schedules(const Contraction& c, const device::Devi
 }
 
 Schedule default_schedule(const Contraction& c, const device::DeviceInfo& device,
-                          bool mma_sync_only, int64_t epilogue_read_bytes) {
+                          bool mma_sync_only, int64_t epilogue_read_bytes,
+                          int epilogue_transcendentals) {
+  // On the architecture the learned correction was fitted on, 16-bit contractions are ranked
+  // by it (estimate.h, learned_factor) instead of the table's sm90_scale residuals.
+  const bool learned = device.cc_major == rank_fit::kCcMajor && block_k_scale(c) == 1;
   // Before the eligibility test: the halo kernel also takes a stem's f32 NCHW input.
   if (!mma_sync_only) {
-    if (std::optional<Schedule> halo = default_halo(c, device)) return *halo;
+    if (std::optional<Schedule> halo = default_halo(c, device, learned)) return *halo;
     if (contraction::grouped_layout(c)) {
       if (std::optional<Schedule> halo = grouped_halo_schedule(c, device)) return *halo;
       if (std::optional<Schedule> packed = packed_groups_schedule(c, device)) return *packed;
@@ -619,6 +634,17 @@ Schedule default_schedule(const Contraction& c, const device::DeviceInfo& device
     return s.split_k == 1 ||
            (mn_tiles(c, s) < device.sm_count && c.k / s.split_k >= kMinSplitKDepth);
   };
+  // A candidate's score in clocks. The table's residual scales the kernel's own time, not the
+  // DRAM bound under it. The learned correction was fitted to whole measured times against
+  // estimates without the epilogue's reads (tune's log): it scales those, and the DRAM bound
+  // with the reads stays under it.
+  auto score = [&](const Schedule& s, double sm90_scale) {
+    const ScheduleEstimate e = estimate(c, s, device, epilogue_read_bytes);
+    if (!learned) return launch + std::max(sm90_scale * e.cycles, e.dram_cycles);
+    const double clock = arch_facts(device).clock_mhz;  // clocks per microsecond
+    return std::max(tuning_rank(c, s, device, epilogue_read_bytes, epilogue_transcendentals) * clock,
+                    launch + e.dram_cycles);
+  };
   std::vector<Ranked> ranked;
   for (const DefaultKernel& k : kDefaultKernels) {
     if (k.instruction == Instruction::kWgmma && (mma_sync_only || !has_wgmma(device))) continue;
@@ -630,10 +656,7 @@ Schedule default_schedule(const Contraction& c, const device::DeviceInfo& device
       Schedule s = make(k.instruction, {k.block_m, k.block_n}, {k.warp_m, k.warp_n}, block_k,
                         k.stages, split, kDefaultRaster, c);
       if (!offered(s) || !split_wanted(s) || !runs(c, s, device)) continue;
-      // The residual scales the kernel's own time, not the DRAM bound under it.
-      const ScheduleEstimate e = estimate(c, s, device, epilogue_read_bytes);
-      const double scale = hopper ? k.sm90_scale : 1.0;
-      ranked.push_back({s, launch + std::max(scale * e.cycles, e.dram_cycles)});
+      ranked.push_back({s, score(s, hopper ? k.sm90_scale : 1.0)});
     }
   }
   if (!mma_sync_only && has_wgmma(device)) {
@@ -642,8 +665,7 @@ Schedule default_schedule(const Contraction& c, const device::DeviceInfo& device
       s.block_k *= block_k_scale(c);  // one 128-byte row: 128 int8
       if (!offered(s) || !runs(c, s, device)) continue;
       s.ctas = persistent_ctas(c, s, device);
-      const ScheduleEstimate e = estimate(c, s, device, epilogue_read_bytes);
-      ranked.push_back({s, launch + std::max(k.sm90_scale * e.cycles, e.dram_cycles)});
+      ranked.push_back({s, score(s, k.sm90_scale)});
     }
   }
   if (ranked.empty()) {

@@ -109,8 +109,15 @@ std::vector<Schedule> grouped_schedules(const contraction::Contraction& c,
 // mma_sync_only: the plain mma.sync kernel's defaults only (no halo, packed groups or wgmma),
 // for what only that kernel does (an A prologue, contraction/epilogue.h).
 // epilogue_read_bytes: what the epilogue reads per output element (a residual's bytes,
-// contraction::read_bytes_per_output), charged as estimate() charges it.
+// contraction::read_bytes_per_output), charged as estimate() charges it;
+// epilogue_transcendentals: its transcendental activations per output
+// (contraction::transcendentals_per_output).
+// On the architecture of kernels/rank_fit.h (Hopper), 16-bit contractions are ranked by the
+// estimate times learned_factor (estimate.h) instead of the table's residuals, and the halo
+// kernel keeps a windowed conv of more than 16 output channels only where the TMA kernel
+// cannot walk its taps in whole 64-channel chunks.
 Schedule default_schedule(const contraction::Contraction& c, const device::DeviceInfo& device,
-                          bool mma_sync_only = false, int64_t epilogue_read_bytes = 0);
+                          bool mma_sync_only = false, int64_t epilogue_read_bytes = 0,
+                          int epilogue_transcendentals = 0);
 
 }  // namespace tessel::kernels

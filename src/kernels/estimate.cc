@@ -153,6 +153,7 @@ ScheduleEstimate estimate(const Contraction& c, const Schedule& s, const device:
   // TMA walks K tap by tap in 64-channel chunks (a padded last chunk per tap).
   const int64_t k_tiles = tma_walk ? tma_walk->taps * tma_walk->chunks : ceil_div(c.k, s.block_k);
   const int64_t k_steps = ceil_div(k_tiles, s.split_k);
+  e.k_steps = k_steps;
 
   // An operand streams when each of its bytes is loaded once (one tile column or row, as the
   // weights of a batch-32 FC layer): then no load hits L2.
@@ -232,16 +233,30 @@ std::string rank_class(const Schedule& s) {
   return name.substr(0, end);
 }
 
-double rank_factor(const Schedule& s, const device::DeviceInfo& device) {
-  if (device.cc_major != rank_fit::kCcMajor) return 1.0;
+double learned_factor(const Contraction& c, const Schedule& s, const device::DeviceInfo& device,
+                      int64_t epilogue_read_bytes, int epilogue_transcendentals) {
+  if (device.cc_major != rank_fit::kCcMajor || device.sm_count <= 0) return 1.0;
   const std::string cls = rank_class(s);
-  for (const rank_fit::ClassFactor& f : rank_fit::kClasses)
-    if (cls == f.schedule_class) return std::exp(f.ln_factor);
-  return 1.0;
+  const std::string family = cls.substr(0, cls.find('_'));
+  const rank_fit::Family* f = nullptr;
+  for (const rank_fit::Family& x : rank_fit::kFamilies)
+    if (family == x.name) f = &x;
+  if (!f) return 1.0;
+  const ScheduleEstimate e = estimate(c, s, device);
+  if (e.k_steps < 1 || e.tiles < 1) return 1.0;  // no estimate to correct (infinite)
+  double ln = f->intercept + f->ln_k_steps * std::log(static_cast<double>(e.k_steps)) +
+              f->ln_tiles_per_sm * std::log(static_cast<double>(e.tiles) / device.sm_count) +
+              f->residual * (epilogue_read_bytes > 0 ? 1.0 : 0.0) +
+              f->transcendentals * epilogue_transcendentals;
+  for (const rank_fit::ClassOffset& o : rank_fit::kClasses)
+    if (cls == o.schedule_class) ln += o.ln_offset;
+  return std::exp(ln);
 }
 
-double tuning_rank(const Contraction& c, const Schedule& s, const device::DeviceInfo& device) {
-  return estimate(c, s, device).microseconds * rank_factor(s, device);
+double tuning_rank(const Contraction& c, const Schedule& s, const device::DeviceInfo& device,
+                   int64_t epilogue_read_bytes, int epilogue_transcendentals) {
+  return estimate(c, s, device).microseconds *
+         learned_factor(c, s, device, epilogue_read_bytes, epilogue_transcendentals);
 }
 
 }  // namespace tessel::kernels

@@ -31,6 +31,7 @@ namespace tessel::kernels {
 
 struct ScheduleEstimate {
   int64_t tiles = 0;           // CTAs: batch * ceil(M/bm) * ceil(N/bn) * split_k
+  int64_t k_steps = 0;         // k-tiles a CTA walks per tile (TMA: taps x channel chunks)
   int regs_per_thread = 0;     // estimated; above 255 the kernel spills
   int ctas_per_sm = 0;         // co-resident CTAs (threads, registers, shared memory)
   int64_t waves = 0;           // ceil(tiles / (sm_count * ctas_per_sm))
@@ -56,15 +57,22 @@ int estimate_regs(const contraction::Contraction& c, const Schedule& s);
 // The fixed cost of one launch inside a CUDA graph, in SM clocks of `device`.
 double launch_cycles(const device::DeviceInfo& device);
 
-// `tessel tune`'s order of candidates: the estimate's microseconds times a factor learned from
-// tune's own measurements per schedule class (kernels/rank_fit.h, bench/rank_fit.py), on the
-// architecture it was measured on; elsewhere, and for a class never measured, the estimate.
-// The defaults do not use it.
+// The cost model's learned correction: measured / estimated time as a function of the kernel
+// family (mma.sync, cp.async wgmma, TMA), the shape (ln k-steps per tile, ln tiles per SM, a
+// residual read, transcendental activations per output) and a small offset per schedule class,
+// fitted by bench/rank_fit.py to tune's own measurements (kernels/rank_fit.h) on the
+// architecture they were made on. Elsewhere, and for other families (halo, SIMT), 1. Only
+// ratios between candidates of one contraction are meaningful: the fit leaves each
+// contraction's level free.
+double learned_factor(const contraction::Contraction& c, const Schedule& s,
+                      const device::DeviceInfo& device, int64_t epilogue_read_bytes = 0,
+                      int epilogue_transcendentals = 0);
+// `tessel tune`'s order of candidates, and on the fitted architecture the defaults' ranking of
+// 16-bit contractions (default_schedule.h): the estimate's microseconds times learned_factor.
 double tuning_rank(const contraction::Contraction& c, const Schedule& s,
-                   const device::DeviceInfo& device);
-// The learned factor alone (1 where none applies): tuning_rank is estimate() times it.
-double rank_factor(const Schedule& s, const device::DeviceInfo& device);
-// A schedule's class for that factor: its name's first three fields ("tma_128x128x64_s4").
+                   const device::DeviceInfo& device, int64_t epilogue_read_bytes = 0,
+                   int epilogue_transcendentals = 0);
+// A schedule's class for the offset: its name's first three fields ("tma_128x128x64_s4").
 std::string rank_class(const Schedule& s);
 
 }  // namespace tessel::kernels

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""bench/rank_fit.py: the learned order of tune's candidates, on synthetic logs whose classes
-are misjudged by known factors, and the committed header against the committed logs."""
+"""bench/rank_fit.py: the cost model's learned correction, on synthetic logs whose kernel families
+are misjudged by known functions of the shape, and the committed header against the committed
+logs."""
 import glob
 import gzip
 import json
@@ -19,51 +20,84 @@ import rank_fit as R  # noqa: E402
 check(R.schedule_class("tma_128x128x64_s4_r1_c132") == "tma_128x128x64_s4", "class of a TMA name")
 check(R.schedule_class("tc_128x64x32_s3_w32x64_sk1_r8") == "tc_128x64x32_s3", "class of an mma.sync name")
 
-# Synthetic logs: 12 contractions, 3 classes; the estimate says "slow" is 1.5x faster than
-# "fast" and "mid" in between, but "fast" measures 2x under its estimate and "slow" 1.5x over.
-# Each contraction's candidates are ranked by the estimate, the default (rank 0) a "mid" one.
+# Synthetic logs: 24 GEMM contractions with K from 64 to 4096, three kernel families whose
+# measured / estimated time follows known functions: mma.sync ("tc") 1.2 everywhere, the cp.async
+# wgmma kernel 1.5, the TMA kernel exp(0.6 - 0.3 ln k_steps), times 1.5 more with a
+# transcendental activation in the epilogue (the key's ":math1", every third contraction).
+# Each contraction's candidates are ranked by the estimate, the default (rank 0) an mma.sync one.
 rng = random.Random(3)
-TRUE = {"tc_64x64x32_s3": 1.0, "tma_128x128x64_s4": 0.5, "wgmma_128x256x64_s4": 1.5}
-SCALE = {"tc_64x64x32_s3": 1.2, "tma_128x128x64_s4": 1.5, "wgmma_128x256x64_s4": 1.0}
+CANDIDATES = {"tc": ["tc_128x128x32_s3_w64x64_sk1_r8", "tc_128x64x32_s3_w32x64_sk1_r8"],
+              "wgmma": ["wgmma_128x256x64_s4_w64x256_sk1_r8", "wgmma_128x128x64_s4_w64x128_sk1_r8"],
+              "tma": ["tma_128x128x64_s4_r1_c132", "tma_64x128x64_s7_r1_c132"]}
+
+
+def true_ln(family, k, math_ops):
+    if family == "tc":
+        return math.log(1.2)
+    if family == "wgmma":
+        return math.log(1.5)
+    return 0.6 - 0.3 * math.log(k / 64) + math.log(1.5) * math_ops
+
+
 rows = []
-for key in range(12):
-    base = rng.uniform(5, 50)
+for key in range(24):
+    m, n, k = 4096 * (1 + key % 3), 256 * (1 + key % 4), 64 * 2 ** (key % 7)
+    math_ops = 1 if key % 3 == 0 else 0
+    name = ("f16*f16->f16/f32:b1:m%d:n%d:k%d:b()m(%d)n(%d)k(%d):A[%d,%d](m0,k0):B[%d,%d](n0,k0):"
+            "C[%d,%d](m0,n0)|read0:plain:f16%s" % (m, n, k, m, n, k, m, k, n, k, m, n,
+                                                  ":math1" if math_ops else ""))
+    base = m * n * k / 2e8
     cands = []
-    for cls in TRUE:
-        for variant in range(8):
-            est = base * SCALE[cls] * (1 + 0.02 * variant)
-            cands.append((cls + "_r%d_v%d" % (variant % 2, variant), est, est * TRUE[cls] * rng.uniform(0.97, 1.03)))
-    default = [c for c in cands if c[0].startswith("tc_")][0]
-    others = sorted([c for c in cands if c is not default], key=lambda c: c[1])
-    for rank, (name, est, us) in enumerate([default] + others):
-        rows.append({"key": "k%d" % key, "node": "n%d" % key, "schedule": name, "rank": rank,
+    for family, schedules in CANDIDATES.items():
+        for schedule in schedules:
+            est = base * rng.uniform(0.8, 1.25)
+            us = est * math.exp(true_ln(family, k, math_ops)) * rng.uniform(0.98, 1.02)
+            cands.append((schedule, est, us))
+    default = cands[0]
+    others = sorted(cands[1:], key=lambda c: c[1])
+    for rank, (schedule, est, us) in enumerate([default] + others):
+        rows.append({"key": name, "node": "n%d" % key, "schedule": schedule, "rank": rank,
                      "microseconds": us, "estimate_us": est})
-factors, counts = R.fit(rows)
-check(set(factors) == set(TRUE), "one factor per class: %s" % sorted(factors))
-check(factors["tma_128x128x64_s4"] < factors["tc_64x64x32_s3"] < factors["wgmma_128x256x64_s4"],
-      "factors in the order of the true misjudgements: %s" % factors)
-# Centred on the median over all measurements (tc's), shrunk by k / (k + 3): 96 measurements each.
-want = 96 / (96 + R.SHRINK) * math.log(0.5 / 1.0)
-check(abs(factors["tma_128x128x64_s4"] - want) < 0.05, "tma factor %.3f, want about %.3f"
-      % (factors["tma_128x128x64_s4"], want))
-loo = R.leave_one_out(rows)
-check(len(loo) == 12, "every contraction left out once")
-check(all(x["position_after"] < x["position_before"] for x in loo),
-      "the fastest measured ranks earlier with the fit")
-check(all(x["first_round_after"] <= x["first_round_before"] for x in loo), "the first round gets closer")
 
 with tempfile.TemporaryDirectory() as tmp:
     log = os.path.join(tmp, "synthetic.jsonl.gz")
     with gzip.open(log, "wt") as f:
         for r in rows:
             f.write(json.dumps(r) + "\n")
+    parsed = R.read_logs([log], 132)
+    check(len(parsed) == len(rows) and all(r["family"] for r in parsed), "every synthetic line read")
+    tma_row = [r for r in parsed if r["schedule"].startswith("tma_64x128") and ":math1" in r["key"]][0]
+    k = int(re.search(r":k(\d+):", tma_row["key"]).group(1))
+    m, n = (int(x) for x in re.search(r":m(\d+):n(\d+):", tma_row["key"]).groups())
+    check(tma_row["x"] == [1.0, math.log(k // 64), math.log(-(-m // 64) * -(-n // 128) / 132), 0.0, 1.0],
+          "the TMA kernel's features: k-steps of 64 channels, tiles per SM, the activation: %s"
+          % tma_row["x"])
+    families, offsets, counts = R.fit(parsed)
+    check(set(families) == {"tc", "wgmma", "tma"}, "one coefficient row per family")
+    check(families["tc"][0] == 0 and families["tc"][3] == 0 and families["tc"][4] == 0,
+          "mma.sync's intercept and per-contraction terms stay 0 (the contraction's own level)")
+    slope = families["tma"][1] - families["tc"][1]
+    check(abs(slope + 0.3) < 0.05, "TMA's k-step slope against mma.sync's %.3f, want -0.3" % slope)
+    check(abs(families["tma"][4] - math.log(1.5)) < 0.08,
+          "TMA's transcendental term %.3f, want ln 1.5" % families["tma"][4])
+    check(set(offsets) == {R.schedule_class(s) for v in CANDIDATES.values() for s in v} and
+          all(counts[c] == 24 for c in offsets), "an offset per class, with its measurements")
+    loo = R.leave_one_out(parsed)
+    check(len(loo) == 24, "every contraction left out once")
+    # (The default stays first: the fastest of the others can rise to position 1.)
+    positions = [(x["position_before"], x["position_after"]) for x in loo]
+    check(all(a <= b for b, a in positions) and sum(a < b for b, a in positions) >= 10,
+          "the fastest measured ranks no later with the fit, earlier for most: %s" % positions)
+    by_source = R.leave_one_source_out(parsed)
+    check(len(by_source) == 1 and by_source[0]["contractions"] == 24, "one log, 24 contractions")
+
     script = os.path.join(ARGS.source, "bench", "rank_fit.py")
     header = os.path.join(tmp, "rank_fit.h")
     p = subprocess.run([sys.executable, script, log, "--out", header], capture_output=True, text=True)
     check(p.returncode == 0, "fit on synthetic logs: %s" % p.stderr)
     text = open(header).read() if os.path.exists(header) else ""
-    check('{"tma_128x128x64_s4", ' in text and "constexpr int kCcMajor = 9;" in text,
-          "the header names the classes and the architecture")
+    check('{"tma_128x128x64_s4", ' in text and '{"tma", ' in text and "constexpr int kCcMajor = 9;" in text,
+          "the header names the families, the classes and the architecture")
 
     # The committed header is this script's output on the committed logs.
     logs = sorted(glob.glob(os.path.join(ARGS.source, "bench", "tune_data", "*.jsonl.gz")))
@@ -72,11 +106,16 @@ with tempfile.TemporaryDirectory() as tmp:
     p = subprocess.run([sys.executable, script, *logs, "--out", header], capture_output=True, text=True)
     check(p.returncode == 0, "fit on the committed logs: %s" % p.stderr)
 
-    def classes(path):
-        return re.findall(r'^    \{"[^"]+", [^}]+\},$', open(path).read(), re.M) if os.path.exists(path) else []
+    def table(path):
+        """{name: numbers} of the header's rows (families and classes); numbers compared to
+        1e-4, so that another numpy's last digits do not fail the check."""
+        rows = re.findall(r'^    \{"([^"]+)", ([^}]+)\},$', open(path).read(), re.M) if os.path.exists(path) else []
+        return {name: [float(x) for x in values.split(",")] for name, values in rows}
 
     committed = os.path.join(ARGS.source, "src", "kernels", "rank_fit.h")
-    check(classes(header) and classes(header) == classes(committed),
+    fitted, have = table(header), table(committed)
+    check(fitted and set(fitted) == set(have) and
+          all(abs(a - b) <= 1e-4 for name in fitted for a, b in zip(fitted[name], have[name])),
           "src/kernels/rank_fit.h is bench/rank_fit.py's fit of bench/tune_data (re-run it)")
     check("first round" in p.stdout, "the leave-one-out report is printed")
 
