@@ -32,7 +32,12 @@ contraction out in turn, where its fastest measured schedule ranks (tune's first
 candidates); and leaving each log (model) out in turn, which of its measured candidates the
 fitted order would pick, against the estimate's pick and the default it ran.
 
+The leave-one-log-out report also restricts the picks to the default kernels' table (parsed from
+src/kernels/default_schedule.cc, or --defaults; --extra-defaults adds classes with warp tiles,
+"tc_64x128x32_s4_w32x64", to judge a table change), since those are what the defaults rank.
+
   rank_fit.py LOG [LOG ...] [--out src/kernels/rank_fit.h] [--source TEXT] [--cc-major 9] [--sms 132]
+              [--defaults FILE] [--extra-defaults NAME,...]
 """
 import argparse
 import collections
@@ -245,6 +250,58 @@ def leave_one_source_out(rows):
     return out
 
 
+_DEFAULT_ROW = re.compile(r"\{(kMma|kWg),\s*(\d+),\s*(\d+),\s*(\d+),\s*(\d+),\s*(\d+),\s*(\d+),\s*[\d.]+\}")
+_TMA_ROW = re.compile(r"\{(\d+),\s*(\d+),\s*(\d+),\s*[\d.]+\}")
+
+
+def default_table(path, extra=()):
+    """The default kernels of default_schedule.cc as schedule-name prefixes: "tc_128x64x32_s3_w32x64"
+    (any split-K, raster 8), "wgmma_...", "tma_128x128x64_s4" (raster 1); plus `extra`."""
+    text = open(path).read()
+    table = text[text.index("kDefaultKernels[] = {"):]
+    table = table[:table.index("};")]
+    names = set(extra)
+    for instr, *v in _DEFAULT_ROW.findall(table):
+        names.add("%s_%sx%sx%s_s%s_w%sx%s" % ("tc" if instr == "kMma" else "wgmma", *v))
+    tma = text[text.index("kTmaKernels[] = {"):]
+    for bm, bn, stages in _TMA_ROW.findall(tma[:tma.index("};")]):
+        names.add("tma_%sx%sx64_s%s" % (bm, bn, stages))
+    return names
+
+
+def in_table(schedule, table):
+    """Whether a logged schedule is one the defaults rank (kDefaultRaster 8, the TMA kernel's 1)."""
+    if schedule.startswith("tma_"):
+        m = re.match(r"^(tma_\d+x\d+x\d+_s\d+)_r1_", schedule)
+    else:
+        m = re.match(r"^((?:tc|wgmma)_\d+x\d+x\d+_s\d+_w\d+x\d+)_sk\d+_r8(?:_|$)", schedule)
+    return bool(m) and m.group(1) in table
+
+
+def leave_one_source_out_table(rows, table):
+    """leave_one_source_out's sums with the picks among the measured default-table kernels (the
+    default itself always a candidate): the defaults' ranking under the fit, where the log timed
+    what it would pick."""
+    out = []
+    for source in sorted({r["source"] for r in rows}):
+        model = fit([r for r in rows if r["source"] != source])
+        sums = collections.Counter()
+        for mine in by_key([r for r in rows if r["source"] == source]).values():
+            default = [r for r in mine if r["rank"] == 0]
+            if not default or not default[0]["family"]:
+                continue
+            cands = [r for r in mine if r["family"] and in_table(r["schedule"], table)]
+            if default[0] not in cands:
+                cands.append(default[0])
+            sums["default"] += default[0]["microseconds"]
+            sums["fit"] += min(cands, key=lambda r: r["estimate_us"] * math.exp(ln_factor(model, r)))["microseconds"]
+            sums["table_fastest"] += min(r["microseconds"] for r in cands)
+            sums["contractions"] += 1
+        if sums["contractions"]:
+            out.append(dict(sums, source=source))
+    return out
+
+
 def header(model, rows, source, cc_major):
     families, offsets, counts = model
     keys = {r["key"] for r in rows if r["family"]}
@@ -293,6 +350,11 @@ def main():
     ap.add_argument("--cc-major", type=int, default=9,
                     help="the measured GPU's compute capability major (9: Hopper)")
     ap.add_argument("--sms", type=int, default=132, help="the measured GPU's SM count")
+    ap.add_argument("--defaults", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                                                       "src", "kernels", "default_schedule.cc"),
+                    help="default_schedule.cc, whose kernel tables the defaults rank")
+    ap.add_argument("--extra-defaults", default="",
+                    help="comma-separated classes with warp tiles to add to the table (tc_64x128x32_s4_w32x64)")
     args = ap.parse_args()
     rows = read_logs(args.logs, args.sms)
     if not any(r["family"] for r in rows):
@@ -320,6 +382,14 @@ def main():
     for x in leave_one_source_out(rows):
         print(f"{x['source'][:40]:40s} {x['contractions']:3d} {x['default']:8.1f} {x['estimate']:8.1f} "
               f"{x['fit']:8.1f} {x['fastest']:8.1f}  {x['fit'] / x['default']:.3f}")
+    if os.path.exists(args.defaults):
+        table = default_table(args.defaults, [x for x in args.extra_defaults.split(",") if x])
+        print("the same, the picks among the measured kernels of the defaults' table "
+              f"({len(table)} kernels; the default always a candidate)")
+        print(f"{'log':40s} {'n':>3s} {'default':>8s} {'fit':>8s} {'fastest':>8s}  fit / default")
+        for x in leave_one_source_out_table(rows, table):
+            print(f"{x['source'][:40]:40s} {x['contractions']:3d} {x['default']:8.1f} {x['fit']:8.1f} "
+                  f"{x['table_fastest']:8.1f}  {x['fit'] / x['default']:.3f}")
     if args.out:
         with open(args.out, "w") as f:
             f.write(header(model, rows, args.source, args.cc_major))

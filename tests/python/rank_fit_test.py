@@ -91,6 +91,22 @@ with tempfile.TemporaryDirectory() as tmp:
     by_source = R.leave_one_source_out(parsed)
     check(len(by_source) == 1 and by_source[0]["contractions"] == 24, "one log, 24 contractions")
 
+    # The defaults' table, parsed from default_schedule.cc: 23 mma.sync, 7 wgmma and 5 TMA kernels.
+    table = R.default_table(os.path.join(ARGS.source, "src", "kernels", "default_schedule.cc"))
+    check(len(table) == 35 and "tc_128x128x32_s4_w64x64" in table and "tma_128x128x64_s4" in table and
+          "wgmma_128x256x64_s4_w64x256" in table, "the default table: %d kernels" % len(table))
+    check(R.in_table("tc_128x128x32_s4_w64x64_sk2_r8", table) and
+          not R.in_table("tc_128x128x32_s4_w64x64_sk1_r1", table) and
+          R.in_table("tma_128x128x64_s4_r1_c132", table) and not R.in_table("tma_128x128x64_s4_r8_c132", table) and
+          not R.in_table("tc_64x128x32_s4_w32x64_sk1_r8", table) and
+          R.in_table("tc_64x128x32_s4_w32x64_sk1_r8", table | {"tc_64x128x32_s4_w32x64"}),
+          "which logged schedules the defaults rank (raster 8; the TMA kernel's raster 1)")
+    synthetic_table = {"tc_128x128x32_s3_w64x64", "tc_128x64x32_s3_w32x64", "tma_128x128x64_s4"}
+    restricted = R.leave_one_source_out_table(parsed, synthetic_table)
+    check(len(restricted) == 1 and restricted[0]["fit"] <= restricted[0]["default"] and
+          restricted[0]["table_fastest"] <= restricted[0]["fit"],
+          "the table-restricted picks: fastest <= fit <= default: %s" % restricted)
+
     script = os.path.join(ARGS.source, "bench", "rank_fit.py")
     header = os.path.join(tmp, "rank_fit.h")
     p = subprocess.run([sys.executable, script, log, "--out", header], capture_output=True, text=True)
@@ -117,7 +133,7 @@ with tempfile.TemporaryDirectory() as tmp:
     check(fitted and set(fitted) == set(have) and
           all(abs(a - b) <= 1e-4 for name in fitted for a, b in zip(fitted[name], have[name])),
           "src/kernels/rank_fit.h is bench/rank_fit.py's fit of bench/tune_data (re-run it)")
-    check("first round" in p.stdout, "the leave-one-out report is printed")
+    check("first round" in p.stdout and "defaults' table" in p.stdout, "the leave-one-out reports are printed")
 
     # Logs without estimates: one clear line, exit 1.
     empty = os.path.join(tmp, "none.jsonl")
