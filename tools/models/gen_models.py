@@ -656,6 +656,36 @@ def inception_v3(g):
     return g.gemm(x, "fc", 1000, gain=1.0, classifier=True)
 
 
+def densenet121(g):
+    """torchvision densenet121: growth rate 32, bottleneck 4 x 32, dense blocks of 6, 12, 24 and 16
+    pre-activation layers (BN, ReLU, 1x1 conv; BN, ReLU, 3x3 conv), each taking the concatenation
+    of every earlier feature map of its block; transitions (BN, ReLU, 1x1 conv halving the
+    channels, 2x2 average pool) between blocks; BN and ReLU before the classifier."""
+    growth = 32
+    x = g.conv("input", "features.conv0", 64, 7, 2, 3)
+    x = g.relu(g.bn(x, "features.norm0"), "features.relu0")
+    x = g.maxpool(x, "features.pool0", 3, 2, 1)
+    channels = 64
+    for bi, layers in enumerate((6, 12, 24, 16), 1):
+        feats = [x]
+        for li in range(1, layers + 1):
+            p = "features.denseblock%d.denselayer%d." % (bi, li)
+            y = g.concat(feats, p + "cat") if len(feats) > 1 else feats[0]
+            y = g.conv(g.relu(g.bn(y, p + "norm1"), p + "relu1"), p + "conv1", 4 * growth, 1)
+            y = g.conv(g.relu(g.bn(y, p + "norm2"), p + "relu2"), p + "conv2", growth, 3, 1, 1)
+            feats.append(y)
+        x = g.concat(feats, "features.denseblock%d.cat" % bi)
+        channels += layers * growth
+        if bi < 4:
+            p = "features.transition%d." % bi
+            x = g.conv(g.relu(g.bn(x, p + "norm"), p + "relu"), p + "conv", channels // 2, 1)
+            x = g.avgpool(x, p + "pool", 2, 2)
+            channels //= 2
+    x = g.relu(g.bn(x, "features.norm5"), "features.relu5")
+    x = g.flatten(g.global_avgpool(x, "avgpool"), "flatten")
+    return g.gemm(x, "classifier", 1000, gain=1.0, classifier=True)
+
+
 def sr_net(g):
     """EDSR-like x4 super-resolution net of shared/seeds/002 (TVM issue, kice): head conv,
     2 residual blocks (conv, LeakyRelu 0.1, conv, +), body conv + head skip, tail with two
@@ -714,6 +744,7 @@ MODELS = {
     "mobilenet_v2": (mobilenet_v2, (3, 224, 224), (3, 64, 64), 4, 8),
     # 75 is the smallest input for which every inception spatial dim stays >= 1 (final 1x1)
     "inception_v3": (inception_v3, (3, 299, 299), (3, 75, 75), 4, 16),
+    "densenet121": (densenet121, (3, 224, 224), (3, 32, 32), 4, 8),
     "sr_net": (sr_net, (3, 720, 1280), (3, 16, 24), 0, 0),
     "resnet18_int8_qdq": (resnet18_int8_qdq, (3, 224, 224), (3, 32, 32), 4, 16),
 }
