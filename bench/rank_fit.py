@@ -227,29 +227,6 @@ def leave_one_out(rows):
     return out
 
 
-def leave_one_source_out(rows):
-    """Per log: fitted to the other logs, the sum over its contractions of the measured time of
-    the candidate each order ranks first among the measured ones of the fitted families (the
-    fit's, the estimate's), the default's, and the fastest's."""
-    out = []
-    for source in sorted({r["source"] for r in rows}):
-        model = fit([r for r in rows if r["source"] != source])
-        sums = collections.Counter()
-        for mine in by_key([r for r in rows if r["source"] == source]).values():
-            default = [r for r in mine if r["rank"] == 0]
-            fitted = [r for r in mine if r["family"]]
-            if not default or not default[0]["family"] or len(fitted) < 2:
-                continue
-            sums["default"] += default[0]["microseconds"]
-            sums["estimate"] += min(fitted, key=lambda r: r["estimate_us"])["microseconds"]
-            sums["fit"] += min(fitted, key=lambda r: r["estimate_us"] * math.exp(ln_factor(model, r)))["microseconds"]
-            sums["fastest"] += min(r["microseconds"] for r in fitted)
-            sums["contractions"] += 1
-        if sums["contractions"]:
-            out.append(dict(sums, source=source))
-    return out
-
-
 _DEFAULT_ROW = re.compile(r"\{(kMma|kWg),\s*(\d+),\s*(\d+),\s*(\d+),\s*(\d+),\s*(\d+),\s*(\d+),\s*[\d.]+\}")
 _TMA_ROW = re.compile(r"\{(\d+),\s*(\d+),\s*(\d+),\s*[\d.]+\}")
 
@@ -278,10 +255,12 @@ def in_table(schedule, table):
     return bool(m) and m.group(1) in table
 
 
-def leave_one_source_out_table(rows, table):
-    """leave_one_source_out's sums with the picks among the measured default-table kernels (the
-    default itself always a candidate): the defaults' ranking under the fit, where the log timed
-    what it would pick."""
+def leave_one_source_out(rows, table=None):
+    """Per log: fitted to the other logs, the sum over its contractions of the measured time of
+    the candidate each order ranks first (the fit's, the estimate's), the default's, and the
+    fastest's, among the measured candidates of the fitted families; with `table` (default_table),
+    among those the defaults rank, the default itself always one: the defaults' ranking under the
+    fit, where the log timed what it would pick."""
     out = []
     for source in sorted({r["source"] for r in rows}):
         model = fit([r for r in rows if r["source"] != source])
@@ -290,12 +269,15 @@ def leave_one_source_out_table(rows, table):
             default = [r for r in mine if r["rank"] == 0]
             if not default or not default[0]["family"]:
                 continue
-            cands = [r for r in mine if r["family"] and in_table(r["schedule"], table)]
-            if default[0] not in cands:
+            cands = [r for r in mine if r["family"] and (table is None or in_table(r["schedule"], table))]
+            if table is not None and default[0] not in cands:
                 cands.append(default[0])
+            if len(cands) < 2 and table is None:
+                continue
             sums["default"] += default[0]["microseconds"]
+            sums["estimate"] += min(cands, key=lambda r: r["estimate_us"])["microseconds"]
             sums["fit"] += min(cands, key=lambda r: r["estimate_us"] * math.exp(ln_factor(model, r)))["microseconds"]
-            sums["table_fastest"] += min(r["microseconds"] for r in cands)
+            sums["fastest"] += min(r["microseconds"] for r in cands)
             sums["contractions"] += 1
         if sums["contractions"]:
             out.append(dict(sums, source=source))
@@ -387,9 +369,9 @@ def main():
         print("the same, the picks among the measured kernels of the defaults' table "
               f"({len(table)} kernels; the default always a candidate)")
         print(f"{'log':40s} {'n':>3s} {'default':>8s} {'fit':>8s} {'fastest':>8s}  fit / default")
-        for x in leave_one_source_out_table(rows, table):
+        for x in leave_one_source_out(rows, table):
             print(f"{x['source'][:40]:40s} {x['contractions']:3d} {x['default']:8.1f} {x['fit']:8.1f} "
-                  f"{x['table_fastest']:8.1f}  {x['fit'] / x['default']:.3f}")
+                  f"{x['fastest']:8.1f}  {x['fit'] / x['default']:.3f}")
     if args.out:
         with open(args.out, "w") as f:
             f.write(header(model, rows, args.source, args.cc_major))
