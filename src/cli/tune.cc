@@ -231,8 +231,13 @@ Action add_tune(CLI::App& app) {
         if (s.name() == plan.schedule.name()) continue;
         if (dense_groups && !kernels::runs_groups_as_batch(s)) continue;
         if (kernels::cuda::can_implement(c, plan.epilogue, s)) continue;
-        const double us = grouped ? 0 : kernels::estimate(c, s, target).microseconds;
-        ranked.push_back({us * kernels::learned_factor(c, s, target, read_bytes, math), us, s});
+        if (grouped) {
+          ranked.push_back({0, 0, s});
+          continue;
+        }
+        const kernels::ScheduleEstimate e = kernels::estimate(c, s, target);
+        ranked.push_back({e.microseconds * kernels::learned_factor(s, e, target, read_bytes, math),
+                          e.microseconds, s});
       }
       std::stable_sort(ranked.begin(), ranked.end(),
                        [](const Ranked& a, const Ranked& b) { return a.rank < b.rank; });

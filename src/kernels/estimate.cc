@@ -233,17 +233,16 @@ std::string rank_class(const Schedule& s) {
   return name.substr(0, end);
 }
 
-double learned_factor(const Contraction& c, const Schedule& s, const device::DeviceInfo& device,
+double learned_factor(const Schedule& s, const ScheduleEstimate& e, const device::DeviceInfo& device,
                       int64_t epilogue_read_bytes, int epilogue_transcendentals) {
   if (device.cc_major != rank_fit::kCcMajor || device.sm_count <= 0) return 1.0;
+  if (e.k_steps < 1 || e.tiles < 1) return 1.0;  // no estimate to correct (infinite)
   const std::string cls = rank_class(s);
   const std::string family = cls.substr(0, cls.find('_'));
   const rank_fit::Family* f = nullptr;
   for (const rank_fit::Family& x : rank_fit::kFamilies)
     if (family == x.name) f = &x;
   if (!f) return 1.0;
-  const ScheduleEstimate e = estimate(c, s, device);
-  if (e.k_steps < 1 || e.tiles < 1) return 1.0;  // no estimate to correct (infinite)
   double ln = f->intercept + f->ln_k_steps * std::log(static_cast<double>(e.k_steps)) +
               f->ln_tiles_per_sm * std::log(static_cast<double>(e.tiles) / device.sm_count) +
               f->residual * (epilogue_read_bytes > 0 ? 1.0 : 0.0) +
@@ -255,8 +254,9 @@ double learned_factor(const Contraction& c, const Schedule& s, const device::Dev
 
 double tuning_rank(const Contraction& c, const Schedule& s, const device::DeviceInfo& device,
                    int64_t epilogue_read_bytes, int epilogue_transcendentals) {
-  return estimate(c, s, device).microseconds *
-         learned_factor(c, s, device, epilogue_read_bytes, epilogue_transcendentals);
+  const ScheduleEstimate e = estimate(c, s, device);
+  return e.microseconds *
+         learned_factor(s, e, device, epilogue_read_bytes, epilogue_transcendentals);
 }
 
 }  // namespace tessel::kernels

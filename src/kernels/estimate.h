@@ -63,8 +63,9 @@ double launch_cycles(const device::DeviceInfo& device);
 // fitted by bench/rank_fit.py to tune's own measurements (kernels/rank_fit.h) on the
 // architecture they were made on. Elsewhere, and for other families (halo, SIMT), 1. Only
 // ratios between candidates of one contraction are meaningful: the fit leaves each
-// contraction's level free.
-double learned_factor(const contraction::Contraction& c, const Schedule& s,
+// contraction's level free. `e`: estimate(c, s, device), whose k-steps and tiles it reads (the
+// callers have it: each candidate is estimated once).
+double learned_factor(const Schedule& s, const ScheduleEstimate& e,
                       const device::DeviceInfo& device, int64_t epilogue_read_bytes = 0,
                       int epilogue_transcendentals = 0);
 // `tessel tune`'s order of candidates, and on the fitted architecture the defaults' ranking of

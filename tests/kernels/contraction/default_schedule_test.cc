@@ -8,6 +8,7 @@
 #include <set>
 
 #include "kernels/contraction/ops_maps.h"
+#include "kernels/cuda/contraction_kernel.h"
 #include "kernels/estimate.h"
 #include "kernels/rank_fit.h"
 #include "workloads.h"
@@ -262,19 +263,20 @@ TEST(Estimate, LearnedFactorIsTheFittedFunctionOfFamilyShapeAndClass) {
            family->ln_tiles_per_sm * std::log(196.0 * 4 / kH100.sm_count) +
            family->residual * (residual ? 1 : 0) + family->transcendentals * math + offset;
   };
-  EXPECT_NEAR(learned_factor(c, tma, kH100), std::exp(ln_factor(false, 0)), 1e-12);
-  EXPECT_NEAR(learned_factor(c, tma, kH100, 2, 1), std::exp(ln_factor(true, 1)), 1e-12);
+  EXPECT_NEAR(learned_factor(tma, e, kH100), std::exp(ln_factor(false, 0)), 1e-12);
+  EXPECT_NEAR(learned_factor(tma, e, kH100, 2, 1), std::exp(ln_factor(true, 1)), 1e-12);
   EXPECT_DOUBLE_EQ(tuning_rank(c, tma, kH100, 2, 1),
-                   e.microseconds * learned_factor(c, tma, kH100, 2, 1));
+                   e.microseconds * learned_factor(tma, e, kH100, 2, 1));
   // A transcendental activation costs the TMA kernel (one warpgroup per tile finishes it) more
   // than the mma.sync kernel, relative to the rest of the contraction's candidates.
-  EXPECT_GT(learned_factor(c, tma, kH100, 0, 1) / learned_factor(c, mma, kH100, 0, 1),
-            learned_factor(c, tma, kH100) / learned_factor(c, mma, kH100));
+  const ScheduleEstimate em = estimate(c, mma, kH100);
+  EXPECT_GT(learned_factor(tma, e, kH100, 0, 1) / learned_factor(mma, em, kH100, 0, 1),
+            learned_factor(tma, e, kH100) / learned_factor(mma, em, kH100));
   // The A100 keeps the estimate; so do the families the fit leaves alone (the halo kernel).
   EXPECT_DOUBLE_EQ(tuning_rank(c, mma, kA100), estimate(c, mma, kA100).microseconds);
   const Contraction k3 = conv(32, 56, 64, 64, 3, 1, 1);
   const Schedule halo = halo_schedule(k3, 16, 16, 64, 32, 1);
-  EXPECT_EQ(learned_factor(k3, halo, kH100), 1.0);
+  EXPECT_EQ(learned_factor(halo, estimate(k3, halo, kH100), kH100), 1.0);
 }
 
 TEST(EnumerateSchedules, IsTheLegalSpace) {
@@ -402,6 +404,53 @@ TEST(DefaultSchedule, PicksTheMeasuredBestOnH100) {
 // Every public workload on every device model: the default is legal, fits, uses Tensor
 // Cores exactly when the contraction is eligible (wgmma only where it exists), and splits K
 // only when the M x N tiles leave SMs idle.
+// Beyond the public workloads: convolutions of shapes no fit log nor workload has (odd channel
+// counts, 5x5 and dilated windows, strides, groups, batch 1 and 32) under every epilogue the
+// learned ranking distinguishes (a residual, a transcendental activation, an A prologue). The
+// Hopper default is legal, fits, and is one the generator implements with that epilogue.
+TEST(DefaultSchedule, LegalAndImplementedOnShapesOutsideTheLists) {
+  struct Shape {
+    int64_t n, hw, ci, co, k, stride, dilation, groups;
+  };
+  const Shape shapes[] = {
+      {1, 17, 24, 40, 3, 1, 1, 1},   {32, 17, 24, 40, 3, 1, 1, 1},  {1, 33, 72, 200, 1, 1, 1, 1},
+      {32, 9, 120, 8, 1, 1, 1, 1},   {32, 30, 48, 96, 5, 2, 1, 1},  {1, 65, 64, 64, 3, 1, 2, 1},
+      {32, 28, 192, 192, 3, 1, 1, 12}, {1, 112, 16, 16, 3, 1, 1, 1}, {32, 7, 1000, 1000, 1, 1, 1, 1},
+      {32, 224, 64, 64, 3, 1, 1, 1}, {4, 90, 96, 136, 3, 2, 1, 1},  {32, 14, 2048, 24, 1, 1, 1, 1},
+  };
+  for (const Shape& sh : shapes) {
+    Conv2dParams p;
+    p.n = sh.n;
+    p.h = p.w = sh.hw;
+    p.ci = sh.ci;
+    p.co = sh.co;
+    p.kh = p.kw = sh.k;
+    p.stride_h = p.stride_w = sh.stride;
+    p.dilation_h = p.dilation_w = sh.dilation;
+    p.groups = sh.groups;
+    p.pad_top = p.pad_left = p.pad_bottom = p.pad_right = sh.dilation * (sh.k / 2);
+    const Contraction c = contraction_of(conv2d_nhwc_maps(p));
+    for (int variant = 0; variant < 4; ++variant) {
+      contraction::Epilogue e;
+      e.steps = {{contraction::EpilogueOpKind::kBias, 0, 0, 0}};
+      if (variant == 1) e.steps.push_back({contraction::EpilogueOpKind::kResidualAdd, 0, 0, 1});
+      if (variant == 2) e.steps.push_back({contraction::EpilogueOpKind::kSilu});
+      if (variant == 3) e.a_prologue = contraction::OperandPrologue{true, 1, sh.ci};
+      SCOPED_TRACE(c.key() + " epilogue " + e.str());
+      const Schedule s = default_schedule(c, kH100, e.a_prologue.has_value(),
+                                          contraction::read_bytes_per_output(e),
+                                          contraction::transcendentals_per_output(e));
+      EXPECT_FALSE(check_schedule(c, s)) << s.name() << ": " << *check_schedule(c, s);
+      EXPECT_LE(smem_bytes(c, s), kH100.smem_per_block_optin) << s.name();
+      const std::optional<std::string> why = cuda::can_implement(c, e, s);
+      // Where the generator cannot take the pick (an A prologue on a grouped or strided conv),
+      // plan_node falls back to SIMT with the reason; the Tensor Core picks must be taken.
+      if (s.instruction != Instruction::kSimt && !e.a_prologue)
+        EXPECT_FALSE(why) << s.name() << ": " << *why;
+    }
+  }
+}
+
 TEST(DefaultSchedule, PropertiesOverAllWorkloads) {
   std::optional<std::string> dir = contraction::testing::workloads_dir();
   if (!dir) GTEST_SKIP() << "shared/workloads not found beside " << TESSEL_SOURCE_DIR;
