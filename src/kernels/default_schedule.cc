@@ -44,6 +44,7 @@ constexpr int kRaster[] = {1, 8};
 // of tiny ones. `sm90_scale` is each one's residual: measured time / estimate, fitted with the
 // model's constants (it carries what the model does not: e.g. the 255-register kernels of
 // 64x64 warp tiles, the spills of 128x64x64). Other architectures were not measured: 1.
+// sm90_scale 0: a kernel ranked only where the learned correction ranks the defaults.
 struct DefaultKernel {
   Instruction instruction;
   int block_m, block_n, block_k, stages, warp_m, warp_n;
@@ -76,6 +77,12 @@ constexpr DefaultKernel kDefaultKernels[] = {
     {kMma,    32,  64,  128,  3,      32, 32,     1.33},
     {kMma,    32,  32,   64,  4,      16, 16,     1.2},
     {kMma,    32,  32,  128,  3,      16, 16,     1.0},
+    // Not measured on the public workloads (no residual): ranked only by the learned correction
+    // (Hopper, 16-bit). Tune's best on DenseNet-121's BN + ReLU prologue 1x1 convs at batch 32
+    // (H200, 2026-11-28), which only mma.sync runs: e.g. 25088 x 128 x 256, 14.2 us (64x128x32,
+    // raster 8) against 15.9 for the default of the time (256x128x32).
+    {kMma,    64, 128,   32,  4,      32, 64,     0},
+    {kMma,    64, 128,   64,  3,      32, 32,     0},
     {kWg,    256, 128,   64,  4,     128, 128,    0.94},
     {kWg,    128, 256,   64,  4,      64, 256,    0.84},
     {kWg,    128, 128,   64,  4,      64, 128,    0.94},
@@ -636,18 +643,23 @@ Schedule default_schedule(const Contraction& c, const device::DeviceInfo& device
   };
   // A candidate's score in clocks. The table's residual scales the kernel's own time, not the
   // DRAM bound under it. The learned correction was fitted to whole measured times against
-  // estimates without the epilogue's reads (tune's log): it scales those, and the DRAM bound
-  // with the reads stays under it.
+  // estimates without the epilogue's reads (tune's log, its residual term standing for them):
+  // it scales those, with no floor. A floor is the same for every candidate of a contraction
+  // (its unique bytes), so it only ties them: ResNet-50's layer-1 residual 1x1 convs, whose
+  // DRAM bound with the residual (34.8 us) is above every learned score, went to the first
+  // kernel of the table among the ties (mma.sync 128x128, 51.4 us; TMA 64x256, 37.4).
   auto score = [&](const Schedule& s, double sm90_scale) {
+    if (learned) {
+      const double clock = arch_facts(device).clock_mhz;  // clocks per microsecond
+      return tuning_rank(c, s, device, epilogue_read_bytes, epilogue_transcendentals) * clock;
+    }
     const ScheduleEstimate e = estimate(c, s, device, epilogue_read_bytes);
-    if (!learned) return launch + std::max(sm90_scale * e.cycles, e.dram_cycles);
-    const double clock = arch_facts(device).clock_mhz;  // clocks per microsecond
-    return std::max(tuning_rank(c, s, device, epilogue_read_bytes, epilogue_transcendentals) * clock,
-                    launch + e.dram_cycles);
+    return launch + std::max(sm90_scale * e.cycles, e.dram_cycles);
   };
   std::vector<Ranked> ranked;
   for (const DefaultKernel& k : kDefaultKernels) {
     if (k.instruction == Instruction::kWgmma && (mma_sync_only || !has_wgmma(device))) continue;
+    if (k.sm90_scale == 0 && !learned) continue;
     // int8: the mma.sync configurations with block_k doubled (their sm90_scale residuals were
     // fitted on f16 kernels). The cp.async wgmma kernel takes no int8 (rules); the TMA one does.
     const int block_k =

@@ -396,6 +396,16 @@ TEST(DefaultSchedule, PicksTheMeasuredBestOnH100) {
             "tma_128x128x64_s4_r1_c132");
   EXPECT_EQ(default_schedule(conv(32, 14, 256, 1024, 1, 1, 0), kH100, false, 2).mainloop,
             Mainloop::kTma);
+  // Layer 1's 64 -> 256 with its residual, whose DRAM bound (34.8 us) is above every learned
+  // score: ranked by the learned scores, not tied under the bound (TMA 64x128 and 128x64 timed
+  // 37.8-39.2 us; mma.sync 128x128, the first of the table among the ties, 51.4).
+  EXPECT_EQ(default_schedule(conv(32, 56, 64, 256, 1, 1, 0), kH100, false, 2).mainloop,
+            Mainloop::kTma);
+  // DenseNet-121's 1x1 convs with the BN + ReLU prologue (mma.sync only) at batch 32: a 64x128
+  // tile (25088 x 128 x 256: 14.2 us; 256x128x32, the default before, 15.9).
+  const Schedule dense = default_schedule(conv(32, 28, 256, 128, 1, 1, 0), kH100, true);
+  EXPECT_EQ(dense.block_m * 2, dense.block_n) << dense.name();
+  EXPECT_EQ(dense.instruction, Instruction::kMmaSync) << dense.name();
   // On the A100 the large GEMM takes mma.sync's largest tile.
   EXPECT_EQ(default_schedule(gemm(8192, 8192, 8192), kA100).name(),
             "tc_256x128x32_s3_w64x64_sk1_r8");
