@@ -216,6 +216,9 @@ std::string emit_epilogue(const KernelPlan& plan) {
        "                                                   float residual) {\n";
   for (const auto& st : plan.e->steps) o << "    " << epilogue_step(st) << "\n";
   o << "    return v;\n  }\n";
+  const bool quantized = !plan.e->steps.empty() && plan.e->steps.back().kind == EpilogueOpKind::kQuantize;
+  o << fmt::format("  static constexpr bool kQuantizedOut = {};  // the last step quantizes: integers of [-128, 127]\n",
+                   quantized);
   return o.str();
 }
 

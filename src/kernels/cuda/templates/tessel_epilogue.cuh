@@ -33,8 +33,12 @@ namespace tessel {
 // QuantizeLinear to int8 (zero point 0): round half to even of v * (1 / scale), saturated;
 // the result stays a float until the store. (The reference divides: where v / scale is within
 // an ulp of a tie, the two may round one step apart.)
+// Saturating first and rounding after is the same (127.5 rounds to the even 128, saturated to
+// 127 either way; NaN saturates to -128 either way), and lets a float add of 1.5 * 2^23 round
+// half to even (|v| <= 128: the ulp there is 1) in place of rintf's quarter-rate instruction.
 __device__ __forceinline__ float quantize_s8_f(float v, float inv_scale) {
-  return fminf(fmaxf(rintf(v * inv_scale), -128.0f), 127.0f);
+  const float c = fminf(fmaxf(v * inv_scale, -128.0f), 127.0f);
+  return __fsub_rn(__fadd_rn(c, kRoundingMagic), kRoundingMagic);
 }
 __device__ __forceinline__ float load_f32(const void* p, int i) {
   return __ldg(static_cast<const float*>(p) + i);
@@ -132,11 +136,27 @@ __device__ __forceinline__ void prefetch_residual(const KernelParams& p, int bat
   }
 }
 
+// An epilogue's result in the output's type: from_float, but int8 as the low byte of the bits
+// of v + 1.5 * 2^23 (two's complement), full-rate instructions where cvt.rni.sat.s8.f32 issues
+// at a quarter of the rate: saturated first, unless the epilogue's last step quantized
+// (kIntegral: v is already an integer of [-128, 127]).
+template <typename Out, bool kIntegral>
+struct StoreValue {
+  __device__ __forceinline__ static Out of(float v) { return from_float<Out>(v); }
+};
+template <bool kIntegral>
+struct StoreValue<s8, kIntegral> {
+  __device__ __forceinline__ static s8 of(float v) {
+    const float c = kIntegral ? v : fminf(fmaxf(v, -128.0f), 127.0f);
+    return s8{static_cast<signed char>(__float_as_int(__fadd_rn(c, kRoundingMagic)))};
+  }
+};
+
 // Output element of the fp32 result v at channel ch.
 template <typename P>
 __device__ __forceinline__ typename P::Out finish_element(const KernelParams& p, float v, int ch,
                                                           float residual) {
-  return from_float<typename P::Out>(P::rounded(P::epilogue(p, v, ch, residual)));
+  return StoreValue<typename P::Out, P::kQuantizedOut>::of(P::rounded(P::epilogue(p, v, ch, residual)));
 }
 
 // Stores a (kRows, kCols) fp32 slab staged in shared memory (row pitch `pitch` floats) whose

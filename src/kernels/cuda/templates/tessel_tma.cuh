@@ -208,6 +208,12 @@ struct TmaWgmmaKernel {
                                                              int lane, unsigned char* staging) {
     using Out = typename P::Out;
     const int g = lane / 4, t = lane % 4;
+    // Each pair as one 2- or 4-byte shared access (the residual's load, the outputs' store).
+    using Pair = typename Vec<2 * sizeof(Out)>::type;
+    union PairBits {
+      Pair raw;
+      Out elem[2];
+    };
 #pragma unroll
     for (int j = 0; j < kChunkN / 8; ++j) {
       const int jj = nc * (kChunkN / 8) + j;
@@ -215,24 +221,31 @@ struct TmaWgmmaKernel {
       // Columns past N are clipped by the store: their per-channel operands are not read.
       const bool in0 = n < P::kN, in1 = n + 1 < P::kN;
       const int ch0 = in0 ? P::channel(0, n) : 0, ch1 = in1 ? P::channel(0, n + 1) : 0;
+      // Rows g and g + 8 of the two columns: all four finished before either pair is stored,
+      // so that the compiler loads each column's per-channel operands once, not once per row.
+      Pair* pair[2];
+      PairBits io[2];
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int r = g + 8 * h;
         // The swizzle: a row's 16-byte chunk c lands at c ^ (row & 7) of 128-byte rows, or at
         // c ^ ((row >> 1) & 3) of 64-byte rows (the XOR takes address bits 7-9 or 7-8).
         const int byte = col * kOutBytes, swizzle = kOutBytes == 2 ? (r & 7) : ((r >> 1) & 3);
-        Out* dst = reinterpret_cast<Out*>(staging + r * (kChunkN * kOutBytes) + (((byte >> 4) ^ swizzle) << 4) +
+        pair[h] = reinterpret_cast<Pair*>(staging + r * (kChunkN * kOutBytes) + (((byte >> 4) ^ swizzle) << 4) +
                                           (byte & 15));
-        float res0 = 0.0f, res1 = 0.0f;
-        if constexpr (kTmaResidual) {
-          res0 = to_float(dst[0]);
-          res1 = to_float(dst[1]);
-        }
-        const Out o0 = in0 ? finish_element<P>(p, acc_to_float(acc[4 * jj + 2 * h]), ch0, res0) : from_float<Out>(0.0f);
-        const Out o1 = in1 ? finish_element<P>(p, acc_to_float(acc[4 * jj + 2 * h + 1]), ch1, res1) : from_float<Out>(0.0f);
-        dst[0] = o0;
-        dst[1] = o1;
+        if constexpr (kTmaResidual) io[h].raw = *pair[h];
       }
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const float res0 = kTmaResidual ? to_float(io[h].elem[0]) : 0.0f;
+        const float res1 = kTmaResidual ? to_float(io[h].elem[1]) : 0.0f;
+        io[h].elem[0] = in0 ? finish_element<P>(p, acc_to_float(acc[4 * jj + 2 * h]), ch0, res0)
+                            : from_float<Out>(0.0f);
+        io[h].elem[1] = in1 ? finish_element<P>(p, acc_to_float(acc[4 * jj + 2 * h + 1]), ch1, res1)
+                            : from_float<Out>(0.0f);
+      }
+#pragma unroll
+      for (int h = 0; h < 2; ++h) *pair[h] = io[h].raw;
     }
     fence_proxy_async_shared();  // the staged outputs, visible to the copy engine
     __syncwarp();
