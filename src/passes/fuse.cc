@@ -14,8 +14,11 @@
 //   QuantizeLinear(v, s) to int8, zero point 0 -> quantize(s), out_dtype i8; after it only
 //   [DequantizeLinear(q, s')]                     mul(s') (back to f32), then the steps above
 //   Add(v, DequantizeLinear(r, s)), r int8     -> add_residual_scaled(s), r becomes input R
-//   (per-tensor scales, zero points 0 or absent: TensorRT's symmetric int8; the quantize and
-//   the int8 residual only where the contraction kernels run: tessel.Gemm, group-1 tessel.Conv)
+//   (per-tensor scales, zero points 0 or absent: TensorRT's symmetric int8; the int8 residual
+//   only where the contraction kernels run: tessel.Gemm, group-1 tessel.Conv. A grouped conv's
+//   window kernels take the quantize and the DequantizeLinear back to its own dtype: a QDQ
+//   model's depthwise conv stores int8 where its QuantizeLinear -> DequantizeLinear -> Clip ->
+//   QuantizeLinear chain was four kernels)
 //   tessel.DepthToSpace (tessel.Conv only)     -> store = depth_to_space; after it only the
 //                                                per-element activations (it moves the values
 //                                                they act on), no residual and no second store
@@ -284,11 +287,12 @@ class Fuser {
       if (quantized) {  // an int8 value: only its DequantizeLinear continues the epilogue
         const std::optional<double> s = int8_scale(g_, next, "DequantizeLinear", v);
         if (!s) break;
+        // The grouped kernels store int8 or their own dtype: a DequantizeLinear to another
+        // float type (a graph output's f32) stays a kernel of its own.
+        if (conv && !group_one(fused) && g_.type(next.outputs[0]).dtype != g_.type(fused.outputs[0]).dtype)
+          break;
         steps.push_back({EpilogueKind::kMul, *s});
-      } else if (std::optional<double> s = plain && (!conv || group_one(fused))
-                                               ? int8_scale(g_, next, "QuantizeLinear", v)
-                                               : std::nullopt;
-                 s) {
+      } else if (std::optional<double> s = plain ? int8_scale(g_, next, "QuantizeLinear", v) : std::nullopt; s) {
         steps.push_back({EpilogueKind::kQuantize, *s});
       } else if (auto step = activation_step(g_, next, v)) {
         steps.push_back(*step);

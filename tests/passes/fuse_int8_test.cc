@@ -79,5 +79,47 @@ TEST(FuseInt8, LastQuantizeStoresInt8AndAsymmetricOnesStay) {
   testing::expect_pass_result("fuse", asymmetric, asymmetric);
 }
 
+// A QDQ model's depthwise conv (float: fold-qdq leaves grouped convs): the QuantizeLinear ->
+// DequantizeLinear -> Clip -> QuantizeLinear chain after it joins its epilogue and it stores
+// int8; in an fp16 graph, a DequantizeLinear to f32 after the int8 value stays (the window
+// kernels store int8 or their own dtype).
+TEST(FuseInt8, DepthwiseConvTakesTheQuantizeChainAndStoresInt8) {
+  const std::string head = R"(graph @g opset 17 {
+  input %x : f32[1,4,4,8]
+  const %w : f32[8,3,3,1] = [-0.75, 0.125, -0.625, 0.25, -0.5, 0.375, -0.375, 0.5, -0.25, 0.625, -0.125, 0.75, 0.0, -0.75, 0.125, -0.625, 0.25, -0.5, 0.375, -0.375, 0.5, -0.25, 0.625, -0.125, 0.75, 0.0, -0.75, 0.125, -0.625, 0.25, -0.5, 0.375, -0.375, 0.5, -0.25, 0.625, -0.125, 0.75, 0.0, -0.75, 0.125, -0.625, 0.25, -0.5, 0.375, -0.375, 0.5, -0.25, 0.625, -0.125, 0.75, 0.0, -0.75, 0.125, -0.625, 0.25, -0.5, 0.375, -0.375, 0.5, -0.25, 0.625, -0.125, 0.75, 0.0, -0.75, 0.125, -0.625, 0.25, -0.5, 0.375, -0.375]
+  const %b : f32[8] = [0.5, -0.25, 1.0, -1.0, 0.0, 2.0, -2.0, 0.25]
+  const %s1 : f32[] = [0.125]
+  const %s2 : f32[] = [0.0625]
+  const %z : i8[] = [0]
+  const %lo : f32[] = [0.0]
+  const %hi : f32[] = [6.0]
+)";
+  testing::expect_pass_result("fuse", head + R"(  %y = tessel.Conv(%x, %w, %b) {group = 8, pads = [1, 1, 1, 1]} : f32[1,4,4,8] @"dw"
+  %q1 = QuantizeLinear(%y, %s1, %z) : i8[1,4,4,8] @"q1"
+  %d1 = DequantizeLinear(%q1, %s1, %z) : f32[1,4,4,8] @"dq1"
+  %c = Clip(%d1, %lo, %hi) : f32[1,4,4,8] @"clip"
+  %q2 = QuantizeLinear(%c, %s2, %z) : i8[1,4,4,8] @"q2"
+  output %q2
+})",
+                              head + R"(  %q2 = tessel.Conv(%x, %w, %b) {epilogue = ["quantize", "mul", "clip", "quantize"], epilogue_alpha = [0.125, 0.125, 0.0, 0.0625], epilogue_beta = [0.0, 0.0, 6.0, 0.0], group = 8, out_dtype = "i8", pads = [1, 1, 1, 1]} : i8[1,4,4,8] @"dw"
+  output %q2
+})");
+  const std::string half = R"(graph @g opset 17 {
+  input %x : f16[1,4,4,8]
+  const %w : f16[8,3,3,1] = [-0.75, 0.125, -0.625, 0.25, -0.5, 0.375, -0.375, 0.5, -0.25, 0.625, -0.125, 0.75, 0.0, -0.75, 0.125, -0.625, 0.25, -0.5, 0.375, -0.375, 0.5, -0.25, 0.625, -0.125, 0.75, 0.0, -0.75, 0.125, -0.625, 0.25, -0.5, 0.375, -0.375, 0.5, -0.25, 0.625, -0.125, 0.75, 0.0, -0.75, 0.125, -0.625, 0.25, -0.5, 0.375, -0.375, 0.5, -0.25, 0.625, -0.125, 0.75, 0.0, -0.75, 0.125, -0.625, 0.25, -0.5, 0.375, -0.375, 0.5, -0.25, 0.625, -0.125, 0.75, 0.0, -0.75, 0.125, -0.625, 0.25, -0.5, 0.375, -0.375]
+  const %s1 : f32[] = [0.125]
+  const %z : i8[] = [0]
+)";
+  testing::expect_pass_result("fuse", half + R"(  %y = tessel.Conv(%x, %w) {group = 8, pads = [1, 1, 1, 1]} : f16[1,4,4,8] @"dw"
+  %q1 = QuantizeLinear(%y, %s1, %z) : i8[1,4,4,8] @"q1"
+  %d1 = DequantizeLinear(%q1, %s1, %z) : f32[1,4,4,8] @"dq1"
+  output %d1
+})",
+                              half + R"(  %q1 = tessel.Conv(%x, %w) {epilogue = ["quantize"], epilogue_alpha = [0.125], epilogue_beta = [0.0], group = 8, out_dtype = "i8", pads = [1, 1, 1, 1]} : i8[1,4,4,8] @"dw"
+  %d1 = DequantizeLinear(%q1, %s1, %z) : f32[1,4,4,8] @"dq1"
+  output %d1
+})", 2e-2, 2e-2);
+}
+
 }  // namespace
 }  // namespace tessel

@@ -78,10 +78,13 @@ std::string step_code(const ops::EpilogueStep& s) {
     case EpilogueKind::kHardSigmoid:
       return fmt::format("v = hard_sigmoid_f(v, {}, {});", float_literal(s.alpha), float_literal(s.beta));
     case EpilogueKind::kElu: return fmt::format("v = elu_f(v, {});", float_literal(s.alpha));
-    case EpilogueKind::kMul:
+    // int8 (a QDQ model's float conv between Q/DQ pairs): a DequantizeLinear by alpha; a
+    // QuantizeLinear by alpha, by the reciprocal as the contraction kernels (tessel_ptx.cuh).
+    case EpilogueKind::kMul: return fmt::format("v *= {};", float_literal(s.alpha));
     case EpilogueKind::kQuantize:
+      return fmt::format("v = quantize_s8_f(v, {});", float_literal(static_cast<float>(1.0 / s.alpha)));
     case EpilogueKind::kAddScaledResidual:
-      break;  // check_window refuses them
+      break;  // its R is int8, which can_emit_op refuses for a conv (takes_int8)
   }
   TESSEL_ICHECK(false) << "unhandled epilogue step " << ops::epilogue_name(s.kind);
   return "";
@@ -193,6 +196,7 @@ OpKernelSource emit_depthwise_conv(const ir::Graph& g, const ir::Node& n, const 
   std::string problem = fmt::format("// tessel.Conv, depthwise (group {}): {} * {} -> {}\nstruct Problem {{\n  using T = {};\n",
                                     n.get_int("group", 1), g.type(n.inputs[0]).str(), g.type(n.inputs[1]).str(),
                                     g.type(n.outputs[0]).str(), type_of(t));
+  problem += fmt::format("  using Out = {};\n", type_of(g.type(n.outputs[0]).dtype));
   problem += geometry(x, pre, read_window(n, g.type(n.inputs[1]).shape), tiling.vec);
   problem += fmt::format(
       "  // Tiling {} (tessel_depthwise_tile.cuh): CTA tile ({}, {}) output pixels x {} channels;\n"
@@ -249,6 +253,7 @@ OpKernelSource emit_grouped_conv(const ir::Graph& g, const ir::Node& n) {
   std::string problem = fmt::format("// tessel.Conv, group {}: {} * {} -> {}\nstruct Problem {{\n  using T = {};\n",
                                     group, g.type(n.inputs[0]).str(), g.type(n.inputs[1]).str(),
                                     g.type(n.outputs[0]).str(), type_of(t));
+  problem += fmt::format("  using Out = {};\n", type_of(g.type(n.outputs[0]).dtype));
   problem += geometry(x, pre, read_window(n, w), vec);
   problem += fmt::format("  static constexpr int kCig = {}, kCog = {};\n", cig, cog);
   // Only the plain NHWC store keeps a fragment's channels adjacent in memory.
@@ -304,16 +309,16 @@ std::optional<std::string> check_window(const ir::Graph& g, const ir::Node& n) {
     if (g.type(n.inputs[1]).shape.size() != 4) return n.label() + ": expected OHWI weights";
     // The grouped kernel reads NHWC and stores NHWC (or depth_to_space) in the output's
     // dtype; the edge folds (ops/tessel_epilogue.h) are the contraction generator's alone.
+    // An int8 output where the last step quantizes (a QDQ model's depthwise conv, whose
+    // QuantizeLinear fuse took): out_dtype i8, stored as store_as<i8>.
     const std::string store = n.get_string("store", "nhwc");
-    if (store == "nchw" || store == "depth_to_space_nchw" || n.has_attr("out_dtype") ||
+    const std::vector<ops::EpilogueStep> steps = ops::read_epilogue(n);
+    const std::optional<DType> out = ops::read_out_dtype(n);
+    const bool quantized = !steps.empty() && steps.back().kind == ops::EpilogueKind::kQuantize;
+    if (store == "nchw" || store == "depth_to_space_nchw" || (out && !(*out == DType::kI8 && quantized)) ||
         n.has_attr("input_layout"))
-      return n.label() + ": a grouped convolution with an NCHW store, out_dtype or input_layout "
-                         "(only group-1 convolutions take them)";
-    for (const ops::EpilogueStep& s : ops::read_epilogue(n))
-      if (s.kind == ops::EpilogueKind::kMul || s.kind == ops::EpilogueKind::kQuantize ||
-          s.kind == ops::EpilogueKind::kAddScaledResidual)
-        return n.label() + ": the int8 epilogue step '" + std::string(ops::epilogue_name(s.kind)) +
-               "' on a grouped convolution (only the contraction kernels take int8 steps)";
+      return n.label() + ": a grouped convolution with an NCHW store, input_layout, or an out_dtype other "
+                         "than int8 after a last quantize step (only group-1 convolutions take them)";
     return std::nullopt;
   }
   if (n.op == "tessel.GlobalAveragePool" || n.op == "tessel.GlobalMaxPool") return std::nullopt;

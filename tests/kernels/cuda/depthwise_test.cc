@@ -388,7 +388,10 @@ ir::Graph depthwise_node(DType t, Shape x, int64_t k, int64_t stride, int64_t pa
     for (size_t i = 0; i < epilogue.size(); ++i) {
       if (epilogue[i] == "clip") beta[i] = 6.0;
       if (epilogue[i] == "leaky_relu") alpha[i] = 0.1;
+      if (epilogue[i] == "quantize" || epilogue[i] == "mul") alpha[i] = 0.05;
     }
+    // A last quantize stores int8 (fuse's form of a QDQ model's depthwise conv).
+    if (epilogue.back() == "quantize") attrs["out_dtype"] = std::string("i8");
     attrs["epilogue_alpha"] = alpha;
     attrs["epilogue_beta"] = beta;
   }
@@ -553,13 +556,76 @@ TEST_F(DepthwiseKernelTest, GroupedAndMultiplierConvsKeepTheDirectKernel) {
   EXPECT_NE(emit_op(g, g.nodes[0]).source.find("GroupedConv<Problem>"), std::string::npos);
 }
 
-// The int8 epilogue steps belong to the contraction kernels: fuse never gives them to a grouped
-// conv, and a graph that does is refused with the step's name.
-TEST(DepthwiseKernel, RefusesInt8EpilogueSteps) {
-  ir::Graph g = depthwise_node(DType::kF32, {1, 8, 8, 16}, 3, 1, 1, 1, {"mul"});
+// A QDQ model's depthwise conv: fuse gives it the QuantizeLinear -> DequantizeLinear -> Clip
+// -> QuantizeLinear chain after it, and it stores int8, 8 channels in one 8-byte store, rounded
+// by adding 1.5 * 2^23 (no quarter-rate cvt.rni); the direct grouped kernel too. The int8
+// residual stays the contraction kernels'.
+TEST_F(DepthwiseKernelTest, QuantizedOutputStoresInt8) {
+  const ir::Graph g =
+      depthwise_node(DType::kF16, {32, 28, 28, 192}, 3, 1, 1, 1, {"quantize", "mul", "clip", "quantize"});
+  ASSERT_EQ(g.type(g.outputs[0]).dtype, DType::kI8);
+  EXPECT_NE(emit_op(g, g.nodes[0]).source.find("using Out = i8;"), std::string::npos);
+  compile_depthwise(g);
+  // Fragments of 8, 4, 2 and 1 channels: 8 bytes, 4, and single bytes per store.
+  for (int vec : {8, 4, 2, 1}) {
+    const std::string name = fmt::format("dw_v{}x{}_r2x2_c2x4_s2_wr", vec, 64 / vec);
+    SCOPED_TRACE(name);
+    ASSERT_FALSE(cannot_tile_depthwise(g, g.nodes[0], name));
+    const testing::Compiled out = testing::nvrtc_compile(emit_depthwise(g, g.nodes[0], name), "sm_90a");
+    ASSERT_TRUE(out.ok) << out.log;
+    EXPECT_TRUE(has(out.ptx, vec == 8 ? "st.global.v2.b32" : vec == 4 ? "st.global.u32" : "st.global.u8"));
+    EXPECT_FALSE(has(out.ptx, "cvt.rni"));
+    EXPECT_TRUE(has(out.ptx, "0f4B400000"));
+    EXPECT_EQ(out.ptx.find(".local"), std::string::npos);
+  }
+
+  ir::Graph grouped;
+  const ir::ValueId x = grouped.add_value("x", {DType::kF16, {1, 8, 8, 16}});
+  const ir::ValueId w = grouped.add_value("w", {DType::kF16, {32, 3, 3, 2}});
+  grouped.inputs = {x, w};
+  const ir::ValueId y = grouped.add_value("y", {});
+  grouped.add_node("tessel.Conv", "g8", {x, w}, {y},
+                   {{"group", int64_t{8}},
+                    {"pads", Ints{1, 1, 1, 1}},
+                    {"epilogue", std::vector<std::string>{"relu", "quantize"}},
+                    {"epilogue_alpha", std::vector<double>{0.0, 0.1}},
+                    {"epilogue_beta", std::vector<double>{0.0, 0.0}},
+                    {"out_dtype", std::string("i8")}});
+  grouped.outputs = {y};
+  ir::infer_types(grouped, ir::OpRegistry::global());
+  ASSERT_FALSE(can_emit_op(grouped, grouped.nodes[0]));
+  const OpKernelSource ks = emit_op(grouped, grouped.nodes[0]);
+  EXPECT_NE(ks.source.find("GroupedConv<Problem>"), std::string::npos);
+  EXPECT_NE(ks.source.find("using Out = i8;"), std::string::npos);
+  const testing::Compiled out = testing::nvrtc_compile(ks, "sm_90a");
+  EXPECT_TRUE(out.ok) << out.log << "\n" << ks.source;
+}
+
+TEST(DepthwiseKernel, RefusesTheInt8ResidualAndOtherOutDtypes) {
+  ir::Graph g;
+  const ir::ValueId x = g.add_value("x", {DType::kF32, {1, 8, 8, 16}});
+  const ir::ValueId w = g.add_value("w", {DType::kF32, {16, 3, 3, 1}});
+  const ir::ValueId r = g.add_value("r", {DType::kI8, {1, 8, 8, 16}});
+  g.inputs = {x, w, r};
+  const ir::ValueId y = g.add_value("y", {});
+  g.add_node("tessel.Conv", "dw", {x, w, ir::kNoValue, r}, {y},
+             {{"group", int64_t{16}},
+              {"pads", Ints{1, 1, 1, 1}},
+              {"epilogue", std::vector<std::string>{"add_residual_scaled"}},
+              {"epilogue_alpha", std::vector<double>{0.5}},
+              {"epilogue_beta", std::vector<double>{0.0}}});
+  g.outputs = {y};
+  ir::infer_types(g, ir::OpRegistry::global());
   EXPECT_EQ(can_emit_op(g, g.nodes[0]).value_or(""),
-            "tessel.Conv 'dw': the int8 epilogue step 'mul' on a grouped convolution (only the "
-            "contraction kernels take int8 steps)");
+            "tessel.Conv 'dw': tessel.Conv of i8/u8 tensors has no GPU kernel (only QuantizeLinear, "
+            "DequantizeLinear, data movement, and a Cast from them take them)");
+  ir::Graph f = depthwise_node(DType::kF16, {1, 8, 8, 16}, 3, 1, 1, 1, {"relu"});
+  f.nodes[0].attrs["out_dtype"] = std::string("f32");
+  ir::infer_types(f, ir::OpRegistry::global());
+  EXPECT_EQ(can_emit_op(f, f.nodes[0]).value_or(""),
+            "tessel.Conv 'dw': a grouped convolution with an NCHW store, input_layout, or an "
+            "out_dtype other than int8 after a last quantize step (only group-1 convolutions take "
+            "them)");
 }
 
 }  // namespace

@@ -23,7 +23,8 @@
 // CTAs walk the tiles grid-stride (a 1-D grid of any size); the emitter launches one CTA per
 // tile or a multiple of the slab count, so that a CTA keeps its slab and its weights.
 //
-// Problem supplies: using T; kN, kH, kW, kC (input), kOH, kOW, kCo (pre-store output, kCo ==
+// Problem supplies: using T (X, W and the residual), using Out (Y: T, or i8 where the
+// epilogue's last step quantizes, store_as); kN, kH, kW, kC (input), kOH, kOW, kCo (pre-store output, kCo ==
 // kC), kKH, kKW, kSH, kSW, kPT, kPL, kDH, kDW, kStageVec; the tiling kVec, kSlabVecs,
 // kColGroups, kColsPerThread, kRowGroups, kRowsPerThread, kStages, kRegisterWeights,
 // kTilePerCta;
@@ -95,13 +96,16 @@ template <typename T, int V>
 __device__ __forceinline__ void store_rounded(T* p, const float (&v)[V]) {
   constexpr int kWords = V * static_cast<int>(sizeof(T)) / 4;
   if constexpr (kWords == 0) {
-    *p = from_float<T>(v[0]);  // one 2-byte element
+#pragma unroll
+    for (int i = 0; i < V; ++i) p[i] = store_as<T>(v[i]);  // one 2-byte element, or 1-2 int8
   } else {
     u32 w[kWords];
 #pragma unroll
     for (int i = 0; i < kWords; ++i) {
       if constexpr (sizeof(T) == 4)
         w[i] = __float_as_uint(v[i]);
+      else if constexpr (sizeof(T) == 1)
+        w[i] = pack4_s8(v[4 * i], v[4 * i + 1], v[4 * i + 2], v[4 * i + 3]);
       else
         w[i] = pack2<T>(v[2 * i], v[2 * i + 1]);
     }
@@ -255,7 +259,8 @@ struct DepthwiseConv {
                                                const float (&acc)[kRows][kCols][kVec]) {
     const int c = tile.c0 + th.frag * kVec;
     if (c >= P::kC) return;
-    T* y = static_cast<T*>(p.out[0]);
+    using Out = typename P::Out;
+    Out* y = static_cast<Out*>(p.out[0]);
 #pragma unroll
     for (int r = 0; r < kRows; ++r) {
       const int oh = tile.oh0 + th.row0 + r;
@@ -280,7 +285,7 @@ struct DepthwiseConv {
         } else {
 #pragma unroll
           for (int v = 0; v < kVec; ++v)
-            y[P::store_offset(tile.n, oh, ow, c + v)] = from_float<T>(out[v]);
+            y[P::store_offset(tile.n, oh, ow, c + v)] = store_as<Out>(out[v]);
         }
       }
     }

@@ -110,6 +110,27 @@ __device__ __forceinline__ Q quantize(float q, int zero_point) {
   return static_cast<Q>(r + zero_point);
 }
 
+// ---- The stored value of a fused epilogue ---------------------------------------------------
+// A grouped or depthwise conv's epilogue result as its output type: from_float, but int8 (an
+// output whose last step quantized: its values are integers of [-128, 127] already) as the low
+// byte of the bits of v + 1.5 * 2^23, saturated first (round half to even; NaN gives -128), as
+// the contraction kernels store int8 (tessel_epilogue.cuh, StoreValue). Not a Cast: ONNX's Cast
+// to int8 truncates, and no op kernel writes int8 by a cast.
+template <typename Out>
+__device__ __forceinline__ Out store_as(float v) {
+  return from_float<Out>(v);
+}
+template <>
+__device__ __forceinline__ i8 store_as<i8>(float v) {
+  return static_cast<i8>(__float_as_int(__fadd_rn(fminf(fmaxf(v, -128.0f), 127.0f), kRoundingMagic)));
+}
+// Four int8 results packed into one word, `a` in the low byte.
+__device__ __forceinline__ u32 pack4_s8(float a, float b, float c, float d) {
+  const u32 lo = __byte_perm(u32(u8(store_as<i8>(a))), u32(u8(store_as<i8>(b))), 0x0040);
+  const u32 hi = __byte_perm(u32(u8(store_as<i8>(c))), u32(u8(store_as<i8>(d))), 0x0040);
+  return __byte_perm(lo, hi, 0x5410);
+}
+
 // ---- Fragments: V consecutive elements moved with the widest accesses that fit ------------
 // The caller guarantees that the address is aligned to min(16, V * sizeof(T)) bytes: buffers
 // are 16-byte aligned and the emitter only picks V where every fragment starts at a multiple

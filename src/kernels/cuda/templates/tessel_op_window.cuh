@@ -6,7 +6,8 @@
 //
 // Problem supplies the compile-time geometry:
 //   using T;  kN, kH, kW, kC (input), kOH, kOW, kCo (output, pre-store), kKH, kKW, kSH, kSW,
-//   kPT, kPL (begin pads), kDH, kDW, kVec; and per kernel the members named below.
+//   kPT, kPL (begin pads), kDH, kDW, kVec; and per kernel the members named below (GroupedConv:
+//   using Out, Y's type: T, or i8 where the epilogue's last step quantizes, store_as).
 #pragma once
 
 #include "tessel_op_common.cuh"
@@ -141,19 +142,20 @@ struct GroupedConv {
         }
       }
     }
-    T* y = static_cast<T*>(p.out[0]);
+    using Out = typename P::Out;
+    Out* y = static_cast<Out*>(p.out[0]);
     if constexpr (P::kVectorStore) {
-      Frag<T, P::kVec> f;
+      Frag<Out, P::kVec> f;
 #pragma unroll
       for (int v = 0; v < P::kVec; ++v)
-        f.v[v] = from_float<T>(P::epilogue(p, acc[v] + P::bias(p, it.c0 + v), it.n, it.oh, it.ow, it.c0 + v));
+        f.v[v] = store_as<Out>(P::epilogue(p, acc[v] + P::bias(p, it.c0 + v), it.n, it.oh, it.ow, it.c0 + v));
       f.store(y + P::store_offset(it.n, it.oh, it.ow, it.c0));
     } else {
 #pragma unroll
       for (int v = 0; v < P::kVec; ++v) {
         const int co = it.c0 + v;
         y[P::store_offset(it.n, it.oh, it.ow, co)] =
-            from_float<T>(P::epilogue(p, acc[v] + P::bias(p, co), it.n, it.oh, it.ow, co));
+            store_as<Out>(P::epilogue(p, acc[v] + P::bias(p, co), it.n, it.oh, it.ow, co));
       }
     }
   }
