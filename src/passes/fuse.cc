@@ -289,10 +289,12 @@ class Fuser {
         if (!s) break;
         // The grouped kernels store int8 or their own dtype: a DequantizeLinear to another
         // float type (a graph output's f32) stays a kernel of its own.
-        if (conv && !group_one(fused) && g_.type(next.outputs[0]).dtype != g_.type(fused.outputs[0]).dtype)
-          break;
+        const DType back_to = g_.type(next.outputs[0]).dtype;
+        if (conv && !group_one(fused) && back_to != g_.type(fused.outputs[0]).dtype) break;
         steps.push_back({EpilogueKind::kMul, *s});
-      } else if (std::optional<double> s = plain ? int8_scale(g_, next, "QuantizeLinear", v) : std::nullopt; s) {
+      } else if (std::optional<double> s =
+                     plain ? int8_scale(g_, next, "QuantizeLinear", v) : std::nullopt;
+                 s) {
         steps.push_back({EpilogueKind::kQuantize, *s});
       } else if (auto step = activation_step(g_, next, v)) {
         steps.push_back(*step);

@@ -82,7 +82,8 @@ std::string step_code(const ops::EpilogueStep& s) {
     // QuantizeLinear by alpha, by the reciprocal as the contraction kernels (tessel_ptx.cuh).
     case EpilogueKind::kMul: return fmt::format("v *= {};", float_literal(s.alpha));
     case EpilogueKind::kQuantize:
-      return fmt::format("v = quantize_s8_f(v, {});", float_literal(static_cast<float>(1.0 / s.alpha)));
+      return fmt::format("v = quantize_s8_f(v, {});",
+                         float_literal(static_cast<float>(1.0 / s.alpha)));
     case EpilogueKind::kAddScaledResidual:
       break;  // its R is int8, which can_emit_op refuses for a conv (takes_int8)
   }
@@ -315,10 +316,12 @@ std::optional<std::string> check_window(const ir::Graph& g, const ir::Node& n) {
     const std::vector<ops::EpilogueStep> steps = ops::read_epilogue(n);
     const std::optional<DType> out = ops::read_out_dtype(n);
     const bool quantized = !steps.empty() && steps.back().kind == ops::EpilogueKind::kQuantize;
-    if (store == "nchw" || store == "depth_to_space_nchw" || (out && !(*out == DType::kI8 && quantized)) ||
+    const bool int8_out = out == DType::kI8 && quantized;
+    if (store == "nchw" || store == "depth_to_space_nchw" || (out && !int8_out) ||
         n.has_attr("input_layout"))
-      return n.label() + ": a grouped convolution with an NCHW store, input_layout, or an out_dtype other "
-                         "than int8 after a last quantize step (only group-1 convolutions take them)";
+      return n.label() + ": a grouped convolution with an NCHW store, input_layout, or an out_dtype "
+                         "other than int8 after a last quantize step (only group-1 convolutions "
+                         "take them)";
     return std::nullopt;
   }
   if (n.op == "tessel.GlobalAveragePool" || n.op == "tessel.GlobalMaxPool") return std::nullopt;

@@ -24,8 +24,8 @@
 // tile or a multiple of the slab count, so that a CTA keeps its slab and its weights.
 //
 // Problem supplies: using T (X, W and the residual), using Out (Y: T, or i8 where the
-// epilogue's last step quantizes, store_as); kN, kH, kW, kC (input), kOH, kOW, kCo (pre-store output, kCo ==
-// kC), kKH, kKW, kSH, kSW, kPT, kPL, kDH, kDW, kStageVec; the tiling kVec, kSlabVecs,
+// epilogue's last step quantizes, store_as); kN, kH, kW, kC (input), kOH, kOW, kCo (pre-store
+// output, kCo == kC), kKH, kKW, kSH, kSW, kPT, kPL, kDH, kDW, kStageVec; the tiling kVec, kSlabVecs,
 // kColGroups, kColsPerThread, kRowGroups, kRowsPerThread, kStages, kRegisterWeights,
 // kTilePerCta;
 // kResidual and kVectorStore; and

@@ -126,20 +126,15 @@ __device__ __forceinline__ void prefetch_residual(const KernelParams& p, int bat
   }
 }
 
-// An epilogue's result in the output's type: from_float, but int8 as the low byte of the bits
-// of v + 1.5 * 2^23 (two's complement), full-rate instructions where cvt.rni.sat.s8.f32 issues
-// at a quarter of the rate: saturated first, unless the epilogue's last step quantized
-// (kIntegral: v is already an integer of [-128, 127]).
+// An epilogue's result in the output's type: from_float, but int8 by store_s8, saturated
+// unless the epilogue's last step quantized (kIntegral).
 template <typename Out, bool kIntegral>
 struct StoreValue {
   __device__ __forceinline__ static Out of(float v) { return from_float<Out>(v); }
 };
 template <bool kIntegral>
 struct StoreValue<s8, kIntegral> {
-  __device__ __forceinline__ static s8 of(float v) {
-    const float c = kIntegral ? v : fminf(fmaxf(v, -128.0f), 127.0f);
-    return s8{static_cast<signed char>(__float_as_int(__fadd_rn(c, kRoundingMagic)))};
-  }
+  __device__ __forceinline__ static s8 of(float v) { return s8{store_s8<!kIntegral>(v)}; }
 };
 
 // Output element of the fp32 result v at channel ch.

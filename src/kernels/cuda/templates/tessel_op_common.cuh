@@ -111,18 +111,16 @@ __device__ __forceinline__ Q quantize(float q, int zero_point) {
 }
 
 // ---- The stored value of a fused epilogue ---------------------------------------------------
-// A grouped or depthwise conv's epilogue result as its output type: from_float, but int8 (an
-// output whose last step quantized: its values are integers of [-128, 127] already) as the low
-// byte of the bits of v + 1.5 * 2^23, saturated first (round half to even; NaN gives -128), as
-// the contraction kernels store int8 (tessel_epilogue.cuh, StoreValue). Not a Cast: ONNX's Cast
-// to int8 truncates, and no op kernel writes int8 by a cast.
+// A grouped or depthwise conv's epilogue result as its output type: from_float, but int8 (after
+// a last quantize step) by store_s8, as the contraction kernels store it. Not a Cast: ONNX's
+// Cast to int8 truncates, and no op kernel writes int8 by a cast.
 template <typename Out>
 __device__ __forceinline__ Out store_as(float v) {
   return from_float<Out>(v);
 }
 template <>
 __device__ __forceinline__ i8 store_as<i8>(float v) {
-  return static_cast<i8>(__float_as_int(__fadd_rn(fminf(fmaxf(v, -128.0f), 127.0f), kRoundingMagic)));
+  return store_s8(v);
 }
 // Four int8 results packed into one word, `a` in the low byte.
 __device__ __forceinline__ u32 pack4_s8(float a, float b, float c, float d) {

@@ -48,12 +48,22 @@ __device__ __forceinline__ float to_float(s8 x) {
 // A fused QuantizeLinear to int8, zero point 0 (the contraction and grouped-conv epilogues):
 // round half to even of v * (1 / scale), saturated; the result stays a float until the store.
 // (The reference divides: where v / scale is within an ulp of a tie, the two may round one
-// step apart.) Saturating first and rounding after is the same (127.5 rounds to the even 128, saturated to
-// 127 either way; NaN saturates to -128 either way), and lets a float add of 1.5 * 2^23 round
-// half to even (|v| <= 128: the ulp there is 1) in place of rintf's quarter-rate instruction.
+// step apart.) Saturating first and rounding after is the same (127.5 rounds to the even 128,
+// saturated to 127 either way; NaN saturates to -128 either way), and lets a float add of
+// 1.5 * 2^23 round half to even (|v| <= 128: the ulp there is 1) in place of rintf's
+// quarter-rate instruction.
 __device__ __forceinline__ float quantize_s8_f(float v, float inv_scale) {
   const float c = fminf(fmaxf(v * inv_scale, -128.0f), 127.0f);
   return __fsub_rn(__fadd_rn(c, kRoundingMagic), kRoundingMagic);
+}
+// An epilogue's int8 store: v saturated and rounded half to even (NaN gives -128), as the low
+// byte of the bits of v + 1.5 * 2^23 (two's complement), full-rate instructions where
+// cvt.rni.sat.s8.f32 issues at a quarter of the rate. kSaturate false: v is an integer of
+// [-128, 127] already (the epilogue's last step quantized).
+template <bool kSaturate = true>
+__device__ __forceinline__ signed char store_s8(float v) {
+  const float c = kSaturate ? fminf(fmaxf(v, -128.0f), 127.0f) : v;
+  return static_cast<signed char>(__float_as_int(__fadd_rn(c, kRoundingMagic)));
 }
 
 template <typename T>
