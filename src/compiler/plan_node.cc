@@ -11,6 +11,7 @@
 #include "kernels/cuda/op_kernels.h"
 #include "kernels/default_schedule.h"
 #include "ops/conv_transpose_phases.h"
+#include "ops/tessel_epilogue.h"
 #include "passes/plan_memory.h"
 
 namespace tessel::compiler {
@@ -175,11 +176,14 @@ std::string NodePlan::summary() const {
 namespace {
 
 // fold-qdq's reason for leaving a QDQ conv in float (its int8_refusal attribute), added to what
-// the plan says.
+// the plan says: "float, not int8", or "float math, int8 output" where fuse gave it the
+// QuantizeLinear after it (a depthwise conv's int8 store).
 NodePlan with_int8_refusal(const ir::Node& n, NodePlan p) {
   const std::string refusal = n.get_string("int8_refusal", "");
   if (refusal.empty() || p.run == NodeRun::kUnsupported) return p;
-  p.why += (p.why.empty() ? "" : "; ") + std::string("float, not int8: ") + refusal;
+  const bool int8_out = ops::read_out_dtype(n) == DType::kI8;
+  p.why += (p.why.empty() ? "" : "; ") +
+           std::string(int8_out ? "float math, int8 output: " : "float, not int8: ") + refusal;
   return p;
 }
 

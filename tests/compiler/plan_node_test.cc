@@ -207,5 +207,54 @@ TEST(PlanNodeQdq, RefusalsSayWhy) {
   }
 }
 
+// A QDQ depthwise conv (MobileNet's form: Q/DQ around it, ReLU6 as Clip between a DQ and a Q)
+// stays float (fold-qdq takes group 1 only) but stores int8: fuse gives it the chain after it,
+// it runs the depthwise kernel, and explain says so.
+TEST(PlanNodeQdq, DepthwiseConvComputesFloatAndStoresInt8) {
+  ir::Graph g = ir::parse_graph(R"(graph @g opset 17 {
+  input %x : f32[2,16,8,8]
+  const %sx : f32[] = [0.05]
+  const %sw : f32[16] = [0.01, 0.02, 0.01, 0.02, 0.01, 0.02, 0.01, 0.02, 0.01, 0.02, 0.01, 0.02, 0.01, 0.02, 0.01, 0.02]
+  const %sy : f32[] = [0.1]
+  const %sz : f32[] = [0.05]
+  const %z : i8[] = [0]
+  const %zw : i8[16] = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]
+  const %wq : i8[16,1,3,3] = [-4, 1, -3, 2, -2, 3, -1, 4, 0, -4, 1, -3, 2, -2, 3, -1, 4, 0, -4, 1, -3, 2, -2, 3, -1, 4, 0, -4, 1, -3, 2, -2, 3, -1, 4, 0, -4, 1, -3, 2, -2, 3, -1, 4, 0, -4, 1, -3, 2, -2, 3, -1, 4, 0, -4, 1, -3, 2, -2, 3, -1, 4, 0, -4, 1, -3, 2, -2, 3, -1, 4, 0, -4, 1, -3, 2, -2, 3, -1, 4, 0, -4, 1, -3, 2, -2, 3, -1, 4, 0, -4, 1, -3, 2, -2, 3, -1, 4, 0, -4, 1, -3, 2, -2, 3, -1, 4, 0, -4, 1, -3, 2, -2, 3, -1, 4, 0, -4, 1, -3, 2, -2, 3, -1, 4, 0, -4, 1, -3, 2, -2, 3, -1, 4, 0, -4, 1, -3, 2, -2, 3, -1, 4, 0]
+  const %lo : f32[] = [0.0]
+  const %hi : f32[] = [6.0]
+  const %w1q : i8[16,16,1,1] = [-3, 0, 3, -1, 2, -2, 1, -3, 0, 3, -1, 2, -2, 1, -3, 0, 3, -1, 2, -2, 1, -3, 0, 3, -1, 2, -2, 1, -3, 0, 3, -1, 2, -2, 1, -3, 0, 3, -1, 2, -2, 1, -3, 0, 3, -1, 2, -2, 1, -3, 0, 3, -1, 2, -2, 1, -3, 0, 3, -1, 2, -2, 1, -3, 0, 3, -1, 2, -2, 1, -3, 0, 3, -1, 2, -2, 1, -3, 0, 3, -1, 2, -2, 1, -3, 0, 3, -1, 2, -2, 1, -3, 0, 3, -1, 2, -2, 1, -3, 0, 3, -1, 2, -2, 1, -3, 0, 3, -1, 2, -2, 1, -3, 0, 3, -1, 2, -2, 1, -3, 0, 3, -1, 2, -2, 1, -3, 0, 3, -1, 2, -2, 1, -3, 0, 3, -1, 2, -2, 1, -3, 0, 3, -1, 2, -2, 1, -3, 0, 3, -1, 2, -2, 1, -3, 0, 3, -1, 2, -2, 1, -3, 0, 3, -1, 2, -2, 1, -3, 0, 3, -1, 2, -2, 1, -3, 0, 3, -1, 2, -2, 1, -3, 0, 3, -1, 2, -2, 1, -3, 0, 3, -1, 2, -2, 1, -3, 0, 3, -1, 2, -2, 1, -3, 0, 3, -1, 2, -2, 1, -3, 0, 3, -1, 2, -2, 1, -3, 0, 3, -1, 2, -2, 1, -3, 0, 3, -1, 2, -2, 1, -3, 0, 3, -1, 2, -2, 1, -3, 0, 3, -1, 2, -2, 1, -3, 0, 3, -1, 2, -2, 1, -3, 0, 3, -1]
+  const %sp : f32[] = [0.1]
+  %xq = QuantizeLinear(%x, %sx, %z) : i8[2,16,8,8] @"qx"
+  %xd = DequantizeLinear(%xq, %sx, %z) : f32[2,16,8,8] @"dqx"
+  %w1d = DequantizeLinear(%w1q, %sw, %zw) {axis = 0} : f32[16,16,1,1] @"dqw1"
+  %p = Conv(%xd, %w1d) : f32[2,16,8,8] @"pw"
+  %pq = QuantizeLinear(%p, %sp, %z) : i8[2,16,8,8] @"qp"
+  %pd = DequantizeLinear(%pq, %sp, %z) : f32[2,16,8,8] @"dqp"
+  %wd = DequantizeLinear(%wq, %sw, %zw) {axis = 0} : f32[16,1,3,3] @"dqw"
+  %y = Conv(%pd, %wd) {group = 16, pads = [1, 1, 1, 1]} : f32[2,16,8,8] @"dw"
+  %yq = QuantizeLinear(%y, %sy, %z) : i8[2,16,8,8] @"qy"
+  %yd = DequantizeLinear(%yq, %sy, %z) : f32[2,16,8,8] @"dqy"
+  %c = Clip(%yd, %lo, %hi) : f32[2,16,8,8] @"relu6"
+  %cq = QuantizeLinear(%c, %sz, %z) : i8[2,16,8,8] @"qz"
+  output %cq
+})");
+  ir::infer_types(g, ir::OpRegistry::global());
+  Options options;
+  options.precision = Precision::kFp16;
+  const CompiledPlan c = compile_plan(g, options, h100());
+  int convs = 0;
+  for (const ir::Node& n : c.graph.nodes) {
+    EXPECT_NE(n.op, "Clip") << "the Clip joined the conv's epilogue";
+    if (n.op != "tessel.Conv" || n.get_int("group", 1) == 1) continue;
+    ++convs;
+    EXPECT_EQ(c.graph.type(n.outputs[0]).dtype, DType::kI8);
+    const NodePlan plan = plan_node(c.graph, n, options, h100());
+    EXPECT_EQ(plan.run, NodeRun::kOpKernel) << plan.why;
+    EXPECT_NE(plan.why.find("float math, int8 output: grouped convolution"), std::string::npos)
+        << plan.why;
+  }
+  EXPECT_EQ(convs, 1);
+}
+
 }  // namespace
 }  // namespace tessel::compiler
