@@ -18,7 +18,9 @@ k-tiles a CTA walks per tile (the TMA kernel: taps x 64-channel chunks), tiles t
 (split-K included), residual whether the epilogue reads one, transcendentals the epilogue's
 transcendental activations per output (SiLU, GELU: the key's "mathN"), and o_class an offset per
 schedule class (its name's first three fields: "tma_128x128x64_s4"), shrunk toward 0 by a ridge
-penalty worth SHRINK measurements. Other families (halo, SIMT) keep the estimate.
+penalty worth SHRINK measurements. Other families (halo, SIMT) keep the estimate, and so do int8
+contractions (keys "i8*i8->..."): their kernels' epilogues and k-tiles differ, and their defaults
+keep the table's residuals, so a log of an int8 model is read but not fitted.
 
 Only the order of one contraction's candidates matters (which one tune measures first, which one
 is the default), not the level: the fit has one free intercept per contraction (fixed effects),
@@ -72,9 +74,9 @@ def ceil_div(a, b):
 
 def shape_of(key, schedule):
     """(family, k_steps, tiles, residual, transcendentals) of a logged candidate, as kernels::estimate counts
-    them; None for a family the fit leaves alone or a key it cannot read."""
+    them; None for a family or dtype the fit leaves alone (int8) or a key it cannot read."""
     m, s = KEY.match(key), SCHEDULE.match(schedule)
-    if not m or not s or s.group(1) not in FAMILIES:
+    if not m or not s or s.group(1) not in FAMILIES or key.startswith("i8*"):
         return None
     family = s.group(1)
     batch, rows, cols, depth = (int(m.group(i)) for i in range(1, 5))

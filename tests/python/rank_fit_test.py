@@ -59,13 +59,22 @@ for key in range(24):
         rows.append({"key": name, "node": "n%d" % key, "schedule": schedule, "rank": rank,
                      "microseconds": us, "estimate_us": est})
 
+# An int8 contraction's line (its defaults keep the table): read, but in no family.
+int8_row = {"key": "i8*i8->f32/i32:b1:m100352:n256:k64:b()m(32,56,56)n(256)k(64):A[32,56,56,64](m0,m1,m2,k0):"
+                   "B[256,1,1,64](n0,0,0,k0):C[32,56,56,256](m0,m1,m2,n0)|read1:plain:i8",
+            "node": "int8", "schedule": "tma_64x64x128_s3_r1_c264", "rank": 0, "microseconds": 54.2,
+            "estimate_us": 65.6}
+
 with tempfile.TemporaryDirectory() as tmp:
     log = os.path.join(tmp, "synthetic.jsonl.gz")
     with gzip.open(log, "wt") as f:
-        for r in rows:
+        for r in rows + [int8_row]:
             f.write(json.dumps(r) + "\n")
-    parsed = R.read_logs([log], 132)
-    check(len(parsed) == len(rows) and all(r["family"] for r in parsed), "every synthetic line read")
+    parsed_all = R.read_logs([log], 132)
+    check(len(parsed_all) == len(rows) + 1 and [r["family"] for r in parsed_all if r["node"] == "int8"] == [None],
+          "the int8 line is read and left out of every family")
+    parsed = [r for r in parsed_all if r["family"]]
+    check(len(parsed) == len(rows), "every synthetic 16-bit line read")
     tma_row = [r for r in parsed if r["schedule"].startswith("tma_64x128") and ":math1" in r["key"]][0]
     k = int(re.search(r":k(\d+):", tma_row["key"]).group(1))
     m, n = (int(x) for x in re.search(r":m(\d+):n(\d+):", tma_row["key"]).groups())
@@ -73,6 +82,7 @@ with tempfile.TemporaryDirectory() as tmp:
           "the TMA kernel's features: k-steps of 64 channels, tiles per SM, the activation: %s"
           % tma_row["x"])
     families, offsets, counts = R.fit(parsed)
+    check(R.fit(parsed_all)[0] == families, "the int8 line does not move the fit")
     check(set(families) == {"tc", "wgmma", "tma"}, "one coefficient row per family")
     check(families["tc"][0] == 0 and families["tc"][3] == 0 and families["tc"][4] == 0,
           "mma.sync's intercept and per-contraction terms stay 0 (the contraction's own level)")
