@@ -20,3 +20,11 @@ PY
   done
   echo "$path${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 }
+
+# Makes onnxruntime importable (bench/quantize_ort.py needs it): the machine has no network, so
+# its wheels come from the packed folder $1/wheels (scripts/pack_device.sh), installed under $2.
+tessel_onnxruntime() {
+  python3 -c "import onnxruntime" 2> /dev/null && return 0
+  pip install --quiet --no-index --target "$2/py" "$1"/wheels/*.whl || return 1
+  export PYTHONPATH="$2/py:${PYTHONPATH:-}"
+}

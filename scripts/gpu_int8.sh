@@ -27,10 +27,7 @@ mkdir -p "$OUT" "$W"
 LOG=$OUT/int8_models.log
 : > "$LOG"
 status=0
-if ! python3 -c "import onnxruntime" 2> /dev/null; then
-  pip install --quiet --no-index --target "$W/py" "$ROOT"/${TESSEL_DEVICE_DIR:-.device}/wheels/*.whl >> "$LOG" 2>&1
-  export PYTHONPATH="$W/py:${PYTHONPATH:-}"
-fi
+tessel_onnxruntime "$ROOT/${TESSEL_DEVICE_DIR:-.device}" "$W" >> "$LOG" 2>&1
 logged() {
   echo "\$ $*" >> "$LOG"
   "$@" >> "$LOG" 2>&1

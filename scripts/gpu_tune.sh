@@ -7,7 +7,10 @@
 #      every measurement logged to $OUT/tune_MODEL_bBATCH.jsonl (bench/rank_fit.py reads it);
 #   4. the engine compiled with the database: its compile time (warm), `predict --db` against
 #      its profile, and both engines benchmarked alternately twice (median latency each).
-# Usage: scripts/gpu_tune.sh MODEL:BATCH [BUDGET]   (BUDGET as tessel tune takes it; 3m)
+# MODEL:BATCH:int8 tunes the model quantized by onnxruntime's quantizer (bench/quantize_ort.py,
+# calibrated on the exported input, as scripts/gpu_int8.sh does; onnxruntime from the packed
+# wheels), its files named MODEL_int8_bBATCH.
+# Usage: scripts/gpu_tune.sh MODEL:BATCH[:int8] [BUDGET]   (BUDGET as tessel tune takes it; 3m)
 set -uo pipefail
 ROOT=$(pwd)
 OUT=${OUT:-/tmp/tessel_out}
@@ -16,34 +19,44 @@ DEV=$ROOT/${TESSEL_DEVICE_DIR:-.device}
 TESSEL=$DEV/bin/tessel
 source "$ROOT/scripts/gpu_env.sh"
 export LD_LIBRARY_PATH=$(tessel_lib_path "$DEV")
-run=${1:?usage: gpu_tune.sh MODEL:BATCH [BUDGET]}
+run=${1:?usage: gpu_tune.sh MODEL:BATCH[:int8] [BUDGET]}
 budget=${2:-3m}
-[[ $run =~ ^([a-z0-9_]+):([0-9]+)$ ]] || { echo "gpu_tune.sh: '$run' is not model:batch" >&2; exit 2; }
-m=${BASH_REMATCH[1]} b=${BASH_REMATCH[2]}
+[[ $run =~ ^([a-z0-9_]+):([0-9]+)(:int8)?$ ]] ||
+  { echo "gpu_tune.sh: '$run' is not model:batch[:int8]" >&2; exit 2; }
+m=${BASH_REMATCH[1]} b=${BASH_REMATCH[2]} int8=${BASH_REMATCH[3]}
 mkdir -p "$OUT" "$W"
-base=$W/${m}_b$b
-export TESSEL_CACHE_DIR=$W/cache_${m}_b$b
-if [[ ! -f $base.onnx ]]; then
-  python3 bench/torch_models.py --out "$W" --csv "$W/torch_tune.csv" --runs "$run" --no-compile \
+exported=$W/${m}_b$b
+if [[ ! -f $exported.onnx ]]; then
+  python3 bench/torch_models.py --out "$W" --csv "$W/torch_tune.csv" --runs "$m:$b" --no-compile \
     > "$OUT/tune_export.log" 2>&1 || { echo "export failed"; tail -5 "$OUT/tune_export.log"; exit 1; }
 fi
+# $tag names the model's files here and in $OUT; $base.onnx is the model tuned.
+tag=${m}_b$b
+if [[ -n $int8 ]]; then
+  tag=${m}_int8_b$b
+  tessel_onnxruntime "$DEV" "$W" > "$OUT/tune_quantize.log" 2>&1 &&
+    python3 bench/quantize_ort.py "$exported.onnx" "$W/$tag.onnx" --calib "$exported.input.npy" \
+      >> "$OUT/tune_quantize.log" 2>&1 || { echo "quantize failed"; tail -5 "$OUT/tune_quantize.log"; exit 1; }
+fi
+base=$W/$tag
+export TESSEL_CACHE_DIR=$W/cache_$tag
 status=0
-echo "== predict $m b$b"
-"$TESSEL" predict "$base.onnx" --json "$OUT/predict_${m}_b$b.json" --total-only || status=1
+echo "== predict $tag"
+"$TESSEL" predict "$base.onnx" --json "$OUT/predict_$tag.json" --total-only || status=1
 echo "== untuned engine: profile (predicted against measured)"
 "$TESSEL" compile "$base.onnx" -o "$base.tsl" > /dev/null || status=1
-"$TESSEL" profile "$base.tsl" > "$OUT/profile_${m}_b$b.txt" 2>&1 || status=1
-tail -3 "$OUT/profile_${m}_b$b.txt"
-echo "== tune $m b$b, budget $budget"
-"$TESSEL" tune "$base.onnx" --db "$OUT/tuning.json" --budget "$budget" --log "$OUT/tune_${m}_b$b.jsonl" > "$OUT/tune_${m}_b$b.log" 2>&1 || status=1
-tail -2 "$OUT/tune_${m}_b$b.log"
+"$TESSEL" profile "$base.tsl" > "$OUT/profile_$tag.txt" 2>&1 || status=1
+tail -3 "$OUT/profile_$tag.txt"
+echo "== tune $tag, budget $budget"
+"$TESSEL" tune "$base.onnx" --db "$OUT/tuning.json" --budget "$budget" --log "$OUT/tune_$tag.jsonl" > "$OUT/tune_$tag.log" 2>&1 || status=1
+tail -2 "$OUT/tune_$tag.log"
 t0=$(date +%s.%N)
 "$TESSEL" compile "$base.onnx" -o "$base.tuned.tsl" --db "$OUT/tuning.json" > /dev/null || status=1
 echo "compile with the warm database and kernel cache: $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }') s"
 echo "== the tuned engine: predict --db against profile"
 "$TESSEL" predict "$base.onnx" --db "$OUT/tuning.json" --total-only || status=1
-"$TESSEL" profile "$base.tuned.tsl" > "$OUT/profile_${m}_b$b.tuned.txt" 2>&1 || status=1
-tail -2 "$OUT/profile_${m}_b$b.tuned.txt"
+"$TESSEL" profile "$base.tuned.tsl" > "$OUT/profile_$tag.tuned.txt" 2>&1 || status=1
+tail -2 "$OUT/profile_$tag.tuned.txt"
 echo "== bench untuned / tuned, alternately"
 for round in 1 2; do
   for e in tsl tuned.tsl; do
