@@ -15,8 +15,8 @@
 //   [DequantizeLinear(q, s')]                     mul(s') (back to f32), then the steps above
 //   Add(v, DequantizeLinear(r, s)), r int8     -> add_residual_scaled(s), r becomes input R
 //   (per-tensor scales, zero points 0 or absent: TensorRT's symmetric int8; the int8 residual
-//   only where the contraction kernels run: tessel.Gemm, group-1 tessel.Conv. A grouped conv's
-//   window kernels take the quantize and the DequantizeLinear back to its own dtype: a QDQ
+//   only where the contraction kernels run: tessel.Gemm, group-1 tessel.Conv. A depthwise
+//   conv's kernel takes the quantize and the DequantizeLinear back to its own dtype: a QDQ
 //   model's depthwise conv stores int8 where its QuantizeLinear -> DequantizeLinear -> Clip ->
 //   QuantizeLinear chain was four kernels)
 //   tessel.DepthToSpace (tessel.Conv only)     -> store = depth_to_space; after it only the
@@ -95,6 +95,14 @@ bool is_transpose(const ir::Node& n, const std::vector<int64_t>& perm) {
 }
 
 bool group_one(const ir::Node& conv) { return conv.get_int("group", 1) == 1; }
+
+// One input and one output channel per group (OHWI weights [group, kh, kw, 1]): the depthwise
+// kernel's convs, which store int8 after a quantize step (the grouped Tensor Core kernels were
+// not checked with int8 stores: other grouped convs keep their QuantizeLinear).
+bool depthwise(const ir::Graph& g, const ir::Node& conv) {
+  const Shape& w = g.type(conv.inputs.at(1)).shape;
+  return w.size() == 4 && w.back() == 1 && w.front() == conv.get_int("group", 1);
+}
 
 // The dtypes the GPU's contraction kernels store (kernels/cuda/plan.cc, check_epilogue).
 bool storable(DType t) { return t == DType::kF16 || t == DType::kBF16 || t == DType::kF32; }
@@ -293,7 +301,9 @@ class Fuser {
         if (conv && !group_one(fused) && back_to != g_.type(fused.outputs[0]).dtype) break;
         steps.push_back({EpilogueKind::kMul, *s});
       } else if (std::optional<double> s =
-                     plain ? int8_scale(g_, next, "QuantizeLinear", v) : std::nullopt;
+                     plain && (!conv || group_one(fused) || depthwise(g_, fused))
+                         ? int8_scale(g_, next, "QuantizeLinear", v)
+                         : std::nullopt;
                  s) {
         steps.push_back({EpilogueKind::kQuantize, *s});
       } else if (auto step = activation_step(g_, next, v)) {

@@ -82,7 +82,8 @@ TEST(FuseInt8, LastQuantizeStoresInt8AndAsymmetricOnesStay) {
 // A QDQ model's depthwise conv (float: fold-qdq leaves grouped convs): the QuantizeLinear ->
 // DequantizeLinear -> Clip -> QuantizeLinear chain after it joins its epilogue and it stores
 // int8; in an fp16 graph, a DequantizeLinear to f32 after the int8 value stays (the window
-// kernels store int8 or their own dtype).
+// kernels store int8 or their own dtype). A grouped conv of several channels per group keeps
+// its QuantizeLinear (the grouped Tensor Core kernels' int8 stores are unchecked).
 TEST(FuseInt8, DepthwiseConvTakesTheQuantizeChainAndStoresInt8) {
   const std::string head = R"(graph @g opset 17 {
   input %x : f32[1,4,4,8]
@@ -119,6 +120,16 @@ TEST(FuseInt8, DepthwiseConvTakesTheQuantizeChainAndStoresInt8) {
   %d1 = DequantizeLinear(%q1, %s1, %z) : f32[1,4,4,8] @"dq1"
   output %d1
 })", 2e-2, 2e-2);
+  const std::string grouped = R"(graph @g opset 17 {
+  input %x : f32[1,4,4,8]
+  const %w : f32[8,3,3,2] = [-0.75, 0.125, -0.625, 0.25, -0.5, 0.375, -0.375, 0.5, -0.25, 0.625, -0.125, 0.75, 0.0, -0.75, 0.125, -0.625, 0.25, -0.5, 0.375, -0.375, 0.5, -0.25, 0.625, -0.125, 0.75, 0.0, -0.75, 0.125, -0.625, 0.25, -0.5, 0.375, -0.375, 0.5, -0.25, 0.625, -0.125, 0.75, 0.0, -0.75, 0.125, -0.625, 0.25, -0.5, 0.375, -0.375, 0.5, -0.25, 0.625, -0.125, 0.75, 0.0, -0.75, 0.125, -0.625, 0.25, -0.5, 0.375, -0.375, 0.5, -0.25, 0.625, -0.125, 0.75, 0.0, -0.75, 0.125, -0.625, 0.25, -0.5, 0.375, -0.375, 0.5, -0.25, 0.625, -0.125, 0.75, 0.0, -0.75, 0.125, -0.625, 0.25, -0.5, 0.375, -0.375, 0.5, -0.25, 0.625, -0.125, 0.75, 0.0, -0.75, 0.125, -0.625, 0.25, -0.5, 0.375, -0.375, 0.5, -0.25, 0.625, -0.125, 0.75, 0.0, -0.75, 0.125, -0.625, 0.25, -0.5, 0.375, -0.375, 0.5, -0.25, 0.625, -0.125, 0.75, 0.0, -0.75, 0.125, -0.625, 0.25, -0.5, 0.375, -0.375, 0.5, -0.25, 0.625, -0.125, 0.75, 0.0, -0.75, 0.125, -0.625, 0.25, -0.5, 0.375, -0.375, 0.5, -0.25, 0.625, -0.125, 0.75, 0.0, -0.75]
+  const %s1 : f32[] = [0.125]
+  const %z : i8[] = [0]
+  %y = tessel.Conv(%x, %w) {group = 4, pads = [1, 1, 1, 1]} : f32[1,4,4,8] @"g4"
+  %q1 = QuantizeLinear(%y, %s1, %z) : i8[1,4,4,8] @"q1"
+  output %q1
+})";
+  testing::expect_pass_result("fuse", grouped, grouped);
 }
 
 }  // namespace
