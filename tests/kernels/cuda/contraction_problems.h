@@ -338,6 +338,14 @@ inline std::vector<TestProblem> packed_group_problems() {
   // 5 groups of 16 in tiles of 4 (the second tile holds one), 5x5 window.
   add(conv_problem(conv_params(1, 11, 13, 80, 80, 5, 1, 2, 1, 5)), 32, 64, 32, 32, 16, 3, 4,
       {step(K::kBias), step(K::kClip, 0.0f, 6.0f)});
+  // A QDQ model's grouped conv storing int8 (a last quantize step): RegNet's groups of 8 and
+  // ResNeXt's of 16. fuse gives grouped convs other than depthwise ones no quantize yet; these
+  // are the check that would let it (the int8 store through the packed kernel's slab).
+  add(conv_problem(conv_params(2, 14, 14, 104, 104, 3, 1, 1, 1, 13), DType::kF16, DType::kI8), 64, 64,
+      32, 64, 16, 3, 8, {step(K::kBias), step(K::kRelu), step(K::kQuantize, 0.05f)});
+  add(conv_problem(conv_params(1, 10, 9, 256, 256, 3, 2, 1, 1, 16), DType::kF16, DType::kI8), 64, 64,
+      32, 32, 32, 4, 4, {step(K::kBias), step(K::kQuantize, 0.1f), step(K::kMul, 0.1f), step(K::kRelu),
+                         step(K::kQuantize, 0.05f)});
   return v;
 }
 
