@@ -455,8 +455,9 @@ TEST(DefaultSchedule, LegalAndImplementedOnShapesOutsideTheLists) {
       const std::optional<std::string> why = cuda::can_implement(c, e, s);
       // Where the generator cannot take the pick (an A prologue on a grouped or strided conv),
       // plan_node falls back to SIMT with the reason; the Tensor Core picks must be taken.
-      if (s.instruction != Instruction::kSimt && !e.a_prologue)
+      if (s.instruction != Instruction::kSimt && !e.a_prologue) {
         EXPECT_FALSE(why) << s.name() << ": " << *why;
+      }
     }
   }
 }
