@@ -244,6 +244,14 @@ std::optional<DType> read_out_dtype(const ir::Node& node) {
   return t;
 }
 
+bool is_depthwise_conv(const ir::Graph& g, const ir::Node& conv) {
+  if (conv.op != "tessel.Conv" || conv.inputs.size() < 2) return false;
+  const Shape& w = g.type(conv.inputs[1]).shape;
+  const Shape& x = g.type(conv.inputs[0]).shape;
+  const int64_t group = conv.get_int("group", 1);
+  return w.size() == 4 && x.size() == 4 && group > 1 && w[3] == 1 && w[0] == group && x[3] == group;
+}
+
 void write_out_dtype(ir::Node& node, std::optional<DType> dtype) {
   node.attrs.erase("out_dtype");
   if (dtype) node.attrs["out_dtype"] = std::string(dtype_name(*dtype));

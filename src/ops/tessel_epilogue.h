@@ -120,6 +120,11 @@ void write_out_dtype(ir::Node& node, std::optional<DType> dtype);
 bool read_nchw_input(const ir::Node& node);
 void write_nchw_input(ir::Node& node, bool nchw);
 
+// A tessel.Conv with one input and one output channel per group (OHWI W [group, kh, kw, 1]
+// over X of `group` channels): the depthwise kernel's convs, the only grouped ones whose fused
+// epilogue takes an int8 quantize (fuse) and store (kernels/cuda/op_window.cc).
+bool is_depthwise_conv(const ir::Graph& g, const ir::Node& conv);
+
 // 'prologue' of a tessel.Conv: a per-input-channel affine map of X, then an optional ReLU,
 // applied to every element of X the convolution reads (never to its zero padding), before
 // the contraction. It is an unfoldable BatchNormalization (+ ReLU) before the conv, fused

@@ -96,14 +96,6 @@ bool is_transpose(const ir::Node& n, const std::vector<int64_t>& perm) {
 
 bool group_one(const ir::Node& conv) { return conv.get_int("group", 1) == 1; }
 
-// One input and one output channel per group (OHWI weights [group, kh, kw, 1]): the depthwise
-// kernel's convs, which store int8 after a quantize step (the grouped Tensor Core kernels were
-// not checked with int8 stores: other grouped convs keep their QuantizeLinear).
-bool depthwise(const ir::Graph& g, const ir::Node& conv) {
-  const Shape& w = g.type(conv.inputs.at(1)).shape;
-  return w.size() == 4 && w.back() == 1 && w.front() == conv.get_int("group", 1);
-}
-
 // The dtypes the GPU's contraction kernels store (kernels/cuda/plan.cc, check_epilogue).
 bool storable(DType t) { return t == DType::kF16 || t == DType::kBF16 || t == DType::kF32; }
 
@@ -295,13 +287,14 @@ class Fuser {
       if (quantized) {  // an int8 value: only its DequantizeLinear continues the epilogue
         const std::optional<double> s = int8_scale(g_, next, "DequantizeLinear", v);
         if (!s) break;
-        // The grouped kernels store int8 or their own dtype: a DequantizeLinear to another
-        // float type (a graph output's f32) stays a kernel of its own.
+        // The depthwise kernel stores int8 or its own dtype (the grouped Tensor Core kernels
+        // were not checked with int8 stores: other grouped convs keep their QuantizeLinear): a
+        // DequantizeLinear to another float type (a graph output's f32) stays a kernel of its own.
         const DType back_to = g_.type(next.outputs[0]).dtype;
         if (conv && !group_one(fused) && back_to != g_.type(fused.outputs[0]).dtype) break;
         steps.push_back({EpilogueKind::kMul, *s});
       } else if (std::optional<double> s =
-                     plain && (!conv || group_one(fused) || depthwise(g_, fused))
+                     plain && (!conv || group_one(fused) || ops::is_depthwise_conv(g_, fused))
                          ? int8_scale(g_, next, "QuantizeLinear", v)
                          : std::nullopt;
                  s) {

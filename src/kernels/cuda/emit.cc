@@ -216,9 +216,10 @@ std::string emit_epilogue(const KernelPlan& plan) {
        "                                                   float residual) {\n";
   for (const auto& st : plan.e->steps) o << "    " << epilogue_step(st) << "\n";
   o << "    return v;\n  }\n";
-  const bool quantized = !plan.e->steps.empty() && plan.e->steps.back().kind == EpilogueOpKind::kQuantize;
-  o << fmt::format("  static constexpr bool kQuantizedOut = {};  // the last step quantizes: integers of [-128, 127]\n",
-                   quantized);
+  // The last step quantizes: its values are integers of [-128, 127] (StoreValue).
+  const bool quantized =
+      !plan.e->steps.empty() && plan.e->steps.back().kind == EpilogueOpKind::kQuantize;
+  o << fmt::format("  static constexpr bool kQuantizedOut = {};\n", quantized);
   return o.str();
 }
 

@@ -161,12 +161,6 @@ DepthwiseTiling depthwise_problem(const Shape& x, const Shape& pre, const Window
   return t;
 }
 
-// One input and one output channel per group: the tiled depthwise kernel's case.
-bool is_depthwise(const ir::Graph& g, const ir::Node& n) {
-  const Shape& w = g.type(n.inputs[1]).shape;
-  return w[3] == 1 && w[0] == n.get_int("group", 1) && w[0] == g.type(n.inputs[0]).shape[3];
-}
-
 // The problem fields of a depthwise node's tiling.
 DepthwiseTiling depthwise_problem_of(const ir::Graph& g, const ir::Node& n) {
   const ops::StoreMap store = ops::read_store(n);
@@ -179,7 +173,7 @@ DepthwiseTiling depthwise_problem_of(const ir::Graph& g, const ir::Node& n) {
 // The chooser's tiling of a depthwise node; nullopt for other nodes and windows too large
 // to stage (the direct grouped kernel runs those).
 std::optional<DepthwiseTiling> depthwise_pick(const ir::Graph& g, const ir::Node& n) {
-  if (n.op != "tessel.Conv" || n.get_int("group", 1) == 1 || !is_depthwise(g, n))
+  if (!ops::is_depthwise_conv(g, n))
     return std::nullopt;
   return choose_depthwise_tiling(depthwise_problem_of(g, n),
                                  static_cast<int>(dtype_size(g.type(n.inputs[0]).dtype)));
@@ -354,7 +348,7 @@ std::optional<std::string> chosen_depthwise_tiling(const ir::Graph& g, const ir:
 std::optional<std::string> cannot_tile_depthwise(const ir::Graph& g, const ir::Node& n,
                                                  const std::string& tiling) {
   if (std::optional<std::string> why = can_emit_op(g, n)) return why;
-  if (n.op != "tessel.Conv" || n.get_int("group", 1) == 1 || !is_depthwise(g, n))
+  if (!ops::is_depthwise_conv(g, n))
     return n.label() + ": not a depthwise convolution";
   const std::optional<DepthwiseTiling> t =
       parse_depthwise_tiling(tiling, depthwise_problem_of(g, n));
