@@ -77,9 +77,9 @@ void check_operands(const ir::InferContext& ctx, const char* x_name, bool any_fl
   }
   if (read_out_dtype(node) == DType::kI8) {
     const std::vector<EpilogueStep> steps = read_epilogue(node);
-    TESSEL_USER_CHECK(!steps.empty() && steps.back().kind == EpilogueKind::kQuantize)
+    TESSEL_USER_CHECK(ends_quantized(steps))
         << node.label() << ": out_dtype i8 stores a quantized value: the last epilogue step must "
-        << "be 'quantize'";
+        << "be 'quantize', or relu and clip steps with integral bounds after it";
   }
 }
 

@@ -180,6 +180,59 @@ double apply_epilogue_step(const EpilogueStep& step, double v, double residual) 
   return v;
 }
 
+namespace {
+
+bool integral_int8(double v) { return v == std::nearbyint(v) && v >= -128.0 && v <= 127.0; }
+
+// A step that maps integers of [-128, 127] to integers of that range.
+bool integral_clamp(const EpilogueStep& st) {
+  return st.kind == EpilogueKind::kRelu ||
+         (st.kind == EpilogueKind::kClip && integral_int8(st.alpha) && integral_int8(st.beta));
+}
+
+}  // namespace
+
+bool ends_quantized(const std::vector<EpilogueStep>& steps) {
+  for (auto it = steps.rbegin(); it != steps.rend(); ++it) {
+    if (it->kind == EpilogueKind::kQuantize) return true;
+    if (!integral_clamp(*it)) return false;
+  }
+  return false;
+}
+
+std::vector<EpilogueStep> fold_requantize(std::vector<EpilogueStep> steps) {
+  auto at = [&](size_t k) { return steps.begin() + static_cast<std::ptrdiff_t>(k); };
+  for (size_t i = 0; i < steps.size();) {
+    // quantize(s) at i, integral clamps of q, mul(s') at m, relu/clip steps, quantize(s) at j.
+    size_t m = i + 1, j = 0;
+    while (m < steps.size() && integral_clamp(steps[m])) ++m;
+    if (steps[i].kind == EpilogueKind::kQuantize && m < steps.size() && steps[m].kind == EpilogueKind::kMul) {
+      j = m + 1;
+      while (j < steps.size() && (steps[j].kind == EpilogueKind::kRelu || steps[j].kind == EpilogueKind::kClip)) ++j;
+    }
+    const double s = steps[i].alpha, s_dq = m < steps.size() ? steps[m].alpha : 0.0;
+    // The same grid: both quantizes divide by the same f32 scale (the reference's arithmetic).
+    const bool fold = j > 0 && j < steps.size() && steps[j].kind == EpilogueKind::kQuantize &&
+                      static_cast<float>(steps[j].alpha) == static_cast<float>(s) && s > 0.0 && s_dq > 0.0 &&
+                      128.0 * std::abs(s_dq / s - 1.0) <= 0.25;
+    if (!fold) {
+      ++i;
+      continue;
+    }
+    std::vector<EpilogueStep> on_q(at(m + 1), at(j));
+    for (EpilogueStep& st : on_q) {
+      if (st.kind != EpilogueKind::kClip) continue;
+      const EpilogueStep q{EpilogueKind::kQuantize, s};
+      st.alpha = apply_epilogue_step(q, st.alpha, 0.0);
+      st.beta = apply_epilogue_step(q, st.beta, 0.0);
+    }
+    steps.erase(at(m), at(j + 1));
+    steps.insert(at(m), on_q.begin(), on_q.end());
+    // The quantize at i stays: it may meet another mul, now closer.
+  }
+  return steps;
+}
+
 StoreMap read_store(const ir::Node& node) {
   StoreMap s;
   const std::string kind = node.get_string("store", "nhwc");

@@ -78,6 +78,25 @@ void write_epilogue(ir::Node& node, const std::vector<EpilogueStep>& steps);
 // the same position (read only by kAddResidual).
 double apply_epilogue_step(const EpilogueStep& step, double v, double residual);
 
+// Whether the steps end with an integer of [-128, 127]: a 'quantize' step followed only by
+// relu and clip steps with integral bounds in that range (what fold_requantize leaves of a
+// QuantizeLinear -> DequantizeLinear -> Relu -> QuantizeLinear chain). out_dtype i8 stores
+// such a value; the kernels then store it without saturating it again.
+bool ends_quantized(const std::vector<EpilogueStep>& steps);
+
+// Requantizations to the grid a value is already on, removed: in
+//   quantize(s), mul(s'), [relu | clip(lo, hi)]*, quantize(s)
+// the value after the first quantize is an integer q with |q| <= 128, and s' is s up to the
+// rounding of a DequantizeLinear's scale (an fp16 engine's scale constants: 2^-11 relative).
+// Where 128 * |s' / s - 1| <= 1/4, q * s' / s lies within 1/4 of q, so the second quantize
+// gives q back, and each activation acts on q as on q * s': relu stays relu, and clip(lo, hi)
+// becomes clip(quantize(lo, s), quantize(hi, s)), an integral clamp. The chain becomes
+//   quantize(s), [relu | clip(lo', hi')]*
+// with the same values, and the mul and second quantize (six instructions per output in the
+// kernels) are gone. TensorRT's QDQ fusions drop such pairs the same way. A mul followed by
+// other steps (a residual, another scale) is a real dequantization and stays.
+std::vector<EpilogueStep> fold_requantize(std::vector<EpilogueStep> steps);
+
 // Where the pre-store output y [N, OH, OW, Co] goes.
 struct StoreMap {
   enum class Kind {

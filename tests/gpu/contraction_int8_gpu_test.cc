@@ -75,10 +75,15 @@ enum class Recipe {
   kRequant,         // scale, bias, relu, quantize -> i8
   kResidualI8,      // mul, bias, scaled int8 residual, relu, quantize -> i8
   kResidualF16Out,  // mul, bias, scaled int8 residual -> f16 (residual_dtype i8)
+  // The forms fuse leaves after ops::fold_requantize, whose clamps after a quantize the
+  // generated code merges into its saturation (emit.cc):
+  kRequantRelu,       // scale, bias, quantize, relu -> i8
+  kResidualRequant,   // mul, bias, quantize, mul, scaled int8 residual, quantize, clip -> i8
 };
 constexpr Recipe kRecipes[] = {Recipe::kExactF32,   Recipe::kExactF16,      Recipe::kDequantF16,
                                Recipe::kDequantF32, Recipe::kDequantBf16,   Recipe::kRequant,
-                               Recipe::kResidualI8, Recipe::kResidualF16Out};
+                               Recipe::kResidualI8, Recipe::kResidualF16Out, Recipe::kRequantRelu,
+                               Recipe::kResidualRequant};
 
 DType out_dtype(Recipe r) {
   switch (r) {
@@ -93,6 +98,8 @@ DType out_dtype(Recipe r) {
       return DType::kBF16;
     case Recipe::kRequant:
     case Recipe::kResidualI8:
+    case Recipe::kRequantRelu:
+    case Recipe::kResidualRequant:
       return DType::kI8;
   }
   return DType::kF32;
@@ -132,6 +139,17 @@ void apply(Recipe r, TestProblem& p) {
     case Recipe::kResidualF16Out:
       p.e.steps = {step(K::kMul, dequant), step(K::kBias), step(K::kScaledResidualAdd, 0.03125f)};
       p.e.residual_dtype = DType::kI8;
+      break;
+    case Recipe::kRequantRelu:
+      p.e.steps = {step(K::kScale), step(K::kBias), step(K::kQuantize, sigma / 40.0f), step(K::kRelu)};
+      break;
+    case Recipe::kResidualRequant:
+      // N(0, 2) + bias on a grid of 1/16 (saturating at +-8), + residual / 64, on a grid of
+      // 1/32 clamped to [-3, 90]: both bounds reached.
+      p.e.steps = {step(K::kMul, dequant),        step(K::kBias),
+                   step(K::kQuantize, 1.0f / 16), step(K::kMul, 1.0f / 16),
+                   step(K::kScaledResidualAdd, 1.0f / 64), step(K::kQuantize, 1.0f / 32),
+                   step(K::kClip, -3.0f, 90.0f)};
       break;
   }
 }
@@ -306,6 +324,8 @@ std::vector<TestProblem> fixed_problems(bool hopper) {
     v.push_back(tma(i8conv(conv_params(2, 20, 20, 64, 256, 1, 1, 0)), Recipe::kResidualI8, 128, 128, 4, 2));
     v.push_back(tma(i8gemm(200, 136, 256), Recipe::kRequant, 64, 256, 3, 1));
     v.push_back(tma(i8conv(conv_params(3, 9, 9, 96, 72, 3, 1, 1)), Recipe::kResidualI8, 64, 128, 6, 1));
+    v.push_back(tma(i8conv(conv_params(2, 20, 20, 64, 256, 1, 1, 0)), Recipe::kResidualRequant, 128, 64, 4, 2));
+    v.push_back(tma(i8conv(conv_params(2, 11, 9, 64, 136, 3, 1, 1)), Recipe::kRequantRelu, 64, 64, 4, 1));
   }
   // 1x1 (a plain GEMM of the pixels), M and N partial tiles: 2*13*11 = 286 pixels, 96 channels.
   v.push_back(make(i8conv(conv_params(2, 13, 11, 64, 96, 1, 1, 0)), Recipe::kExactF32, 128, 64, 64,
@@ -345,6 +365,10 @@ std::vector<TestProblem> fixed_problems(bool hopper) {
   v.push_back(make(i8gemm(64, 1000, 2048), Recipe::kDequantF16, 32, 64, 128, 32, 32, 4, 8));
   v.push_back(make(i8gemm(300, 200, 512), Recipe::kRequant, 256, 128, 64, 64, 64, 3));
   v.push_back(make(i8gemm(96, 96, 256), Recipe::kResidualI8, 32, 32, 256, 16, 16, 2));
+  v.push_back(make(i8conv(conv_params(2, 14, 14, 64, 256, 1, 1, 0)), Recipe::kResidualRequant, 128, 128,
+                   64, 64, 64, 3));
+  v.push_back(make(i8conv(conv_params(1, 15, 13, 64, 72, 3, 1, 1)), Recipe::kRequantRelu, 64, 64, 64,
+                   32, 32, 3));
   // Store maps: channels-first int8 (16-pixel vectors along m), a channel slice at offset 3.
   {
     TestProblem p = make(i8conv(conv_params(1, 16, 16, 32, 40, 1, 1, 0)), Recipe::kRequant, 64, 32,

@@ -401,8 +401,12 @@ void check_depthwise(DType t, Shape x, int64_t k, int64_t stride, int64_t dilati
       if (steps[i] == "leaky_relu") alpha[i] = 0.1;
       if (steps[i] == "quantize" || steps[i] == "mul") alpha[i] = 0.05;
     }
-    // A last quantize stores int8 (fuse's form of a QDQ model's depthwise conv).
-    if (steps.back() == "quantize") attrs["out_dtype"] = std::string("i8");
+    // A quantize followed by nothing or by clamps (fuse's forms of a QDQ model's depthwise
+    // conv, ops::fold_requantize's) stores int8.
+    const auto last_q = std::find(steps.rbegin(), steps.rend(), "quantize");
+    if (last_q != steps.rend() &&
+        std::all_of(steps.rbegin(), last_q, [](const std::string& s) { return s == "relu" || s == "clip"; }))
+      attrs["out_dtype"] = std::string("i8");
     attrs["epilogue"] = steps;
     attrs["epilogue_alpha"] = alpha;
     attrs["epilogue_beta"] = beta;
@@ -449,6 +453,9 @@ TEST(DepthwiseConvGpu, Int8OutputAfterQuantize) {
   check_depthwise(DType::kF16, {1, 112, 112, 32}, 3, 1, 1, qdq);
   check_depthwise(DType::kF16, {32, 14, 14, 96}, 3, 2, 1, qdq);
   check_depthwise(DType::kF16, {2, 17, 19, 3}, 3, 1, 1, {"relu", "quantize"});  // 3 channels
+  // The folded chain (ops::fold_requantize): the clip on the integers, clip(0, 6) here.
+  check_depthwise(DType::kF16, {32, 14, 14, 96}, 3, 2, 1, {"quantize", "clip"});
+  check_depthwise(DType::kF16, {2, 28, 28, 192}, 3, 1, 1, {"quantize", "relu"}, "dw_v4x16_r2x2_c2x4_s2_wr");
   for (int vec : {8, 4, 2, 1})
     check_depthwise(DType::kF16, {2, 28, 28, 192}, 3, 1, 1, qdq,
                     fmt::format("dw_v{}x{}_r2x2_c2x4_s2_wr", vec, 64 / vec));

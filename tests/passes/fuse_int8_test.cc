@@ -61,6 +61,29 @@ TEST(FuseInt8, BothAddInputsQuantized) {
 })");
 }
 
+// onnxruntime's conv -> Q -> DQ -> Relu -> Q to the same scale (and to Clip(0, 6)'s): the
+// requantization goes (ops::fold_requantize), the activation acts on the integer, and the conv
+// still stores i8. expect_pass_result runs both graphs on the CPU reference: the same values.
+TEST(FuseInt8, SameScaleRequantizationFolds) {
+  const std::string chain = kHead + R"(  const %lo : f32[] = [0.0]
+  const %hi : f32[] = [6.0]
+  %y = tessel.Conv(%xq, %wq, %b, _, %s) {pads = [1, 1, 1, 1]} : f32[1,3,3,8] @"conv"
+  %q1 = QuantizeLinear(%y, %sy, %z) : i8[1,3,3,8] @"q1"
+  %d1 = DequantizeLinear(%q1, %sy, %z) : f32[1,3,3,8] @"dq1"
+  %r = Relu(%d1) : f32[1,3,3,8] @"relu"
+  %q2 = QuantizeLinear(%r, %sy, %z) : i8[1,3,3,8] @"q2"
+  %d2 = DequantizeLinear(%q2, %sy, %z) : f32[1,3,3,8] @"dq2"
+  %c = Clip(%d2, %lo, %hi) : f32[1,3,3,8] @"clip"
+  %q3 = QuantizeLinear(%c, %sy, %z) : i8[1,3,3,8] @"q3"
+  output %q3
+})";
+  testing::expect_pass_result("fuse", chain, kHead + R"(  const %lo : f32[] = [0.0]
+  const %hi : f32[] = [6.0]
+  %q3 = tessel.Conv(%xq, %wq, %b, _, %s) {epilogue = ["quantize", "relu", "clip"], epilogue_alpha = [0.5, 0.0, 0.0], epilogue_beta = [0.0, 0.0, 12.0], out_dtype = "i8", pads = [1, 1, 1, 1]} : i8[1,3,3,8] @"conv"
+  output %q3
+})");
+}
+
 // A last QuantizeLinear: the conv stores i8. A QuantizeLinear with a non-zero zero point, or
 // to uint8, is no int8 epilogue step and stays.
 TEST(FuseInt8, LastQuantizeStoresInt8AndAsymmetricOnesStay) {

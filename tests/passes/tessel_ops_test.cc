@@ -377,7 +377,13 @@ TEST(TesselConvInt8, Errors) {
   // out_dtype i8 without a last quantize step.
   EXPECT_EQ(infer_error(int8_conv(R"({out_dtype = "i8"})", "i8[1,1,1,3]")),
             "tessel.Conv 'c': out_dtype i8 stores a quantized value: the last epilogue step must be "
-            "'quantize'");
+            "'quantize', or relu and clip steps with integral bounds after it");
+  // A clip after the quantize that leaves the integers (fold_requantize writes integral ones).
+  EXPECT_EQ(infer_error(int8_conv(R"({epilogue = ["quantize", "clip"], epilogue_alpha = [0.5, 0.0], )"
+                                  R"(epilogue_beta = [0.0, 6.5], out_dtype = "i8"})",
+                                  "i8[1,1,1,3]")),
+            "tessel.Conv 'c': out_dtype i8 stores a quantized value: the last epilogue step must be "
+            "'quantize', or relu and clip steps with integral bounds after it");
 }
 
 }  // namespace

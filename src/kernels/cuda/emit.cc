@@ -5,6 +5,7 @@
 // entry point instantiates the template.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <sstream>
@@ -214,11 +215,37 @@ std::string emit_epilogue(const KernelPlan& plan) {
        "  // residual: the residual tensor at the output position.\n";
   o << "  __device__ __forceinline__ static float epilogue(const KernelParams& p, float v, int ch,\n"
        "                                                   float residual) {\n";
-  for (const auto& st : plan.e->steps) o << "    " << epilogue_step(st) << "\n";
+  // A quantize takes the relu and integral clip steps after it into its saturation while
+  // their intervals nest: one clamp per output instead of two more per step. `quantized`: the
+  // result is an integer of [-128, 127] (StoreValue skips saturating it again).
+  const std::vector<EpilogueStep>& steps = plan.e->steps;
+  bool quantized = false;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const EpilogueStep& st = steps[i];
+    quantized = st.kind == EpilogueOpKind::kQuantize;
+    if (!quantized) {
+      o << "    " << epilogue_step(st) << "\n";
+      continue;
+    }
+    float lo = -128.0f, hi = 127.0f;
+    for (; i + 1 < steps.size(); ++i) {
+      const EpilogueStep& next = steps[i + 1];
+      const bool relu = next.kind == EpilogueOpKind::kRelu;
+      if (!relu && next.kind != EpilogueOpKind::kClip) break;
+      const float a = relu ? 0.0f : next.alpha, b = relu ? hi : next.beta;
+      if (a != std::nearbyint(a) || b != std::nearbyint(b) || std::max(lo, a) > std::min(hi, b)) break;
+      lo = std::max(lo, a);
+      hi = std::min(hi, b);
+    }
+    if (lo == -128.0f && hi == 127.0f) {
+      o << "    " << epilogue_step(st) << "\n";
+    } else {
+      o << fmt::format("    v = quantize_s8_f(v, {}, {}, {});  // quantize to int8 by 1 / {}, clamped\n",
+                       float_literal(static_cast<float>(1.0 / st.alpha)), float_literal(lo),
+                       float_literal(hi), float_literal(st.alpha));
+    }
+  }
   o << "    return v;\n  }\n";
-  // The last step quantizes: its values are integers of [-128, 127] (StoreValue).
-  const bool quantized =
-      !plan.e->steps.empty() && plan.e->steps.back().kind == EpilogueOpKind::kQuantize;
   o << fmt::format("  static constexpr bool kQuantizedOut = {};\n", quantized);
   return o.str();
 }

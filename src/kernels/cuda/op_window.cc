@@ -304,13 +304,12 @@ std::optional<std::string> check_window(const ir::Graph& g, const ir::Node& n) {
     if (g.type(n.inputs[1]).shape.size() != 4) return n.label() + ": expected OHWI weights";
     // The grouped kernel reads NHWC and stores NHWC (or depth_to_space) in the output's
     // dtype; the edge folds (ops/tessel_epilogue.h) are the contraction generator's alone.
-    // An int8 output where the last step quantizes (a QDQ model's depthwise conv, whose
+    // An int8 output where the steps end quantized (a QDQ model's depthwise conv, whose
     // QuantizeLinear fuse took): out_dtype i8, stored as store_as<i8>.
     const std::string store = n.get_string("store", "nhwc");
     const std::vector<ops::EpilogueStep> steps = ops::read_epilogue(n);
     const std::optional<DType> out = ops::read_out_dtype(n);
-    const bool quantized = !steps.empty() && steps.back().kind == ops::EpilogueKind::kQuantize;
-    const bool int8_out = out == DType::kI8 && quantized;
+    const bool int8_out = out == DType::kI8 && ops::ends_quantized(steps);
     if (store == "nchw" || store == "depth_to_space_nchw" || (out && !int8_out) ||
         n.has_attr("input_layout"))
       return n.label() + ": a grouped convolution with an NCHW store, input_layout, or an out_dtype "

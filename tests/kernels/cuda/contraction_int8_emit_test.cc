@@ -150,6 +150,23 @@ TEST(Int8Plan, OneByteTilesInt8StoresAndInt32Partials) {
   EXPECT_TRUE(has(ks.source, "static constexpr int kAVec = 16, kBVec = 16;"));
   EXPECT_TRUE(has(ks.source, "using Out = s8;"));
   EXPECT_TRUE(has(ks.source, "v = quantize_s8_f(v, 2.0f);  // quantize to int8 by 1 / 0.5f"));
+  EXPECT_TRUE(has(ks.source, "static constexpr bool kQuantizedOut = true;"));
+  // Relu and integral clips after a quantize (ops::fold_requantize's form) narrow its
+  // saturation while their intervals nest; the value stays quantized. A clip that does not
+  // nest (here [-3, -1] after relu's [0, 127]) is a step of its own, and then the store
+  // saturates again.
+  const TestProblem folded = with(i8conv(conv_params(1, 28, 28, 64, 128, 1, 1, 0)), tc_schedule(128, 64, 64, 64, 32, 3),
+                                  {step(K::kQuantize, 0.5f), step(K::kRelu), step(K::kClip, -3.0f, 90.0f)});
+  ks = emit(folded.c, folded.e, folded.s);
+  EXPECT_TRUE(has(ks.source, "v = quantize_s8_f(v, 2.0f, 0.0f, 90.0f);  // quantize to int8 by 1 / 0.5f, clamped"));
+  EXPECT_FALSE(has(ks.source, "fmaxf(v, 0.0f)")) << "the relu went into the quantize";
+  EXPECT_TRUE(has(ks.source, "static constexpr bool kQuantizedOut = true;"));
+  const TestProblem apart = with(i8conv(conv_params(1, 28, 28, 64, 128, 1, 1, 0)), tc_schedule(128, 64, 64, 64, 32, 3),
+                                 {step(K::kQuantize, 0.5f), step(K::kRelu), step(K::kClip, -3.0f, -1.0f)});
+  ks = emit(apart.c, apart.e, apart.s);
+  EXPECT_TRUE(has(ks.source, "v = quantize_s8_f(v, 2.0f, 0.0f, 127.0f);"));
+  EXPECT_TRUE(has(ks.source, "v = clip_f(v, -3.0f, -1.0f);"));
+  EXPECT_TRUE(has(ks.source, "static constexpr bool kQuantizedOut = false;"));
   // An f16 output reading an int8 residual.
   const TestProblem r =
       with(i8conv(conv_params(1, 14, 14, 64, 64, 1, 1, 0), DType::kF16),

@@ -52,8 +52,12 @@ __device__ __forceinline__ float to_float(s8 x) {
 // saturated to 127 either way; NaN saturates to -128 either way), and lets a float add of
 // 1.5 * 2^23 round half to even (|v| <= 128: the ulp there is 1) in place of rintf's
 // quarter-rate instruction.
-__device__ __forceinline__ float quantize_s8_f(float v, float inv_scale) {
-  const float c = fminf(fmaxf(v * inv_scale, -128.0f), 127.0f);
+// lo, hi: integers of [-128, 127] to saturate to instead, the relu or clip steps that follow
+// a quantize in a folded QDQ chain (ops::fold_requantize) taken by the same two instructions
+// (rounding and an integral clamp commute).
+__device__ __forceinline__ float quantize_s8_f(float v, float inv_scale, float lo = -128.0f,
+                                               float hi = 127.0f) {
+  const float c = fminf(fmaxf(v * inv_scale, lo), hi);
   return __fsub_rn(__fadd_rn(c, kRoundingMagic), kRoundingMagic);
 }
 // An epilogue's int8 store: v saturated and rounded half to even (NaN gives -128), as the low
