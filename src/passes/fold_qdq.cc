@@ -16,6 +16,9 @@
 // into its epilogue (quantize, out_dtype i8), so int8 flows from conv to conv; the
 // DequantizeLinear nodes left without readers go.
 //
+// A max pool between a DequantizeLinear and a QuantizeLinear to the same scale runs on the
+// int8 values instead (fold_max_pool).
+//
 // A conv it leaves keeps the dequantized (float) form, and says why in its `int8_refusal`
 // attribute, which `tessel explain` prints: a grouped conv, input channels that are not a
 // multiple of 8 (the RGB stem, padded by convert-layout: a Pad of the dequantized input), a
@@ -47,11 +50,15 @@ class QdqFolder {
       : g_(std::move(g)), producers_(g_.producers()), names_(UniqueNames::of_values(g_)) {}
 
   ir::Graph run() {
+    std::vector<char> requantizes(g_.nodes.size(), 0);
+    for (size_t i = 0; i < g_.nodes.size(); ++i)
+      if (g_.nodes[i].op == "tessel.MaxPool") fold_max_pool(i, requantizes);
     for (size_t i = 0; i < g_.nodes.size(); ++i) {
       if (g_.nodes[i].op != "tessel.Conv" && g_.nodes[i].op != "tessel.Gemm") continue;
       std::string why;
       if (!fold(i, why) && !why.empty()) g_.nodes[i].attrs[kRefusalAttr] = why;
     }
+    erase_nodes(g_, requantizes);
     // Folding the weights left behind needs no marker: fold-constants folds every
     // DequantizeLinear of a constant once no ONNX Conv reads it (fold_constants.cc).
     return eliminate_dead_code(fold_constants(std::move(g_)));
@@ -85,6 +92,37 @@ class QdqFolder {
       return std::nullopt;
     }
     return q->scale;
+  }
+
+  // DequantizeLinear(q, s) -> max pool -> QuantizeLinear(s), onnxruntime's QDQ around a max
+  // pool (ResNet's after the stem): the max of dequantized values is the dequantized max (s >
+  // 0), and quantizing that to the same scale gives the integer back. So the pool takes q and
+  // writes int8 in the QuantizeLinear's place (marked in `requantizes`, erased after the
+  // convolutions are folded: node indices stay put until then). Half the bytes through the
+  // pool, one kernel less, and q's producer (the stem) stores int8.
+  void fold_max_pool(size_t i, std::vector<char>& requantizes) {
+    const ir::Node& pool = g_.nodes[i];
+    const ir::Node* dq = producer(pool.inputs[0], "DequantizeLinear");
+    if (!dq || pool.outputs.size() != 1 ||
+        std::count(g_.outputs.begin(), g_.outputs.end(), pool.outputs[0]) > 0)
+      return;
+    const std::vector<int> readers = g_.users()[static_cast<size_t>(pool.outputs[0])];
+    if (readers.size() != 1 || g_.nodes[static_cast<size_t>(readers[0])].op != "QuantizeLinear" ||
+        g_.nodes[static_cast<size_t>(readers[0])].inputs[0] != pool.outputs[0])
+      return;
+    const int reader = readers[0];
+    const ir::Node& q = g_.nodes[static_cast<size_t>(reader)];
+    const std::optional<SymmetricQdq> from = symmetric_qdq(g_, *dq), to = symmetric_qdq(g_, q);
+    if (!from || !to || from->integer != DType::kI8 || to->integer != DType::kI8 || !from->per_tensor() ||
+        !to->per_tensor())
+      return;
+    const float s = static_cast<float>(from->scale->get_f64(0));
+    if (!(s > 0.0f) || static_cast<float>(to->scale->get_f64(0)) != s) return;
+    const ValueId out = pool.outputs[0], requantized = q.outputs[0];
+    if (!replace_all_uses(g_, requantized, out)) return;
+    g_.nodes[i].inputs[0] = dq->inputs[0];
+    g_.value(out).type.dtype = DType::kI8;
+    requantizes[static_cast<size_t>(reader)] = 1;
   }
 
   // B as an f32 constant: as given, or the value of DequantizeLinear(int32 constant).

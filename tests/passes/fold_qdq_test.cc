@@ -135,5 +135,35 @@ TEST(FoldQdq, PaddedStemStaysFloatAndSaysWhy) {
   testing::expect_same_numerics(ir::parse_graph(before), g);
 }
 
+// DequantizeLinear -> max pool -> QuantizeLinear to the same scale: the pool runs on the int8
+// values and writes the QuantizeLinear's output (same numbers on the CPU executor). Another
+// scale, a second reader of the pool, or a uint8 tensor keep the float pool.
+TEST(FoldQdq, MaxPoolBetweenQdqOfOneScaleRunsOnInt8) {
+  auto model = [](const std::string& s2, const std::string& extra_output, const std::string& qtype) {
+    return R"(graph @g opset 17 {
+  input %x : f32[1,6,6,8]
+  const %s : f32[] = [0.0625]
+  const %s2 : f32[] = [)" + s2 + R"(]
+  const %z : )" + qtype + R"([] = [0]
+  %xq = QuantizeLinear(%x, %s, %z) : )" + qtype + R"([1,6,6,8] @"qx"
+  %xd = DequantizeLinear(%xq, %s, %z) : f32[1,6,6,8] @"dqx"
+  %p = tessel.MaxPool(%xd) {kernel_shape = [3, 3], pads = [1, 1, 1, 1], strides = [2, 2]} : f32[1,3,3,8] @"pool"
+  %pq = QuantizeLinear(%p, %s2, %z) : )" + qtype + R"([1,3,3,8] @"qp"
+  output %pq
+)" + extra_output + "}";
+  };
+  testing::expect_pass_result("fold-qdq", model("0.0625", "", "i8"), R"(graph @g opset 17 {
+  input %x : f32[1,6,6,8]
+  const %s : f32[] = [0.0625]
+  const %z : i8[] = [0]
+  %xq = QuantizeLinear(%x, %s, %z) : i8[1,6,6,8] @"qx"
+  %p = tessel.MaxPool(%xq) {kernel_shape = [3, 3], pads = [1, 1, 1, 1], strides = [2, 2]} : i8[1,3,3,8] @"pool"
+  output %p
+})");
+  for (const std::string& kept : {model("0.125", "", "i8"), model("0.0625", "  output %p\n", "i8"),
+                                  model("0.0625", "", "u8")})
+    testing::expect_pass_result("fold-qdq", kept, kept);
+}
+
 }  // namespace
 }  // namespace tessel

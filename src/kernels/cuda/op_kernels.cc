@@ -118,8 +118,9 @@ bool is_int8(DType t) { return t == DType::kI8 || t == DType::kU8; }
 // other kernel would need integer arithmetic of its own.
 bool takes_int8(const ir::Graph& g, const ir::Node& n) {
   if (n.op == "Cast") return !is_int8(g.type(n.outputs.at(0)).dtype);
-  // A grouped conv (the window kernels) writes int8 after a last quantize step (check_window);
-  // its inputs stay float.
+  // A max pool moves int8 values (fold-qdq's int8 max pool). A grouped conv (the window
+  // kernels) writes int8 after a last quantize step (check_window); its inputs stay float.
+  if (n.op == "tessel.MaxPool") return true;
   if (n.op == "tessel.Conv")
     return std::none_of(n.inputs.begin(), n.inputs.end(),
                         [&](ir::ValueId v) { return v != ir::kNoValue && is_int8(g.type(v).dtype); });

@@ -244,6 +244,13 @@ inline std::vector<TestProblem> halo_problems() {
       {step(K::kRelu)});
   add(nchw(conv_params(2, 13, 21, 8, 32, 3, 1, 2, 2), DType::kF16), 8, 16, 32, 32, 2,
       {step(K::kBias)});
+  // A QDQ model's stem (float: 3 channels), storing int8 for the int8 max pool after it
+  // (fold-qdq): quantized, then the relu on the integers (fold_requantize's form).
+  {
+    TestProblem p = nchw(conv_params(2, 29, 35, 3, 64, 7, 2, 3), DType::kF32);
+    p.e.out_dtype = DType::kI8;
+    add(std::move(p), 8, 16, 64, 32, 3, {step(K::kBias), step(K::kQuantize, 0.05f), step(K::kRelu)});
+  }
   // Widths that are no multiple of the tile: the right-edge slabs store 5 (and 8) pixels, with
   // a residual read into registers, and with a depth_to_space store.
   add(conv_problem(conv_params(2, 7, 37, 32, 64, 3, 1, 1)), 4, 16, 64, 32, 3,

@@ -67,7 +67,7 @@ struct Pool {
     Frag<T, P::kVec> y;
     const float scale = P::kMax ? 1.f : 1.f / (P::kCountIncludePad ? float(P::kKH * P::kKW) : float(taps));
 #pragma unroll
-    for (int v = 0; v < P::kVec; ++v) y.v[v] = from_float<T>(P::kMax ? acc[v] : acc[v] * scale);
+    for (int v = 0; v < P::kVec; ++v) y.v[v] = store_as<T>(P::kMax ? acc[v] : acc[v] * scale);
     T* out = static_cast<T*>(p.out[0]) + ((i64(it.n) * P::kOH + it.oh) * P::kOW + it.ow) * P::kC + it.c0;
     y.store(out);
   }
