@@ -140,8 +140,7 @@ bool read_nchw_input(const ir::Node& node);
 void write_nchw_input(ir::Node& node, bool nchw);
 
 // A tessel.Conv with one input and one output channel per group (OHWI W [group, kh, kw, 1]
-// over X of `group` channels): the depthwise kernel's convs, the only grouped ones whose fused
-// epilogue takes an int8 quantize (fuse) and store (kernels/cuda/op_window.cc).
+// over X of `group` channels): the depthwise kernel's convs (kernels/cuda/op_window.cc).
 bool is_depthwise_conv(const ir::Graph& g, const ir::Node& conv);
 
 // 'prologue' of a tessel.Conv: a per-input-channel affine map of X, then an optional ReLU,

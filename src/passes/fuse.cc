@@ -15,10 +15,10 @@
 //   [DequantizeLinear(q, s')]                     mul(s') (back to f32), then the steps above
 //   Add(v, DequantizeLinear(r, s)), r int8     -> add_residual_scaled(s), r becomes input R
 //   (per-tensor scales, zero points 0 or absent: TensorRT's symmetric int8; the int8 residual
-//   only where the contraction kernels run: tessel.Gemm, group-1 tessel.Conv. A depthwise
-//   conv's kernel takes the quantize and the DequantizeLinear back to its own dtype: a QDQ
+//   only where the contraction kernels run: tessel.Gemm, group-1 tessel.Conv. A grouped
+//   conv's kernels take the quantize and the DequantizeLinear back to its own dtype: a QDQ
 //   model's depthwise conv stores int8 where its QuantizeLinear -> DequantizeLinear -> Clip ->
-//   QuantizeLinear chain was four kernels)
+//   QuantizeLinear chain was four kernels, and ResNeXt's grouped 3x3 convs likewise)
 //   tessel.DepthToSpace (tessel.Conv only)     -> store = depth_to_space; after it only the
 //                                                per-element activations (it moves the values
 //                                                they act on), no residual and no second store
@@ -287,16 +287,13 @@ class Fuser {
       if (quantized) {  // an int8 value: only its DequantizeLinear continues the epilogue
         const std::optional<double> s = int8_scale(g_, next, "DequantizeLinear", v);
         if (!s) break;
-        // The depthwise kernel stores int8 or its own dtype (the grouped Tensor Core kernels
-        // were not checked with int8 stores: other grouped convs keep their QuantizeLinear): a
+        // A grouped conv's kernels (window, halo, packed groups) store int8 or its own dtype: a
         // DequantizeLinear to another float type (a graph output's f32) stays a kernel of its own.
         const DType back_to = g_.type(next.outputs[0]).dtype;
         if (conv && !group_one(fused) && back_to != g_.type(fused.outputs[0]).dtype) break;
         steps.push_back({EpilogueKind::kMul, *s});
       } else if (std::optional<double> s =
-                     plain && (!conv || group_one(fused) || ops::is_depthwise_conv(g_, fused))
-                         ? int8_scale(g_, next, "QuantizeLinear", v)
-                         : std::nullopt;
+                     plain ? int8_scale(g_, next, "QuantizeLinear", v) : std::nullopt;
                  s) {
         steps.push_back({EpilogueKind::kQuantize, *s});
       } else if (auto step = activation_step(g_, next, v)) {

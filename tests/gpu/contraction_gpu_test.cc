@@ -259,6 +259,9 @@ std::vector<TestProblem> fixed_problems(bool hopper) {
       tc_schedule(64, 64, 64, 32, 32, 3), {step(K::kBias), step(K::kRelu)});
   add(conv_problem(conv_params(1, 13, 11, 336, 336, 3, 2, 1, 1, 3)),
       tc_schedule(128, 64, 32, 32, 64, 3), {step(K::kBias), step(K::kResidualAdd), step(K::kRelu)});
+  // ... storing int8 (a QDQ model's grouped conv, whose quantize fuse gives it).
+  add(conv_problem(conv_params(2, 9, 9, 224, 224, 3, 1, 1, 1, 2), DType::kF16, DType::kI8),
+      tc_schedule(64, 64, 64, 32, 32, 3), {step(K::kBias), step(K::kQuantize, 0.2f), step(K::kRelu)});
   add(conv_problem(conv_params(2, 7, 7, 96, 96, 3, 1, 1, 1, 2), DType::kBF16, DType::kBF16),
       tc_schedule(32, 64, 64, 16, 32, 4), {step(K::kSilu)});
   // Groups as the batch with split-K (the defaults split small images of long K): each split's

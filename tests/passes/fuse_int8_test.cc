@@ -102,12 +102,12 @@ TEST(FuseInt8, LastQuantizeStoresInt8AndAsymmetricOnesStay) {
   testing::expect_pass_result("fuse", asymmetric, asymmetric);
 }
 
-// A QDQ model's depthwise conv (float: fold-qdq leaves grouped convs): the QuantizeLinear ->
-// DequantizeLinear -> Clip -> QuantizeLinear chain after it joins its epilogue and it stores
-// int8; in an fp16 graph, a DequantizeLinear to f32 after the int8 value stays (the window
-// kernels store int8 or their own dtype). A grouped conv of several channels per group keeps
-// its QuantizeLinear (the grouped Tensor Core kernels' int8 stores are unchecked).
-TEST(FuseInt8, DepthwiseConvTakesTheQuantizeChainAndStoresInt8) {
+// A QDQ model's grouped convs (float: fold-qdq leaves them). A depthwise conv: the
+// QuantizeLinear -> DequantizeLinear -> Clip -> QuantizeLinear chain after it joins its
+// epilogue and it stores int8; in an fp16 graph, a DequantizeLinear to f32 after the int8 value
+// stays (the window kernels store int8 or their own dtype). A grouped conv of several channels
+// per group (the halo and packed-groups Tensor Core kernels) takes its QuantizeLinear alike.
+TEST(FuseInt8, GroupedConvsTakeTheQuantizeChainAndStoreInt8) {
   // The same 3x3 depthwise weights in f32 and f16.
   std::string weights;
   for (int i = 0; i < 72; ++i)
@@ -152,11 +152,14 @@ TEST(FuseInt8, DepthwiseConvTakesTheQuantizeChainAndStoresInt8) {
   const %w : f32[8,3,3,2] = [-0.75, 0.125, -0.625, 0.25, -0.5, 0.375, -0.375, 0.5, -0.25, 0.625, -0.125, 0.75, 0.0, -0.75, 0.125, -0.625, 0.25, -0.5, 0.375, -0.375, 0.5, -0.25, 0.625, -0.125, 0.75, 0.0, -0.75, 0.125, -0.625, 0.25, -0.5, 0.375, -0.375, 0.5, -0.25, 0.625, -0.125, 0.75, 0.0, -0.75, 0.125, -0.625, 0.25, -0.5, 0.375, -0.375, 0.5, -0.25, 0.625, -0.125, 0.75, 0.0, -0.75, 0.125, -0.625, 0.25, -0.5, 0.375, -0.375, 0.5, -0.25, 0.625, -0.125, 0.75, 0.0, -0.75, 0.125, -0.625, 0.25, -0.5, 0.375, -0.375, 0.5, -0.25, 0.625, -0.125, 0.75, 0.0, -0.75, 0.125, -0.625, 0.25, -0.5, 0.375, -0.375, 0.5, -0.25, 0.625, -0.125, 0.75, 0.0, -0.75, 0.125, -0.625, 0.25, -0.5, 0.375, -0.375, 0.5, -0.25, 0.625, -0.125, 0.75, 0.0, -0.75, 0.125, -0.625, 0.25, -0.5, 0.375, -0.375, 0.5, -0.25, 0.625, -0.125, 0.75, 0.0, -0.75, 0.125, -0.625, 0.25, -0.5, 0.375, -0.375, 0.5, -0.25, 0.625, -0.125, 0.75, 0.0, -0.75, 0.125, -0.625, 0.25, -0.5, 0.375, -0.375, 0.5, -0.25, 0.625, -0.125, 0.75, 0.0, -0.75]
   const %s1 : f32[] = [0.125]
   const %z : i8[] = [0]
-  %y = tessel.Conv(%x, %w) {group = 4, pads = [1, 1, 1, 1]} : f32[1,4,4,8] @"g4"
+)";
+  testing::expect_pass_result("fuse", grouped + R"(  %y = tessel.Conv(%x, %w) {group = 4, pads = [1, 1, 1, 1]} : f32[1,4,4,8] @"g4"
   %q1 = QuantizeLinear(%y, %s1, %z) : i8[1,4,4,8] @"q1"
   output %q1
-})";
-  testing::expect_pass_result("fuse", grouped, grouped);
+})",
+                              grouped + R"(  %q1 = tessel.Conv(%x, %w) {epilogue = ["quantize"], epilogue_alpha = [0.125], epilogue_beta = [0.0], group = 4, out_dtype = "i8", pads = [1, 1, 1, 1]} : i8[1,4,4,8] @"g4"
+  output %q1
+})");
 }
 
 }  // namespace

@@ -296,6 +296,12 @@ inline std::vector<TestProblem> halo_problems() {
   // 5x5 over 5 groups of 8 in slices of 2 (8-wide warp tiles of one group), residual.
   grouped(conv_problem(conv_params(1, 11, 13, 40, 40, 5, 1, 2, 1, 5)), 4, 16, 32, 8, 0, 2,
           {step(K::kResidualAdd)});
+  // A QDQ model's grouped convs storing int8 (fuse gives them the quantize): groups of 8 and
+  // RegNet's of 24, quantized, then the relu on the integers (fold_requantize's form).
+  grouped(conv_problem(conv_params(1, 14, 14, 104, 104, 3, 1, 1, 1, 13), DType::kF16, DType::kI8), 8, 16, 64,
+          16, 8, 4, {step(K::kBias), step(K::kQuantize, 0.05f), step(K::kRelu)});
+  grouped(conv_problem(conv_params(2, 13, 11, 120, 120, 3, 2, 1, 1, 5), DType::kF16, DType::kI8), 4, 16, 16,
+          48, 6, 2, {step(K::kBias), step(K::kRelu), step(K::kQuantize, 0.1f)});
   return v;
 }
 
