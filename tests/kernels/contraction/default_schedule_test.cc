@@ -263,20 +263,20 @@ TEST(Estimate, LearnedFactorIsTheFittedFunctionOfFamilyShapeAndClass) {
            family->ln_tiles_per_sm * std::log(196.0 * 4 / kH100.sm_count) +
            family->residual * (residual ? 1 : 0) + family->transcendentals * math + offset;
   };
-  EXPECT_NEAR(learned_factor(tma, e, kH100), std::exp(ln_factor(false, 0)), 1e-12);
-  EXPECT_NEAR(learned_factor(tma, e, kH100, 2, 1), std::exp(ln_factor(true, 1)), 1e-12);
+  EXPECT_NEAR(learned_factor(c, tma, e, kH100), std::exp(ln_factor(false, 0)), 1e-12);
+  EXPECT_NEAR(learned_factor(c, tma, e, kH100, 2, 1), std::exp(ln_factor(true, 1)), 1e-12);
   EXPECT_DOUBLE_EQ(tuning_rank(c, tma, kH100, 2, 1),
-                   e.microseconds * learned_factor(tma, e, kH100, 2, 1));
+                   e.microseconds * learned_factor(c, tma, e, kH100, 2, 1));
   // A transcendental activation costs the TMA kernel (one warpgroup per tile finishes it) more
   // than the mma.sync kernel, relative to the rest of the contraction's candidates.
   const ScheduleEstimate em = estimate(c, mma, kH100);
-  EXPECT_GT(learned_factor(tma, e, kH100, 0, 1) / learned_factor(mma, em, kH100, 0, 1),
-            learned_factor(tma, e, kH100) / learned_factor(mma, em, kH100));
+  EXPECT_GT(learned_factor(c, tma, e, kH100, 0, 1) / learned_factor(c, mma, em, kH100, 0, 1),
+            learned_factor(c, tma, e, kH100) / learned_factor(c, mma, em, kH100));
   // The A100 keeps the estimate; so do the families the fit leaves alone (the halo kernel).
   EXPECT_DOUBLE_EQ(tuning_rank(c, mma, kA100), estimate(c, mma, kA100).microseconds);
   const Contraction k3 = conv(32, 56, 64, 64, 3, 1, 1);
   const Schedule halo = halo_schedule(k3, 16, 16, 64, 32, 1);
-  EXPECT_EQ(learned_factor(halo, estimate(k3, halo, kH100), kH100), 1.0);
+  EXPECT_EQ(learned_factor(k3, halo, estimate(k3, halo, kH100), kH100), 1.0);
 }
 
 TEST(EnumerateSchedules, IsTheLegalSpace) {
