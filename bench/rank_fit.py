@@ -14,19 +14,36 @@ correction is a function of the family, the shape and the class:
                               + e_f transcendentals + o_class
 
 for family f (tc: mma.sync, wgmma: the cp.async wgmma kernel, tma: the TMA kernel), k_steps the
-k-tiles a CTA walks per tile (the TMA kernel: taps x 64-channel chunks), tiles the CTAs' tiles
+k-tiles a CTA walks per tile (the TMA kernel: taps x 128-byte channel chunks), tiles the CTAs' tiles
 (split-K included), residual whether the epilogue reads one, transcendentals the epilogue's
 transcendental activations per output (SiLU, GELU: the key's "mathN"), and o_class an offset per
 schedule class (its name's first three fields: "tma_128x128x64_s4"), shrunk toward 0 by a ridge
-penalty worth SHRINK measurements. Other families (halo, SIMT) keep the estimate, and so do int8
-contractions (keys "i8*i8->..."): their kernels' epilogues and k-tiles differ, and their defaults
-keep the table's residuals, so a log of an int8 model is read but not fitted.
+penalty worth SHRINK measurements. Other families (halo, SIMT) keep the estimate.
+
+int8 contractions (keys "i8*i8->...") are fitted apart, with families and classes of their own
+named with the prefix "i8_" (i8_tc: mma.sync m16n8k32, i8_tma: the TMA kernel's wgmma k32; the
+cp.async wgmma kernel takes no int8): their epilogues differ, and their k-tiles hold twice the
+elements, so that "tc_64x64x64_s3" is an int8 kernel of 32-byte k-steps and a 16-bit one of 128
+bytes. The two groups share no column (family, class or contraction), so each is its own least
+squares problem, and adding int8 logs leaves the 16-bit fit as it was. A log of an int8 model
+gives its int8 contractions only: its 16-bit ones (the RGB stem, which fold-qdq leaves float) are
+left to the 16-bit models' logs, by which the 16-bit fit is judged.
+
+The int8 families take the intercept and the k-step slope only (INT8_FEATURES), with the class
+offsets. Two int8 logs (ResNet-50, MobileNet-v2, 2026-11-29) do not pin the other terms down:
+fitted on either alone, int8 mma.sync's tiles-per-SM slope took opposite signs (-0.12 on
+ResNet-50, +0.12 on MobileNet-v2), and the full form fitted on ResNet-50 picked, among MobileNet-
+v2's measured default kernels, 1.10x its defaults' time (the reduced form 0.89x; fitted on
+MobileNet-v2 and judged on ResNet-50, both 1.01x). The TMA kernel's k-step slope kept its sign
+(-0.11, -0.19), as in the 16-bit fit. (The form was chosen on those two leave-one-log-out
+results: a third int8 log is the next judge.)
 
 Only the order of one contraction's candidates matters (which one tune measures first, which one
 is the default), not the level: the fit has one free intercept per contraction (fixed effects),
 so that what all of a contraction's candidates share (an epilogue the estimate ignores, a
-prologue) does not bend the families' coefficients. Hence tc's intercept, residual and
-transcendental terms are 0: they would only move every candidate of a contraction together.
+prologue) does not bend the families' coefficients. Hence the intercept, residual and
+transcendental terms of each group's first family (tc, i8_tc) are 0: they would only move every
+candidate of a contraction together.
 
 Input: `tessel tune --log` files (JSON lines: key, node, schedule, rank, microseconds,
 estimate_us), gzipped or not. Before writing, the fit is checked two ways: leaving each
@@ -35,8 +52,9 @@ candidates); and leaving each log (model) out in turn, which of its measured can
 fitted order would pick, against the estimate's pick and the default it ran.
 
 The leave-one-log-out report also restricts the picks to the default kernels' table (parsed from
-src/kernels/default_schedule.cc, or --defaults; --extra-defaults adds classes with warp tiles,
-"tc_64x128x32_s4_w32x64", to judge a table change), since those are what the defaults rank.
+src/kernels/default_schedule.cc, or --defaults, the int8 ones with mma.sync's block_k doubled and
+the TMA kernel's 128; --extra-defaults adds classes with warp tiles, "tc_64x128x32_s4_w32x64" or
+"i8_tc_64x128x64_s4_w32x64", to judge a table change), since those are what the defaults rank.
 
   rank_fit.py LOG [LOG ...] [--out src/kernels/rank_fit.h] [--source TEXT] [--cc-major 9] [--sms 132]
               [--defaults FILE] [--extra-defaults NAME,...]
@@ -56,7 +74,11 @@ import numpy as np
 SHRINK = 3.0    # ridge weight of a class offset, in measurements
 FEATURE_RIDGE = 0.1
 ROUND = 16      # candidates of tune's first round, the default included
-FAMILIES = ("tc", "wgmma", "tma")
+FAMILIES = ("tc", "wgmma", "tma")   # 16-bit contractions
+INT8_PREFIX = "i8_"
+INT8_FAMILIES = ("i8_tc", "i8_tma")  # int8 contractions (no cp.async wgmma kernel takes int8)
+GROUPS = (FAMILIES, INT8_FAMILIES)   # fitted apart; a group's first family is its reference
+INT8_FEATURES = ("intercept", "ln_k_steps")  # the int8 families' free terms (see the top)
 FEATURES = ("intercept", "ln_k_steps", "ln_tiles_per_sm", "residual", "transcendentals")
 
 KEY = re.compile(r"^[^:]+:b(\d+):m(\d+):n(\d+):k(\d+):b\([^)]*\)m\([^)]*\)n\([^)]*\)k\(([^)]*)\)")
@@ -72,18 +94,37 @@ def ceil_div(a, b):
     return -(-a // b)
 
 
+def is_int8(key):
+    """Whether a tuning key is an int8 contraction's (both operands i8: kernels::block_k_scale 2)."""
+    return key.startswith("i8*i8->")
+
+
+def fitted_name(r):
+    """A logged candidate's schedule as the fit names it: an int8 contraction's with "i8_" before."""
+    return (INT8_PREFIX if is_int8(r["key"]) else "") + r["schedule"]
+
+
+def fitted_class(r):
+    """A logged candidate's class as the fit names it (kernels::fitted_class): "i8_tc_64x64x64_s3"."""
+    return (INT8_PREFIX if is_int8(r["key"]) else "") + schedule_class(r["schedule"])
+
+
 def shape_of(key, schedule):
     """(family, k_steps, tiles, residual, transcendentals) of a logged candidate, as kernels::estimate counts
-    them; None for a family or dtype the fit leaves alone (int8) or a key it cannot read."""
+    them, the family "i8_"-prefixed for an int8 contraction; None for a family the fit leaves alone
+    or a key it cannot read."""
     m, s = KEY.match(key), SCHEDULE.match(schedule)
-    if not m or not s or s.group(1) not in FAMILIES or key.startswith("i8*"):
+    if not m or not s:
         return None
-    family = s.group(1)
+    family = (INT8_PREFIX if is_int8(key) else "") + s.group(1)
+    if family not in FAMILIES + INT8_FAMILIES:
+        return None
     batch, rows, cols, depth = (int(m.group(i)) for i in range(1, 5))
     block_m, block_n, block_k = (int(s.group(i)) for i in range(2, 5))
     split = re.search(r"_sk(\d+)", schedule)
-    split = int(split.group(1)) if split and family != "tma" else 1
-    if family == "tma":
+    tma = s.group(1) == "tma"
+    split = int(split.group(1)) if split and not tma else 1
+    if tma:
         # Tap by tap in chunks of block_k channels (kernels::tma_layout): k(r,s,c) or k(c).
         k_dims = [int(x) for x in m.group(5).split(",") if x]
         taps = math.prod(k_dims[:-1]) if len(k_dims) > 1 else 1
@@ -107,10 +148,14 @@ def features(shape, sms):
 
 
 def read_logs(paths, sms):
+    """The logged candidates with an estimate and a time, each with its source (the log's name),
+    family, class and features (None outside the fitted families); of a log with int8
+    contractions, those only (see the top)."""
     rows = []
     for path in paths:
         opener = gzip.open if path.endswith(".gz") else open
         source = os.path.basename(path).split(".jsonl")[0]
+        mine = []
         with opener(path, "rt") as f:
             for line in f:
                 r = json.loads(line)
@@ -118,26 +163,37 @@ def read_logs(paths, sms):
                     r["source"] = source
                     shape = shape_of(r["key"], r["schedule"])
                     r["family"] = shape[0] if shape else None
+                    r["class"] = fitted_class(r)
                     r["x"] = features(shape, sms) if shape else None
-                    rows.append(r)
+                    mine.append(r)
+        if any(is_int8(r["key"]) for r in mine):
+            mine = [r for r in mine if is_int8(r["key"])]
+        rows += mine
     return rows
 
 
 def free(family, feature):
-    """Whether the fit may move this coefficient (tc's intercept and its terms of what all of a
-    contraction's candidates share would only move whole contractions: fixed at 0)."""
-    return not (family == "tc" and feature in ("intercept", "residual", "transcendentals"))
+    """Whether the fit may move this coefficient (a group's reference family's intercept and its
+    terms of what all of a contraction's candidates share would only move whole contractions:
+    fixed at 0; int8's terms other than INT8_FEATURES: 0, see the top)."""
+    if family in INT8_FAMILIES and feature not in INT8_FEATURES:
+        return False
+    reference = family in (group[0] for group in GROUPS)
+    return not (reference and feature in ("intercept", "residual", "transcendentals"))
 
 
 class Design:
-    """The least-squares problem of fit(): a column per free family coefficient, per schedule
-    class and per contraction (key), its normal equations summed per contraction, so that
-    leaving a contraction out subtracts its part instead of rebuilding them."""
+    """The least-squares problem of fit() for one group of families (GROUPS): a column per free
+    coefficient of a family with measurements, per schedule class and per contraction (key), its
+    normal equations summed per contraction, so that leaving a contraction out subtracts its part
+    instead of rebuilding them."""
 
-    def __init__(self, rows):
-        self.rows = [r for r in rows if r["family"]]
-        self.cols = [(f, x) for f in FAMILIES for x in FEATURES if free(f, x)]
-        self.classes = sorted({schedule_class(r["schedule"]) for r in self.rows})
+    def __init__(self, rows, group=FAMILIES):
+        self.rows = [r for r in rows if r["family"] in group]
+        present = {r["family"] for r in self.rows}
+        self.families = [f for f in group if f in present]
+        self.cols = [(f, x) for f in self.families for x in FEATURES if free(f, x)]
+        self.classes = sorted({r["class"] for r in self.rows})
         self.keys = sorted({r["key"] for r in self.rows})
         col = {c: i for i, c in enumerate(self.cols)}
         self.ci = {c: len(self.cols) + i for i, c in enumerate(self.classes)}
@@ -154,10 +210,10 @@ class Design:
                 for x, v in zip(FEATURES, r["x"]):
                     if free(r["family"], x):
                         X[i, col[(r["family"], x)]] = v
-                X[i, self.ci[schedule_class(r["schedule"])]] = 1.0
+                X[i, self.ci[r["class"]]] = 1.0
                 X[i, ki[key]] = 1.0
                 y[i] = math.log(r["microseconds"] / r["estimate_us"])
-            counts = collections.Counter(schedule_class(r["schedule"]) for r in mine)
+            counts = collections.Counter(r["class"] for r in mine)
             self.part[key] = (X.T @ X, X.T @ y, counts)
         self.xtx = sum(p[0] for p in self.part.values())
         self.xty = sum(p[1] for p in self.part.values())
@@ -173,17 +229,26 @@ class Design:
             xtx, xty = xtx - self.part[without][0], xty - self.part[without][1]
         w = np.linalg.solve(xtx + np.diag(self.ridge), xty)
         families = {f: [float(w[self.cols.index((f, x))]) if free(f, x) else 0.0 for x in FEATURES]
-                    for f in FAMILIES}
+                    for f in self.families}
         offsets = {c: float(w[self.ci[c]]) for c in self.classes if counts[c] > 0}
         return families, offsets, dict(counts)
 
 
+def designs(rows):
+    """{group: its Design}, for the groups with measurements."""
+    return {g: Design(rows, g) for g in GROUPS if any(r["family"] in g for r in rows)}
+
+
 def fit(rows):
     """{family: [coefficient per FEATURES]}, {class: ln offset}, {class: measurements}: least
-    squares on ln(measured / estimate) with an intercept per contraction (key)."""
-    if not any(r["family"] for r in rows):
-        return {}, {}, {}
-    return Design(rows).solve()
+    squares on ln(measured / estimate) with an intercept per contraction (key), per group."""
+    families, offsets, counts = {}, {}, {}
+    for design in designs(rows).values():
+        f, o, c = design.solve()
+        families.update(f)
+        offsets.update(o)
+        counts.update(c)
+    return families, offsets, counts
 
 
 def ln_factor(model, r):
@@ -192,7 +257,7 @@ def ln_factor(model, r):
     if not r["family"] or r["family"] not in families:
         return 0.0
     return (sum(a * b for a, b in zip(families[r["family"]], r["x"])) +
-            offsets.get(schedule_class(r["schedule"]), 0.0))
+            offsets.get(r["class"], 0.0))
 
 
 def ranked(rows, model):
@@ -212,16 +277,18 @@ def leave_one_out(rows):
     the measured ones by the estimate's order and by the fit's (fitted to the others), and the
     fastest of the first ROUND over the fastest, by each."""
     out = []
-    design = Design(rows)
+    groups = designs(rows)
     for key, mine in sorted(by_key(rows).items()):
         if len(mine) < 2 or not any(r["rank"] == 0 for r in mine):
             continue
-        model = design.solve(without=key) if key in design.part else design.solve()
+        # The key's group fitted without it (a key of no family: the estimate's order).
+        design = next((d for d in groups.values() if key in d.part), None)
+        model = design.solve(without=key) if design else ({}, {}, {})
         best = min(mine, key=lambda r: r["microseconds"])
         before = sorted(mine, key=lambda r: r["rank"])
         after = ranked(mine, model)
         out.append({
-            "node": mine[0].get("node", key[:40]),
+            "node": mine[0].get("node", key[:40]), "int8": is_int8(key),
             "position_before": before.index(best), "position_after": after.index(best),
             "first_round_before": min(r["microseconds"] for r in before[:ROUND]) / best["microseconds"],
             "first_round_after": min(r["microseconds"] for r in after[:ROUND]) / best["microseconds"],
@@ -235,25 +302,31 @@ _TMA_ROW = re.compile(r"\{(\d+),\s*(\d+),\s*(\d+),\s*[\d.]+\}")
 
 def default_table(path, extra=()):
     """The default kernels of default_schedule.cc as schedule-name prefixes: "tc_128x64x32_s3_w32x64"
-    (any split-K, raster 8), "wgmma_...", "tma_128x128x64_s4" (raster 1); plus `extra`."""
+    (any split-K, raster 8), "wgmma_...", "tma_128x128x64_s4" (raster 1); the int8 ones as the fit
+    names them, mma.sync's block_k doubled and the TMA kernel's 128 ("i8_tc_128x64x64_s3_w32x64",
+    "i8_tma_128x128x128_s4"; no wgmma); plus `extra`."""
     text = open(path).read()
     table = text[text.index("kDefaultKernels[] = {"):]
     table = table[:table.index("};")]
     names = set(extra)
-    for instr, *v in _DEFAULT_ROW.findall(table):
-        names.add("%s_%sx%sx%s_s%s_w%sx%s" % ("tc" if instr == "kMma" else "wgmma", *v))
+    for instr, bm, bn, bk, *v in _DEFAULT_ROW.findall(table):
+        names.add("%s_%sx%sx%s_s%s_w%sx%s" % ("tc" if instr == "kMma" else "wgmma", bm, bn, bk, *v))
+        if instr == "kMma":
+            names.add("i8_tc_%sx%sx%d_s%s_w%sx%s" % (bm, bn, 2 * int(bk), *v))
     tma = text[text.index("kTmaKernels[] = {"):]
     for bm, bn, stages in _TMA_ROW.findall(tma[:tma.index("};")]):
         names.add("tma_%sx%sx64_s%s" % (bm, bn, stages))
+        names.add("i8_tma_%sx%sx128_s%s" % (bm, bn, stages))
     return names
 
 
-def in_table(schedule, table):
-    """Whether a logged schedule is one the defaults rank (kDefaultRaster 8, the TMA kernel's 1)."""
-    if schedule.startswith("tma_"):
-        m = re.match(r"^(tma_\d+x\d+x\d+_s\d+)_r1_", schedule)
+def in_table(name, table):
+    """Whether a logged schedule, as the fit names it (fitted_name), is one the defaults rank
+    (kDefaultRaster 8, the TMA kernel's 1)."""
+    if re.match(r"^(?:i8_)?tma_", name):
+        m = re.match(r"^((?:i8_)?tma_\d+x\d+x\d+_s\d+)_r1_", name)
     else:
-        m = re.match(r"^((?:tc|wgmma)_\d+x\d+x\d+_s\d+_w\d+x\d+)_sk\d+_r8(?:_|$)", schedule)
+        m = re.match(r"^((?:i8_)?(?:tc|wgmma)_\d+x\d+x\d+_s\d+_w\d+x\d+)_sk\d+_r8(?:_|$)", name)
     return bool(m) and m.group(1) in table
 
 
@@ -271,7 +344,7 @@ def leave_one_source_out(rows, table=None):
             default = [r for r in mine if r["rank"] == 0]
             if not default or not default[0]["family"]:
                 continue
-            cands = [r for r in mine if r["family"] and (table is None or in_table(r["schedule"], table))]
+            cands = [r for r in mine if r["family"] and (table is None or in_table(fitted_name(r), table))]
             if table is not None and default[0] not in cands:
                 cands.append(default[0])
             if len(cands) < 2 and table is None:
@@ -286,16 +359,26 @@ def leave_one_source_out(rows, table=None):
     return out
 
 
+def group_counts(rows):
+    """"N measurements of M contractions" per group with measurements: "16-bit: ...; int8: ..."."""
+    parts = []
+    for name, group in zip(("16-bit", "int8"), GROUPS):
+        mine = [r for r in rows if r["family"] in group]
+        if mine:
+            parts.append(f"{name} {len(mine)} measurements of {len({r['key'] for r in mine})} contractions")
+    return "; ".join(parts)
+
+
 def header(model, rows, source, cc_major):
     families, offsets, counts = model
-    keys = {r["key"] for r in rows if r["family"]}
-    n = sum(1 for r in rows if r["family"])
     lines = [
         "// The cost model's learned correction (kernels::learned_factor), written by",
         "// bench/rank_fit.py: do not edit. ln(measured / estimate) = the family's coefficients . (1,",
         "// ln k-steps, ln tiles per SM, residual, transcendentals) + the class's offset, fitted with",
-        f"// an intercept per contraction to {n} measurements of {len(keys)} contractions.",
     ]
+    lines += ["// " + l for l in textwrap.wrap(
+        "an intercept per contraction, 16-bit and int8 contractions apart (int8's families and classes "
+        "named with i8_ before the schedule's), to " + group_counts(rows) + ".", 96)]
     lines += ["// " + l for l in textwrap.wrap(source, 96)]
     lines += [
         "#pragma once",
@@ -304,17 +387,18 @@ def header(model, rows, source, cc_major):
         "",
         f"constexpr int kCcMajor = {cc_major};  // the measured GPU's: other architectures keep the estimate",
         "struct Family {",
-        "  const char* name;  // the schedule name's first field: tc, wgmma, tma",
+        "  const char* name;  // the schedule name's first field (tc, wgmma, tma), int8's after i8_",
         "  double intercept, ln_k_steps, ln_tiles_per_sm, residual, transcendentals;",
         "};",
         "constexpr Family kFamilies[] = {",
     ]
-    for f in FAMILIES:
-        lines.append(f'    {{"{f}", ' + ", ".join(f"{v:.6g}" for v in families[f]) + "},")
+    for f in FAMILIES + INT8_FAMILIES:
+        if f in families:
+            lines.append(f'    {{"{f}", ' + ", ".join(f"{v:.6g}" for v in families[f]) + "},")
     lines += [
         "};",
         "struct ClassOffset {",
-        "  const char* schedule_class;  // kernels::rank_class",
+        "  const char* schedule_class;  // kernels::rank_class, int8's after i8_ (fitted_class)",
         "  double ln_offset;",
         "  int measurements;",
         "};",
@@ -338,28 +422,34 @@ def main():
                                                        "src", "kernels", "default_schedule.cc"),
                     help="default_schedule.cc, whose kernel tables the defaults rank")
     ap.add_argument("--extra-defaults", default="",
-                    help="comma-separated classes with warp tiles to add to the table (tc_64x128x32_s4_w32x64)")
+                    help="comma-separated classes with warp tiles to add to the table (tc_64x128x32_s4_w32x64, "
+                         "i8_tc_64x128x64_s4_w32x64)")
     args = ap.parse_args()
     rows = read_logs(args.logs, args.sms)
     if not any(r["family"] for r in rows):
         print("rank_fit.py: no measurements with an estimate in " + " ".join(args.logs), file=sys.stderr)
         return 1
     model = fit(rows)
-    print(f"{len(rows)} measurements, {len(by_key(rows))} contractions, {len(model[1])} schedule classes")
-    for f in FAMILIES:
-        print(f"  {f:6s} " + "  ".join(f"{x} {v:+.3f}" for x, v in zip(FEATURES, model[0][f])))
+    print(f"{len(rows)} measurements, {len(by_key(rows))} contractions, {len(model[1])} schedule classes "
+          f"({group_counts(rows)})")
+    for f in FAMILIES + INT8_FAMILIES:
+        if f in model[0]:
+            print(f"  {f:6s} " + "  ".join(f"{x} {v:+.3f}" for x, v in zip(FEATURES, model[0][f])))
     loo = leave_one_out(rows)
     print(f"{'contraction':24s} {'best at':>8s} {'->':>4s}  first round / best: estimate -> fit")
     for x in loo:
         print(f"{x['node'][:24]:24s} {x['position_before']:8d} {x['position_after']:4d}  "
               f"{x['first_round_before']:.3f} -> {x['first_round_after']:.3f}")
-    if loo:
-        mb = sum(x["first_round_before"] for x in loo) / len(loo)
-        ma = sum(x["first_round_after"] for x in loo) / len(loo)
-        found_b = sum(x["position_before"] < ROUND for x in loo)
-        found_a = sum(x["position_after"] < ROUND for x in loo)
-        print(f"left out in turn: the fastest in the first round for {found_b} -> {found_a} of "
-              f"{len(loo)}; first round's best / the fastest, mean {mb:.3f} -> {ma:.3f}")
+    for name, int8 in (("", False), ("int8 ", True)):
+        mine = [x for x in loo if x["int8"] == int8]
+        if not mine:
+            continue
+        mb = sum(x["first_round_before"] for x in mine) / len(mine)
+        ma = sum(x["first_round_after"] for x in mine) / len(mine)
+        found_b = sum(x["position_before"] < ROUND for x in mine)
+        found_a = sum(x["position_after"] < ROUND for x in mine)
+        print(f"{name}left out in turn: the fastest in the first round for {found_b} -> {found_a} of "
+              f"{len(mine)}; first round's best / the fastest, mean {mb:.3f} -> {ma:.3f}")
     print("each log left out in turn, fitted to the others: the sum over its contractions of the "
           "measured candidate each order ranks first (us)")
     print(f"{'log':40s} {'n':>3s} {'default':>8s} {'estimate':>8s} {'fit':>8s} {'fastest':>8s}  fit / default")

@@ -236,7 +236,7 @@ Action add_tune(CLI::App& app) {
           continue;
         }
         const kernels::ScheduleEstimate e = kernels::estimate(c, s, target);
-        ranked.push_back({e.microseconds * kernels::learned_factor(s, e, target, read_bytes, math),
+        ranked.push_back({e.microseconds * kernels::learned_factor(c, s, e, target, read_bytes, math),
                           e.microseconds, s});
       }
       std::stable_sort(ranked.begin(), ranked.end(),

@@ -7,7 +7,6 @@
 #include <tuple>
 
 #include "kernels/contraction/grouped.h"
-#include "kernels/rank_fit.h"
 
 namespace tessel::kernels {
 namespace {
@@ -78,9 +77,10 @@ constexpr DefaultKernel kDefaultKernels[] = {
     {kMma,    32,  32,   64,  4,      16, 16,     1.2},
     {kMma,    32,  32,  128,  3,      16, 16,     1.0},
     // Not measured on the public workloads (no residual): ranked only by the learned correction
-    // (Hopper, 16-bit). Tune's best on DenseNet-121's BN + ReLU prologue 1x1 convs at batch 32
-    // (H200, 2026-11-28), which only mma.sync runs: e.g. 25088 x 128 x 256, 14.2 us (64x128x32,
-    // raster 8) against 15.9 for the default of the time (256x128x32).
+    // (Hopper; int8's with block_k doubled where the fit has int8 measurements). Tune's best on
+    // DenseNet-121's BN + ReLU prologue 1x1 convs at batch 32 (H200, 2026-11-28), which only
+    // mma.sync runs: e.g. 25088 x 128 x 256, 14.2 us (64x128x32, raster 8) against 15.9 for the
+    // default of the time (256x128x32).
     {kMma,    64, 128,   32,  4,      32, 64,     0},
     {kMma,    64, 128,   64,  3,      32, 32,     0},
     {kWg,    256, 128,   64,  4,     128, 128,    0.94},
@@ -614,9 +614,10 @@ std::vector<Schedule> grouped_schedules(const Contraction& c, const device::Devi
 Schedule default_schedule(const Contraction& c, const device::DeviceInfo& device,
                           bool mma_sync_only, int64_t epilogue_read_bytes,
                           int epilogue_transcendentals) {
-  // On the architecture the learned correction was fitted on, 16-bit contractions are ranked
-  // by it (estimate.h, learned_factor) instead of the table's sm90_scale residuals.
-  const bool learned = device.cc_major == rank_fit::kCcMajor && block_k_scale(c) == 1;
+  // On the architecture the learned correction was fitted on, contractions of the dtypes it
+  // measured (16-bit; int8 with families of its own) are ranked by it (estimate.h,
+  // learned_factor) instead of the table's sm90_scale residuals.
+  const bool learned = has_learned_factor(c, device);
   // Before the eligibility test: the halo kernel also takes a stem's f32 NCHW input.
   if (!mma_sync_only) {
     if (std::optional<Schedule> halo = default_halo(c, device, learned)) return *halo;
@@ -660,8 +661,9 @@ Schedule default_schedule(const Contraction& c, const device::DeviceInfo& device
   for (const DefaultKernel& k : kDefaultKernels) {
     if (k.instruction == Instruction::kWgmma && (mma_sync_only || !has_wgmma(device))) continue;
     if (k.sm90_scale == 0 && !learned) continue;
-    // int8: the mma.sync configurations with block_k doubled (their sm90_scale residuals were
-    // fitted on f16 kernels). The cp.async wgmma kernel takes no int8 (rules); the TMA one does.
+    // int8: the mma.sync configurations with block_k doubled (their sm90_scale residuals, used
+    // where no learned correction ranks them, were fitted on f16 kernels). The cp.async wgmma
+    // kernel takes no int8 (rules); the TMA one does.
     const int block_k =
         k.instruction == Instruction::kMmaSync ? k.block_k * block_k_scale(c) : k.block_k;
     for (int split : kSplitK) {

@@ -104,18 +104,19 @@ std::vector<Schedule> grouped_schedules(const contraction::Contraction& c,
 // within 2% count as equal; then the least split-K wins. Raster 8, the TMA kernel's raster 1 (see
 // default_schedule.cc). Falls back to the whole space where no default kernel fits the device.
 // int8 contractions take the mma.sync defaults with block_k doubled (128x128x64, 128x64x64,
-// 64x64x64, ...: the same bytes per k-tile as the f16 kernels), 16-byte vectors, ranked on the
-// int8 Tensor Core rate.
+// 64x64x64, ...: the same bytes per k-tile as the f16 kernels) and the TMA kernel's with 128,
+// 16-byte vectors, ranked on the int8 Tensor Core rate.
 // mma_sync_only: the plain mma.sync kernel's defaults only (no halo, packed groups or wgmma),
 // for what only that kernel does (an A prologue, contraction/epilogue.h).
 // epilogue_read_bytes: what the epilogue reads per output element (a residual's bytes,
 // contraction::read_bytes_per_output), charged as estimate() charges it;
 // epilogue_transcendentals: its transcendental activations per output
 // (contraction::transcendentals_per_output).
-// On the architecture of kernels/rank_fit.h (Hopper), 16-bit contractions are ranked by the
-// estimate times learned_factor (estimate.h) instead of the table's residuals, and the halo
-// kernel keeps a windowed conv of more than 16 output channels only where the TMA kernel
-// cannot walk its taps in whole 64-channel chunks.
+// On the architecture of kernels/rank_fit.h (Hopper), contractions of the dtypes it measured
+// (16-bit, and int8 by families of its own: has_learned_factor) are ranked by the estimate times
+// learned_factor (estimate.h) instead of the table's residuals, and the halo kernel keeps a
+// windowed conv of more than 16 output channels only where the TMA kernel cannot walk its taps
+// in whole 64-channel chunks.
 Schedule default_schedule(const contraction::Contraction& c, const device::DeviceInfo& device,
                           bool mma_sync_only = false, int64_t epilogue_read_bytes = 0,
                           int epilogue_transcendentals = 0);

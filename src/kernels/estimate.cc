@@ -233,15 +233,40 @@ std::string rank_class(const Schedule& s) {
   return name.substr(0, end);
 }
 
-double learned_factor(const Schedule& s, const ScheduleEstimate& e, const device::DeviceInfo& device,
-                      int64_t epilogue_read_bytes, int epilogue_transcendentals) {
+namespace {
+
+// The fit's name prefix for c's families and classes (bench/rank_fit.py): int8 operands (both
+// i8, as kernels::block_k_scale counts them) have their own.
+std::string fit_prefix(const Contraction& c) {
+  return c.a_dtype == DType::kI8 && c.b_dtype == DType::kI8 ? "i8_" : "";
+}
+
+const rank_fit::Family* fitted_family(const std::string& name) {
+  for (const rank_fit::Family& f : rank_fit::kFamilies)
+    if (name == f.name) return &f;
+  return nullptr;
+}
+
+}  // namespace
+
+std::string fitted_class(const Contraction& c, const Schedule& s) {
+  return fit_prefix(c) + rank_class(s);
+}
+
+bool has_learned_factor(const Contraction& c, const device::DeviceInfo& device) {
+  if (device.cc_major != rank_fit::kCcMajor) return false;
+  // Every fit has mma.sync's reference family of each dtype it measured (tc, i8_tc).
+  return fitted_family(fit_prefix(c) + "tc") != nullptr;
+}
+
+double learned_factor(const Contraction& c, const Schedule& s, const ScheduleEstimate& e,
+                      const device::DeviceInfo& device, int64_t epilogue_read_bytes,
+                      int epilogue_transcendentals) {
   if (device.cc_major != rank_fit::kCcMajor || device.sm_count <= 0) return 1.0;
   if (e.k_steps < 1 || e.tiles < 1) return 1.0;  // no estimate to correct (infinite)
-  const std::string cls = rank_class(s);
-  const std::string family = cls.substr(0, cls.find('_'));
-  const rank_fit::Family* f = nullptr;
-  for (const rank_fit::Family& x : rank_fit::kFamilies)
-    if (family == x.name) f = &x;
+  const std::string cls = fitted_class(c, s);
+  const std::string name = rank_class(s);
+  const rank_fit::Family* f = fitted_family(fit_prefix(c) + name.substr(0, name.find('_')));
   if (!f) return 1.0;
   double ln = f->intercept + f->ln_k_steps * std::log(static_cast<double>(e.k_steps)) +
               f->ln_tiles_per_sm * std::log(static_cast<double>(e.tiles) / device.sm_count) +
@@ -256,7 +281,7 @@ double tuning_rank(const Contraction& c, const Schedule& s, const device::Device
                    int64_t epilogue_read_bytes, int epilogue_transcendentals) {
   const ScheduleEstimate e = estimate(c, s, device);
   return e.microseconds *
-         learned_factor(s, e, device, epilogue_read_bytes, epilogue_transcendentals);
+         learned_factor(c, s, e, device, epilogue_read_bytes, epilogue_transcendentals);
 }
 
 }  // namespace tessel::kernels

@@ -61,19 +61,27 @@ double launch_cycles(const device::DeviceInfo& device);
 // family (mma.sync, cp.async wgmma, TMA), the shape (ln k-steps per tile, ln tiles per SM, a
 // residual read, transcendental activations per output) and a small offset per schedule class,
 // fitted by bench/rank_fit.py to tune's own measurements (kernels/rank_fit.h) on the
-// architecture they were made on. Elsewhere, and for other families (halo, SIMT), 1. Only
-// ratios between candidates of one contraction are meaningful: the fit leaves each
-// contraction's level free. `e`: estimate(c, s, device), whose k-steps and tiles it reads (the
-// callers have it: each candidate is estimated once).
-double learned_factor(const Schedule& s, const ScheduleEstimate& e,
-                      const device::DeviceInfo& device, int64_t epilogue_read_bytes = 0,
-                      int epilogue_transcendentals = 0);
-// `tessel tune`'s order of candidates, and on the fitted architecture the defaults' ranking of
-// 16-bit contractions (default_schedule.h): the estimate's microseconds times learned_factor.
+// architecture they were made on; int8 contractions by families and classes of their own
+// (fitted_class). Elsewhere, for other families (halo, SIMT), and for int8 contractions where
+// the fit has no int8 measurements, 1. Only ratios between candidates of one contraction are
+// meaningful: the fit leaves each contraction's level free. `e`: estimate(c, s, device), whose
+// k-steps and tiles it reads (the callers have it: each candidate is estimated once).
+double learned_factor(const contraction::Contraction& c, const Schedule& s,
+                      const ScheduleEstimate& e, const device::DeviceInfo& device,
+                      int64_t epilogue_read_bytes = 0, int epilogue_transcendentals = 0);
+// Whether learned_factor corrects c's schedules on `device`: the fit was measured on its
+// architecture and has families for c's operands (16-bit, or int8). Where it does, the defaults
+// rank c by tuning_rank (default_schedule.h).
+bool has_learned_factor(const contraction::Contraction& c, const device::DeviceInfo& device);
+// `tessel tune`'s order of candidates, and where has_learned_factor the defaults' ranking
+// (default_schedule.h): the estimate's microseconds times learned_factor.
 double tuning_rank(const contraction::Contraction& c, const Schedule& s,
                    const device::DeviceInfo& device, int64_t epilogue_read_bytes = 0,
                    int epilogue_transcendentals = 0);
 // A schedule's class for the offset: its name's first three fields ("tma_128x128x64_s4").
 std::string rank_class(const Schedule& s);
+// The class the fit names for s on c: rank_class, after "i8_" for an int8 contraction, whose
+// k-tiles hold twice the elements ("i8_tc_64x64x64_s3" is not the 16-bit "tc_64x64x64_s3").
+std::string fitted_class(const contraction::Contraction& c, const Schedule& s);
 
 }  // namespace tessel::kernels

@@ -1,31 +1,113 @@
 // The cost model's learned correction (kernels::learned_factor), written by
 // bench/rank_fit.py: do not edit. ln(measured / estimate) = the family's coefficients . (1,
 // ln k-steps, ln tiles per SM, residual, transcendentals) + the class's offset, fitted with
-// an intercept per contraction to 6815 measurements of 199 contractions.
-// Measured on an NVIDIA H200 (driver 580.159.04) on 2026-11-28 by tessel tune on nine torchvision
+// an intercept per contraction, 16-bit and int8 contractions apart (int8's families and classes
+// named with i8_ before the schedule's), to 16-bit 6815 measurements of 199 contractions; int8
+// 1435 measurements of 48 contractions.
+// Measured on an NVIDIA H200 (driver 580.159.04) by tessel tune: on 2026-11-28 on nine torchvision
 // models (fp16, batch 32; the SR net at batch 1, 720p): ResNet-50, ResNeXt-50 32x4d, MobileNet-v2,
-// EfficientNet-b0, EfficientNet-v2-s, ConvNeXt-T, DenseNet-121, VGG-16, the SR net. Logs and how
-// each was taken in bench/tune_data (README.md).
+// EfficientNet-b0, EfficientNet-v2-s, ConvNeXt-T, DenseNet-121, VGG-16, the SR net; on 2026-11-29
+// on two of them quantized by onnxruntime's quantizer (int8, batch 32): ResNet-50, MobileNet-v2.
+// Logs and how each was taken in bench/tune_data (README.md).
 #pragma once
 
 namespace tessel::kernels::rank_fit {
 
 constexpr int kCcMajor = 9;  // the measured GPU's: other architectures keep the estimate
 struct Family {
-  const char* name;  // the schedule name's first field: tc, wgmma, tma
+  const char* name;  // the schedule name's first field (tc, wgmma, tma), int8's after i8_
   double intercept, ln_k_steps, ln_tiles_per_sm, residual, transcendentals;
 };
 constexpr Family kFamilies[] = {
     {"tc", 0, 0.0757567, 0.00271193, 0, 0},
     {"wgmma", 0.359524, -0.0431461, -0.00248111, -0.0919701, 0},
     {"tma", -0.0891106, -0.0298569, -0.0834611, 0.0619108, 0.513625},
+    {"i8_tc", 0, -0.00773817, 0, 0, 0},
+    {"i8_tma", 0.0799151, -0.149955, 0, 0, 0},
 };
 struct ClassOffset {
-  const char* schedule_class;  // kernels::rank_class
+  const char* schedule_class;  // kernels::rank_class, int8's after i8_ (fitted_class)
   double ln_offset;
   int measurements;
 };
 constexpr ClassOffset kClasses[] = {
+    {"i8_tc_128x128x64_s3", 0.126223, 9},
+    {"i8_tc_128x32x128_s3", -0.114074, 16},
+    {"i8_tc_128x32x128_s4", -0.00115717, 16},
+    {"i8_tc_128x32x128_s5", 0.00238593, 16},
+    {"i8_tc_128x32x256_s2", -0.0203279, 8},
+    {"i8_tc_128x32x64_s2", -0.0458896, 8},
+    {"i8_tc_128x32x64_s3", -0.129151, 22},
+    {"i8_tc_128x32x64_s4", -0.107186, 12},
+    {"i8_tc_128x32x64_s5", -0.159064, 12},
+    {"i8_tc_128x64x128_s2", 0.0658084, 4},
+    {"i8_tc_128x64x128_s3", 0.20939, 8},
+    {"i8_tc_128x64x128_s4", 0.0633505, 2},
+    {"i8_tc_128x64x256_s2", 0.260102, 6},
+    {"i8_tc_128x64x64_s3", -0.0490337, 2},
+    {"i8_tc_128x64x64_s4", -0.0398161, 12},
+    {"i8_tc_128x64x64_s5", 0.0373376, 15},
+    {"i8_tc_256x32x64_s2", -0.227668, 5},
+    {"i8_tc_256x32x64_s3", -0.148196, 4},
+    {"i8_tc_256x32x64_s4", -0.145938, 8},
+    {"i8_tc_256x32x64_s5", -0.103475, 4},
+    {"i8_tc_32x128x64_s3", -0.0155319, 4},
+    {"i8_tc_32x128x64_s4", -0.0155391, 4},
+    {"i8_tc_32x32x128_s2", 0.126539, 2},
+    {"i8_tc_32x32x128_s3", 0.0306671, 8},
+    {"i8_tc_32x32x128_s4", 0.011847, 12},
+    {"i8_tc_32x32x128_s5", -0.00694171, 2},
+    {"i8_tc_32x32x256_s2", 0.0834767, 14},
+    {"i8_tc_32x32x256_s3", 0.0383512, 15},
+    {"i8_tc_32x32x256_s4", 0.0232163, 13},
+    {"i8_tc_32x32x256_s5", 0.0154721, 9},
+    {"i8_tc_32x32x64_s3", 0.225967, 14},
+    {"i8_tc_32x32x64_s4", 0.193002, 38},
+    {"i8_tc_32x32x64_s5", 0.199626, 46},
+    {"i8_tc_32x64x64_s2", -0.00726496, 2},
+    {"i8_tc_32x64x64_s3", -0.0333031, 38},
+    {"i8_tc_32x64x64_s4", -0.0294508, 46},
+    {"i8_tc_32x64x64_s5", 0.00693382, 23},
+    {"i8_tc_64x128x64_s3", -0.0543815, 15},
+    {"i8_tc_64x32x128_s2", 0.0338624, 6},
+    {"i8_tc_64x32x128_s3", -0.0647156, 17},
+    {"i8_tc_64x32x128_s4", -0.0557692, 20},
+    {"i8_tc_64x32x128_s5", 0.00504014, 6},
+    {"i8_tc_64x32x256_s2", -0.0395634, 30},
+    {"i8_tc_64x32x256_s3", -0.0578645, 25},
+    {"i8_tc_64x32x256_s4", 0.0356753, 10},
+    {"i8_tc_64x32x256_s5", -0.0231227, 8},
+    {"i8_tc_64x32x64_s3", -0.0177373, 33},
+    {"i8_tc_64x32x64_s4", -0.020505, 36},
+    {"i8_tc_64x32x64_s5", 0.00337379, 26},
+    {"i8_tc_64x64x256_s2", -0.0216473, 4},
+    {"i8_tc_64x64x256_s3", -0.018575, 4},
+    {"i8_tc_64x64x256_s4", -0.0219914, 4},
+    {"i8_tc_64x64x256_s5", -0.039379, 4},
+    {"i8_tc_64x64x64_s2", 0.0333746, 32},
+    {"i8_tc_64x64x64_s3", -0.00385015, 42},
+    {"i8_tc_64x64x64_s4", 0.00114101, 18},
+    {"i8_tc_64x64x64_s5", 0.00594954, 5},
+    {"i8_tma_128x128x128_s3", 0.178563, 34},
+    {"i8_tma_128x128x128_s4", 0.167198, 34},
+    {"i8_tma_128x128x128_s5", 0.15494, 30},
+    {"i8_tma_128x64x128_s3", -0.00895349, 32},
+    {"i8_tma_128x64x128_s4", -0.0465956, 32},
+    {"i8_tma_128x64x128_s5", -0.0496455, 32},
+    {"i8_tma_128x64x128_s6", -0.0556144, 30},
+    {"i8_tma_128x64x128_s7", -0.0622935, 1},
+    {"i8_tma_64x128x128_s3", -0.0532267, 40},
+    {"i8_tma_64x128x128_s4", -0.0836745, 40},
+    {"i8_tma_64x128x128_s5", -0.100452, 37},
+    {"i8_tma_64x128x128_s6", -0.127125, 27},
+    {"i8_tma_64x128x128_s7", -0.13692, 6},
+    {"i8_tma_64x256x128_s3", 0.0876193, 10},
+    {"i8_tma_64x256x128_s4", 0.0897568, 4},
+    {"i8_tma_64x64x128_s3", 0.111538, 52},
+    {"i8_tma_64x64x128_s4", 0.0117227, 42},
+    {"i8_tma_64x64x128_s5", -0.00195541, 41},
+    {"i8_tma_64x64x128_s6", -0.0109564, 39},
+    {"i8_tma_64x64x128_s8", -0.0639254, 48},
     {"tc_128x128x128_s2", 0.0940421, 30},
     {"tc_128x128x128_s3", 0.127726, 20},
     {"tc_128x128x32_s3", -0.0303826, 49},

@@ -263,20 +263,68 @@ TEST(Estimate, LearnedFactorIsTheFittedFunctionOfFamilyShapeAndClass) {
            family->ln_tiles_per_sm * std::log(196.0 * 4 / kH100.sm_count) +
            family->residual * (residual ? 1 : 0) + family->transcendentals * math + offset;
   };
-  EXPECT_NEAR(learned_factor(tma, e, kH100), std::exp(ln_factor(false, 0)), 1e-12);
-  EXPECT_NEAR(learned_factor(tma, e, kH100, 2, 1), std::exp(ln_factor(true, 1)), 1e-12);
+  EXPECT_NEAR(learned_factor(c, tma, e, kH100), std::exp(ln_factor(false, 0)), 1e-12);
+  EXPECT_NEAR(learned_factor(c, tma, e, kH100, 2, 1), std::exp(ln_factor(true, 1)), 1e-12);
   EXPECT_DOUBLE_EQ(tuning_rank(c, tma, kH100, 2, 1),
-                   e.microseconds * learned_factor(tma, e, kH100, 2, 1));
+                   e.microseconds * learned_factor(c, tma, e, kH100, 2, 1));
   // A transcendental activation costs the TMA kernel (one warpgroup per tile finishes it) more
   // than the mma.sync kernel, relative to the rest of the contraction's candidates.
   const ScheduleEstimate em = estimate(c, mma, kH100);
-  EXPECT_GT(learned_factor(tma, e, kH100, 0, 1) / learned_factor(mma, em, kH100, 0, 1),
-            learned_factor(tma, e, kH100) / learned_factor(mma, em, kH100));
+  EXPECT_GT(learned_factor(c, tma, e, kH100, 0, 1) / learned_factor(c, mma, em, kH100, 0, 1),
+            learned_factor(c, tma, e, kH100) / learned_factor(c, mma, em, kH100));
   // The A100 keeps the estimate; so do the families the fit leaves alone (the halo kernel).
   EXPECT_DOUBLE_EQ(tuning_rank(c, mma, kA100), estimate(c, mma, kA100).microseconds);
   const Contraction k3 = conv(32, 56, 64, 64, 3, 1, 1);
   const Schedule halo = halo_schedule(k3, 16, 16, 64, 32, 1);
-  EXPECT_EQ(learned_factor(halo, estimate(k3, halo, kH100), kH100), 1.0);
+  EXPECT_EQ(learned_factor(k3, halo, estimate(k3, halo, kH100), kH100), 1.0);
+}
+
+// int8 contractions have families and classes of their own in the fit ("i8_": their k-tiles
+// hold twice the elements, so "tc_128x32x64_s3" names another kernel than the 16-bit one), and
+// on the fitted architecture their defaults are ranked by it. MobileNet-v2's 14x14 64 -> 384
+// expansions, int8 at batch 32 (tune, H200, 2026-11-29): mma.sync 128x32x64 6.0 us, where the
+// table's residuals picked the TMA kernel 64x64 (9.5 us; the fastest measured, 5.5).
+TEST(Estimate, Int8ContractionsAreRankedByTheInt8Fit) {
+  const contraction::OperandDTypes i8 = {DType::kI8, DType::kI8, DType::kF32};
+  Conv2dParams p;
+  p.n = 32;
+  p.h = p.w = 14;
+  p.ci = 64;
+  p.co = 384;
+  p.kh = p.kw = 1;
+  const Contraction c = contraction_of(conv2d_nhwc_maps(p, i8));
+  ASSERT_EQ(c.key().rfind("i8*i8->f32/i32:b1:m6272:n384:k64:", 0), 0u) << c.key();
+  EXPECT_TRUE(has_learned_factor(c, kH100));
+  EXPECT_FALSE(has_learned_factor(c, kA100));
+  EXPECT_TRUE(has_learned_factor(conv(32, 14, 64, 384, 1, 1, 0), kH100));
+
+  const Schedule tma = *parse_schedule("tma_64x64x128_s8_r1_c132", c);
+  EXPECT_EQ(fitted_class(c, tma), "i8_tma_64x64x128_s8");
+  EXPECT_EQ(fitted_class(conv(32, 14, 64, 384, 1, 1, 0), tma), "tma_64x64x128_s8");
+  // The factor from the header's int8 rows: K = 64 in one chunk of 128 channels.
+  const rank_fit::Family* family = nullptr;
+  for (const rank_fit::Family& f : rank_fit::kFamilies)
+    if (std::string(f.name) == "i8_tma") family = &f;
+  ASSERT_NE(family, nullptr);
+  double offset = 0;
+  int measured = 0;
+  for (const rank_fit::ClassOffset& o : rank_fit::kClasses)
+    if (o.schedule_class == fitted_class(c, tma)) {
+      offset = o.ln_offset;
+      measured = o.measurements;
+    }
+  EXPECT_GT(measured, 0) << "the logs timed the int8 TMA 64x64 kernel";
+  const ScheduleEstimate e = estimate(c, tma, kH100);
+  EXPECT_EQ(e.k_steps, 1);
+  const double tiles_per_sm = static_cast<double>(e.tiles) / kH100.sm_count;
+  EXPECT_NEAR(
+      learned_factor(c, tma, e, kH100),
+      std::exp(family->intercept + family->ln_tiles_per_sm * std::log(tiles_per_sm) + offset),
+      1e-12);
+
+  const Schedule pick = default_schedule(c, kH100);
+  EXPECT_EQ(pick.name(), "tc_128x32x64_s3_w32x32_sk1_r8_v16x16");
+  EXPECT_LT(tuning_rank(c, pick, kH100), tuning_rank(c, tma, kH100));
 }
 
 TEST(EnumerateSchedules, IsTheLegalSpace) {
