@@ -430,8 +430,13 @@ KernelSource emit(const Contraction& c, const Epilogue& e, const kernels::Schedu
                        plan.threads, ks.name);
     src << fmt::format("  tessel::{}<Problem>::run(p, maps);\n}}\n", kernel);
   } else {
-    src << fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}(const tessel::KernelParams p) {{\n",
-                       plan.threads, ks.name);
+    // The halo schedules' persistent CTAs assume 128 registers per thread (default_schedule.cc,
+    // halo_resident): the launch bounds hold the compiler to that, or a schedule of two CTAs
+    // per SM runs one and a second wave (ResNet's 7x7 stem took 200 registers).
+    const std::string min_blocks =
+        halo ? fmt::format(", {}", std::max(1, 65536 / (plan.threads * 128))) : std::string();
+    src << fmt::format("extern \"C\" __global__ void __launch_bounds__({}{}) {}(const tessel::KernelParams p) {{\n",
+                       plan.threads, min_blocks, ks.name);
     src << fmt::format("  tessel::{}<Problem>::run(p);\n}}\n", kernel);
   }
   ks.source = src.str();
