@@ -179,18 +179,22 @@ Reason check_halo(const Contraction& c, const Schedule& s, HaloLayout* out) {
 
   HaloLayout& l = *out;
   l.window = *w;
+  l.tap_pairs = halo_tap_pairs(*w);
   l.groups_per_tile = grouped ? s.groups_per_tile : 1;
-  l.group_c = static_cast<int>((w->channels + 7) / 8 * 8);
+  l.group_c = static_cast<int>(l.tap_pairs ? 4 : (w->channels + 7) / 8 * 8);
   l.group_n = static_cast<int>(group_n);
   l.slices = (group_count + l.groups_per_tile - 1) / l.groups_per_tile;
   l.channels_padded = l.groups_per_tile * l.group_c;
   l.halo_h =
       static_cast<int>((s.tile_h() - 1) * w->stride_h + (w->kernel_h - 1) * w->dilation_h + 1);
-  l.halo_w = static_cast<int>((s.tile_w - 1) * w->stride_w + (w->kernel_w - 1) * w->dilation_w + 1);
-  l.pixel_pitch = ((l.channels_padded / 8) | 1) * 16;
+  // Tap pairs read one column past an odd kernel's last tap (its weights are zero).
+  l.halo_w = static_cast<int>((s.tile_w - 1) * w->stride_w +
+                              (l.tap_pairs ? (w->kernel_w + 1) / 2 * 2 : (w->kernel_w - 1) * w->dilation_w + 1));
+  l.pixel_pitch = l.tap_pairs ? 8 : ((l.channels_padded / 8) | 1) * 16;
   // Each row's columns stored by phase of the horizontal stride (tessel_halo.cuh): the row
-  // rounded up to whole phases.
-  const int row_slots = static_cast<int>((l.halo_w + w->stride_w - 1) / w->stride_w * w->stride_w);
+  // rounded up to whole phases. Tap pairs keep plain column order (an even width).
+  const int row_slots = l.tap_pairs ? l.halo_w
+                                    : static_cast<int>((l.halo_w + w->stride_w - 1) / w->stride_w * w->stride_w);
   l.halo_bytes = (l.halo_h * row_slots * l.pixel_pitch + 127) / 128 * 128;
   l.k_padded = halo_k_padded(*w);
   if (s.block_k != l.k_padded)
@@ -360,8 +364,13 @@ Reason check_groups(const Contraction& c, const Schedule& s) {
 
 int max_vector_elements(DType t) { return dtype_size(t) == 1 ? 16 : 8; }
 
+bool halo_tap_pairs(const contraction::ConvWindow& w) {
+  return w.nchw_input && w.channels <= 4 && w.stride_w % 2 == 0 && w.dilation_w == 1;
+}
+
 int halo_k_padded(const contraction::ConvWindow& w) {
-  const int64_t k = w.kernel_h * w.kernel_w * ((w.channels + 7) / 8 * 8);
+  const int64_t k = halo_tap_pairs(w) ? w.kernel_h * ((w.kernel_w + 1) / 2) * 8
+                                      : w.kernel_h * w.kernel_w * ((w.channels + 7) / 8 * 8);
   return static_cast<int>((k + 15) / 16 * 16);
 }
 

@@ -402,9 +402,10 @@ TEST_F(ContractionGpuTest, SanitizerSubsetMatchesCpuReference) {
       kind += "/" + std::to_string(std::any_of(p.e.steps.begin(), p.e.steps.end(), [](const auto& st) {
                 return st.kind == EpilogueOpKind::kResidualAdd;
               }));
-    // The halo kernel with one buffer (a CTA per tile) and with two (CTAs walking tiles).
+    // The halo kernel with one buffer (a CTA per tile) and with two (CTAs walking tiles), and
+    // a stem staged as tap pairs.
     if (const std::optional<kernels::HaloLayout> l = kernels::halo_layout(p.c, p.s))
-      kind += "/" + std::to_string(l->buffers);
+      kind += "/" + std::to_string(l->buffers) + (l->tap_pairs ? "/pairs" : "");
     if (kinds.insert(kind).second) ps.push_back(std::move(p));
   }
   ASSERT_GE(ps.size(), 6u);

@@ -294,6 +294,8 @@ std::string emit_halo_geometry(const Contraction& c, const KernelPlan& plan) {
       plan.s.groups_per_tile > 0 ? "whole groups" : "one group of all channels", l->groups_per_tile,
       l->group_c, l->group_n, l->slices);
   o << fmt::format("  static constexpr int kTileH = {}, kTileW = {};\n", plan.s.tile_h(), plan.s.tile_w);
+  o << fmt::format("  static constexpr bool kTapPairs = {};  // 4-channel pixels, K by (row, tap pair)\n",
+                   l->tap_pairs);
   o << fmt::format("  static constexpr int kCP = {}, kPixelPitch = {}, kBufferBytes = {}, kBuffers = {};\n",
                    l->channels_padded, l->pixel_pitch, l->buffer_bytes, l->buffers);
   o << fmt::format("  static constexpr int kKP = {}, kWeightPitch = {}, kWeightBytes = {};\n",

@@ -532,6 +532,34 @@ TEST(HaloSchedule, LaunchesPersistentCtasOverSpatialTiles) {
   EXPECT_EQ(emit(p.c, p.e, kernels::halo_schedule(p.c, 8, 16, 64, 32, 0)).grid[0], 7200u);
 }
 
+// Stems of at most 4 NCHW channels with an even horizontal stride stage 4-channel (8-byte)
+// pixels in column order and walk K by (kernel row, pair of adjacent taps): ResNet's 7x7/2 stem
+// K = 7 rows x 4 pairs x 8 = 224 (it was 49 taps x 8 = 392), MobileNet's 3x3/2 48 (72). A
+// stride-1 stem (the SR net's head) keeps 8-channel pixels by tap.
+TEST(HaloSchedule, EvenStrideStemsPairTheirTaps) {
+  auto stem = [](const contraction::Conv2dParams& cp) {
+    TestProblem p;
+    finish(p, contraction::conv2d_nchw_input_maps(cp, {DType::kF32, DType::kF16, DType::kF16}), DType::kF16);
+    return p;
+  };
+  const TestProblem resnet = stem(conv_params(2, 224, 224, 3, 64, 7, 2, 3));
+  const kernels::Schedule s = kernels::halo_schedule(resnet.c, 16, 16, 64, 32, 264);
+  EXPECT_EQ(s.block_k, 224);
+  const std::optional<kernels::HaloLayout> l = kernels::halo_layout(resnet.c, s);
+  ASSERT_TRUE(l);
+  EXPECT_TRUE(l->tap_pairs);
+  EXPECT_EQ(l->pixel_pitch, 8);
+  EXPECT_EQ(l->halo_w, 15 * 2 + 8) << "an odd kernel's last pair reads one column past it";
+  EXPECT_EQ(l->halo_bytes, (37 * 38 * 8 + 127) / 128 * 128);
+  const std::string src = emit(resnet.c, resnet.e, s).source;
+  EXPECT_TRUE(has(src, "static constexpr bool kTapPairs = true;")) << src;
+  EXPECT_EQ(kernels::halo_schedule(stem(conv_params(1, 224, 224, 3, 32, 3, 2, 1)).c, 16, 16, 64, 32, 0).block_k, 48);
+  const TestProblem sr = stem(conv_params(1, 720, 1280, 3, 64, 3, 1, 1));
+  const kernels::Schedule s1 = kernels::halo_schedule(sr.c, 16, 16, 64, 32, 0);
+  EXPECT_EQ(s1.block_k, 80);
+  EXPECT_FALSE(kernels::halo_layout(sr.c, s1)->tap_pairs);
+}
+
 TEST(HaloSchedule, RejectsWhatTheKernelCannotDoWithReasons) {
   auto halo = [](TestProblem p, int th, int tw, int wm, int wn) {
     p.s = kernels::halo_schedule(p.c, th, tw, wm, wn, 0);

@@ -66,17 +66,25 @@ struct HaloConvKernel {
   static constexpr int kTH = P::kTileH, kTW = P::kTileW;
   static constexpr int kSH = P::kStrideH, kSW = P::kStrideW, kDH = P::kDilationH,
                        kDW = P::kDilationW;
+  // Tap pairs (kernels::HaloLayout::tap_pairs, a stem of at most 4 NCHW channels and an even
+  // horizontal stride): 8-byte pixels of 4 channels in plain column order, and K over (kernel
+  // row, pair of adjacent taps) halves: a half's 16 bytes are pixels x and x + 1, x = the lane's
+  // column (a multiple of the stride, so 16-byte aligned) plus 2 * pair.
+  static constexpr bool kPairs = P::kTapPairs;
+  static constexpr int kPairsPerRow = (P::kS + 1) / 2;
+  static constexpr int kPhases = kPairs ? 1 : kSW;  // column phases stored
   static constexpr int kHaloH = (kTH - 1) * kSH + (P::kR - 1) * kDH + 1;
-  static constexpr int kHaloW = (kTW - 1) * kSW + (P::kS - 1) * kDW + 1;
+  static constexpr int kHaloW =
+      kPairs ? (kTW - 1) * kSW + 2 * kPairsPerRow : (kTW - 1) * kSW + (P::kS - 1) * kDW + 1;
   static constexpr int kHaloPixels = kHaloH * kHaloW;       // loaded
-  static constexpr int kPhaseW = (kHaloW + kSW - 1) / kSW;  // slots of one column phase
-  static constexpr int kRowSlots = kPhaseW * kSW;           // slots of one halo row
+  static constexpr int kPhaseW = (kHaloW + kPhases - 1) / kPhases;  // slots of one column phase
+  static constexpr int kRowSlots = kPhaseW * kPhases;               // slots of one halo row
   // The slot of halo column x, and of a lane's column moved by d (a tap's offset): the lane's
   // own column is a multiple of the stride, so its slot moves by a constant.
-  __host__ __device__ static constexpr int slot(int x) { return (x % kSW) * kPhaseW + x / kSW; }
-  static constexpr int kPixelChunks = P::kCP / 8;  // 16-byte chunks per halo pixel
+  __host__ __device__ static constexpr int slot(int x) { return (x % kPhases) * kPhaseW + x / kPhases; }
+  static constexpr int kPixelChunks = P::kCP / 8;  // 16-byte chunks per halo pixel (not pairs)
   static constexpr int kGC = P::kGroupC, kGN = P::kGroupN;
-  static constexpr int kChunks = kGC / 8;  // 16-byte chunks of one group per tap
+  static constexpr int kChunks = kPairs ? 1 : kGC / 8;  // 16-byte chunks of one group per tap
   static constexpr int kBM = kTH * kTW, kBN = P::kBlockN, kSlices = P::kSlices;
   static constexpr int kWM = P::kWarpM, kWN = P::kWarpN;
   static constexpr int kWarpsM = kBM / kWM, kWarpsN = kBN / kWN;
@@ -93,7 +101,7 @@ struct HaloConvKernel {
   // the A ldmatrix). An odd count leaves the last step's upper half without data: its weights
   // are zero and its lanes re-read the previous half's pixels (finite data, no stray address).
   static constexpr int kTaps = P::kR * P::kS;
-  static constexpr int kHalves = kTaps * kChunks;
+  static constexpr int kHalves = kPairs ? P::kR * kPairsPerRow : kTaps * kChunks;
   static constexpr int kKSteps = P::kKP / 16;
   static constexpr int kTilesX = (P::kOutW + kTW - 1) / kTW;
   static constexpr int kTilesY = (P::kOutH + kTH - 1) / kTH;
@@ -112,15 +120,20 @@ struct HaloConvKernel {
   // B fragments load two n8 tiles at a time (ldmatrix.x4), or one for a warp tile 8 wide
   // (ldmatrix.x2: an RGB output pads N to 8 rather than 16).
   static_assert(kWM % 16 == 0 && (kNI % 2 == 0 || kNI == 1), "whole n16 pairs, or one n8 tile");
-  static_assert((P::kInputNchw || P::kC % 8 == 0) && P::kCP % 8 == 0 && kGC % 8 == 0,
-                "16-byte chunks");
+  static_assert(kPairs ? P::kInputNchw && P::kCP == 4 && kSW % 2 == 0 && kDW == 1 && kHaloW % 2 == 0
+                       : (P::kInputNchw || P::kC % 8 == 0) && P::kCP % 8 == 0 && kGC % 8 == 0,
+                "16-byte chunks, or tap pairs of 8-byte pixels");
   static_assert(kWN % kGN == 0 || kGN % kWN == 0, "warp tiles nest with the groups");
   static_assert(kGN % 8 == 0, "an n8 fragment belongs to one group");
   static_assert(P::kCP == P::kGroupsPerTile * kGC, "a halo pixel holds the slice's groups");
   static_assert(P::kKP == (kHalves + 1) / 2 * 16, "the padded K is whole k16 steps of halves");
-  // Register staging of an NCHW tile: chunks per thread.
-  static constexpr int kStagedIters = (kHaloPixels * kPixelChunks + kThreads - 1) / kThreads;
-  static_assert((P::kPixelPitch / 16) % 2 == 1 && (P::kWeightPitch / 16) % 2 == 1,
+  // Register staging of an NCHW tile: 16-byte units (a pixel's chunk, or with tap pairs two
+  // neighbouring pixels of a row) per thread.
+  static constexpr int kStageUnits = kPairs ? kHaloPixels / 2 : kHaloPixels * kPixelChunks;
+  static constexpr int kStagedIters = (kStageUnits + kThreads - 1) / kThreads;
+  // Odd chunk pitches keep ldmatrix phases on distinct bank quads; with tap pairs a phase's 8
+  // lanes read 16-byte units stride * 8 bytes apart, consecutive for stride 2.
+  static_assert((kPairs || (P::kPixelPitch / 16) % 2 == 1) && (P::kWeightPitch / 16) % 2 == 1,
                 "odd chunk pitches keep ldmatrix phases on distinct bank quads");
 
   // Weights: row n of shared memory holds W[slice * kBlockN + n, r, s, 0..kGC) for every tap,
@@ -133,7 +146,13 @@ struct HaloConvKernel {
       // Rows of kTaps * kC elements are not 16-byte aligned per tap: 2-byte copies.
       for (int i = tid; i < kBN * P::kKP; i += kThreads) {
         const int n = i / P::kKP, k = i % P::kKP;
-        const int tap = k / P::kCP, c = k % P::kCP;
+        // (tap, channel) of column k: k = tap * kCP + c, or with tap pairs k = half * 8 + e, half
+        // = row * kPairsPerRow + pair, e = (tap - 2 * pair) * 4 + c.
+        const int half = k / 8, e = k % 8;
+        const int col = kPairs ? 2 * (half % kPairsPerRow) + e / 4 : 0;
+        const int tap = kPairs ? (half < kHalves && col < P::kS ? half / kPairsPerRow * P::kS + col : kTaps)
+                               : k / P::kCP;
+        const int c = kPairs ? e % 4 : k % P::kCP;
         const u16 v = n < P::kN && tap < kTaps && c < P::kC
                           ? ld_global_nc<2>(w + (n * kTaps + tap) * P::kC + c)
                           : u16(0);
@@ -182,6 +201,31 @@ struct HaloConvKernel {
     const int y0 = ty * kTH * kSH - P::kPadT, x0 = tx * kTW * kSW - P::kPadL;
     using A = typename P::ElementA;
     const A* x = static_cast<const A*>(p.a);
+    if constexpr (kPairs) {
+#pragma unroll
+      for (int it = 0; it < kStagedIters; ++it) {
+        // Unit i: pixels 2j, 2j + 1 of halo row i / (kHaloW / 2), element e = pixel * 4 + channel.
+        const int i = tid + it * kThreads;
+        const int row = i / (kHaloW / 2), col = i % (kHaloW / 2) * 2;
+        const int iy = y0 + row;
+#pragma unroll
+        for (int e = 0; e < 8; e += 2) {
+          const int ix = x0 + col + e / 4;
+          const bool inside = i < kStageUnits && iy >= 0 && iy < P::kInH && ix >= 0 && ix < P::kInW;
+          float v[2];
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int c = (e + h) % 4;
+            v[h] = inside && c < P::kC
+                       ? to_float(ld_element(x + ((static_cast<typename P::Index>(img) * P::kC + c) * P::kInH + iy) *
+                                                     P::kInW + ix))
+                       : 0.0f;
+          }
+          staged[it][e / 2] = u32(from_float<Element>(v[0]).bits) | (u32(from_float<Element>(v[1]).bits) << 16);
+        }
+      }
+      return;
+    }
 #pragma unroll
     for (int it = 0; it < kStagedIters; ++it) {
       // Pixels fastest: consecutive threads read consecutive x of one channel plane.
@@ -209,8 +253,9 @@ struct HaloConvKernel {
 #pragma unroll
     for (int it = 0; it < kStagedIters; ++it) {
       const int i = tid + it * kThreads;
-      if (i >= kHaloPixels * kPixelChunks) break;
-      const int q = i / kHaloPixels, pix = i % kHaloPixels;
+      if (i >= kStageUnits) break;
+      // A pixel's chunk q; with tap pairs unit i is two pixels at 16-byte unit i (plain order).
+      const int q = kPairs ? 0 : i / kHaloPixels, pix = kPairs ? 2 * i : i % kHaloPixels;
       const int at = pix / kHaloW * kRowSlots + slot(pix % kHaloW);
       asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"r"(smem_x + u32(at * P::kPixelPitch + q * 16)),
                    "r"(staged[it][0]), "r"(staged[it][1]), "r"(staged[it][2]), "r"(staged[it][3]));
@@ -307,8 +352,8 @@ struct HaloConvKernel {
 #pragma unroll
     for (int mi = 0; mi < kMI; ++mi) {
       const int pixel = wm * kWM + mi * 16;  // first output pixel of the m16 tile in the CTA tile
-      const int hp =
-          (pixel / kTW) * kSH * kRowSlots + pixel % kTW + lane % 16;  // slot(x * kSW) = x
+      // Phases: slot(x * kSW) = x; tap pairs: plain column x * kSW.
+      const int hp = (pixel / kTW) * kSH * kRowSlots + (pixel % kTW + lane % 16) * (kPairs ? kSW : 1);
       // With an even chunk count both halves of a step share a tap: the upper half is the
       // next chunk, a per-lane constant (and no per-step select).
       o.a[mi] = u32(hp * P::kPixelPitch + first_group * kChunks * 16 +
@@ -322,6 +367,7 @@ struct HaloConvKernel {
   // Byte offset of half h's data from a pixel's first chunk.
   __host__ __device__ static constexpr int half_shift(int h) {
     const int hh = h < kHalves ? h : kHalves - 1;
+    if (kPairs) return ((hh / kPairsPerRow) * kDH * kRowSlots + 2 * (hh % kPairsPerRow)) * P::kPixelPitch;
     const int tap = hh / kChunks;
     const int d = (tap % P::kS) * kDW;  // the tap's column offset
     return ((tap / P::kS) * kDH * kRowSlots + (d % kSW) * kPhaseW + d / kSW) * P::kPixelPitch +
