@@ -60,8 +60,9 @@ size_t smem_bytes(const contraction::Contraction& c, const Schedule& s);
 
 // The shared-memory layout of a kHalo kernel (kernels/cuda/templates/tessel_halo.cuh), the one
 // definition the rules, the generator and the estimate use. Channels are padded to 8 (one
-// 16-byte chunk); K runs over (tap, chunk) pairs, two per k16 step of mma.sync, so a 3-channel
-// stem spends 72 of its padded K on 27 real values instead of 144. Halo pixels and weight rows
+// 16-byte chunk); K runs over (tap, chunk) pairs, two per k16 step of mma.sync, so a stride-1
+// 3-channel 3x3 stem spends 72 of its padded K on 27 real values instead of 144 (an even-stride
+// stem pairs its taps instead: tap_pairs below). Halo pixels and weight rows
 // are padded to an odd number of 16-byte chunks: the 8 rows one ldmatrix phase reads (8
 // consecutive pixels of a window, or 8 output channels) then fall on 8 distinct bank quads,
 // whatever pixel the window starts at.
