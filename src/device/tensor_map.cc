@@ -76,7 +76,9 @@ std::optional<std::string> check_tensor_map(const TensorMapSpec& s) {
 }
 
 TensorMapBytes encode_tensor_map(const TensorMapSpec& s, uint64_t operand_address) {
-  if (auto why = check_tensor_map(s)) TESSEL_ICHECK(false) << "encode_tensor_map: " << *why;
+  if (auto why = check_tensor_map(s)) {
+    TESSEL_ICHECK(false) << "encode_tensor_map: " << *why;
+  }
   const uint64_t address = operand_address + static_cast<uint64_t>(s.offset_bytes);
   TESSEL_ICHECK(address % 16 == 0) << "tensor map over a misaligned address 0x" << std::hex << address;
   const detail::DriverApi& api = detail::bind_context();

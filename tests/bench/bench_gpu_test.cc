@@ -211,7 +211,7 @@ TEST_F(BenchGpu, DriverChecksAndTimesBothSides) {
   // cuBLASLt standing in for tessel: correct, and about as fast as itself.
   BenchResult same = bench.run(g, [](const GemmWorkload& w) {
     auto lt = std::make_shared<CublasLtGemm>(w);
-    return TesselKernel{[lt](const Operands& ops, void* s) { lt->enqueue(ops, s); }, "lt"};
+    return TesselKernel{[lt](const Operands& ops, void* s) { lt->enqueue(ops, s); }, "lt", {}};
   });
   EXPECT_TRUE(same.library.ran) << same.library.description;
   EXPECT_TRUE(same.library.correct);
@@ -234,14 +234,14 @@ TEST_F(BenchGpu, DriverChecksAndTimesBothSides) {
 
   // A kernel that writes nothing leaves the NaN poison: every output is flagged.
   BenchResult lazy = bench.run(g, [](const GemmWorkload&) {
-    return TesselKernel{[](const Operands&, void*) {}, "no-op"};
+    return TesselKernel{[](const Operands&, void*) {}, "no-op", {}};
   });
   EXPECT_TRUE(lazy.tessel.ran);
   EXPECT_FALSE(lazy.tessel.correct);
   EXPECT_EQ(lazy.tessel.nonfinite, g.c_elems());
 
   BenchResult unsupported = bench.run(g, [](const GemmWorkload&) {
-    return TesselKernel{nullptr, "k=64 too small"};
+    return TesselKernel{nullptr, "k=64 too small", {}};
   });
   EXPECT_FALSE(unsupported.tessel.ran);
   EXPECT_EQ(unsupported.tessel.description, "k=64 too small");
@@ -275,7 +275,7 @@ TEST_F(BenchGpu, EventTimingIsStillAvailable) {
   const GemmWorkload g = gemm(128, 64, 256, GemmLayout::kNN);
   BenchResult r = bench.run(g, [](const GemmWorkload& w) {
     auto lt = std::make_shared<CublasLtGemm>(w);
-    return TesselKernel{[lt](const Operands& ops, void* s) { lt->enqueue(ops, s); }, "lt"};
+    return TesselKernel{[lt](const Operands& ops, void* s) { lt->enqueue(ops, s); }, "lt", {}};
   });
   for (const Measurement* m : {&r.tessel, &r.library}) {
     EXPECT_TRUE(m->ran && m->correct) << m->description;
@@ -328,7 +328,7 @@ TEST_F(BenchGpu, OneByOneConvsAlsoRunCublasLtAsAGemm) {
   BenchResult r = bench.run(c, [](const ConvWorkload& w) {
     GemmWorkload g = gemm(w.n * w.h * w.w, w.co, w.ci, GemmLayout::kNT);
     auto lt = std::make_shared<CublasLtGemm>(g);
-    return TesselKernel{[lt](const Operands& ops, void* s) { lt->enqueue(ops, s); }, "lt"};
+    return TesselKernel{[lt](const Operands& ops, void* s) { lt->enqueue(ops, s); }, "lt", {}};
   });
   EXPECT_TRUE(r.tessel.ran && r.tessel.correct) << r.tessel.description;
   ASSERT_EQ(r.library_candidates.size(), 2u);
@@ -347,7 +347,7 @@ TEST_F(BenchGpu, OneByOneConvsAlsoRunCublasLtAsAGemm) {
 
   // Any other conv has cuDNN alone.
   BenchResult three = bench.run(conv(1, 8, 8, 16, 16, 3, 1, 1, 1, 1), [](const ConvWorkload&) {
-    return TesselKernel{nullptr, "not here"};
+    return TesselKernel{nullptr, "not here", {}};
   });
   ASSERT_EQ(three.library_candidates.size(), 1u);
   EXPECT_EQ(three.library.description.rfind("cuDNN: ", 0), 0u) << three.library.description;
