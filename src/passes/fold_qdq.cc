@@ -51,8 +51,9 @@ class QdqFolder {
 
   ir::Graph run() {
     std::vector<char> requantizes(g_.nodes.size(), 0);
+    const std::vector<std::vector<int>> users = g_.users();  // of values no fold rewires
     for (size_t i = 0; i < g_.nodes.size(); ++i)
-      if (g_.nodes[i].op == "tessel.MaxPool") fold_max_pool(i, requantizes);
+      if (g_.nodes[i].op == "tessel.MaxPool") fold_max_pool(i, users, requantizes);
     for (size_t i = 0; i < g_.nodes.size(); ++i) {
       if (g_.nodes[i].op != "tessel.Conv" && g_.nodes[i].op != "tessel.Gemm") continue;
       std::string why;
@@ -100,13 +101,13 @@ class QdqFolder {
   // writes int8 in the QuantizeLinear's place (marked in `requantizes`, erased after the
   // convolutions are folded: node indices stay put until then). Half the bytes through the
   // pool, one kernel less, and q's producer (the stem) stores int8.
-  void fold_max_pool(size_t i, std::vector<char>& requantizes) {
+  void fold_max_pool(size_t i, const std::vector<std::vector<int>>& users, std::vector<char>& requantizes) {
     const ir::Node& pool = g_.nodes[i];
     const ir::Node* dq = producer(pool.inputs[0], "DequantizeLinear");
     if (!dq || pool.outputs.size() != 1 ||
         std::count(g_.outputs.begin(), g_.outputs.end(), pool.outputs[0]) > 0)
       return;
-    const std::vector<int> readers = g_.users()[static_cast<size_t>(pool.outputs[0])];
+    const std::vector<int>& readers = users[static_cast<size_t>(pool.outputs[0])];
     if (readers.size() != 1 || g_.nodes[static_cast<size_t>(readers[0])].op != "QuantizeLinear" ||
         g_.nodes[static_cast<size_t>(readers[0])].inputs[0] != pool.outputs[0])
       return;
