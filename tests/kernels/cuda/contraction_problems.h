@@ -244,6 +244,12 @@ inline std::vector<TestProblem> halo_problems() {
       {step(K::kRelu)});
   add(nchw(conv_params(2, 13, 21, 8, 32, 3, 1, 2, 2), DType::kF16), 8, 16, 32, 32, 2,
       {step(K::kBias)});
+  // Tap pairs on stems beyond the model list: Inception's 3x3/2 without padding (odd output
+  // width, the last pair's second column past the image), a 2-channel 5x5/2, and a
+  // 4-channel f16 input under an even 4x4 window (no zero tap in its last pair).
+  add(nchw(conv_params(2, 31, 29, 3, 32, 3, 2, 0), DType::kF32), 8, 16, 64, 32, 3, {step(K::kBias), step(K::kRelu)});
+  add(nchw(conv_params(1, 26, 30, 2, 16, 5, 2, 2), DType::kF32), 8, 16, 64, 16, 0, {step(K::kBias)});
+  add(nchw(conv_params(2, 17, 22, 4, 32, 4, 2, 1), DType::kF16), 4, 16, 32, 32, 2, {step(K::kRelu)});
   // A QDQ model's stem (float: 3 channels), storing int8 for the int8 max pool after it
   // (fold-qdq): quantized, then the relu on the integers (fold_requantize's form).
   {
