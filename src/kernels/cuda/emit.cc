@@ -131,12 +131,13 @@ std::string batch_decomposition(const Contraction& c, const std::string& indent)
 
 // The value's rounding before the store converts it to Out: to C's dtype where that is a
 // 16-bit float and Out another dtype (contraction/epilogue.h), else none.
-std::string emit_rounding(const KernelPlan& plan) {
+// Not after a last quantize step: its value is an int8 code already (exact in any float).
+std::string emit_rounding(const KernelPlan& plan, bool quantized) {
   const DType c = plan.c->maps.c.dtype;
   const DType out = plan.e->out_dtype;
   std::string s;
   std::string body = "return v;";
-  if (c != out && (c == DType::kF16 || c == DType::kBF16)) {
+  if (c != out && (c == DType::kF16 || c == DType::kBF16) && !quantized) {
     s = fmt::format("  // C is {}, stored as {}: rounded to {} first, as the Cast it replaces\n",
                     dtype_name(c), dtype_name(out), dtype_name(c));
     body = fmt::format("return to_float(from_float<{}>(v));", kernel_element_type(c));
@@ -166,7 +167,7 @@ void emit_nchw_offset(const KernelPlan& plan, std::ostringstream& o) {
                    w * b, b);
 }
 
-std::string emit_store(const KernelPlan& plan) {
+std::string emit_store(const KernelPlan& plan, bool quantized) {
   const Contraction& c = *plan.c;
   const StoreMap& st = plan.e->store;
   const bool along_m = st.kind == StoreMap::Kind::kNchw || st.kind == StoreMap::Kind::kDepthToSpaceNchw;
@@ -176,7 +177,7 @@ std::string emit_store(const KernelPlan& plan) {
   o << fmt::format("  static constexpr int kStoreNStride = {};  // n distance between them\n", plan.store_n_stride);
   o << fmt::format("  static constexpr int kResidual = {};      // epilogue operand of the residual\n",
                    plan.residual_operand);
-  o << emit_rounding(plan);
+  o << emit_rounding(plan, quantized);
   const std::string unused_batch = c.batch_dims.empty() ? "int" : "int batch";
   o << "  __device__ __forceinline__ static Index store_offset(" << unused_batch << ", int m, int n) {\n";
   if (along_m) {
@@ -209,18 +210,39 @@ std::string emit_store(const KernelPlan& plan) {
   return o.str();
 }
 
-std::string emit_epilogue(const KernelPlan& plan) {
+// The epilogue function, and whether its value ends quantized (`quantized`): an int8 code of
+// [-128, 127] for an int8 store, which then only rounds it (StoreValue).
+std::string emit_epilogue(const KernelPlan& plan, bool& quantized) {
   std::ostringstream o;
-  o << "  // v: the accumulator of C[b, m, n] as fp32; ch: its output channel (scale/bias index);\n"
-       "  // residual: the residual tensor at the output position.\n";
-  o << "  __device__ __forceinline__ static float epilogue(const KernelParams& p, float v, int ch,\n"
-       "                                                   float residual) {\n";
-  // A quantize takes the relu and integral clip steps after it into its saturation while
-  // their intervals nest: one clamp per output instead of two more per step. `quantized`: the
-  // result is an integer of [-128, 127] (StoreValue skips saturating it again).
   const std::vector<EpilogueStep>& steps = plan.e->steps;
-  bool quantized = false;
-  for (size_t i = 0; i < steps.size(); ++i) {
+  // The leading per-channel steps (lowering's dequantization scale, then the bias) are one
+  // FFMA by operands of the channel alone: a kernel whose threads keep their channels through
+  // the epilogue (tessel_mma.cuh) loads them once per channel (lead_of) and applies them to
+  // its accumulators before staging them, instead of loading two operands per output.
+  size_t lead = 0;
+  int scale_operand = -1, bias_operand = -1;
+  if (lead < steps.size() && steps[lead].kind == EpilogueOpKind::kScale) scale_operand = steps[lead++].operand;
+  if (lead < steps.size() && steps[lead].kind == EpilogueOpKind::kBias) bias_operand = steps[lead++].operand;
+  auto operand = [](int i, const char* none) {
+    return i < 0 ? std::string(none) : fmt::format("load_f32(p.extra[{}], ch)", i);
+  };
+  o << "  // The leading per-channel steps: v * scale + bias.\n";
+  o << "  struct Lead { float scale, bias; };\n";
+  o << fmt::format("  static constexpr bool kHasLead = {};\n", lead > 0);
+  o << "  __device__ __forceinline__ static Lead lead_of(const KernelParams& p, int ch) {\n";
+  o << fmt::format("    return Lead{{{}, {}}};\n  }}\n", operand(scale_operand, "1.0f"), operand(bias_operand, "0.0f"));
+  const char* apply = scale_operand >= 0 ? (bias_operand >= 0 ? "fmaf(v, l.scale, l.bias)" : "v * l.scale")
+                                         : (bias_operand >= 0 ? "v + l.bias" : "v");
+  o << "  __device__ __forceinline__ static float apply_lead(Lead l, float v) { return " << apply << "; }\n";
+  o << "  // v: the accumulator of C[b, m, n] as fp32 after the lead; ch: its output channel;\n"
+       "  // residual: the residual tensor at the output position.\n";
+  o << "  __device__ __forceinline__ static float after_lead(const KernelParams& p, float v, int ch,\n"
+       "                                                     float residual) {\n";
+  // A quantize takes the relu and integral clip steps after it into its saturation while
+  // their intervals nest: one clamp per output instead of two more per step.
+  const bool int8_store = plan.e->out_dtype == DType::kI8;
+  quantized = false;
+  for (size_t i = lead; i < steps.size(); ++i) {
     const EpilogueStep& st = steps[i];
     quantized = st.kind == EpilogueOpKind::kQuantize;
     if (!quantized) {
@@ -237,16 +259,29 @@ std::string emit_epilogue(const KernelPlan& plan) {
       lo = std::max(lo, a);
       hi = std::min(hi, b);
     }
-    if (lo == -128.0f && hi == 127.0f) {
+    const std::string inv = float_literal(static_cast<float>(1.0 / st.alpha));
+    const bool last = i + 1 == steps.size();
+    if (last && int8_store) {
+      // The int8 store rounds half to even by the same float add as quantize_s8_f (store_s8):
+      // rounding here too would cost two more instructions per output.
+      o << fmt::format("    v = saturate_s8_f(v, {}, {}, {});  // quantize to int8 by 1 / {}: saturated, "
+                       "rounded by the store\n",
+                       inv, float_literal(lo), float_literal(hi), float_literal(st.alpha));
+    } else if (lo == -128.0f && hi == 127.0f) {
       o << "    " << epilogue_step(st) << "\n";
     } else {
       o << fmt::format("    v = quantize_s8_f(v, {}, {}, {});  // quantize to int8 by 1 / {}, clamped\n",
-                       float_literal(static_cast<float>(1.0 / st.alpha)), float_literal(lo),
-                       float_literal(hi), float_literal(st.alpha));
+                       inv, float_literal(lo), float_literal(hi), float_literal(st.alpha));
     }
   }
   o << "    return v;\n  }\n";
-  o << fmt::format("  static constexpr bool kQuantizedOut = {};\n", quantized);
+  o << "  __device__ __forceinline__ static float epilogue(const KernelParams& p, float v, int ch,\n"
+       "                                                   float residual) {\n"
+       "    return after_lead(p, apply_lead(lead_of(p, ch), v), ch, residual);\n  }\n";
+  // The store's rounding is the quantize's only where the store is int8.
+  quantized = quantized && int8_store;
+  o << fmt::format("  static constexpr bool kQuantizedOut = {};  // v is saturated to int8, unrounded\n",
+                   quantized);
   return o.str();
 }
 
@@ -411,7 +446,9 @@ KernelSource emit(const Contraction& c, const Epilogue& e, const kernels::Schedu
     }
     body << "\n";
   }
-  body << emit_epilogue(plan) << "\n" << emit_store(plan);
+  bool quantized = false;
+  body << emit_epilogue(plan, quantized) << "\n";
+  body << emit_store(plan, quantized);
   body << "};\n";
 
   KernelSource ks;

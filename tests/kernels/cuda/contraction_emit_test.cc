@@ -364,7 +364,11 @@ TEST(EmittedSource, Conv3x3PaddingIsOneUnsignedCompareAndKAdvancesWithoutDivisio
   // ci = 64 >= block_k = 32: one compare-and-subtract per carry, no division.
   EXPECT_TRUE(has(src, "x_ci += 32;\n      if (x_ci >= 64) { x_ci -= 64; ++x_kw; }\n"
                        "      if (x_kw >= 3) { x_kw -= 3; ++x_kh; }"));
-  EXPECT_TRUE(has(src, "v += load_f32(p.extra[1], ch);  // bias"));
+  // The bias leads the epilogue: its operand loads once per channel (lead_of) in kernels
+  // whose threads keep their channels.
+  EXPECT_TRUE(has(src, "return Lead{1.0f, load_f32(p.extra[1], ch)};"));
+  EXPECT_TRUE(has(src, "static float apply_lead(Lead l, float v) { return v + l.bias; }"));
+  EXPECT_TRUE(has(src, "return after_lead(p, apply_lead(lead_of(p, ch), v), ch, residual);"));
   // A's rows are re-read one pixel over at the next kw: cached in L1. B's are not.
   EXPECT_TRUE(has(src, "struct GatherA {\n    static constexpr int kIters = 4;\n    static constexpr bool kReuseInL1 = true;"));
   EXPECT_TRUE(has(src, "struct GatherB {\n    static constexpr int kIters = 2;\n    static constexpr bool kReuseInL1 = false;"));

@@ -137,6 +137,29 @@ std::string variant_name(const ::testing::TestParamInfo<TestProblem>& info) {
 INSTANTIATE_TEST_SUITE_P(Int8, Int8VariantCompiles, ::testing::ValuesIn(int8_variants()),
                          variant_name);
 
+// The dequantization scale and the bias lead the epilogue as one FFMA whose operands the
+// mma.sync kernel loads once per channel; the steps after them (after_lead) read none.
+TEST(Int8Emit, ScaleAndBiasLeadTheEpilogue) {
+  const TestProblem p = with(i8conv(conv_params(1, 28, 28, 64, 128, 1, 1, 0)), tc_schedule(128, 64, 64, 64, 32, 3),
+                             {step(K::kScale), step(K::kBias), step(K::kRelu), step(K::kQuantize, 0.5f)});
+  const std::string src = emit(p.c, p.e, p.s).source;
+  EXPECT_TRUE(has(src, "static constexpr bool kHasLead = true;"));
+  EXPECT_TRUE(has(src, "return Lead{load_f32(p.extra[0], ch), load_f32(p.extra[1], ch)};"));
+  EXPECT_TRUE(has(src, "return fmaf(v, l.scale, l.bias); }"));
+  const size_t after = src.find("static float after_lead(");
+  ASSERT_NE(after, std::string::npos);
+  const std::string body = src.substr(after, src.find("return v;", after) - after);
+  EXPECT_FALSE(has(body, "load_f32")) << body;
+  EXPECT_TRUE(has(body, "fmaxf(v, 0.0f);  // relu")) << body;
+  // Without a scale or bias the lead is the identity, not an FFMA by 1 and 0 (which would turn
+  // -0 into +0).
+  const TestProblem none = with(i8conv(conv_params(1, 28, 28, 64, 128, 1, 1, 0)), tc_schedule(128, 64, 64, 64, 32, 3),
+                                {step(K::kQuantize, 0.5f)});
+  const std::string plain = emit(none.c, none.e, none.s).source;
+  EXPECT_TRUE(has(plain, "static constexpr bool kHasLead = false;"));
+  EXPECT_TRUE(has(plain, "static float apply_lead(Lead l, float v) { return v; }"));
+}
+
 // ---- The plan -------------------------------------------------------------------------------
 TEST(Int8Plan, OneByteTilesInt8StoresAndInt32Partials) {
   // 128x64x64, 3 stages: (128 + 64) rows of 64 bytes per stage.
@@ -149,8 +172,16 @@ TEST(Int8Plan, OneByteTilesInt8StoresAndInt32Partials) {
       << "8 int8 outputs per store (16 would conflict in the staging slab)";
   EXPECT_TRUE(has(ks.source, "static constexpr int kAVec = 16, kBVec = 16;"));
   EXPECT_TRUE(has(ks.source, "using Out = s8;"));
-  EXPECT_TRUE(has(ks.source, "v = quantize_s8_f(v, 2.0f);  // quantize to int8 by 1 / 0.5f"));
+  // The last quantize only saturates: the int8 store rounds (store_s8<false>).
+  EXPECT_TRUE(has(ks.source, "v = saturate_s8_f(v, 2.0f, -128.0f, 127.0f);  // quantize to int8 by 1 / 0.5f"));
+  EXPECT_FALSE(has(ks.source, "quantize_s8_f"));
   EXPECT_TRUE(has(ks.source, "static constexpr bool kQuantizedOut = true;"));
+  // A quantize that is not the last step rounds: the steps after it read an integer.
+  const TestProblem requant = with(i8conv(conv_params(1, 28, 28, 64, 128, 1, 1, 0)), tc_schedule(128, 64, 64, 64, 32, 3),
+                                   {step(K::kQuantize, 0.5f), step(K::kMul, 0.5f), step(K::kQuantize, 0.25f)});
+  ks = emit(requant.c, requant.e, requant.s);
+  EXPECT_TRUE(has(ks.source, "v = quantize_s8_f(v, 2.0f);  // quantize to int8 by 1 / 0.5f"));
+  EXPECT_TRUE(has(ks.source, "v = saturate_s8_f(v, 4.0f, -128.0f, 127.0f);"));
   // Relu and integral clips after a quantize (ops::fold_requantize's form) narrow its
   // saturation while their intervals nest; the value stays quantized. A clip that does not
   // nest (here [-3, -1] after relu's [0, 127]) is a step of its own, and then the store
@@ -158,7 +189,7 @@ TEST(Int8Plan, OneByteTilesInt8StoresAndInt32Partials) {
   const TestProblem folded = with(i8conv(conv_params(1, 28, 28, 64, 128, 1, 1, 0)), tc_schedule(128, 64, 64, 64, 32, 3),
                                   {step(K::kQuantize, 0.5f), step(K::kRelu), step(K::kClip, -3.0f, 90.0f)});
   ks = emit(folded.c, folded.e, folded.s);
-  EXPECT_TRUE(has(ks.source, "v = quantize_s8_f(v, 2.0f, 0.0f, 90.0f);  // quantize to int8 by 1 / 0.5f, clamped"));
+  EXPECT_TRUE(has(ks.source, "v = saturate_s8_f(v, 2.0f, 0.0f, 90.0f);  // quantize to int8 by 1 / 0.5f"));
   EXPECT_FALSE(has(ks.source, "fmaxf(v, 0.0f)")) << "the relu went into the quantize";
   EXPECT_TRUE(has(ks.source, "static constexpr bool kQuantizedOut = true;"));
   const TestProblem apart = with(i8conv(conv_params(1, 28, 28, 64, 128, 1, 1, 0)), tc_schedule(128, 64, 64, 64, 32, 3),

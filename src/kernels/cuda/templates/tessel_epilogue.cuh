@@ -22,6 +22,11 @@
 //   static Index store_offset(int batch, int m, int n);  // element offset in the output
 //   static int channel(int batch, int n);                // index into scale / bias vectors
 //   static float epilogue(const KernelParams&, float v, int channel, float residual);
+//   struct Lead;                          // the leading per-channel steps' operands (scale, bias)
+//   static Lead lead_of(const KernelParams&, int channel);
+//   static float apply_lead(Lead, float v);
+//   static float after_lead(const KernelParams&, float v, int channel, float residual);
+//                                        // epilogue = after_lead(apply_lead(lead_of(ch), v))
 //   static float rounded(float v);       // v rounded to C's dtype where Out is another one
 #pragma once
 
@@ -126,22 +131,24 @@ __device__ __forceinline__ void prefetch_residual(const KernelParams& p, int bat
   }
 }
 
-// An epilogue's result in the output's type: from_float, but int8 by store_s8, saturated
-// unless the epilogue's last step quantized (kIntegral).
-template <typename Out, bool kIntegral>
+// An epilogue's result in the output's type: from_float, but int8 by store_s8, which rounds,
+// and saturates unless the epilogue's last step quantized (kSaturated: saturate_s8_f).
+template <typename Out, bool kSaturated>
 struct StoreValue {
   __device__ __forceinline__ static Out of(float v) { return from_float<Out>(v); }
 };
-template <bool kIntegral>
-struct StoreValue<s8, kIntegral> {
-  __device__ __forceinline__ static s8 of(float v) { return s8{store_s8<!kIntegral>(v)}; }
+template <bool kSaturated>
+struct StoreValue<s8, kSaturated> {
+  __device__ __forceinline__ static s8 of(float v) { return s8{store_s8<!kSaturated>(v)}; }
 };
 
-// Output element of the fp32 result v at channel ch.
-template <typename P>
+// Output element of the fp32 result v at channel ch; kLeadApplied: v has had the epilogue's
+// leading per-channel steps (P::apply_lead) already.
+template <typename P, bool kLeadApplied = false>
 __device__ __forceinline__ typename P::Out finish_element(const KernelParams& p, float v, int ch,
                                                           float residual) {
-  return StoreValue<typename P::Out, P::kQuantizedOut>::of(P::rounded(P::epilogue(p, v, ch, residual)));
+  const float e = kLeadApplied ? P::after_lead(p, v, ch, residual) : P::epilogue(p, v, ch, residual);
+  return StoreValue<typename P::Out, P::kQuantizedOut>::of(P::rounded(e));
 }
 
 // Stores a (kRows, kCols) fp32 slab staged in shared memory (row pitch `pitch` floats) whose
@@ -158,8 +165,9 @@ __device__ __forceinline__ typename P::Out finish_element(const KernelParams& p,
 //   chunk never leaves an image row and is aligned there, and is all inside M or all outside.
 // `rows` (<= kRows) limits the rows stored: the halo kernel's slab is 16 pixels of one image
 // row, of which fewer than 16 may lie inside the image (a whole run of kStoreVec along m
-// either way, since the vector divides the output width).
-template <typename P, int kRows, int kCols, int kGroup>
+// either way, since the vector divides the output width). kLeadApplied: the slab holds the
+// values after the epilogue's leading per-channel steps (P::apply_lead).
+template <typename P, int kRows, int kCols, int kGroup, bool kLeadApplied = false>
 __device__ __forceinline__ void store_slab(const KernelParams& p, const float* slab, int pitch,
                                            int batch, int m_base, int n_base, int t,
                                            int rows = kRows) {
@@ -205,11 +213,13 @@ __device__ __forceinline__ void store_slab(const KernelParams& p, const float* s
       if constexpr (kAlongM) {
         const int ch = P::channel(batch, n);
 #pragma unroll
-        for (int i = 0; i < kV; ++i) ov.elem[i] = finish_element<P>(p, slab[(r + i) * pitch + c], ch, residual[j][i]);
+        for (int i = 0; i < kV; ++i)
+          ov.elem[i] = finish_element<P, kLeadApplied>(p, slab[(r + i) * pitch + c], ch, residual[j][i]);
       } else {
 #pragma unroll
         for (int i = 0; i < kV; ++i)
-          ov.elem[i] = finish_element<P>(p, slab[r * pitch + c + i * kS], P::channel(batch, n + i * kS), residual[j][i]);
+          ov.elem[i] = finish_element<P, kLeadApplied>(p, slab[r * pitch + c + i * kS], P::channel(batch, n + i * kS),
+                                                       residual[j][i]);
       }
       ov.store(p.c, off);
     }

@@ -372,20 +372,33 @@ struct MmaKernel {
 
     // Epilogue: per warp, one (M16, kWN) slab at a time, the accumulators as fp32.
     //   (T32, V(kNI*4)) -> (M16, kWN): c[ni][0..1] at (g, ni*8 + 2t), c[ni][2..3] at (g+8, ...)
+    // A thread's columns are the same in every slab: the epilogue's leading per-channel steps
+    // (scale, bias) are applied here, from operands loaded once per column, where store_slab
+    // would load two per output (a memory-bound int8 conv's epilogue is bound by instructions).
     float* slab = reinterpret_cast<float*>(smem) + warp * 16 * kSlabPitch;
     const int g = lane / 4, t = lane % 4;
+    typename P::Lead lead[kNI][2];
+#pragma unroll
+    for (int ni = 0; ni < kNI; ++ni)
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        const int n = n0 + wn * kWN + ni * 8 + 2 * t + j;
+        lead[ni][j] = P::kHasLead && n < P::kN ? P::lead_of(p, P::channel(cta.batch, n)) : typename P::Lead{};
+      }
 #pragma unroll
     for (int mi = 0; mi < kMI; ++mi) {
 #pragma unroll
       for (int ni = 0; ni < kNI; ++ni) {
         *reinterpret_cast<float2*>(slab + g * kSlabPitch + ni * 8 + 2 * t) =
-            make_float2(acc_to_float(acc[mi][ni][0]), acc_to_float(acc[mi][ni][1]));
+            make_float2(P::apply_lead(lead[ni][0], acc_to_float(acc[mi][ni][0])),
+                        P::apply_lead(lead[ni][1], acc_to_float(acc[mi][ni][1])));
         *reinterpret_cast<float2*>(slab + (g + 8) * kSlabPitch + ni * 8 + 2 * t) =
-            make_float2(acc_to_float(acc[mi][ni][2]), acc_to_float(acc[mi][ni][3]));
+            make_float2(P::apply_lead(lead[ni][0], acc_to_float(acc[mi][ni][2])),
+                        P::apply_lead(lead[ni][1], acc_to_float(acc[mi][ni][3])));
       }
       __syncwarp();
-      store_slab<P, 16, kWN, 32>(p, slab, kSlabPitch, cta.batch, m0 + wm * kWM + mi * 16,
-                                 n0 + wn * kWN, lane);
+      store_slab<P, 16, kWN, 32, true>(p, slab, kSlabPitch, cta.batch, m0 + wm * kWM + mi * 16,
+                                       n0 + wn * kWN, lane);
       __syncwarp();
     }
   }

@@ -55,15 +55,20 @@ __device__ __forceinline__ float to_float(s8 x) {
 // lo, hi: integers of [-128, 127] to saturate to instead, the relu or clip steps that follow
 // a quantize in a folded QDQ chain (ops::fold_requantize) taken by the same two instructions
 // (rounding and an integral clamp commute).
+// saturate_s8_f: the saturation alone, for a last step whose int8 store does the rounding
+// (store_s8<false>): the two instructions of rounding here would be repeated there.
+__device__ __forceinline__ float saturate_s8_f(float v, float inv_scale, float lo = -128.0f,
+                                               float hi = 127.0f) {
+  return fminf(fmaxf(v * inv_scale, lo), hi);
+}
 __device__ __forceinline__ float quantize_s8_f(float v, float inv_scale, float lo = -128.0f,
                                                float hi = 127.0f) {
-  const float c = fminf(fmaxf(v * inv_scale, lo), hi);
-  return __fsub_rn(__fadd_rn(c, kRoundingMagic), kRoundingMagic);
+  return __fsub_rn(__fadd_rn(saturate_s8_f(v, inv_scale, lo, hi), kRoundingMagic), kRoundingMagic);
 }
 // An epilogue's int8 store: v saturated and rounded half to even (NaN gives -128), as the low
 // byte of the bits of v + 1.5 * 2^23 (two's complement), full-rate instructions where
-// cvt.rni.sat.s8.f32 issues at a quarter of the rate. kSaturate false: v is an integer of
-// [-128, 127] already (the epilogue's last step quantized).
+// cvt.rni.sat.s8.f32 issues at a quarter of the rate. kSaturate false: v lies in [-128, 127]
+// already (the epilogue's last step saturated it: saturate_s8_f), and is only rounded.
 template <bool kSaturate = true>
 __device__ __forceinline__ signed char store_s8(float v) {
   const float c = kSaturate ? fminf(fmaxf(v, -128.0f), 127.0f) : v;
