@@ -233,6 +233,42 @@ std::vector<EpilogueStep> fold_requantize(std::vector<EpilogueStep> steps) {
   return steps;
 }
 
+QuantizeScaleFold fold_quantize_scales(std::vector<EpilogueStep> steps, bool scaled_accumulator) {
+  QuantizeScaleFold out;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    if (steps[i].kind != EpilogueKind::kQuantize || steps[i].alpha == 1.0 || !(steps[i].alpha > 0.0)) continue;
+    // The steps between the multiplication that takes the factor (k, or the accumulator) and i.
+    size_t j = i;
+    bool taken = false;
+    while (j > 0 && !taken) {
+      const EpilogueKind kind = steps[j - 1].kind;
+      const bool homogeneous = kind == EpilogueKind::kRelu || kind == EpilogueKind::kLeakyRelu ||
+                               kind == EpilogueKind::kClip || kind == EpilogueKind::kAddScaledResidual;
+      if (kind == EpilogueKind::kMul) {
+        taken = true;
+      } else if (!homogeneous) {
+        break;
+      }
+      --j;
+    }
+    const bool to_lead = !taken && j == 0 && scaled_accumulator && out.lead_factor == 1.0;
+    if (!taken && !to_lead) continue;
+    const double f = 1.0 / steps[i].alpha;
+    for (size_t k = j; k < i; ++k) {
+      EpilogueStep& st = steps[k];
+      if (st.kind == EpilogueKind::kMul || st.kind == EpilogueKind::kAddScaledResidual) st.alpha *= f;
+      if (st.kind == EpilogueKind::kClip) {
+        st.alpha *= f;
+        st.beta *= f;
+      }
+    }
+    if (to_lead) out.lead_factor = f;
+    steps[i].alpha = 1.0;
+  }
+  out.steps = std::move(steps);
+  return out;
+}
+
 StoreMap read_store(const ir::Node& node) {
   StoreMap s;
   const std::string kind = node.get_string("store", "nhwc");

@@ -97,6 +97,25 @@ bool ends_quantized(const std::vector<EpilogueStep>& steps);
 // other steps (a residual, another scale) is a real dequantization and stays.
 std::vector<EpilogueStep> fold_requantize(std::vector<EpilogueStep> steps);
 
+// The division of each quantize(s) moved into the multiplication before it: from
+//   ... mul(a) | S, B ..., [add_residual_scaled(b) | bias-free homogeneous steps]*, quantize(s)
+// to the same steps with a / s (or S / s and B / s), b / s, clip bounds / s, and quantize(1).
+// relu, leaky_relu and clip commute with a positive factor, an int8 residual's scale and the
+// multiplications take it: the kernels then skip one multiply per quantize and output
+// (ResNet's residual epilogue `quantize(s1), mul(s1'), add_residual_scaled(r), quantize(s2)`
+// becomes an FMUL and an FFMA before the second saturation). The values are the reference's
+// up to the rounding of the products: an output within an ulp of a rounding tie may land one
+// int8 step away, as the kernels' multiply by 1/s (tessel_ptx.cuh) already allows.
+// A walk back from a quantize that meets another quantize, a plain residual or any other step
+// first leaves that quantize alone; one that meets no mul reaches the accumulator, whose
+// dequantization scale S must exist (`scaled_accumulator`) to take the factor, then returned
+// as `lead_factor` for the caller to apply to S and B (graph constants).
+struct QuantizeScaleFold {
+  std::vector<EpilogueStep> steps;
+  double lead_factor = 1.0;  // S and B are to be multiplied by it
+};
+QuantizeScaleFold fold_quantize_scales(std::vector<EpilogueStep> steps, bool scaled_accumulator);
+
 // Where the pre-store output y [N, OH, OW, Co] goes.
 struct StoreMap {
   enum class Kind {

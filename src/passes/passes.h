@@ -121,6 +121,11 @@ ir::Graph fuse_prologue(ir::Graph g);
 // nest_prefix_concats.cc).
 ir::Graph nest_prefix_concats(ir::Graph g);
 
+// Each fused QuantizeLinear's 1/s moved into the multiplication before it: the int8
+// dequantization scale and bias (constants scaled once), a DequantizeLinear's or a residual's
+// scale; the quantize then divides by 1 (fold_quantize_scales.cc, ops::fold_quantize_scales).
+ir::Graph fold_quantize_scales(ir::Graph g);
+
 // A conv storing depth_to_space CRD computes its channels in DCR order (weights and bias
 // permuted at compile time) and stores DCR: contiguous channel vectors in the GPU epilogue.
 ir::Graph depth_to_space_dcr(ir::Graph g);

@@ -51,6 +51,10 @@ const std::vector<PassInfo>& all_passes() {
       {"fuse-prologue",
        "per-channel scale/shift (+ ReLU) before a tessel.Conv -> the conv's A prologue",
        fuse_prologue},
+      {"fold-quantize-scales",
+       "int8 epilogues: each quantize's 1/s moved into the multiplication before it (S, B, "
+       "a dequantization or residual scale)",
+       fold_quantize_scales},
       {"depth-to-space-dcr",
        "convs storing depth_to_space CRD permute their weights to store DCR (contiguous vectors)",
        depth_to_space_dcr},
@@ -91,7 +95,7 @@ std::vector<std::string> gpu_pipeline(const Options& options) {
   // Slices last: fuse has settled each contraction's epilogue and store, and dce has removed the
   // dead readers that would make a producer look shared.
   names.insert(names.end(),
-               {"fuse", "fuse-prologue", "depth-to-space-dcr", "dce", "nest-prefix-concats",
+               {"fuse", "fuse-prologue", "fold-quantize-scales", "depth-to-space-dcr", "dce", "nest-prefix-concats",
                 "split-wide-concats", "concat-into-slices"});
   return names;
 }
