@@ -7,7 +7,8 @@
 // candidates are the cost model's default first, then the schedule space
 // (kernels::enumerate_schedules) that the generator takes with the node's epilogue, ranked by
 // the estimate times a factor per schedule class learned from earlier tunes
-// (kernels::tuning_rank), at most --per-layer (the whole space without it); for a grouped
+// (kernels::tuning_rank), the best three of each kernel family first (kernels::family_spread_order),
+// at most --per-layer (the whole space without it); for a grouped
 // conv, the grouped kernels' schedules (kernels::grouped_schedules) in their own order
 // instead, or, for wide groups that no grouped kernel takes, the space's schedules of the
 // kernel that runs groups as a batch (kernels::runs_groups_as_batch).
@@ -128,6 +129,9 @@ struct Job {
 
 // Candidates per contraction and round (the first round's include the default).
 constexpr size_t kRound = 16;
+// Candidates of each kernel family ahead of the rank order: with at most five families
+// (tc, wgmma, tma, halo, simt), the first round holds each one's best three.
+constexpr int kPerFamily = 3;
 
 }  // namespace
 
@@ -241,10 +245,13 @@ Action add_tune(CLI::App& app) {
       }
       std::stable_sort(ranked.begin(), ranked.end(),
                        [](const Ranked& a, const Ranked& b) { return a.rank < b.rank; });
+      // The first round's rivals span the kernel families (kernels::family_spread_order).
+      std::vector<kernels::Schedule> by_rank;
+      for (const Ranked& r : ranked) by_rank.push_back(r.s);
       job.estimates = {grouped ? 0 : kernels::estimate(c, plan.schedule, target).microseconds};
-      for (const Ranked& r : ranked) {
-        job.candidates.push_back(r.s);
-        job.estimates.push_back(r.estimate);
+      for (size_t i : kernels::family_spread_order(by_rank, kPerFamily)) {
+        job.candidates.push_back(ranked[i].s);
+        job.estimates.push_back(ranked[i].estimate);
       }
       job.end = o->per_layer > 0 ? std::min<size_t>(o->per_layer, job.candidates.size())
                                  : job.candidates.size();

@@ -1,5 +1,6 @@
 #include "kernels/schedule.h"
 
+#include <map>
 #include <sstream>
 
 namespace tessel::kernels {
@@ -44,6 +45,20 @@ std::string Schedule::name() const {
   if (a_vec != 8 || b_vec != 8) os << "_v" << a_vec << "x" << b_vec;
   if (groups_per_tile > 0) os << "_g" << groups_per_tile;
   return os.str();
+}
+
+std::string Schedule::family() const {
+  const std::string n = name();
+  return n.substr(0, n.find('_'));
+}
+
+std::vector<size_t> family_spread_order(const std::vector<Schedule>& ranked, int per_family) {
+  std::map<std::string, int> taken;
+  std::vector<size_t> first, rest;
+  for (size_t i = 0; i < ranked.size(); ++i)
+    (taken[ranked[i].family()]++ < per_family ? first : rest).push_back(i);
+  first.insert(first.end(), rest.begin(), rest.end());
+  return first;
 }
 
 }  // namespace tessel::kernels

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace tessel::kernels {
 
@@ -71,7 +72,16 @@ struct Schedule {
   // "halo_8x16_n32_w64x16_c528_g4",
   // "tma_128x128x64_s4_r8_c132"
   std::string name() const;
+  // The kernel family: the name's first word ("tc", "wgmma", "tma", "halo", "simt").
+  std::string family() const;
   bool operator==(const Schedule&) const = default;
 };
+
+// An order of `ranked` (best-ranked first) that lets every kernel family compete early: the
+// first `per_family` schedules of each family, in rank order, then the rest in rank order.
+// `tessel tune` measures candidates in this order, so that a cost model fitted on logs in
+// which a family lost still has that family's best few measured in a short tune (the int8 TMA
+// kernel, once the int8 epilogues changed under it). Returns indices into `ranked`.
+std::vector<size_t> family_spread_order(const std::vector<Schedule>& ranked, int per_family);
 
 }  // namespace tessel::kernels

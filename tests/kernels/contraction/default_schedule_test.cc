@@ -75,6 +75,26 @@ TEST(Schedule, NameAndThreads) {
   EXPECT_EQ(wg.threads(), 256);
 }
 
+// tessel tune's candidate order: each family's best few lead, then the rank order.
+TEST(Schedule, FamilySpreadOrder) {
+  Schedule tc, tma, halo;
+  tma.instruction = Instruction::kWgmma;
+  tma.mainloop = Mainloop::kTma;
+  tma.block_k = 64;
+  tma.warp_m = tma.block_m;
+  tma.warp_n = tma.block_n;
+  halo.mainloop = Mainloop::kHalo;
+  halo.tile_w = 16;
+  EXPECT_EQ(tc.family(), "tc");
+  EXPECT_EQ(tma.family(), "tma");
+  EXPECT_EQ(halo.family(), "halo");
+  // Ranked: five mma.sync schedules ahead of two TMA ones and a halo one.
+  const std::vector<Schedule> ranked = {tc, tc, tc, tc, tc, tma, tma, halo};
+  EXPECT_EQ(family_spread_order(ranked, 2), (std::vector<size_t>{0, 1, 5, 6, 7, 2, 3, 4}));
+  EXPECT_EQ(family_spread_order(ranked, 0), (std::vector<size_t>{0, 1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_TRUE(family_spread_order({}, 3).empty());
+}
+
 TEST(ArchTable, ArchFactsPickTheNewestRowAtOrBelow) {
   EXPECT_EQ(arch_facts(kA100).cc, 80);
   EXPECT_EQ(arch_facts(testing::device_of(1, 0, 8, 7)).cc, 86);
