@@ -55,7 +55,7 @@ std::optional<std::string> check_tensor_map(const TensorMapSpec& s) {
   if (inner < 1 || inner * elem % 16 != 0 || (row > 0 && inner * elem > row))
     return fmt::format("tensor map inner box of {} elements ({} bytes; a multiple of 16{})", inner, inner * elem,
                        row > 0 ? fmt::format(", at most {} for the {}-byte swizzle", row, row) : "");
-  if (im2col && s.swizzle != Swizzle::k128B) return "an im2col map without the 128-byte swizzle";
+  if (im2col && s.swizzle == Swizzle::kNone) return "an im2col map without a swizzle";
   if (im2col) {
     if (s.pixels_per_column < 1 || s.pixels_per_column > 256)
       return fmt::format("im2col map of {} pixels per column (1 to 256)", s.pixels_per_column);

@@ -151,6 +151,21 @@ int block_k_scale(const Contraction& c) {
   return c.a_dtype == DType::kI8 && c.b_dtype == DType::kI8 ? 2 : 1;
 }
 
+// A TMA schedule in k-tiles of one 128-byte row, and, where a tap's channels would leave its
+// last 128-byte row at most half full (64 or 192 int8 channels, 32 f16 ones, a GEMM's K of 64
+// int8), the same in 64-byte rows (kernels::check_tma): they move and multiply half the zeros.
+std::vector<Schedule> tma_rows(const Contraction& c, const Schedule& full) {
+  std::vector<Schedule> out = {full};
+  const std::optional<TmaLayout> l = tma_layout(c, full);
+  const int64_t rest = l ? l->channels % full.block_k : 0;
+  if (rest > 0 && rest <= full.block_k / 2) {
+    Schedule half = full;
+    half.block_k /= 2;
+    out.push_back(half);
+  }
+  return out;
+}
+
 // A persistent kernel's CTAs: as many as are resident on the device at once.
 int persistent_ctas(const Contraction& c, const Schedule& s, const device::DeviceInfo& device) {
   const int regs = std::min(estimate_regs(c, s), 255);
@@ -250,7 +265,7 @@ std::optional<Schedule> parse_schedule(const std::string& name, const Contractio
   if (std::sscanf(name.c_str(), "tma_%dx%dx%d_s%d_r%d_c%d%n", &a, &b, &d, &e, &i, &g, &used) == 6 &&
       used == static_cast<int>(name.size())) {
     Schedule s = tma_schedule(a, b, e, i, g);
-    s.block_k = d;  // 128 for int8
+    s.block_k = d;  // 128 for int8; half of it in 64-byte rows
     return s;
   }
   char kind[8] = {};
@@ -322,11 +337,13 @@ std::vector<Schedule> enumerate_schedules(const Contraction& c, const device::De
     for (Tile tile : kWgmmaGroupTiles)
       for (int stages : kTmaStages)
         for (int raster : kRaster) {
-          Schedule s = tma_schedule(tile.m, tile.n, stages, raster, 0);
-          s.block_k *= block_k_scale(c);
-          if (!runs(c, s, device)) continue;
-          s.ctas = persistent_ctas(c, s, device);
-          space.push_back(s);
+          Schedule full = tma_schedule(tile.m, tile.n, stages, raster, 0);
+          full.block_k *= block_k_scale(c);
+          for (Schedule s : tma_rows(c, full)) {
+            if (!runs(c, s, device)) continue;
+            s.ctas = persistent_ctas(c, s, device);
+            space.push_back(s);
+          }
         }
   }
   if (space.empty()) return {simt_schedule(c)};
@@ -675,11 +692,13 @@ Schedule default_schedule(const Contraction& c, const device::DeviceInfo& device
   }
   if (!mma_sync_only && has_wgmma(device)) {
     for (const TmaKernel& k : kTmaKernels) {
-      Schedule s = tma_schedule(k.block_m, k.block_n, k.stages, kTmaDefaultRaster, 0);
-      s.block_k *= block_k_scale(c);  // one 128-byte row: 128 int8
-      if (!offered(s) || !runs(c, s, device)) continue;
-      s.ctas = persistent_ctas(c, s, device);
-      ranked.push_back({s, score(s, k.sm90_scale)});
+      Schedule full = tma_schedule(k.block_m, k.block_n, k.stages, kTmaDefaultRaster, 0);
+      full.block_k *= block_k_scale(c);  // one 128-byte row: 128 int8
+      for (Schedule s : tma_rows(c, full)) {
+        if (!offered(s) || !runs(c, s, device)) continue;
+        s.ctas = persistent_ctas(c, s, device);
+        ranked.push_back({s, score(s, k.sm90_scale)});
+      }
     }
   }
   if (ranked.empty()) {

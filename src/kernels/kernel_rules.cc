@@ -224,7 +224,7 @@ Reason tma_operands(const Contraction& c, const Schedule& s, TmaLayout* out) {
                                    : c.a_dtype == DType::kI8  ? TensorMapSpec::Type::kU8
                                                               : TensorMapSpec::Type::kF16;
   const int64_t elem = static_cast<int64_t>(dtype_size(c.a_dtype));
-  const uint32_t chunk = static_cast<uint32_t>(128 / elem);  // elements of a 128-byte k-tile row
+  const uint32_t chunk = static_cast<uint32_t>(s.block_k);  // elements of a k-tile row (check_tma)
   TmaLayout l;
   const size_t nd = c.maps.dims.size();
   TensorMapSpec& a = l.a;
@@ -232,6 +232,8 @@ Reason tma_operands(const Contraction& c, const Schedule& s, TmaLayout* out) {
   a.type = b.type = type;
   a.operand = 0;
   b.operand = 1;
+  // The swizzle of the rows (tessel_tma.cuh's descriptors): 128 or 64 bytes.
+  a.swizzle = b.swizzle = s.block_k * elem == 64 ? TensorMapSpec::Swizzle::k64B : TensorMapSpec::Swizzle::k128B;
   if (!c.a_gather) {
     // A plain matrix: rows m lda apart, k contiguous.
     const std::vector<int64_t> st = contraction::element_strides(c.maps.a, nd);
@@ -293,10 +295,12 @@ Reason tma_operands(const Contraction& c, const Schedule& s, TmaLayout* out) {
 
 Reason check_tma(const Contraction& c, const Schedule& s, TmaLayout* out) {
   if (s.instruction != Instruction::kWgmma) return "the TMA kernel issues wgmma";
-  const int chunk = c.a_dtype == DType::kI8 ? 128 : 64;  // one 128-byte row
-  if (s.block_k != chunk)
-    return fmt::format("block_k={}: the TMA kernel moves k-tiles of {} elements (128 bytes)", s.block_k,
-                       chunk);
+  // One swizzled row per k-tile: 128 bytes, or 64 (the 64-byte swizzle: channel counts of half
+  // a 128-byte row, as 64 int8 channels, zero-fill no half-empty rows).
+  const int64_t row = s.block_k * static_cast<int64_t>(dtype_size(c.a_dtype));
+  if (row != 128 && row != 64)
+    return fmt::format("block_k={}: the TMA kernel moves k-tiles of one 128- or 64-byte row ({} or {} "
+                       "elements)", s.block_k, 128 / dtype_size(c.a_dtype), 64 / dtype_size(c.a_dtype));
   if (s.stages < 2 || s.stages > 8) return fmt::format("{} stages (2 to 8 for the TMA kernel)", s.stages);
   if (s.split_k != 1) return "the TMA kernel does not split K";
   if (s.groups_per_tile != 0) return "the TMA kernel takes no packed groups";
@@ -448,7 +452,8 @@ size_t smem_bytes(const Contraction& c, const Schedule& s) {
     // TmaWgmmaKernel::kSmemBytes: the stages, the 8 consumer warps' (16, 64) fp32 slabs and
     // 16-bit staging tiles, the barriers (full and empty per stage, two turns), the
     // swizzle-atom alignment.
-    const size_t pipeline = size_t(s.stages) * (s.block_m + s.block_n) * 128;
+    const size_t row = size_t(s.block_k) * dtype_size(c.a_dtype);  // 128 or 64 bytes
+    const size_t pipeline = size_t(s.stages) * (s.block_m + s.block_n) * row;
     const size_t staging = size_t(8) * (16 * (64 + 8) * 4 + 16 * 64 * 2);  // slab + store staging
     return pipeline + staging + (2 * s.stages + 2) * 8 + 1024;
   }

@@ -132,7 +132,7 @@ struct TmaLayout {
   contraction::ConvWindow window;  // a_im2col: the convolution
   int64_t taps = 1, kernel_w = 1;  // B's taps (kernel_h * kernel_w) and the window's width
   int64_t channels = 0;            // K per tap
-  int64_t chunks = 0;              // k-tiles per tap: channels / 64, rounded up
+  int64_t chunks = 0;              // k-tiles per tap: channels / block_k, rounded up
   device::TensorMapSpec a, b;
 };
 

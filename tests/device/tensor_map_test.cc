@@ -54,8 +54,12 @@ TEST(TensorMap, OperandWordsAndIm2colSwizzle) {
   im2col.swizzle = Swizzle::k64B;
   EXPECT_EQ(check_tensor_map(im2col).value_or(""),
             "tensor map inner box of 64 elements (128 bytes; a multiple of 16, at most 64 for the 64-byte swizzle)");
+  // 64-byte rows (the TMA kernel's k-tiles of 32 f16 or 64 int8 channels); an unswizzled
+  // im2col box has no wgmma layout here.
   im2col.channels_per_pixel = 32;
-  EXPECT_EQ(check_tensor_map(im2col).value_or(""), "an im2col map without the 128-byte swizzle");
+  EXPECT_FALSE(check_tensor_map(im2col));
+  im2col.swizzle = Swizzle::kNone;
+  EXPECT_EQ(check_tensor_map(im2col).value_or(""), "an im2col map without a swizzle");
 }
 
 }  // namespace

@@ -337,6 +337,14 @@ std::vector<TestProblem> fixed_problems(bool hopper) {
     v.back().e.store.kind = StoreMap::Kind::kChannelSlice;
     v.back().e.store.channel_offset = 16;
     v.back().e.store.ld = 16 + 120 + 8;
+    // 64-byte rows (k-tiles of 32 channels, the 64-byte swizzle): a 3x3 of 32 channels by
+    // im2col, a GEMM whose K = 96 leaves its last row half full, with a residual.
+    kernels::Schedule half = kernels::tma_schedule(128, 64, 5, 8, 2);
+    half.block_k = 32;
+    add(conv_problem(conv_params(2, 15, 13, 32, 64, 3, 1, 1)), half, {step(K::kBias), step(K::kRelu)});
+    kernels::Schedule half_res = kernels::tma_schedule(64, 128, 4, 1, 1);
+    half_res.block_k = 32;
+    add(gemm_problem(150, 136, 96, "NT"), half_res, {step(K::kResidualAdd), step(K::kBias)});
   }
   return v;
 }

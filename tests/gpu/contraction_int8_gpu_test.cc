@@ -299,11 +299,12 @@ TestProblem make(TestProblem p, Recipe r, int bm, int bn, int bk, int wm, int wn
   return p;
 }
 
-// The TMA kernel (wgmma k32, int32 accumulators; sm_90a): 128-element k-tiles.
-TestProblem tma(TestProblem p, Recipe r, int bm, int bn, int stages, int ctas) {
+// The TMA kernel (wgmma k32, int32 accumulators; sm_90a): 128-element k-tiles, or 64-element
+// ones (`block_k` 64: one 64-byte row, the 64-byte swizzle).
+TestProblem tma(TestProblem p, Recipe r, int bm, int bn, int stages, int ctas, int block_k = 128) {
   apply(r, p);
   p.s = kernels::tma_schedule(bm, bn, stages, 8, ctas);
-  p.s.block_k = 128;
+  p.s.block_k = block_k;
   return p;
 }
 
@@ -326,6 +327,14 @@ std::vector<TestProblem> fixed_problems(bool hopper) {
     v.push_back(tma(i8conv(conv_params(3, 9, 9, 96, 72, 3, 1, 1)), Recipe::kResidualI8, 64, 128, 6, 1));
     v.push_back(tma(i8conv(conv_params(2, 20, 20, 64, 256, 1, 1, 0)), Recipe::kResidualRequant, 128, 64, 4, 2));
     v.push_back(tma(i8conv(conv_params(2, 11, 9, 64, 136, 3, 1, 1)), Recipe::kRequantRelu, 64, 64, 4, 1));
+    // 64-byte rows (64 channels per k-tile): ResNet's layer-1 shapes (1x1 64 -> 256 with the
+    // requantized int8 residual, 3x3 64 -> 64 by im2col), channels of one and a half rows
+    // (96: a full row and a half-empty one; 40: one partial row), 2 k32 steps per k-tile.
+    v.push_back(tma(i8conv(conv_params(2, 20, 20, 64, 256, 1, 1, 0)), Recipe::kResidualRequant, 128, 128, 4, 2, 64));
+    v.push_back(tma(i8conv(conv_params(2, 11, 9, 64, 64, 3, 1, 1)), Recipe::kRequantRelu, 128, 64, 6, 1, 64));
+    v.push_back(tma(i8conv(conv_params(2, 13, 11, 96, 72, 3, 2, 1)), Recipe::kExactF32, 64, 128, 5, 3, 64));
+    v.push_back(tma(i8gemm(130, 200, 64), Recipe::kDequantF16, 64, 256, 3, 2, 64));
+    v.push_back(tma(i8conv(conv_params(1, 9, 7, 40, 64, 3, 1, 1)), Recipe::kResidualI8, 64, 64, 8, 1, 64));
   }
   // 1x1 (a plain GEMM of the pixels), M and N partial tiles: 2*13*11 = 286 pixels, 96 channels.
   v.push_back(make(i8conv(conv_params(2, 13, 11, 64, 96, 1, 1, 0)), Recipe::kExactF32, 128, 64, 64,
@@ -500,6 +509,7 @@ TEST_F(ContractionInt8GpuTest, SanitizerSubsetMatchesCpuReference) {
   if (info_.arch() == "sm_90a") {
     ps.push_back(tma(i8conv(conv_params(2, 9, 7, 48, 40, 3, 1, 1)), Recipe::kResidualI8, 64, 64, 3, 2));
     ps.push_back(tma(i8gemm(70, 48, 512), Recipe::kExactF32, 64, 64, 2, 1));
+    ps.push_back(tma(i8conv(conv_params(1, 9, 7, 64, 40, 3, 1, 1)), Recipe::kResidualI8, 64, 64, 3, 2, 64));
   }
   run_all(ps, info_.arch(), rng);
 }

@@ -386,6 +386,36 @@ TEST(EnumerateSchedules, IsTheLegalSpace) {
   EXPECT_EQ(splits, (std::set<int>{1, 2, 3}));
 }
 
+// The TMA kernel in 64-byte rows is in the space where a tap's channels leave the last
+// 128-byte row at most half full (64 int8 channels: ResNet's layer 1), and only there.
+TEST(EnumerateSchedules, TmaHalfRowsWhereTheyHalveTheZeros) {
+  const contraction::OperandDTypes i8 = {DType::kI8, DType::kI8, DType::kF32};
+  auto half_rows = [](const Contraction& c) {
+    int n = 0;
+    for (const Schedule& s : enumerate_schedules(c, kH100)) {
+      if (s.mainloop != Mainloop::kTma) continue;
+      const int row = s.block_k * static_cast<int>(dtype_size(c.a_dtype));
+      EXPECT_TRUE(row == 128 || row == 64) << s.name();
+      EXPECT_FALSE(check_schedule(c, s)) << s.name();
+      n += row == 64;
+    }
+    return n;
+  };
+  Conv2dParams p;
+  p.n = 32;
+  p.h = p.w = 56;
+  p.kh = p.kw = 3;
+  p.pad_top = p.pad_left = p.pad_bottom = p.pad_right = 1;
+  p.ci = p.co = 64;
+  EXPECT_GT(half_rows(contraction_of(conv2d_nhwc_maps(p, i8))), 0) << "64 int8 channels: half a row";
+  p.ci = 192;
+  EXPECT_GT(half_rows(contraction_of(conv2d_nhwc_maps(p, i8))), 0) << "192: one and a half rows";
+  p.ci = 256;
+  EXPECT_EQ(half_rows(contraction_of(conv2d_nhwc_maps(p, i8))), 0) << "256: two full rows";
+  EXPECT_EQ(half_rows(conv(32, 56, 64, 64, 3, 1, 1)), 0) << "64 f16 channels: one full row";
+  EXPECT_GT(half_rows(conv(32, 56, 32, 64, 3, 1, 1)), 0) << "32 f16 channels: half a row";
+}
+
 TEST(DefaultSchedule, FallsBackToSimt) {
   // f32 operands: no Tensor Cores.
   Contraction f32 =

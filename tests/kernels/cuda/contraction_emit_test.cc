@@ -298,7 +298,11 @@ TEST(CanImplement, RejectsWhatTheTmaKernelCannotMapWithReasons) {
   EXPECT_FALSE(can_implement(conv.c, conv.e, kernels::tma_schedule(128, 64, 4, 8, 0)));
   kernels::Schedule k128 = kernels::tma_schedule(128, 64, 4, 8, 0);
   k128.block_k = 128;
-  expect_rejected(with(conv, k128), "block_k=128: the TMA kernel moves k-tiles of 64 elements (128 bytes)");
+  expect_rejected(with(conv, k128),
+                  "block_k=128: the TMA kernel moves k-tiles of one 128- or 64-byte row (64 or 32 elements)");
+  kernels::Schedule k32 = kernels::tma_schedule(128, 64, 4, 8, 0);
+  k32.block_k = 32;  // one 64-byte row
+  EXPECT_FALSE(can_implement(conv.c, conv.e, k32));
   kernels::Schedule split = kernels::tma_schedule(128, 64, 4, 8, 0);
   split.split_k = 2;
   expect_rejected(with(conv, split), "the TMA kernel does not split K");
@@ -329,6 +333,16 @@ TEST(TmaLayout, MapsTheOperandsOfGemmsAndConvolutions) {
   EXPECT_EQ(l1->a.strides[0], 96u * 2);
   EXPECT_EQ(l1->a.box[1], 128u);
   EXPECT_EQ(l1->chunks, 2);  // 96 channels: one full chunk, one half zero-filled
+  EXPECT_EQ(l1->a.swizzle, device::TensorMapSpec::Swizzle::k128B);
+  // In 64-byte rows (32 channels each, the 64-byte swizzle): three full chunks.
+  kernels::Schedule half = kernels::tma_schedule(128, 64, 4, 8, 0);
+  half.block_k = 32;
+  const auto l1h = kernels::tma_layout(pw.c, half);
+  ASSERT_TRUE(l1h);
+  EXPECT_EQ(l1h->chunks, 3);
+  EXPECT_EQ(l1h->a.box[0], 32u);
+  EXPECT_EQ(l1h->a.swizzle, device::TensorMapSpec::Swizzle::k64B);
+  EXPECT_EQ(l1h->b.swizzle, device::TensorMapSpec::Swizzle::k64B);
   EXPECT_EQ(l1->b.dims[2], 64u);
   // 3x3 stride 2 pad 1 over 13x11 (out 7x6): window origins -1, 1, ... along each dim.
   const TestProblem s2 = conv_problem(conv_params(3, 13, 11, 40, 72, 3, 2, 1));

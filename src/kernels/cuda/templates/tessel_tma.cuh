@@ -1,11 +1,13 @@
 // The Hopper-native contraction kernel (sm_90a): operand tiles moved by the tensor memory
-// accelerator (cp.async.bulk.tensor) into 128B-swizzled shared memory, a ring of kStages
+// accelerator (cp.async.bulk.tensor) into 128B- or 64B-swizzled shared memory, a ring of kStages
 // stages guarded by mbarriers, one producer warp and kConsumers warpgroups issuing wgmma.
 //
 //   C[m, n] = epilogue( sum_k A(m, k) * B(n, k) )
 //
-// Operands, both K-major in 128-byte k-tiles (64 f16/bf16 or 128 int8 elements: the int8
-// form runs wgmma k32 with int32 accumulators), each stage one box per operand:
+// Operands, both K-major in k-tiles of one 128-byte row (64 f16/bf16 or 128 int8 elements: the
+// int8 form runs wgmma k32 with int32 accumulators) or of one 64-byte row (the 64-byte swizzle:
+// 32 or 64 elements, for channel counts that would leave a 128-byte row's second half zeros, as
+// ResNet's 64-channel layers in int8), each stage one box per operand:
 //   A, kAIm2col = false: a plain (M, K) matrix (a GEMM, a 1x1 stride-1 conv), tensor map
 //       dims {K, M}; box {64, kBlockM} at (k0, m0).
 //   A, kAIm2col = true: an NHWC convolution's input, im2col tensor map over {C, W, H, N}:
@@ -15,7 +17,7 @@
 //       outside the input (padding, pixels past the last image) arrives as zeros.
 //   B: the weights [N, taps, C] as a 3-D tiled map {C, taps, N}; box {64, 1, kBlockN} at
 //       (c0, tap, n0). A GEMM is one tap with C = K.
-// K is walked tap by tap, kChunks 128-byte channel chunks per tap; channels past C are
+// K is walked tap by tap, kChunks channel chunks (one row each) per tap; channels past C are
 // zero-filled in both operands, so C needs no multiple of the chunk.
 //
 // Roles (persistent, "ping-pong"). The CTA walks output tiles blockIdx.x, + gridDim.x, ...;
@@ -138,18 +140,20 @@ struct TmaWgmmaKernel {
   static constexpr int kThreads = 128 * kConsumers + 32;  // + the producer warp
   static constexpr bool kInt8 = sizeof(Element) == 1;
   using Acc = typename AccumulatorOf<kInt8>::type;
-  static constexpr int kChunkElems = 128 / int(sizeof(Element));  // one 128-byte row per k-tile
-  static constexpr int kMI = kBM / 64, kKSteps = 4;                // k16 (f16) or k32 (int8) steps
+  // One swizzled row per k-tile (kernels::check_tma): 128 bytes, or 64 with the 64-byte swizzle.
+  static constexpr int kRowBytes = kBK * int(sizeof(Element));
+  static_assert(kRowBytes == 128 || kRowBytes == 64, "one 128- or 64-byte swizzled box row per k-tile");
+  static constexpr int kChunkElems = kBK;
+  static constexpr int kMI = kBM / 64, kKSteps = kRowBytes / 32;  // k16 (f16) or k32 (int8) steps
   static constexpr int kTilesM = (P::kM + kBM - 1) / kBM;
   static constexpr int kTilesN = (P::kN + kBN - 1) / kBN;
   static constexpr int kTiles = kTilesM * kTilesN;
   static constexpr int kKTiles = P::kTaps * P::kChunks;
-  static_assert(kBK == kChunkElems, "one 128-byte swizzled box row per k-tile");
   static_assert(P::kWarpM == kBM && P::kWarpN == kBN, "each consumer warpgroup computes whole tiles");
   static_assert(kBM % 64 == 0 && (kBN == 64 || kBN == 128 || kBN == 256), "wgmma m64nNk16 tiles");
   static_assert(P::kBatch == 1, "one GEMM per launch");
 
-  static constexpr int kABytes = kBM * 128, kBBytes = kBN * 128;  // one stage's boxes
+  static constexpr int kABytes = kBM * kRowBytes, kBBytes = kBN * kRowBytes;  // one stage's boxes
   static constexpr int kStageBytes = kABytes + kBBytes;
   static_assert(kABytes % 1024 == 0 && kBBytes % 1024 == 0, "1024-byte aligned swizzle atoms");
   static constexpr int kPipelineBytes = kStages * kStageBytes;
@@ -256,8 +260,9 @@ struct TmaWgmmaKernel {
   }
 
   __device__ __forceinline__ static u64 desc(u32 tile, int row0, int ks) {
-    // K-major 128B-swizzled rows of 128 bytes: 8-row atoms 1024 bytes apart, a k step = 32 B.
-    return wgmma_descriptor(tile + row0 * 128 + ks * 32, 16, 1024);
+    // K-major swizzled rows of kRowBytes: 8-row atoms 8 rows apart, a k step = 32 B.
+    return wgmma_descriptor(tile + row0 * kRowBytes + ks * 32, 16, 8 * kRowBytes,
+                            kRowBytes == 128 ? kWgmmaSwizzle128B : kWgmmaSwizzle64B);
   }
 
   __device__ __forceinline__ static void produce(const TensorMaps& maps, u32 smem, u32 full, u32 empty) {

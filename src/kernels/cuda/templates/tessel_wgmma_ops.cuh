@@ -9,15 +9,19 @@
 namespace tessel {
 
 // Shared-memory matrix descriptor (PTX ISA 9.7.15.5.1.2.2): start address, leading and stride
-// byte offsets (all >> 4, 14 bits each), swizzle mode in bits 62-63 (1 = 128-byte swizzle).
+// byte offsets (all >> 4, 14 bits each), swizzle mode in bits 62-63 (1 = 128-byte swizzle,
+// 2 = 64-byte).
 // With 128-byte swizzling, "K-major" operands are 8-row x 128 B atoms stacked every SBO bytes
 // along m/n (LBO unused); "MN-major" ones are 8-k-row x 128 B atoms stacked every SBO bytes
 // along k, with 64-element panels of m/n LBO bytes apart. The swizzle is applied to address
 // bits, so atoms must be 1024-byte aligned; a start address moved by 32/64/96 bytes inside an
-// atom row selects the next k16 slice of a K-major operand.
-__device__ __forceinline__ u64 wgmma_descriptor(u32 smem_byte_addr, u32 lbo_bytes, u32 sbo_bytes) {
+// atom row selects the next k16 slice of a K-major operand. With 64-byte swizzling the atoms
+// are 8 rows x 64 B (512-byte aligned), the same for rows half as long.
+constexpr u32 kWgmmaSwizzle128B = 1, kWgmmaSwizzle64B = 2;
+__device__ __forceinline__ u64 wgmma_descriptor(u32 smem_byte_addr, u32 lbo_bytes, u32 sbo_bytes,
+                                                u32 swizzle = kWgmmaSwizzle128B) {
   return u64((smem_byte_addr >> 4) & 0x3FFFu) | (u64((lbo_bytes >> 4) & 0x3FFFu) << 16) |
-         (u64((sbo_bytes >> 4) & 0x3FFFu) << 32) | (u64(1) << 62);
+         (u64((sbo_bytes >> 4) & 0x3FFFu) << 32) | (u64(swizzle) << 62);
 }
 
 // Orders this thread's prior register and shared-memory accesses before the warpgroup's
