@@ -176,14 +176,18 @@ std::string NodePlan::summary() const {
 namespace {
 
 // fold-qdq's reason for leaving a QDQ conv in float (its int8_refusal attribute), added to what
-// the plan says: "float, not int8", or "float math, int8 output" where fuse gave it the
-// QuantizeLinear after it (a depthwise conv's int8 store).
-NodePlan with_int8_refusal(const ir::Node& n, NodePlan p) {
+// the plan says: "float, not int8", or "float math" and which side is int8 where fold-qdq gave
+// it its int8 input (a depthwise conv) and fuse the QuantizeLinear after it (int8 stores).
+NodePlan with_int8_refusal(const ir::Graph& g, const ir::Node& n, NodePlan p) {
   const std::string refusal = n.get_string("int8_refusal", "");
   if (refusal.empty() || p.run == NodeRun::kUnsupported) return p;
+  const bool int8_in = g.type(n.inputs.at(0)).dtype == DType::kI8;
   const bool int8_out = ops::read_out_dtype(n) == DType::kI8;
-  p.why += (p.why.empty() ? "" : "; ") +
-           std::string(int8_out ? "float math, int8 output: " : "float, not int8: ") + refusal;
+  const char* sides = int8_in && int8_out ? "float math, int8 input and output: "
+                      : int8_in           ? "float math, int8 input: "
+                      : int8_out          ? "float math, int8 output: "
+                                          : "float, not int8: ";
+  p.why += (p.why.empty() ? "" : "; ") + std::string(sides) + refusal;
   return p;
 }
 
@@ -194,7 +198,7 @@ NodePlan plan_any_node(const ir::Graph& g, const ir::Node& n, const Options& opt
 
 NodePlan plan_node(const ir::Graph& g, const ir::Node& n, const Options& options,
                    const device::DeviceInfo& target) {
-  return with_int8_refusal(n, plan_any_node(g, n, options, target));
+  return with_int8_refusal(g, n, plan_any_node(g, n, options, target));
 }
 
 namespace {

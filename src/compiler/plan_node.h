@@ -32,7 +32,8 @@ struct NodePlan {
   // kUnsupported: why there is no GPU path (without the node's label). kNoKernel: why nothing
   // launches. kContraction on SIMT, and a grouped conv's kOpKernel: why not on Tensor Cores.
   // A QDQ conv that fold-qdq left in float: also "float, not int8: <its int8_refusal>", or
-  // "float math, int8 output: <...>" where it stores int8 (a depthwise conv's fused quantize).
+  // "float math, int8 input and output: <...>" where it reads and stores int8 (a depthwise
+  // conv's int8 input and fused quantize; "int8 input" or "int8 output" where one side is).
   std::string why;
 
   // kContraction: the matcher's result (its Contraction, remarks and notes), the epilogue with

@@ -101,7 +101,8 @@ const std::map<std::string, OpFacts>& table() {
     // A MatMul of two activations (attention) stays an ONNX MatMul: the op kernel's batched
     // product on CUDA cores.
     t["MatMul"] = {.kind = OpKind::kContraction, .gpu = GpuKernel::kMatMul, .flops = FlopRule::kGemm, .fp16 = true};
-    t["tessel.Conv"] = nhwc_op(OpKind::kContraction, GpuKernel::kContraction, FlopRule::kConv, {2, 5});
+    // Free: the fp32 bias B, an int8 input's dequantization scale S, the prologue's P.
+    t["tessel.Conv"] = nhwc_op(OpKind::kContraction, GpuKernel::kContraction, FlopRule::kConv, {2, 4, 5});
     t["tessel.Gemm"] = nhwc_op(OpKind::kContraction, GpuKernel::kContraction, FlopRule::kGemm, {2});
 
     // Windows.

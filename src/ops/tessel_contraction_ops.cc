@@ -3,7 +3,7 @@
 //
 //   tessel.Conv(X, W, B?, R?) -> Y
 //     W  OHWI [Co, KH, KW, Ci/group]   f32 / f16 / bf16 / f64: the node's dtype
-//     X  NHWC [N, H, W, Ci]            W's dtype
+//     X  NHWC [N, H, W, Ci]            W's dtype (i8 in the int8 forms below)
 //        or, with input_layout = "nchw", NCHW [N, Ci, H, W] in any float dtype, converted to
 //        W's dtype as it is read (the graph-edge Cast + Transpose folded into the conv)
 //     B  [Co], f32 or W's dtype        (fp32 biases of fp16 convs: added to the fp32 accumulator)
@@ -20,7 +20,13 @@
 //     (int32 on the GPU) and the value the steps start from is acc * S[co] + B[co]; Y is f32
 //     (the node's dtype) or, after a last 'quantize' step, out_dtype i8. R is f32 for
 //     'add_residual', or i8 for 'add_residual_scaled' (dequantized by the step's scale).
-//   tessel.Conv(X, W, B?, R?, S?) -> Y, S only for int8
+//   int8 input (fold-qdq's form of a QDQ depthwise conv: its kernel is memory-bound, so the
+//     bytes of X count and its multiply-adds do not): X i8 NHWC, W float OHWI [C, KH, KW, 1]
+//     with group = C (one input and one output channel per group, ops::is_depthwise), and S
+//     [C] f32, X's dequantization scale: the value the steps start from is
+//     conv(X, W)[c] * S[c] + B[c], X's integers read exactly (|x| <= 128 in any float dtype).
+//     W, and so the node's dtype, Y and R, stay float; no input_layout nchw, no prologue.
+//   tessel.Conv(X, W, B?, R?, S?) -> Y, S only for int8 (int8 X)
 //   prologue (fuse-prologue's fusion of a per-channel scale and shift, and a ReLU, before the
 //     conv): tessel.Conv(X, W, B?, R?, -, P) with P f32 [2, Ci]; the convolution reads
 //     act(X * P[0, c] + P[1, c]) rounded to W's dtype (float X in NHWC only), and pads with
@@ -54,26 +60,39 @@ constexpr int kPrologue = 5;
 // The dtype a contraction computes in and stores without out_dtype: W's, or f32 for int8.
 DType node_dtype(DType w) { return w == DType::kI8 ? DType::kF32 : w; }
 
-// Operands 0 and 1 both float (X in W's dtype unless `any_float_x`) and no S, or both i8 with
-// the dequantization scale S [channels] f32. out_dtype i8 only after a last 'quantize' step.
+// Operands 0 and 1 both float (X in W's dtype unless `any_float_x`) and no S; or X i8 with the
+// dequantization scale S [channels] f32, and W i8 (the int8 contraction) or, where
+// `int8_input_taken` (a depthwise tessel.Conv over NHWC X without a prologue), float. out_dtype
+// i8 only after a last 'quantize' step.
 void check_operands(const ir::InferContext& ctx, const char* x_name, bool any_float_x,
-                    int64_t channels) {
+                    bool int8_input_taken, int64_t channels) {
   const ir::Node& node = ctx.node();
-  if (ctx.dtype(1) == DType::kI8) {
+  const DType w = ctx.dtype(1);
+  if (w == DType::kI8) {
     TESSEL_USER_CHECK(ctx.dtype(0) == DType::kI8 && !any_float_x)
         << node.label() << ": W is i8, so " << x_name << " must be i8 too, it is "
         << dtype_name(ctx.dtype(0)) << (any_float_x ? " (and input_layout nchw takes float X only)" : "");
-    TESSEL_USER_CHECK(ctx.has_input(kScale) && ctx.dtype(kScale) == DType::kF32 &&
-                      ctx.shape(kScale) == Shape{channels})
-        << node.label() << ": an int8 contraction needs its dequantization scale S f32[" << channels
-        << "] as input 4" << (ctx.has_input(kScale) ? ", it is " + ctx.input(kScale).str() : "");
+  } else if (ctx.dtype(0) == DType::kI8) {
+    require_float_input(ctx, 1, "W");
+    TESSEL_USER_CHECK(int8_input_taken)
+        << node.label() << ": " << x_name << " is i8 and W " << dtype_name(w)
+        << ": only a depthwise tessel.Conv (group = channels, W [C, KH, KW, 1]) over an NHWC X "
+        << "without a prologue reads int8 with float weights";
   } else {
     require_float_input(ctx, 0, x_name);
     require_float_input(ctx, 1, "W");
     if (!any_float_x) require_same_dtype(ctx, 0, 1, x_name, "W");
     TESSEL_USER_CHECK(!ctx.has_input(kScale))
-        << node.label() << ": the dequantization scale S (input 4) belongs to int8 contractions, "
-        << "W is " << dtype_name(ctx.dtype(1));
+        << node.label() << ": the dequantization scale S (input 4) belongs to int8 contractions "
+        << "and int8 inputs, " << x_name << " is " << dtype_name(ctx.dtype(0)) << " and W "
+        << dtype_name(w);
+  }
+  if (ctx.dtype(0) == DType::kI8) {
+    TESSEL_USER_CHECK(ctx.has_input(kScale) && ctx.dtype(kScale) == DType::kF32 &&
+                      ctx.shape(kScale) == Shape{channels})
+        << node.label() << ": an int8 " << (w == DType::kI8 ? "contraction" : "input")
+        << " needs its dequantization scale S f32[" << channels << "] as input 4"
+        << (ctx.has_input(kScale) ? ", it is " + ctx.input(kScale).str() : "");
   }
   if (read_out_dtype(node) == DType::kI8) {
     const std::vector<EpilogueStep> steps = read_epilogue(node);
@@ -200,7 +219,9 @@ void infer_conv(ir::InferContext& ctx) {
   const ir::TensorType w{node_dtype(ctx.dtype(1)), permute_shape(ctx.shape(1), kNhwcToNchw)};
   const ir::TensorType y = infer_stand_in(node, conv_stand_in(node), {&x, &w}, ctx.opset())[0];
   const Shape pre_store = permute_shape(y.shape, kNchwToNhwc);
-  check_operands(ctx, "X", nchw_input, pre_store[3]);
+  const bool int8_input_taken =
+      !nchw_input && !read_prologue(node) && is_depthwise(ctx.shape(0), ctx.shape(1), group);
+  check_operands(ctx, "X", nchw_input, int8_input_taken, pre_store[3]);
   check_prologue(ctx, nchw_input, x_nchw[1]);
   check_bias(ctx, pre_store[3]);
   check_residual(ctx, read_epilogue(node), pre_store);
@@ -209,7 +230,8 @@ void infer_conv(ir::InferContext& ctx) {
 }
 
 void compute_conv(ir::KernelContext& ctx) {
-  // X as the convolution reads it: converted to W's dtype (as the folded Cast did), NCHW.
+  // X as the convolution reads it: converted to W's dtype (as the folded Cast did; an int8
+  // X's integers exactly), NCHW.
   const DType t = ctx.input(1).dtype();
   const Tensor& in = ctx.input(0);
   Tensor x = (in.dtype() == t ? in : in.cast(t)).cast(DType::kF64);  // int8: exact
@@ -251,7 +273,7 @@ void infer_gemm(ir::InferContext& ctx) {
   const ir::TensorType a{node_dtype(ctx.dtype(0)), ctx.shape(0)};
   const ir::TensorType w{node_dtype(ctx.dtype(1)), ctx.shape(1)};
   const ir::TensorType y = infer_stand_in(node, gemm_stand_in(node), {&a, &w}, ctx.opset())[0];
-  check_operands(ctx, "A", false, y.shape[1]);
+  check_operands(ctx, "A", false, false, y.shape[1]);
   check_bias(ctx, y.shape[1]);
   check_residual(ctx, read_epilogue(node), y.shape);
   ctx.set_output(0, read_out_dtype(node).value_or(node_dtype(ctx.dtype(1))), y.shape);

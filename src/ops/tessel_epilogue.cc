@@ -333,12 +333,15 @@ std::optional<DType> read_out_dtype(const ir::Node& node) {
   return t;
 }
 
+bool is_depthwise(const Shape& x_nhwc, const Shape& w_ohwi, int64_t group) {
+  return w_ohwi.size() == 4 && x_nhwc.size() == 4 && group > 1 && w_ohwi[3] == 1 &&
+         w_ohwi[0] == group && x_nhwc[3] == group;
+}
+
 bool is_depthwise_conv(const ir::Graph& g, const ir::Node& conv) {
   if (conv.op != "tessel.Conv" || conv.inputs.size() < 2) return false;
-  const Shape& w = g.type(conv.inputs[1]).shape;
-  const Shape& x = g.type(conv.inputs[0]).shape;
-  const int64_t group = conv.get_int("group", 1);
-  return w.size() == 4 && x.size() == 4 && group > 1 && w[3] == 1 && w[0] == group && x[3] == group;
+  return is_depthwise(g.type(conv.inputs[0]).shape, g.type(conv.inputs[1]).shape,
+                      conv.get_int("group", 1));
 }
 
 void write_out_dtype(ir::Node& node, std::optional<DType> dtype) {

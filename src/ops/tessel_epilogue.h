@@ -158,8 +158,11 @@ void write_out_dtype(ir::Node& node, std::optional<DType> dtype);
 bool read_nchw_input(const ir::Node& node);
 void write_nchw_input(ir::Node& node, bool nchw);
 
-// A tessel.Conv with one input and one output channel per group (OHWI W [group, kh, kw, 1]
-// over X of `group` channels): the depthwise kernel's convs (kernels/cuda/op_window.cc).
+// One input and one output channel per group: OHWI W [group, kh, kw, 1] over an NHWC X of
+// `group` channels, group > 1. is_depthwise_conv: a tessel.Conv of that shape, the depthwise
+// kernel's convs (kernels/cuda/op_window.cc), the only ones that read an int8 X with float
+// weights (tessel_contraction_ops.cc).
+bool is_depthwise(const Shape& x_nhwc, const Shape& w_ohwi, int64_t group);
 bool is_depthwise_conv(const ir::Graph& g, const ir::Node& conv);
 
 // 'prologue' of a tessel.Conv: a per-input-channel affine map of X, then an optional ReLU,

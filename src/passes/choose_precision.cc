@@ -11,7 +11,9 @@
 //    operands and, through the ties, the float neighbours around them stay fp32; so do
 //    fold-qdq's int8 contractions (run before). QuantizeLinear and DequantizeLinear take fp16
 //    on their float side (x; the output, with its scale converted), so that what a QDQ model
-//    leaves in float (the stem, depthwise convs, pools) runs in fp16 between them;
+//    leaves in float (the stem, depthwise convs, pools) runs in fp16 between them; a depthwise
+//    conv that fold-qdq gave its int8 input is an fp16 op like the others (X is no float
+//    operand, its scale S a free one);
 //  - nothing else: pools, Softmax and ReduceMean compute in fp32 internally (their reference
 //    kernels in double or float, the GPU ones in fp32) and only store fp16.
 // Free operands keep their dtype: biases, BN statistics and scales stay fp32 where the op

@@ -19,8 +19,19 @@
 // A max pool between a DequantizeLinear and a QuantizeLinear to the same scale runs on the
 // int8 values instead (fold_max_pool).
 //
+// A depthwise conv stays float (the int8 kernels take group 1 only) but reads the integers
+// (fold_depthwise_input): DequantizeLinear(Xq, sx) -> tessel.Conv(X, W, B), W the dequantized
+// weights, becomes tessel.Conv(Xq, W, B, -, S) with S[c] = sx, the int8-input form
+// (ops/tessel_contraction_ops.cc): conv(Xq, W) * S + B, the same sum up to fp32 rounding. Its
+// kernel is memory-bound, and its input is the largest tensor of a MobileNet block (the
+// expansion conv's, 6x the block's channels): read as int8 it moves half the bytes, and its
+// producer stores int8 (fuse ends that conv's chain at its QuantizeLinear). sx goes into S, not
+// into W: W keeps its own rounding (sx * W in fp16 would lose small weights to subnormals), and
+// acc * S + B is one fma where acc + B was one add.
+//
 // A conv it leaves keeps the dequantized (float) form, and says why in its `int8_refusal`
-// attribute, which `tessel explain` prints: a grouped conv, input channels that are not a
+// attribute, which `tessel explain` prints: a grouped conv (a depthwise one also why it reads
+// its input dequantized, where it does), input channels that are not a
 // multiple of 8 (the RGB stem, padded by convert-layout: a Pad of the dequantized input), a
 // uint8 or asymmetric tensor. Then every DequantizeLinear of a constant still in the graph
 // (the weights of those convs, int32 biases) is folded to its float value, so the float
@@ -30,6 +41,7 @@
 #include <optional>
 
 #include "core/error.h"
+#include "ops/tessel_epilogue.h"
 #include "passes/passes.h"
 #include "passes/rewrite_util.h"
 
@@ -51,13 +63,16 @@ class QdqFolder {
 
   ir::Graph run() {
     std::vector<char> requantizes(g_.nodes.size(), 0);
-    const std::vector<std::vector<int>> users = g_.users();  // of values no fold rewires
+    // The readers of each value before any fold: fold_max_pool reads those of values no fold
+    // rewires, fold_depthwise_input those of a DequantizeLinear's output (a conv it rewires
+    // still counts as a reader, so of two convs reading one DequantizeLinear neither reads Xq).
+    const std::vector<std::vector<int>> users = g_.users();
     for (size_t i = 0; i < g_.nodes.size(); ++i)
       if (g_.nodes[i].op == "tessel.MaxPool") fold_max_pool(i, users, requantizes);
     for (size_t i = 0; i < g_.nodes.size(); ++i) {
       if (g_.nodes[i].op != "tessel.Conv" && g_.nodes[i].op != "tessel.Gemm") continue;
       std::string why;
-      if (!fold(i, why) && !why.empty()) g_.nodes[i].attrs[kRefusalAttr] = why;
+      if (!fold(i, users, why) && !why.empty()) g_.nodes[i].attrs[kRefusalAttr] = why;
     }
     erase_nodes(g_, requantizes);
     // Folding the weights left behind needs no marker: fold-constants folds every
@@ -134,7 +149,7 @@ class QdqFolder {
     return std::nullopt;
   }
 
-  bool fold(size_t i, std::string& why) {
+  bool fold(size_t i, const std::vector<std::vector<int>>& users, std::string& why) {
     const ir::Node& n = g_.nodes[i];
     const ir::Node* dqx = producer(n.inputs[0], "DequantizeLinear");
     const ir::Node* dqw = n.inputs.size() > 1 ? producer(n.inputs[1], "DequantizeLinear") : nullptr;
@@ -163,6 +178,9 @@ class QdqFolder {
     }
     if (n.get_int("group", 1) != 1) {
       why = "grouped convolution: the int8 kernels take group 1 only";
+      if (std::string float_input;
+          ops::is_depthwise_conv(g_, n) && !fold_depthwise_input(i, *dqx, users, float_input))
+        why += "; its input stays float: " + float_input;
       return false;
     }
     // One output (a mask or attention head, a dense layer to one value): the contraction has
@@ -204,6 +222,35 @@ class QdqFolder {
     ir::Node& node = g_.nodes[i];  // add_constant does not move nodes, but take it afresh
     node.inputs = {dqx->inputs[0], dqw->inputs[0], *b, kNoValue, scale};
     node.attrs.erase(kRefusalAttr);
+    return true;
+  }
+
+  // Depthwise conv i reading DequantizeLinear `dqx` reads its integers instead (the form at
+  // the top of the file), or says why not: X not symmetric int8 per tensor, or `dqx` read by
+  // other nodes too (they would keep it, and Xq's producer would then store int8 for this conv
+  // and leave a DequantizeLinear kernel to write the float copy the others read: more bytes,
+  // not fewer). The conv's own weights are checked by fold, its kernels take any depthwise
+  // window and channel count (the tiled kernel's copies narrow to single bytes).
+  bool fold_depthwise_input(size_t i, const ir::Node& dqx,
+                            const std::vector<std::vector<int>>& users, std::string& why) {
+    const ValueId xd = g_.nodes[i].inputs[0], xq = dqx.inputs[0];
+    if (users[static_cast<size_t>(xd)].size() != 1 ||
+        std::count(g_.outputs.begin(), g_.outputs.end(), xd) > 0) {
+      why = "its DequantizeLinear has other readers";
+      return false;
+    }
+    const std::optional<const Tensor*> sx = int8_scale(dqx, 1, why, "the input");
+    if (!sx) return false;
+    const int64_t channels = g_.type(xd).shape.back();
+    Tensor s(DType::kF32, {channels});
+    for (int64_t c = 0; c < channels; ++c)
+      s.data<float>()[c] = static_cast<float>((*sx)->get_f64(0));
+    const ValueId scale =
+        g_.add_constant(names_.fresh(g_.value(xd).name + ".dequant_scale"), std::move(s));
+    ir::Node& node = g_.nodes[i];  // add_constant does not move nodes, but take it afresh
+    if (node.inputs.size() < 5) node.inputs.resize(5, kNoValue);
+    node.inputs[0] = xq;
+    node.inputs[4] = scale;
     return true;
   }
 

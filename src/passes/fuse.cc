@@ -502,9 +502,9 @@ class StemFolder {
 // (the residual's Reshape is a view, no copy). And a Mul by a per-output-channel constant
 // right after a contraction with constant weights and nothing fused yet folds into them:
 // (x W + b) * c = x (W c) + b c, W's output channel n scaled by c[n] (rounded once to W's
-// dtype, as fold-batch-norm does), so the layer scale costs nothing; an int8 contraction's
-// scale S takes it instead of its integer weights. A per-channel constant Add there joins the
-// bias.
+// dtype, as fold-batch-norm does), so the layer scale costs nothing; a dequantization scale S
+// (an int8 contraction's, or an int8 input's) takes it instead of the weights. A per-channel
+// constant Add there joins the bias.
 class Sinker {
  public:
   explicit Sinker(ir::Graph g) : g_(std::move(g)), names_(UniqueNames::of_nodes(g_)) {}
@@ -556,16 +556,16 @@ class Sinker {
     return c == v ? nullptr : channel_constant(c, g_.type(v).shape.back());
   }
 
-  // contraction -> Mul(., c[C]): c folded into the weights (an int8 contraction's
-  // dequantization scale S: its integer weights stay) and bias. contraction -> Add(., c[C]): c
+  // contraction -> Mul(., c[C]): c folded into the weights (or the dequantization scale S
+  // where there is one: acc * S + B, the weights stay) and bias. contraction -> Add(., c[C]): c
   // added to the bias (a batch norm's shift that fold-batch-norm could not fold).
   bool fold_scale(size_t i, size_t m) {
     ir::Node& p = g_.nodes[i];
     const ValueId v = p.outputs[0];
     const Tensor* c = scale_of(g_.nodes[m], v);
     const Tensor* shift = c ? nullptr : shift_of(g_.nodes[m], v);
-    const bool int8 = p.inputs.size() > 4 && p.inputs[4] != kNoValue;
-    const int w_input = int8 ? 4 : 1;
+    const bool dequantized = p.inputs.size() > 4 && p.inputs[4] != kNoValue;
+    const int w_input = dequantized ? 4 : 1;
     if ((!c && !shift) || !ops::read_epilogue(p).empty() || ops::read_out_dtype(p) ||
         p.inputs.size() < 2 || !g_.value(p.inputs[w_input]).is_constant())
       return false;
@@ -577,7 +577,7 @@ class Sinker {
     const int64_t channels = c->numel();
     // Weights: OHWI (conv) or [N, K] (Gemm, trans_b) with the channel outermost, or [K, N]; S.
     const Tensor& w = *g_.value(p.inputs[w_input]).data;
-    const bool channel_inner = !int8 && !conv && p.get_int("trans_b", 1) == 0;
+    const bool channel_inner = !dequantized && !conv && p.get_int("trans_b", 1) == 0;
     const int64_t per_channel = w.numel() / channels;
     if (w.numel() % channels != 0) return false;
     Tensor scaled(w.dtype(), w.shape());

@@ -208,9 +208,10 @@ TEST(PlanNodeQdq, RefusalsSayWhy) {
 }
 
 // A QDQ depthwise conv (MobileNet's form: Q/DQ around it, ReLU6 as Clip between a DQ and a Q)
-// stays float (fold-qdq takes group 1 only) but stores int8: fuse gives it the chain after it,
-// it runs the depthwise kernel, and explain says so.
-TEST(PlanNodeQdq, DepthwiseConvComputesFloatAndStoresInt8) {
+// stays float (fold-qdq takes group 1 only) but reads and stores int8: fold-qdq gives it the
+// integers of its input (and the pointwise conv before it stores them), fuse the chain after
+// it; it runs the depthwise kernel, and explain says so.
+TEST(PlanNodeQdq, DepthwiseConvComputesFloatAndReadsAndStoresInt8) {
   ir::Graph g = ir::parse_graph(R"(graph @g opset 17 {
   input %x : f32[2,16,8,8]
   const %sx : f32[] = [0.05]
@@ -245,12 +246,15 @@ TEST(PlanNodeQdq, DepthwiseConvComputesFloatAndStoresInt8) {
   int convs = 0;
   for (const ir::Node& n : c.graph.nodes) {
     EXPECT_NE(n.op, "Clip") << "the Clip joined the conv's epilogue";
-    if (n.op != "tessel.Conv" || n.get_int("group", 1) == 1) continue;
+    if (n.op != "tessel.Conv") continue;
+    EXPECT_EQ(c.graph.type(n.outputs[0]).dtype, DType::kI8) << n.label();
+    if (n.get_int("group", 1) == 1) continue;
     ++convs;
-    EXPECT_EQ(c.graph.type(n.outputs[0]).dtype, DType::kI8);
+    EXPECT_EQ(c.graph.type(n.inputs[0]).dtype, DType::kI8);
     const NodePlan plan = plan_node(c.graph, n, options, h100());
     EXPECT_EQ(plan.run, NodeRun::kOpKernel) << plan.why;
-    EXPECT_NE(plan.why.find("float math, int8 output: grouped convolution"), std::string::npos)
+    EXPECT_NE(plan.why.find("float math, int8 input and output: grouped convolution"),
+              std::string::npos)
         << plan.why;
   }
   EXPECT_EQ(convs, 1);

@@ -25,8 +25,10 @@ namespace rt = device;
 struct Input {
   ir::TensorType type;
   Tensor constant;  // defined: a constant input (uploaded like any other, per the ABI)
+  bool absent = false;  // an omitted operand (kNoValue), given a placeholder buffer
 };
 Input act(DType t, Shape s) { return {{t, std::move(s)}, {}}; }
+Input none() { return {{}, {}, true}; }
 Input ints(std::vector<int64_t> v) {
   const int64_t n = static_cast<int64_t>(v.size());
   return {{DType::kI64, {n}}, Tensor::from_vector<int64_t>({n}, v)};
@@ -67,7 +69,10 @@ void check_op(const std::string& op, const std::vector<Input>& inputs, ir::Attri
   std::vector<Tensor> all, graph_inputs;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const std::string name = "in" + std::to_string(i);
-    if (inputs[i].constant.defined()) {
+    if (inputs[i].absent) {
+      ins.push_back(ir::kNoValue);
+      all.push_back(Tensor(DType::kF32, {1}));
+    } else if (inputs[i].constant.defined()) {
       ins.push_back(g.add_constant(name, inputs[i].constant));
       all.push_back(inputs[i].constant);
     } else {
@@ -388,16 +393,26 @@ TEST(OpKernelsGpu, DepthwiseAndGroupedConv) {
 // A depthwise tessel.Conv (the tiled kernel, templates/tessel_depthwise.cuh): x [n, h, w, c],
 // weights [c, k, k, 1], an f32 bias, "same" padding, the epilogue `steps` (clip as ReLU6,
 // leaky_relu with alpha 0.1) and, with add_residual, a residual shaped like the output.
-// `tiling`: run this tiling (a name, op_kernels.h) instead of the chooser's.
+// `tiling`: run this tiling (a name, op_kernels.h) instead of the chooser's. `int8_input`: x
+// int8 (every code) with its dequantization scale S (fold-qdq's int8-input form; t is W's dtype),
+// 1/64 to 3/64 so that a quantize step's outputs spread over the int8 range.
 void check_depthwise(DType t, Shape x, int64_t k, int64_t stride, int64_t dilation = 1,
-                     const std::vector<std::string>& steps = {}, const std::string& tiling = "") {
-  SCOPED_TRACE(::testing::Message()
-               << dtype_name(t) << shape_str(x) << " k" << k << " s" << stride << " d" << dilation
-               << " " << steps.size() << " epilogue steps " << tiling);
+                     const std::vector<std::string>& steps = {}, const std::string& tiling = "",
+                     bool int8_input = false) {
+  SCOPED_TRACE(::testing::Message() << (int8_input ? "i8 * " : "") << dtype_name(t) << shape_str(x)
+                                    << " k" << k << " s" << stride << " d" << dilation << " "
+                                    << steps.size() << " epilogue steps " << tiling);
   const int64_t c = x[3], pad = dilation * (k - 1) / 2, span = dilation * (k - 1) + 1;
   const Shape y{x[0], (x[1] + 2 * pad - span) / stride + 1, (x[2] + 2 * pad - span) / stride + 1, c};
-  std::vector<Input> inputs = {act(t, x), act(t, {c, k, k, 1}), act(DType::kF32, {c})};
+  std::vector<Input> inputs = {act(int8_input ? DType::kI8 : t, x), act(t, {c, k, k, 1}),
+                               act(DType::kF32, {c})};
   if (std::find(steps.begin(), steps.end(), "add_residual") != steps.end()) inputs.push_back(act(t, y));
+  if (int8_input) {
+    inputs.resize(4, none());  // R, where no step adds it
+    std::vector<double> scale(static_cast<size_t>(c));
+    for (int64_t i = 0; i < c; ++i) scale[static_cast<size_t>(i)] = (1 + i % 3) / 64.0;
+    inputs.push_back({{DType::kF32, {c}}, Tensor::from_doubles(DType::kF32, {c}, scale)});
+  }
   ir::Attributes attrs{{"group", c},
                        {"strides", Ints{stride, stride}},
                        {"pads", Ints{pad, pad, pad, pad}},
@@ -473,6 +488,51 @@ TEST(DepthwiseConvGpu, Int8OutputAfterQuantize) {
             {"epilogue_beta", std::vector<double>{0.0, 0.0}}, {"out_dtype", std::string("i8")}});
 }
 
+// A QDQ model's depthwise conv reading its int8 input (fold-qdq's int8-input form: every int8
+// code, scaled by S in the fma with the bias), with f16 weights unless said: MobileNet-v2's
+// layers (the folded QuantizeLinear -> Clip chain after them, or the unfolded one), stride 2,
+// EfficientNet's 5x5, ConvNeXt's 7x7, dilation, odd images and partial tiles; every copy width
+// (16, 8, 4, 2 and 1 bytes: 96, 24, 20, 2 and 3 channels, 1000 with a partial last slab); f16
+// out, a residual, f32 and bf16 weights; each fragment width by name; and a window too large
+// to stage, which the direct grouped kernel reads as int8.
+TEST(DepthwiseConvGpu, Int8InputKernelSizesStridesAndEdges) {
+  auto int8_dw = [](DType w, Shape x, int64_t k, int64_t stride, int64_t dilation,
+                    const std::vector<std::string>& steps, const std::string& tiling = "") {
+    check_depthwise(w, std::move(x), k, stride, dilation, steps, tiling, true);
+  };
+  const std::vector<std::string> folded = {"quantize", "clip"};  // clip(0, 6): on the integers
+  const std::vector<std::string> qdq = {"quantize", "mul", "clip", "quantize"};
+  int8_dw(DType::kF16, {1, 112, 112, 32}, 3, 1, 1, folded);
+  int8_dw(DType::kF16, {32, 56, 56, 144}, 3, 2, 1, folded);
+  int8_dw(DType::kF16, {2, 57, 55, 96}, 3, 2, 1, qdq);
+  int8_dw(DType::kF16, {2, 17, 19, 96}, 3, 1, 1, {});
+  int8_dw(DType::kF16, {1, 30, 30, 240}, 5, 2, 1, {"silu", "quantize"});
+  int8_dw(DType::kF16, {2, 15, 13, 384}, 7, 1, 1, {"quantize"});
+  int8_dw(DType::kF16, {1, 29, 31, 48}, 3, 1, 2, folded);
+  int8_dw(DType::kF16, {2, 21, 21, 40}, 3, 2, 2, {});
+}
+
+TEST(DepthwiseConvGpu, Int8InputChannelTailsDtypesAndTilings) {
+  auto int8_dw = [](DType w, Shape x, int64_t k, int64_t stride,
+                    const std::vector<std::string>& steps, const std::string& tiling = "") {
+    check_depthwise(w, std::move(x), k, stride, 1, steps, tiling, true);
+  };
+  int8_dw(DType::kF16, {1, 13, 11, 24}, 3, 1, {"quantize"});         // 8-byte copies
+  int8_dw(DType::kF16, {1, 15, 16, 20}, 3, 2, {"quantize"});         // 4-byte copies
+  int8_dw(DType::kF16, {1, 9, 9, 2}, 3, 1, {});                      // 2-byte copies
+  int8_dw(DType::kF16, {2, 17, 19, 3}, 3, 1, {"relu", "quantize"});  // single bytes
+  int8_dw(DType::kF16, {1, 9, 9, 1000}, 3, 1, {"quantize"});         // a partial last slab
+  int8_dw(DType::kF16, {2, 19, 23, 96}, 3, 1, {"add_residual", "relu"});
+  int8_dw(DType::kF32, {2, 20, 20, 24}, 5, 1, {"relu"});
+  int8_dw(DType::kBF16, {1, 20, 20, 144}, 3, 2, {"clip"});
+  for (int vec : {8, 4, 2, 1})
+    int8_dw(DType::kF16, {2, 28, 28, 192}, 3, 1, {"quantize", "clip", "mul", "clip", "quantize"},
+            fmt::format("dw_v{}x{}_r2x2_c2x4_s2_wr", vec, 64 / vec));
+  int8_dw(DType::kF16, {2, 30, 31, 64}, 3, 1, {}, "dw_v4x8_r2x2_c2x4_s2_wr");
+  int8_dw(DType::kF16, {4, 56, 56, 96}, 7, 1, {"add_residual"}, "dw_v2x16_r4x2_c4x4_s2_wr");
+  int8_dw(DType::kF16, {1, 20, 20, 32}, 13, 1, {"quantize"});  // the direct grouped kernel
+}
+
 // Many more tiles than the grid's CTAs (each CTA strides over several), and a depthwise conv
 // whose depth_to_space store scatters single elements.
 TEST(DepthwiseConvGpu, LargeImageAndDepthToSpaceStore) {
@@ -516,6 +576,8 @@ TEST(DepthwiseConvGpu, TilingFamilies) {
 // picks and named tilings of each kind (two stages over many tiles per CTA among them).
 TEST(DepthwiseConvGpuSanitize, PartialTilesAndSlabs) {
   check_depthwise(DType::kF16, {2, 13, 11, 200}, 3, 2, 1, {"add_residual", "clip"});
+  check_depthwise(DType::kF16, {2, 13, 11, 200}, 3, 2, 1, {"quantize"}, "", true);  // int8 in
+  check_depthwise(DType::kF16, {1, 9, 10, 3}, 5, 1, 1, {}, "", true);
   check_depthwise(DType::kF16, {1, 9, 10, 40}, 7, 1);
   check_depthwise(DType::kF32, {1, 10, 9, 12}, 5, 1, 2, {"silu"});
   check_depthwise(DType::kF16, {2, 30, 31, 64}, 3, 1, 1, {}, "dw_v4x8_r2x2_c2x4_s2_wr");

@@ -51,7 +51,8 @@ TEST(OpFacts, SpotChecks) {
   EXPECT_EQ(registry().facts("tessel.Conv").gpu, ir::GpuKernel::kContraction);
   EXPECT_EQ(registry().facts("Reshape").view, true);
   EXPECT_EQ(registry().facts("Transpose").view, false);
-  EXPECT_EQ(registry().facts("tessel.Conv").fp16_free_inputs, (std::vector<int>{2, 5}));  // bias, prologue
+  // bias, an int8 input's dequantization scale, prologue
+  EXPECT_EQ(registry().facts("tessel.Conv").fp16_free_inputs, (std::vector<int>{2, 4, 5}));
   EXPECT_EQ(registry().facts("Conv").flops, ir::FlopRule::kConv);
   // ConvTranspose becomes the tessel.Conv of its phases and counts the ONNX op's own work.
   EXPECT_EQ(std::string(registry().facts("ConvTranspose").tessel_form), "tessel.Conv");

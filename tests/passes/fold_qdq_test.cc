@@ -135,6 +135,95 @@ TEST(FoldQdq, PaddedStemStaysFloatAndSaysWhy) {
   testing::expect_same_numerics(ir::parse_graph(before), g);
 }
 
+// A post-layout QDQ depthwise conv: 8 channels, a 3x3 window at stride 2 over a 5x5 image,
+// W quantized per channel. `x_dq` is X's DequantizeLinear line after its "%xd = ", with its
+// scale and zero point (`x_params`: their declarations); `extra_output` another graph output;
+// `group` 4: a grouped conv of 2 channels per group instead.
+std::string qdq_depthwise(const std::string& x_params, const std::string& x_dq,
+                          const std::string& qtype = "i8", const std::string& extra_output = "",
+                          int group = 8) {
+  const int per_group = 8 / group;
+  const std::string w_shape = "8,3,3," + std::to_string(per_group);
+  return R"(graph @g opset 17 {
+  input %x : f32[1,5,5,8]
+)" + x_params + R"(
+  const %wq : i8[)" + w_shape + "] = [" + small_ints(72 * per_group) + R"(]
+  const %sw : f32[8] = [0.5, 0.25, 0.5, 0.25, 0.5, 0.25, 0.5, 0.25]
+  const %zw : i8[8] = [0, 0, 0, 0, 0, 0, 0, 0]
+  const %b : f32[8] = [0.5, -0.25, 1.0, -1.0, 0.0, 2.0, -2.0, 0.25]
+  %xq = QuantizeLinear(%x, %sq, %zq) : )" + qtype + R"([1,5,5,8] @"qx"
+  %xd = )" + x_dq + R"( : f32[1,5,5,8] @"dqx"
+  %wd = DequantizeLinear(%wq, %sw, %zw) {axis = 0} : f32[)" + w_shape + R"(] @"dqw"
+  %y = tessel.Conv(%xd, %wd, %b) {group = )" + std::to_string(group) +
+         R"(, pads = [1, 1, 1, 1], strides = [2, 2]} : f32[1,3,3,8] @"dw"
+  output %y
+)" + extra_output + "}";
+}
+
+// X's quantization, symmetric int8 per tensor: the QuantizeLinear's and DequantizeLinear's.
+const char kInt8X[] = "  const %sq : f32[] = [0.0625]\n  const %zq : i8[] = [0]";
+const char kInt8Dq[] = "DequantizeLinear(%xq, %sq, %zq)";
+
+// small_ints(72) over OHWI [8, 3, 3, 1], channel c scaled by sw[c] = 0.5 or 0.25: the folded
+// weights of qdq_depthwise.
+std::string depthwise_weights() {
+  std::string s;
+  for (int i = 0; i < 72; ++i)
+    s += (i > 0 ? ", " : "") + std::to_string(((i * 5) % 16 - 8) * (i / 9 % 2 == 0 ? 0.5 : 0.25));
+  return s;
+}
+
+// A depthwise conv stays float (the int8 kernels take group 1 only) but reads Xq itself, X's
+// scale its S: the form of ops/tessel_contraction_ops.cc, whose reference gives the same values.
+TEST(FoldQdq, DepthwiseConvReadsTheIntegersWithTheirScale) {
+  testing::expect_pass_result("fold-qdq", qdq_depthwise(kInt8X, kInt8Dq), R"(graph @g opset 17 {
+  input %x : f32[1,5,5,8]
+  const %sq : f32[] = [0.0625]
+  const %zq : i8[] = [0]
+  const %w : f32[8,3,3,1] = [)" + depthwise_weights() + R"(]
+  const %b : f32[8] = [0.5, -0.25, 1.0, -1.0, 0.0, 2.0, -2.0, 0.25]
+  const %s : f32[8] = [0.0625, 0.0625, 0.0625, 0.0625, 0.0625, 0.0625, 0.0625, 0.0625]
+  %xq = QuantizeLinear(%x, %sq, %zq) : i8[1,5,5,8] @"qx"
+  %y = tessel.Conv(%xq, %w, %b, _, %s) {group = 8, int8_refusal = "grouped convolution: the int8 kernels take group 1 only", pads = [1, 1, 1, 1], strides = [2, 2]} : f32[1,3,3,8] @"dw"
+  output %y
+})");
+}
+
+// Depthwise convs that keep reading the dequantized X, each saying why; a grouped conv of
+// several channels per group is no depthwise conv. The same values.
+TEST(FoldQdq, DepthwiseConvsThatKeepAFloatInputSayWhy) {
+  const std::string grouped = "grouped convolution: the int8 kernels take group 1 only";
+  const std::string stays = grouped + "; its input stays float: ";
+  struct Case {
+    std::string before, why;
+  };
+  const Case cases[] = {
+      {qdq_depthwise(
+           "  const %sq : f32[] = [0.0625]\n  const %zq : i8[] = [0]\n"
+           "  const %sc : f32[8] = [0.0625, 0.125, 0.0625, 0.125, 0.0625, 0.125, 0.0625, 0.125]\n"
+           "  const %zc : i8[8] = [0, 0, 0, 0, 0, 0, 0, 0]",
+           "DequantizeLinear(%xq, %sc, %zc) {axis = 3}"),
+       stays + "the input's scale has 8 values, neither one nor one per output channel"},
+      {qdq_depthwise("  const %sq : f32[] = [0.0625]\n  const %zq : i8[] = [3]", kInt8Dq),
+       stays + "the input has a non-zero zero point (asymmetric)"},
+      {qdq_depthwise("  const %sq : f32[] = [0.0625]\n  const %zq : u8[] = [0]", kInt8Dq, "u8"),
+       stays + "the input is u8, not int8"},
+      {qdq_depthwise(kInt8X, kInt8Dq, "i8", "  output %xd\n"),
+       stays + "its DequantizeLinear has other readers"},
+      {qdq_depthwise(kInt8X, kInt8Dq, "i8", "", 4), grouped},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.why);
+    ir::Graph g = passes::run_passes(ir::parse_graph(c.before), {"fold-qdq"}, {});
+    const ir::Node& conv = g.nodes.back();
+    ASSERT_EQ(conv.op, "tessel.Conv");
+    EXPECT_EQ(conv.get_string("int8_refusal", ""), c.why);
+    EXPECT_EQ(g.type(conv.inputs[0]).dtype, DType::kF32);
+    EXPECT_EQ(conv.inputs.size(), 3u) << "no S";
+    testing::expect_same_numerics(ir::parse_graph(c.before), g);
+  }
+}
+
 // DequantizeLinear -> max pool -> QuantizeLinear to the same scale: the pool runs on the int8
 // values and writes the QuantizeLinear's output (same numbers on the CPU executor). Another
 // scale, a second reader of the pool, or a uint8 tensor keep the float pool.

@@ -166,5 +166,52 @@ TEST(FuseInt8, GroupedConvsTakeTheQuantizeChainAndStoreInt8) {
 })");
 }
 
+// A depthwise conv reading its int8 input (fold-qdq's int8-input form): the int8 conv that
+// writes that input stores it, its chain ending at the quantize (nothing dequantizes the
+// integers any more), and the depthwise conv takes its own QuantizeLinear.
+TEST(FuseInt8, ProducerOfADepthwiseConvsInt8InputStoresIt) {
+  std::string weights;
+  for (int i = 0; i < 72; ++i) weights += (i ? ", " : "") + std::to_string((i * 7 % 13 - 6) * 0.125);
+  const std::string head = kHead + R"(  const %wd : f32[8,3,3,1] = [)" + weights + R"(]
+  const %sd : f32[8] = [0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5]
+  const %s2 : f32[] = [0.25]
+)";
+  testing::expect_pass_result("fuse", head + R"(  %y = tessel.Conv(%xq, %wq, %b, _, %s) {pads = [1, 1, 1, 1]} : f32[1,3,3,8] @"conv"
+  %yq = QuantizeLinear(%y, %sy, %z) : i8[1,3,3,8] @"qy"
+  %d = tessel.Conv(%yq, %wd, %b, _, %sd) {group = 8, pads = [1, 1, 1, 1]} : f32[1,3,3,8] @"dw"
+  %dq = QuantizeLinear(%d, %s2, %z) : i8[1,3,3,8] @"qd"
+  output %dq
+})",
+                              head + R"(  %yq = tessel.Conv(%xq, %wq, %b, _, %s) {epilogue = ["quantize"], epilogue_alpha = [0.5], epilogue_beta = [0.0], out_dtype = "i8", pads = [1, 1, 1, 1]} : i8[1,3,3,8] @"conv"
+  %dq = tessel.Conv(%yq, %wd, %b, _, %sd) {epilogue = ["quantize"], epilogue_alpha = [0.25], epilogue_beta = [0.0], group = 8, out_dtype = "i8", pads = [1, 1, 1, 1]} : i8[1,3,3,8] @"dw"
+  output %dq
+})");
+}
+
+// A per-channel Mul after it folds into its dequantization scale S and its bias, as into an
+// int8 contraction's: acc * (S c) + B c. Its float weights stay.
+TEST(FuseInt8, ChannelScaleAfterAnInt8InputFoldsIntoItsScale) {
+  const std::string head = R"(graph @g opset 17 {
+  input %x : f32[1,3,3,2]
+  const %sx : f32[] = [0.0625]
+  const %z : i8[] = [0]
+  const %w : f32[2,3,3,1] = [0.5, -1.0, 0.25, 1.0, 0.5, -0.5, 2.0, 0.125, -0.25, 1.0, 0.5, 0.25, -1.0, 0.75, 0.5, -0.5, 1.5, 0.25]
+)";
+  const std::string quantize = R"(  %xq = QuantizeLinear(%x, %sx, %z) : i8[1,3,3,2] @"qx"
+)";
+  testing::expect_pass_result("fuse", head + R"(  const %b : f32[2] = [0.5, -0.25]
+  const %s : f32[2] = [0.0625, 0.0625]
+  const %c : f32[2] = [2.0, 0.5]
+)" + quantize + R"(  %d = tessel.Conv(%xq, %w, %b, _, %s) {group = 2, pads = [1, 1, 1, 1]} : f32[1,3,3,2] @"dw"
+  %m = Mul(%d, %c) : f32[1,3,3,2] @"scale"
+  output %m
+})",
+                              head + R"(  const %b : f32[2] = [1.0, -0.125]
+  const %s : f32[2] = [0.125, 0.03125]
+)" + quantize + R"(  %m = tessel.Conv(%xq, %w, %b, _, %s) {group = 2, pads = [1, 1, 1, 1]} : f32[1,3,3,2] @"dw"
+  output %m
+})");
+}
+
 }  // namespace
 }  // namespace tessel

@@ -16,8 +16,8 @@ convs, ReLU6 clips, residual adds, global pool + dense, subpixel stores, a 3-cha
 
 Then int8: sr_net and mobilenet_v2 quantized by `tessel quantize` (one random calibration
 input). The form, through the fp16 pipeline, for both: every group-1 conv over a multiple of 8
-input channels an int8 tessel.Conv (else it says why in int8_refusal), no QuantizeLinear or
-DequantizeLinear of a constant left. The numbers, for sr_net through the fp32 pipeline (in the
+input channels an int8 tessel.Conv (else it says why in int8_refusal), every depthwise conv
+reading its int8 input, no QuantizeLinear or DequantizeLinear of a constant left. The numbers, for sr_net through the fp32 pipeline (in the
 fp16 one the float stem's fp16 rounding moves its quantized outputs, which is fp16's error,
 not int8's): its outputs against the QDQ model's own on the CPU. The int8 convolutions compute the same sums, but an fp32 rounding
 difference moves a value that sits on a rounding boundary of the next QuantizeLinear one int8
@@ -69,16 +69,24 @@ def check_form(tir):
 
 
 def check_int8_form(tir):
-    """Problems with the int8 form of a rewritten QDQ model, as messages."""
+    """Problems with the int8 form of a rewritten QDQ model, as messages, and the number of int8
+    convs and of depthwise convs (each must read its int8 input: fold-qdq's int8-input form)."""
     problems = []
-    types = dict(re.findall(r"(%[\w.]+) : ([a-z0-9]+)\[", tir))
+    types = dict(re.findall(r"(%[\w.]+) : ([a-z0-9]+)\[", tir))  # inputs and constants
+    types.update(re.findall(r"(?m)^ *(%[\w.]+) = .* : ([a-z0-9]+)\[[0-9,]*\] @", tir))  # nodes'
+    shapes = dict(re.findall(r"(%[\w.]+) : [a-z0-9]+\[([0-9,]*)\]", tir))
     convs = re.findall(r"(%[\w.]+) = tessel\.Conv\((%[\w.]+), (%[\w.]+)[^)]*\)(.*)", tir)
-    int8 = 0
+    int8 = depthwise = 0
     for out, x, w, rest in convs:
         if types.get(w) == "i8":
             int8 += 1
         elif "group =" not in rest and "int8_refusal" not in rest:
             problems.append("%s is a float conv and says no int8_refusal" % out)
+        if "group =" in rest and shapes.get(w, "").endswith(",1"):
+            depthwise += 1
+            if types.get(x) != "i8":
+                problems.append("the depthwise conv %s reads %s, not its int8 input" % (
+                    out, types.get(x)))
     if int8 == 0:
         problems.append("no int8 tessel.Conv")
     for line in tir.splitlines():
@@ -86,7 +94,7 @@ def check_int8_form(tir):
         if m and m.group(2) in types and line.count("const") == 0 and re.search(
                 r"const " + re.escape(m.group(2)) + " ", tir):
             problems.append("a %s of the constant %s" % (m.group(1), m.group(2)))
-    return problems, int8
+    return problems, int8, depthwise
 
 
 def check_int8(tessel, d, model, failures):
@@ -97,10 +105,13 @@ def check_int8(tessel, d, model, failures):
     tir = os.path.join(d, model + ".int8.tir")
     subprocess.run([tessel, "opt", PIPELINES["fp16"], qdq, "-o", tir], check=True)
     with open(tir) as f:
-        problems, int8 = check_int8_form(f.read())
+        problems, int8, depthwise = check_int8_form(f.read())
     failures += ["%s int8: %s" % (model, p) for p in problems]
     if model != "sr_net":
-        print("%-14s int8  %d int8 convs (form only)" % (model, int8))
+        print("%-14s int8  %d int8 convs, %d depthwise convs reading int8 (form only)" % (
+            model, int8, depthwise))
+        if model == "mobilenet_v2" and depthwise == 0:
+            failures.append("%s int8: no depthwise conv" % model)
         return
     ref = run_model(tessel, qdq, os.path.join(d, model + ".int8.ref"))
     subprocess.run([tessel, "opt", PIPELINES["fp32"], qdq, "-o", tir], check=True)

@@ -86,6 +86,79 @@ ir::Graph sr_like() {
   return ir::parse_graph(w.text("y"));
 }
 
+// A QDQ MobileNet-v2 block as onnxruntime's quantizer writes it (NCHW, Q/DQ on every conv
+// input, int8 weights per output channel), after a 1x1 conv that takes the graph input (it
+// stays float: convert-layout's Transpose is its input): a 1x1 expansion conv to 48 channels
+// with ReLU6, the 3x3 stride-2 depthwise conv with ReLU6, the 1x1 projection. Scales are powers of
+// two and the weights small integers, so that every sum is exact in fp32 and the rewritten graph
+// must give the same numbers.
+ir::Graph qdq_mobilenet_block() {
+  IrWriter w(13);
+  w.input("x", "f32[1,8,7,7]");
+  auto ints = [](int n, int salt) {
+    std::string s;
+    for (int i = 0; i < n; ++i) s += (i ? ", " : "") + std::to_string((i * 7 + salt) % 15 - 7);
+    return s;
+  };
+  auto repeat = [](int n, const std::string& v) {
+    std::string s;
+    for (int i = 0; i < n; ++i) s += (i ? ", " : "") + v;
+    return s;
+  };
+  w.literal("const %z : i8[] = [0]");
+  w.literal("const %z48 : i8[48] = [" + repeat(48, "0") + "]");
+  w.literal("const %z8 : i8[8] = [" + repeat(8, "0") + "]");
+  w.literal("const %lo : f32[] = [0.0]");
+  w.literal("const %hi : f32[] = [6.0]");
+  for (const char* s : {"s0 : f32[] = [0.0625]", "s1 : f32[] = [0.125]", "s2 : f32[] = [0.25]",
+                        "s3 : f32[] = [0.125]"})
+    w.literal(std::string("const %") + s);
+  w.literal("const %w0 : i8[8,8,1,1] = [" + ints(64, 4) + "]");
+  w.literal("const %sw0 : f32[8] = [" + repeat(8, "0.125") + "]");
+  w.literal("const %w1 : i8[48,8,1,1] = [" + ints(384, 1) + "]");
+  w.literal("const %sw1 : f32[48] = [" + repeat(24, "0.0625, 0.03125") + "]");
+  w.literal("const %b1 : f32[48] = [" + repeat(16, "0.5, -0.25, 1.0") + "]");
+  w.literal("const %wd : i8[48,1,3,3] = [" + ints(432, 2) + "]");
+  w.literal("const %swd : f32[48] = [" + repeat(24, "0.125, 0.0625") + "]");
+  w.literal("const %bd : f32[48] = [" + repeat(16, "0.25, 0.0, -0.5") + "]");
+  w.literal("const %w2 : i8[8,48,1,1] = [" + ints(384, 3) + "]");
+  w.literal("const %sw2 : f32[8] = [" + repeat(4, "0.03125, 0.015625") + "]");
+  w.literal("const %b2 : f32[8] = [" + repeat(4, "0.5, -0.5") + "]");
+  const char* e = "f32[1,48,7,7]";
+  const char* d = "f32[1,48,4,4]";
+  auto qdq = [&](const std::string& v, const std::string& s, const std::string& type) {
+    std::string i8 = type;
+    i8.replace(0, 3, "i8");
+    w.node("%" + v + "q = QuantizeLinear(%" + v + ", %" + s + ", %z) : " + i8 + " @\"q_" + v +
+           "\"");
+    w.node("%" + v + "d = DequantizeLinear(%" + v + "q, %" + s + ", %z) : " + type + " @\"dq_" + v +
+           "\"");
+  };
+  auto weight = [&](const std::string& wq, const std::string& type) {
+    w.node("%" + wq + "f = DequantizeLinear(%" + wq + ", %s" + wq + ", %z" +
+           (wq == "w1" || wq == "wd" ? "48" : "8") + ") {axis = 0} : " + type + " @\"dq_" + wq +
+           "\"");
+  };
+  qdq("x", "s0", "f32[1,8,7,7]");
+  weight("w0", "f32[8,8,1,1]");
+  w.node("%c = Conv(%xd, %w0f) : f32[1,8,7,7] @\"first\"");
+  qdq("c", "s0", "f32[1,8,7,7]");
+  weight("w1", "f32[48,8,1,1]");
+  w.node(std::string("%e = Conv(%cd, %w1f, %b1) : ") + e + " @\"expand\"");
+  w.node(std::string("%er = Clip(%e, %lo, %hi) : ") + e + " @\"expand_relu6\"");
+  qdq("er", "s1", e);
+  weight("wd", "f32[48,1,3,3]");
+  w.node(std::string(
+             "%dw = Conv(%erd, %wdf, %bd) {group = 48, pads = [1, 1, 1, 1], strides = [2, 2]} : ") +
+         d + " @\"dw\"");
+  w.node(std::string("%dr = Clip(%dw, %lo, %hi) : ") + d + " @\"dw_relu6\"");
+  qdq("dr", "s2", d);
+  weight("w2", "f32[8,48,1,1]");
+  w.node("%p = Conv(%drd, %w2f, %b2) : f32[1,8,4,4] @\"project\"");
+  qdq("p", "s3", "f32[1,8,4,4]");
+  return w.graph("pd");
+}
+
 std::map<std::string, int> op_counts(const ir::Graph& g) {
   std::map<std::string, int> r;
   for (const ir::Node& n : g.nodes) ++r[n.op];
@@ -193,9 +266,40 @@ TEST(GpuPipeline, SuperResolutionLikeFp16) {
   testing::expect_same_numerics(in, out, 2e-2, 2e-2);
 }
 
+// The QDQ block: the expansion conv stores the int8 that the depthwise conv reads (no
+// DequantizeLinear between them; the conv's chain ends at its quantize and the ReLU6 on the
+// integers), the depthwise conv keeps float weights with X's scale as S, and the numbers are
+// the QDQ graph's: exactly in fp32 (every sum exact), within one int8 step of the output in
+// fp16 (where the input's fp16 rounding may move a quantized input one step).
+TEST(GpuPipeline, QdqMobileNetBlockDepthwiseReadsInt8) {
+  const ir::Graph in = qdq_mobilenet_block();
+  for (const Precision precision : {Precision::kFp32, Precision::kFp16}) {
+    SCOPED_TRACE(precision == Precision::kFp32 ? "fp32" : "fp16");
+    const ir::Graph out = passes::run_passes(in, passes::gpu_pipeline({.precision = precision}));
+    const ir::Node& expand = node_named(out, "expand");
+    const ir::Node& dw = node_named(out, "dw");
+    EXPECT_EQ(out.type(expand.inputs[1]).dtype, DType::kI8) << "an int8 contraction";
+    EXPECT_EQ(out.type(expand.outputs[0]).dtype, DType::kI8);
+    EXPECT_EQ(epilogue_of(expand), (std::vector<std::string>{"clip", "quantize"}));
+    EXPECT_EQ(dw.inputs[0], expand.outputs[0]);
+    EXPECT_EQ(out.type(dw.inputs[0]).dtype, DType::kI8);
+    EXPECT_EQ(out.type(dw.inputs[1]).dtype,
+              precision == Precision::kFp32 ? DType::kF32 : DType::kF16);
+    ASSERT_EQ(dw.inputs.size(), 5u);
+    // X's scale 0.125, over the output scale 0.25 that fold-quantize-scales moved into it.
+    EXPECT_EQ(out.value(dw.inputs[4]).data->get_f64(0), 0.5);
+    EXPECT_EQ(out.type(dw.outputs[0]).dtype, DType::kI8);
+    expect_consistent(out);
+    if (precision == Precision::kFp32)
+      testing::expect_same_numerics(in, out, 0.0, 0.0);
+    else
+      testing::expect_same_numerics(in, out, 0.0, 0.125);
+  }
+}
+
 // Each pass leaves its own output alone: a second run of the pipeline is the identity.
 TEST(GpuPipeline, SecondRunChangesNothing) {
-  for (const ir::Graph& in : {resnet_like(), sr_like()}) {
+  for (const ir::Graph& in : {resnet_like(), sr_like(), qdq_mobilenet_block()}) {
     const ir::Graph once = passes::run_passes(in, passes::gpu_pipeline({}));
     const ir::Graph twice = passes::run_passes(once, passes::gpu_pipeline({}));
     EXPECT_EQ(ir::structural_diff(once, twice), "");

@@ -373,7 +373,8 @@ TEST(TesselConvInt8, Errors) {
             "tessel.Conv 'c': an int8 contraction needs its dequantization scale S f32[3] as input 4");
   // S on a float conv.
   EXPECT_EQ(infer_error(with(kPointwise, "%b) EPILOGUE", "%b, _, %b)")),
-            "tessel.Conv 'c': the dequantization scale S (input 4) belongs to int8 contractions, W is f32");
+            "tessel.Conv 'c': the dequantization scale S (input 4) belongs to int8 contractions "
+            "and int8 inputs, X is f32 and W f32");
   // out_dtype i8 without a last quantize step.
   EXPECT_EQ(infer_error(int8_conv(R"({out_dtype = "i8"})", "i8[1,1,1,3]")),
             "tessel.Conv 'c': out_dtype i8 stores a quantized value: the last epilogue step must be "
@@ -391,6 +392,62 @@ TEST(TesselConvInt8, Errors) {
 
 namespace tessel {
 namespace {
+
+// The int8-input form (fold-qdq's depthwise conv over a QDQ model's int8 activation): X i8,
+// W float (here f16: the integers are exact in it), S f32 [C]: conv(X, W) * S + B, in W's dtype.
+// A 1x2 image of 2 channels, x = [4, -128 | -2, 127], under a 1x2 window: c0 = 4 * 0.5 - 2 * 1.5
+// = -1, c1 = -128 * 0.25 + 127 * -1 = -159; * S [0.5, 0.125] + B [1, 2] = [0.5, -17.875].
+constexpr char kInt8Input[] = R"(graph @g opset 17 {
+  input %x : XTYPE
+  const %w : f16[2,1,2,1] = [0.5, 1.5, 0.25, -1.0]
+  const %b : f32[2] = [1.0, 2.0]
+  const %s : f32[2] = [0.5, 0.125]
+  %y = tessel.Conv(%x, %w, %b, _, %s) ATTRS : f16[1,1,1,2] @"c"
+  output %y
+})";
+
+std::string int8_input_conv(const std::string& attrs, const std::string& x = "i8[1,1,2,2]") {
+  return with(with(kInt8Input, "XTYPE", x), "ATTRS", attrs);
+}
+
+TEST(TesselConvInt8Input, DepthwiseReadsTheIntegersAndScales) {
+  EXPECT_EQ(run(int8_input_conv("{group = 2}"), {{4, -128, -2, 127}}), (V{0.5, -17.875}));
+  // A quantize step after it: -17.875 / 0.25 = -71.5, a tie, to the even -72.
+  std::string quantized = int8_input_conv(
+      R"({group = 2, epilogue = ["quantize"], epilogue_alpha = [0.25], out_dtype = "i8"})");
+  quantized = with(quantized, ": f16[1,1,1,2]", ": i8[1,1,1,2]");
+  EXPECT_EQ(run(quantized, {{4, -128, -2, 127}}), (V{2, -72}));
+}
+
+TEST(TesselConvInt8Input, OnlyDepthwiseConvsWithTheirScaleTakeIt) {
+  EXPECT_EQ(infer_error(int8_input_conv("{group = 2}")), "");
+  const std::string only_depthwise =
+      "only a depthwise tessel.Conv (group = channels, W [C, KH, KW, 1]) over an NHWC X without "
+      "a prologue reads int8 with float weights";
+  // Two channels in one group (W [2, 1, 2, 2] would be the dense conv's; group 1 reads 2).
+  std::string dense = with(int8_input_conv("{}"), "f16[2,1,2,1] = [0.5, 1.5, 0.25, -1.0]",
+                           "f16[2,1,2,2] = [0.5, 1.5, 0.25, -1.0, 1.0, 1.0, 1.0, 1.0]");
+  EXPECT_EQ(infer_error(dense), "tessel.Conv 'c': X is i8 and W f16: " + only_depthwise);
+  EXPECT_EQ(infer_error(int8_input_conv(R"({group = 2, input_layout = "nchw"})", "i8[1,2,1,2]")),
+            "tessel.Conv 'c': X is i8 and W f16: " + only_depthwise);
+  std::string no_s = int8_input_conv("{group = 2}");
+  no_s = with(no_s, ", _, %s)", ")");
+  EXPECT_EQ(infer_error(no_s),
+            "tessel.Conv 'c': an int8 input needs its dequantization scale S f32[2] as input 4");
+  EXPECT_EQ(infer_error(with(int8_input_conv("{group = 2}"), "%s : f32[2]", "%s : f16[2]")),
+            "tessel.Conv 'c': an int8 input needs its dequantization scale S f32[2] as input 4, "
+            "it is f16[2]");
+  EXPECT_EQ(infer_error(int8_input_conv("{group = 2}", "u8[1,1,2,2]")),
+            "tessel.Conv 'c': input X has dtype u8, expected f32, f16, bf16 or f64");
+  EXPECT_EQ(infer_error(R"(graph @g opset 17 {
+  input %a : i8[1,2]
+  const %w : f32[3,2] = [1.0, 1.0, 1.0, -1.0, 0.5, 2.0]
+  const %s : f32[3] = [0.5, 0.5, 0.5]
+  %y = tessel.Gemm(%a, %w, _, _, %s) : f32[1,3] @"c"
+  output %y
+})"),
+            "tessel.Gemm 'c': A is i8 and W f32: " + only_depthwise);
+}
 
 // The prologue: X read as relu(X * P[0] + P[1]) per input channel before the 1x1 conv.
 constexpr char kPrologue[] = R"(graph @g opset 17 {

@@ -65,15 +65,18 @@ int used_span_cols(const DepthwiseTiling& t) {
   return used;
 }
 
-// Instructions one thread issues per tile: the FMAs, the span's shared reads and f16
-// conversions, weight reads (from shared memory at each use, or once per CTA into
+// Instructions one thread issues per tile: the FMAs, the span's shared reads and f16 or int8
+// conversions (int8: an xor per word, a prmt and a subtract per element: to_floats in
+// tessel_op_common.cuh), weight reads (from shared memory at each use, or once per CTA into
 // registers), the epilogue, the staging copies and the CTA's prologue (weights, bias).
 double thread_instructions(const DepthwiseTiling& t, int elem_bytes) {
   const int frag_bytes = t.vec * elem_bytes;
   const double pixels = double(used_span_rows(t)) * used_span_cols(t);
   const double fma = double(t.rows_per_thread) * t.cols_per_thread * t.vec * t.taps();
   const double lds_x = pixels * ceil_div(frag_bytes, 16);
-  const double cvt = elem_bytes == 4 ? 0 : pixels * t.vec;
+  const double cvt = elem_bytes == 4   ? 0
+                     : elem_bytes == 2 ? pixels * t.vec
+                                       : pixels * (2.0 * t.vec + ceil_div(t.vec, 4));
   const double weight_reads = double(t.rows_per_thread) * t.taps() * ceil_div(t.vec * 4, 16);
   const double lds_w = t.register_weights ? 0 : weight_reads;
   const double outputs = double(t.rows_per_thread) * t.cols_per_thread;
@@ -217,13 +220,16 @@ std::optional<DepthwiseTiling> choose_depthwise_tiling(const DepthwiseTiling& pr
   // windows (8 channels read 16 bytes per pixel and convert them for fewer outputs); blocks of
   // 2 or 4 rows by 2, 3, 4 or 7 columns (7 fits 7- to 112-wide images); weights in registers;
   // one CTA per tile (the hardware balances them; a persistent grid is only as balanced as
-  // its register estimate); on large layers tiles of 32 pixels or more.
+  // its register estimate); on large layers tiles of 32 pixels or more. An int8 input (not
+  // swept yet) is offered 4 channels too: a 32-bit shared read as the 2 f16 channels are, and
+  // one xor of its conversion per 4 elements.
   const int64_t outputs = int64_t(problem.n) * problem.oh * problem.ow * problem.c;
   const bool small = outputs < (int64_t(1) << 20);
   const int taps = problem.kernel_h * problem.kernel_w;
   std::vector<int> vecs;
-  for (int v : {1, 2})
-    if (problem.stage_vec % v == 0 && (v == 2 || small || taps >= 25 || problem.stage_vec == 1))
+  for (int v : {1, 2, 4})
+    if (problem.stage_vec % v == 0 &&
+        (v == 4 ? elem_bytes == 1 : v == 2 || small || taps >= 25 || problem.stage_vec == 1))
       vecs.push_back(v);
   const int chunks = ceil_div(problem.c, problem.stage_vec);
   std::optional<DepthwiseTiling> best;

@@ -119,11 +119,14 @@ bool is_int8(DType t) { return t == DType::kI8 || t == DType::kU8; }
 bool takes_int8(const ir::Graph& g, const ir::Node& n) {
   if (n.op == "Cast") return !is_int8(g.type(n.outputs.at(0)).dtype);
   // A max pool moves int8 values (fold-qdq's int8 max pool). A grouped conv (the window
-  // kernels) writes int8 after a last quantize step (check_window); its inputs stay float.
+  // kernels) writes int8 after a last quantize step (check_window), and a depthwise one reads
+  // an int8 X (fold-qdq's int8-input form; its infer admits it for no other conv); its other
+  // inputs stay float.
   if (n.op == "tessel.MaxPool") return true;
   if (n.op == "tessel.Conv")
-    return std::none_of(n.inputs.begin(), n.inputs.end(),
-                        [&](ir::ValueId v) { return v != ir::kNoValue && is_int8(g.type(v).dtype); });
+    return std::none_of(n.inputs.begin() + 1, n.inputs.end(), [&](ir::ValueId v) {
+      return v != ir::kNoValue && is_int8(g.type(v).dtype);
+    });
   return n.op == "QuantizeLinear" || n.op == "DequantizeLinear" ||
          family(n) == ir::GpuKernel::kCopy;
 }

@@ -1,10 +1,10 @@
 // Window ops over NHWC activations: tessel.MaxPool, tessel.AveragePool, LRN's window over
-// channels (kernels/tessel_op_window.cuh), tessel.GlobalAveragePool (a mean over the pixels, op_reduce.cc's
-// emit_mean), and tessel.Conv with group > 1
-// (depthwise and grouped convolutions, which the Tensor Core generator declines) with its fused
-// bias, epilogue steps and store map, as the reference kernel (ops/tessel_contraction_ops.cc)
-// defines them: acc + bias, then each step in fp32, then one rounding at the store. Depthwise
-// convolutions (one channel per group, multiplier 1) run the tiled kernel of
+// channels (kernels/tessel_op_window.cuh), tessel.GlobalAveragePool (a mean over the pixels,
+// op_reduce.cc's emit_mean), and tessel.Conv with group > 1 (depthwise and grouped convolutions,
+// which the Tensor Core generator declines) with its fused bias, epilogue steps and store map, as
+// the reference kernel (ops/tessel_contraction_ops.cc) defines them: acc + bias (acc * S + bias for
+// a depthwise conv's int8 input, fold-qdq's), then each step in fp32, then one rounding at the
+// store. Depthwise convolutions (one channel per group, multiplier 1) run the tiled kernel of
 // tessel_depthwise.cuh with the tiling depthwise_tiling.cc chooses; other grouped ones the
 // direct kernel of tessel_op_window.cuh.
 #include <fmt/format.h>
@@ -113,13 +113,26 @@ OpKernelSource emit_pool(const ir::Graph& g, const ir::Node& n) {
                      (items + kThreads - 1) / kThreads, kThreads);
 }
 
-// The bias term of a grouped or depthwise Problem: B[co] in fp32, or 0.
-std::string bias_code(const ir::Graph& g, const ir::Node& n) {
-  const bool has_bias = n.inputs.size() > 2 && n.inputs[2] != ir::kNoValue;
-  std::string code = "  __device__ __forceinline__ static float bias(const OpParams& p, int co) {\n";
-  code += has_bias ? fmt::format("    return to_float(static_cast<const {}*>(p.in[2])[co]);\n  }}\n",
-                                 type_of(g.type(n.inputs[2]).dtype))
-                   : "    return 0.f;\n  }\n";
+// The operand types of a grouped or depthwise Problem: X (the input: T, or an int8 input's
+// i8), T (W and the residual), Out (Y).
+std::string operand_types_code(const ir::Graph& g, const ir::Node& n) {
+  return fmt::format("  using X = {};\n  using T = {};\n  using Out = {};\n",
+                     type_of(g.type(n.inputs[0]).dtype), type_of(g.type(n.inputs[1]).dtype),
+                     type_of(g.type(n.outputs[0]).dtype));
+}
+
+// The terms of a grouped or depthwise Problem's value before the steps, acc (* scale) + bias:
+// B[co] in fp32 or 0, and where kScale an int8 input's dequantization scale S[co] (f32).
+std::string bias_and_scale_code(const ir::Graph& g, const ir::Node& n) {
+  auto has = [&](size_t i) { return n.inputs.size() > i && n.inputs[i] != ir::kNoValue; };
+  std::string code = fmt::format("  static constexpr bool kScale = {};\n", has(4));
+  code += "  __device__ __forceinline__ static float bias(const OpParams& p, int co) {\n";
+  code += has(2) ? fmt::format("    return to_float(static_cast<const {}*>(p.in[2])[co]);\n  }}\n",
+                               type_of(g.type(n.inputs[2]).dtype))
+                 : "    return 0.f;\n  }\n";
+  code += "  __device__ __forceinline__ static float scale(const OpParams& p, int co) {\n";
+  code += has(4) ? "    return static_cast<const float*>(p.in[4])[co];\n  }\n"
+                 : "    return 1.f;\n  }\n";
   return code;
 }
 
@@ -188,10 +201,11 @@ OpKernelSource emit_depthwise_conv(const ir::Graph& g, const ir::Node& n, const 
   const bool has_residual = n.inputs.size() > 3 && n.inputs[3] != ir::kNoValue;
   const int elem = static_cast<int>(dtype_size(t));
 
-  std::string problem = fmt::format("// tessel.Conv, depthwise (group {}): {} * {} -> {}\nstruct Problem {{\n  using T = {};\n",
-                                    n.get_int("group", 1), g.type(n.inputs[0]).str(), g.type(n.inputs[1]).str(),
-                                    g.type(n.outputs[0]).str(), type_of(t));
-  problem += fmt::format("  using Out = {};\n", type_of(g.type(n.outputs[0]).dtype));
+  std::string problem =
+      fmt::format("// tessel.Conv, depthwise (group {}): {} * {} -> {}\nstruct Problem {{\n",
+                  n.get_int("group", 1), g.type(n.inputs[0]).str(), g.type(n.inputs[1]).str(),
+                  g.type(n.outputs[0]).str());
+  problem += operand_types_code(g, n);
   problem += geometry(x, pre, read_window(n, g.type(n.inputs[1]).shape), tiling.vec);
   problem += fmt::format(
       "  // Tiling {} (tessel_depthwise_tile.cuh): CTA tile ({}, {}) output pixels x {} channels;\n"
@@ -213,7 +227,7 @@ OpKernelSource emit_depthwise_conv(const ir::Graph& g, const ir::Node& n, const 
   problem += fmt::format("  static constexpr bool kResidual = {};\n", has_residual);
   // Only the plain NHWC store keeps a fragment's channels adjacent in memory.
   problem += fmt::format("  static constexpr bool kVectorStore = {};\n\n", store.kind == ops::StoreMap::Kind::kNhwc);
-  problem += bias_code(g, n);
+  problem += bias_and_scale_code(g, n);
   problem += "  // Steps of the fused epilogue, in order, on the fp32 accumulator.\n";
   problem += "  __device__ __forceinline__ static float epilogue(float v, float residual) {\n";
   for (const ops::EpilogueStep& s : ops::read_epilogue(n)) problem += "    " + step_code(s) + "\n";
@@ -245,16 +259,16 @@ OpKernelSource emit_grouped_conv(const ir::Graph& g, const ir::Node& n) {
   const int64_t co = w[0], cig = w[3], cog = co / group;
   const bool has_residual = n.inputs.size() > 3 && n.inputs[3] != ir::kNoValue;
 
-  std::string problem = fmt::format("// tessel.Conv, group {}: {} * {} -> {}\nstruct Problem {{\n  using T = {};\n",
-                                    group, g.type(n.inputs[0]).str(), g.type(n.inputs[1]).str(),
-                                    g.type(n.outputs[0]).str(), type_of(t));
-  problem += fmt::format("  using Out = {};\n", type_of(g.type(n.outputs[0]).dtype));
+  std::string problem =
+      fmt::format("// tessel.Conv, group {}: {} * {} -> {}\nstruct Problem {{\n", group,
+                  g.type(n.inputs[0]).str(), g.type(n.inputs[1]).str(), g.type(n.outputs[0]).str());
+  problem += operand_types_code(g, n);
   problem += geometry(x, pre, read_window(n, w), vec);
   problem += fmt::format("  static constexpr int kCig = {}, kCog = {};\n", cig, cog);
   // Only the plain NHWC store keeps a fragment's channels adjacent in memory.
   problem += fmt::format("  static constexpr bool kVectorStore = {};\n\n",
                          store.kind == ops::StoreMap::Kind::kNhwc);
-  problem += bias_code(g, n);
+  problem += bias_and_scale_code(g, n);
   problem += "  // Steps of the fused epilogue, in order, on the fp32 accumulator.\n";
   problem += "  __device__ __forceinline__ static float epilogue(const OpParams& p, float v, int n, int oh, int ow, int co) {\n";
   if (has_residual)
@@ -298,9 +312,12 @@ std::optional<std::string> check_window(const ir::Graph& g, const ir::Node& n) {
     return is_float(x.dtype) ? std::nullopt : std::optional<std::string>(n.label() + ": expected a float input");
   if (x.shape.size() != 4) return n.label() + ": expected an NHWC input of rank 4";
   // A max pool of int8 values (fold-qdq's, between a DequantizeLinear and a QuantizeLinear of
-  // one scale) compares them as floats, exactly, and stores them back unchanged.
+  // one scale) compares them as floats, exactly, and stores them back unchanged. A depthwise
+  // conv reads an int8 X (fold-qdq's int8-input form, which its infer admits for no other
+  // conv) as floats, exactly.
   if (n.op == "tessel.MaxPool" && x.dtype == DType::kI8) return std::nullopt;
-  if (!is_float(x.dtype)) return n.label() + ": expected a float input";
+  const bool int8_input = n.op == "tessel.Conv" && x.dtype == DType::kI8;
+  if (!is_float(x.dtype) && !int8_input) return n.label() + ": expected a float input";
   if (n.op == "tessel.Conv") {
     if (n.get_int("group", 1) == 1)
       return n.label() + ": group 1 convolutions are contractions (contraction_kernel.h)";

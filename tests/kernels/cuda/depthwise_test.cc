@@ -367,12 +367,15 @@ TEST(DepthwiseTiling, NamesRoundTripAndRefusalsSayWhy) {
 
 // ---- The generated kernel -------------------------------------------------------------------
 
+// t: X's and W's dtype; `int8_input`: X i8 instead, with its dequantization scale S (input
+// 4, fold-qdq's int8-input form).
 ir::Graph depthwise_node(DType t, Shape x, int64_t k, int64_t stride, int64_t pad, int64_t dilation,
                          const std::vector<std::string>& epilogue = {}, bool bias = true,
-                         bool residual = false) {
+                         bool residual = false, bool int8_input = false) {
   ir::Graph g;
   const int64_t c = x[3];
-  std::vector<ir::ValueId> ins = {g.add_value("x", {t, x}), g.add_value("w", {t, {c, k, k, 1}})};
+  std::vector<ir::ValueId> ins = {g.add_value("x", {int8_input ? DType::kI8 : t, x}),
+                                  g.add_value("w", {t, {c, k, k, 1}})};
   g.inputs = ins;
   if (bias || residual) {
     ins.push_back(g.add_value("b", {DType::kF32, {c}}));
@@ -400,6 +403,11 @@ ir::Graph depthwise_node(DType t, Shape x, int64_t k, int64_t stride, int64_t pa
     const Shape y{x[0], (x[1] + 2 * pad - span) / stride + 1, (x[2] + 2 * pad - span) / stride + 1,
                   c};
     ins.push_back(g.add_value("r", {t, y}));
+    g.inputs.push_back(ins.back());
+  }
+  if (int8_input) {
+    ins.resize(4, ir::kNoValue);
+    ins.push_back(g.add_value("s", {DType::kF32, {c}}));
     g.inputs.push_back(ins.back());
   }
   const ir::ValueId y = g.add_value("y", {});
@@ -494,21 +502,32 @@ TEST_F(DepthwiseKernelTest, SixteenByteCopiesWhateverTheFragment) {
   }
 }
 
+// The PTX of g's depthwise kernel with the tiling dw_v<vec>x<64 / vec>_r2x2_c2x4_s2_wr (fragments
+// of `vec` channels, slabs of 64) for sm_90a, which must be legal, compile, and keep every
+// array in registers; "" where it is not.
+std::string named_tiling_ptx(const ir::Graph& g, int vec) {
+  const std::string name = fmt::format("dw_v{}x{}_r2x2_c2x4_s2_wr", vec, 64 / vec);
+  if (const std::optional<std::string> why = cannot_tile_depthwise(g, g.nodes[0], name)) {
+    ADD_FAILURE() << *why;
+    return "";
+  }
+  const testing::Compiled out =
+      testing::nvrtc_compile(emit_depthwise(g, g.nodes[0], name), "sm_90a");
+  EXPECT_TRUE(out.ok) << name << "\n" << out.log;
+  EXPECT_EQ(out.ptx.find(".local"), std::string::npos) << name;
+  return out.ptx;
+}
+
 // Each fragment width reads shared memory and stores at its own width from 16-byte copies;
 // weights in registers leave no shared reads of 32-bit floats in the inner loop.
 TEST_F(DepthwiseKernelTest, NamedTilingsReadAndStoreAtTheirFragmentWidth) {
   const ir::Graph g = depthwise_node(DType::kF16, {32, 28, 28, 192}, 3, 1, 1, 1, {"relu"});
   for (int vec : {8, 4, 2, 1}) {
-    const std::string name = fmt::format("dw_v{}x{}_r2x2_c2x4_s2_wr", vec, 64 / vec);
-    SCOPED_TRACE(name);
-    ASSERT_FALSE(cannot_tile_depthwise(g, g.nodes[0], name));
-    const testing::Compiled out =
-        testing::nvrtc_compile(emit_depthwise(g, g.nodes[0], name), "sm_90a");
-    ASSERT_TRUE(out.ok) << out.log;
-    EXPECT_TRUE(has(out.ptx, ", 16, ")) << "16-byte copies";
-    EXPECT_TRUE(has(out.ptx, global_store(vec)));
-    EXPECT_TRUE(has(out.ptx, shared_read(vec)));
-    EXPECT_EQ(out.ptx.find(".local"), std::string::npos);
+    SCOPED_TRACE(vec);
+    const std::string ptx = named_tiling_ptx(g, vec);
+    EXPECT_TRUE(has(ptx, ", 16, ")) << "16-byte copies";
+    EXPECT_TRUE(has(ptx, global_store(vec)));
+    EXPECT_TRUE(has(ptx, shared_read(vec)));
   }
   EXPECT_TRUE(
       cannot_tile_depthwise(g, g.nodes[0], "dw_v3x8_r2x2_c2x4_s2_wr"));  // 3 does not divide 8
@@ -568,15 +587,13 @@ TEST_F(DepthwiseKernelTest, QuantizedOutputStoresInt8) {
   compile_depthwise(g);
   // Fragments of 8, 4, 2 and 1 channels: 8 bytes, 4, and single bytes per store.
   for (int vec : {8, 4, 2, 1}) {
-    const std::string name = fmt::format("dw_v{}x{}_r2x2_c2x4_s2_wr", vec, 64 / vec);
-    SCOPED_TRACE(name);
-    ASSERT_FALSE(cannot_tile_depthwise(g, g.nodes[0], name));
-    const testing::Compiled out = testing::nvrtc_compile(emit_depthwise(g, g.nodes[0], name), "sm_90a");
-    ASSERT_TRUE(out.ok) << out.log;
-    EXPECT_TRUE(has(out.ptx, vec == 8 ? "st.global.v2.b32" : vec == 4 ? "st.global.u32" : "st.global.u8"));
-    EXPECT_FALSE(has(out.ptx, "cvt.rni"));
-    EXPECT_TRUE(has(out.ptx, "0f4B400000"));
-    EXPECT_EQ(out.ptx.find(".local"), std::string::npos);
+    SCOPED_TRACE(vec);
+    const std::string ptx = named_tiling_ptx(g, vec);
+    EXPECT_TRUE(has(ptx, vec == 8   ? "st.global.v2.b32"
+                         : vec == 4 ? "st.global.u32"
+                                    : "st.global.u8"));
+    EXPECT_FALSE(has(ptx, "cvt.rni"));
+    EXPECT_TRUE(has(ptx, "0f4B400000"));
   }
 
   ir::Graph grouped;
@@ -599,6 +616,81 @@ TEST_F(DepthwiseKernelTest, QuantizedOutputStoresInt8) {
   EXPECT_NE(ks.source.find("using Out = i8;"), std::string::npos);
   const testing::Compiled out = testing::nvrtc_compile(ks, "sm_90a");
   EXPECT_TRUE(out.ok) << out.log << "\n" << ks.source;
+}
+
+// An int8 input (fold-qdq's form of a QDQ model's depthwise conv, MobileNet's and
+// EfficientNet's layers): 16 channels per 16-byte copy, each fragment read at its own width
+// (4 int8: one 32-bit shared read), converted by prmt and a subtract (no quarter-rate
+// cvt.rn.f32.s8), and its scale and the bias applied by one fma; the store int8 after a
+// quantize, or the weights' f16 with a residual.
+TEST_F(DepthwiseKernelTest, Int8InputReadsBytesAndConvertsWithoutCvt) {
+  struct Case {
+    Shape x;
+    int64_t k, stride, pad;
+    std::vector<std::string> steps;
+  };
+  const std::vector<Case> cases = {
+      {{32, 56, 56, 144}, 3, 1, 1, {"quantize", "clip"}},  // MobileNet-v2, batch 32
+      {{32, 56, 56, 144}, 3, 2, 1, {"quantize", "clip"}},
+      {{1, 112, 112, 96}, 3, 2, 1, {"quantize", "mul", "clip", "quantize"}},
+      {{1, 30, 30, 240}, 5, 2, 2, {"silu", "quantize"}},  // EfficientNet's 5x5
+      {{32, 14, 14, 384}, 7, 1, 3, {"quantize"}},         // ConvNeXt's 7x7
+      {{2, 19, 23, 96}, 3, 1, 1, {"add_residual", "relu"}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(::testing::Message() << shape_str(c.x) << " k" << c.k << " s" << c.stride);
+    const bool residual = c.steps.front() == "add_residual";
+    const ir::Graph g =
+        depthwise_node(DType::kF16, c.x, c.k, c.stride, c.pad, 1, c.steps, true, residual, true);
+    const OpKernelSource ks = emit_op(g, g.nodes[0]);
+    EXPECT_NE(ks.source.find("using X = i8;\n  using T = f16;"), std::string::npos) << ks.source;
+    EXPECT_NE(ks.source.find("kScale = true"), std::string::npos);
+    EXPECT_NE(ks.source.find("return static_cast<const float*>(p.in[4])[co];"), std::string::npos);
+    const std::string ptx = compile_depthwise(g);
+    EXPECT_TRUE(has(ptx, "cp.async.cg.shared.global")) << ptx.substr(0, 4000);
+    EXPECT_TRUE(has(ptx, ", 16, ")) << "16-byte copies";
+    EXPECT_TRUE(has(ptx, "prmt.b32"));
+    EXPECT_FALSE(has(ptx, "cvt.rn.f32.s8"));
+  }
+  const ir::Graph g =
+      depthwise_node(DType::kF16, {32, 28, 28, 192}, 3, 1, 1, 1, {"quantize"}, true, false, true);
+  for (int vec : {8, 4, 2, 1}) {
+    SCOPED_TRACE(vec);
+    const std::string ptx = named_tiling_ptx(g, vec);
+    EXPECT_TRUE(has(ptx, vec == 8   ? "ld.shared.v2.u32"
+                         : vec == 4 ? "ld.shared.u32"
+                         : vec == 2 ? "ld.shared.u16"
+                                    : "ld.shared.u8"));
+    EXPECT_FALSE(has(ptx, "cvt.rn.f32.s8"));
+  }
+  // f32 weights (the fp32 engine's) likewise.
+  compile_depthwise(
+      depthwise_node(DType::kF32, {2, 20, 20, 32}, 3, 2, 1, 1, {}, true, false, true));
+}
+
+// Channel counts that no 16-byte copy fits: 8-, 4-, 2- and 1-byte copies of 24, 20, 2 and 3
+// int8 channels (the last two plain loads); windows larger than the tiled kernel unrolls run
+// the direct grouped kernel, which reads int8 too.
+TEST_F(DepthwiseKernelTest, Int8InputNarrowChannelCountsAndLargeWindows) {
+  auto int8_dw = [](Shape x, int64_t k) {
+    return depthwise_node(DType::kF16, std::move(x), k, 1, k / 2, 1, {"quantize"}, true, false,
+                          true);
+  };
+  EXPECT_TRUE(has(compile_depthwise(int8_dw({1, 15, 15, 24}, 3)), ", 8, "));
+  EXPECT_TRUE(has(compile_depthwise(int8_dw({1, 15, 15, 20}, 3)), ", 4, "));
+  for (const int64_t c : {2, 3}) {
+    const std::string ptx = compile_depthwise(int8_dw({2, 17, 19, c}, 3));
+    EXPECT_FALSE(has(ptx, "cp.async.cg.shared") || has(ptx, "cp.async.ca.shared")) << c;
+  }
+  const ir::Graph large = int8_dw({1, 20, 20, 32}, 13);
+  ASSERT_FALSE(can_emit_op(large, large.nodes[0]));
+  const OpKernelSource ks = emit_op(large, large.nodes[0]);
+  EXPECT_NE(ks.source.find("GroupedConv<Problem>"), std::string::npos);
+  EXPECT_NE(ks.source.find("using X = i8;"), std::string::npos);
+  for (const std::string arch : {"sm_80", "sm_90a"}) {
+    const testing::Compiled out = testing::nvrtc_compile(ks, arch);
+    EXPECT_TRUE(out.ok) << arch << "\n" << out.log << "\n" << ks.source;
+  }
 }
 
 TEST(DepthwiseKernel, RefusesTheInt8ResidualAndOtherOutDtypes) {

@@ -1,35 +1,39 @@
 // Depthwise convolution (tessel.Conv with group == C, one input and one output channel per
-// group) over NHWC activations in f16, bf16 or f32 storage with fp32 math. Each output channel
+// group) over NHWC activations in f16, bf16 or f32 storage, or int8 (a QDQ model's, with its
+// dequantization scale: fold-qdq's int8-input form), with fp32 math. Each output channel
 // reads kKH*kKW inputs of its own channel: a memory-bound op for 3x3 windows, for which the
 // kernel moves each input byte from DRAM once and each output byte once, in 16-byte copies;
 // at 7x7 (49 fp32 FMAs per output) the FMAs bound it, and the kernel keeps every other
-// instruction (shared reads, f16 conversions, weights) few per FMA by blocking outputs per
-// thread.
+// instruction (shared reads, f16 or int8 conversions, weights) few per FMA by blocking outputs
+// per thread.
 //
 // Per CTA (the tiling, with every shape, is tessel_depthwise_tile.cuh): once, the slab's
 // weights into smem w (KH*KW, slab) fp32 and, where they fit, into each thread's registers;
 // the bias into registers. Then per tile:
 //   1. cp.async stages the input tile with its halo, smem x (in_rows, in_cols, slab), one
-//      16-byte chunk (8 f16 channels) per copy whatever the thread's fragment, coalesced along
-//      channels; the window's padding and the channels past kC are zero-filled by the copy
-//      itself. With two stages the next tile's copies fly while this one is computed;
+//      16-byte chunk (8 f16 or 16 int8 channels) per copy whatever the thread's fragment,
+//      coalesced along channels; the window's padding and the channels past kC are zero-filled
+//      by the copy itself. With two stages the next tile's copies fly while this one is
+//      computed;
 //   2. each thread computes a block of rows_per_thread x cols_per_thread output pixels x kVec
 //      channels, reading its span of staged pixels one row at a time into registers: each
 //      staged pixel is read and converted once and feeds every tap that uses it (KH x KW
 //      taps of up to rows x cols outputs), so shared-memory traffic per output falls with the
 //      block and the weights need no shared-memory reads when they live in registers;
-//   3. bias, the fused epilogue steps and the residual in fp32, one rounding, one store of
-//      kVec channels per pixel (16 bytes for 8 f16), or the problem's store map element-wise.
+//   3. the int8 input's scale and the bias (one fma), the fused epilogue steps and the
+//      residual in fp32, one rounding, one store of kVec channels per pixel (16 bytes for 8
+//      f16), or the problem's store map element-wise.
 // CTAs walk the tiles grid-stride (a 1-D grid of any size); the emitter launches one CTA per
 // tile or a multiple of the slab count, so that a CTA keeps its slab and its weights.
 //
-// Problem supplies: using T (X, W and the residual), using Out (Y: T, or i8 where the
-// epilogue's last step quantizes, store_as); kN, kH, kW, kC (input), kOH, kOW, kCo (pre-store
-// output, kCo == kC), kKH, kKW, kSH, kSW, kPT, kPL, kDH, kDW, kStageVec; the tiling kVec, kSlabVecs,
-// kColGroups, kColsPerThread, kRowGroups, kRowsPerThread, kStages, kRegisterWeights,
-// kTilePerCta;
-// kResidual and kVectorStore; and
+// Problem supplies: using X (the input: T, or i8), using T (W and the residual), using Out (Y:
+// T, or i8 where the epilogue's last step quantizes, store_as); kN, kH, kW, kC (input), kOH,
+// kOW, kCo (pre-store output, kCo == kC), kKH, kKW, kSH, kSW, kPT, kPL, kDH, kDW, kStageVec;
+// the tiling kVec, kSlabVecs, kColGroups, kColsPerThread, kRowGroups, kRowsPerThread, kStages,
+// kRegisterWeights, kTilePerCta; kResidual, kVectorStore and kScale (an int8 X's scale); and
 //   static float bias(const OpParams&, int c);            // 0 without a bias
+//   static float scale(const OpParams&, int c);           // kScale: S[c], an int8 X's
+//                                                         // dequantization scale
 //   static float epilogue(float v, float residual);       // the fused steps, in order
 //   static i64 store_offset(int n, int oh, int ow, int c); // where pre-store (n, oh, ow, c) goes
 // The residual (p.in[3]) is shaped like the pre-store output.
@@ -62,14 +66,16 @@ __device__ __forceinline__ T load_nc(const T* p) {
 
 // Copies one fragment of kBytes from global `src` to shared `dst`, or zeros when !valid.
 // 4, 8 and 16 bytes go through cp.async (the zero fill is its source size 0; `src` must still
-// be mapped); a 2-byte fragment (an f16/bf16 tensor with an odd channel count) is a plain copy.
+// be mapped); a 1- or 2-byte fragment (an odd channel count of int8, or of f16/bf16; 2 int8
+// channels) is a plain copy.
 template <int kBytes>
 __device__ __forceinline__ void stage_fragment(void* dst, const void* src, bool valid) {
   if constexpr (kBytes >= 4) {
     CpAsync<kBytes>::copy(smem_addr(dst), src, valid);
   } else {
-    static_assert(kBytes == 2, "fragments are 2, 4, 8 or 16 bytes");
-    *static_cast<u16*>(dst) = valid ? ld_global_nc<2>(src) : u16(0);
+    static_assert(kBytes == 1 || kBytes == 2, "fragments are 1, 2, 4, 8 or 16 bytes");
+    using Bits = typename Vec<kBytes>::type;
+    *static_cast<Bits*>(dst) = valid ? ld_global_nc<kBytes>(src) : Bits(0);
   }
 }
 
@@ -123,6 +129,7 @@ __device__ __forceinline__ void store_rounded(T* p, const float (&v)[V]) {
 
 template <typename P>
 struct DepthwiseConv {
+  using X = typename P::X;
   using T = typename P::T;
   static_assert(P::kCo == P::kC, "channel multiplier 1: the grouped kernel takes the others");
 
@@ -143,12 +150,12 @@ struct DepthwiseConv {
   static constexpr int kSpanCols = kTiling.span_cols();
   static constexpr int kTaps = P::kKH * P::kKW;
   static constexpr int kStages = P::kStages;
-  static constexpr int kChunkBytes = P::kStageVec * static_cast<int>(sizeof(T));
+  static constexpr int kChunkBytes = P::kStageVec * static_cast<int>(sizeof(X));
   // The weights a thread keeps: all its taps, or (from smem at each use) none.
   static constexpr int kWeightRegs = P::kRegisterWeights ? kTaps : 1;
 
   struct Smem {
-    alignas(16) T x[kStages][kTiling.smem_x_elems()];  // smem x: (stages, in_rows, in_cols, slab)
+    alignas(16) X x[kStages][kTiling.smem_x_elems()];  // smem x: (stages, in_rows, in_cols, slab)
     alignas(16) float w[kTaps * kSlab];                // smem w: (KH*KW, slab), tap-major
   };
   static_assert(sizeof(Smem) <= 48 * 1024, "static shared memory");
@@ -159,7 +166,7 @@ struct DepthwiseConv {
 
   // 1. The input tile with its halo into one stage of smem x; zeros outside the image and past
   // kC (kC is a multiple of the chunk's channels: a chunk is wholly inside or outside).
-  __device__ __forceinline__ static void stage_input(T* sx, const T* x, const DwTile& tile) {
+  __device__ __forceinline__ static void stage_input(X* sx, const X* x, const DwTile& tile) {
     constexpr DepthwiseTiling t = kTiling;
     const int ih0 = t.ih0(tile), iw0 = t.iw0(tile);
 #pragma unroll 4
@@ -169,7 +176,7 @@ struct DepthwiseConv {
       const DwChunk ch = t.chunk(q);
       const int ih = ih0 + ch.row, iw = iw0 + ch.col, c = tile.c0 + ch.chunk * P::kStageVec;
       const bool valid = ih >= 0 && ih < P::kH && iw >= 0 && iw < P::kW && c < P::kC;
-      const T* src = valid ? x + ((i64(tile.n) * P::kH + ih) * P::kW + iw) * P::kC + c : x;
+      const X* src = valid ? x + ((i64(tile.n) * P::kH + ih) * P::kW + iw) * P::kC + c : x;
       stage_fragment<kChunkBytes>(sx + t.smem_offset(ch.row, ch.col, ch.chunk * P::kStageVec), src,
                                   valid);
     }
@@ -218,7 +225,7 @@ struct DepthwiseConv {
   // column u of it feeds output (r, q) through tap (tap_row(j, r), tap_col(u, q)); the
   // unrolled loops resolve every tap at compile time, so acc, the span row and the weights
   // stay in registers.
-  __device__ __forceinline__ static void accumulate(const Smem& s, const T* sx, const DwThread& th,
+  __device__ __forceinline__ static void accumulate(const Smem& s, const X* sx, const DwThread& th,
                                                     const float (&wr)[kWeightRegs][kVec],
                                                     float (&acc)[kRows][kCols][kVec]) {
     constexpr DepthwiseTiling t = kTiling;
@@ -229,10 +236,9 @@ struct DepthwiseConv {
 #pragma unroll
       for (int u = 0; u < kSpanCols; ++u) {
         if (!t.span_col_used(u)) continue;
-        Frag<T, kVec> f;
+        Frag<X, kVec> f;
         load_shared(f, sx + t.smem_offset(t.span_row(th, j), t.span_col(th, u), th.frag * kVec));
-#pragma unroll
-        for (int v = 0; v < kVec; ++v) xr[u][v] = to_float(f.v[v]);
+        to_floats(f, xr[u]);
       }
 #pragma unroll
       for (int r = 0; r < kRows; ++r) {
@@ -253,9 +259,10 @@ struct DepthwiseConv {
     }
   }
 
-  // 4. Bias, epilogue, residual, store.
+  // 4. Scale and bias, epilogue, residual, store.
   __device__ __forceinline__ static void store(const OpParams& p, const DwTile& tile,
-                                               const DwThread& th, const float (&bias)[kVec],
+                                               const DwThread& th, const float (&scale)[kVec],
+                                               const float (&bias)[kVec],
                                                const float (&acc)[kRows][kCols][kVec]) {
     const int c = tile.c0 + th.frag * kVec;
     if (c >= P::kC) return;
@@ -279,7 +286,10 @@ struct DepthwiseConv {
         }
         float out[kVec];
 #pragma unroll
-        for (int v = 0; v < kVec; ++v) out[v] = P::epilogue(acc[r][q][v] + bias[v], residual[v]);
+        for (int v = 0; v < kVec; ++v) {
+          const float a = acc[r][q][v];
+          out[v] = P::epilogue(P::kScale ? fmaf(a, scale[v], bias[v]) : a + bias[v], residual[v]);
+        }
         if constexpr (P::kVectorStore) {
           store_rounded(y + P::store_offset(tile.n, oh, ow, c), out);
         } else {
@@ -298,7 +308,7 @@ struct DepthwiseConv {
   __device__ static void run(const OpParams& p) {
     constexpr DepthwiseTiling t = kTiling;
     __shared__ Smem s;
-    const T* x = static_cast<const T*>(p.in[0]);
+    const X* x = static_cast<const X*>(p.in[0]);
     const DwThread th = t.thread(static_cast<int>(threadIdx.x));
     const i64 tiles = t.tiles();
     i64 i = blockIdx.x;
@@ -307,10 +317,11 @@ struct DepthwiseConv {
     stage_input(s.x[0], x, t.tile(i));  // first: its DRAM latency overlaps the weights' loads
     cp_async_commit();
     stage_weights(s, p, c0);
-    float bias[kVec];
+    float scale[kVec], bias[kVec];  // (scale unused without kScale)
 #pragma unroll
     for (int v = 0; v < kVec; ++v) {
       const int c = c0 + th.frag * kVec + v;
+      scale[v] = c < P::kC ? P::scale(p, c) : 1.f;
       bias[v] = c < P::kC ? P::bias(p, c) : 0.f;
     }
     __syncthreads();  // smem w
@@ -337,7 +348,7 @@ struct DepthwiseConv {
       }
       float acc[kRows][kCols][kVec] = {};
       accumulate(s, s.x[k % kStages], th, wr, acc);
-      store(p, tile, th, bias, acc);
+      store(p, tile, th, scale, bias, acc);
       if constexpr (kStages == 1) {
         if (next < tiles) {
           __syncthreads();  // every thread done reading the one stage

@@ -7,7 +7,8 @@
 // Problem supplies the compile-time geometry:
 //   using T;  kN, kH, kW, kC (input), kOH, kOW, kCo (output, pre-store), kKH, kKW, kSH, kSW,
 //   kPT, kPL (begin pads), kDH, kDW, kVec; and per kernel the members named below (GroupedConv:
-//   using Out, Y's type: T, or i8 where the epilogue's last step quantizes, store_as).
+//   using X, the input's type: T, or i8 for a depthwise conv's int8 input (fold-qdq); using
+//   Out, Y's type: T, or i8 where the epilogue's last step quantizes, store_as).
 #pragma once
 
 #include "tessel_op_common.cuh"
@@ -100,17 +101,24 @@ struct Lrn {
 // channel co belongs to group co / kCog and reads input channels group * kCig + [0, kCig).
 // An item is kVec consecutive output channels of one pixel. In the depthwise case
 // (kCig == 1, kCog == 1) the kVec channels read kVec consecutive input channels: one
-// 16-byte load per tap. P::bias(p, co), P::epilogue(v, n, oh, ow, co) and
-// P::store_offset(n, oh, ow, co) finish each output (bias, fused steps, store map).
+// 16-byte load per tap. P::bias(p, co) (and, where P::kScale, P::scale(p, co), an int8
+// input's dequantization scale: one fma), P::epilogue(v, n, oh, ow, co) and
+// P::store_offset(n, oh, ow, co) finish each output (fused steps, store map).
 template <typename P>
 struct GroupedConv {
+  using X = typename P::X;
   using T = typename P::T;
   static constexpr bool kDepthwise = P::kCig == 1 && P::kCog == 1;
   static constexpr i64 kItems = i64(P::kN) * P::kOH * P::kOW * (P::kCo / P::kVec);
 
+  // The value the epilogue steps start from: acc (* S[co]) + B[co].
+  __device__ __forceinline__ static float start(const OpParams& p, float acc, int co) {
+    return P::kScale ? fmaf(acc, P::scale(p, co), P::bias(p, co)) : acc + P::bias(p, co);
+  }
+
   __device__ __forceinline__ static void item(const OpParams& p, i64 i) {
     const PixelItem<P, P::kCo> it(i);
-    const T* x = static_cast<const T*>(p.in[0]) + i64(it.n) * P::kH * P::kW * P::kC;
+    const X* x = static_cast<const X*>(p.in[0]) + i64(it.n) * P::kH * P::kW * P::kC;
     const T* w = static_cast<const T*>(p.in[1]);
     float acc[P::kVec] = {};
 #pragma unroll
@@ -121,18 +129,20 @@ struct GroupedConv {
       for (int kw = 0; kw < P::kKW; ++kw) {
         const int iw = it.ow * P::kSW - P::kPL + kw * P::kDW;
         if (iw < 0 || iw >= P::kW) continue;
-        const T* px = x + (i64(ih) * P::kW + iw) * P::kC;
+        const X* px = x + (i64(ih) * P::kW + iw) * P::kC;
         if constexpr (kDepthwise) {
-          Frag<T, P::kVec> f;
+          Frag<X, P::kVec> f;
           f.load(px + it.c0);
+          float xv[P::kVec];
+          to_floats(f, xv);
 #pragma unroll
           for (int v = 0; v < P::kVec; ++v)
-            acc[v] += to_float(f.v[v]) * to_float(w[(i64(it.c0 + v) * P::kKH + kh) * P::kKW + kw]);
+            acc[v] += xv[v] * to_float(w[(i64(it.c0 + v) * P::kKH + kh) * P::kKW + kw]);
         } else {
 #pragma unroll
           for (int v = 0; v < P::kVec; ++v) {
             const int co = it.c0 + v;
-            const T* xg = px + (co / P::kCog) * P::kCig;
+            const X* xg = px + (co / P::kCog) * P::kCig;
             const T* wc = w + ((i64(co) * P::kKH + kh) * P::kKW + kw) * P::kCig;
             // Unrolled by 4, not fully: a full unroll of kCig x kVec x taps multiply-adds took
             // NVRTC 14-40 s per kernel for groups of 100 to 112 channels.
@@ -148,14 +158,15 @@ struct GroupedConv {
       Frag<Out, P::kVec> f;
 #pragma unroll
       for (int v = 0; v < P::kVec; ++v)
-        f.v[v] = store_as<Out>(P::epilogue(p, acc[v] + P::bias(p, it.c0 + v), it.n, it.oh, it.ow, it.c0 + v));
+        f.v[v] = store_as<Out>(
+            P::epilogue(p, start(p, acc[v], it.c0 + v), it.n, it.oh, it.ow, it.c0 + v));
       f.store(y + P::store_offset(it.n, it.oh, it.ow, it.c0));
     } else {
 #pragma unroll
       for (int v = 0; v < P::kVec; ++v) {
         const int co = it.c0 + v;
         y[P::store_offset(it.n, it.oh, it.ow, co)] =
-            store_as<Out>(P::epilogue(p, acc[v] + P::bias(p, co), it.n, it.oh, it.ow, co));
+            store_as<Out>(P::epilogue(p, start(p, acc[v], co), it.n, it.oh, it.ow, co));
       }
     }
   }
