@@ -93,6 +93,9 @@ TensorMapBytes encode_tensor_map(const TensorMapSpec& s, uint64_t operand_addres
   }
   for (int d = 0; d < 4; ++d) strides[d] = s.strides[d];
   void* global = reinterpret_cast<void*>(static_cast<uintptr_t>(address));
+  const CUtensorMapSwizzle swizzle = s.swizzle == TensorMapSpec::Swizzle::k128B  ? CU_TENSOR_MAP_SWIZZLE_128B
+                                     : s.swizzle == TensorMapSpec::Swizzle::k64B ? CU_TENSOR_MAP_SWIZZLE_64B
+                                                                                 : CU_TENSOR_MAP_SWIZZLE_NONE;
   if (s.mode == TensorMapSpec::Mode::kIm2col) {
     int lower[3], upper[3];
     for (int d = 0; d < 3; ++d) {
@@ -101,16 +104,13 @@ TensorMapBytes encode_tensor_map(const TensorMapSpec& s, uint64_t operand_addres
     }
     TESSEL_CU_CHECK(api.cuTensorMapEncodeIm2col(
         &map, data_type(s.type), s.rank, global, dims, strides, lower, upper, s.channels_per_pixel,
-        s.pixels_per_column, estrides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+        s.pixels_per_column, estrides, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
         CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
   } else {
     TESSEL_CU_CHECK(api.cuTensorMapEncodeTiled(
         &map, data_type(s.type), s.rank, global, dims, strides, box, estrides,
-        CU_TENSOR_MAP_INTERLEAVE_NONE,
-        s.swizzle == TensorMapSpec::Swizzle::k128B  ? CU_TENSOR_MAP_SWIZZLE_128B
-        : s.swizzle == TensorMapSpec::Swizzle::k64B ? CU_TENSOR_MAP_SWIZZLE_64B
-                                                    : CU_TENSOR_MAP_SWIZZLE_NONE,
-        CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
+        CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+        CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
   }
   static_assert(sizeof(CUtensorMap) == kTensorMapBytes, "CUtensorMap is 128 bytes");
   TensorMapBytes bytes;
