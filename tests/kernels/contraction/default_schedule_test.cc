@@ -414,6 +414,11 @@ TEST(EnumerateSchedules, TmaHalfRowsWhereTheyHalveTheZeros) {
   EXPECT_EQ(half_rows(contraction_of(conv2d_nhwc_maps(p, i8))), 0) << "256: two full rows";
   EXPECT_EQ(half_rows(conv(32, 56, 64, 64, 3, 1, 1)), 0) << "64 f16 channels: one full row";
   EXPECT_GT(half_rows(conv(32, 56, 32, 64, 3, 1, 1)), 0) << "32 f16 channels: half a row";
+  // The defaults take them for convolutions of several taps only (measured: tma_rows).
+  for (const int64_t ci : {32, 96, 160}) {
+    const Schedule d = default_schedule(conv(32, 14, ci, 576, 1, 1, 0), kH100);
+    EXPECT_FALSE(d.mainloop == Mainloop::kTma && d.block_k == 32) << ci << ": " << d.name();
+  }
 }
 
 TEST(DefaultSchedule, FallsBackToSimt) {
