@@ -8,19 +8,13 @@
 #include <random>
 #include <vector>
 
+#include "epilogue_steps.h"
 #include "ops/tessel_epilogue.h"
 
 namespace tessel::ops {
 namespace {
 
-using K = EpilogueKind;
-using Steps = std::vector<EpilogueStep>;
-
-EpilogueStep q(double s) { return {K::kQuantize, s}; }
-EpilogueStep mul(double s) { return {K::kMul, s}; }
-EpilogueStep relu() { return {K::kRelu}; }
-EpilogueStep clip(double lo, double hi) { return {K::kClip, lo, hi}; }
-EpilogueStep scaled_residual(double s) { return {K::kAddScaledResidual, s}; }
+using namespace ::tessel::ops::testing;  // epilogue_steps.h
 
 void expect_fold(const Steps& before, bool scaled, const Steps& after, double lead) {
   const QuantizeScaleFold f = fold_quantize_scales(before, scaled);
@@ -60,11 +54,6 @@ TEST(FoldQuantizeScales, OtherWalksStay) {
   // A quantize reached from another one (no mul between): the integer cannot take it.
   expect_fold({q(s), q(2 * s)}, true, {q(1.0), q(2 * s)}, 1 / s);
   expect_fold({q(s)}, false, {q(s)}, 1.0);
-}
-
-double run(const Steps& steps, double v, double residual) {
-  for (const EpilogueStep& st : steps) v = apply_epilogue_step(st, v, residual);
-  return v;
 }
 
 // On the reference's arithmetic (lowering's acc * S + B in f64, then the steps), with S and B

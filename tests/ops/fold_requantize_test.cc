@@ -9,26 +9,16 @@
 #include <vector>
 
 #include "core/half.h"
+#include "epilogue_steps.h"
 #include "ops/tessel_epilogue.h"
 
 namespace tessel::ops {
 namespace {
 
-using K = EpilogueKind;
-using Steps = std::vector<EpilogueStep>;
-
-EpilogueStep q(double s) { return {K::kQuantize, s}; }
-EpilogueStep mul(double s) { return {K::kMul, s}; }
-EpilogueStep relu() { return {K::kRelu}; }
-EpilogueStep clip(double lo, double hi) { return {K::kClip, lo, hi}; }
+using namespace ::tessel::ops::testing;  // epilogue_steps.h
 
 // A scale as an fp16 engine's DequantizeLinear holds it.
 double f16(double s) { return half_to_float(float_to_half(static_cast<float>(s))); }
-
-double run(const Steps& steps, double v, double residual) {
-  for (const EpilogueStep& st : steps) v = apply_epilogue_step(st, v, residual);
-  return v;
-}
 
 TEST(FoldRequantize, SameGridRequantizationsGo) {
   const double s = 0.0584163, s16 = f16(s);
