@@ -261,8 +261,11 @@ class Fuser {
     ValueId v = fused.outputs[0];
     std::vector<int> chain;
     // The epilogue proper acts on the NHWC value in the node's dtype: a residual only before
-    // any store map (R is read in the pre-store layout), activations also after a
-    // depth_to_space store (a ConvTranspose's, made by convert-layout).
+    // any store map (R is read in the pre-store layout); activations, and a per-tensor
+    // QuantizeLinear, elementwise too, also after a depth_to_space store (a ConvTranspose's,
+    // made by convert-layout, or a pixel shuffle's: a QDQ super-resolution net quantizes after
+    // each shuffle, and its upsampling convs then store int8, not f32 for a QuantizeLinear
+    // kernel to read).
     while (!store.nchw() && !out_dtype) {
       const bool plain = store.kind == StoreKind::kNhwc;
       if (auto sm = silu(v)) {
@@ -292,9 +295,7 @@ class Fuser {
         const DType back_to = g_.type(next.outputs[0]).dtype;
         if (conv && !group_one(fused) && back_to != g_.type(fused.outputs[0]).dtype) break;
         steps.push_back({EpilogueKind::kMul, *s});
-      } else if (std::optional<double> s =
-                     plain ? int8_scale(g_, next, "QuantizeLinear", v) : std::nullopt;
-                 s) {
+      } else if (std::optional<double> s = int8_scale(g_, next, "QuantizeLinear", v)) {
         steps.push_back({EpilogueKind::kQuantize, *s});
       } else if (auto step = activation_step(g_, next, v)) {
         steps.push_back(*step);

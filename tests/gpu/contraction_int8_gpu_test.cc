@@ -339,6 +339,18 @@ std::vector<TestProblem> fixed_problems(bool hopper) {
   // 1x1 (a plain GEMM of the pixels), M and N partial tiles: 2*13*11 = 286 pixels, 96 channels.
   v.push_back(make(i8conv(conv_params(2, 13, 11, 64, 96, 1, 1, 0)), Recipe::kExactF32, 128, 64, 64,
                    64, 32, 3));
+  // int8 stores through depth_to_space (a QDQ super-resolution net's upsampling convs, which
+  // take the QuantizeLinear after the pixel shuffle: fuse): 64 -> 128 = 32 channels x 2x2 DCR
+  // (16-byte vectors of 16 channels), 64 -> 64 = 16 x 2x2 CRD, odd sizes, partial tiles.
+  for (const bool dcr : {true, false}) {
+    TestProblem p = i8conv(conv_params(1, 9, 13, 64, dcr ? 128 : 64, 3, 1, 1));
+    p.e.store.kind = StoreMap::Kind::kDepthToSpace;
+    p.e.store.block = 2;
+    p.e.store.dcr = dcr;
+    p.e.store.out_h = 9;
+    p.e.store.out_w = 13;
+    v.push_back(make(std::move(p), dcr ? Recipe::kRequant : Recipe::kRequantRelu, 64, 64, 64, 32, 32, 3));
+  }
   v.push_back(make(i8conv(conv_params(2, 13, 11, 64, 96, 1, 1, 0)), Recipe::kRequant, 64, 64, 64,
                    32, 32, 4));
   // 3x3 pad 1, N = 48 of a 64-wide tile.

@@ -102,6 +102,20 @@ TEST(FuseInt8, LastQuantizeStoresInt8AndAsymmetricOnesStay) {
   testing::expect_pass_result("fuse", asymmetric, asymmetric);
 }
 
+// A QDQ super-resolution net quantizes after each pixel shuffle: a per-tensor quantize acts
+// per element on the values the depth_to_space store only moves, so the upsampling conv takes
+// it and stores int8 (it stored f32 for a QuantizeLinear kernel to read).
+TEST(FuseInt8, QuantizeAfterADepthToSpaceStoreStoresInt8) {
+  testing::expect_pass_result("fuse", kHead + R"(  %y = tessel.Conv(%xq, %wq, %b, _, %s) {pads = [1, 1, 1, 1]} : f32[1,3,3,8] @"conv"
+  %d = tessel.DepthToSpace(%y) {blocksize = 2, mode = "DCR"} : f32[1,6,6,2] @"shuffle"
+  %q = QuantizeLinear(%d, %sy, %z) : i8[1,6,6,2] @"q"
+  output %q
+})",
+                              kHead + R"(  %q = tessel.Conv(%xq, %wq, %b, _, %s) {block = 2, epilogue = ["quantize"], epilogue_alpha = [0.5], epilogue_beta = [0.0], mode = "DCR", out_dtype = "i8", pads = [1, 1, 1, 1], store = "depth_to_space"} : i8[1,6,6,2] @"conv"
+  output %q
+})");
+}
+
 // A QDQ model's grouped convs (float: fold-qdq leaves them). A depthwise conv: the
 // QuantizeLinear -> DequantizeLinear -> Clip -> QuantizeLinear chain after it joins its
 // epilogue and it stores int8; in an fp16 graph, a DequantizeLinear to f32 after the int8 value
