@@ -19,6 +19,15 @@
 // A max pool between a DequantizeLinear and a QuantizeLinear to the same scale runs on the
 // int8 values instead (fold_max_pool).
 //
+// A QuantizeLinear after a Concat quantizes each of its inputs instead (ConcatQuantizePusher):
+// per tensor it acts per element, so Q(Concat(x1, x2, ...)) = Concat(Q(x1), Q(x2), ...) exactly.
+// In Inception's QDQ form each branch conv's chain then ends at a QuantizeLinear of the
+// concat's scale, which fuse takes into its epilogue: the branches store int8 into the
+// concat's slices (concat-into-slices), where they stored their dequantized fp16 for a
+// QuantizeLinear kernel to read the whole concat back. Only where each input is read by the
+// Concat alone: DenseNet's features, read by every later concat of their block, would each be
+// quantized once per concat.
+//
 // A depthwise conv stays float (the int8 kernels take group 1 only) but reads the integers
 // (fold_depthwise_input): DequantizeLinear(Xq, sx) -> tessel.Conv(X, W, B), W the dequantized
 // weights, becomes tessel.Conv(Xq, W, B, -, S) with S[c] = sx, the int8-input form
@@ -38,7 +47,9 @@
 // kernels see constants as in any other model.
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <optional>
+#include <set>
 
 #include "core/error.h"
 #include "ops/tessel_epilogue.h"
@@ -55,6 +66,53 @@ constexpr char kRefusalAttr[] = "int8_refusal";
 
 // Input channels the int8 kernels need per pixel: 8 int8 = one 8-byte load.
 constexpr int64_t kInt8ChannelAlignment = 8;
+
+class ConcatQuantizePusher : public NodeRewriter {
+ public:
+  explicit ConcatQuantizePusher(ir::Graph g) : NodeRewriter(std::move(g)) {
+    const std::vector<std::vector<int>> users = g_.users();
+    auto sole_reader = [&](ValueId v) {
+      const bool output = std::count(g_.outputs.begin(), g_.outputs.end(), v) > 0;
+      const std::vector<int>& r = users[static_cast<size_t>(v)];
+      return !output && r.size() == 1 ? r[0] : -1;
+    };
+    for (size_t i = 0; i < g_.nodes.size(); ++i) {
+      const ir::Node& concat = g_.nodes[i];
+      if (concat.op != "Concat" || concat.outputs.size() != 1) continue;
+      const int q = sole_reader(concat.outputs[0]);
+      if (q < 0) continue;
+      const ir::Node& quantize = g_.nodes[static_cast<size_t>(q)];
+      if (quantize.op != "QuantizeLinear" || quantize.inputs[0] != concat.outputs[0]) continue;
+      const std::optional<SymmetricQdq> s = symmetric_qdq(g_, quantize);
+      if (!s || !s->per_tensor()) continue;
+      bool alone = true;
+      for (ValueId x : concat.inputs) alone = alone && sole_reader(x) == static_cast<int>(i);
+      if (!alone) continue;
+      quantize_of_[concat.name] = q;
+      dropped_.insert(quantize.name);
+    }
+  }
+
+ private:
+  bool rewrites(const ir::Node& n) const override {
+    return quantize_of_.count(n.name) != 0 || dropped_.count(n.name) != 0;
+  }
+  void rewrite(const ir::Node& n) override {
+    if (dropped_.count(n.name)) return;  // the QuantizeLinear moved before the Concat
+    const ir::Node& quantize = g_.nodes[static_cast<size_t>(quantize_of_.at(n.name))];
+    std::vector<ValueId> quantized;
+    for (ValueId x : n.inputs) {
+      std::vector<ValueId> ins = quantize.inputs;
+      ins[0] = x;
+      quantized.push_back(emit("QuantizeLinear", g_.value(x).name + "_QuantizeLinear", std::move(ins),
+                               g_.type(quantize.outputs[0]).dtype, g_.type(x).shape, quantize.attrs));
+    }
+    emit_as(n, "Concat", std::move(quantized), quantize.outputs[0], n.attrs);
+  }
+
+  std::map<std::string, int> quantize_of_;  // Concat name -> its QuantizeLinear's node index
+  std::set<std::string> dropped_;           // those QuantizeLinear nodes' names
+};
 
 class QdqFolder {
  public:
@@ -265,6 +323,8 @@ class QdqFolder {
 
 }  // namespace
 
-ir::Graph fold_qdq(ir::Graph g) { return QdqFolder(std::move(g)).run(); }
+ir::Graph fold_qdq(ir::Graph g) {
+  return QdqFolder(ConcatQuantizePusher(std::move(g)).run()).run();
+}
 
 }  // namespace tessel::passes

@@ -254,5 +254,45 @@ TEST(FoldQdq, MaxPoolBetweenQdqOfOneScaleRunsOnInt8) {
     testing::expect_pass_result("fold-qdq", kept, kept);
 }
 
+// Inception's concat: Q(Concat(a, b)) = Concat(Q(a), Q(b)) per tensor, so each branch's chain
+// ends at a QuantizeLinear that fuse takes into its epilogue. Kept where an input has another
+// reader (DenseNet's features: quantized once per concat that reads them), where the concat
+// has one, and for a per-channel QuantizeLinear.
+TEST(FoldQdq, QuantizeAfterAConcatMovesToItsInputs) {
+  auto model = [](const std::string& extra) {
+    return R"(graph @g opset 17 {
+  input %a : f32[1,3,3,8]
+  input %b : f32[1,3,3,16]
+  const %s : f32[] = [0.0625]
+  const %z : i8[] = [0]
+  %c = Concat(%a, %b) {axis = 3} : f32[1,3,3,24] @"cat"
+  %q = QuantizeLinear(%c, %s, %z) : i8[1,3,3,24] @"qcat"
+  output %q
+)" + extra + "}";
+  };
+  testing::expect_pass_result("fold-qdq", model(""), R"(graph @g opset 17 {
+  input %a : f32[1,3,3,8]
+  input %b : f32[1,3,3,16]
+  const %s : f32[] = [0.0625]
+  const %z : i8[] = [0]
+  %qa = QuantizeLinear(%a, %s, %z) : i8[1,3,3,8] @"a_QuantizeLinear"
+  %qb = QuantizeLinear(%b, %s, %z) : i8[1,3,3,16] @"b_QuantizeLinear"
+  %q = Concat(%qa, %qb) {axis = 3} : i8[1,3,3,24] @"cat"
+  output %q
+})");
+  for (const std::string& kept : {model("  output %a\n"), model("  output %c\n")})
+    testing::expect_pass_result("fold-qdq", kept, kept);
+  const std::string per_channel = R"(graph @g opset 17 {
+  input %a : f32[1,3,3,2]
+  input %b : f32[1,3,3,2]
+  const %s : f32[4] = [0.0625, 0.125, 0.25, 0.5]
+  const %z : i8[4] = [0, 0, 0, 0]
+  %c = Concat(%a, %b) {axis = 3} : f32[1,3,3,4] @"cat"
+  %q = QuantizeLinear(%c, %s, %z) {axis = 3} : i8[1,3,3,4] @"qcat"
+  output %q
+})";
+  testing::expect_pass_result("fold-qdq", per_channel, per_channel);
+}
+
 }  // namespace
 }  // namespace tessel
