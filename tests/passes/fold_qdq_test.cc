@@ -294,5 +294,35 @@ TEST(FoldQdq, QuantizeAfterAConcatMovesToItsInputs) {
   testing::expect_pass_result("fold-qdq", per_channel, per_channel);
 }
 
+// DenseNet's pre-activation norm: its shift, quantized, dequantized, Relu, quantized again to
+// the same scale, is Relu then one QuantizeLinear (the same integers: max(Q(x), 0) = Q(relu(x))).
+// Kept with another scale after the Relu, and where the first QuantizeLinear has another
+// reader.
+TEST(FoldQdq, RequantizedReluBetweenFloatOpsIsReluThenQuantize) {
+  auto model = [](const std::string& s2, const std::string& extra) {
+    return R"(graph @g opset 17 {
+  input %x : f32[1,3,3,8]
+  const %s : f32[] = [0.0625]
+  const %s2 : f32[] = [)" + s2 + R"(]
+  const %z : i8[] = [0]
+  %q1 = QuantizeLinear(%x, %s, %z) : i8[1,3,3,8] @"q1"
+  %d1 = DequantizeLinear(%q1, %s, %z) : f32[1,3,3,8] @"dq1"
+  %r = Relu(%d1) : f32[1,3,3,8] @"relu"
+  %q2 = QuantizeLinear(%r, %s2, %z) : i8[1,3,3,8] @"q2"
+  output %q2
+)" + extra + "}";
+  };
+  testing::expect_pass_result("fold-qdq", model("0.0625", ""), R"(graph @g opset 17 {
+  input %x : f32[1,3,3,8]
+  const %s : f32[] = [0.0625]
+  const %z : i8[] = [0]
+  %r = Relu(%x) : f32[1,3,3,8] @"relu"
+  %q2 = QuantizeLinear(%r, %s, %z) : i8[1,3,3,8] @"q2"
+  output %q2
+})");
+  for (const std::string& kept : {model("0.125", ""), model("0.0625", "  output %q1\n")})
+    testing::expect_pass_result("fold-qdq", kept, kept);
+}
+
 }  // namespace
 }  // namespace tessel
