@@ -34,6 +34,10 @@
 // onnxruntime's QDQ DenseNet each pre-activation batch norm's shift and its Relu are quantized
 // apart, to one scale: two kernels fewer per norm.
 //
+// DequantizeLinear(q, s) -> Mul(a[c]) (lower-batch-norm's scale of a norm after a quantized
+// tensor, DenseNet's pre-activation again) is one DequantizeLinear(q, s * a[c]) per channel
+// (ChannelScaleIntoDequantize): q * (s * a) where the Mul rounded q * s first, one kernel fewer.
+//
 // A depthwise conv stays float (the int8 kernels take group 1 only) but reads the integers
 // (fold_depthwise_input): DequantizeLinear(Xq, sx) -> tessel.Conv(X, W, B), W the dequantized
 // weights, becomes tessel.Conv(Xq, W, B, -, S) with S[c] = sx, the int8-input form
@@ -166,6 +170,60 @@ class ReluRequantizeFolder : public NodeRewriter {
   }
 
   std::map<std::string, ValueId> input_of_;  // Relu name -> the float its QuantizeLinear read
+  std::set<std::string> dropped_;
+};
+
+class ChannelScaleIntoDequantize : public NodeRewriter {
+ public:
+  explicit ChannelScaleIntoDequantize(ir::Graph g) : NodeRewriter(std::move(g)) {
+    const std::vector<std::vector<int>> users = g_.users();
+    const std::vector<int> producers = g_.producers();
+    for (const ir::Node& mul : g_.nodes) {
+      if (mul.op != "Mul" || mul.inputs.size() != 2) continue;
+      for (int side = 0; side < 2; ++side) {
+        const ValueId x = mul.inputs[side], a = mul.inputs[1 - side];
+        const int d = producers[static_cast<size_t>(x)];
+        if (d < 0 || g_.nodes[static_cast<size_t>(d)].op != "DequantizeLinear") continue;
+        const ir::Node& dq = g_.nodes[static_cast<size_t>(d)];
+        const Shape& shape = g_.type(x).shape;
+        const Tensor* scale = g_.value(a).data.get();
+        const std::optional<SymmetricQdq> q = symmetric_qdq(g_, dq);
+        // a: f32 constant, one value per channel of x's last axis ([C] or [1, ..., 1, C]).
+        const bool per_channel = scale && scale->dtype() == DType::kF32 && !shape.empty() &&
+                                 scale->numel() == shape.back() && scale->shape().size() <= shape.size() &&
+                                 !scale->shape().empty() && scale->shape().back() == shape.back();
+        if (!q || !q->per_tensor() || !per_channel || g_.type(x).dtype != DType::kF32 ||
+            users[static_cast<size_t>(x)].size() != 1 || std::count(g_.outputs.begin(), g_.outputs.end(), x) > 0)
+          continue;
+        const double s = q->scale->get_f64(0);
+        Tensor product(DType::kF32, {shape.back()});
+        for (int64_t c = 0; c < shape.back(); ++c) product.data<float>()[c] = static_cast<float>(s * scale->get_f64(c));
+        rewritten_[mul.name] = {dq.inputs[0], product, static_cast<int64_t>(shape.size()) - 1};
+        dropped_.insert(dq.name);
+        break;
+      }
+    }
+  }
+
+ private:
+  struct Folded {
+    ValueId q;
+    Tensor scale;
+    int64_t axis;
+  };
+  bool rewrites(const ir::Node& n) const override {
+    return rewritten_.count(n.name) != 0 || dropped_.count(n.name) != 0;
+  }
+  void rewrite(const ir::Node& n) override {
+    if (dropped_.count(n.name)) return;  // the per-tensor DequantizeLinear the Mul read
+    const Folded& f = rewritten_.at(n.name);
+    const ValueId scale = constant(n.name + ".dequant_scale", f.scale);
+    ir::Attributes attrs;
+    attrs["axis"] = f.axis;
+    emit_as(n, "DequantizeLinear", {f.q, scale}, n.outputs[0], std::move(attrs));
+  }
+
+  std::map<std::string, Folded> rewritten_;  // Mul name -> its DequantizeLinear
   std::set<std::string> dropped_;
 };
 
@@ -379,7 +437,10 @@ class QdqFolder {
 }  // namespace
 
 ir::Graph fold_qdq(ir::Graph g) {
-  return QdqFolder(ReluRequantizeFolder(ConcatQuantizePusher(std::move(g)).run()).run()).run();
+  g = ConcatQuantizePusher(std::move(g)).run();
+  g = ReluRequantizeFolder(std::move(g)).run();
+  g = ChannelScaleIntoDequantize(std::move(g)).run();
+  return QdqFolder(std::move(g)).run();
 }
 
 }  // namespace tessel::passes

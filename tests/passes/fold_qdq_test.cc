@@ -324,5 +324,34 @@ TEST(FoldQdq, RequantizedReluBetweenFloatOpsIsReluThenQuantize) {
     testing::expect_pass_result("fold-qdq", kept, kept);
 }
 
+// A norm's per-channel scale after a DequantizeLinear (DenseNet's pre-activation, lowered by
+// lower-batch-norm) is one per-channel DequantizeLinear: q * (s * a[c]). Kept where a has
+// another shape than one value per channel, and where the dequantized value has another reader.
+TEST(FoldQdq, ChannelScaleAfterADequantizeJoinsIt) {
+  auto model = [](const std::string& a_type, const std::string& a, const std::string& extra) {
+    return R"(graph @g opset 17 {
+  input %x : f32[1,3,3,4]
+  const %s : f32[] = [0.0625]
+  const %z : i8[] = [0]
+  const %a : )" + a_type + " = [" + a + R"(]
+  %q = QuantizeLinear(%x, %s, %z) : i8[1,3,3,4] @"q"
+  %d = DequantizeLinear(%q, %s, %z) : f32[1,3,3,4] @"dq"
+  %m = Mul(%d, %a) : f32[1,3,3,4] @"norm.scale"
+  output %m
+)" + extra + "}";
+  };
+  testing::expect_pass_result("fold-qdq", model("f32[4]", "0.5, 2.0, -1.0, 4.0", ""), R"(graph @g opset 17 {
+  input %x : f32[1,3,3,4]
+  const %s : f32[] = [0.0625]
+  const %z : i8[] = [0]
+  const %sa : f32[4] = [0.03125, 0.125, -0.0625, 0.25]
+  %q = QuantizeLinear(%x, %s, %z) : i8[1,3,3,4] @"q"
+  %m = DequantizeLinear(%q, %sa) {axis = 3} : f32[1,3,3,4] @"norm.scale"
+  output %m
+})");
+  for (const std::string& kept : {model("f32[]", "0.5", ""), model("f32[4]", "0.5, 2.0, -1.0, 4.0", "  output %d\n")})
+    testing::expect_pass_result("fold-qdq", kept, kept);
+}
+
 }  // namespace
 }  // namespace tessel
