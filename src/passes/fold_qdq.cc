@@ -81,22 +81,17 @@ class ConcatQuantizePusher : public NodeRewriter {
  public:
   explicit ConcatQuantizePusher(ir::Graph g) : NodeRewriter(std::move(g)) {
     const std::vector<std::vector<int>> users = g_.users();
-    auto sole_reader = [&](ValueId v) {
-      const bool output = std::count(g_.outputs.begin(), g_.outputs.end(), v) > 0;
-      const std::vector<int>& r = users[static_cast<size_t>(v)];
-      return !output && r.size() == 1 ? r[0] : -1;
-    };
     for (size_t i = 0; i < g_.nodes.size(); ++i) {
       const ir::Node& concat = g_.nodes[i];
       if (concat.op != "Concat" || concat.outputs.size() != 1) continue;
-      const int q = sole_reader(concat.outputs[0]);
+      const int q = sole_reader(g_, users, concat.outputs[0]);
       if (q < 0) continue;
       const ir::Node& quantize = g_.nodes[static_cast<size_t>(q)];
       if (quantize.op != "QuantizeLinear" || quantize.inputs[0] != concat.outputs[0]) continue;
       const std::optional<SymmetricQdq> s = symmetric_qdq(g_, quantize);
       if (!s || !s->per_tensor()) continue;
       bool alone = true;
-      for (ValueId x : concat.inputs) alone = alone && sole_reader(x) == static_cast<int>(i);
+      for (ValueId x : concat.inputs) alone = alone && sole_reader(g_, users, x) == static_cast<int>(i);
       if (!alone) continue;
       quantize_of_[concat.name] = q;
       dropped_.insert(quantize.name);
@@ -131,10 +126,9 @@ class ReluRequantizeFolder : public NodeRewriter {
     const std::vector<int> producers = g_.producers();
     // n's op, reading `v` as its input 0, and v's only reader; else null.
     auto sole = [&](ValueId v, const char* op) -> const ir::Node* {
-      const std::vector<int>& r = users[static_cast<size_t>(v)];
-      if (r.size() != 1 || std::count(g_.outputs.begin(), g_.outputs.end(), v) > 0) return nullptr;
-      const ir::Node& n = g_.nodes[static_cast<size_t>(r[0])];
-      return n.op == op && n.inputs[0] == v ? &n : nullptr;
+      const int r = sole_reader(g_, users, v);
+      const ir::Node* n = r < 0 ? nullptr : &g_.nodes[static_cast<size_t>(r)];
+      return n && n->op == op && n->inputs[0] == v ? n : nullptr;
     };
     auto scale = [&](const ir::Node& n) -> std::optional<float> {
       const std::optional<SymmetricQdq> q = symmetric_qdq(g_, n);
@@ -152,8 +146,14 @@ class ReluRequantizeFolder : public NodeRewriter {
       const ir::Node* requantize = sole(relu.outputs[0], "QuantizeLinear");
       if (!requantize || sole(quantize.outputs[0], "DequantizeLinear") != &dq || sole(dq.outputs[0], "Relu") != &relu)
         continue;
-      const std::optional<float> s = scale(quantize);
-      if (!s || !(*s > 0.0f) || scale(dq) != s || scale(*requantize) != s) continue;
+      // The epilogues' rule decides (ops::fold_requantize): quantize(s), mul(s'), relu,
+      // quantize(s) is quantize(s), relu, the same integers.
+      const std::optional<float> s = scale(quantize), s_dq = scale(dq), s2 = scale(*requantize);
+      if (!s || !s_dq || !s2) continue;
+      using K = ops::EpilogueKind;
+      const std::vector<ops::EpilogueStep> folded = ops::fold_requantize(
+          {{K::kQuantize, *s}, {K::kMul, *s_dq}, {K::kRelu}, {K::kQuantize, *s2}});
+      if (folded != std::vector<ops::EpilogueStep>{{K::kQuantize, *s}, {K::kRelu}}) continue;
       input_of_[relu.name] = quantize.inputs[0];
       dropped_.insert(quantize.name);
       dropped_.insert(dq.name);
@@ -186,14 +186,11 @@ class ChannelScaleIntoDequantize : public NodeRewriter {
         if (d < 0 || g_.nodes[static_cast<size_t>(d)].op != "DequantizeLinear") continue;
         const ir::Node& dq = g_.nodes[static_cast<size_t>(d)];
         const Shape& shape = g_.type(x).shape;
-        const Tensor* scale = g_.value(a).data.get();
+        const Tensor* scale = shape.empty() ? nullptr : channel_constant(g_, a, shape.back());
         const std::optional<SymmetricQdq> q = symmetric_qdq(g_, dq);
-        // a: f32 constant, one value per channel of x's last axis ([C] or [1, ..., 1, C]).
-        const bool per_channel = scale && scale->dtype() == DType::kF32 && !shape.empty() &&
-                                 scale->numel() == shape.back() && scale->shape().size() <= shape.size() &&
-                                 !scale->shape().empty() && scale->shape().back() == shape.back();
-        if (!q || !q->per_tensor() || !per_channel || g_.type(x).dtype != DType::kF32 ||
-            users[static_cast<size_t>(x)].size() != 1 || std::count(g_.outputs.begin(), g_.outputs.end(), x) > 0)
+        if (!q || !q->per_tensor() || !scale || scale->dtype() != DType::kF32 ||
+            scale->shape().size() > shape.size() || g_.type(x).dtype != DType::kF32 ||
+            sole_reader(g_, users, x) < 0)
           continue;
         const double s = q->scale->get_f64(0);
         Tensor product(DType::kF32, {shape.back()});
@@ -290,14 +287,11 @@ class QdqFolder {
   void fold_max_pool(size_t i, const std::vector<std::vector<int>>& users, std::vector<char>& requantizes) {
     const ir::Node& pool = g_.nodes[i];
     const ir::Node* dq = producer(pool.inputs[0], "DequantizeLinear");
-    if (!dq || pool.outputs.size() != 1 ||
-        std::count(g_.outputs.begin(), g_.outputs.end(), pool.outputs[0]) > 0)
+    if (!dq || pool.outputs.size() != 1) return;
+    const int reader = sole_reader(g_, users, pool.outputs[0]);
+    if (reader < 0 || g_.nodes[static_cast<size_t>(reader)].op != "QuantizeLinear" ||
+        g_.nodes[static_cast<size_t>(reader)].inputs[0] != pool.outputs[0])
       return;
-    const std::vector<int>& readers = users[static_cast<size_t>(pool.outputs[0])];
-    if (readers.size() != 1 || g_.nodes[static_cast<size_t>(readers[0])].op != "QuantizeLinear" ||
-        g_.nodes[static_cast<size_t>(readers[0])].inputs[0] != pool.outputs[0])
-      return;
-    const int reader = readers[0];
     const ir::Node& q = g_.nodes[static_cast<size_t>(reader)];
     const std::optional<SymmetricQdq> from = symmetric_qdq(g_, *dq), to = symmetric_qdq(g_, q);
     if (!from || !to || from->integer != DType::kI8 || to->integer != DType::kI8 || !from->per_tensor() ||
@@ -405,8 +399,7 @@ class QdqFolder {
   bool fold_depthwise_input(size_t i, const ir::Node& dqx,
                             const std::vector<std::vector<int>>& users, std::string& why) {
     const ValueId xd = g_.nodes[i].inputs[0], xq = dqx.inputs[0];
-    if (users[static_cast<size_t>(xd)].size() != 1 ||
-        std::count(g_.outputs.begin(), g_.outputs.end(), xd) > 0) {
+    if (sole_reader(g_, users, xd) < 0) {
       why = "its DequantizeLinear has other readers";
       return false;
     }

@@ -533,12 +533,8 @@ class Sinker {
     return uses_[static_cast<size_t>(v)] == 1 && u.size() == 1 ? u[0] : -1;
   }
 
-  // c: a constant of `channels` elements along the last dim only ([C] or [1, ..., 1, C]).
   const Tensor* channel_constant(ValueId c, int64_t channels) const {
-    const Tensor* t = c == kNoValue ? nullptr : g_.value(c).data.get();
-    if (!t || t->numel() != channels || t->shape().empty() || t->shape().back() != channels)
-      return nullptr;
-    return t;
+    return passes::channel_constant(g_, c, channels);
   }
 
   // The per-channel constant of Mul(v, c) / Mul(c, v), whose output keeps v's type.

@@ -78,6 +78,19 @@ bool upsamples_into_output(const ir::Graph& g, const ir::Node& n, const std::vec
          numel(g.type(y).shape) > numel(g.type(n.inputs[0]).shape);
 }
 
+int sole_reader(const ir::Graph& g, const std::vector<std::vector<int>>& users, ir::ValueId v) {
+  const std::vector<int>& r = users[static_cast<size_t>(v)];
+  if (r.size() != 1 || std::count(g.outputs.begin(), g.outputs.end(), v) > 0) return -1;
+  const ir::Node& n = g.nodes[static_cast<size_t>(r[0])];
+  return std::count(n.inputs.begin(), n.inputs.end(), v) == 1 ? r[0] : -1;
+}
+
+const Tensor* channel_constant(const ir::Graph& g, ir::ValueId c, int64_t channels) {
+  const Tensor* t = c == ir::kNoValue ? nullptr : g.value(c).data.get();
+  if (!t || t->numel() != channels || t->shape().empty() || t->shape().back() != channels) return nullptr;
+  return t;
+}
+
 UniqueNames UniqueNames::of_values(const ir::Graph& g) {
   UniqueNames n;
   for (const ir::Value& v : g.values) n.used_.insert(v.name);

@@ -23,6 +23,14 @@ void erase_nodes(ir::Graph& g, const std::vector<char>& erase);
 // Number of readers of each value, counting graph outputs as readers.
 std::vector<int> use_counts(const ir::Graph& g);
 
+// The index of v's only reading node (reading it once), or -1: none, several, or v is a graph
+// output. `users`: g.users().
+int sole_reader(const ir::Graph& g, const std::vector<std::vector<int>>& users, ir::ValueId v);
+
+// c's constant when it holds `channels` values along its last axis only ([C] or [1, ..., 1, C]:
+// one per channel of an NHWC tensor), else null.
+const Tensor* channel_constant(const ir::Graph& g, ir::ValueId c, int64_t channels);
+
 // n is a Resize that upsamples (more output elements than input) into a graph output that no
 // node reads (`uses`: use_counts(g)): a conversion of that output (to NCHW, to fp32) moves less
 // memory on n's input. convert-layout and choose-precision both put theirs there.
