@@ -151,21 +151,28 @@ int block_k_scale(const Contraction& c) {
   return c.a_dtype == DType::kI8 && c.b_dtype == DType::kI8 ? 2 : 1;
 }
 
-// A TMA schedule in k-tiles of one 128-byte row, and, where a tap's channels would leave its
-// last 128-byte row at most half full (64 or 192 int8 channels, 32 f16 ones, a GEMM's K of 64
-// int8), the same in 64-byte rows (kernels::check_tma): they move and multiply half the zeros.
+// Whether c's TMA schedules also come in k-tiles of one 64-byte row (kernels::check_tma): where
+// a tap's channels would leave its last 128-byte row at most half full (64 or 192 int8
+// channels, 32 f16 ones, a GEMM's K of 64 int8), they move and multiply half the zeros.
 // `taps_only`: only for convolutions of several taps (the defaults' rule: on the H200, ResNet-50
 // int8's 3x3 64 -> 64 convs went 16.9 -> 15.4 us against mma.sync, while on 1x1 convs, a tile of
 // few k-tiles, the unmeasured classes lost as often as they won: MobileNet-v2 int8's 1x1 320 ->
-// 1280 5.9 -> 9.5 us, fp16's 32 -> 192 6.9 -> 9.1, its 96 -> 576 8.7 -> 8.1).
-std::vector<Schedule> tma_rows(const Contraction& c, const Schedule& full, bool taps_only = false) {
-  std::vector<Schedule> out = {full};
+// 1280 5.9 -> 9.5 us, fp16's 32 -> 192 6.9 -> 9.1, its 96 -> 576 8.7 -> 8.1). The channels per
+// tap are the contraction's, whatever the tile: one layout says.
+bool tma_half_rows(const Contraction& c, bool taps_only) {
+  Schedule full = tma_schedule(64, 64, 2, 1, 0);
+  full.block_k *= block_k_scale(c);  // one 128-byte row
   const std::optional<TmaLayout> l = tma_layout(c, full);
   const int64_t rest = l ? l->channels % full.block_k : 0;
-  if (rest > 0 && rest <= full.block_k / 2 && (!taps_only || l->taps > 1)) {
-    Schedule half = full;
-    half.block_k /= 2;
-    out.push_back(half);
+  return rest > 0 && rest <= full.block_k / 2 && (!taps_only || l->taps > 1);
+}
+
+// `full` (k-tiles of one 128-byte row), and the same in 64-byte rows where `half_rows`.
+std::vector<Schedule> tma_rows(const Schedule& full, bool half_rows) {
+  std::vector<Schedule> out = {full};
+  if (half_rows) {
+    out.push_back(full);
+    out.back().block_k /= 2;
   }
   return out;
 }
@@ -338,12 +345,13 @@ std::vector<Schedule> enumerate_schedules(const Contraction& c, const device::De
     }
   }
   if (has_wgmma(device)) {
+    const bool half_rows = tma_half_rows(c, /*taps_only=*/false);
     for (Tile tile : kWgmmaGroupTiles)
       for (int stages : kTmaStages)
         for (int raster : kRaster) {
           Schedule full = tma_schedule(tile.m, tile.n, stages, raster, 0);
           full.block_k *= block_k_scale(c);
-          for (Schedule s : tma_rows(c, full)) {
+          for (Schedule s : tma_rows(full, half_rows)) {
             if (!runs(c, s, device)) continue;
             s.ctas = persistent_ctas(c, s, device);
             space.push_back(s);
@@ -695,10 +703,11 @@ Schedule default_schedule(const Contraction& c, const device::DeviceInfo& device
     }
   }
   if (!mma_sync_only && has_wgmma(device)) {
+    const bool half_rows = tma_half_rows(c, /*taps_only=*/true);
     for (const TmaKernel& k : kTmaKernels) {
       Schedule full = tma_schedule(k.block_m, k.block_n, k.stages, kTmaDefaultRaster, 0);
       full.block_k *= block_k_scale(c);  // one 128-byte row: 128 int8
-      for (Schedule s : tma_rows(c, full, /*taps_only=*/true)) {
+      for (Schedule s : tma_rows(full, half_rows)) {
         if (!offered(s) || !runs(c, s, device)) continue;
         s.ctas = persistent_ctas(c, s, device);
         ranked.push_back({s, score(s, k.sm90_scale)});
