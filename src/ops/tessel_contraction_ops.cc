@@ -18,8 +18,9 @@
 //   int8 (fold-qdq's form of a QDQ conv): X i8 NHWC, W i8 OHWI, and S [Co] f32, the per
 //     output channel dequantization scale (x_scale * w_scale[co]): the accumulator is exact
 //     (int32 on the GPU) and the value the steps start from is acc * S[co] + B[co]; Y is f32
-//     (the node's dtype) or, after a last 'quantize' step, out_dtype i8. R is f32 for
-//     'add_residual', or i8 for 'add_residual_scaled' (dequantized by the step's scale).
+//     (the node's dtype), out_dtype f16 or bf16 (choose-precision's, in fp16 engines) or, after
+//     a last 'quantize' step, out_dtype i8. R is f32, f16 or bf16 for 'add_residual', or i8 for
+//     'add_residual_scaled' (dequantized by the step's scale).
 //   int8 input (fold-qdq's form of a QDQ depthwise conv: its kernel is memory-bound, so the
 //     bytes of X count and its multiply-adds do not): X i8 NHWC, W float OHWI [C, KH, KW, 1]
 //     with group = C (one input and one output channel per group, ops::is_depthwise), and S
@@ -151,10 +152,15 @@ void check_residual(const ir::InferContext& ctx, const std::vector<EpilogueStep>
   TESSEL_USER_CHECK(residual_steps == 1)
       << ctx.node().label() << ": residual input R is given, so the epilogue needs exactly one "
       << "'add_residual' step, it has " << residual_steps;
+  // An int8 contraction's float residual is read in its own dtype (choose-precision gives it
+  // its producer's: f16 in an fp16 engine), as its int8 one.
   const DType r = scaled ? DType::kI8 : node_dtype(ctx.dtype(1));
-  TESSEL_USER_CHECK(ctx.dtype(kResidual) == r && ctx.shape(kResidual) == pre_store)
+  const bool any_float = !scaled && ctx.dtype(1) == DType::kI8 && is_float(ctx.dtype(kResidual)) &&
+                         ctx.dtype(kResidual) != DType::kF64;
+  TESSEL_USER_CHECK((ctx.dtype(kResidual) == r || any_float) && ctx.shape(kResidual) == pre_store)
       << ctx.node().label() << ": residual R is " << ctx.input(kResidual).str() << ", expected "
-      << dtype_name(r) << shape_str(pre_store) << " (the output before the store)";
+      << (ctx.dtype(1) == DType::kI8 && !scaled ? std::string("f32, f16 or bf16") : std::string(dtype_name(r)))
+      << shape_str(pre_store) << " (the output before the store)";
 }
 
 // out[n, h*b + i, w*b + j, c] = y[n, h, w, co] (tessel_epilogue.h, StoreMap): a transpose of a

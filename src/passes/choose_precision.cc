@@ -8,8 +8,13 @@
 // non-constant values are joined into classes (union-find); a class becomes fp16 unless one of
 // its values touches an op that must stay fp32:
 //  - integer ops (QLinear*, *Integer) and every op without OpFacts::fp16: their float
-//    operands and, through the ties, the float neighbours around them stay fp32; so do
-//    fold-qdq's int8 contractions (run before). QuantizeLinear and DequantizeLinear take fp16
+//    operands and, through the ties, the float neighbours around them stay fp32. fold-qdq's
+//    int8 contractions (run before) are neither: their S and B are their own fp32 constants,
+//    while the result Y (stored in out_dtype, the fp32 value rounded once) and a plain residual
+//    R (read in its own dtype) each take the dtype of what they connect to -- fp16 between
+//    fp16 ops, so that a conv the quantizer left float beside them (a downsample whose
+//    output an int8 conv adds) is an fp16 Tensor Core conv, not an fp32 SIMT one. (Grouped
+//    int8 convs, whose kernels store int8 or f32, keep theirs fp32.) QuantizeLinear and DequantizeLinear take fp16
 //    on their float side (x; the output, with its scale converted), so that what a QDQ model
 //    leaves in float (the stem, depthwise convs, pools) runs in fp16 between them; a depthwise
 //    conv that fold-qdq gave its int8 input is an fp16 op like the others (X is no float
@@ -36,6 +41,7 @@
 #include "core/error.h"
 #include "ir/infer.h"
 #include "ir/op_registry.h"
+#include "ops/tessel_epilogue.h"
 #include "passes/passes.h"
 #include "passes/rewrite_util.h"
 
@@ -59,10 +65,30 @@ const ir::OpFacts* fp16_facts(const std::string& op) {
 }
 
 // fp16_facts of node n; none for an int8 contraction (fold-qdq's, W i8): it computes its f32
-// result from integers and keeps its float operands (S, B, R) and output fp32, as the QDQ ops.
+// result from integers, and its float operands are either its own constants (S, B) or free
+// (int8_free_operands).
 bool is_int8_contraction(const ir::Graph& g, const ir::Node& n) {
   return n.inputs.size() > 1 && n.inputs[1] != kNoValue && g.type(n.inputs[1]).dtype == DType::kI8 &&
          ir::OpRegistry::global().facts(n.op).kind == ir::OpKind::kContraction;
+}
+
+constexpr size_t kResidualInput = 3;  // tessel.Conv / tessel.Gemm's R
+
+// The float activations of an int8 contraction that take their neighbours' dtype: its result Y
+// where some node reads it and no out_dtype is set (a graph output alone stays as written), and
+// a float residual R. Only the dense kernels' contractions (tessel.Gemm, group-1 tessel.Conv):
+// the grouped kernels store int8 or the node's f32.
+std::vector<ValueId> int8_free_operands(const ir::Graph& g, const ir::Node& n,
+                                        const std::vector<char>& read) {
+  std::vector<ValueId> r;
+  if (n.get_int("group", 1) != 1) return r;
+  if (n.inputs.size() > kResidualInput && n.inputs[kResidualInput] != kNoValue &&
+      is_float(g.type(n.inputs[kResidualInput]).dtype))
+    r.push_back(n.inputs[kResidualInput]);
+  const ValueId y = n.outputs[0];
+  if (!n.has_attr("out_dtype") && is_float(g.type(y).dtype) && read[static_cast<size_t>(y)])
+    r.push_back(y);
+  return r;
 }
 
 const ir::OpFacts* fp16_facts(const ir::Graph& g, const ir::Node& n) {
@@ -188,8 +214,23 @@ class PrecisionChooser {
 
   void build_classes() {
     std::vector<char> pin(g_.values.size(), 0);
+    std::vector<char> read(g_.values.size(), 0);  // per value: some node reads it
+    for (const ir::Node& n : g_.nodes)
+      for (ValueId v : n.inputs)
+        if (v != kNoValue) read[static_cast<size_t>(v)] = 1;
     for (const ir::Node& n : g_.nodes) {
       const ir::OpFacts* op = fp16_facts(g_, n);
+      if (is_int8_contraction(g_, n)) {
+        // Each free operand joins only its other ops' classes; the rest stay fp32.
+        std::vector<ValueId> free = int8_free_operands(g_, n, read);
+        for (ValueId v : free)
+          if (!is_const(v)) tied_[v] = 1;
+        for (ValueId v : n.inputs)
+          if (is_f32(v) && std::find(free.begin(), free.end(), v) == free.end()) pin[v] = 1;
+        for (ValueId v : n.outputs)
+          if (is_f32(v) && std::find(free.begin(), free.end(), v) == free.end()) pin[v] = 1;
+        continue;
+      }
       if (!op) {
         for (ValueId v : n.inputs)
           if (is_f32(v)) pin[v] = 1;
@@ -234,6 +275,11 @@ class PrecisionChooser {
     for (ir::Node& n : g_.nodes)
       if (n.op == "Cast" && n.get_int("to", 0) == kOnnxFloat && fp16(n.outputs[0]))
         n.attrs["to"] = kOnnxFloat16;
+    // An int8 contraction whose result goes fp16 stores it so (its epilogue still runs in
+    // fp32; fuse carries the chain after it on through this out_dtype).
+    for (ir::Node& n : g_.nodes)
+      if (is_int8_contraction(g_, n) && !n.has_attr("out_dtype") && fp16(n.outputs[0]))
+        ops::write_out_dtype(n, DType::kF16);
   }
 
   void cast_graph_inputs() {

@@ -258,6 +258,13 @@ class Fuser {
     std::vector<EpilogueStep> steps = ops::read_epilogue(fused);
     ops::StoreMap store = conv ? ops::read_store(fused) : ops::StoreMap{};
     std::optional<DType> out_dtype = ops::read_out_dtype(fused);
+    // What the node stores without an out_dtype: its own dtype (W's; f32 for an int8
+    // contraction). An int8 contraction's float out_dtype is choose-precision's storage of
+    // that f32 value, not an edge store: the chain goes on through it, and the store converts
+    // to the dtype the chain ends in.
+    const bool int8 = fused.inputs.size() > 1 && g_.type(fused.inputs[1]).dtype == DType::kI8;
+    const DType own = int8 ? DType::kF32 : g_.type(fused.outputs[0]).dtype;
+    if (int8 && out_dtype && is_float(*out_dtype)) out_dtype.reset();
     ValueId v = fused.outputs[0];
     std::vector<int> chain;
     // The epilogue proper acts on the NHWC value in the node's dtype: a residual only before
@@ -293,7 +300,7 @@ class Fuser {
         // A grouped conv's kernels (window, halo, packed groups) store int8 or its own dtype: a
         // DequantizeLinear to another float type (a graph output's f32) stays a kernel of its own.
         const DType back_to = g_.type(next.outputs[0]).dtype;
-        if (conv && !group_one(fused) && back_to != g_.type(fused.outputs[0]).dtype) break;
+        if (conv && !group_one(fused) && back_to != own) break;
         steps.push_back({EpilogueKind::kMul, *s});
       } else if (std::optional<double> s = int8_scale(g_, next, "QuantizeLinear", v)) {
         steps.push_back({EpilogueKind::kQuantize, *s});
@@ -319,9 +326,6 @@ class Fuser {
       v = next.outputs[0];
     }
     if (!steps.empty() && steps.back().kind == EpilogueKind::kQuantize) out_dtype = DType::kI8;
-    // A chain through a DequantizeLinear to fp16 (choose-precision's) ends in another dtype
-    // than the contraction's own: the store converts.
-    if (!out_dtype && g_.type(v).dtype != g_.type(fused.outputs[0]).dtype) out_dtype = g_.type(v).dtype;
     const bool edge_stores =
         !norm && !has_residual_step(steps) && out_dtype != DType::kI8 && (!conv || group_one(fused));
     for (int u; edge_stores && (u = sole_user(v)) >= 0;) {
@@ -339,6 +343,9 @@ class Fuser {
       v = next.outputs[0];
     }
     if (chain.empty()) return false;
+    // A chain that ends in another dtype than the contraction's own (through a DequantizeLinear
+    // to fp16, or an int8 contraction's fp16 result): the store converts.
+    if (!out_dtype && g_.type(v).dtype != own) out_dtype = g_.type(v).dtype;
     fused.outputs[0] = v;
     // A QDQ chain's requantizations to the grid the value is on cost the kernels six
     // instructions per output and change no value: gone (ops::fold_requantize).

@@ -75,6 +75,10 @@ enum class Recipe {
   kRequant,         // scale, bias, relu, quantize -> i8
   kResidualI8,      // mul, bias, scaled int8 residual, relu, quantize -> i8
   kResidualF16Out,  // mul, bias, scaled int8 residual -> f16 (residual_dtype i8)
+  // A float residual in its own dtype (choose-precision's f16 beside an fp16 conv, as the
+  // downsample branch tessel quantize leaves float):
+  kResidualF16,         // mul, bias, f16 residual, relu -> f16
+  kResidualF16Requant,  // mul, bias, f16 residual, relu, quantize -> i8
   // The forms fuse leaves after ops::fold_requantize, whose clamps after a quantize the
   // generated code merges into its saturation (emit.cc):
   kRequantRelu,       // scale, bias, quantize, relu -> i8
@@ -83,7 +87,8 @@ enum class Recipe {
 constexpr Recipe kRecipes[] = {Recipe::kExactF32,   Recipe::kExactF16,      Recipe::kDequantF16,
                                Recipe::kDequantF32, Recipe::kDequantBf16,   Recipe::kRequant,
                                Recipe::kResidualI8, Recipe::kResidualF16Out, Recipe::kRequantRelu,
-                               Recipe::kResidualRequant};
+                               Recipe::kResidualRequant, Recipe::kResidualF16,
+                               Recipe::kResidualF16Requant};
 
 DType out_dtype(Recipe r) {
   switch (r) {
@@ -93,6 +98,7 @@ DType out_dtype(Recipe r) {
     case Recipe::kExactF16:
     case Recipe::kDequantF16:
     case Recipe::kResidualF16Out:
+    case Recipe::kResidualF16:
       return DType::kF16;
     case Recipe::kDequantBf16:
       return DType::kBF16;
@@ -100,6 +106,7 @@ DType out_dtype(Recipe r) {
     case Recipe::kResidualI8:
     case Recipe::kRequantRelu:
     case Recipe::kResidualRequant:
+    case Recipe::kResidualF16Requant:
       return DType::kI8;
   }
   return DType::kF32;
@@ -139,6 +146,16 @@ void apply(Recipe r, TestProblem& p) {
     case Recipe::kResidualF16Out:
       p.e.steps = {step(K::kMul, dequant), step(K::kBias), step(K::kScaledResidualAdd, 0.03125f)};
       p.e.residual_dtype = DType::kI8;
+      break;
+    case Recipe::kResidualF16:
+      p.e.steps = {step(K::kMul, dequant), step(K::kBias), step(K::kResidualAdd), step(K::kRelu)};
+      p.e.residual_dtype = DType::kF16;
+      break;
+    case Recipe::kResidualF16Requant:
+      // N(0, 2) + bias + residual (up to 1), quantized at 1/32: saturates at +4.
+      p.e.steps = {step(K::kMul, dequant), step(K::kBias), step(K::kResidualAdd), step(K::kRelu),
+                   step(K::kQuantize, 1.0f / 32)};
+      p.e.residual_dtype = DType::kF16;
       break;
     case Recipe::kRequantRelu:
       p.e.steps = {step(K::kScale), step(K::kBias), step(K::kQuantize, sigma / 40.0f), step(K::kRelu)};
@@ -335,6 +352,9 @@ std::vector<TestProblem> fixed_problems(bool hopper) {
     v.push_back(tma(i8conv(conv_params(2, 13, 11, 96, 72, 3, 2, 1)), Recipe::kExactF32, 64, 128, 5, 3, 64));
     v.push_back(tma(i8gemm(130, 200, 64), Recipe::kDequantF16, 64, 256, 3, 2, 64));
     v.push_back(tma(i8conv(conv_params(1, 9, 7, 48, 64, 3, 1, 1)), Recipe::kResidualI8, 64, 64, 8, 1, 64));
+    // f16 residuals (the slab path: not the output's type), into i8 and into f16.
+    v.push_back(tma(i8conv(conv_params(2, 20, 20, 64, 256, 1, 1, 0)), Recipe::kResidualF16Requant, 128, 128, 4, 2, 64));
+    v.push_back(tma(i8gemm(130, 200, 512), Recipe::kResidualF16, 64, 128, 4, 2));
   }
   // 1x1 (a plain GEMM of the pixels), M and N partial tiles: 2*13*11 = 286 pixels, 96 channels.
   v.push_back(make(i8conv(conv_params(2, 13, 11, 64, 96, 1, 1, 0)), Recipe::kExactF32, 128, 64, 64,
@@ -377,6 +397,10 @@ std::vector<TestProblem> fixed_problems(bool hopper) {
                    32, 32, 3));
   v.push_back(make(i8conv(conv_params(1, 14, 14, 128, 64, 3, 1, 1)), Recipe::kResidualF16Out, 128,
                    64, 64, 64, 32, 4));
+  // f16 residuals into i8 and f16 (M and N tails).
+  v.push_back(make(i8conv(conv_params(2, 13, 11, 64, 256, 1, 1, 0)), Recipe::kResidualF16Requant, 128,
+                   128, 64, 64, 64, 4));
+  v.push_back(make(i8gemm(200, 72, 256), Recipe::kResidualF16, 64, 64, 64, 32, 32, 3));
   // Grouped conv as a batch of channel slices (2 groups of 32).
   v.push_back(make(i8conv(conv_params(1, 10, 10, 64, 64, 3, 1, 1, 1, 2)), Recipe::kRequant, 64, 32,
                    64, 32, 32, 3));
@@ -531,6 +555,7 @@ TEST_F(ContractionInt8GpuTest, SanitizerSubsetMatchesCpuReference) {
     ps.push_back(tma(i8conv(conv_params(2, 9, 7, 48, 40, 3, 1, 1)), Recipe::kResidualI8, 64, 64, 3, 2));
     ps.push_back(tma(i8gemm(70, 48, 512), Recipe::kExactF32, 64, 64, 2, 1));
     ps.push_back(tma(i8conv(conv_params(1, 9, 7, 64, 40, 3, 1, 1)), Recipe::kResidualI8, 64, 64, 3, 2, 64));
+    ps.push_back(tma(i8conv(conv_params(1, 9, 7, 64, 72, 1, 1, 0)), Recipe::kResidualF16Requant, 64, 64, 3, 1, 64));
   }
   run_all(ps, info_.arch(), rng);
 }

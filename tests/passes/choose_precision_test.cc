@@ -138,9 +138,10 @@ TEST(ChoosePrecision, QdqFloatSideIsFp16) {
 })");
 }
 
-// An int8 contraction (fold-qdq's) keeps its float operands and output fp32, and what is tied
-// to them; an unrelated branch goes fp16.
-TEST(ChoosePrecision, Int8ContractionStaysFp32) {
+// An int8 contraction (fold-qdq's) keeps its S and B fp32; its result takes its readers'
+// dtype: fp16 here, stored so by out_dtype (the Relu and the edge Cast after it are fuse's to
+// fold back into one fp32 store); an unrelated branch goes fp16 too.
+TEST(ChoosePrecision, Int8ContractionResultTakesItsReadersDtype) {
   expect_fp16(R"(graph @g opset 17 {
   input %x : i8[1,1,1,8]
   input %z : f32[4]
@@ -160,12 +161,80 @@ TEST(ChoosePrecision, Int8ContractionStaysFp32) {
   const %b : f32[2] = [0.5, 1.0]
   const %s : f32[2] = [0.25, 0.5]
   %zh = Cast(%z) {to = 10} : f16[4] @"z.to_f16"
-  %c = tessel.Conv(%x, %w, %b, _, %s) : f32[1,1,1,2] @"conv"
-  %y = Relu(%c) : f32[1,1,1,2] @"relu"
+  %c = tessel.Conv(%x, %w, %b, _, %s) {out_dtype = "f16"} : f16[1,1,1,2] @"conv"
+  %yh = Relu(%c) : f16[1,1,1,2] @"relu"
   %wh = Sigmoid(%zh) : f16[4] @"sigmoid"
+  %y = Cast(%yh) {to = 1} : f32[1,1,1,2] @"y.to_f32"
   %w2 = Cast(%wh) {to = 1} : f32[4] @"w2.to_f32"
   output %y
   output %w2
+})");
+}
+
+// ResNet's downsample as tessel quantize may leave it: the quantizer kept the 1x1 conv float,
+// and the int8 conv beside it adds its output. The float conv is an fp16 one (Tensor Cores;
+// it used to stay fp32, tied through the Add to the int8 conv's result, and ran as an fp32
+// SIMT kernel), the int8 conv stores fp16 for the Add.
+TEST(ChoosePrecision, FloatConvBesideAnInt8ConvGoesFp16) {
+  expect_fp16(R"(graph @g opset 17 {
+  input %x : i8[1,1,1,8]
+  input %f : f32[1,1,1,8]
+  const %w : i8[2,1,1,8] = [1, 2, 3, 4, 5, 6, 7, 8, 1, 2, 3, 4, 5, 6, 7, 8]
+  const %b : f32[2] = [0.5, 1.0]
+  const %s : f32[2] = [0.25, 0.5]
+  const %wf : f32[2,1,1,8] = [0.5, -0.5, 0.25, 1.0, -1.0, 0.75, 0.125, -0.25, 1.0, 0.5, -0.5, 0.25, -0.125, 0.5, 1.0, -1.0]
+  %c = tessel.Conv(%x, %w, %b, _, %s) : f32[1,1,1,2] @"conv"
+  %d = tessel.Conv(%f, %wf, %b) : f32[1,1,1,2] @"downsample"
+  %a = Add(%c, %d) : f32[1,1,1,2] @"add"
+  %y = Relu(%a) : f32[1,1,1,2] @"relu"
+  output %y
+})",
+              R"(graph @g opset 17 {
+  input %x : i8[1,1,1,8]
+  input %f : f32[1,1,1,8]
+  const %w : i8[2,1,1,8] = [1, 2, 3, 4, 5, 6, 7, 8, 1, 2, 3, 4, 5, 6, 7, 8]
+  const %b : f32[2] = [0.5, 1.0]
+  const %s : f32[2] = [0.25, 0.5]
+  const %wf : f16[2,1,1,8] = [0.5, -0.5, 0.25, 1.0, -1.0, 0.75, 0.125, -0.25, 1.0, 0.5, -0.5, 0.25, -0.125, 0.5, 1.0, -1.0]
+  %fh = Cast(%f) {to = 10} : f16[1,1,1,8] @"f.to_f16"
+  %c = tessel.Conv(%x, %w, %b, _, %s) {out_dtype = "f16"} : f16[1,1,1,2] @"conv"
+  %d = tessel.Conv(%fh, %wf, %b) : f16[1,1,1,2] @"downsample"
+  %a = Add(%c, %d) : f16[1,1,1,2] @"add"
+  %yh = Relu(%a) : f16[1,1,1,2] @"relu"
+  %y = Cast(%yh) {to = 1} : f32[1,1,1,2] @"y.to_f32"
+  output %y
+})");
+}
+
+// Where nothing reads the int8 contraction's result but the graph's output, it stays as the
+// model writes it (no fp16 store and Cast back); a grouped int8 conv's kernels store int8 or
+// f32, so its result and what is tied to it stay fp32.
+TEST(ChoosePrecision, Int8ResultsThatStayFp32) {
+  expect_fp16(R"(graph @g opset 17 {
+  input %x : i8[1,1,1,8]
+  const %w : i8[2,1,1,8] = [1, 2, 3, 4, 5, 6, 7, 8, 1, 2, 3, 4, 5, 6, 7, 8]
+  const %wg : i8[8,1,1,1] = [1, 2, 3, 4, 5, 6, 7, 8]
+  const %b : f32[2] = [0.5, 1.0]
+  const %s : f32[2] = [0.25, 0.5]
+  const %sg : f32[8] = [0.25, 0.5, 0.25, 0.5, 0.25, 0.5, 0.25, 0.5]
+  %c = tessel.Conv(%x, %w, %b, _, %s) : f32[1,1,1,2] @"conv"
+  %g = tessel.Conv(%x, %wg, _, _, %sg) {group = 8} : f32[1,1,1,8] @"grouped"
+  %r = Relu(%g) : f32[1,1,1,8] @"relu"
+  output %c
+  output %r
+})",
+              R"(graph @g opset 17 {
+  input %x : i8[1,1,1,8]
+  const %w : i8[2,1,1,8] = [1, 2, 3, 4, 5, 6, 7, 8, 1, 2, 3, 4, 5, 6, 7, 8]
+  const %wg : i8[8,1,1,1] = [1, 2, 3, 4, 5, 6, 7, 8]
+  const %b : f32[2] = [0.5, 1.0]
+  const %s : f32[2] = [0.25, 0.5]
+  const %sg : f32[8] = [0.25, 0.5, 0.25, 0.5, 0.25, 0.5, 0.25, 0.5]
+  %c = tessel.Conv(%x, %w, %b, _, %s) : f32[1,1,1,2] @"conv"
+  %g = tessel.Conv(%x, %wg, _, _, %sg) {group = 8} : f32[1,1,1,8] @"grouped"
+  %r = Relu(%g) : f32[1,1,1,8] @"relu"
+  output %c
+  output %r
 })");
 }
 

@@ -227,5 +227,35 @@ TEST(FuseInt8, ChannelScaleAfterAnInt8InputFoldsIntoItsScale) {
 })");
 }
 
+// choose-precision's fp16 store of an int8 contraction's result is no edge store: the chain
+// after it fuses as if the conv stored f32 -- the float residual (an fp16 conv's output, read
+// in its own dtype) and the ReLU -- and the store converts to the dtype the chain ends in: f16
+// for the next fp16 op, or f32 where the edge Cast of a graph output follows.
+TEST(FuseInt8, ChoosePrecisionsFp16StoreIsNoEdge) {
+  const std::string head = kHead + R"(  input %f : f16[1,3,3,8]
+  const %wf : f16[8,1,1,8] = [)" + small_ints(64) + R"(]
+)";
+  const std::string downsample = R"(  %d = tessel.Conv(%f, %wf, %b) : f16[1,3,3,8] @"downsample"
+)";
+  testing::expect_pass_result("fuse", head + R"(  %y = tessel.Conv(%xq, %wq, %b, _, %s) {out_dtype = "f16", pads = [1, 1, 1, 1]} : f16[1,3,3,8] @"conv"
+)" + downsample + R"(  %a = Add(%y, %d) : f16[1,3,3,8] @"add"
+  %r = Relu(%a) : f16[1,3,3,8] @"relu"
+  %p = tessel.MaxPool(%r) {kernel_shape = [2, 2]} : f16[1,2,2,8] @"pool"
+  %o = Cast(%p) {to = 1} : f32[1,2,2,8] @"to_f32"
+  %y2 = tessel.Conv(%xq, %wq, %b, _, %s) {out_dtype = "f16", pads = [1, 1, 1, 1]} : f16[1,3,3,8] @"conv2"
+  %r2 = Relu(%y2) : f16[1,3,3,8] @"relu2"
+  %o2 = Cast(%r2) {to = 1} : f32[1,3,3,8] @"to_f32_2"
+  output %o
+  output %o2
+})",
+                              head + downsample + R"(  %r = tessel.Conv(%xq, %wq, %b, %d, %s) {epilogue = ["add_residual", "relu"], epilogue_alpha = [0.0, 0.0], epilogue_beta = [0.0, 0.0], out_dtype = "f16", pads = [1, 1, 1, 1]} : f16[1,3,3,8] @"conv"
+  %p = tessel.MaxPool(%r) {kernel_shape = [2, 2]} : f16[1,2,2,8] @"pool"
+  %o = Cast(%p) {to = 1} : f32[1,2,2,8] @"to_f32"
+  %o2 = tessel.Conv(%xq, %wq, %b, _, %s) {epilogue = ["relu"], epilogue_alpha = [0.0], epilogue_beta = [0.0], out_dtype = "f32", pads = [1, 1, 1, 1]} : f32[1,3,3,8] @"conv2"
+  output %o
+  output %o2
+})");
+}
+
 }  // namespace
 }  // namespace tessel
