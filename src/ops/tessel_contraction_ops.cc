@@ -159,7 +159,7 @@ void check_residual(const ir::InferContext& ctx, const std::vector<EpilogueStep>
                          ctx.dtype(kResidual) != DType::kF64;
   TESSEL_USER_CHECK((ctx.dtype(kResidual) == r || any_float) && ctx.shape(kResidual) == pre_store)
       << ctx.node().label() << ": residual R is " << ctx.input(kResidual).str() << ", expected "
-      << (ctx.dtype(1) == DType::kI8 && !scaled ? std::string("f32, f16 or bf16") : std::string(dtype_name(r)))
+      << (ctx.dtype(1) == DType::kI8 && !scaled ? "f32, f16 or bf16 of shape " : dtype_name(r))
       << shape_str(pre_store) << " (the output before the store)";
 }
 

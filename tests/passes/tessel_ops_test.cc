@@ -252,6 +252,22 @@ TEST(TesselConv, ResidualMustMatchThePreStoreOutput) {
             "'add_residual' step, it has 0");
 }
 
+// An int8 contraction reads a float residual in its own dtype (f32, f16 or bf16), no other.
+TEST(TesselConv, Int8ContractionsFloatResidualDtypes) {
+  const std::string text = R"(graph @g opset 17 {
+  input %x : i8[1,1,1,2]
+  input %r : RDTYPE[1,1,1,3]
+  const %w : i8[3,1,1,2] = [1, 1, 1, -1, 2, 2]
+  const %s : f32[3] = [0.5, 0.25, 0.125]
+  %y = tessel.Conv(%x, %w, _, %r, %s) {epilogue = ["add_residual"]} : f32[1,1,1,3] @"c"
+  output %y
+})";
+  for (const char* ok : {"f32", "f16", "bf16"}) EXPECT_EQ(infer_error(with(text, "RDTYPE", ok)), "") << ok;
+  EXPECT_EQ(infer_error(with(text, "RDTYPE", "f64")),
+            "tessel.Conv 'c': residual R is f64[1,1,1,3], expected f32, f16 or bf16 of shape "
+            "[1,1,1,3] (the output before the store)");
+}
+
 // A [1,2] x W[3,2]^T + b = [3, -1, 5.5]; + R [1, 1, -6] = [4, 0, -0.5]; relu.
 TEST(TesselGemm, BiasResidualRelu) {
   const char* text = R"(graph @g opset 17 {
