@@ -92,8 +92,8 @@ std::string explain_node(const ir::Graph& g, const ir::Node& n, const compiler::
   ++(plan.tensor_cores() ? sum.tensor_cores : sum.simt);
   how += "\n    epilogue: " + plan.epilogue.str();
   if (fuses_other_nodes(plan.epilogue, plan.match.contraction->maps.c.dtype)) ++sum.fused_epilogues;
-  // The matcher's remarks explain why the GEMM kernels cannot take a node; where the halo
-  // kernel took it anyway (an NCHW stem), they describe a path not taken.
+  // The matcher's remarks explain why the GEMM kernels cannot take a node, or read it narrowly;
+  // where the halo kernel took it anyway (a stem), they describe a path not taken.
   if (plan.schedule.mainloop != kernels::Mainloop::kHalo)
     for (const contraction::Remark& r : plan.match.remarks) how += "\n    note: " + r.text;
   return how + folded_layouts(g, n);

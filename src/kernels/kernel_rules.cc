@@ -132,7 +132,7 @@ Reason check_halo(const Contraction& c, const Schedule& s, HaloLayout* out) {
     return grouped ? "the grouped halo kernel needs a grouped NHWC convolution (the group as the "
                      "batch dim, no channel slice)"
                    : "the halo kernel needs a stride-1, dilation-1, group-1 NHWC convolution (or "
-                     "an NCHW stem of any stride)";
+                     "a stem of any stride: NCHW, or NHWC of at most 4 channels)";
   if (c.b_dtype != DType::kF16 && c.b_dtype != DType::kBF16)
     return fmt::format("the halo kernel needs f16 or bf16 weights, not {}", dtype_name(c.b_dtype));
   if (w->nchw_input) {
@@ -146,9 +146,12 @@ Reason check_halo(const Contraction& c, const Schedule& s, HaloLayout* out) {
     if (c.a_dtype != c.b_dtype)
       return fmt::format("halo kernel: operands of two dtypes ({}, {})", dtype_name(c.a_dtype),
                          dtype_name(c.b_dtype));
-    if (w->channels % 8 != 0)
-      return fmt::format("halo kernel: {} input channels (a multiple of 8 for 16-byte loads)",
-                         w->channels);
+    // A stem of few channels is staged through registers into 8-byte slots instead (tap pairs).
+    if (w->channels % 8 != 0 && !halo_tap_pairs(*w))
+      return fmt::format(
+          "halo kernel: {} input channels (a multiple of 8 for 16-byte loads; at "
+          "most 4 only under an even horizontal stride and dilation 1: tap pairs)",
+          w->channels);
   }
   if (s.tile_w <= 0 || s.tile_w % 16 != 0 || s.block_m % s.tile_w != 0)
     return fmt::format("halo tile width {} (a multiple of 16 dividing block_m={})", s.tile_w,
@@ -369,7 +372,10 @@ Reason check_groups(const Contraction& c, const Schedule& s) {
 int max_vector_elements(DType t) { return dtype_size(t) == 1 ? 16 : 8; }
 
 bool halo_tap_pairs(const contraction::ConvWindow& w) {
-  return w.nchw_input && w.channels <= 4 && w.stride_w % 2 == 0 && w.dilation_w == 1;
+  // Whole pixels of the stem's image (a grouped window's pixels hold every group's channels).
+  const bool whole_pixels = w.channel_offset == 0 && w.channel_pitch == w.channels;
+  return whole_pixels && w.channels <= contraction::kStemSlotChannels && w.stride_w % 2 == 0 &&
+         w.dilation_w == 1;
 }
 
 int halo_k_padded(const contraction::ConvWindow& w) {

@@ -74,10 +74,12 @@ size_t smem_bytes(const contraction::Contraction& c, const Schedule& s);
 // weight. A dense conv is one group of all channels, in one slice.
 struct HaloLayout {
   contraction::ConvWindow window;  // a grouped conv's: one group's channels
-  // A stem of at most 4 NCHW channels and an even horizontal stride (halo_tap_pairs): pixels of
-  // 4 channels (8 bytes) in plain column order, and K over (kernel row, pair of adjacent taps)
-  // halves, whose 16 bytes are two neighbouring pixels (ResNet's 7x7/2 stem: 7 x 4 halves, K
-  // 224, where 8-channel pixels and (tap, chunk) halves made it 49 x 8 = 392).
+  // A stem of at most 4 channels, NCHW or NHWC, and an even horizontal stride (halo_tap_pairs):
+  // pixels of 4 channels (8 bytes, zeros past the image's) in plain column order, and K over
+  // (kernel row, pair of adjacent taps) halves, whose 16 bytes are two neighbouring pixels
+  // (ResNet's 7x7/2 stem: 7 x 4 halves, K 224, where 8-channel pixels and (tap, chunk) halves
+  // made it 49 x 8 = 392). Both layouts are staged through registers: an NHWC pixel of 3
+  // channels (6 bytes) is no cp.async size.
   bool tap_pairs = false;
   int groups_per_tile = 1;
   int group_c = 0;              // input channels per group (dense: channels_padded)
@@ -107,18 +109,19 @@ struct HaloLayout {
   size_t smem_bytes() const { return size_t(weight_bytes) + size_t(buffers) * size_t(buffer_bytes); }
 };
 
-// Whether a halo kernel stages window `w` as tap pairs (HaloLayout::tap_pairs): an NCHW stem of
-// at most 4 channels whose horizontal stride is even (a pair's second pixel then starts 16 bytes
-// after its first, and a lane's first at a 16-byte boundary) and dilation 1.
+// Whether a halo kernel stages window `w` as tap pairs (HaloLayout::tap_pairs): a stem of at
+// most 4 channels (NCHW, or NHWC whole pixels) whose horizontal stride is even (a pair's second
+// pixel then starts 16 bytes after its first, and a lane's first at a 16-byte boundary) and
+// dilation 1.
 bool halo_tap_pairs(const contraction::ConvWindow& w);
 // The K a halo kernel computes over, rounded up to 16 (the weights are zero beyond the real K):
 // kernel_h * kernel_w * channels rounded up to 8, or with tap pairs kernel_h * ceil(kernel_w /
 // 2) * 8.
 int halo_k_padded(const contraction::ConvWindow& w);
 
-// The layout of a kHalo schedule for `c`, or why there is none (also when `c` is no stride-1
-// NHWC convolution, or for groups_per_tile > 0 no grouped NHWC convolution, or `s` is not
-// kHalo).
+// The layout of a kHalo schedule for `c`, or why there is none (also when `c` has no
+// conv_window -- a stride-1 NHWC convolution or a stem --, or for groups_per_tile > 0 no grouped
+// NHWC convolution, or `s` is not kHalo).
 std::optional<HaloLayout> halo_layout(const contraction::Contraction& c, const Schedule& s,
                                       std::string* why = nullptr);
 

@@ -411,9 +411,10 @@ TEST_F(ContractionGpuTest, SanitizerSubsetMatchesCpuReference) {
                 return st.kind == EpilogueOpKind::kResidualAdd;
               }));
     // The halo kernel with one buffer (a CTA per tile) and with two (CTAs walking tiles), and
-    // a stem staged as tap pairs.
+    // a stem staged as tap pairs, from NCHW planes and from NHWC pixels.
     if (const std::optional<kernels::HaloLayout> l = kernels::halo_layout(p.c, p.s))
-      kind += "/" + std::to_string(l->buffers) + (l->tap_pairs ? "/pairs" : "");
+      kind += "/" + std::to_string(l->buffers) +
+              (l->tap_pairs ? (l->window.nchw_input ? "/pairs/nchw" : "/pairs/nhwc") : "");
     if (kinds.insert(kind).second) ps.push_back(std::move(p));
   }
   ASSERT_GE(ps.size(), 6u);

@@ -119,6 +119,12 @@ std::optional<ConvWindow> conv_window(const Contraction& c) {
   // NHWC first: a 1-tall kernel without padding reads A[img, oh, ...], which looks like a
   // channel index too.
   if (auto w = window_of(c, false, false)) return w;
+  // A strided or dilated NHWC stem over few channels: whole pixels (the halo kernel stages them
+  // in slots of kStemSlotChannels, tap_pairs), not a slice of wider ones.
+  if (std::optional<ConvWindow> w = window_of(c, false, true);
+      w && w->channels <= kStemSlotChannels && w->channel_offset == 0 &&
+      w->channel_pitch == w->channels)
+    return w;
   // NCHW: a stem reading the graph's input, strided or dilated too (the halo kernel stages its
   // pixels by stride phase), all of its channels.
   std::optional<ConvWindow> w = window_of(c, true, true);

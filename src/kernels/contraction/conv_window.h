@@ -6,7 +6,8 @@
 // (dims of extent 1 may be absent: batch 1, a 1-wide kernel), or with A channels first,
 //   A[img, ci, oh + kh - pad_top, ow + kw - pad_left]
 // as a stem conv reads the graph's NCHW input directly (contraction/ops_maps.h,
-// conv2d_nchw_input_maps; such a stem may also be strided or dilated). Such a conv reads each input
+// conv2d_nchw_input_maps; such a stem may also be strided or dilated). An NHWC stem over at most
+// kStemSlotChannels channels may be strided or dilated too. Such a conv reads each input
 // pixel for R*S output pixels; a kernel that stages an input tile plus its halo in shared
 // memory once, and lets ldmatrix gather the R*S shifted windows from there, reads it once.
 #pragma once
@@ -17,6 +18,10 @@
 #include "kernels/contraction/contraction.h"
 
 namespace tessel::contraction {
+
+// The channels of a stem's pixel slot in the halo kernel (kernels::HaloLayout::tap_pairs): an
+// RGB or RGBA image, NCHW or NHWC, is staged as 4-channel (8-byte) pixels whatever its stride.
+inline constexpr int64_t kStemSlotChannels = 4;
 
 struct ConvWindow {
   int64_t images = 1;
@@ -36,8 +41,9 @@ struct ConvWindow {
 };
 
 // The window of `c`, or nothing when `c` is not such a convolution (grouped, batched, another
-// layout, a channel slice of A, or a GEMM; an NHWC one also when strided or dilated, while an
-// NCHW-input one -- a stem -- may be either).
+// layout, a channel slice of A, or a GEMM; an NHWC one of more than kStemSlotChannels channels
+// also when strided or dilated, while a stem -- NCHW input, or NHWC of at most that many
+// channels -- may be either).
 std::optional<ConvWindow> conv_window(const Contraction& c);
 
 // Any group-1 NHWC convolution: strides, dilations and a channel slice of A allowed (never

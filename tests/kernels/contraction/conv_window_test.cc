@@ -104,6 +104,31 @@ TEST(ConvWindow, ReadsStridedAndDilatedNchwStems) {
   EXPECT_EQ(dilated->stride_h, 1);
 }
 
+// A strided stem over NHWC pixels of at most 4 channels (the one-node ResNet stem of bench-op):
+// whole pixels, read with their stride. A channel slice of such pixels, or 8 channels (a stem
+// padded to 8), keeps no strided window.
+TEST(ConvWindow, ReadsStridedNhwcStemsOfFewChannels) {
+  const auto resnet =
+      conv_window(matched(conv2d_nhwc_maps(conv(32, 224, 224, 3, 64, 7, 7, 2, 3, 3))));
+  ASSERT_TRUE(resnet);
+  EXPECT_FALSE(resnet->nchw_input);
+  EXPECT_EQ(resnet->channels, 3);
+  EXPECT_EQ(resnet->channel_pitch, 3);
+  EXPECT_EQ(resnet->stride_h, 2);
+  EXPECT_EQ(resnet->stride_w, 2);
+  EXPECT_EQ(resnet->out_h, 112);
+  EXPECT_EQ(resnet->out_w, 112);
+  EXPECT_EQ(resnet->pad_left, 3);
+  const auto rgba = conv_window(matched(conv2d_nhwc_maps(conv(1, 33, 47, 4, 16, 3, 3, 2, 1, 1))));
+  ASSERT_TRUE(rgba);
+  EXPECT_EQ(rgba->channels, 4);
+  EXPECT_EQ(rgba->out_w, 24);
+  EXPECT_FALSE(conv_window(matched(conv2d_nhwc_maps(conv(1, 32, 32, 8, 64, 7, 7, 2, 3, 3)))));
+  Conv2dParams slice = conv(1, 32, 32, 3, 64, 3, 3, 2, 1, 1);
+  slice.x_channels = 4;
+  EXPECT_FALSE(conv_window(matched(conv2d_nhwc_maps(slice))));
+}
+
 TEST(ConvWindow, RejectsStridedDilatedGroupedConvsAndGemms) {
   EXPECT_FALSE(conv_window(matched(conv2d_nhwc_maps(conv(1, 32, 32, 64, 64, 3, 3, 2)))));
   EXPECT_FALSE(conv_window(matched(conv2d_nhwc_maps(conv(1, 32, 32, 64, 64, 3, 3, 1, 2, 2, 2)))));

@@ -518,10 +518,12 @@ TEST_P(HaloCompiles, ForSm80AndSm90a) {
     const auto w = p.s.groups_per_tile > 0 ? contraction::grouped_conv_geometry(p.c)
                                            : contraction::conv_window(p.c);
     ASSERT_TRUE(w);
-    // NHWC pixels by cp.async.ca (neighbouring tiles read them again), NCHW ones through
-    // registers; weights by cp.async.cg (read once), or by element for a 3-channel stem.
-    EXPECT_EQ(has(out.ptx, "cp.async.ca.shared.global"), !w->nchw_input);
-    EXPECT_EQ(has(out.ptx, "st.shared.v4.u32"), w->nchw_input);
+    // NHWC pixels by cp.async.ca (neighbouring tiles read them again), NCHW ones and tap pairs'
+    // few-channel NHWC ones through registers; weights by cp.async.cg (read once), or by
+    // element for a 3-channel stem.
+    const bool staged = w->nchw_input || kernels::halo_tap_pairs(*w);
+    EXPECT_EQ(has(out.ptx, "cp.async.ca.shared.global"), !staged);
+    EXPECT_EQ(has(out.ptx, "st.shared.v4.u32"), staged);
     EXPECT_EQ(has(out.ptx, "cp.async.cg.shared.global"), w->channels % 8 == 0);
   }
 }
@@ -578,6 +580,40 @@ TEST(HaloSchedule, EvenStrideStemsPairTheirTaps) {
   EXPECT_FALSE(kernels::halo_layout(sr.c, s1)->tap_pairs);
 }
 
+// The same stems over NHWC pixels of at most 4 channels (bench-op's one-node stems) take the
+// same layout: 8-byte slots, K by tap pairs, the pixels staged through registers. A stride-1 NHWC stem keeps no halo kernel (its channels
+// are no multiple of 8), as before.
+TEST(HaloSchedule, EvenStrideNhwcStemsPairTheirTaps) {
+  const TestProblem resnet = conv_problem(conv_params(32, 224, 224, 3, 64, 7, 2, 3));
+  const kernels::Schedule s = kernels::halo_schedule(resnet.c, 16, 16, 64, 32, 264);
+  EXPECT_EQ(s.block_k, 224);
+  const std::optional<kernels::HaloLayout> l = kernels::halo_layout(resnet.c, s);
+  ASSERT_TRUE(l);
+  EXPECT_TRUE(l->tap_pairs);
+  EXPECT_FALSE(l->window.nchw_input);
+  EXPECT_EQ(l->channels_padded, 4);
+  EXPECT_EQ(l->pixel_pitch, 8);
+  EXPECT_EQ(l->halo_w, 15 * 2 + 8);
+  EXPECT_EQ(l->halo_bytes, (37 * 38 * 8 + 127) / 128 * 128);
+  const std::string src = emit(resnet.c, resnet.e, s).source;
+  EXPECT_TRUE(has(src, "static constexpr bool kTapPairs = true;")) << src;
+  EXPECT_TRUE(has(src, "static constexpr bool kInputNchw = false;")) << src;
+  EXPECT_TRUE(has(src, "kC = 3;")) << src;
+  // MobileNet's 3x3/2 over RGB: K 48; over 4 channels the same; a 2-channel 5x5/2: 5 rows of 3
+  // pairs, 120 rounded up to 128.
+  const TestProblem rgb = conv_problem(conv_params(32, 224, 224, 3, 32, 3, 2, 1));
+  EXPECT_EQ(kernels::halo_schedule(rgb.c, 16, 16, 64, 32, 0).block_k, 48);
+  const TestProblem rgba = conv_problem(conv_params(32, 224, 224, 4, 32, 3, 2, 1));
+  const kernels::Schedule s4 = kernels::halo_schedule(rgba.c, 16, 16, 64, 32, 0);
+  EXPECT_EQ(s4.block_k, 48);
+  EXPECT_TRUE(kernels::halo_layout(rgba.c, s4)->tap_pairs);
+  const TestProblem two = conv_problem(conv_params(1, 26, 30, 2, 16, 5, 2, 2));
+  EXPECT_EQ(kernels::halo_schedule(two.c, 8, 16, 64, 16, 0).block_k, 128);
+  TestProblem sr = conv_problem(conv_params(1, 720, 1280, 3, 64, 3, 1, 1));
+  sr.s = kernels::halo_schedule(sr.c, 16, 16, 64, 32, 0);
+  expect_rejected(sr, "3 input channels (a multiple of 8");
+}
+
 TEST(HaloSchedule, RejectsWhatTheKernelCannotDoWithReasons) {
   auto halo = [](TestProblem p, int th, int tw, int wm, int wn) {
     p.s = kernels::halo_schedule(p.c, th, tw, wm, wn, 0);
@@ -594,6 +630,14 @@ TEST(HaloSchedule, RejectsWhatTheKernelCannotDoWithReasons) {
                   "needs a stride-1, dilation-1, group-1 NHWC convolution");
   expect_rejected(halo(conv_problem(conv_params(1, 32, 64, 4, 64, 3, 1, 1)), 8, 16, 32, 32),
                   "4 input channels (a multiple of 8");
+  // NHWC stems of few channels: tap pairs need an even horizontal stride and dilation 1.
+  expect_rejected(
+      halo(conv_problem(conv_params(1, 47, 51, 3, 64, 11, 3, 2)), 8, 16, 32, 32),
+      "3 input channels (a multiple of 8 for 16-byte loads; at most 4 only under an even");
+  expect_rejected(halo(conv_problem(conv_params(1, 32, 64, 3, 64, 3, 2, 2, 2)), 8, 16, 32, 32),
+                  "3 input channels (a multiple of 8");
+  expect_rejected(halo(conv_problem(conv_params(1, 32, 64, 8, 64, 3, 2, 1)), 8, 16, 32, 32),
+                  "needs a stride-1, dilation-1, group-1 NHWC convolution");
   const TestProblem nchw32 = [] {
     TestProblem p;
     finish(p, contraction::conv2d_nchw_input_maps(conv_params(1, 32, 64, 32, 64, 3, 1, 1),

@@ -21,10 +21,10 @@
 // slab of store_slab; at the right edge of an image whose width is no multiple of tile_w the
 // slab's pixels past the edge are not stored (the halo there reads zeros).
 //
-// Strided and dilated windows (grouped convolutions, and stems reading NCHW; a dense NHWC conv
-// here is stride 1): the halo is (tile - 1) * stride + (kernel - 1) * dilation + 1 pixels on a
-// side, and lane l's row address is its output pixel's, times the stride, plus the tap's
-// offset, times the dilation.
+// Strided and dilated windows (grouped convolutions, and stems: NCHW, or NHWC of at most 4
+// channels; any other dense NHWC conv here is stride 1): the halo is (tile - 1) * stride +
+// (kernel - 1) * dilation + 1 pixels on a side, and lane l's row address is its output pixel's,
+// times the stride, plus the tap's offset, times the dilation.
 // With a horizontal stride the halo's columns are stored by phase (column x at slot
 // (x % stride) * phase_width + x / stride): the 8 pixels one ldmatrix phase reads, a stride
 // apart in the image, are then consecutive slots, on distinct bank quads.
@@ -44,9 +44,12 @@
 //   instead
 // NHWC X and W move by 16-byte cp.async (kC % 8 == 0). A stem's NCHW input (few channels,
 // often the graph's fp32 input) is gathered through registers instead, converted to Element
-// and stored one 16-byte chunk per pixel and 8 channels: its loads for the next tile are issued
-// before this tile's mainloop and stored after it, so their latency hides behind the mmas.
-// W of such a stem (kC not a multiple of 8) is loaded element by element, once per CTA.
+// and stored one 16-byte chunk per pixel and 8 channels (with tap pairs: two 4-channel pixels),
+// and so is an NHWC stem's of at most 4 channels under tap pairs (pixels of 2 * kC bytes, 6
+// for RGB: no cp.async size, nor aligned to one), each pixel into an 8-byte slot: its loads for
+// the next tile are issued before this tile's mainloop and stored after it, so their latency
+// hides behind the mmas. W of such a stem (kC not a multiple of 8) is loaded element by
+// element, once per CTA.
 //   static constexpr int kOutH, kOutW, kR, kS, kPadT, kPadL;
 //   static constexpr int kStrideH, kStrideW, kDilationH, kDilationW;
 //   static constexpr int kGroupsPerTile, kGroupC, kGroupN, kSlices;
@@ -66,11 +69,14 @@ struct HaloConvKernel {
   static constexpr int kTH = P::kTileH, kTW = P::kTileW;
   static constexpr int kSH = P::kStrideH, kSW = P::kStrideW, kDH = P::kDilationH,
                        kDW = P::kDilationW;
-  // Tap pairs (kernels::HaloLayout::tap_pairs, a stem of at most 4 NCHW channels and an even
-  // horizontal stride): 8-byte pixels of 4 channels in plain column order, and K over (kernel
-  // row, pair of adjacent taps) halves: a half's 16 bytes are pixels x and x + 1, x = the lane's
-  // column (a multiple of the stride, so 16-byte aligned) plus 2 * pair.
+  // Tap pairs (kernels::HaloLayout::tap_pairs, a stem of at most 4 channels, NCHW or NHWC, and
+  // an even horizontal stride): 8-byte pixels of 4 channels in plain column order, and K over
+  // (kernel row, pair of adjacent taps) halves: a half's 16 bytes are pixels x and x + 1, x = the
+  // lane's column (a multiple of the stride, so 16-byte aligned) plus 2 * pair.
   static constexpr bool kPairs = P::kTapPairs;
+  // X staged through registers (fetch_staged, store_staged) rather than by cp.async: an NCHW
+  // input, converted as it goes, or tap pairs' few-channel NHWC pixels.
+  static constexpr bool kStaged = P::kInputNchw || kPairs;
   static constexpr int kPairsPerRow = (P::kS + 1) / 2;
   static constexpr int kPhases = kPairs ? 1 : kSW;  // column phases stored
   static constexpr int kHaloH = (kTH - 1) * kSH + (P::kR - 1) * kDH + 1;
@@ -120,14 +126,15 @@ struct HaloConvKernel {
   // B fragments load two n8 tiles at a time (ldmatrix.x4), or one for a warp tile 8 wide
   // (ldmatrix.x2: an RGB output pads N to 8 rather than 16).
   static_assert(kWM % 16 == 0 && (kNI % 2 == 0 || kNI == 1), "whole n16 pairs, or one n8 tile");
-  static_assert(kPairs ? P::kInputNchw && P::kCP == 4 && kSW % 2 == 0 && kDW == 1 && kHaloW % 2 == 0
+  static_assert(kPairs ? P::kC <= 4 && P::kCP == 4 && kSW % 2 == 0 && kDW == 1 && kHaloW % 2 == 0 &&
+                             (P::kInputNchw || sizeof(typename P::ElementA) == sizeof(Element))
                        : (P::kInputNchw || P::kC % 8 == 0) && P::kCP % 8 == 0 && kGC % 8 == 0,
-                "16-byte chunks, or tap pairs of 8-byte pixels");
+                "16-byte chunks, or tap pairs of 8-byte pixels (NHWC ones in Element)");
   static_assert(kWN % kGN == 0 || kGN % kWN == 0, "warp tiles nest with the groups");
   static_assert(kGN % 8 == 0, "an n8 fragment belongs to one group");
   static_assert(P::kCP == P::kGroupsPerTile * kGC, "a halo pixel holds the slice's groups");
   static_assert(P::kKP == (kHalves + 1) / 2 * 16, "the padded K is whole k16 steps of halves");
-  // Register staging of an NCHW tile: 16-byte units (a pixel's chunk, or with tap pairs two
+  // Register staging of a tile: 16-byte units (an NCHW pixel's chunk, or with tap pairs two
   // neighbouring pixels of a row) per thread.
   static constexpr int kStageUnits = kPairs ? kHaloPixels / 2 : kHaloPixels * kPixelChunks;
   static constexpr int kStagedIters = (kStageUnits + kThreads - 1) / kThreads;
@@ -193,14 +200,38 @@ struct HaloConvKernel {
     }
   }
 
-  // NCHW input: part 1 reads this thread's chunks of tile `tile` into registers (converted,
-  // zeros outside the image and beyond kC); part 2 stores them into a buffer.
-  __device__ __forceinline__ static void fetch_nchw(const KernelParams& p, int tile, int tid,
-                                                    u32 (&staged)[kStagedIters][4]) {
+  // Inputs staged through registers (kStaged): part 1 reads this thread's units of tile `tile`
+  // into registers (converted, zeros outside the image and beyond kC); part 2 stores them into
+  // a buffer.
+  __device__ __forceinline__ static void fetch_staged(const KernelParams& p, int tile, int tid,
+                                                      u32 (&staged)[kStagedIters][4]) {
     const int tx = tile % kTilesX, ty = tile / kTilesX % kTilesY, img = tile / (kTilesX * kTilesY);
     const int y0 = ty * kTH * kSH - P::kPadT, x0 = tx * kTW * kSW - P::kPadL;
     using A = typename P::ElementA;
     const A* x = static_cast<const A*>(p.a);
+    if constexpr (kPairs && !P::kInputNchw) {
+#pragma unroll
+      for (int it = 0; it < kStagedIters; ++it) {
+        // Unit i: pixels 2j, 2j + 1 of halo row i / (kHaloW / 2), each one 4-channel slot (two
+        // words). Consecutive threads read consecutive pixel pairs of a row: 4 * kC contiguous
+        // bytes each.
+        const int i = tid + it * kThreads;
+        const int row = i / (kHaloW / 2), col = i % (kHaloW / 2) * 2;
+        const int iy = y0 + row;
+#pragma unroll
+        for (int px = 0; px < 2; ++px) {
+          const int ix = x0 + col + px;
+          const bool inside = i < kStageUnits && iy >= 0 && iy < P::kInH && ix >= 0 && ix < P::kInW;
+          const Element* pixel =
+              inside ? static_cast<const Element*>(p.a) +
+                           ((static_cast<typename P::Index>(img) * P::kInH + iy) * P::kInW + ix) *
+                               P::kC
+                     : nullptr;
+          ld_slot(pixel, staged[it][2 * px], staged[it][2 * px + 1]);
+        }
+      }
+      return;
+    }
     if constexpr (kPairs) {
 #pragma unroll
       for (int it = 0; it < kStagedIters; ++it) {
@@ -249,7 +280,8 @@ struct HaloConvKernel {
       }
     }
   }
-  __device__ __forceinline__ static void store_nchw(u32 smem_x, int tid, const u32 (&staged)[kStagedIters][4]) {
+  __device__ __forceinline__ static void store_staged(u32 smem_x, int tid,
+                                                      const u32 (&staged)[kStagedIters][4]) {
 #pragma unroll
     for (int it = 0; it < kStagedIters; ++it) {
       const int i = tid + it * kThreads;
@@ -259,6 +291,26 @@ struct HaloConvKernel {
       const int at = pix / kHaloW * kRowSlots + slot(pix % kHaloW);
       asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"r"(smem_x + u32(at * P::kPixelPitch + q * 16)),
                    "r"(staged[it][0]), "r"(staged[it][1]), "r"(staged[it][2]), "r"(staged[it][3]));
+    }
+  }
+  // An NHWC pixel of kC <= 4 channels as a 4-channel slot (words lo, hi), zeros past kC, and
+  // all zeros for no pixel (the padding): one load where its 2 * kC bytes are a power of two
+  // (pixels are then aligned to their size), else one per channel.
+  __device__ __forceinline__ static void ld_slot(const Element* pixel, u32& lo, u32& hi) {
+    lo = hi = 0;
+    if (pixel == nullptr) return;
+    if constexpr (P::kC == 4) {
+      const uint2 v = ld_global_nc<8>(pixel);
+      lo = v.x;
+      hi = v.y;
+    } else if constexpr (P::kC == 2) {
+      lo = ld_global_nc<4>(pixel);
+    } else {
+      u32 e[4] = {};
+#pragma unroll
+      for (int c = 0; c < P::kC; ++c) e[c] = ld_global_nc<2>(pixel + c);
+      lo = e[0] | (e[1] << 16);
+      hi = e[2] | (e[3] << 16);
     }
   }
   __device__ __forceinline__ static float ld_element(const float* p) { return __ldg(p); }
@@ -430,10 +482,10 @@ struct HaloConvKernel {
     const int n_slice = slice * kBN;  // the slice's first output channel
     // Group 0: the weights and the first tile's pixels.
     load_weights(p, smem_w, tid, slice);
-    u32 staged[P::kInputNchw ? kStagedIters : 1][4];
-    if constexpr (P::kInputNchw) {
-      fetch_nchw(p, tile, tid, staged);
-      store_nchw(smem_x, tid, staged);
+    u32 staged[kStaged ? kStagedIters : 1][4];
+    if constexpr (kStaged) {
+      fetch_staged(p, tile, tid, staged);
+      store_staged(smem_x, tid, staged);
     } else {
       load_halo(p, smem_x, tile, slice, tid);
     }
@@ -446,8 +498,8 @@ struct HaloConvKernel {
       // before the barrier that ended the previous iteration. With one buffer the host gave
       // every tile its own CTA (HaloLayout::buffers): there is no next tile.
       const int next = P::kBuffers == 2 ? tile + walk : kTiles;
-      if constexpr (P::kInputNchw) {
-        if (next < kTiles) fetch_nchw(p, next, tid, staged);
+      if constexpr (kStaged) {
+        if (next < kTiles) fetch_staged(p, next, tid, staged);
       } else if (next < kTiles) {
         load_halo(p, smem_x + u32((buffer ^ 1) * P::kBufferBytes), next, slice, tid);
       }
@@ -489,9 +541,9 @@ struct HaloConvKernel {
           store_slab<P, 16, kWN, 32>(p, slab, kSlabPitch, 0, m, n_slice + wn * kWN, lane, rows);
         __syncwarp();
       }
-      if constexpr (P::kInputNchw) {
+      if constexpr (kStaged) {
         // The other buffer was last read in the previous iteration, before its closing barrier.
-        if (next < kTiles) store_nchw(smem_x + u32((buffer ^ 1) * P::kBufferBytes), tid, staged);
+        if (next < kTiles) store_staged(smem_x + u32((buffer ^ 1) * P::kBufferBytes), tid, staged);
       }
       __syncthreads();  // this buffer (pixels, then slabs) is refilled by the next prefetch
     }
