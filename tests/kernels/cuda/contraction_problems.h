@@ -258,8 +258,9 @@ inline std::vector<TestProblem> halo_problems() {
     add(std::move(p), 8, 16, 64, 32, 3, {step(K::kBias), step(K::kQuantize, 0.05f), step(K::kRelu)});
   }
   // Tap pairs over NHWC stems of at most 4 channels (bench-op's one-node stems): pixels of
-  // 2 * ci bytes staged through registers into 4-channel slots. ResNet's 7x7/2 over 3 channels, odd height and width (the last tile column's pixels
-  // and the last pair's second column past the image), 3 persistent CTAs walking 12 tiles;
+  // 2 * ci bytes staged through registers into 4-channel slots. ResNet's 7x7/2 over 3
+  // channels, odd height and width (the last tile column's pixels and the last pair's second
+  // column past the image), 3 persistent CTAs walking 12 tiles;
   // MobileNet's 3x3/2 into 32 channels, a CTA per tile; 4 channels in bf16 (one 8-byte load per
   // pixel); 2 channels under a 5x5/2 (one 4-byte load); and ResNet's stem storing int8.
   add(conv_problem(conv_params(2, 29, 35, 3, 64, 7, 2, 3)), 8, 16, 64, 32, 3,
