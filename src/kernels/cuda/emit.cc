@@ -239,17 +239,26 @@ std::string emit_epilogue(const KernelPlan& plan, bool& quantized) {
   o << "  __device__ __forceinline__ static float after_lead(const KernelParams& p, float v, int ch,\n"
        "                                                     float residual) {\n";
   // A quantize takes the relu and integral clip steps after it into its saturation while
-  // their intervals nest: one clamp per output instead of two more per step.
+  // their intervals nest: one clamp per output instead of two more per step. A relu right
+  // before it, too (a QDQ model's conv -> Relu -> QuantizeLinear): with a positive scale,
+  // max(v, 0) / s = max(v / s, 0), and rounding keeps the bound, so its lower bound is 0.
   const bool int8_store = plan.e->out_dtype == DType::kI8;
   quantized = false;
+  bool relu_before = false;
   for (size_t i = lead; i < steps.size(); ++i) {
     const EpilogueStep& st = steps[i];
     quantized = st.kind == EpilogueOpKind::kQuantize;
     if (!quantized) {
+      if (st.kind == EpilogueOpKind::kRelu && i + 1 < steps.size() &&
+          steps[i + 1].kind == EpilogueOpKind::kQuantize && steps[i + 1].alpha > 0) {
+        relu_before = true;
+        continue;
+      }
       o << "    " << epilogue_step(st) << "\n";
       continue;
     }
-    float lo = -128.0f, hi = 127.0f;
+    float lo = relu_before ? 0.0f : -128.0f, hi = 127.0f;
+    relu_before = false;
     for (; i + 1 < steps.size(); ++i) {
       const EpilogueStep& next = steps[i + 1];
       const bool relu = next.kind == EpilogueOpKind::kRelu;

@@ -150,7 +150,13 @@ TEST(Int8Emit, ScaleAndBiasLeadTheEpilogue) {
   ASSERT_NE(after, std::string::npos);
   const std::string body = src.substr(after, src.find("return v;", after) - after);
   EXPECT_FALSE(has(body, "load_f32")) << body;
-  EXPECT_TRUE(has(body, "fmaxf(v, 0.0f);  // relu")) << body;
+  // The relu before the quantize is its saturation's lower bound (one clamp fewer per output).
+  EXPECT_FALSE(has(body, "// relu")) << body;
+  EXPECT_TRUE(has(body, "v = saturate_s8_f(v, 2.0f, 0.0f, 127.0f);")) << body;
+  // A relu with no quantize after it stays a step of its own.
+  const TestProblem f16_out = with(i8conv(conv_params(1, 28, 28, 64, 128, 1, 1, 0)), tc_schedule(128, 64, 64, 64, 32, 3),
+                                   {step(K::kScale), step(K::kBias), step(K::kRelu)});
+  EXPECT_TRUE(has(emit(f16_out.c, f16_out.e, f16_out.s).source, "fmaxf(v, 0.0f);  // relu"));
   // Without a scale or bias the lead is the identity, not an FFMA by 1 and 0 (which would turn
   // -0 into +0).
   const TestProblem none = with(i8conv(conv_params(1, 28, 28, 64, 128, 1, 1, 0)), tc_schedule(128, 64, 64, 64, 32, 3),
