@@ -39,6 +39,13 @@ constexpr double kWgmmaWarpsToSaturate = 1.875;
 // when an operand streams from DRAM (each of its bytes loaded once, so none hits L2).
 constexpr double kL2Latency = 120;
 constexpr double kStreamingExtraLatency = 165;
+// Fitted: a streamed operand's DRAM latency under load, in clocks, for Little's law: its
+// bandwidth is at most the bytes the resident CTAs keep in flight over this latency. VGG-16's
+// fc6 at batch 32 (32 x 4096 x 25088, 205 MB of weights, H200, 2026-11-29): cp.async wgmma
+// 64x64 with split-K 2, 128 CTAs each 3 k-tiles of 8 KB ahead, streamed them at 1354 bytes
+// per clock, 78.2 us, where 256 CTAs of mma.sync 32x64 with split-K 4 (twice the bytes in
+// flight) took 56.3.
+constexpr double kDramLatency = 2300;
 // Fitted: a k-tile's barrier and cp.async wait on a CTA's serial path, in clocks.
 constexpr double kKTileOverhead = 130;
 // Fitted: issue cost per load vector per SM, in clocks: a cp.async (4 to 16 bytes), a 2-byte
@@ -160,7 +167,8 @@ ScheduleEstimate estimate(const Contraction& c, const Schedule& s, const device:
   const double tile_bytes = (bm * ea + bn * eb) * bk;  // A and B slices of one k-tile
   const double passes = static_cast<double>(tiles_mn) * static_cast<double>(k_tiles) * bk;
   const double unique_a = elements(c.maps.a.shape) * ea, unique_b = elements(c.maps.b.shape) * eb;
-  const bool streams = unique_a >= passes * bm * ea || unique_b >= passes * bn * eb;
+  const bool a_streams = unique_a >= passes * bm * ea, b_streams = unique_b >= passes * bn * eb;
+  const bool streams = a_streams || b_streams;
   const double latency = kL2Latency + (streams ? kStreamingExtraLatency : 0);
 
   // One k-tile of one CTA, per SM resource, when `active` CTAs share the SM.
@@ -217,6 +225,14 @@ ScheduleEstimate estimate(const Contraction& c, const Schedule& s, const device:
     cycles += (s.split_k - 1) * (kL2Latency + bm * bn * 4 / kSplitKBytesPerClk) + kSplitKFixed;
   const double unique = unique_a + unique_b + elements(c.maps.c.shape) * (ec + read);
   e.dram_cycles = unique / (static_cast<double>(f.dram_bytes_per_clk) * device.sm_count);
+  // Where DRAM bounds the kernel, a streamed operand arrives no faster than the resident CTAs
+  // keep its bytes in flight over the loaded latency. (Below that bound the serial path's
+  // streaming latency, fitted on unloaded DRAM, is the one that counts.)
+  if (streams && e.dram_cycles >= cycles) {
+    const double streamed = ((a_streams ? bm * ea : 0) + (b_streams ? bn * eb : 0)) * bk;
+    const double resident = static_cast<double>(std::min(e.tiles, concurrency));
+    e.dram_cycles = std::max(e.dram_cycles, unique * kDramLatency / (resident * ahead * streamed));
+  }
   e.cycles = std::max(cycles, e.dram_cycles);
   e.microseconds = kLaunchMicroseconds + e.cycles / f.clock_mhz;
   return e;

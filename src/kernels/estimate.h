@@ -39,7 +39,9 @@ struct ScheduleEstimate {
   double quantization = 0;     // padded M*N / real M*N (>= 1)
   double intensity = 0;        // flops per byte of A and B tile loaded from L2
   double cycles = 0;           // predicted kernel time in SM clocks, launch overhead excluded
-  double dram_cycles = 0;      // the unique operands' DRAM traffic at full bandwidth (<= cycles)
+  // The unique operands' DRAM traffic (<= cycles): at full bandwidth, or at what a streamed
+  // operand's bytes in flight allow (Little's law).
+  double dram_cycles = 0;
   double microseconds = 0;     // predicted time per launch at the boost clock, launch included
 };
 

@@ -234,6 +234,25 @@ TEST(Estimate, SplitKPaysForItsPartials) {
   EXPECT_GT(estimate(fc, big, kH100).cycles, 2 * estimate(fc, split8, kH100).cycles);
 }
 
+// VGG-16's fc6 at batch 32 streams 205 MB of weights: DRAM bounds every schedule, and what
+// separates them is how many of the weights' bytes the resident CTAs keep in flight (H200,
+// 2026-11-29, bench-op: cp.async wgmma 64x64 split 2, 128 CTAs, 78.2 us; mma.sync 32x64 split
+// 4, 256 CTAs, 56.3 us; cuBLASLt 53.9). At full bandwidth both estimates were the DRAM bound.
+TEST(Estimate, AStreamedOperandsBandwidthIsTheBytesInFlight) {
+  const Contraction fc6 = gemm(32, 4096, 25088, "NT");
+  const Schedule few = *parse_schedule("wgmma_64x64x64_s5_w64x64_sk2_r8", fc6);
+  const Schedule many = *parse_schedule("tc_32x64x64_s4_w16x32_sk4_r8", fc6);
+  const ScheduleEstimate a = estimate(fc6, few, kH100), b = estimate(fc6, many, kH100);
+  EXPECT_GT(a.dram_cycles, 1.2 * b.dram_cycles);
+  EXPECT_GT(a.microseconds, 1.2 * b.microseconds);
+  EXPECT_NE(default_schedule(fc6, kH100).name(), few.name());
+  // A kernel that is not DRAM-bound keeps the full-bandwidth bound (its serial path carries the
+  // streaming latency): the classifier at batch 1, 4 MB of weights.
+  const Contraction fc = gemm(1, 1000, 2048, "NT");
+  const Schedule s = *parse_schedule("tc_32x64x64_s4_w16x32_sk1_r8", fc);
+  EXPECT_LT(estimate(fc, s, kH100).dram_cycles, estimate(fc, s, kH100).cycles);
+}
+
 TEST(Estimate, TheResidualMovesWithTheEpilogue) {
   // ResNet-50's 56x56 residual conv at batch 32 (64 -> 256, K = 64) on the mma.sync 128x128
   // tile: measured 57-66 us on an H100 (2026-11-28) where the estimate without its residual
