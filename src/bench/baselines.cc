@@ -145,7 +145,7 @@ struct CudnnConv::Descriptors {
   }
 };
 
-CudnnConv::CudnnConv(const ConvWorkload& c, const Operands& operands)
+CudnnConv::CudnnConv(const ConvWorkload& c, const Operands& operands, int rank)
     : d_(std::make_unique<Descriptors>()) {
   cudnnHandle_t h = cudnn_handle();
   // The handle keeps the stream of the last enqueue, which may be a graph's stream destroyed
@@ -215,19 +215,23 @@ CudnnConv::CudnnConv(const ConvWorkload& c, const Operands& operands)
   // choice looks wrong, the list says what else cuDNN measured.
   search << " Find with " << search_bytes << " B of workspace:";
   const cudnnConvolutionFwdAlgoPerf_t* best = nullptr;
+  int usable = 0;
   for (const cudnnConvolutionFwdAlgoPerf_t& p : perf) {
     search << " " << algo_name(p.algo) << " " << math_name(p.mathType);
     if (p.status == CUDNN_STATUS_SUCCESS) {
       search << " " << p.time << " ms " << p.memory << " B;";
-      if (!best && p.memory <= search_bytes) best = &p;
+      if (p.memory <= search_bytes && usable++ == rank) best = &p;
     } else {
       search << " " << cudnnGetErrorString(p.status) << ";";
     }
   }
   search_ = search.str();
   if (!best) {
-    throw LibraryError("cuDNN has no forward algorithm for " + c.name + " (" + c.shape() + "); " +
-                       search_);
+    throw LibraryError(rank == 0 ? "cuDNN has no forward algorithm for " + c.name + " (" + c.shape() +
+                                       "); " + search_
+                                 : "cuDNN's search ran " + std::to_string(usable) +
+                                       " algorithm(s) for " + c.name + ", none ranked " +
+                                       std::to_string(rank + 1));
   }
 
   d_->algo = best->algo;

@@ -34,13 +34,14 @@ class LibraryError : public Error {
 };
 
 // cuDNN's legacy convolution API (cudnnConvolutionForward): NHWC fp16 tensors, fp32 compute,
-// Tensor Core math, the algorithm that cudnnFindConvolutionForwardAlgorithmEx measured fastest.
-// enqueue() sets the stream on cuDNN's handle before the call, so it can be captured into a
-// CUDA graph on the capturing stream.
+// Tensor Core math, the algorithm that cudnnFindConvolutionForwardAlgorithmEx measured fastest
+// (rank 0), or its rank-th after that. enqueue() sets the stream on cuDNN's handle before the
+// call, so it can be captured into a CUDA graph on the capturing stream.
 class CudnnConv {
  public:
-  // Runs the algorithm search on `operands` (it overwrites operands.c).
-  CudnnConv(const ConvWorkload& w, const Operands& operands);
+  // Runs the algorithm search on `operands` (it overwrites operands.c); throws LibraryError
+  // where it measured no algorithm of that rank.
+  CudnnConv(const ConvWorkload& w, const Operands& operands, int rank = 0);
   ~CudnnConv();
   CudnnConv(const CudnnConv&) = delete;
   CudnnConv& operator=(const CudnnConv&) = delete;
