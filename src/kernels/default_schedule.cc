@@ -120,6 +120,18 @@ constexpr int kDefaultRaster = 8;
 // 128x128 tile was 4 stages and raster 1 on every layer that tried it (layer 3's 1x1 convs: 23.0
 // -> 13.6 us, 21.7 -> 12.8 us against 5 stages and raster 8).
 constexpr int kTmaDefaultRaster = 1;
+// Except where the weights (B) outgrow a quarter of L2: raster 1 then streams all of B past
+// each band of M tiles, from DRAM each time, where raster 8 reuses each B tile for 8 bands.
+// tune of single-GEMM models (H200, 2026-11-29, tma 128x128, 4 stages, raster 1 -> 8):
+// 4096^3 (B 32 MB) 234.6 -> 216.0 us, 2048 x 8192 x 2048 (32 MB) 133.6 -> 114.4, 8192^3
+// (128 MB) 2171.5 -> 1855.3; 4096 x 1024 x 4096 (B 8 MB) even (53.1 against 53.4).
+int tma_raster(const Contraction& c, const device::DeviceInfo& device) {
+  // A device described without its L2 (schedule tests): the H100's 50 MB.
+  const double l2 = device.l2_bytes > 0 ? static_cast<double>(device.l2_bytes) : 50.0 * (1 << 20);
+  double b_bytes = static_cast<double>(dtype_size(c.b_dtype));
+  for (int64_t e : c.maps.b.shape) b_bytes *= static_cast<double>(e);
+  return b_bytes > l2 / 4 ? kDefaultRaster : kTmaDefaultRaster;
+}
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -705,7 +717,7 @@ Schedule default_schedule(const Contraction& c, const device::DeviceInfo& device
   if (!mma_sync_only && has_wgmma(device)) {
     const bool half_rows = tma_half_rows(c, /*taps_only=*/true);
     for (const TmaKernel& k : kTmaKernels) {
-      Schedule full = tma_schedule(k.block_m, k.block_n, k.stages, kTmaDefaultRaster, 0);
+      Schedule full = tma_schedule(k.block_m, k.block_n, k.stages, tma_raster(c, device), 0);
       full.block_k *= block_k_scale(c);  // one 128-byte row: 128 int8
       for (Schedule s : tma_rows(full, half_rows)) {
         if (!offered(s) || !runs(c, s, device)) continue;
