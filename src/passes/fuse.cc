@@ -40,7 +40,10 @@
 // first 3x3 conv over RGB; strided or dilated (ResNet's 7x7 stride-2 stem, the 3x3 stride-2
 // stems of MobileNet, EfficientNet and RegNet) only with f16 or bf16 weights (an fp32 engine's
 // SIMT conv keeps the NHWC copy) and at least kMinStridedStemPixels output pixels. A Cast, Transpose or Pad that some other node also reads stays. A Cast to its dtype
-// before a conv that already reads NCHW goes too (the pipeline run twice).
+// before a conv that already reads NCHW goes too (the pipeline run twice). A strided stem whose
+// input is NHWC already (a model with an NHWC input: convert-layout's Transposes cancel) loses
+// only its channel Pad, where the halo kernel stages its pixels itself: at most 4 channels, an
+// even horizontal stride, dilation 1 (tap pairs), and the strided stems' rules above.
 //
 // Order: the fused node takes the place of the last node it absorbs, not of the contraction.
 // Every operand it reads is an operand of some absorbed node or of the contraction, all of
@@ -78,6 +81,9 @@ using StoreKind = ops::StoreMap::Kind;
 // Stems with more input channels than this keep their NHWC input: their NCHW gather reads one
 // element per tap and channel, which only pays where the channels are few.
 constexpr int64_t kMaxStemChannels = 16;
+// An NHWC stem's pixels that the halo kernel stages into slots of its own, unpadded
+// (contraction::kStemSlotChannels, the tap pairs' slot).
+constexpr int64_t kStemSlotChannels = 4;
 // Nor do stems with more output channels than the halo kernel's widest N tile: no other Tensor
 // Core kernel reads an fp32 NCHW input.
 constexpr int64_t kMaxStemOutChannels = 128;
@@ -425,10 +431,43 @@ class StemFolder {
     if (!group_one(conv) || conv.inputs.size() < 2) return false;
     bool changed = false;
     if (!ops::read_nchw_input(conv)) {
-      if (!fold_layout(conv)) return false;
+      if (!fold_layout(conv)) return fold_nhwc_pad(conv);
       changed = true;
     }
     return fold_cast(conv) || changed;
+  }
+
+  // Whether a strided or dilated stem `conv` over NHWC y pixels of weights `wt` has the halo
+  // kernel's tiles to fill the SMs, and the weights that kernel takes (f16, bf16).
+  static bool strided_stem_fits(const Shape& y, DType wt) {
+    return y.at(0) * y.at(1) * y.at(2) >= kMinStridedStemPixels &&
+           (wt == DType::kF16 || wt == DType::kBF16);
+  }
+
+  // The channel Pad before a strided stem that stays NHWC, of at most kStemSlotChannels
+  // channels (a model whose input is NHWC, as tf2onnx writes them: convert-layout's Transposes
+  // cancel, and only its alignment Pad is left): the halo kernel stages such pixels through
+  // registers into 4-channel slots (tap pairs) with no 16-byte loads to align, so the Pad goes
+  // and the weights are cut back. Even horizontal strides, dilation 1: the tap pairs' rule.
+  bool fold_nhwc_pad(ir::Node& conv) {
+    const int pad = sole_producer(conv.inputs[0]);
+    if (pad < 0 || !is_zero_channel_pad(g_.nodes[pad])) return false;
+    const ValueId x = g_.nodes[pad].inputs[0];
+    const int64_t channels = g_.type(x).shape.at(3);
+    const std::vector<int64_t> strides = conv.get_ints("strides", {1, 1});
+    const std::vector<int64_t> dilations = conv.get_ints("dilations", {1, 1});
+    if (channels > kStemSlotChannels || strides.size() != 2 || strides[1] % 2 != 0 ||
+        dilations != std::vector<int64_t>{1, 1})
+      return false;
+    const DType wt = g_.type(conv.inputs[1]).dtype;
+    if (g_.type(x).dtype != wt || !strided_stem_fits(g_.type(conv.outputs[0]).shape, wt)) return false;
+    const Tensor* weights = constant(conv.inputs[1]);
+    if (!weights) return false;
+    conv.inputs[1] = g_.add_constant(g_.unique_value_name(g_.value(conv.inputs[1]).name + ".unpadded"),
+                                     leading_channels(*weights, channels));
+    conv.inputs[0] = x;
+    erased_[static_cast<size_t>(pad)] = 1;
+    return true;
   }
 
   // The Transpose to NHWC and the channel Pad before a stem.
@@ -448,10 +487,7 @@ class StemFolder {
     bool unit = true;
     for (const char* key : {"strides", "dilations"})
       for (int64_t e : conv.get_ints(key, {1, 1})) unit = unit && e == 1;
-    const Shape& y = g_.type(conv.outputs[0]).shape;  // NHWC
-    const DType wt = g_.type(conv.inputs[1]).dtype;     // the halo kernel's: f16 or bf16
-    if (!unit && (y.at(0) * y.at(1) * y.at(2) < kMinStridedStemPixels ||
-                  (wt != DType::kF16 && wt != DType::kBF16)))
+    if (!unit && !strided_stem_fits(g_.type(conv.outputs[0]).shape, g_.type(conv.inputs[1]).dtype))
       return false;
     if (padded) {
       const Tensor* weights = constant(conv.inputs[1]);

@@ -269,6 +269,45 @@ TEST(FuseEdgeStem, WhatStays) {
   expect_unchanged(shared);
 }
 
+// A strided stem whose input is NHWC already (a model with an NHWC input, as tf2onnx writes
+// them: convert-layout's Transposes cancel) keeps only convert-layout's channel Pad before it.
+// Where the halo kernel takes it (at most 4 channels, an even horizontal stride, dilation 1,
+// enough pixels, f16 or bf16), it stages the pixels itself: the Pad goes, the weights are cut
+// back to the real channels, and the conv stays NHWC.
+std::string nhwc_stem(int channels, const std::string& strides, const std::string& out_type,
+                      const std::string& image = "[8,256,256,") {
+  std::string w;
+  for (int i = 0; i < 2 * 9 * 8; ++i)
+    w += std::string(w.empty() ? "" : ", ") + (i % 8 < channels ? std::to_string((i * 7 % 11 - 5) / 4.0) : "0.0");
+  const std::string c = std::to_string(channels);
+  return R"(graph @g opset 17 {
+  input %x : f16)" + image + c + R"(]
+  const %w : f16[2,3,3,8] = [)" + w + R"(]
+  const %b : f32[2] = [0.5, -0.5]
+  const %pads : i64[8] = [0, 0, 0, 0, 0, 0, 0, )" + std::to_string(8 - channels) + R"(]
+  %p = Pad(%x, %pads) : f16)" + image + R"(8] @"x.align_channels"
+  %y = tessel.Conv(%p, %w, %b) {pads = [1, 1, 1, 1], strides = )" + strides + R"(} : )" + out_type + R"( @"head"
+  output %y
+})";
+}
+
+TEST(FuseEdgeStem, NhwcStemsOfFewChannelsLoseTheirPad) {
+  std::string w;
+  for (int i = 0; i < 2 * 9 * 8; ++i)
+    if (i % 8 < 3) w += std::string(w.empty() ? "" : ", ") + std::to_string((i * 7 % 11 - 5) / 4.0);
+  expect_exact_fuse(nhwc_stem(3, "[2, 2]", "f16[8,128,128,2]"), R"(graph @g opset 17 {
+  input %x : f16[8,256,256,3]
+  const %w : f16[2,3,3,3] = [)" + w + R"(]
+  const %b : f32[2] = [0.5, -0.5]
+  %y = tessel.Conv(%x, %w, %b) {pads = [1, 1, 1, 1], strides = [2, 2]} : f16[8,128,128,2] @"head"
+  output %y
+})");
+  // No tap pairs: 5 channels, or an odd horizontal stride; too few pixels for the halo kernel.
+  expect_unchanged(nhwc_stem(5, "[2, 2]", "f16[8,128,128,2]"));
+  expect_unchanged(nhwc_stem(3, "[2, 1]", "f16[8,128,256,2]"));
+  expect_unchanged(nhwc_stem(3, "[2, 2]", "f16[1,3,3,2]", "[1,5,6,"));
+}
+
 // ---- The GPU pipeline -----------------------------------------------------------------------
 
 std::map<std::string, int> op_counts(const ir::Graph& g) {
