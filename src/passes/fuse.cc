@@ -437,11 +437,16 @@ class StemFolder {
     return fold_cast(conv) || changed;
   }
 
-  // Whether a strided or dilated stem `conv` over NHWC y pixels of weights `wt` has the halo
-  // kernel's tiles to fill the SMs, and the weights that kernel takes (f16, bf16).
-  static bool strided_stem_fits(const Shape& y, DType wt) {
-    return y.at(0) * y.at(1) * y.at(2) >= kMinStridedStemPixels &&
-           (wt == DType::kF16 || wt == DType::kBF16);
+  // Whether a strided or dilated stem `conv` has the halo kernel's tiles to fill the SMs (its
+  // output pixels, counted before the store map: the Fuser ran, so Y may be NCHW already), and
+  // the weights that kernel takes (f16, bf16).
+  bool strided_stem_fits(const ir::Node& conv) const {
+    const Shape& y = g_.type(conv.outputs[0]).shape;
+    const ops::StoreMap store = ops::read_store(conv);
+    int64_t pixels = store.nchw() ? y.at(0) * y.at(2) * y.at(3) : y.at(0) * y.at(1) * y.at(2);
+    if (store.depth_to_space()) pixels /= store.block * store.block;
+    const DType wt = g_.type(conv.inputs[1]).dtype;
+    return pixels >= kMinStridedStemPixels && (wt == DType::kF16 || wt == DType::kBF16);
   }
 
   // The channel Pad before a strided stem that stays NHWC, of at most kStemSlotChannels
@@ -460,7 +465,7 @@ class StemFolder {
         dilations != std::vector<int64_t>{1, 1})
       return false;
     const DType wt = g_.type(conv.inputs[1]).dtype;
-    if (g_.type(x).dtype != wt || !strided_stem_fits(g_.type(conv.outputs[0]).shape, wt)) return false;
+    if (g_.type(x).dtype != wt || !strided_stem_fits(conv)) return false;
     const Tensor* weights = constant(conv.inputs[1]);
     if (!weights) return false;
     conv.inputs[1] = g_.add_constant(g_.unique_value_name(g_.value(conv.inputs[1]).name + ".unpadded"),
@@ -487,8 +492,7 @@ class StemFolder {
     bool unit = true;
     for (const char* key : {"strides", "dilations"})
       for (int64_t e : conv.get_ints(key, {1, 1})) unit = unit && e == 1;
-    if (!unit && !strided_stem_fits(g_.type(conv.outputs[0]).shape, g_.type(conv.inputs[1]).dtype))
-      return false;
+    if (!unit && !strided_stem_fits(conv)) return false;
     if (padded) {
       const Tensor* weights = constant(conv.inputs[1]);
       if (!weights) return false;  // a run-time weight cannot be cut back here

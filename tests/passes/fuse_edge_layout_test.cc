@@ -302,6 +302,17 @@ TEST(FuseEdgeStem, NhwcStemsOfFewChannelsLoseTheirPad) {
   %y = tessel.Conv(%x, %w, %b) {pads = [1, 1, 1, 1], strides = [2, 2]} : f16[8,128,128,2] @"head"
   output %y
 })");
+  // The pixels are counted before the store map: a stem that stores NCHW itself (a one-conv
+  // model's output, fused) has 8 x 128 x 128 of them here, not 8 x 2 x 128.
+  std::string nchw = nhwc_stem(3, "[2, 2]", "f16[8,2,128,128]");
+  nchw.replace(nchw.find("strides = [2, 2]}"), 17, "store = \"nchw\", strides = [2, 2]}");
+  expect_exact_fuse(nchw, R"(graph @g opset 17 {
+  input %x : f16[8,256,256,3]
+  const %w : f16[2,3,3,3] = [)" + w + R"(]
+  const %b : f32[2] = [0.5, -0.5]
+  %y = tessel.Conv(%x, %w, %b) {pads = [1, 1, 1, 1], store = "nchw", strides = [2, 2]} : f16[8,2,128,128] @"head"
+  output %y
+})");
   // No tap pairs: 5 channels, or an odd horizontal stride; too few pixels for the halo kernel.
   expect_unchanged(nhwc_stem(5, "[2, 2]", "f16[8,128,128,2]"));
   expect_unchanged(nhwc_stem(3, "[2, 1]", "f16[8,128,256,2]"));
