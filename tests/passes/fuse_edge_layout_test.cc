@@ -150,11 +150,18 @@ std::string stem(const std::string& conv_attrs, int channels = 3) {
 })";
 }
 
-// Read NCHW fp32 straight from the graph input; the weights lose their 5 zero channels.
-TEST(FuseEdgeStem, CastTransposePadBecomeTheInputLayout) {
+// stem()'s weights [2, 3, 3, 8] cut back to their 3 real channels, as the stem rewrites leave
+// them.
+std::string unpadded_rgb_weights() {
   std::string w;
   for (int i = 0; i < 2 * 9 * 8; ++i)
     if (i % 8 < 3) w += std::string(w.empty() ? "" : ", ") + std::to_string((i * 7 % 11 - 5) / 4.0);
+  return w;
+}
+
+// Read NCHW fp32 straight from the graph input; the weights lose their 5 zero channels.
+TEST(FuseEdgeStem, CastTransposePadBecomeTheInputLayout) {
+  const std::string w = unpadded_rgb_weights();
   expect_exact_fuse(stem(""), R"(graph @g opset 17 {
   input %x : f32[1,3,5,6]
   const %w : f16[2,3,3,3] = [)" + w + R"(]
@@ -196,9 +203,7 @@ std::string large_stem(const std::string& conv_attrs, const std::string& out_typ
 }
 
 TEST(FuseEdgeStem, StridedAndDilatedStemsFold) {
-  std::string w;
-  for (int i = 0; i < 2 * 9 * 8; ++i)
-    if (i % 8 < 3) w += std::string(w.empty() ? "" : ", ") + std::to_string((i * 7 % 11 - 5) / 4.0);
+  const std::string w = unpadded_rgb_weights();
   for (const bool strided : {true, false}) {
     const std::string out_type = strided ? "f16[8,128,128,2]" : "f16[8,254,254,2]";
     const std::string conv_attrs = strided
@@ -292,9 +297,7 @@ std::string nhwc_stem(int channels, const std::string& strides, const std::strin
 }
 
 TEST(FuseEdgeStem, NhwcStemsOfFewChannelsLoseTheirPad) {
-  std::string w;
-  for (int i = 0; i < 2 * 9 * 8; ++i)
-    if (i % 8 < 3) w += std::string(w.empty() ? "" : ", ") + std::to_string((i * 7 % 11 - 5) / 4.0);
+  const std::string w = unpadded_rgb_weights();
   expect_exact_fuse(nhwc_stem(3, "[2, 2]", "f16[8,128,128,2]"), R"(graph @g opset 17 {
   input %x : f16[8,256,256,3]
   const %w : f16[2,3,3,3] = [)" + w + R"(]
