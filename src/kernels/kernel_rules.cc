@@ -8,6 +8,7 @@
 #include "core/dtype.h"
 #include "kernels/contraction/grouped.h"
 #include "kernels/contraction/index_map.h"
+#include "ops/tessel_epilogue.h"
 
 namespace tessel::kernels {
 namespace {
@@ -374,8 +375,7 @@ int max_vector_elements(DType t) { return dtype_size(t) == 1 ? 16 : 8; }
 bool halo_tap_pairs(const contraction::ConvWindow& w) {
   // Whole pixels of the stem's image (a grouped window's pixels hold every group's channels).
   const bool whole_pixels = w.channel_offset == 0 && w.channel_pitch == w.channels;
-  return whole_pixels && w.channels <= contraction::kStemSlotChannels && w.stride_w % 2 == 0 &&
-         w.dilation_w == 1;
+  return whole_pixels && ops::stem_tap_pairs(w.channels, w.stride_w, w.dilation_w);
 }
 
 int halo_k_padded(const contraction::ConvWindow& w) {

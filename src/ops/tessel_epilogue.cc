@@ -344,6 +344,11 @@ bool is_depthwise_conv(const ir::Graph& g, const ir::Node& conv) {
                       conv.get_int("group", 1));
 }
 
+bool is_int8_contraction(const ir::Graph& g, const ir::Node& n) {
+  return (n.op == "tessel.Conv" || n.op == "tessel.Gemm") && n.inputs.size() > 1 &&
+         n.inputs[1] != ir::kNoValue && g.type(n.inputs[1]).dtype == DType::kI8;
+}
+
 void write_out_dtype(ir::Node& node, std::optional<DType> dtype) {
   node.attrs.erase("out_dtype");
   if (dtype) node.attrs["out_dtype"] = std::string(dtype_name(*dtype));

@@ -165,6 +165,20 @@ void write_nchw_input(ir::Node& node, bool nchw);
 bool is_depthwise(const Shape& x_nhwc, const Shape& w_ohwi, int64_t group);
 bool is_depthwise_conv(const ir::Graph& g, const ir::Node& conv);
 
+// fold-qdq's int8 contraction: a tessel.Conv or tessel.Gemm with int8 weights (and X), whose
+// value starts from the exact integer sum times its dequantization scale S.
+bool is_int8_contraction(const ir::Graph& g, const ir::Node& n);
+
+// A stem whose pixels the halo kernel stages itself as "tap pairs" (kernels::HaloLayout::
+// tap_pairs): at most kStemSlotChannels channels per pixel, NCHW or NHWC, each pixel one
+// 4-channel slot, an even horizontal stride and dilation 1. One rule for the kernels
+// (halo_tap_pairs) and for fuse, which drops an NHWC stem's channel-alignment Pad only where
+// the halo kernel will stage its pixels.
+inline constexpr int64_t kStemSlotChannels = 4;
+inline bool stem_tap_pairs(int64_t channels, int64_t stride_w, int64_t dilation_w) {
+  return channels <= kStemSlotChannels && stride_w % 2 == 0 && dilation_w == 1;
+}
+
 // 'prologue' of a tessel.Conv: a per-input-channel affine map of X, then an optional ReLU,
 // applied to every element of X the convolution reads (never to its zero padding), before
 // the contraction. It is an unfoldable BatchNormalization (+ ReLU) before the conv, fused

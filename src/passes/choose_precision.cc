@@ -64,13 +64,7 @@ const ir::OpFacts* fp16_facts(const std::string& op) {
   return f.fp16 ? &f : nullptr;
 }
 
-// fp16_facts of node n; none for an int8 contraction (fold-qdq's, W i8): it computes its f32
-// result from integers, and its float operands are either its own constants (S, B) or free
-// (int8_free_operands).
-bool is_int8_contraction(const ir::Graph& g, const ir::Node& n) {
-  return n.inputs.size() > 1 && n.inputs[1] != kNoValue && g.type(n.inputs[1]).dtype == DType::kI8 &&
-         ir::OpRegistry::global().facts(n.op).kind == ir::OpKind::kContraction;
-}
+using ops::is_int8_contraction;
 
 constexpr size_t kResidualInput = 3;  // tessel.Conv / tessel.Gemm's R
 
@@ -91,6 +85,9 @@ std::vector<ValueId> int8_free_operands(const ir::Graph& g, const ir::Node& n,
   return r;
 }
 
+// fp16_facts of node n; none for an int8 contraction (fold-qdq's): it computes its f32 result
+// from integers, and its float operands are either its own constants (S, B) or free
+// (int8_free_operands).
 const ir::OpFacts* fp16_facts(const ir::Graph& g, const ir::Node& n) {
   return is_int8_contraction(g, n) ? nullptr : fp16_facts(n.op);
 }

@@ -81,9 +81,6 @@ using StoreKind = ops::StoreMap::Kind;
 // Stems with more input channels than this keep their NHWC input: their NCHW gather reads one
 // element per tap and channel, which only pays where the channels are few.
 constexpr int64_t kMaxStemChannels = 16;
-// An NHWC stem's pixels that the halo kernel stages into slots of its own, unpadded
-// (contraction::kStemSlotChannels, the tap pairs' slot).
-constexpr int64_t kStemSlotChannels = 4;
 // Nor do stems with more output channels than the halo kernel's widest N tile: no other Tensor
 // Core kernel reads an fp32 NCHW input.
 constexpr int64_t kMaxStemOutChannels = 128;
@@ -268,7 +265,7 @@ class Fuser {
     // contraction). An int8 contraction's float out_dtype is choose-precision's storage of
     // that f32 value, not an edge store: the chain goes on through it, and the store converts
     // to the dtype the chain ends in.
-    const bool int8 = fused.inputs.size() > 1 && g_.type(fused.inputs[1]).dtype == DType::kI8;
+    const bool int8 = ops::is_int8_contraction(g_, fused);
     const DType own = int8 ? DType::kF32 : g_.type(fused.outputs[0]).dtype;
     if (int8 && out_dtype && is_float(*out_dtype)) out_dtype.reset();
     ValueId v = fused.outputs[0];
@@ -449,28 +446,33 @@ class StemFolder {
     return pixels >= kMinStridedStemPixels && (wt == DType::kF16 || wt == DType::kBF16);
   }
 
-  // The channel Pad before a strided stem that stays NHWC, of at most kStemSlotChannels
-  // channels (a model whose input is NHWC, as tf2onnx writes them: convert-layout's Transposes
-  // cancel, and only its alignment Pad is left): the halo kernel stages such pixels through
-  // registers into 4-channel slots (tap pairs) with no 16-byte loads to align, so the Pad goes
-  // and the weights are cut back. Even horizontal strides, dilation 1: the tap pairs' rule.
+  // The channel Pad before a strided stem that stays NHWC (a model whose input is NHWC, as
+  // tf2onnx writes them: convert-layout's Transposes cancel, and only its alignment Pad is
+  // left), where the halo kernel stages the pixels itself (ops::stem_tap_pairs), with no
+  // 16-byte loads to align: the Pad goes and the weights are cut back.
   bool fold_nhwc_pad(ir::Node& conv) {
     const int pad = sole_producer(conv.inputs[0]);
     if (pad < 0 || !is_zero_channel_pad(g_.nodes[pad])) return false;
     const ValueId x = g_.nodes[pad].inputs[0];
-    const int64_t channels = g_.type(x).shape.at(3);
     const std::vector<int64_t> strides = conv.get_ints("strides", {1, 1});
     const std::vector<int64_t> dilations = conv.get_ints("dilations", {1, 1});
-    if (channels > kStemSlotChannels || strides.size() != 2 || strides[1] % 2 != 0 ||
-        dilations != std::vector<int64_t>{1, 1})
+    if (strides.size() != 2 || dilations.size() != 2 ||
+        !ops::stem_tap_pairs(g_.type(x).shape.at(3), strides[1], dilations[1]) || dilations[0] != 1 ||
+        g_.type(x).dtype != g_.type(conv.inputs[1]).dtype || !strided_stem_fits(conv) ||
+        !unpad_weights(conv, pad))
       return false;
-    const DType wt = g_.type(conv.inputs[1]).dtype;
-    if (g_.type(x).dtype != wt || !strided_stem_fits(conv)) return false;
+    conv.inputs[0] = x;
+    return true;
+  }
+
+  // Cuts conv's weights back to the channels of Pad `pad`'s input, and marks the Pad erased;
+  // false (nothing changed) for run-time weights, which cannot be cut back here.
+  bool unpad_weights(ir::Node& conv, int pad) {
     const Tensor* weights = constant(conv.inputs[1]);
     if (!weights) return false;
+    const int64_t channels = g_.type(g_.nodes[pad].inputs[0]).shape.at(3);
     conv.inputs[1] = g_.add_constant(g_.unique_value_name(g_.value(conv.inputs[1]).name + ".unpadded"),
                                      leading_channels(*weights, channels));
-    conv.inputs[0] = x;
     erased_[static_cast<size_t>(pad)] = 1;
     return true;
   }
@@ -493,14 +495,7 @@ class StemFolder {
     for (const char* key : {"strides", "dilations"})
       for (int64_t e : conv.get_ints(key, {1, 1})) unit = unit && e == 1;
     if (!unit && !strided_stem_fits(conv)) return false;
-    if (padded) {
-      const Tensor* weights = constant(conv.inputs[1]);
-      if (!weights) return false;  // a run-time weight cannot be cut back here
-      conv.inputs[1] =
-          g_.add_constant(g_.unique_value_name(g_.value(conv.inputs[1]).name + ".unpadded"),
-                          leading_channels(*weights, channels));
-      erased_[static_cast<size_t>(pad)] = 1;
-    }
+    if (padded && !unpad_weights(conv, pad)) return false;
     erased_[static_cast<size_t>(transpose)] = 1;
     conv.inputs[0] = g_.nodes[transpose].inputs[0];
     ops::write_nchw_input(conv, true);

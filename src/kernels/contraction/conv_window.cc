@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "kernels/contraction/grouped.h"
+#include "ops/tessel_epilogue.h"
 
 namespace tessel::contraction {
 namespace {
@@ -120,9 +121,9 @@ std::optional<ConvWindow> conv_window(const Contraction& c) {
   // channel index too.
   if (auto w = window_of(c, false, false)) return w;
   // A strided or dilated NHWC stem over few channels: whole pixels (the halo kernel stages them
-  // in slots of kStemSlotChannels, tap_pairs), not a slice of wider ones.
+  // in slots of ops::kStemSlotChannels, tap_pairs), not a slice of wider ones.
   if (std::optional<ConvWindow> w = window_of(c, false, true);
-      w && w->channels <= kStemSlotChannels && w->channel_offset == 0 &&
+      w && w->channels <= ops::kStemSlotChannels && w->channel_offset == 0 &&
       w->channel_pitch == w->channels)
     return w;
   // NCHW: a stem reading the graph's input, strided or dilated too (the halo kernel stages its

@@ -7,7 +7,7 @@
 //   A[img, ci, oh + kh - pad_top, ow + kw - pad_left]
 // as a stem conv reads the graph's NCHW input directly (contraction/ops_maps.h,
 // conv2d_nchw_input_maps; such a stem may also be strided or dilated). An NHWC stem over at most
-// kStemSlotChannels channels may be strided or dilated too. Such a conv reads each input
+// ops::kStemSlotChannels channels may be strided or dilated too. Such a conv reads each input
 // pixel for R*S output pixels; a kernel that stages an input tile plus its halo in shared
 // memory once, and lets ldmatrix gather the R*S shifted windows from there, reads it once.
 #pragma once
@@ -18,10 +18,6 @@
 #include "kernels/contraction/contraction.h"
 
 namespace tessel::contraction {
-
-// The channels of a stem's pixel slot in the halo kernel (kernels::HaloLayout::tap_pairs): an
-// RGB or RGBA image, NCHW or NHWC, is staged as 4-channel (8-byte) pixels whatever its stride.
-inline constexpr int64_t kStemSlotChannels = 4;
 
 struct ConvWindow {
   int64_t images = 1;
@@ -41,7 +37,7 @@ struct ConvWindow {
 };
 
 // The window of `c`, or nothing when `c` is not such a convolution (grouped, batched, another
-// layout, a channel slice of A, or a GEMM; an NHWC one of more than kStemSlotChannels channels
+// layout, a channel slice of A, or a GEMM; an NHWC one of more than ops::kStemSlotChannels channels
 // also when strided or dilated, while a stem -- NCHW input, or NHWC of at most that many
 // channels -- may be either).
 std::optional<ConvWindow> conv_window(const Contraction& c);
