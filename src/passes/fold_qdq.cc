@@ -132,8 +132,8 @@ class ReluRequantizeFolder : public NodeRewriter {
     };
     auto scale = [&](const ir::Node& n) -> std::optional<float> {
       const std::optional<SymmetricQdq> q = symmetric_qdq(g_, n);
-      if (!q || q->integer != DType::kI8 || !q->per_tensor()) return std::nullopt;
-      return static_cast<float>(q->scale->get_f64(0));
+      const std::optional<double> s = q ? q->int8_scale() : std::nullopt;
+      return s ? std::optional<float>(static_cast<float>(*s)) : std::nullopt;
     };
     for (const ir::Node& relu : g_.nodes) {
       if (relu.op != "Relu" || relu.inputs.empty()) continue;
@@ -294,11 +294,11 @@ class QdqFolder {
       return;
     const ir::Node& q = g_.nodes[static_cast<size_t>(reader)];
     const std::optional<SymmetricQdq> from = symmetric_qdq(g_, *dq), to = symmetric_qdq(g_, q);
-    if (!from || !to || from->integer != DType::kI8 || to->integer != DType::kI8 || !from->per_tensor() ||
-        !to->per_tensor())
-      return;
-    const float s = static_cast<float>(from->scale->get_f64(0));
-    if (!(s > 0.0f) || static_cast<float>(to->scale->get_f64(0)) != s) return;
+    const std::optional<double> s_from = from ? from->int8_scale() : std::nullopt;
+    const std::optional<double> s_to = to ? to->int8_scale() : std::nullopt;
+    if (!s_from || !s_to) return;
+    const float s = static_cast<float>(*s_from);
+    if (!(s > 0.0f) || static_cast<float>(*s_to) != s) return;
     const ValueId out = pool.outputs[0], requantized = q.outputs[0];
     if (!replace_all_uses(g_, requantized, out)) return;
     g_.nodes[i].inputs[0] = dq->inputs[0];

@@ -145,10 +145,9 @@ std::optional<EpilogueStep> activation_step(const ir::Graph& g, const ir::Node& 
 std::optional<double> int8_scale(const ir::Graph& g, const ir::Node& n, const char* op, ValueId v) {
   if (n.op != op || n.inputs.empty() || n.inputs[0] != v) return std::nullopt;
   const std::optional<SymmetricQdq> q = symmetric_qdq(g, n);
-  if (!q || !q->per_tensor() || q->integer != DType::kI8) return std::nullopt;
   const ValueId f = std::string_view(op) == "QuantizeLinear" ? n.inputs[0] : n.outputs[0];
-  if (!storable(g.type(f).dtype)) return std::nullopt;  // the float side: f32, f16 or bf16
-  return q->scale->get_f64(0);
+  if (!q || !storable(g.type(f).dtype)) return std::nullopt;  // the float side: f32, f16 or bf16
+  return q->int8_scale();
 }
 
 bool has_residual_step(const std::vector<EpilogueStep>& steps) {

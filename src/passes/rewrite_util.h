@@ -45,6 +45,11 @@ struct SymmetricQdq {
   DType integer = DType::kI8;   // the quantized side's dtype (DequantizeLinear's input,
                                 // QuantizeLinear's output)
   bool per_tensor() const { return scale->numel() == 1; }
+  // The scale of TensorRT's int8 form that the epilogues fold (one value, int8), or nothing.
+  std::optional<double> int8_scale() const {
+    if (integer != DType::kI8 || !per_tensor()) return std::nullopt;
+    return scale->get_f64(0);
+  }
 };
 // n's parameters, or nothing and (when given) *why: "is block-quantized", "has a non-zero zero
 // point (asymmetric)", "'s scale is not a constant float" (to follow the operand's name).
