@@ -209,12 +209,13 @@ struct HaloConvKernel {
     const int y0 = ty * kTH * kSH - P::kPadT, x0 = tx * kTW * kSW - P::kPadL;
     using A = typename P::ElementA;
     const A* x = static_cast<const A*>(p.a);
-    if constexpr (kPairs && !P::kInputNchw) {
+    if constexpr (kPairs) {
 #pragma unroll
       for (int it = 0; it < kStagedIters; ++it) {
-        // Unit i: pixels 2j, 2j + 1 of halo row i / (kHaloW / 2), each one 4-channel slot (two
-        // words). Consecutive threads read consecutive pixel pairs of a row: 4 * kC contiguous
-        // bytes each.
+        // Unit i: pixels 2j, 2j + 1 of halo row i / (kHaloW / 2), each one 4-channel slot of two
+        // words (channels 0-1, 2-3). NHWC: consecutive threads read consecutive pixel pairs of a
+        // row, 4 * kC contiguous bytes each; NCHW: each channel from its plane, consecutive
+        // threads reading consecutive pixel pairs of it.
         const int i = tid + it * kThreads;
         const int row = i / (kHaloW / 2), col = i % (kHaloW / 2) * 2;
         const int iy = y0 + row;
@@ -222,37 +223,28 @@ struct HaloConvKernel {
         for (int px = 0; px < 2; ++px) {
           const int ix = x0 + col + px;
           const bool inside = i < kStageUnits && iy >= 0 && iy < P::kInH && ix >= 0 && ix < P::kInW;
-          const Element* pixel =
-              inside ? static_cast<const Element*>(p.a) +
-                           ((static_cast<typename P::Index>(img) * P::kInH + iy) * P::kInW + ix) *
-                               P::kC
-                     : nullptr;
-          ld_slot(pixel, staged[it][2 * px], staged[it][2 * px + 1]);
-        }
-      }
-      return;
-    }
-    if constexpr (kPairs) {
+          if constexpr (!P::kInputNchw) {
+            const Element* pixel =
+                inside ? static_cast<const Element*>(p.a) +
+                             ((static_cast<typename P::Index>(img) * P::kInH + iy) * P::kInW + ix) * P::kC
+                       : nullptr;
+            ld_slot(pixel, staged[it][2 * px], staged[it][2 * px + 1]);
+          } else {
 #pragma unroll
-      for (int it = 0; it < kStagedIters; ++it) {
-        // Unit i: pixels 2j, 2j + 1 of halo row i / (kHaloW / 2), element e = pixel * 4 + channel.
-        const int i = tid + it * kThreads;
-        const int row = i / (kHaloW / 2), col = i % (kHaloW / 2) * 2;
-        const int iy = y0 + row;
+            for (int word = 0; word < 2; ++word) {
+              float v[2];
 #pragma unroll
-        for (int e = 0; e < 8; e += 2) {
-          const int ix = x0 + col + e / 4;
-          const bool inside = i < kStageUnits && iy >= 0 && iy < P::kInH && ix >= 0 && ix < P::kInW;
-          float v[2];
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const int c = (e + h) % 4;
-            v[h] = inside && c < P::kC
-                       ? to_float(ld_element(x + ((static_cast<typename P::Index>(img) * P::kC + c) * P::kInH + iy) *
-                                                     P::kInW + ix))
-                       : 0.0f;
+              for (int h = 0; h < 2; ++h) {
+                const int c = 2 * word + h;
+                v[h] = inside && c < P::kC
+                           ? to_float(ld_element(x + ((static_cast<typename P::Index>(img) * P::kC + c) * P::kInH + iy) *
+                                                         P::kInW + ix))
+                           : 0.0f;
+              }
+              staged[it][2 * px + word] =
+                  u32(from_float<Element>(v[0]).bits) | (u32(from_float<Element>(v[1]).bits) << 16);
+            }
           }
-          staged[it][e / 2] = u32(from_float<Element>(v[0]).bits) | (u32(from_float<Element>(v[1]).bits) << 16);
         }
       }
       return;
