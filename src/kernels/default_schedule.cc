@@ -128,8 +128,7 @@ constexpr int kTmaDefaultRaster = 1;
 int tma_raster(const Contraction& c, const device::DeviceInfo& device) {
   // A device described without its L2 (schedule tests): the H100's 50 MB.
   const double l2 = device.l2_bytes > 0 ? static_cast<double>(device.l2_bytes) : 50.0 * (1 << 20);
-  double b_bytes = static_cast<double>(dtype_size(c.b_dtype));
-  for (int64_t e : c.maps.b.shape) b_bytes *= static_cast<double>(e);
+  const double b_bytes = static_cast<double>(numel(c.maps.b.shape) * dtype_size(c.b_dtype));
   return b_bytes > l2 / 4 ? kDefaultRaster : kTmaDefaultRaster;
 }
 
@@ -716,8 +715,9 @@ Schedule default_schedule(const Contraction& c, const device::DeviceInfo& device
   }
   if (!mma_sync_only && has_wgmma(device)) {
     const bool half_rows = tma_half_rows(c, /*taps_only=*/true);
+    const int raster = tma_raster(c, device);
     for (const TmaKernel& k : kTmaKernels) {
-      Schedule full = tma_schedule(k.block_m, k.block_n, k.stages, tma_raster(c, device), 0);
+      Schedule full = tma_schedule(k.block_m, k.block_n, k.stages, raster, 0);
       full.block_k *= block_k_scale(c);  // one 128-byte row: 128 int8
       for (Schedule s : tma_rows(full, half_rows)) {
         if (!offered(s) || !runs(c, s, device)) continue;
