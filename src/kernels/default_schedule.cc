@@ -407,6 +407,13 @@ std::optional<Schedule> default_halo(const Contraction& c, const device::DeviceI
   // A stem's f32 NCHW input has no other Tensor Core kernel: the halo kernel however few its
   // tiles and whatever its width wastes (the alternative is SIMT).
   const bool only_tensor_core_path = !contraction::tensor_core_eligible(c);
+  // An NHWC stem of a few unpadded channels (fuse drops convert-layout's channel Pad where the
+  // halo kernel stages such pixels, halo_tap_pairs) has no other fast path either: the GEMM
+  // kernels read it in 2-byte vectors (ResNet's 7x7/2 stem at batch 32 over 224x224x3, H200:
+  // 150.0 us against 59.8 on the halo kernel), so a width the halo tiles waste some of does not
+  // send it there.
+  const bool few_channel_stem =
+      !window->nchw_input && window->channels % 8 != 0 && halo_tap_pairs(*window);
   // Where the TMA kernel walks the taps in whole 64-channel chunks, it beat the halo kernel on
   // every such layer tune measured (H200, 2026-11-28: VGG-16's 224x224 and 112x112 3x3 convs of
   // 64 channels at batch 32, 321.6 -> 250.9 and 162.3 -> 96.1 us; the SR net's 720p ones, 206
@@ -425,7 +432,7 @@ std::optional<Schedule> default_halo(const Contraction& c, const device::DeviceI
     const int64_t out_w = window->out_w;
     const int64_t padded_w = (out_w + tw - 1) / tw * tw;
     if (c.n < n_from || c.n > n_to) continue;
-    if ((padded_w - out_w) * 100 > out_w * 5 && !only_tensor_core_path) continue;
+    if ((padded_w - out_w) * 100 > out_w * 5 && !only_tensor_core_path && !few_channel_stem) continue;
     // Persistent CTAs (ctas 1 until resident is known), double-buffered.
     Schedule s = halo_schedule(c, th, tw, wm, wn, 1);
     const int resident = halo_resident(c, s, device);

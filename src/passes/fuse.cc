@@ -456,6 +456,7 @@ class StemFolder {
     const std::vector<int64_t> strides = conv.get_ints("strides", {1, 1});
     const std::vector<int64_t> dilations = conv.get_ints("dilations", {1, 1});
     if (strides.size() != 2 || dilations.size() != 2 ||
+        g_.type(conv.inputs[1]).shape.at(0) > kMaxStemOutChannels ||
         !ops::stem_tap_pairs(g_.type(x).shape.at(3), strides[1], dilations[1]) || dilations[0] != 1 ||
         g_.type(x).dtype != g_.type(conv.inputs[1]).dtype || !strided_stem_fits(conv) ||
         !unpad_weights(conv, pad))

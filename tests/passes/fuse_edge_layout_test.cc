@@ -316,7 +316,9 @@ TEST(FuseEdgeStem, NhwcStemsOfFewChannelsLoseTheirPad) {
   %y = tessel.Conv(%x, %w, %b) {pads = [1, 1, 1, 1], store = "nchw", strides = [2, 2]} : f16[8,2,128,128] @"head"
   output %y
 })");
-  // No tap pairs: 5 channels, or an odd horizontal stride; too few pixels for the halo kernel.
+  // No tap pairs: 1 channel (no conv window for the kernels) or 5, or an odd horizontal
+  // stride; too few pixels for the halo kernel.
+  expect_unchanged(nhwc_stem(1, "[2, 2]", "f16[8,128,128,2]"));
   expect_unchanged(nhwc_stem(5, "[2, 2]", "f16[8,128,128,2]"));
   expect_unchanged(nhwc_stem(3, "[2, 1]", "f16[8,128,256,2]"));
   expect_unchanged(nhwc_stem(3, "[2, 2]", "f16[1,3,3,2]", "[1,5,6,"));
