@@ -356,6 +356,14 @@ TEST(OpKernelsGpu, Pools) {
            {{"kernel_shape", Ints{3, 3}}, {"strides", Ints{2, 2}}, {"pads", Ints{1, 1, 1, 1}}});
   check_op("tessel.MaxPool", {act(DType::kI8, {1, 9, 9, 24})},
            {{"kernel_shape", Ints{3, 3}}, {"strides", Ints{2, 2}}, {"ceil_mode", int64_t{1}}});
+  // Packed pairs (PackedMax): bf16 in 4-byte vectors, int8 in one word, and 3 int8 channels
+  // (1-byte vectors) on the float path beside them.
+  check_op("tessel.MaxPool", {act(DType::kBF16, {1, 10, 10, 6})},
+           {{"kernel_shape", Ints{3, 3}}, {"strides", Ints{2, 2}}, {"pads", Ints{1, 1, 1, 1}}});
+  check_op("tessel.MaxPool", {act(DType::kI8, {3, 7, 7, 4})},
+           {{"kernel_shape", Ints{2, 2}}, {"strides", Ints{2, 2}}, {"ceil_mode", int64_t{1}}});
+  check_op("tessel.MaxPool", {act(DType::kI8, {1, 7, 7, 3})},
+           {{"kernel_shape", Ints{3, 3}}, {"pads", Ints{1, 1, 1, 1}}});
   for (int64_t include : {0, 1})
     check_op("tessel.AveragePool", {act(DType::kF32, {2, 7, 7, 6})},
              {{"kernel_shape", Ints{3, 3}}, {"pads", Ints{1, 1, 1, 1}}, {"count_include_pad", include}});
