@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <sstream>
 
 #include "kernels/cuda/contraction_kernel.h"
@@ -44,6 +45,23 @@ std::string float_literal(float f) {
   std::string s = fmt::format("{:.9g}", f);
   if (s.find_first_of(".e") == std::string::npos) s += ".0";
   return s + "f";
+}
+
+// A dequantizing multiplier m after a quantize, for quantize_mul_s8_f: m rounded to 22
+// significant bits, so that -1.5 * 2^23 * m is exact in fp32 (the fma then rounds once, as the
+// separate multiply did). The 2^-23 relative change of m is below the rounding of the reciprocal
+// the quantize already multiplies by. nullopt where the product would not be a normal float.
+struct MagicMultiplier {
+  float m, minus_magic_m;
+};
+std::optional<MagicMultiplier> magic_multiplier(double m) {
+  if (!std::isfinite(m) || m == 0.0) return std::nullopt;
+  int e = 0;
+  const double f = std::frexp(m, &e);  // m = f * 2^e, 0.5 <= |f| < 1
+  const float m22 = static_cast<float>(std::ldexp(std::nearbyint(std::ldexp(f, 22)), e - 22));
+  const float c = -12582912.0f * m22;
+  if (!std::isnormal(c) || static_cast<double>(c) != -12582912.0 * static_cast<double>(m22)) return std::nullopt;
+  return MagicMultiplier{m22, c};
 }
 
 std::string epilogue_step(const EpilogueStep& st) {
@@ -270,7 +288,17 @@ std::string emit_epilogue(const KernelPlan& plan, bool& quantized) {
     }
     const std::string inv = float_literal(static_cast<float>(1.0 / st.alpha));
     const bool last = i + 1 == steps.size();
-    if (last && int8_store) {
+    const std::optional<MagicMultiplier> mul =
+        !last && steps[i + 1].kind == EpilogueOpKind::kMul ? magic_multiplier(steps[i + 1].alpha) : std::nullopt;
+    if (mul) {
+      // The rounding's second add and the dequantizing multiply as one fma (quantize_mul_s8_f).
+      o << fmt::format("    v = quantize_mul_s8_f(v, {}, {}, {}, {}, {});  // quantize to int8 by 1 / {}, clamped, "
+                       "times {} (22 bits)\n",
+                       inv, float_literal(lo), float_literal(hi), float_literal(mul->m), float_literal(mul->minus_magic_m),
+                       float_literal(st.alpha), float_literal(steps[i + 1].alpha));
+      ++i;
+      quantized = false;
+    } else if (last && int8_store) {
       // The int8 store rounds half to even by the same float add as quantize_s8_f (store_s8):
       // rounding here too would cost two more instructions per output.
       o << fmt::format("    v = saturate_s8_f(v, {}, {}, {});  // quantize to int8 by 1 / {}: saturated, "

@@ -6,6 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <optional>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -186,8 +189,29 @@ TEST(Int8Plan, OneByteTilesInt8StoresAndInt32Partials) {
   const TestProblem requant = with(i8conv(conv_params(1, 28, 28, 64, 128, 1, 1, 0)), tc_schedule(128, 64, 64, 64, 32, 3),
                                    {step(K::kQuantize, 0.5f), step(K::kMul, 0.5f), step(K::kQuantize, 0.25f)});
   ks = emit(requant.c, requant.e, requant.s);
-  EXPECT_TRUE(has(ks.source, "v = quantize_s8_f(v, 2.0f);  // quantize to int8 by 1 / 0.5f"));
+  // Its rounding's second add and the dequantizing mul are one fma by -1.5 * 2^23 * m.
+  EXPECT_TRUE(has(ks.source, "v = quantize_mul_s8_f(v, 2.0f, -128.0f, 127.0f, 0.5f, -6291456.0f);"));
+  EXPECT_FALSE(has(ks.source, "v *= 0.5f;"));
   EXPECT_TRUE(has(ks.source, "v = saturate_s8_f(v, 4.0f, -128.0f, 127.0f);"));
+  // A multiplier of 24 significant bits is rounded to 22, so that the product with 1.5 * 2^23
+  // is exact; the relative change stays within 2^-22.
+  const double m24 = 0.7;  // 0.7f is 0x3F333333: 24 significant bits
+  const TestProblem odd = with(i8conv(conv_params(1, 28, 28, 64, 128, 1, 1, 0)), tc_schedule(128, 64, 64, 64, 32, 3),
+                               {step(K::kQuantize, 0.5f), step(K::kMul, static_cast<float>(m24)), step(K::kQuantize, 0.25f)});
+  const std::string src = emit(odd.c, odd.e, odd.s).source;
+  const size_t at = src.find("quantize_mul_s8_f(v, 2.0f, -128.0f, 127.0f, ");
+  ASSERT_NE(at, std::string::npos) << src;
+  const char* args = src.c_str() + at + std::strlen("quantize_mul_s8_f(v, 2.0f, -128.0f, 127.0f, ");
+  char* end = nullptr;
+  // The literals round-trip the floats (9 significant digits): read back as floats.
+  const double m = static_cast<float>(std::strtod(args, &end));
+  const double c = static_cast<float>(std::strtod(end + 3, nullptr));  // past "f, "
+  int e = 0;
+  const double f = std::frexp(m, &e);
+  EXPECT_EQ(std::ldexp(f, 22), std::nearbyint(std::ldexp(f, 22))) << "22 significant bits: " << m;
+  EXPECT_LE(std::abs(m / static_cast<float>(m24) - 1.0), std::ldexp(1.0, -22));
+  EXPECT_NE(m, static_cast<double>(static_cast<float>(m24))) << "the multiplier had 24 bits";
+  EXPECT_EQ(c, -12582912.0 * m);
   // Relu and integral clips after a quantize (ops::fold_requantize's form) narrow its
   // saturation while their intervals nest; the value stays quantized. A clip that does not
   // nest (here [-3, -1] after relu's [0, 127]) is a step of its own, and then the store

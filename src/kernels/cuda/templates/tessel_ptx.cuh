@@ -65,6 +65,15 @@ __device__ __forceinline__ float quantize_s8_f(float v, float inv_scale, float l
                                                float hi = 127.0f) {
   return __fsub_rn(__fadd_rn(saturate_s8_f(v, inv_scale, lo, hi), kRoundingMagic), kRoundingMagic);
 }
+// quantize_s8_f followed by a multiplication by m (a QDQ model's DequantizeLinear after the
+// QuantizeLinear, with the next quantize's division folded in): the rounding's second add
+// and the multiplication as one fma, fma(v + M, m, -M * m) = round((v + M - M) * m), exact
+// where M * m is (the host passes m with at most 22 significant bits, so that 1.5 * 2^23 * m
+// fits the 24 of a float, and minus_magic_m = -M * m).
+__device__ __forceinline__ float quantize_mul_s8_f(float v, float inv_scale, float lo, float hi,
+                                                   float m, float minus_magic_m) {
+  return __fmaf_rn(__fadd_rn(saturate_s8_f(v, inv_scale, lo, hi), kRoundingMagic), m, minus_magic_m);
+}
 // An epilogue's int8 store: v saturated and rounded half to even (NaN gives -128), as the low
 // byte of the bits of v + 1.5 * 2^23 (two's complement), full-rate instructions where
 // cvt.rni.sat.s8.f32 issues at a quarter of the rate. kSaturate false: v lies in [-128, 127]
