@@ -170,14 +170,13 @@ bool is_depthwise_conv(const ir::Graph& g, const ir::Node& conv);
 bool is_int8_contraction(const ir::Graph& g, const ir::Node& n);
 
 // A stem whose pixels the halo kernel stages itself as "tap pairs" (kernels::HaloLayout::
-// tap_pairs): 2 to kStemSlotChannels channels per pixel, NCHW or NHWC, each pixel one
-// 4-channel slot, an even horizontal stride and dilation 1. One rule for the kernels
+// tap_pairs): 1 to kStemSlotChannels channels per pixel (grayscale to RGBA), NCHW or NHWC, each
+// pixel one 4-channel slot, an even horizontal stride and dilation 1. One rule for the kernels
 // (halo_tap_pairs) and for fuse, which drops an NHWC stem's channel-alignment Pad only where
-// the halo kernel will stage its pixels. (One channel: its index drops out of the
-// contraction's maps, and kernels::conv_window sees no window there yet.)
+// the halo kernel will stage its pixels.
 inline constexpr int64_t kStemSlotChannels = 4;
 inline bool stem_tap_pairs(int64_t channels, int64_t stride_w, int64_t dilation_w) {
-  return channels >= 2 && channels <= kStemSlotChannels && stride_w % 2 == 0 && dilation_w == 1;
+  return channels >= 1 && channels <= kStemSlotChannels && stride_w % 2 == 0 && dilation_w == 1;
 }
 
 // 'prologue' of a tessel.Conv: a per-input-channel affine map of X, then an optional ReLU,

@@ -13,9 +13,13 @@
 #include "device/device_info.h"
 #include "ir/conv_transpose_nets.h"
 #include "ir/infer.h"
+#include "ir/ir_writer.h"
 #include "ir/op_registry.h"
 #include "ir/parser.h"
+#include "kernels/contraction/conv_window.h"
 #include "kernels/contraction/epilogue.h"
+#include "kernels/kernel_rules.h"
+#include "passes/pass_test_util.h"
 #include "passes/pipeline.h"
 
 namespace tessel::compiler {
@@ -119,6 +123,60 @@ TEST(PlanNodeConvTranspose, NetworksCompileForSm90a) {
     // UNet: all eight convs; the edges: the two group-1 ones, stems that read the f32 NCHW
     // input (the halo kernel); the depthwise one runs on the grouped-conv kernel.
     EXPECT_EQ(tensor_core, std::string(name) == "unet_like" ? 8 : 2);
+  }
+}
+
+// Grayscale stems (MNIST-like nets, medical and document models): a conv over one input
+// channel runs on the halo kernel after the fp16 pipeline, as an RGB stem does, not as an fp32
+// SIMT conv: the f32 NCHW input read by the conv itself, its one channel padded to an 8-channel
+// chunk (3x3/1) or to a tap pairs' 4-channel slot (7x7/2); an NHWC input keeps its pixels, its
+// alignment Pad dropped (3x3/2). The pipeline keeps the CPU reference's numbers, and each
+// compiles for sm_90a.
+TEST(PlanNodeStem, GrayscaleStemsRunOnTheHaloKernel) {
+  struct Case {
+    const char* name;
+    const char* input;
+    int64_t co, k, stride;
+    const char* out;
+    bool nchw_input, tap_pairs;
+  };
+  const Case cases[] = {
+      {"mnist_3x3", "f32[8,1,28,28]", 32, 3, 1, "f32[8,32,28,28]", true, false},
+      {"xray_7x7s2", "f32[8,1,256,256]", 64, 7, 2, "f32[8,64,128,128]", true, true},
+      {"nhwc_3x3s2", "f32[8,256,256,1]", 32, 3, 2, "f32[8,32,128,128]", false, true},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    testing::IrWriter w(11);
+    w.input("x", c.input);
+    testing::conv_weight(w, "w", c.co, 1, c.k);
+    w.constant("b", {c.co}, -0.2, 0.2);
+    std::string x = "%x";
+    if (!c.nchw_input) {
+      w.node(R"(%t = Transpose(%x) {perm = [0, 3, 1, 2]} : f32[8,1,256,256] @"to_nchw")");
+      x = "%t";
+    }
+    const std::string pad = std::to_string(c.k / 2), stride = std::to_string(c.stride);
+    w.node("%c = Conv(" + x + ", %w, %b) {pads = [" + pad + ", " + pad + ", " + pad + ", " + pad +
+           "], strides = [" + stride + ", " + stride + "]} : " + c.out + " @\"stem\"");
+    w.node(std::string("%y = Relu(%c) : ") + c.out + " @\"relu\"");
+    const ir::Graph in = w.graph("y");
+    const ir::Graph g = passes::run_passes(in, passes::gpu_pipeline({}));
+    for (const ir::Node& n : g.nodes) EXPECT_NE(n.op, "Pad") << n.label();
+    const ir::Node& stem = node_named(g, "stem");
+    const NodePlan plan = plan_node(g, stem, {}, h100());
+    ASSERT_EQ(plan.run, NodeRun::kContraction) << plan.summary();
+    ASSERT_EQ(plan.schedule.mainloop, kernels::Mainloop::kHalo) << plan.summary();
+    const std::optional<kernels::HaloLayout> l =
+        kernels::halo_layout(*plan.match.contraction, plan.schedule);
+    ASSERT_TRUE(l);
+    EXPECT_EQ(l->window.channels, 1);
+    EXPECT_EQ(l->window.nchw_input, c.nchw_input);
+    EXPECT_EQ(l->tap_pairs, c.tap_pairs);
+    EXPECT_EQ(l->channels_padded, c.tap_pairs ? 4 : 8);
+    testing::expect_same_numerics(in, g, 2e-2, 2e-2);
+    const CompiledPlan compiled = compile_plan(in, {}, h100());
+    EXPECT_FALSE(compiled.plan.profiles[0].launches.empty());
   }
 }
 

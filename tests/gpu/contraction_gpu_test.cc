@@ -427,6 +427,24 @@ TEST_F(ContractionGpuTest, SanitizerSubsetMatchesCpuReference) {
   }
 }
 
+// The grayscale stems among the halo problems (one input channel, whose index drops out of the
+// maps), on their own: also run with every fixed problem above, but quick to select when a
+// change touches how the halo kernel pads a stem's channels.
+TEST_F(ContractionGpuTest, GrayscaleStemsMatchCpuReference) {
+  std::mt19937 rng(11);
+  std::vector<TestProblem> ps;
+  for (TestProblem& p : halo_problems())
+    if (p.is_conv && p.conv.ci == 1) ps.push_back(std::move(p));
+  ASSERT_EQ(ps.size(), 5u);
+  std::vector<std::string> errors;
+  auto kernels = build_all(ps, info_.arch(), errors);
+  for (size_t i = 0; i < ps.size(); ++i) {
+    ASSERT_TRUE(kernels[i]) << ps[i].name() << ": build failed: " << errors[i];
+    SCOPED_TRACE(ps[i].name());
+    run_and_check(ps[i], *kernels[i], rng);
+  }
+}
+
 // ---- Largest public workloads against a naive GPU kernel ----------------------------------
 // One thread per output element, fp32 sums in the obvious loop order: slow, but independent
 // of everything the generator does. Also a hash-based fill for inputs too large to upload.

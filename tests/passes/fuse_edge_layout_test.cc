@@ -150,14 +150,16 @@ std::string stem(const std::string& conv_attrs, int channels = 3) {
 })";
 }
 
-// stem()'s weights [2, 3, 3, 8] cut back to their 3 real channels, as the stem rewrites leave
-// them.
-std::string unpadded_rgb_weights() {
+// stem()'s weights [2, 3, 3, 8] cut back to their `channels` real ones (3: RGB), as the stem
+// rewrites leave them.
+std::string unpadded_weights(int channels) {
   std::string w;
   for (int i = 0; i < 2 * 9 * 8; ++i)
-    if (i % 8 < 3) w += std::string(w.empty() ? "" : ", ") + std::to_string((i * 7 % 11 - 5) / 4.0);
+    if (i % 8 < channels)
+      w += std::string(w.empty() ? "" : ", ") + std::to_string((i * 7 % 11 - 5) / 4.0);
   return w;
 }
+std::string unpadded_rgb_weights() { return unpadded_weights(3); }
 
 // Read NCHW fp32 straight from the graph input; the weights lose their 5 zero channels.
 TEST(FuseEdgeStem, CastTransposePadBecomeTheInputLayout) {
@@ -316,10 +318,17 @@ TEST(FuseEdgeStem, NhwcStemsOfFewChannelsLoseTheirPad) {
   %y = tessel.Conv(%x, %w, %b) {pads = [1, 1, 1, 1], store = "nchw", strides = [2, 2]} : f16[8,2,128,128] @"head"
   output %y
 })");
-  // No tap pairs: 1 channel (no conv window for the kernels) or 5, or an odd horizontal
-  // stride; too few pixels for the halo kernel.
-  expect_unchanged(nhwc_stem(1, "[2, 2]", "f16[8,128,128,2]"));
+  // A grayscale one: its one channel takes a 4-channel slot of tap pairs as RGB's three do.
+  expect_exact_fuse(nhwc_stem(1, "[2, 2]", "f16[8,128,128,2]"), R"(graph @g opset 17 {
+  input %x : f16[8,256,256,1]
+  const %w : f16[2,3,3,1] = [)" + unpadded_weights(1) + R"(]
+  const %b : f32[2] = [0.5, -0.5]
+  %y = tessel.Conv(%x, %w, %b) {pads = [1, 1, 1, 1], strides = [2, 2]} : f16[8,128,128,2] @"head"
+  output %y
+})");
+  // No tap pairs: 5 channels, or an odd horizontal stride; too few pixels for the halo kernel.
   expect_unchanged(nhwc_stem(5, "[2, 2]", "f16[8,128,128,2]"));
+  expect_unchanged(nhwc_stem(1, "[2, 1]", "f16[8,128,256,2]"));
   expect_unchanged(nhwc_stem(3, "[2, 1]", "f16[8,128,256,2]"));
   expect_unchanged(nhwc_stem(3, "[2, 2]", "f16[1,3,3,2]", "[1,5,6,"));
 }

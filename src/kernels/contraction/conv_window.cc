@@ -68,16 +68,18 @@ std::optional<ConvWindow> window_of(const Contraction& c, bool nchw, bool genera
   const auto a_img = plain(a.index[0], dims, a.shape[0]);
   const auto wy = window(a.index[y], dims, general);
   const auto wx = window(a.index[x], dims, general);
-  // The channel: ci, or ci + offset inside wider pixels (general only).
+  // The channel: ci, or ci + offset inside wider pixels (general only). A grayscale stem's ci,
+  // of extent 1, drops out of the terms: A (and below, B) then reads channel 0 of one-channel
+  // pixels (plain's -1). That is a window of one channel, which the halo kernel pads as RGB's.
   AffineIndex channel = a.index[ch];
   const int64_t channel_offset = channel.offset;
   channel.offset = 0;
   const auto ci = plain(channel, dims, a.shape[ch]);
   if (!a_img || *a_img != *img || !wy || !wx || !ci || wy->out != *oh || wx->out != *ow)
     return std::nullopt;
-  if (*ci < 0 || !dims[*ci].reduction) return std::nullopt;
-  if (general ? channel_offset < 0 || channel_offset + dims[*ci].extent > a.shape[ch]
-              : channel_offset != 0 || dims[*ci].extent != a.shape[ch])
+  if (*ci >= 0 && !dims[*ci].reduction) return std::nullopt;
+  if (general ? channel_offset < 0 || channel_offset + extent(dims, *ci) > a.shape[ch]
+              : channel_offset != 0 || extent(dims, *ci) != a.shape[ch])
     return std::nullopt;
   const int kh = wy->k, kw = wx->k;
   // B[co, kh, kw, ci], dense.

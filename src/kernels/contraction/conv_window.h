@@ -3,7 +3,8 @@
 //
 // A contraction is a stride-1, dilation-1, group-1 NHWC convolution when its maps are
 //   A[img, oh + kh - pad_top, ow + kw - pad_left, ci]   B[co, kh, kw, ci]   C[img, oh, ow, co]
-// (dims of extent 1 may be absent: batch 1, a 1-wide kernel), or with A channels first,
+// (dims of extent 1 may be absent: batch 1, a 1-wide kernel, one channel), or with A
+// channels first,
 //   A[img, ci, oh + kh - pad_top, ow + kw - pad_left]
 // as a stem conv reads the graph's NCHW input directly (contraction/ops_maps.h,
 // conv2d_nchw_input_maps; such a stem may also be strided or dilated). An NHWC stem over at most

@@ -129,6 +129,46 @@ TEST(ConvWindow, ReadsStridedNhwcStemsOfFewChannels) {
   EXPECT_FALSE(conv_window(matched(conv2d_nhwc_maps(slice))));
 }
 
+// A grayscale stem (one input channel): ci has extent 1 and drops out of the maps, so A and B
+// read channel 0 of one-channel pixels; that is still a window of one channel, NCHW or NHWC,
+// strided or not. One channel taken out of wider pixels is not.
+TEST(ConvWindow, ReadsOneChannelStems) {
+  const OperandDTypes f32_in{DType::kF32, DType::kF16, DType::kF16};
+  const auto mnist =
+      conv_window(matched(conv2d_nchw_input_maps(conv(8, 28, 28, 1, 32, 3, 3), f32_in)));
+  ASSERT_TRUE(mnist);
+  EXPECT_TRUE(mnist->nchw_input);
+  EXPECT_EQ(mnist->channels, 1);
+  EXPECT_EQ(mnist->channel_pitch, 1);
+  EXPECT_EQ(mnist->images, 8);
+  EXPECT_EQ(mnist->out_h, 28);
+  EXPECT_EQ(mnist->out_channels, 32);
+  EXPECT_EQ(mnist->kernel_w, 3);
+  const auto strided =
+      conv_window(matched(conv2d_nchw_input_maps(conv(2, 224, 224, 1, 64, 7, 7, 2, 3, 3), f32_in)));
+  ASSERT_TRUE(strided);
+  EXPECT_TRUE(strided->nchw_input);
+  EXPECT_EQ(strided->channels, 1);
+  EXPECT_EQ(strided->stride_w, 2);
+  EXPECT_EQ(strided->out_w, 112);
+  EXPECT_EQ(strided->pad_top, 3);
+  for (const int64_t stride : {1, 2}) {
+    const auto nhwc =
+        conv_window(matched(conv2d_nhwc_maps(conv(4, 33, 47, 1, 32, 5, 5, stride, 2, 2))));
+    ASSERT_TRUE(nhwc) << "stride " << stride;
+    EXPECT_FALSE(nhwc->nchw_input);
+    EXPECT_EQ(nhwc->channels, 1);
+    EXPECT_EQ(nhwc->channel_pitch, 1);
+    EXPECT_EQ(nhwc->stride_h, stride);
+    EXPECT_EQ(nhwc->kernel_h, 5);
+  }
+  Conv2dParams slice = conv(1, 32, 32, 1, 16, 3, 3);
+  slice.x_channels = 4;
+  EXPECT_FALSE(conv_window(matched(conv2d_nhwc_maps(slice))));
+  slice.x_channel_offset = 2;
+  EXPECT_FALSE(conv_window(matched(conv2d_nhwc_maps(slice))));
+}
+
 TEST(ConvWindow, RejectsStridedDilatedGroupedConvsAndGemms) {
   EXPECT_FALSE(conv_window(matched(conv2d_nhwc_maps(conv(1, 32, 32, 64, 64, 3, 3, 2)))));
   EXPECT_FALSE(conv_window(matched(conv2d_nhwc_maps(conv(1, 32, 32, 64, 64, 3, 3, 1, 2, 2, 2)))));

@@ -476,11 +476,12 @@ TEST(DefaultSchedule, NchwStemsTakeTheHaloKernelWhateverTheirWidth) {
 
 // A strided stem over NHWC pixels of at most 4 channels with an even stride takes the halo
 // kernel's tap pairs where its tiles fill the SMs (batch 32: ResNet's 7x7/2, MobileNet's 3x3/2,
-// over RGB and RGBA), like its NCHW form; at batch 1, or at stride 1 (no tap pairs, channels no
-// multiple of 8), the GEMM kernels keep it.
+// over grayscale, RGB and RGBA), like its NCHW form; at batch 1, or at stride 1 (no tap pairs,
+// channels no multiple of 8), the GEMM kernels keep it.
 TEST(DefaultSchedule, StridedNhwcStemsOfFewChannelsPairTheirTaps) {
-  for (const auto& [ci, co, k, pad] : {std::tuple{3, 64, 7, 3}, std::tuple{3, 32, 3, 1},
-                                       std::tuple{4, 32, 3, 1}, std::tuple{4, 64, 7, 3}}) {
+  for (const auto& [ci, co, k, pad] :
+       {std::tuple{3, 64, 7, 3}, std::tuple{3, 32, 3, 1}, std::tuple{4, 32, 3, 1},
+        std::tuple{4, 64, 7, 3}, std::tuple{1, 64, 7, 3}, std::tuple{1, 32, 3, 1}}) {
     const Contraction stem = conv(32, 224, ci, co, k, 2, pad);
     SCOPED_TRACE(stem.key());
     const Schedule s = default_schedule(stem, kH100);
@@ -495,10 +496,46 @@ TEST(DefaultSchedule, StridedNhwcStemsOfFewChannelsPairTheirTaps) {
     EXPECT_NE(default_schedule(conv(32, 224, ci, co, k, 1, pad), kH100).mainloop, Mainloop::kHalo);
   }
   // A width the 16-wide tiles waste 11% of (115 outputs) keeps such a stem there: the GEMM
-  // kernels would read its few channels in 2-byte vectors. One channel has no conv window (its
-  // index drops out of the maps): the GEMM kernels take it.
+  // kernels would read its few channels in 2-byte vectors.
   EXPECT_EQ(default_schedule(conv(32, 230, 3, 32, 3, 2, 1), kH100).mainloop, Mainloop::kHalo);
-  EXPECT_NE(default_schedule(conv(32, 224, 1, 32, 3, 2, 1), kH100).mainloop, Mainloop::kHalo);
+  EXPECT_EQ(default_schedule(conv(32, 230, 1, 32, 3, 2, 1), kH100).mainloop, Mainloop::kHalo);
+}
+
+// A grayscale stem over the graph's f32 NCHW input (MNIST-like nets, medical and document
+// models): one channel, whose index drops out of the contraction's maps, runs on the halo kernel
+// like RGB's, the channel padded to an 8-channel chunk at stride 1 (K = 9 x 8) and to a
+// 4-channel slot of tap pairs at stride 2 (K = 7 x 4 x 8); never SIMT.
+TEST(DefaultSchedule, OneChannelNchwStemsTakeTheHaloKernel) {
+  Conv2dParams p;
+  p.n = 8;
+  p.h = p.w = 28;
+  p.ci = 1;
+  p.co = 32;
+  p.kh = p.kw = 3;
+  p.pad_top = p.pad_left = p.pad_bottom = p.pad_right = 1;
+  const contraction::OperandDTypes f32_in{DType::kF32, DType::kF16, DType::kF16};
+  const Contraction mnist = contraction_of(conv2d_nchw_input_maps(p, f32_in));
+  const Schedule s = default_schedule(mnist, kH100);
+  ASSERT_EQ(s.mainloop, Mainloop::kHalo) << s.name();
+  const std::optional<HaloLayout> l = halo_layout(mnist, s);
+  ASSERT_TRUE(l);
+  EXPECT_FALSE(l->tap_pairs);
+  EXPECT_EQ(l->channels_padded, 8);
+  EXPECT_EQ(s.block_k, 80);  // 9 taps x 8 channels, whole k16 steps
+  p.n = 32;
+  p.h = p.w = 224;
+  p.co = 64;
+  p.kh = p.kw = 7;
+  p.stride_h = p.stride_w = 2;
+  p.pad_top = p.pad_left = p.pad_bottom = p.pad_right = 3;
+  const Contraction strided = contraction_of(conv2d_nchw_input_maps(p, f32_in));
+  const Schedule t = default_schedule(strided, kH100);
+  ASSERT_EQ(t.mainloop, Mainloop::kHalo) << t.name();
+  const std::optional<HaloLayout> pairs = halo_layout(strided, t);
+  ASSERT_TRUE(pairs);
+  EXPECT_TRUE(pairs->tap_pairs);
+  EXPECT_EQ(t.block_k, 224);
+  EXPECT_EQ(default_schedule(strided, kA100).mainloop, Mainloop::kHalo);
 }
 
 // The default against the H100 measurements (see estimate.cc; times of the last run, which

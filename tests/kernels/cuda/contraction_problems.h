@@ -250,6 +250,16 @@ inline std::vector<TestProblem> halo_problems() {
   add(nchw(conv_params(2, 31, 29, 3, 32, 3, 2, 0), DType::kF32), 8, 16, 64, 32, 3, {step(K::kBias), step(K::kRelu)});
   add(nchw(conv_params(1, 26, 30, 2, 16, 5, 2, 2), DType::kF32), 8, 16, 64, 16, 0, {step(K::kBias)});
   add(nchw(conv_params(2, 17, 22, 4, 32, 4, 2, 1), DType::kF16), 4, 16, 32, 32, 2, {step(K::kRelu)});
+  // Grayscale stems over NCHW (one channel: its index drops out of the maps): the f32 input
+  // 3x3/1 (an 8-channel chunk, 7 of its channels zero), 2 persistent CTAs walking 8 tiles;
+  // 7x7/2 as tap pairs (a 4-channel slot, 3 zero), odd sizes, 3 CTAs walking 8 tiles; and an f16
+  // input under a 5x5/2, a CTA per tile.
+  add(nchw(conv_params(2, 13, 21, 1, 32, 3, 1, 1), DType::kF32), 8, 16, 64, 32, 2,
+      {step(K::kBias), step(K::kRelu)});
+  add(nchw(conv_params(2, 29, 35, 1, 64, 7, 2, 3), DType::kF32), 8, 16, 64, 32, 3,
+      {step(K::kBias), step(K::kRelu)});
+  add(nchw(conv_params(1, 26, 30, 1, 16, 5, 2, 2), DType::kF16), 8, 16, 64, 16, 0,
+      {step(K::kBias)});
   // A QDQ model's stem (float: 3 channels), storing int8 for the int8 max pool after it
   // (fold-qdq): quantized, then the relu on the integers (fold_requantize's form).
   {
@@ -270,6 +280,12 @@ inline std::vector<TestProblem> halo_problems() {
   add(conv_problem(conv_params(2, 17, 22, 4, 32, 3, 2, 1), DType::kBF16, DType::kBF16), 4, 16, 32,
       32, 2, {step(K::kRelu)});
   add(conv_problem(conv_params(1, 26, 30, 2, 16, 5, 2, 2)), 8, 16, 64, 16, 0, {step(K::kBias)});
+  // Grayscale NHWC stems: pixels of one 2-byte channel (one load each) into the 4-channel slots,
+  // ResNet's 7x7/2 over odd sizes with 3 CTAs walking 8 tiles, and a 3x3/2 in bf16.
+  add(conv_problem(conv_params(2, 29, 35, 1, 64, 7, 2, 3)), 8, 16, 64, 32, 3,
+      {step(K::kBias), step(K::kRelu)});
+  add(conv_problem(conv_params(1, 33, 47, 1, 32, 3, 2, 1), DType::kBF16, DType::kBF16), 16, 16, 64,
+      32, 0, {step(K::kBias), step(K::kSilu)});
   {
     TestProblem p = conv_problem(conv_params(2, 29, 35, 3, 64, 7, 2, 3), DType::kF16, DType::kI8);
     add(std::move(p), 8, 16, 64, 32, 3,
