@@ -89,15 +89,7 @@ struct ResidualVector {
       for (int i = 0; i < OutVector<R, kV>::kChunks; ++i) raw.raw[i] = typename OutVector<R, kV>::Raw{};
   }
   __device__ __forceinline__ float operator[](int i) const {
-    if constexpr (kHas && sizeof(R) == 1 && kV % 4 == 0) {
-      // int8 by whole words: one xor per word makes each byte x the unsigned x + 128, one prmt
-      // puts it under the exponent of 2^23, one subtract of 2^23 + 128 leaves x (to_float(s8)
-      // spends a shift and an add per byte instead of the word's shared xor).
-      const u32 w = reinterpret_cast<const u32*>(raw.raw)[i / 4] ^ 0x80808080u;
-      return __fsub_rn(__int_as_float(__byte_perm(w, 0x4B000000u, 0x7440 + i % 4)), 8388736.0f);
-    } else if constexpr (kHas) {
-      return to_float(raw.elem[i]);
-    }
+    if constexpr (kHas) return to_float(raw.elem[i]);
     return 0.0f;
   }
 };
