@@ -157,9 +157,11 @@ NodePrediction predict_node(const ir::Graph& g, int node, const NodePlan& plan,
         p.analytical_us = roofline_us(p.bytes, p.flops, f.mma_flops_per_clk, target);
       } else {
         p.model = "cost model";
-        p.analytical_us = kernels::estimate(*plan.match.contraction, plan.schedule, target,
-                                            contraction::read_bytes_per_output(plan.epilogue))
-                              .microseconds;
+        p.analytical_us =
+            kernels::estimate(*plan.match.contraction, plan.schedule, target,
+                              contraction::read_bytes_per_output(plan.epilogue),
+                              static_cast<int64_t>(dtype_size(plan.epilogue.out_dtype)))
+                .microseconds;
       }
       break;
   }

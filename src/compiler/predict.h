@@ -5,7 +5,8 @@
 //
 // A launch is first timed analytically:
 //   contraction (mma.sync, wgmma, TMA, SIMT): kernels::estimate, the cost model the default
-//     schedule is ranked by (kernels/estimate.h);
+//     schedule is ranked by (kernels/estimate.h), with the epilogue's stores at the dtype it
+//     stores (an int8 contraction's C is f32; the ranking charges that);
 //   halo contraction and op kernels: the larger of their DRAM traffic (every input, constants
 //     included, and output once) at the device's bandwidth and their arithmetic at its
 //     CUDA-core (op kernels) or Tensor Core (halo) rate, plus one launch;
