@@ -152,6 +152,7 @@ NodePrediction predict_node(const ir::Graph& g, int node, const NodePlan& plan,
       p.analytical_us = roofline_us(p.bytes, p.flops, f.fma_flops_per_clk, target);
       break;
     case NodeRun::kContraction:
+      p.operand_dtype = dtype_name(plan.match.contraction->a_dtype);
       if (plan.schedule.mainloop == kernels::Mainloop::kHalo) {
         p.model = "bandwidth";
         p.analytical_us = roofline_us(p.bytes, p.flops, f.mma_flops_per_clk, target);

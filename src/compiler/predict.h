@@ -47,6 +47,9 @@ struct NodePrediction {
                            // "none"
   double estimated_us = 0;  // "measured": the prediction it replaced, which calibration compares
   double analytical_us = 0;  // the cost model's or roofline's time, before the learned correction
+  // A contraction's operand dtype ("f16", "bf16", "i8": A's, which a Tensor Core contraction
+  // shares with B); empty for op kernels.
+  std::string operand_dtype;
 };
 
 struct ModelPrediction {

@@ -105,7 +105,8 @@ ir::Graph qdq_conv_chain(int64_t n = 8, int64_t hw = 56) {
 
 // An int8 contraction's C is f32, but its epilogue stores what follows it: the cost model is
 // asked for the store at the epilogue's dtype (an i8 store charged as f32 held ResNet-50 int8's
-// 1x1 convs at 2-3x their measured times).
+// 1x1 convs at 2-3x their measured times). Each contraction says its operands' dtype (for the
+// trace, PlanLaunch::operand_dtype).
 TEST(Predict, ContractionsAreTimedAtTheDtypesTheyStore) {
   const device::DeviceInfo& h100 = device::known_device("sm_90a");
   const ir::Graph g = gpu_graph(qdq_conv_chain());
@@ -113,11 +114,15 @@ TEST(Predict, ContractionsAreTimedAtTheDtypesTheyStore) {
   std::map<std::string, DType> operands;
   for (const NodePrediction& p : m.nodes) {
     const ir::Node& n = g.nodes[static_cast<size_t>(p.node)];
-    if (n.op != "tessel.Conv") continue;
+    if (n.op != "tessel.Conv") {
+      EXPECT_EQ(p.operand_dtype, "") << n.label();  // op kernels
+      continue;
+    }
     const NodePlan plan = plan_node(g, n, {}, h100);
     ASSERT_EQ(plan.run, NodeRun::kContraction) << n.label();
     const contraction::Contraction& c = *plan.match.contraction;
     operands[n.name] = c.a_dtype;
+    EXPECT_EQ(p.operand_dtype, dtype_name(c.a_dtype)) << n.label();
     const int64_t read = contraction::read_bytes_per_output(plan.epilogue);
     const auto store = static_cast<int64_t>(dtype_size(plan.epilogue.out_dtype));
     EXPECT_DOUBLE_EQ(p.analytical_us,
