@@ -14,8 +14,10 @@
 // Then a learned correction (predict_fit.h, fitted by bench/predictor_fit.py to kernels
 // measured by `tessel profile`; the held-out check is bench/predictor_split.json's) maps that
 // time and the launch's shape (bytes, flops, CTAs, threads, shared memory in the target's
-// units) to the time the kernel takes, per kernel family. A replay of the graph is the sum of
-// its launches plus a fitted gap per launch (launch_gap_us).
+// units; flops at the Tensor Core rate of the operands' dtype) to the time the kernel takes,
+// per kernel family and per kind within it (op kernels by kind, grouped contractions, int8
+// ones). A replay of the graph is the sum of its launches plus a fitted gap per launch
+// (launch_gap_us).
 // With a tuning database (Options::tuning), a contraction it measured on this GPU with the
 // schedule the node runs is predicted by that measurement, and the median ratio of measured
 // to cost-model time over those contractions scales the cost model's prediction of the

@@ -50,6 +50,21 @@ check(P.group(rows[0]) == "mma" and P.group(rows[1]) == "tma" and P.group(rows[2
 check(P.op_kind(rows[2]) == "op:pool" and P.op_kind(rows[5]) == "op:copy" and P.op_kind(rows[0]) is None,
       "kinds from the entry points: %r" % [P.op_kind(r) for r in rows[:6]])
 check(P.op_kind(dict(rows[0], schedule="halo_8x16_n32_w32x16_c1056_g2")) == "grouped", "a grouped schedule")
+# int8 contractions (trace arg operand_dtype "i8", engine format 7) are kinds of their own, and
+# their flops are timed at the int8 mma.sync rate (twice the 16-bit one); rows without the field
+# (older traces and files) are 16-bit.
+mma8 = dict(rows[0], operand_dtype="i8")
+tma8 = dict(rows[1], operand_dtype="i8")
+check(P.op_kind(mma8) == "mma_i8" and P.op_kind(tma8) == "tma_i8" and P.group(mma8) == "mma",
+      "int8 kinds: %r" % [P.op_kind(mma8), P.op_kind(tma8)])
+check(P.op_kind(dict(rows[0], operand_dtype="f16")) is None and "operand_dtype" not in rows[0] and
+      not P.int8(rows[0]) and not P.int8(dict(rows[2], operand_dtype="i8")), "16-bit and op rows")
+big = dict(rows[0], flops=10**11)
+x16, x8 = P.features(big), P.features(dict(big, operand_dtype="i8"))
+check(abs(x16[3] - x8[3] - math.log(2)) < 1e-12 and x16[:3] + x16[4:] == x8[:3] + x8[4:],
+      "the int8 rate in the flops term only: %r %r" % (x16, x8))
+check([P._RUN.match(r).group(1) for r in ["resnet50_b32", "resnet50_b32_int8", "sr_net_b1"]] ==
+      ["resnet50", "resnet50", "sr_net"], "a run's model, int8 runs with their fp16 ones")
 
 model = P.fit(rows, 1e-6)
 shared, offsets = model
