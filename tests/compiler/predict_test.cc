@@ -140,5 +140,17 @@ TEST(Predict, ContractionsAreTimedAtTheDtypesTheyStore) {
   EXPECT_EQ(operands["conv_c"], DType::kI8);
 }
 
+// int8 contractions run at times their 16-bit family's offsets do not describe (m16n8k32 and
+// wgmma k32 on k-tiles of twice the elements, the int8 epilogues): the fit has an offset of their
+// own for each family the int8 kernels run in (mma.sync, TMA; kernel_rules' check_int8) and
+// none for the others.
+TEST(Predict, Int8ContractionsHaveLearnedOffsetsOfTheirOwn) {
+  std::map<std::string, int> groups;
+  for (const fit::GroupOffset& o : fit::kGroups) ++groups[o.group];
+  EXPECT_EQ(groups["mma_i8"], 1);
+  EXPECT_EQ(groups["tma_i8"], 1);
+  EXPECT_EQ(groups["wgmma_i8"] + groups["halo_i8"] + groups["simt_i8"], 0);
+}
+
 }  // namespace
 }  // namespace tessel::compiler
