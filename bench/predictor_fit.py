@@ -13,20 +13,25 @@ measured time, in logs, linearly:
 with ln A's weight 1: a factor on the analytical time, learned from the launch's shape.
 
 A: the analytical time (us, at least 0.5); BW and TC: the target's DRAM bytes and mma.sync
-flops per us of the architecture table (kernels/arch.cc); the byte and flop terms floored at
-0.1 us and CTAs / SMs at 1/32 (FLOOR_US, MIN_WAVE). w_g = w + d_g: weights shared by every kernel plus a ridge-shrunk offset per group
-(the contraction's kernel family, mma / wgmma / tma / halo / simt, or "op" for every op
-kernel), so a group with little data stays near the shared weights and one with none (an
-op or family the fit never saw) uses them alone. A whole model's replay is the sum of its
-kernels plus a gap per launch, one for launches predicted at 3 us or more and one for smaller
-ones (launch_gap).
+flops per us of the architecture table (kernels/arch.cc), TC at the int8 rate for an int8
+contraction; the byte and flop terms floored at 0.1 us and CTAs / SMs at 1/32 (FLOOR_US,
+MIN_WAVE). w_g = w + d_g + d_k: weights shared by every kernel plus ridge-shrunk offsets per
+group (the contraction's kernel family, mma / wgmma / tma / halo / simt, or "op" for every op
+kernel) and per kind within it (op_kind: an op kernel's kind, a grouped contraction, an int8
+one), so a group with little data stays near the shared weights and one with none (an op or
+family the fit never saw) uses them alone. A whole model's replay is the sum of its kernels
+plus a gap per launch, one for launches predicted at 3 us or more and one for smaller ones
+(launch_gap).
 
 Input: `tessel profile --trace` outputs of the fit models (scripts/gpu_predict.sh fit writes
-trace_<model>_b<batch>.json and profile_<model>_b<batch>.txt). Which models are fit and which
-held out is bench/predictor_split.json. Before writing, the fit is checked by leaving each fit
-model out in turn (all its batches) and predicting it from the others.
+trace_<model>_b<batch>.json and profile_<model>_b<batch>.txt; an int8 QDQ model's are
+trace_<model>_b<batch>_int8.json and profile_<model>_b<batch>_int8.txt), or files --save
+wrote; several may be given. Which runs are fit and which held out is
+bench/predictor_split.json (its "int8" entry: the int8 runs). Before writing, the fit is
+checked by leaving each fit model out in turn (all its batches, fp16 and int8) and
+predicting it from the others.
 
-  predictor_fit.py DIR [--lambda 1.0] [--out src/compiler/predict_fit.h] [--source TEXT]
+  predictor_fit.py SOURCE... [--lambda 1.0] [--out src/compiler/predict_fit.h] [--source TEXT]
 """
 import argparse
 import collections
@@ -43,8 +48,9 @@ import textwrap
 import numpy as np
 
 # The fit device's facts, from the sm_90 row of kernels/arch.cc (the features' units): SMs,
-# DRAM bytes and mma.sync flops per SM per clock, boost clock in MHz.
-SMS, DRAM_PER_CLK, MMA_PER_CLK, CLOCK_MHZ = 132, 13, 2048, 1980
+# DRAM bytes and mma.sync flops per SM per clock (16-bit, and int8's m16n8k32), boost clock in
+# MHz.
+SMS, DRAM_PER_CLK, MMA_PER_CLK, MMA_S8_PER_CLK, CLOCK_MHZ = 132, 13, 2048, 4096, 1980
 FEATURES = ["1", "ln A", "ln(bytes/BW)", "ln(flops/TC)", "ln(CTAs/SMs)", "ln(threads/128)",
             "smem/64KiB"]
 GROUPS = ["halo", "mma", "op", "simt", "tma", "wgmma"]
@@ -60,6 +66,9 @@ SMALL_KERNEL_US = 3.0
 _FAMILY = re.compile(r"^(halo|tma|tc|wgmma|simt)_")
 _OP_ENTRY = re.compile(r"^tessel_op_([a-z0-9_]+)_[0-9a-f]{16}$")
 _GROUPED = re.compile(r"_g\d+$")
+# A run's model: its name without the batch, and without "_int8" for an int8 QDQ model's run
+# ("resnet50_b32_int8"), which is left out with the same model's fp16 runs.
+_RUN = re.compile(r"^(.*)_b\d+(?:_int8)?$")
 
 
 def group(row):
@@ -70,12 +79,21 @@ def group(row):
     return {"tc": "mma"}.get(m.group(1), m.group(1))
 
 
+def int8(row):
+    """Whether the row is an int8 contraction: its operand dtype (engine format 7 on, trace arg
+    "operand_dtype") is i8. Rows without one (older traces and files) are 16-bit."""
+    return group(row) != "op" and row.get("operand_dtype") == "i8"
+
+
 def op_kind(row):
     """The kernel's kind within its group: an op kernel's from its entry point
     (tessel_op_<kind>_<hash>: "op:pool", "op:depthwise_conv", ...), "grouped" for a grouped
-    contraction (a schedule with groups per tile, "_g<n>"), else None."""
+    contraction (a schedule with groups per tile, "_g<n>"; 16-bit only), "<group>_i8" for an
+    int8 one ("mma_i8", "tma_i8"), else None."""
     if group(row) != "op":
-        return "grouped" if _GROUPED.search(row["schedule"]) else None
+        if _GROUPED.search(row["schedule"]):
+            return "grouped"
+        return group(row) + "_i8" if int8(row) else None
     m = _OP_ENTRY.match(row["entry"])
     return "op:" + m.group(1) if m else None
 
@@ -88,7 +106,7 @@ def analytical(row):
 
 def features(row):
     bw = DRAM_PER_CLK * SMS * CLOCK_MHZ  # bytes per us
-    tc = MMA_PER_CLK * SMS * CLOCK_MHZ   # flops per us
+    tc = (MMA_S8_PER_CLK if int8(row) else MMA_PER_CLK) * SMS * CLOCK_MHZ  # flops per us
     ctas = row["grid"][0] * row["grid"][1] * row["grid"][2]
     threads = row["block"][0] * row["block"][1] * row["block"][2]
     return [1.0, math.log(max(analytical(row), 0.5)), math.log(max(row["bytes"] / bw, FLOOR_US)),
@@ -97,9 +115,11 @@ def features(row):
 
 
 # The fields of a kernel row that the fit reads (what --save keeps).
-# "epilogue": a contraction's fused work (engine format 6 on; "" in older traces and files).
-FIELDS = ["run", "model", "node", "op", "entry", "schedule", "epilogue", "grid", "block",
-          "smem_bytes", "flops", "bytes", "analytical_us", "predicted_us", "time_us", "replay"]
+# "epilogue": a contraction's fused work (engine format 6 on; "" in older traces, absent in
+# older files); "operand_dtype": a contraction's (format 7 on; likewise).
+FIELDS = ["run", "model", "node", "op", "entry", "schedule", "epilogue", "operand_dtype", "grid",
+          "block", "smem_bytes", "flops", "bytes", "analytical_us", "predicted_us", "time_us",
+          "replay"]
 
 
 def load(source, runs=None):
@@ -119,10 +139,11 @@ def load(source, runs=None):
         m = re.search(r"one replay of the whole CUDA graph ([0-9.]+) us", text)
         for e in json.load(open(path))["traceEvents"]:
             a = dict(e["args"])
-            a.update(run=run, model=re.sub(r"_b\d+$", "", run), node=e["name"],
+            a.update(run=run, model=_RUN.match(run).group(1), node=e["name"],
                      replay=float(m.group(1)) if m else None)
             a.setdefault("analytical_us", a["predicted_us"])
             a.setdefault("epilogue", "")
+            a.setdefault("operand_dtype", "")
             rows.append({k: a[k] for k in FIELDS})
     return rows
 
@@ -205,15 +226,40 @@ def errors(rows, predicted, gap):
 
 
 def leave_one_model_out(rows, lam):
-    kernel, model = [], {}
+    """Each row's kernel error and each run's model error, predicted by a fit on the other
+    models' rows (a model's fp16 and int8 runs are left out together)."""
+    kernel, model = [None] * len(rows), {}
     for m in sorted({r["model"] for r in rows}):
+        index = [i for i, r in enumerate(rows) if r["model"] == m]
         train = [r for r in rows if r["model"] != m]
-        test = [r for r in rows if r["model"] == m]
+        test = [rows[i] for i in index]
         model_m = fit(train, lam)
         k, mm = errors(test, predict(model_m, test), launch_gap(train, model_m))
-        kernel += k
+        for i, e in zip(index, k):
+            kernel[i] = e
         model.update(mm)
     return kernel, model
+
+
+def int8_run(run):
+    """An int8 QDQ model's run ("resnet50_b32_int8")."""
+    return run.endswith("_int8")
+
+
+def report(what, rows, kernel, model):
+    """Prints the median kernel and model errors, then per precision where there are both, then
+    each run's model error."""
+    def line(label, keep):
+        k = [e for r, e in zip(rows, kernel) if keep(r["run"])]
+        m = [abs(e) for run, e in model.items() if keep(run)]
+        print(f"{label}: median kernel error {statistics.median(k):.1%}, median model error "
+              f"{statistics.median(m):.1%}")
+    line(what, lambda run: True)
+    if len({int8_run(r["run"]) for r in rows}) == 2:
+        line("  fp16 runs", lambda run: not int8_run(run))
+        line("  int8 runs", int8_run)
+    for run, e in sorted(model.items()):
+        print(f"  {run:24} {e:+.1%}")
 
 
 def write_header(path, model, gap, source, n_rows, runs):
@@ -256,41 +302,44 @@ def write_header(path, model, gap, source, n_rows, runs):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("dir", help="directory of trace_*.json and profile_*.txt of the fit models, or a "
-                    "file --save wrote")
+    ap.add_argument("sources", nargs="+", metavar="SOURCE",
+                    help="directory of trace_*.json and profile_*.txt of the fit models, or a file "
+                    "--save wrote")
     ap.add_argument("--lambda", dest="lam", type=float, default=1.0, help="ridge weight of the group offsets")
     ap.add_argument("--out", help="write the C++ header here (src/compiler/predict_fit.h)")
     ap.add_argument("--source", default="measured on the GPU", help="device, date and commit, for the header")
     ap.add_argument("--split", default=os.path.join(os.path.dirname(__file__), "predictor_split.json"))
-    ap.add_argument("--held-out", metavar="DIR",
-                    help="also score the fit on the held-out runs' traces in DIR, or a file --save "
-                    "wrote (never fitted on)")
+    ap.add_argument("--held-out", metavar="SOURCE", nargs="+",
+                    help="also score the fit on the held-out runs' traces in these directories, or "
+                    "files --save wrote (never fitted on)")
     ap.add_argument("--held-out-set", choices=("held_out", "test"), default="held_out",
                     help="which runs of the split --held-out scores: held_out (default; the "
-                    "validation set of predictor changes) or test (scored once, after them: the "
-                    "split's test_rule)")
+                    "validation set of predictor changes, and the int8 held-out runs) or test "
+                    "(scored once, after them: the split's test_rule)")
     ap.add_argument("--save", metavar="FILE.jsonl.gz",
                     help="write the fit rows (and the held-out ones, to FILE with .held_out before "
                     ".jsonl.gz) in the compact form load() reads")
     args = ap.parse_args()
     split = json.load(open(args.split))
+    int8 = split.get("int8", {"fit": [], "held_out": []})
     runs = {f"{m}_b{b}" for m in split["fit"]["models"] for b in split["fit"]["batches"][m]}
+    runs |= {r.replace(":", "_b") + "_int8" for r in int8["fit"]}
     held = {r.replace(":", "_b") for r in split[args.held_out_set]}
-    never_fit = split["held_out"] + split.get("test", [])
-    mixed = sorted(set(split["fit"]["models"]) & {h.split(":")[0] for h in never_fit})
+    if args.held_out_set == "held_out":
+        held |= {r.replace(":", "_b") + "_int8" for r in int8["held_out"]}
+    never_fit = split["held_out"] + split.get("test", []) + int8["held_out"]
+    fit_models = set(split["fit"]["models"]) | {r.split(":")[0] for r in int8["fit"]}
+    mixed = sorted(fit_models & {h.split(":")[0] for h in never_fit})
     if mixed:
         sys.exit(f"predictor_fit.py: {args.split} fits on held-out models: {', '.join(mixed)}")
-    rows = load(args.dir, runs)
+    rows = [r for s in args.sources for r in load(s, runs)]
     if not rows:
-        sys.exit(f"predictor_fit.py: no fit traces in {args.dir}")
+        sys.exit(f"predictor_fit.py: no fit traces in {', '.join(args.sources)}")
     before = [abs(analytical(r) - r["time_us"]) / r["time_us"] for r in rows]
     kernel, model = leave_one_model_out(rows, args.lam)
     print(f"{len(rows)} kernels of {len({r['run'] for r in rows})} profiles")
     print(f"analytical alone: median kernel error {statistics.median(before):.1%}")
-    print(f"learned, each model left out in turn: median kernel error {statistics.median(kernel):.1%}, "
-          f"median model error {statistics.median(abs(v) for v in model.values()):.1%}")
-    for run, e in sorted(model.items()):
-        print(f"  {run:20} {e:+.1%}")
+    report("learned, each model left out in turn", rows, kernel, model)
     if args.save:
         save(args.save, rows)
         print(f"wrote {args.save}")
@@ -298,20 +347,17 @@ def main():
     gap = launch_gap(rows, final)
     if args.held_out:
         what = "held-out" if args.held_out_set == "held_out" else "test"
-        test = load(args.held_out, held)
+        test = [r for s in args.held_out for r in load(s, held)]
         if not test:
-            sys.exit(f"predictor_fit.py: no {what} traces in {args.held_out}")
+            sys.exit(f"predictor_fit.py: no {what} traces in {', '.join(args.held_out)}")
         if args.save:
             save(args.save.replace(".jsonl.gz", f".{args.held_out_set}.jsonl.gz"), test)
         seen = {(r["op"], r["flops"], r["bytes"]) for r in rows}
         shared = sum((r["op"], r["flops"], r["bytes"]) in seen for r in test)
         print(f"{what} kernels with the op, FLOPs and bytes of a fit kernel: {shared} of {len(test)}")
         kernel, model = errors(test, predict(final, test), gap)
-        print(f"{what.replace('-', ' ')} ({len({r['run'] for r in test})} profiles, {len(test)} "
-              f"kernels): median kernel error {statistics.median(kernel):.1%}, median model error "
-              f"{statistics.median(abs(v) for v in model.values()):.1%}")
-        for run, e in sorted(model.items()):
-            print(f"  {run:24} {e:+.1%}")
+        report(f"{what.replace('-', ' ')} ({len({r['run'] for r in test})} profiles, {len(test)} "
+               f"kernels)", test, kernel, model)
     if args.out:
         write_header(args.out, final, gap, args.source, len(rows), sorted({r["run"] for r in rows}))
         print(f"wrote {args.out}")

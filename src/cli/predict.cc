@@ -62,6 +62,7 @@ Action add_predict(CLI::App& app) {
                        {"op", n.op},
                        {"microseconds", p.microseconds},
                        {"analytical_us", p.analytical_us},
+                       {"operand_dtype", p.operand_dtype},
                        {"gap_us", compiler::launch_gap_us(p.microseconds)},
                        {"flops", p.flops},
                        {"bytes", p.bytes},

@@ -27,6 +27,7 @@ nlohmann::json chrome_trace(const eng::ProfileReport& r) {
                            {"tflops", row.tflops},   {"bytes", l.bytes},
                            {"gbps", row.gbps},       {"instruction", l.instruction},
                            {"schedule", l.schedule}, {"epilogue", l.epilogue},
+                           {"operand_dtype", l.operand_dtype},
                            {"predicted_us", l.predicted_us},
                            {"analytical_us", l.analytical_us},
                            {"grid", l.grid},         {"block", l.block},

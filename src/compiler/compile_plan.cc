@@ -176,6 +176,7 @@ void PlanAssembler::add_launch(const ir::Node& n, const NodeKernel& k, double pr
     l.instruction = kernels::instruction_name(k.schedule.instruction);
     l.schedule = k.schedule.name();
     l.epilogue = k.epilogue;
+    l.operand_dtype = k.prediction.operand_dtype;
     l.tensor_maps = src.tensor_maps;
     TESSEL_ICHECK(k.extra_inputs.size() <= static_cast<size_t>(kMaxEpilogueOperands))
         << n.label() << ": " << k.extra_inputs.size() << " epilogue operands";

@@ -38,40 +38,10 @@ double roofline_us(int64_t bytes, int64_t flops, double flops_per_clk,
 // generated, not compiled).
 struct LaunchShape {
   double ctas = 1, threads = 1, smem_bytes = 0;
-  std::string kind;  // within its learned group: an op kernel's kind, "grouped"; or none
+  // Within its learned group: an op kernel's kind, "grouped", an int8 contraction's "<group>_i8";
+  // or none.
+  std::string kind;
 };
-
-template <typename Source>
-LaunchShape shape_of(const Source& k) {
-  return {static_cast<double>(k.grid[0]) * k.grid[1] * k.grid[2],
-          static_cast<double>(k.block[0]) * k.block[1] * k.block[2],
-          static_cast<double>(k.smem_bytes), {}};
-}
-
-// An op kernel's kind from its entry point, tessel_op_<kind>_<16 hex digits> ("op:pool").
-std::string op_kind(const std::string& entry) {
-  const std::string prefix = "tessel_op_";
-  if (entry.rfind(prefix, 0) != 0 || entry.size() < prefix.size() + 17) return "";
-  return "op:" + entry.substr(prefix.size(), entry.size() - prefix.size() - 17);
-}
-
-LaunchShape launch_shape(const ir::Graph& g, const ir::Node& n, const NodePlan& plan,
-                         const kernels::cuda::OpKernelSource* op) {
-  if (plan.run == NodeRun::kContraction) {
-    const kernels::cuda::LaunchDims d =
-        kernels::cuda::launch_dims(*plan.match.contraction, plan.epilogue, plan.schedule);
-    LaunchShape s{static_cast<double>(d.grid_x), static_cast<double>(d.threads),
-                  static_cast<double>(d.smem_bytes), {}};
-    if (plan.schedule.groups_per_tile > 0) s.kind = "grouped";
-    return s;
-  }
-  auto shape = [](const kernels::cuda::OpKernelSource& k) {
-    LaunchShape s = shape_of(k);
-    s.kind = op_kind(k.name);
-    return s;
-  };
-  return op ? shape(*op) : shape(kernels::cuda::emit_op(g, n, plan.out_slice));
-}
 
 // The learned correction's group of a launch (bench/predictor_fit.py's `group`; the kind,
 // its `op_kind`, is LaunchShape::kind).
@@ -95,15 +65,60 @@ const char* learned_group(const NodePlan& plan) {
   }
 }
 
+// Both operands int8: mma.sync m16n8k32 or wgmma k32 at twice the 16-bit rate, on k-tiles of
+// twice the elements, with the int8 epilogues (kernels::fitted_class's rule). No kernel takes
+// one i8 operand alone (kernel_rules' check_int8), so the fit reads A's dtype, which the trace
+// carries, as this.
+bool int8_operands(const NodePlan& plan) {
+  if (plan.run != NodeRun::kContraction) return false;
+  const contraction::Contraction& c = *plan.match.contraction;
+  return c.a_dtype == DType::kI8 && c.b_dtype == DType::kI8;
+}
+
+template <typename Source>
+LaunchShape shape_of(const Source& k) {
+  return {static_cast<double>(k.grid[0]) * k.grid[1] * k.grid[2],
+          static_cast<double>(k.block[0]) * k.block[1] * k.block[2],
+          static_cast<double>(k.smem_bytes), {}};
+}
+
+// An op kernel's kind from its entry point, tessel_op_<kind>_<16 hex digits> ("op:pool").
+std::string op_kind(const std::string& entry) {
+  const std::string prefix = "tessel_op_";
+  if (entry.rfind(prefix, 0) != 0 || entry.size() < prefix.size() + 17) return "";
+  return "op:" + entry.substr(prefix.size(), entry.size() - prefix.size() - 17);
+}
+
+LaunchShape launch_shape(const ir::Graph& g, const ir::Node& n, const NodePlan& plan,
+                         const kernels::cuda::OpKernelSource* op) {
+  if (plan.run == NodeRun::kContraction) {
+    const kernels::cuda::LaunchDims d =
+        kernels::cuda::launch_dims(*plan.match.contraction, plan.epilogue, plan.schedule);
+    LaunchShape s{static_cast<double>(d.grid_x), static_cast<double>(d.threads),
+                  static_cast<double>(d.smem_bytes), {}};
+    if (plan.schedule.groups_per_tile > 0) s.kind = "grouped";  // 16-bit only
+    if (int8_operands(plan)) s.kind = std::string(learned_group(plan)) + "_i8";
+    return s;
+  }
+  auto shape = [](const kernels::cuda::OpKernelSource& k) {
+    LaunchShape s = shape_of(k);
+    s.kind = op_kind(k.name);
+    return s;
+  };
+  return op ? shape(*op) : shape(kernels::cuda::emit_op(g, n, plan.out_slice));
+}
+
 // The learned correction (compiler/predict_fit.h, fitted by bench/predictor_fit.py, whose
 // `features` these must equal): the analytical time `analytical_us` and the launch's shape in
-// the target's units, mapped to the measured time.
+// the target's units, mapped to the measured time. Flops are timed at the mma.sync rate of the
+// launch's operands: int8's for an int8 contraction, else 16-bit's.
 double learned_us(double analytical_us, const NodePrediction& p, const LaunchShape& launch,
-                  const char* group, const device::DeviceInfo& target) {
+                  const char* group, bool int8, const device::DeviceInfo& target) {
   const kernels::ArchFacts& f = kernels::arch_facts(target);
   const double sms = target.sm_count;
   const double bytes_per_us = static_cast<double>(f.dram_bytes_per_clk) * sms * f.clock_mhz;
-  const double flops_per_us = static_cast<double>(f.mma_flops_per_clk) * sms * f.clock_mhz;
+  const double tc_per_clk = int8 ? f.mma_s8_ops_per_clk : f.mma_flops_per_clk;
+  const double flops_per_us = tc_per_clk * sms * f.clock_mhz;
   const double x[fit::kFeatures] = {
       1.0,
       std::log(std::max(analytical_us, 0.5)),
@@ -152,18 +167,22 @@ NodePrediction predict_node(const ir::Graph& g, int node, const NodePlan& plan,
       p.analytical_us = roofline_us(p.bytes, p.flops, f.fma_flops_per_clk, target);
       break;
     case NodeRun::kContraction:
+      p.operand_dtype = dtype_name(plan.match.contraction->a_dtype);
       if (plan.schedule.mainloop == kernels::Mainloop::kHalo) {
         p.model = "bandwidth";
         p.analytical_us = roofline_us(p.bytes, p.flops, f.mma_flops_per_clk, target);
       } else {
         p.model = "cost model";
-        p.analytical_us = kernels::estimate(*plan.match.contraction, plan.schedule, target,
-                                            contraction::read_bytes_per_output(plan.epilogue))
-                              .microseconds;
+        p.analytical_us =
+            kernels::estimate(*plan.match.contraction, plan.schedule, target,
+                              contraction::read_bytes_per_output(plan.epilogue),
+                              static_cast<int64_t>(dtype_size(plan.epilogue.out_dtype)))
+                .microseconds;
       }
       break;
   }
-  p.microseconds = learned_us(p.analytical_us, p, launch_shape(g, n, plan, op), learned_group(plan), target);
+  p.microseconds = learned_us(p.analytical_us, p, launch_shape(g, n, plan, op),
+                              learned_group(plan), int8_operands(plan), target);
   if (plan.run != NodeRun::kContraction) return p;
   // A contraction the tuning database measured on this GPU, with the schedule it runs: the
   // measurement is the prediction, and it calibrates the cost model for the others.

@@ -5,7 +5,8 @@
 //
 // A launch is first timed analytically:
 //   contraction (mma.sync, wgmma, TMA, SIMT): kernels::estimate, the cost model the default
-//     schedule is ranked by (kernels/estimate.h);
+//     schedule is ranked by (kernels/estimate.h), with the epilogue's stores at the dtype it
+//     stores (an int8 contraction's C is f32; the ranking charges that);
 //   halo contraction and op kernels: the larger of their DRAM traffic (every input, constants
 //     included, and output once) at the device's bandwidth and their arithmetic at its
 //     CUDA-core (op kernels) or Tensor Core (halo) rate, plus one launch;
@@ -13,8 +14,10 @@
 // Then a learned correction (predict_fit.h, fitted by bench/predictor_fit.py to kernels
 // measured by `tessel profile`; the held-out check is bench/predictor_split.json's) maps that
 // time and the launch's shape (bytes, flops, CTAs, threads, shared memory in the target's
-// units) to the time the kernel takes, per kernel family. A replay of the graph is the sum of
-// its launches plus a fitted gap per launch (launch_gap_us).
+// units; flops at the Tensor Core rate of the operands' dtype) to the time the kernel takes,
+// per kernel family and per kind within it (op kernels by kind, grouped contractions, int8
+// ones). A replay of the graph is the sum of its launches plus a fitted gap per launch
+// (launch_gap_us).
 // With a tuning database (Options::tuning), a contraction it measured on this GPU with the
 // schedule the node runs is predicted by that measurement, and the median ratio of measured
 // to cost-model time over those contractions scales the cost model's prediction of the
@@ -46,6 +49,9 @@ struct NodePrediction {
                            // "none"
   double estimated_us = 0;  // "measured": the prediction it replaced, which calibration compares
   double analytical_us = 0;  // the cost model's or roofline's time, before the learned correction
+  // A contraction's operand dtype ("f16", "bf16", "i8": A's, which a Tensor Core contraction
+  // shares with B); empty for op kernels.
+  std::string operand_dtype;
 };
 
 struct ModelPrediction {

@@ -122,12 +122,14 @@ double launch_cycles(const device::DeviceInfo& device) {
 }
 
 ScheduleEstimate estimate(const Contraction& c, const Schedule& s, const device::DeviceInfo& device,
-                          int64_t epilogue_read_bytes) {
+                          int64_t epilogue_read_bytes, int64_t epilogue_store_bytes) {
   const ArchFacts& f = arch_facts(device);
   const double bm = s.block_m, bn = s.block_n, bk = s.block_k;
   const double ea = static_cast<double>(dtype_size(c.a_dtype));
   const double eb = static_cast<double>(dtype_size(c.b_dtype));
-  const double ec = static_cast<double>(dtype_size(c.maps.c.dtype));
+  // The output's element as the epilogue stores it.
+  const double ec = static_cast<double>(epilogue_store_bytes > 0 ? epilogue_store_bytes
+                                                                 : dtype_size(c.maps.c.dtype));
   const bool wgmma = s.instruction == Instruction::kWgmma;
   const bool simt = s.instruction == Instruction::kSimt;
   const bool tma = s.mainloop == Mainloop::kTma;

@@ -48,9 +48,13 @@ struct ScheduleEstimate {
 // For a schedule that does not fit the SM (ctas_per_sm 0), cycles and microseconds are
 // infinite. The schedule must pass check_schedule (kernel_rules.h). `epilogue_read_bytes`: what
 // the epilogue reads per output element (contraction::read_bytes_per_output: a residual's
-// element); it moves with the stores, and from DRAM.
+// element); it moves with the stores, and from DRAM. `epilogue_store_bytes`: what it stores per
+// output element, the size of its out_dtype (an int8 contraction's C is f32, its store mostly
+// i8); 0 charges C's dtype, as the defaults' ranking does (kernels/rank_fit.h's correction was
+// fitted on that charge).
 ScheduleEstimate estimate(const contraction::Contraction& c, const Schedule& s,
-                          const device::DeviceInfo& device, int64_t epilogue_read_bytes = 0);
+                          const device::DeviceInfo& device, int64_t epilogue_read_bytes = 0,
+                          int64_t epilogue_store_bytes = 0);
 
 // Registers per thread of the generated kernel: accumulators, mma.sync fragments
 // (double-buffered), split-K sums, register-path staging, address and loop state.

@@ -205,6 +205,7 @@ PlanLaunch Reader::launch() {
   l.instruction = str();
   l.schedule = str();
   l.epilogue = str();
+  l.operand_dtype = str();
   l.predicted_us = static_cast<double>(i64()) / 1000.0;
   l.analytical_us = static_cast<double>(i64()) / 1000.0;
   const uint32_t maps = count(kTensorMapBytes, "tensor maps");
@@ -258,6 +259,7 @@ void write_launch(Writer& w, const PlanLaunch& l) {
   w.str(l.instruction);
   w.str(l.schedule);
   w.str(l.epilogue);
+  w.str(l.operand_dtype);
   w.i64(static_cast<int64_t>(l.predicted_us * 1000.0 + 0.5));  // nanoseconds
   w.i64(static_cast<int64_t>(l.analytical_us * 1000.0 + 0.5));
   w.u32(static_cast<uint32_t>(l.tensor_maps.size()));

@@ -42,8 +42,8 @@ namespace tessel::runtime {
 // 2: each launch's predicted time; 3: TMA descriptors of launches (main) or profiles (the
 // dynbatch branch), two different layouts that shipped as 3; 4: both, a launch's TMA
 // descriptors inside its profile; 5: each launch's analytical time beside its prediction;
-// 6: a contraction launch's epilogue
-inline constexpr uint32_t kEngineFormatVersion = 6;
+// 6: a contraction launch's epilogue; 7: a contraction launch's operand dtype
+inline constexpr uint32_t kEngineFormatVersion = 7;
 inline constexpr size_t kEngineHeaderBytes = 32;
 
 // The file's bytes. Writes `plan` as it is: serializing does not check it (check_plan).

@@ -84,6 +84,9 @@ struct PlanLaunch {
   // A contraction's fused work, contraction::Epilogue::str(): "A prologue affine(#0) -> relu |
   // bias(#1) -> gelu -> store f16 plain(ld=n)"; empty for op kernels. For the predictor's fit.
   std::string epilogue;
+  // A contraction's operand dtype ("f16", "i8"; compiler::NodePrediction::operand_dtype); empty
+  // for op kernels. For the predictor's fit, which learns int8 contractions apart.
+  std::string operand_dtype;
   double predicted_us = 0;  // the compiler's prediction (compiler/predict.h), 0: none
   double analytical_us = 0;  // its analytical time, before the learned correction (the fit's input)
   // A TMA kernel's descriptors (device/tensor_map.h), encoded at instantiation over the

@@ -270,6 +270,13 @@ TEST(Cli, PredictGivesEachKernelsTimeAndTheTotal) {
   for (const nlohmann::json& n : j["nodes"]) {
     EXPECT_GT(n["analytical_us"].get<double>(), 0.0) << n.dump();
     replay += n["microseconds"].get<double>() + n["gap_us"].get<double>();
+    // A contraction says its operands' dtype (fp16 here), an op kernel none.
+    if (n["node"] == "conv_b") {
+      EXPECT_EQ(n["operand_dtype"], "f16") << n.dump();
+    }
+    if (n["node"] == "pool") {
+      EXPECT_EQ(n["operand_dtype"], "") << n.dump();
+    }
   }
   EXPECT_NEAR(j["microseconds"].get<double>(), replay, 1e-6);
   expect_user_error("predict " + tir + " --target sm_99", "sm_99");

@@ -5,9 +5,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
+#include <string>
 
 #include "compiler/cnn_blocks.h"
+#include "compiler/plan_node.h"
 #include "compiler/predict_fit.h"
+#include "kernels/contraction/epilogue.h"
+#include "kernels/estimate.h"
 #include "passes/pipeline.h"
 
 namespace tessel::compiler {
@@ -54,6 +59,97 @@ TEST(Predict, LargerWorkAndSlowerGpusArePredictedSlower) {
   const double a100_large = predict(large, {}, device::known_device("sm_80")).microseconds;
   EXPECT_GT(h100_large, 2.0 * h100_small);
   EXPECT_GT(a100_large, 1.5 * h100_large);
+}
+
+// Three 1x1 convs as onnxruntime's quantizer writes them, symmetric int8 Q/DQ around each (zero
+// points 0, weights per output channel): 64 -> 64 over the input, then 64 -> 256 int8 into int8
+// and 256 -> 64 int8 into the f32 graph output.
+ir::Graph qdq_conv_chain(int64_t n = 8, int64_t hw = 56) {
+  testing::IrWriter w(13);
+  auto act = [&](int64_t c, const char* dtype) {
+    return std::string(dtype) + "[" + std::to_string(n) + "," + std::to_string(c) + "," +
+           std::to_string(hw) + "," + std::to_string(hw) + "]";
+  };
+  w.input("x", act(64, "f32"));
+  w.literal("const %s : f32[] = [0.03125]");
+  w.literal("const %z : i8[] = [0]");
+  w.node("%q0 = QuantizeLinear(%x, %s, %z) : " + act(64, "i8") + " @\"q_x\"");
+  w.node("%d0 = DequantizeLinear(%q0, %s, %z) : " + act(64, "f32") + " @\"dq_x\"");
+  const int64_t channels[] = {64, 64, 256, 64};
+  for (int i = 0; i < 3; ++i) {
+    const std::string c(1, static_cast<char>('a' + i));
+    const std::string in = std::to_string(i), out = std::to_string(i + 1);
+    const int64_t ci = channels[i], co = channels[i + 1];
+    const std::string ws = "[" + std::to_string(co) + "," + std::to_string(ci) + ",1,1]";
+    std::string codes, scales, zeros;
+    for (int64_t k = 0; k < co * ci; ++k)
+      codes += (k ? ", " : "") + std::to_string((k * 37 % 127 + 1) * (k % 2 ? -1 : 1));
+    for (int64_t k = 0; k < co; ++k) {
+      scales += k ? ", 0.002" : "0.002";
+      zeros += k ? ", 0" : "0";
+    }
+    w.literal("const %w" + c + " : i8" + ws + " = [" + codes + "]");
+    w.literal("const %sw" + c + " : f32[" + std::to_string(co) + "] = [" + scales + "]");
+    w.literal("const %zw" + c + " : i8[" + std::to_string(co) + "] = [" + zeros + "]");
+    w.node("%f" + c + " = DequantizeLinear(%w" + c + ", %sw" + c + ", %zw" + c +
+           ") {axis = 0} : f32" + ws + " @\"dq_w" + c + "\"");
+    w.node("%c" + c + " = Conv(%d" + in + ", %f" + c +
+           ") {kernel_shape = [1, 1]} : " + act(co, "f32") + " @\"conv_" + c + "\"");
+    w.node("%q" + out + " = QuantizeLinear(%c" + c + ", %s, %z) : " + act(co, "i8") + " @\"q_" + c +
+           "\"");
+    w.node("%d" + out + " = DequantizeLinear(%q" + out + ", %s, %z) : " + act(co, "f32") +
+           " @\"dq_" + c + "\"");
+  }
+  return w.graph("d3");
+}
+
+// An int8 contraction's C is f32, but its epilogue stores what follows it: the cost model is
+// asked for the store at the epilogue's dtype (an i8 store charged as f32 held ResNet-50 int8's
+// 1x1 convs at 2-3x their measured times). Each contraction says its operands' dtype (for the
+// trace, PlanLaunch::operand_dtype).
+TEST(Predict, ContractionsAreTimedAtTheDtypesTheyStore) {
+  const device::DeviceInfo& h100 = device::known_device("sm_90a");
+  const ir::Graph g = gpu_graph(qdq_conv_chain());
+  const ModelPrediction m = predict(g, {}, h100);
+  std::map<std::string, DType> operands;
+  for (const NodePrediction& p : m.nodes) {
+    const ir::Node& n = g.nodes[static_cast<size_t>(p.node)];
+    if (n.op != "tessel.Conv") {
+      EXPECT_EQ(p.operand_dtype, "") << n.label();  // op kernels
+      continue;
+    }
+    const NodePlan plan = plan_node(g, n, {}, h100);
+    ASSERT_EQ(plan.run, NodeRun::kContraction) << n.label();
+    const contraction::Contraction& c = *plan.match.contraction;
+    operands[n.name] = c.a_dtype;
+    EXPECT_EQ(p.operand_dtype, dtype_name(c.a_dtype)) << n.label();
+    const int64_t read = contraction::read_bytes_per_output(plan.epilogue);
+    const auto store = static_cast<int64_t>(dtype_size(plan.epilogue.out_dtype));
+    EXPECT_DOUBLE_EQ(p.analytical_us,
+                     kernels::estimate(c, plan.schedule, h100, read, store).microseconds)
+        << n.label();
+    if (n.name == "conv_b") {
+      EXPECT_EQ(c.maps.c.dtype, DType::kF32);
+      EXPECT_EQ(plan.epilogue.out_dtype, DType::kI8);
+      EXPECT_LT(p.analytical_us,
+                0.75 * kernels::estimate(c, plan.schedule, h100, read).microseconds);
+    }
+  }
+  EXPECT_EQ(operands.size(), 3u);
+  EXPECT_EQ(operands["conv_b"], DType::kI8);
+  EXPECT_EQ(operands["conv_c"], DType::kI8);
+}
+
+// int8 contractions run at times their 16-bit family's offsets do not describe (m16n8k32 and
+// wgmma k32 on k-tiles of twice the elements, the int8 epilogues): the fit has an offset of their
+// own for each family the int8 kernels run in (mma.sync, TMA; kernel_rules' check_int8) and
+// none for the others.
+TEST(Predict, Int8ContractionsHaveLearnedOffsetsOfTheirOwn) {
+  std::map<std::string, int> groups;
+  for (const fit::GroupOffset& o : fit::kGroups) ++groups[o.group];
+  EXPECT_EQ(groups["mma_i8"], 1);
+  EXPECT_EQ(groups["tma_i8"], 1);
+  EXPECT_EQ(groups["wgmma_i8"] + groups["halo_i8"] + groups["simt_i8"], 0);
 }
 
 }  // namespace

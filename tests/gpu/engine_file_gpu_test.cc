@@ -179,6 +179,7 @@ TEST_F(EngineFileGpu, CommandLine) {
     end = ev["ts"].get<double>() + ev["dur"].get<double>();
     EXPECT_EQ(ev["args"]["flops"].get<int64_t>(), plan.profiles[0].launches[i].flops);
     EXPECT_EQ(ev["args"]["epilogue"], plan.profiles[0].launches[i].epilogue);
+    EXPECT_EQ(ev["args"]["operand_dtype"], plan.profiles[0].launches[i].operand_dtype);
   }
 }
 

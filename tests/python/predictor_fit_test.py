@@ -50,6 +50,21 @@ check(P.group(rows[0]) == "mma" and P.group(rows[1]) == "tma" and P.group(rows[2
 check(P.op_kind(rows[2]) == "op:pool" and P.op_kind(rows[5]) == "op:copy" and P.op_kind(rows[0]) is None,
       "kinds from the entry points: %r" % [P.op_kind(r) for r in rows[:6]])
 check(P.op_kind(dict(rows[0], schedule="halo_8x16_n32_w32x16_c1056_g2")) == "grouped", "a grouped schedule")
+# int8 contractions (trace arg operand_dtype "i8", engine format 7) are kinds of their own, and
+# their flops are timed at the int8 mma.sync rate (twice the 16-bit one); rows without the field
+# (older traces and files) are 16-bit.
+mma8 = dict(rows[0], operand_dtype="i8")
+tma8 = dict(rows[1], operand_dtype="i8")
+check(P.op_kind(mma8) == "mma_i8" and P.op_kind(tma8) == "tma_i8" and P.group(mma8) == "mma",
+      "int8 kinds: %r" % [P.op_kind(mma8), P.op_kind(tma8)])
+check(P.op_kind(dict(rows[0], operand_dtype="f16")) is None and "operand_dtype" not in rows[0] and
+      not P.int8(rows[0]) and not P.int8(dict(rows[2], operand_dtype="i8")), "16-bit and op rows")
+big = dict(rows[0], flops=10**11)
+x16, x8 = P.features(big), P.features(dict(big, operand_dtype="i8"))
+check(abs(x16[3] - x8[3] - math.log(2)) < 1e-12 and x16[:3] + x16[4:] == x8[:3] + x8[4:],
+      "the int8 rate in the flops term only: %r %r" % (x16, x8))
+check([P._RUN.match(r).group(1) for r in ["resnet50_b32", "resnet50_b32_int8", "sr_net_b1"]] ==
+      ["resnet50", "resnet50", "sr_net"], "a run's model, int8 runs with their fp16 ones")
 
 model = P.fit(rows, 1e-6)
 shared, offsets = model
@@ -81,11 +96,14 @@ with tempfile.TemporaryDirectory() as tmp:
     P.save(path, rows)
     check(P.load(path) == rows and len(P.load(path, {"net_b_b8"})) == 60, "save and load")
 
-    # The committed header is this script's output on the committed measurements.
+    # The committed header is this script's output on the committed measurements: the fp16 runs
+    # and the int8 ones.
     script = os.path.join(ARGS.source, "bench", "predictor_fit.py")
     data = os.path.join(ARGS.source, "bench", "predictor_data", "h200_2026-11-28.jsonl.gz")
+    data8 = os.path.join(ARGS.source, "bench", "predictor_data", "h200_2026-11-29_int8.jsonl.gz")
     header = os.path.join(tmp, "predict_fit.h")
-    p = subprocess.run([sys.executable, script, data, "--out", header], capture_output=True, text=True)
+    p = subprocess.run([sys.executable, script, data, data8, "--out", header], capture_output=True,
+                       text=True)
     check(p.returncode == 0, "fit on the committed data: %s" % p.stderr)
 
     # Its code lines, numbers aside, and its numbers (to 1e-4: another machine's BLAS may round
@@ -104,6 +122,25 @@ with tempfile.TemporaryDirectory() as tmp:
               "src/compiler/predict_fit.h is predictor_fit.py's output on bench/predictor_data")
     m = re.search(r"left out in turn: median kernel error ([0-9.]+)%", p.stdout)
     check(m is not None and float(m.group(1)) < 15.0, "leave-one-model-out error: %r" % p.stdout[:300])
+    m = re.search(r"int8 runs: median kernel error ([0-9.]+)%", p.stdout)
+    check(m is not None and float(m.group(1)) < 15.0, "int8 runs left out: %r" % p.stdout[:600])
+    # Every int8 fit row is an int8 QDQ model's run and says its contractions' operand dtype;
+    # their int8 contractions got their kinds' offsets.
+    rows8 = P.load(data8)
+    check(rows8 and all(r["run"].endswith("_int8") and ("operand_dtype" in r) for r in rows8) and
+          {P.op_kind(r) for r in rows8} >= {"mma_i8", "tma_i8"}, "the int8 rows")
+    with open(committed) as f:
+        text = f.read()
+    check('{"mma_i8", ' in text and '{"tma_i8", ' in text, "the header's int8 offsets")
+
+    # The int8 held-out run is scored beside the fp16 ones, each precision on its own line.
+    held8 = os.path.join(ARGS.source, "bench", "predictor_data", "h200_2026-11-29_int8.held_out.jsonl.gz")
+    held_data = os.path.join(ARGS.source, "bench", "predictor_data", "h200_2026-11-28.held_out.jsonl.gz")
+    p = subprocess.run([sys.executable, script, data, data8, "--held-out", held_data, held8],
+                       capture_output=True, text=True)
+    check(p.returncode == 0 and "resnext50_32x4d_b32_int8" in p.stdout and
+          re.search(r"held out \(13 profiles.*\n  fp16 runs: .*\n  int8 runs: ", p.stdout),
+          "int8 held out: %r" % (p.stdout[-800:] + p.stderr))
 
     # A split that fits on a held-out model is refused in one line.
     split = json.load(open(os.path.join(ARGS.source, "bench", "predictor_split.json")))
@@ -123,8 +160,15 @@ with tempfile.TemporaryDirectory() as tmp:
     p = subprocess.run([sys.executable, script, data, "--split", bad], capture_output=True, text=True)
     check(p.returncode != 0 and "fits on held-out models: convnext_base" in p.stderr,
           "split fitting on a test model: %r" % p.stderr)
+    # And one that fits int8 runs of an int8 held-out model.
+    split = json.load(open(os.path.join(ARGS.source, "bench", "predictor_split.json")))
+    split["int8"]["fit"].append("resnext50_32x4d:1")
+    with open(bad, "w") as f:
+        json.dump(split, f)
+    p = subprocess.run([sys.executable, script, data, "--split", bad], capture_output=True, text=True)
+    check(p.returncode != 0 and "fits on held-out models: resnext50_32x4d" in p.stderr,
+          "split fitting int8 on a held-out model: %r" % p.stderr)
     # The held-out runs' file holds no test run: scoring the test set on it says so.
-    held_data = os.path.join(ARGS.source, "bench", "predictor_data", "h200_2026-11-28.held_out.jsonl.gz")
     p = subprocess.run([sys.executable, script, data, "--held-out", held_data, "--held-out-set", "test"],
                        capture_output=True, text=True)
     check(p.returncode != 0 and "no test traces in" in p.stderr, "test set: %r" % p.stderr[-300:])

@@ -90,6 +90,7 @@ EnginePlan synthetic_plan() {
   fc.instruction = "mma.sync";
   fc.schedule = "tc_32x32x64_s3_w16x16_sk1_r8";
   fc.epilogue = "bias(#0) -> relu -> store f32 plain(ld=n)";
+  fc.operand_dtype = "f16";
   // A TMA descriptor of B (word 1): every field set, so that the round trip checks them all.
   device::TensorMapSpec map;
   map.mode = device::TensorMapSpec::Mode::kIm2col;
@@ -615,6 +616,7 @@ TEST(EngineFile, CrossCompiledPlans) {
       EXPECT_LT(l.cubin, p.cubins.size());
       if (l.op != "tessel.Gemm") {
         EXPECT_EQ(l.epilogue, "") << l.node;  // op kernels have none
+        EXPECT_EQ(l.operand_dtype, "") << l.node;
         continue;
       }
       ++gemms;
@@ -626,6 +628,7 @@ TEST(EngineFile, CrossCompiledPlans) {
       EXPECT_FALSE(l.schedule.empty());
       // The bias and the ReLU run in the GEMM's epilogue, and the launch says so (for tools).
       EXPECT_NE(l.epilogue.find("bias(#0) -> relu -> store"), std::string::npos) << l.epilogue;
+      EXPECT_EQ(l.operand_dtype, "f16");  // the fp16 engine's GEMM
       ASSERT_EQ(l.params.size(), 8u);
       EXPECT_EQ(l.params[2], reloc(Region::kOutput, 0, 0, 256));  // C
       EXPECT_EQ(l.params[1].region, Region::kConstants);          // B: the f16 weights
