@@ -88,6 +88,18 @@ void run_and_check(const TestProblem& p, const ContractionKernel& k, std::mt1993
   }
 }
 
+// Builds every problem's kernel (in parallel), then runs each on random data against the CPU
+// reference; a kernel that does not build fails the test.
+void build_and_check(const std::vector<TestProblem>& ps, const std::string& arch, std::mt19937& rng) {
+  std::vector<std::string> errors;
+  auto kernels = build_all(ps, arch, errors);
+  for (size_t i = 0; i < ps.size(); ++i) {
+    ASSERT_TRUE(kernels[i]) << ps[i].name() << ": build failed: " << errors[i];
+    SCOPED_TRACE(ps[i].name());
+    run_and_check(ps[i], *kernels[i], rng);
+  }
+}
+
 // ---- Random problems ------------------------------------------------------------------------
 const std::vector<kernels::Schedule>& tc_schedules() {
   static const std::vector<kernels::Schedule> s = {
@@ -418,13 +430,7 @@ TEST_F(ContractionGpuTest, SanitizerSubsetMatchesCpuReference) {
     if (kinds.insert(kind).second) ps.push_back(std::move(p));
   }
   ASSERT_GE(ps.size(), 6u);
-  std::vector<std::string> errors;
-  auto kernels = build_all(ps, info_.arch(), errors);
-  for (size_t i = 0; i < ps.size(); ++i) {
-    ASSERT_TRUE(kernels[i]) << ps[i].name() << ": build failed: " << errors[i];
-    SCOPED_TRACE(ps[i].name());
-    run_and_check(ps[i], *kernels[i], rng);
-  }
+  build_and_check(ps, info_.arch(), rng);
 }
 
 // The grayscale stems among the halo problems (one input channel, whose index drops out of the
@@ -436,13 +442,7 @@ TEST_F(ContractionGpuTest, GrayscaleStemsMatchCpuReference) {
   for (TestProblem& p : halo_problems())
     if (p.is_conv && p.conv.ci == 1) ps.push_back(std::move(p));
   ASSERT_EQ(ps.size(), 5u);
-  std::vector<std::string> errors;
-  auto kernels = build_all(ps, info_.arch(), errors);
-  for (size_t i = 0; i < ps.size(); ++i) {
-    ASSERT_TRUE(kernels[i]) << ps[i].name() << ": build failed: " << errors[i];
-    SCOPED_TRACE(ps[i].name());
-    run_and_check(ps[i], *kernels[i], rng);
-  }
+  build_and_check(ps, info_.arch(), rng);
 }
 
 // ---- Largest public workloads against a naive GPU kernel ----------------------------------

@@ -65,32 +65,27 @@ struct PackedMax<i8> {
   }
 };
 // f16 and bf16: the word is a pair already; max.NaN keeps a NaN, as the float path does.
-template <>
-struct PackedMax<f16> {
+// kLowest: kLowest of the pool (op_window.cc's lowest_literal) in both halves.
+template <u32 kLowest, bool kBf16>
+struct PackedPairMax {
   static constexpr bool kOk = true;
   static constexpr int kPairs = 1;
-  __device__ __forceinline__ static u32 lowest() { return 0xFBFFFBFFu; }  // -65504, kLowest
+  __device__ __forceinline__ static u32 lowest() { return kLowest; }
   __device__ __forceinline__ static void unpack(u32 w, u32 (&pairs)[1]) { pairs[0] = w; }
   __device__ __forceinline__ static u32 max(u32 a, u32 b) {
     u32 r;
-    asm("max.NaN.f16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+    if constexpr (kBf16)
+      asm("max.NaN.bf16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+    else
+      asm("max.NaN.f16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
     return r;
   }
   __device__ __forceinline__ static u32 pack(const u32 (&pairs)[1]) { return pairs[0]; }
 };
 template <>
-struct PackedMax<bf16> {
-  static constexpr bool kOk = true;
-  static constexpr int kPairs = 1;
-  __device__ __forceinline__ static u32 lowest() { return 0xFF7FFF7Fu; }  // -3.38953139e38, kLowest
-  __device__ __forceinline__ static void unpack(u32 w, u32 (&pairs)[1]) { pairs[0] = w; }
-  __device__ __forceinline__ static u32 max(u32 a, u32 b) {
-    u32 r;
-    asm("max.NaN.bf16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
-    return r;
-  }
-  __device__ __forceinline__ static u32 pack(const u32 (&pairs)[1]) { return pairs[0]; }
-};
+struct PackedMax<f16> : PackedPairMax<0xFBFFFBFFu, false> {};  // -65504
+template <>
+struct PackedMax<bf16> : PackedPairMax<0xFF7FFF7Fu, true> {};  // -3.38953139e38
 
 template <typename P>
 struct Pool {
