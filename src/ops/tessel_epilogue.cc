@@ -32,6 +32,7 @@ constexpr KindName kKinds[] = {
     {EpilogueKind::kMish, "mish", false, false},
     {EpilogueKind::kHardSigmoid, "hard_sigmoid", true, true},
     {EpilogueKind::kElu, "elu", true, false},
+    {EpilogueKind::kRound, "round", true, false},
 };
 
 const KindName& info(EpilogueKind kind) {
@@ -175,6 +176,11 @@ double apply_epilogue_step(const EpilogueStep& step, double v, double residual) 
       return clamp_nan(step.alpha * v + step.beta, 0.0, 1.0);
     case EpilogueKind::kElu:
       return v < 0 ? step.alpha * std::expm1(v) : v;
+    case EpilogueKind::kRound: {
+      // kQuantize's f32 quotient, not saturated: the clip after it takes the integer range.
+      const float q = static_cast<float>(v) / static_cast<float>(step.alpha);
+      return std::isnan(q) ? 0.0 : std::nearbyint(static_cast<double>(q));
+    }
   }
   TESSEL_ICHECK(false) << "unhandled epilogue kind " << static_cast<int>(step.kind);
   return v;

@@ -5,7 +5,8 @@
 //   epilogue       = ["add_residual", "relu"]   steps applied in order to acc = conv + bias
 //   epilogue_alpha = [0.0, 0.0]                 one per step: leaky_relu's alpha, clip's min
 //   epilogue_beta  = [0.0, 0.0]                 one per step: clip's max
-//                                               (mul, quantize, add_residual_scaled: the scale)
+//                                               (mul, quantize, add_residual_scaled, round:
+//                                               the scale)
 //   store = "nhwc" | "nchw" | "depth_to_space" | "depth_to_space_nchw"      (tessel.Conv only)
 //   block = 2, mode = "DCR" | "CRD"             the depth_to_space stores' parameters
 //   out_dtype = "f32"                           Y's dtype when it is not the node's own
@@ -50,6 +51,12 @@ enum class EpilogueKind {
   kMish,         // v * tanh(softplus(v))     (YOLOv4)
   kHardSigmoid,  // clip(alpha * v + beta, 0, 1)
   kElu,          // v < 0 ? alpha * (e^v - 1) : v
+  // A QuantizeLinear's rounding without its saturation, for an asymmetric (uint8 or int8
+  // with a zero point) QuantizeLinear -> DequantizeLinear pair on a float value, fused as a
+  // fake quantization (fuse): round(s), clip(qmin - z, qmax - z), mul(s').
+  kRound,        // round_half_even(f32(v) / f32(alpha)), NaN to 0: QuantizeLinear's quotient
+                 // by the scale alpha, as its reference divides; NaN quantizes to the zero
+                 // point, which the DequantizeLinear takes back to 0
 };
 
 struct EpilogueStep {
@@ -61,7 +68,7 @@ struct EpilogueStep {
 
 // "relu", "leaky_relu", "clip", "sigmoid", "hardswish", "silu", "gelu", "gelu_tanh",
 // "add_residual", "mul", "quantize", "add_residual_scaled", "tanh", "mish", "hard_sigmoid",
-// "elu".
+// "elu", "round".
 std::string_view epilogue_name(EpilogueKind kind);
 std::optional<EpilogueKind> epilogue_kind(std::string_view name);
 

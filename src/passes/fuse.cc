@@ -14,6 +14,9 @@
 //   QuantizeLinear(v, s) to int8, zero point 0 -> quantize(s), out_dtype i8; after it only
 //   [DequantizeLinear(q, s')]                     mul(s') (back to f32), then the steps above
 //   Add(v, DequantizeLinear(r, s)), r int8     -> add_residual_scaled(s), r becomes input R
+//   QuantizeLinear(v, s, z) -> DequantizeLinear -> round(s), clip(qmin - z, qmax - z), mul(s):
+//   (s, z), u8 or asymmetric i8, per tensor      an asymmetric pair as a fake quantization
+//                                                (onnxruntime's default QUInt8 activations)
 //   (per-tensor scales, zero points 0 or absent: TensorRT's symmetric int8; the int8 residual
 //   only where the contraction kernels run: tessel.Gemm, group-1 tessel.Conv. A grouped
 //   conv's kernels take the quantize and the DequantizeLinear back to its own dtype: a QDQ
@@ -62,9 +65,11 @@
 // (which creates the tessel contractions) and choose-precision.
 #include <algorithm>
 #include <cfloat>
+#include <cmath>
 #include <cstring>
 #include <optional>
 
+#include "ops/quant_common.h"
 #include "ops/tessel_epilogue.h"
 #include "passes/passes.h"
 #include "passes/rewrite_util.h"
@@ -148,6 +153,34 @@ std::optional<double> int8_scale(const ir::Graph& g, const ir::Node& n, const ch
   const ValueId f = std::string_view(op) == "QuantizeLinear" ? n.inputs[0] : n.outputs[0];
   if (!q || !storable(g.type(f).dtype)) return std::nullopt;  // the float side: f32, f16 or bf16
   return q->int8_scale();
+}
+
+// A per-tensor QuantizeLinear or DequantizeLinear `n` of `op` reading v as its input 0, to or
+// from u8 or i8 with any constant zero point, its scale a positive constant and its float side
+// a stored dtype: the parameters of an asymmetric pair (onnxruntime's default QUInt8
+// activations), or nothing.
+struct AffineQdq {
+  double scale;
+  int64_t zero_point;
+  DType integer;
+};
+std::optional<AffineQdq> affine_qdq(const ir::Graph& g, const ir::Node& n, const char* op, ValueId v) {
+  if (n.op != op || n.inputs.size() < 2 || n.inputs[0] != v || n.outputs.size() != 1) return std::nullopt;
+  if (n.get_int("block_size", 0) != 0) return std::nullopt;
+  const Tensor* scale = g.value(n.inputs[1]).data.get();
+  if (!scale || !is_float(scale->dtype()) || scale->numel() != 1) return std::nullopt;
+  AffineQdq q{scale->get_f64(0), 0, DType::kU8};
+  if (!(q.scale > 0.0) || !std::isfinite(q.scale)) return std::nullopt;
+  if (n.inputs.size() > 2 && n.inputs[2] != kNoValue) {
+    const Tensor* zp = g.value(n.inputs[2]).data.get();
+    if (!zp || zp->numel() != 1) return std::nullopt;
+    q.zero_point = zp->get_i64(0);
+  }
+  const bool quantize = std::string_view(op) == "QuantizeLinear";
+  q.integer = g.type(quantize ? n.outputs[0] : n.inputs[0]).dtype;
+  if (q.integer != DType::kU8 && q.integer != DType::kI8) return std::nullopt;
+  if (!storable(g.type(quantize ? n.inputs[0] : n.outputs[0]).dtype)) return std::nullopt;
+  return q;
 }
 
 bool has_residual_step(const std::vector<EpilogueStep>& steps) {
@@ -235,6 +268,37 @@ class Fuser {
     return std::make_pair(dq.inputs[0], *s);
   }
 
+  // QuantizeLinear(v, s, z) -> DequantizeLinear(., s', z) with the integer read by that
+  // DequantizeLinear alone, where TensorRT's symmetric int8 (int8_scale) does not apply: a
+  // fake quantization of v, which the contraction applies itself and stores the dequantized
+  // value, instead of two elementwise kernels writing and reading the integers. Q's
+  //   clamp(round(v / s) + z, qmin, qmax)  and DQ's  (q - z) * s'
+  // are round(s), clip(qmin - z, qmax - z), mul(s'): the same integers, offset by z, and the
+  // same product (q - z is exact in every float type). One scale only, up to the
+  // DequantizeLinear's rounding to fp16 (choose-precision's scale constants: 2^-11 relative;
+  // fold_requantize's bound): a quantizer's activation pair. A pair that rescales (two scales)
+  // or moves the zero point is left as written. `back_to`: the dtype the DequantizeLinear must
+  // write (a grouped conv's kernels store their own), if any. The DequantizeLinear's index and
+  // the steps, or nothing.
+  std::optional<std::pair<int, std::vector<EpilogueStep>>> fake_quantize(const ir::Node& q, ValueId v,
+                                                                         std::optional<DType> back_to) const {
+    const std::optional<AffineQdq> quant = affine_qdq(g_, q, "QuantizeLinear", v);
+    if (!quant || int8_scale(g_, q, "QuantizeLinear", v)) return std::nullopt;
+    const int d = sole_user(q.outputs[0]);
+    if (d < 0) return std::nullopt;
+    const ir::Node& dq = g_.nodes[static_cast<size_t>(d)];
+    const std::optional<AffineQdq> dequant = affine_qdq(g_, dq, "DequantizeLinear", q.outputs[0]);
+    if (!dequant || dequant->zero_point != quant->zero_point || std::abs(dequant->scale / quant->scale - 1.0) > 1.0 / 512)
+      return std::nullopt;
+    if (back_to && g_.type(dq.outputs[0]).dtype != *back_to) return std::nullopt;
+    const ops::QuantRange range = ops::quant_range(quant->integer);
+    const double z = static_cast<double>(quant->zero_point);
+    std::vector<EpilogueStep> steps = {{EpilogueKind::kRound, quant->scale},
+                                       {EpilogueKind::kClip, static_cast<double>(range.lo) - z, static_cast<double>(range.hi) - z},
+                                       {EpilogueKind::kMul, dequant->scale}};
+    return std::make_pair(d, std::move(steps));
+  }
+
   // A Cast of v between the dtypes the GPU stores.
   bool is_float_cast(const ir::Node& n, ValueId v) const {
     return n.op == "Cast" && n.inputs.size() == 1 && n.inputs[0] == v &&
@@ -293,6 +357,13 @@ class Fuser {
         steps.push_back(*step);
         chain.push_back(u);
         v = next.outputs[0];
+        continue;
+      }
+      if (auto fq = fake_quantize(next, v, conv && !group_one(fused) ? std::optional<DType>(own) : std::nullopt)) {
+        steps.insert(steps.end(), fq->second.begin(), fq->second.end());
+        chain.push_back(u);
+        chain.push_back(fq->first);
+        v = g_.nodes[static_cast<size_t>(fq->first)].outputs[0];
         continue;
       }
       const bool quantized = !steps.empty() && steps.back().kind == EpilogueKind::kQuantize;

@@ -17,6 +17,7 @@
 #include "ir/op_registry.h"
 #include "ir/parser.h"
 #include "kernels/contraction/conv_window.h"
+#include "ops/tessel_epilogue.h"
 #include "kernels/contraction/epilogue.h"
 #include "kernels/kernel_rules.h"
 #include "passes/pass_test_util.h"
@@ -207,8 +208,11 @@ TEST(PlanNodeQdq, QuantizeAndDequantizeAreOpKernelsAndCompileForSm90a) {
         EXPECT_EQ(plan.run, NodeRun::kOpKernel) << plan.summary();
       }
     }
-    // q_x, dq_x, q_a, dq_a, q_b, dq_b, q_out, dq_out (the weights' DQs fold into constants).
-    EXPECT_EQ(quantization, 8);
+    // q_x, dq_x, q_a, dq_a, q_out, dq_out (the weights' DQs fold into constants); conv_b's
+    // per-tensor asymmetric pair q_b -> dq_b is its epilogue (fuse's fake quantization), q_a's
+    // per-channel one stays.
+    EXPECT_EQ(quantization, 6);
+    EXPECT_EQ(ops::read_epilogue(node_named(c.graph, "conv_b")).at(0).kind, ops::EpilogueKind::kRound);
     EXPECT_EQ(int8_transposes, 1);
   }
 }

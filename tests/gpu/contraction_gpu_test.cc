@@ -183,7 +183,7 @@ std::vector<TestProblem> random_problems(std::mt19937& rng, int count, bool hopp
                                   EpilogueOpKind::kResidualAdd, EpilogueOpKind::kGelu,
                                   EpilogueOpKind::kGeluTanh, EpilogueOpKind::kTanh,
                                   EpilogueOpKind::kMish, EpilogueOpKind::kHardSigmoid,
-                                  EpilogueOpKind::kElu};
+                                  EpilogueOpKind::kElu, EpilogueOpKind::kRound};
   constexpr int kKinds = sizeof(kinds) / sizeof(kinds[0]);
   int attempt = 0;
   while (static_cast<int>(out.size()) < count && attempt++ < count * 20) {
@@ -274,6 +274,14 @@ std::vector<TestProblem> fixed_problems(bool hopper) {
   // ... storing int8 (a QDQ model's grouped conv, whose quantize fuse gives it).
   add(conv_problem(conv_params(2, 9, 9, 224, 224, 3, 1, 1, 1, 2), DType::kF16, DType::kI8),
       tc_schedule(64, 64, 64, 32, 32, 3), {step(K::kBias), step(K::kQuantize, 0.2f), step(K::kRelu)});
+  // An asymmetric QDQ pair (onnxruntime's QUInt8 activations, zero point 116) as fuse's fake
+  // quantization: saturated to u8's range less the zero point, rounded, dequantized; on a
+  // dense conv, a grouped one (its own kernels) and a GEMM.
+  const std::vector<contraction::EpilogueStep> fake_quant = {step(K::kBias), step(K::kRound, 0.05f),
+                                                             step(K::kClip, -116.0f, 139.0f), step(K::kMul, 0.05f)};
+  add(conv_problem(conv_params(2, 15, 17, 64, 48, 3, 1, 1)), tc_schedule(64, 64, 32, 32, 32, 3), fake_quant);
+  add(conv_problem(conv_params(2, 10, 10, 64, 64, 3, 1, 1, 1, 4)), tc_schedule(64, 64, 32, 32, 16, 3), fake_quant);
+  add(gemm_problem(200, 96, 256, "NT"), tc_schedule(64, 64, 64, 32, 32, 3), fake_quant);
   add(conv_problem(conv_params(2, 7, 7, 96, 96, 3, 1, 1, 1, 2), DType::kBF16, DType::kBF16),
       tc_schedule(32, 64, 64, 16, 32, 4), {step(K::kSilu)});
   // Groups as the batch with split-K (the defaults split small images of long K): each split's

@@ -430,7 +430,9 @@ void check_depthwise(DType t, Shape x, int64_t k, int64_t stride, int64_t dilati
     for (size_t i = 0; i < steps.size(); ++i) {
       if (steps[i] == "clip") beta[i] = 6.0;
       if (steps[i] == "leaky_relu") alpha[i] = 0.1;
-      if (steps[i] == "quantize" || steps[i] == "mul") alpha[i] = 0.05;
+      if (steps[i] == "quantize" || steps[i] == "mul" || steps[i] == "round") alpha[i] = 0.05;
+      // After a round: u8's range less a zero point of 116 (fuse's fake quantization).
+      if (steps[i] == "clip" && i > 0 && steps[i - 1] == "round") alpha[i] = -116.0, beta[i] = 139.0;
     }
     // A quantize followed by nothing or by clamps (fuse's forms of a QDQ model's depthwise
     // conv, ops::fold_requantize's) stores int8.
@@ -472,6 +474,9 @@ TEST(DepthwiseConvGpu, ChannelTailsAndDtypes) {
 TEST(DepthwiseConvGpu, EveryEpilogueStep) {
   for (const std::string step : {"relu", "leaky_relu", "clip", "sigmoid", "hardswish", "silu", "add_residual"})
     check_depthwise(DType::kF16, {2, 19, 23, 96}, 3, 1, 1, {step});
+  // An asymmetric QDQ pair as fuse's fake quantization (a QUInt8 model's depthwise conv).
+  check_depthwise(DType::kF16, {2, 19, 23, 96}, 3, 1, 1, {"round", "clip", "mul"});
+  check_depthwise(DType::kF16, {1, 28, 28, 144}, 3, 2, 1, {"add_residual", "relu", "round", "clip", "mul"});
   check_depthwise(DType::kF16, {1, 28, 28, 144}, 3, 1, 1,
                   {"add_residual", "leaky_relu", "clip", "sigmoid", "hardswish", "silu", "relu"});
 }

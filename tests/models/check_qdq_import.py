@@ -7,7 +7,9 @@ layer) are quantized with onnxruntime.quantization.quantize_static in QDQ format
 and per-channel weights, QInt8 and QUInt8 activations, symmetric and asymmetric, at opsets 10,
 11, 13, 17 and 21, and onnxruntime's com.microsoft Q/DQ ops. QuantizeLinear-21's output_dtype
 (no zero point) is written by hand. What onnxruntime runs but tessel does not (a blocked
-DequantizeLinear, 16-bit activations, 4-bit weights) must be refused with one line.
+DequantizeLinear, 16-bit activations, 4-bit weights) must be refused with one line. The
+per-tensor QUInt8 asymmetric models also run through the GPU's fp16 pipeline (on the CPU
+reference), whose contractions must fuse their activations' Q/DQ pairs.
 
 onnxruntime runs with graph optimisations disabled, so that it evaluates the Q/DQ steps as
 written. Every output of these models is requantized (a Q/DQ pair at the end), so tessel must
@@ -163,6 +165,38 @@ def main():
         steps = diff / step if step else float("nan")
         ok = got.shape == expected.shape and step is not None and diff <= step * 1.0001
         print(f"{'ok  ' if ok else 'FAIL'} {name}: max |diff| {diff:.3g} = {steps:.2f} output steps")
+        passed += ok
+        failed += not ok
+
+    # onnxruntime's default QUInt8 (asymmetric) activations through the GPU's fp16 pipeline, run
+    # on the CPU reference: each conv and dense layer takes its activation's QuantizeLinear ->
+    # DequantizeLinear pair as a fake quantization (fuse), which `explain` counts as a fused
+    # epilogue, where before the pair stayed two elementwise kernels. fp16 storage moves values
+    # across rounding boundaries inside, so this checks a relative L2 bound, not one step.
+    for name, path in cases:
+        if "QUInt8_asym" not in name or "_pt_" not in name:
+            continue
+        tir = path + ".gpu-fp16.tir"
+        r = subprocess.run([args.tessel, "opt", "--pipeline", "gpu-fp16", "-o", tir, path],
+                           capture_output=True, text=True)
+        r2, out_dir = (run_tessel(args.tessel, tir, x, work) if r.returncode == 0 else (r, None))
+        ex = subprocess.run([args.tessel, "explain", path, "--target", "sm_90a"], capture_output=True,
+                            text=True)
+        summary = [l for l in ex.stdout.splitlines() if "fused epilogues" in l]
+        fused = int(summary[-1].split(", ")[-1].split()[0]) if summary else 0
+        if r2.returncode != 0:
+            print(f"FAIL {name} gpu-fp16: {r.stderr.strip()} {r2.stderr.strip()}")
+            failed += 1
+            continue
+        opts = ort.SessionOptions()
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        sess = ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
+        expected = sess.run(None, {"input": x})[0]
+        got = np.load(os.path.join(out_dir, sess.get_outputs()[0].name + ".npy")).astype(np.float64)
+        err = np.linalg.norm(got - expected) / np.linalg.norm(expected)
+        ok = got.shape == expected.shape and err <= 5e-2 and fused >= 2
+        print(f"{'ok  ' if ok else 'FAIL'} {name} gpu-fp16 pipeline: rel L2 {err:.2e}, "
+              f"{fused} fused epilogues")
         passed += ok
         failed += not ok
 

@@ -68,6 +68,9 @@ std::string step_str(const EpilogueStep& s) {
     case EpilogueOpKind::kElu:
       os << "elu(" << s.alpha << ")";
       break;
+    case EpilogueOpKind::kRound:
+      os << "round(" << s.alpha << ")";
+      break;
   }
   return os.str();
 }

@@ -34,6 +34,10 @@ enum class EpilogueOpKind {
   kMish,               // v * tanh(softplus(v))
   kHardSigmoid,        // clip(alpha * v + beta, 0, 1)
   kElu,                // v < 0 ? alpha * (e^v - 1) : v
+  kRound,              // v = rint(v / alpha): an asymmetric QuantizeLinear's rounding, not
+                       //     saturated (the clip after it takes qmin - z, qmax - z), before
+                       //     a kMul back to float: a fake quantization. By the reciprocal, as
+                       //     kQuantize: one step off the division within an ulp of a tie
 };
 
 struct EpilogueStep {

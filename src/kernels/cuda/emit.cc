@@ -106,6 +106,11 @@ std::string epilogue_step(const EpilogueStep& st) {
                          float_literal(static_cast<float>(1.0 / st.alpha)), float_literal(st.alpha));
     case EpilogueOpKind::kScaledResidualAdd:
       return fmt::format("v += {} * residual;  // int8 residual add, dequantized", float_literal(st.alpha));
+    case EpilogueOpKind::kRound:
+      // By the reciprocal, as kQuantize (one step off the reference's division within an ulp
+      // of a tie); rintf where no integral clamp follows (emit_epilogue takes one into it).
+      return fmt::format("v = rintf(v * {});  // round to the grid of {}", float_literal(static_cast<float>(1.0 / st.alpha)),
+                         float_literal(st.alpha));
   }
   TESSEL_ICHECK(false) << "unknown epilogue step";
   return "";
@@ -228,6 +233,48 @@ std::string emit_store(const KernelPlan& plan, bool quantized) {
   return o.str();
 }
 
+// An asymmetric fake quantization from steps[i], a kRound by a positive scale: round(s), the
+// relu and integral clip steps after it (fuse writes clip(qmin - z, qmax - z)), and a kMul
+// back to float. Rounding commutes with an integral clamp, so it is quantize_s8_f's saturation
+// to those bounds and its rounding by the float add (exact: the bounds, at most 255 from 0 for
+// u8 and i8, lie far inside the 2^22 where it rounds to integers), and the dequantizing
+// multiply joins the rounding's second add as after a quantize (quantize_mul_s8_f): FMUL,
+// two clamps, FADD, FFMA per output instead of a quarter-rate rintf and a multiply. Without
+// an integral clamp the round is rintf. Emits the steps taken; returns the last one's index.
+size_t emit_fake_quantize(std::ostringstream& o, const std::vector<EpilogueStep>& steps, size_t i) {
+  constexpr float kExactRounding = 4194304.0f;  // 2^22
+  const EpilogueStep& st = steps[i];
+  float lo = -kExactRounding, hi = kExactRounding;
+  size_t last = i;
+  for (; last + 1 < steps.size(); ++last) {
+    const EpilogueStep& next = steps[last + 1];
+    const bool relu = next.kind == EpilogueOpKind::kRelu;
+    if (!relu && next.kind != EpilogueOpKind::kClip) break;
+    const float a = relu ? 0.0f : next.alpha, b = relu ? hi : next.beta;
+    if (a != std::nearbyint(a) || b != std::nearbyint(b) || std::max(lo, a) > std::min(hi, b)) break;
+    lo = std::max(lo, a);
+    hi = std::min(hi, b);
+  }
+  if (last == i || lo == -kExactRounding || hi == kExactRounding) {
+    o << "    " << epilogue_step(st) << "\n";
+    return i;
+  }
+  const std::string inv = float_literal(static_cast<float>(1.0 / st.alpha));
+  const std::optional<MagicMultiplier> mul = last + 1 < steps.size() && steps[last + 1].kind == EpilogueOpKind::kMul
+                                                 ? magic_multiplier(steps[last + 1].alpha)
+                                                 : std::nullopt;
+  if (mul) {
+    o << fmt::format("    v = quantize_mul_s8_f(v, {}, {}, {}, {}, {});  // fake quantization: round to the grid of {}, "
+                     "clamped, times {} (22 bits)\n",
+                     inv, float_literal(lo), float_literal(hi), float_literal(mul->m), float_literal(mul->minus_magic_m),
+                     float_literal(st.alpha), float_literal(steps[last + 1].alpha));
+    return last + 1;
+  }
+  o << fmt::format("    v = quantize_s8_f(v, {}, {}, {});  // round to the grid of {}, clamped\n", inv,
+                   float_literal(lo), float_literal(hi), float_literal(st.alpha));
+  return last;
+}
+
 // The epilogue function, and whether its value ends quantized (`quantized`): an int8 code of
 // [-128, 127] for an int8 store, which then only rounds it (StoreValue).
 std::string emit_epilogue(const KernelPlan& plan, bool& quantized) {
@@ -266,6 +313,10 @@ std::string emit_epilogue(const KernelPlan& plan, bool& quantized) {
   for (size_t i = lead; i < steps.size(); ++i) {
     const EpilogueStep& st = steps[i];
     quantized = st.kind == EpilogueOpKind::kQuantize;
+    if (st.kind == EpilogueOpKind::kRound && st.alpha > 0) {
+      i = emit_fake_quantize(o, steps, i);
+      continue;
+    }
     if (!quantized) {
       if (st.kind == EpilogueOpKind::kRelu && i + 1 < steps.size() &&
           steps[i + 1].kind == EpilogueOpKind::kQuantize && steps[i + 1].alpha > 0) {

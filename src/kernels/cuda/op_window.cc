@@ -84,6 +84,10 @@ std::string step_code(const ops::EpilogueStep& s) {
     case EpilogueKind::kQuantize:
       return fmt::format("v = quantize_s8_f(v, {});",
                          float_literal(static_cast<float>(1.0 / s.alpha)));
+    // An asymmetric QuantizeLinear's rounding (fuse's fake quantization: the clip and mul
+    // after it are the steps above), by the reciprocal as the quantize.
+    case EpilogueKind::kRound:
+      return fmt::format("v = rintf(v * {});", float_literal(static_cast<float>(1.0 / s.alpha)));
     case EpilogueKind::kAddScaledResidual:
       break;  // its R is int8, which can_emit_op refuses for a conv (takes_int8)
   }

@@ -163,6 +163,10 @@ TEST(EpilogueStr, StepsThenStore) {
   d2s.store.kind = StoreMap::Kind::kPlain;
   d2s.store.ld = 96;
   EXPECT_EQ(d2s.str(), "store i8 plain(ld=96)");
+  // fuse's fake quantization of an asymmetric QDQ pair, as `explain` prints it.
+  Epilogue fq;
+  fq.steps = {{EpilogueOpKind::kRound, 0.5f}, {EpilogueOpKind::kClip, -116, 139}, {EpilogueOpKind::kMul, 0.5f}};
+  EXPECT_EQ(fq.str(), "round(0.5) -> clip(-116, 139) -> mul(0.5) -> store f16 plain(ld=n)");
 }
 
 }  // namespace

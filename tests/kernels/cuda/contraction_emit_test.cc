@@ -98,6 +98,9 @@ std::vector<TestProblem> variants() {
                    {step(K::kBias), step(K::kRelu)}));
   v.push_back(with(conv_problem(conv_params(1, 20, 20, 64, 64, 3, 1, 1), DType::kF16, DType::kF32),
                    tc_schedule(64, 64, 32, 32, 32, 3), {step(K::kResidualAdd)}));
+  // An asymmetric QDQ pair after the conv (fuse's fake quantization of a QUInt8 activation).
+  v.push_back(with(conv_problem(conv_params(1, 20, 20, 64, 64, 3, 1, 1)), tc_schedule(64, 64, 32, 32, 32, 3),
+                   {step(K::kBias), step(K::kRound, 0.05f), step(K::kClip, -116.0f, 139.0f), step(K::kMul, 0.05f)}));
   return v;
 }
 
@@ -430,6 +433,32 @@ TEST(EmittedSource, StoreMaps) {
   // Group g (the batch dim) writes channels [16 g, 16 g + 16) and reads bias[16 g + n].
   EXPECT_TRUE(has(src, "return Index(m) * 64 + n + Index(x_g) * 16;")) << src;
   EXPECT_TRUE(has(src, "return int(n + Index(x_g) * 16);"));
+}
+
+// fuse's fake quantization, round(s) -> clip(qmin - z, qmax - z) -> mul(s'), is the int8
+// quantize's arithmetic over the clip's range: saturate, round by the float add, and the
+// dequantizing multiply fused into the rounding's second add. A round with no integral clamp
+// after it is rintf.
+TEST(EmittedSource, FakeQuantizationIsOneSaturatedRoundingAndAnFma) {
+  const TestProblem fq = with(conv_problem(conv_params(1, 20, 20, 64, 64, 3, 1, 1)), tc_schedule(64, 64, 32, 32, 32, 3),
+                              {step(K::kBias), step(K::kRound, 0.5f), step(K::kClip, -116.0f, 139.0f),
+                               step(K::kMul, 0.5f), step(K::kRelu)});
+  std::string src = emit(fq.c, fq.e, fq.s).source;
+  EXPECT_TRUE(has(src, "v = quantize_mul_s8_f(v, 2.0f, -116.0f, 139.0f, 0.5f, -6291456.0f);  // fake quantization")) << src;
+  EXPECT_FALSE(has(src, "rintf")) << src;
+  EXPECT_FALSE(has(src, "clip_f")) << "the clip is the saturation";
+  EXPECT_TRUE(has(src, "v = fmaxf(v, 0.0f);  // relu")) << "the steps after the mul stay";
+  EXPECT_TRUE(has(src, "static constexpr bool kQuantizedOut = false;"));
+  // Without the mul (a hand-written epilogue): saturated and rounded, not multiplied.
+  const TestProblem no_mul = with(conv_problem(conv_params(1, 20, 20, 64, 64, 3, 1, 1)),
+                                  tc_schedule(64, 64, 32, 32, 32, 3), {step(K::kRound, 0.5f), step(K::kClip, 0.0f, 255.0f)});
+  EXPECT_TRUE(has(emit(no_mul.c, no_mul.e, no_mul.s).source, "v = quantize_s8_f(v, 2.0f, 0.0f, 255.0f);"));
+  // A clip that is not integral is no saturation of the integers: rintf, then the clip.
+  const TestProblem alone = with(conv_problem(conv_params(1, 20, 20, 64, 64, 3, 1, 1)), tc_schedule(64, 64, 32, 32, 32, 3),
+                                 {step(K::kRound, 0.5f), step(K::kClip, 0.0f, 6.5f)});
+  src = emit(alone.c, alone.e, alone.s).source;
+  EXPECT_TRUE(has(src, "v = rintf(v * 2.0f);  // round to the grid of 0.5f")) << src;
+  EXPECT_TRUE(has(src, "v = clip_f(v, 0.0f, 6.5f);"));
 }
 
 TEST(EmittedSource, LaunchGeometryOfTheSeedWorkloadsStaysInGridX) {

@@ -60,6 +60,7 @@ struct TestProblem {
       case K::kMish: return "mish";
       case K::kHardSigmoid: return "hsigmoid";
       case K::kElu: return "elu";
+      case K::kRound: return "round";
     }
     return "?";
   }

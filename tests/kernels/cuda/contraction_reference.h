@@ -121,6 +121,7 @@ inline double apply_step(const contraction::EpilogueStep& s, double v, int64_t c
     case K::kMish: return v * std::tanh(v > 0 ? v + std::log1p(std::exp(-v)) : std::log1p(std::exp(v)));
     case K::kHardSigmoid: return std::min(std::max(s.alpha * v + s.beta, 0.0), 1.0);
     case K::kElu: return v < 0 ? s.alpha * std::expm1(v) : v;
+    case K::kRound: return std::nearbyint(v / s.alpha);
   }
   return v;
 }

@@ -391,7 +391,9 @@ ir::Graph depthwise_node(DType t, Shape x, int64_t k, int64_t stride, int64_t pa
     for (size_t i = 0; i < epilogue.size(); ++i) {
       if (epilogue[i] == "clip") beta[i] = 6.0;
       if (epilogue[i] == "leaky_relu") alpha[i] = 0.1;
-      if (epilogue[i] == "quantize" || epilogue[i] == "mul") alpha[i] = 0.05;
+      if (epilogue[i] == "quantize" || epilogue[i] == "mul" || epilogue[i] == "round") alpha[i] = 0.05;
+      // After a round: u8's range less a zero point of 116 (fuse's fake quantization).
+      if (epilogue[i] == "clip" && i > 0 && epilogue[i - 1] == "round") alpha[i] = -116.0, beta[i] = 139.0;
     }
     // A last quantize stores int8 (fuse's form of a QDQ model's depthwise conv).
     if (epilogue.back() == "quantize") attrs["out_dtype"] = std::string("i8");
@@ -573,6 +575,17 @@ TEST_F(DepthwiseKernelTest, GroupedAndMultiplierConvsKeepTheDirectKernel) {
   g.outputs = {y};
   ir::infer_types(g, ir::OpRegistry::global());
   EXPECT_NE(emit_op(g, g.nodes[0]).source.find("GroupedConv<Problem>"), std::string::npos);
+}
+
+// A QUInt8 QDQ model's depthwise conv: fuse gives it the asymmetric QuantizeLinear ->
+// DequantizeLinear pair after it as a fake quantization, and it stores its own dtype.
+TEST_F(DepthwiseKernelTest, FakeQuantizationRoundsByTheReciprocal) {
+  const ir::Graph g = depthwise_node(DType::kF16, {2, 28, 28, 96}, 3, 1, 1, 1, {"round", "clip", "mul"});
+  ASSERT_EQ(g.type(g.outputs[0]).dtype, DType::kF16);
+  const std::string src = emit_op(g, g.nodes[0]).source;
+  EXPECT_NE(src.find("v = rintf(v * 20.0f);"), std::string::npos) << src;
+  EXPECT_NE(src.find("v = v < -116.0f ? -116.0f : (v > 139.0f ? 139.0f : v);"), std::string::npos) << src;
+  compile_depthwise(g);
 }
 
 // A QDQ model's depthwise conv: fuse gives it the QuantizeLinear -> DequantizeLinear -> Clip
