@@ -192,12 +192,15 @@ const std::map<std::string, OpFacts>& table() {
 
     // Quantization: the QDQ ops follow the layout (a per-channel axis is remapped) and run as
     // element-wise kernels; the integer contractions run on the CPU reference. Their float
-    // side takes fp16 (opset 19's forms): QuantizeLinear's x (its scale keeps its dtype),
-    // DequantizeLinear's output, whose dtype is its scale's (converted with it).
+    // side takes fp16 (opset 19's forms): DequantizeLinear's output, whose dtype is its scale's
+    // (converted with it). QuantizeLinear's x and scale keep their dtypes: a QDQ model's
+    // f32 input is quantized as the model says, with no Cast kernel to fp16 before it (one
+    // launch fewer; the f16 rounding could move a value across a rounding tie), and an fp16
+    // tensor is read as it is.
     t["QuantizeLinear"] = quantization();
     t["QuantizeLinear"].gpu = GpuKernel::kElementwise;
     t["QuantizeLinear"].fp16 = true;
-    t["QuantizeLinear"].fp16_free_inputs = {1};
+    t["QuantizeLinear"].fp16_free_inputs = {0, 1};
     t["DequantizeLinear"] = quantization();
     t["DequantizeLinear"].gpu = GpuKernel::kElementwise;
     t["DequantizeLinear"].fp16 = true;

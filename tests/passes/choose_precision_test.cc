@@ -112,9 +112,13 @@ TEST(ChoosePrecision, UpsampleIntoAnOutputCastsItsInput) {
 })");
 }
 
-// QuantizeLinear and DequantizeLinear take fp16 on their float side: Q reads x in fp16 with its
-// f32 scale, DQ writes fp16 with its scale converted; the Relu between them runs fp16.
+// QuantizeLinear and DequantizeLinear take fp16 on their float side: Q reads x in the dtype it
+// comes in (f32 from the graph's input, fp16 from an fp16 op) with its f32 scale, DQ writes
+// fp16 with its scale converted; the Relu between them runs fp16.
 TEST(ChoosePrecision, QdqFloatSideIsFp16) {
+  // The graph input x is read by a QuantizeLinear only: Q reads it in f32 (its x is a free
+  // operand), as the model quantizes it, with no Cast kernel before; the DequantizeLinear and
+  // what follows go fp16. A QuantizeLinear of an fp16 tensor (the Relu's) reads it in fp16.
   expect_fp16(R"(graph @g opset 17 {
   input %x : f32[4]
   const %s : f32[] = [0.125]
@@ -122,19 +126,22 @@ TEST(ChoosePrecision, QdqFloatSideIsFp16) {
   %q = QuantizeLinear(%x, %s, %zp) : i8[4] @"q"
   %d = DequantizeLinear(%q, %s, %zp) : f32[4] @"dq"
   %y = Relu(%d) : f32[4] @"relu"
-  output %y
+  %q2 = QuantizeLinear(%y, %s, %zp) : i8[4] @"q2"
+  %d2 = DequantizeLinear(%q2, %s, %zp) : f32[4] @"dq2"
+  output %d2
 })",
               R"(graph @g opset 17 {
   input %x : f32[4]
   const %s : f32[] = [0.125]
   const %sh : f16[] = [0.125]
   const %zp : i8[] = [0]
-  %xh = Cast(%x) {to = 10} : f16[4] @"x.to_f16"
-  %q = QuantizeLinear(%xh, %s, %zp) : i8[4] @"q"
+  %q = QuantizeLinear(%x, %s, %zp) : i8[4] @"q"
   %d = DequantizeLinear(%q, %sh, %zp) : f16[4] @"dq"
-  %yh = Relu(%d) : f16[4] @"relu"
-  %y = Cast(%yh) {to = 1} : f32[4] @"y.to_f32"
-  output %y
+  %y = Relu(%d) : f16[4] @"relu"
+  %q2 = QuantizeLinear(%y, %s, %zp) : i8[4] @"q2"
+  %d2h = DequantizeLinear(%q2, %sh, %zp) : f16[4] @"dq2"
+  %d2 = Cast(%d2h) {to = 1} : f32[4] @"d2.to_f32"
+  output %d2
 })");
 }
 
