@@ -233,6 +233,22 @@ std::string emit_store(const KernelPlan& plan, bool quantized) {
   return o.str();
 }
 
+// The relu and integral clip steps after steps[i] that narrow [lo, hi] while their intervals
+// nest (a quantize's or a fake quantization's saturation takes them: rounding and an integral
+// clamp commute); returns the index of the last one taken (i where none).
+size_t take_integral_clamps(const std::vector<EpilogueStep>& steps, size_t i, float& lo, float& hi) {
+  for (; i + 1 < steps.size(); ++i) {
+    const EpilogueStep& next = steps[i + 1];
+    const bool relu = next.kind == EpilogueOpKind::kRelu;
+    if (!relu && next.kind != EpilogueOpKind::kClip) break;
+    const float a = relu ? 0.0f : next.alpha, b = relu ? hi : next.beta;
+    if (a != std::nearbyint(a) || b != std::nearbyint(b) || std::max(lo, a) > std::min(hi, b)) break;
+    lo = std::max(lo, a);
+    hi = std::min(hi, b);
+  }
+  return i;
+}
+
 // An asymmetric fake quantization from steps[i], a kRound by a positive scale: round(s), the
 // relu and integral clip steps after it (fuse writes clip(qmin - z, qmax - z)), and a kMul
 // back to float. Rounding commutes with an integral clamp, so it is quantize_s8_f's saturation
@@ -245,16 +261,7 @@ size_t emit_fake_quantize(std::ostringstream& o, const std::vector<EpilogueStep>
   constexpr float kExactRounding = 4194304.0f;  // 2^22
   const EpilogueStep& st = steps[i];
   float lo = -kExactRounding, hi = kExactRounding;
-  size_t last = i;
-  for (; last + 1 < steps.size(); ++last) {
-    const EpilogueStep& next = steps[last + 1];
-    const bool relu = next.kind == EpilogueOpKind::kRelu;
-    if (!relu && next.kind != EpilogueOpKind::kClip) break;
-    const float a = relu ? 0.0f : next.alpha, b = relu ? hi : next.beta;
-    if (a != std::nearbyint(a) || b != std::nearbyint(b) || std::max(lo, a) > std::min(hi, b)) break;
-    lo = std::max(lo, a);
-    hi = std::min(hi, b);
-  }
+  const size_t last = take_integral_clamps(steps, i, lo, hi);
   if (last == i || lo == -kExactRounding || hi == kExactRounding) {
     o << "    " << epilogue_step(st) << "\n";
     return i;
@@ -328,15 +335,7 @@ std::string emit_epilogue(const KernelPlan& plan, bool& quantized) {
     }
     float lo = relu_before ? 0.0f : -128.0f, hi = 127.0f;
     relu_before = false;
-    for (; i + 1 < steps.size(); ++i) {
-      const EpilogueStep& next = steps[i + 1];
-      const bool relu = next.kind == EpilogueOpKind::kRelu;
-      if (!relu && next.kind != EpilogueOpKind::kClip) break;
-      const float a = relu ? 0.0f : next.alpha, b = relu ? hi : next.beta;
-      if (a != std::nearbyint(a) || b != std::nearbyint(b) || std::max(lo, a) > std::min(hi, b)) break;
-      lo = std::max(lo, a);
-      hi = std::min(hi, b);
-    }
+    i = take_integral_clamps(steps, i, lo, hi);
     const std::string inv = float_literal(static_cast<float>(1.0 / st.alpha));
     const bool last = i + 1 == steps.size();
     const std::optional<MagicMultiplier> mul =

@@ -94,17 +94,10 @@ struct Pool {
   using Packed = PackedMax<T>;
   static constexpr bool kPacked = P::kMax && Packed::kOk && (P::kVec * sizeof(T)) % 4 == 0;
 
-  __device__ __forceinline__ static void item(const OpParams& p, i64 i) {
-    if constexpr (kPacked) {
-      packed_item(p, i);
-      return;
-    }
-    const PixelItem<P, P::kC> it(i);
+  // Calls f with the fragment of each tap of the item's window that lies inside the input.
+  template <typename F>
+  __device__ __forceinline__ static void for_each_tap(const OpParams& p, const PixelItem<P, P::kC>& it, F&& f) {
     const T* x = static_cast<const T*>(p.in[0]) + i64(it.n) * P::kH * P::kW * P::kC + it.c0;
-    float acc[P::kVec];
-#pragma unroll
-    for (int v = 0; v < P::kVec; ++v) acc[v] = P::kMax ? P::kLowest : 0.f;
-    int taps = 0;
 #pragma unroll
     for (int kh = 0; kh < P::kKH; ++kh) {
       const int ih = it.oh * P::kSH - P::kPT + kh * P::kDH;
@@ -113,18 +106,33 @@ struct Pool {
       for (int kw = 0; kw < P::kKW; ++kw) {
         const int iw = it.ow * P::kSW - P::kPL + kw * P::kDW;
         if (iw < 0 || iw >= P::kW) continue;
-        Frag<T, P::kVec> f;
-        f.load(x + (i64(ih) * P::kW + iw) * P::kC);
-        ++taps;
-#pragma unroll
-        for (int v = 0; v < P::kVec; ++v) {
-          const float e = to_float(f.v[v]);
-          // NaN propagates through a max as in the reference (std::max keeps the first NaN
-          // only by accident; an explicit test keeps it deterministically).
-          acc[v] = P::kMax ? (e > acc[v] || e != e ? e : acc[v]) : acc[v] + e;
-        }
+        Frag<T, P::kVec> frag;
+        frag.load(x + (i64(ih) * P::kW + iw) * P::kC);
+        f(frag);
       }
     }
+  }
+
+  __device__ __forceinline__ static void item(const OpParams& p, i64 i) {
+    if constexpr (kPacked) {
+      packed_item(p, i);
+      return;
+    }
+    const PixelItem<P, P::kC> it(i);
+    float acc[P::kVec];
+#pragma unroll
+    for (int v = 0; v < P::kVec; ++v) acc[v] = P::kMax ? P::kLowest : 0.f;
+    int taps = 0;
+    for_each_tap(p, it, [&](const Frag<T, P::kVec>& f) {
+      ++taps;
+#pragma unroll
+      for (int v = 0; v < P::kVec; ++v) {
+        const float e = to_float(f.v[v]);
+        // NaN propagates through a max as in the reference (std::max keeps the first NaN
+        // only by accident; an explicit test keeps it deterministically).
+        acc[v] = P::kMax ? (e > acc[v] || e != e ? e : acc[v]) : acc[v] + e;
+      }
+    });
     Frag<T, P::kVec> y;
     const float scale = P::kMax ? 1.f : 1.f / (P::kCountIncludePad ? float(P::kKH * P::kKW) : float(taps));
 #pragma unroll
@@ -136,33 +144,22 @@ struct Pool {
   __device__ __forceinline__ static void packed_item(const OpParams& p, i64 i) {
     constexpr int kWords = P::kVec * int(sizeof(T)) / 4;
     const PixelItem<P, P::kC> it(i);
-    const T* x = static_cast<const T*>(p.in[0]) + i64(it.n) * P::kH * P::kW * P::kC + it.c0;
     u32 acc[kWords][Packed::kPairs];
 #pragma unroll
     for (int w = 0; w < kWords; ++w)
 #pragma unroll
       for (int q = 0; q < Packed::kPairs; ++q) acc[w][q] = Packed::lowest();
+    for_each_tap(p, it, [&](const Frag<T, P::kVec>& f) {
+      u32 words[kWords];
+      memcpy(words, f.v, sizeof(words));
 #pragma unroll
-    for (int kh = 0; kh < P::kKH; ++kh) {
-      const int ih = it.oh * P::kSH - P::kPT + kh * P::kDH;
-      if (ih < 0 || ih >= P::kH) continue;
+      for (int w = 0; w < kWords; ++w) {
+        u32 pairs[Packed::kPairs];
+        Packed::unpack(words[w], pairs);
 #pragma unroll
-      for (int kw = 0; kw < P::kKW; ++kw) {
-        const int iw = it.ow * P::kSW - P::kPL + kw * P::kDW;
-        if (iw < 0 || iw >= P::kW) continue;
-        Frag<T, P::kVec> f;
-        f.load(x + (i64(ih) * P::kW + iw) * P::kC);
-        u32 words[kWords];
-        memcpy(words, f.v, sizeof(words));
-#pragma unroll
-        for (int w = 0; w < kWords; ++w) {
-          u32 pairs[Packed::kPairs];
-          Packed::unpack(words[w], pairs);
-#pragma unroll
-          for (int q = 0; q < Packed::kPairs; ++q) acc[w][q] = Packed::max(acc[w][q], pairs[q]);
-        }
+        for (int q = 0; q < Packed::kPairs; ++q) acc[w][q] = Packed::max(acc[w][q], pairs[q]);
       }
-    }
+    });
     Frag<T, P::kVec> y;
     u32 words[kWords];
 #pragma unroll
