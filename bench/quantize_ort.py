@@ -2,13 +2,16 @@
 """Writes a QDQ int8 model with onnxruntime's quantizer, the way a TensorRT user would ask it to.
 
     python3 bench/quantize_ort.py MODEL.onnx OUT.onnx [--samples 8] [--seed 0] [--calib X.npy]
+                                  [--activations s8|u8]
 
 quantize_static in the QDQ format, int8 activations and weights, both symmetric (zero points 0:
 TensorRT's semantics, what tessel's int8 kernels take), weights per output channel, min-max
 ranges from --samples random normal inputs, or from --calib (a .npy of the model's one input,
 as bench/torch_models.py saves it; the models here have random weights: the ranges are as
-meaningful as the model). The batch dimension of a dynamic-batch model is calibrated at
-1 and stays dynamic. Needs onnxruntime (not on the GPU machine: run it here and carry OUT).
+meaningful as the model). --activations u8: onnxruntime's own default instead, uint8
+activations with zero points (asymmetric; tessel runs their convs in fp16 with the Q/DQ pair as
+a fake quantization in the epilogue), weights still symmetric int8. The batch dimension of a
+dynamic-batch model is calibrated at 1 and stays dynamic. Needs onnxruntime (not on the GPU machine: run it here and carry OUT).
 """
 
 import argparse
@@ -52,16 +55,19 @@ def main():
     ap.add_argument("--samples", type=int, default=8)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--calib", help="calibrate on this .npy input (one batch) instead")
+    ap.add_argument("--activations", choices=("s8", "u8"), default="s8",
+                    help="s8: symmetric int8 (TensorRT's semantics); u8: asymmetric uint8, onnxruntime's default")
     args = ap.parse_args()
+    u8 = args.activations == "u8"
     with tempfile.TemporaryDirectory() as d:
         pre = os.path.join(d, "pre.onnx")
         quant_pre_process(args.model, pre, skip_symbolic_shape=True)
         model = onnx.load(pre)
         quantize_static(pre, args.out, RandomReader(model, args.samples, args.seed, args.calib),
                         quant_format=QuantFormat.QDQ, per_channel=True,
-                        activation_type=QuantType.QInt8, weight_type=QuantType.QInt8,
-                        calibrate_method=CalibrationMethod.MinMax,
-                        extra_options={"ActivationSymmetric": True, "WeightSymmetric": True})
+                        activation_type=QuantType.QUInt8 if u8 else QuantType.QInt8,
+                        weight_type=QuantType.QInt8, calibrate_method=CalibrationMethod.MinMax,
+                        extra_options={"ActivationSymmetric": not u8, "WeightSymmetric": True})
     print("wrote %s (%.1f MB)" % (args.out, os.path.getsize(args.out) / 1e6))
     return 0
 
