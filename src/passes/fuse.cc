@@ -165,22 +165,16 @@ struct AffineQdq {
   DType integer;
 };
 std::optional<AffineQdq> affine_qdq(const ir::Graph& g, const ir::Node& n, const char* op, ValueId v) {
-  if (n.op != op || n.inputs.size() < 2 || n.inputs[0] != v || n.outputs.size() != 1) return std::nullopt;
-  if (n.get_int("block_size", 0) != 0) return std::nullopt;
-  const Tensor* scale = g.value(n.inputs[1]).data.get();
-  if (!scale || !is_float(scale->dtype()) || scale->numel() != 1) return std::nullopt;
-  AffineQdq q{scale->get_f64(0), 0, DType::kU8};
-  if (!(q.scale > 0.0) || !std::isfinite(q.scale)) return std::nullopt;
-  if (n.inputs.size() > 2 && n.inputs[2] != kNoValue) {
-    const Tensor* zp = g.value(n.inputs[2]).data.get();
-    if (!zp || zp->numel() != 1) return std::nullopt;
-    q.zero_point = zp->get_i64(0);
-  }
+  if (n.op != op || n.inputs.empty() || n.inputs[0] != v) return std::nullopt;
+  const std::optional<QdqParams> p = qdq_params(g, n);
+  if (!p || !p->per_tensor()) return std::nullopt;
+  const std::optional<int64_t> z = p->tensor_zero_point();
+  const double scale = p->scale->get_f64(0);
+  if (!z || !(scale > 0.0) || !std::isfinite(scale)) return std::nullopt;
+  if (p->integer != DType::kU8 && p->integer != DType::kI8) return std::nullopt;
   const bool quantize = std::string_view(op) == "QuantizeLinear";
-  q.integer = g.type(quantize ? n.outputs[0] : n.inputs[0]).dtype;
-  if (q.integer != DType::kU8 && q.integer != DType::kI8) return std::nullopt;
   if (!storable(g.type(quantize ? n.inputs[0] : n.outputs[0]).dtype)) return std::nullopt;
-  return q;
+  return AffineQdq{scale, *z, p->integer};
 }
 
 bool has_residual_step(const std::vector<EpilogueStep>& steps) {

@@ -7,8 +7,8 @@
 
 namespace tessel::passes {
 
-std::optional<SymmetricQdq> symmetric_qdq(const ir::Graph& g, const ir::Node& n, std::string* why) {
-  auto no = [&](const char* reason) -> std::optional<SymmetricQdq> {
+std::optional<QdqParams> qdq_params(const ir::Graph& g, const ir::Node& n, std::string* why) {
+  auto no = [&](const char* reason) -> std::optional<QdqParams> {
     if (why) *why = reason;
     return std::nullopt;
   };
@@ -16,21 +16,31 @@ std::optional<SymmetricQdq> symmetric_qdq(const ir::Graph& g, const ir::Node& n,
   if ((!quantize && n.op != "DequantizeLinear") || n.inputs.size() < 2 || n.outputs.size() != 1)
     return no(" is no QuantizeLinear or DequantizeLinear");
   if (n.get_int("block_size", 0) != 0) return no(" is block-quantized");
-  SymmetricQdq q;
+  QdqParams q;
   q.scale = g.value(n.inputs[1]).data.get();
   if (!q.scale || !is_float(q.scale->dtype()) || q.scale->numel() < 1)
     return no("'s scale is not a constant float");
   if (n.inputs.size() > 2 && n.inputs[2] != ir::kNoValue) {
-    const Tensor* zp = g.value(n.inputs[2]).data.get();
-    bool zero = zp != nullptr;
-    for (int64_t i = 0; zero && i < zp->numel(); ++i) zero = zp->get_i64(i) == 0;
-    if (!zero) return no(" has a non-zero zero point (asymmetric)");
+    q.zero_point = g.value(n.inputs[2]).data.get();
+    if (!q.zero_point) return no("'s zero point is not a constant");
   }
   const ir::ValueId integer = quantize ? n.outputs[0] : n.inputs[0];
   q.integer = g.type(integer).dtype;
   const int64_t rank = static_cast<int64_t>(g.type(n.inputs[0]).shape.size());
   q.axis = n.get_int("axis", 1);
   if (q.axis < 0) q.axis += rank;
+  return q;
+}
+
+std::optional<SymmetricQdq> symmetric_qdq(const ir::Graph& g, const ir::Node& n, std::string* why) {
+  std::optional<QdqParams> q = qdq_params(g, n, why);
+  if (!q) return std::nullopt;
+  for (int64_t i = 0; q->zero_point && i < q->zero_point->numel(); ++i) {
+    if (q->zero_point->get_i64(i) != 0) {
+      if (why) *why = " has a non-zero zero point (asymmetric)";
+      return std::nullopt;
+    }
+  }
   return q;
 }
 

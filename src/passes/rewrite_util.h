@@ -36,23 +36,34 @@ const Tensor* channel_constant(const ir::Graph& g, ir::ValueId c, int64_t channe
 // memory on n's input. convert-layout and choose-precision both put theirs there.
 bool upsamples_into_output(const ir::Graph& g, const ir::Node& n, const std::vector<int>& uses);
 
-// The parameters of a QuantizeLinear / DequantizeLinear node in TensorRT's symmetric form: a
-// constant float scale (one value, or one per index of `axis`), a zero point absent or a
-// constant of zeros, no blocks. The one definition fold-batch-norm, fold-qdq and fuse read.
-struct SymmetricQdq {
+// The parameters of a QuantizeLinear / DequantizeLinear node: a constant float scale (one
+// value, or one per index of `axis`), a zero point absent or constant, no blocks. The one
+// definition fold-batch-norm, fold-qdq and fuse read.
+struct QdqParams {
   const Tensor* scale = nullptr;
+  const Tensor* zero_point = nullptr;  // null where absent (zero)
   int64_t axis = 0;             // normalized against the quantized tensor's rank
   DType integer = DType::kI8;   // the quantized side's dtype (DequantizeLinear's input,
                                 // QuantizeLinear's output)
   bool per_tensor() const { return scale->numel() == 1; }
+  // The zero point of a per-tensor pair (0 where absent); nothing where it varies by channel.
+  std::optional<int64_t> tensor_zero_point() const {
+    if (!zero_point) return 0;
+    if (zero_point->numel() != 1) return std::nullopt;
+    return zero_point->get_i64(0);
+  }
   // The scale of TensorRT's int8 form that the epilogues fold (one value, int8), or nothing.
   std::optional<double> int8_scale() const {
     if (integer != DType::kI8 || !per_tensor()) return std::nullopt;
     return scale->get_f64(0);
   }
 };
-// n's parameters, or nothing and (when given) *why: "is block-quantized", "has a non-zero zero
-// point (asymmetric)", "'s scale is not a constant float" (to follow the operand's name).
+// n's parameters, or nothing and (when given) *why: "is block-quantized", "'s scale is not a
+// constant float", "'s zero point is not a constant" (to follow the operand's name).
+std::optional<QdqParams> qdq_params(const ir::Graph& g, const ir::Node& n, std::string* why = nullptr);
+// TensorRT's symmetric form: qdq_params with the zero point absent or all zeros (*why: "has a
+// non-zero zero point (asymmetric)").
+using SymmetricQdq = QdqParams;
 std::optional<SymmetricQdq> symmetric_qdq(const ir::Graph& g, const ir::Node& n,
                                           std::string* why = nullptr);
 
