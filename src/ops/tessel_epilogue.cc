@@ -136,6 +136,13 @@ void write_epilogue(ir::Node& node, const std::vector<EpilogueStep>& steps) {
   node.attrs["epilogue_beta"] = std::move(beta);
 }
 
+// As QuantizeLinear's reference: the f32 value divided by the f32 scale in f32, rounded half to
+// even (NaN: 0); kQuantize saturates it to int8, kRound leaves that to the clip after it.
+static double rounded_quotient(double v, double scale) {
+  const float q = static_cast<float>(v) / static_cast<float>(scale);
+  return std::isnan(q) ? 0.0 : std::nearbyint(static_cast<double>(q));
+}
+
 double apply_epilogue_step(const EpilogueStep& step, double v, double residual) {
   switch (step.kind) {
     case EpilogueKind::kRelu:
@@ -158,12 +165,8 @@ double apply_epilogue_step(const EpilogueStep& step, double v, double residual) 
       return v + residual;
     case EpilogueKind::kMul:
       return v * step.alpha;
-    case EpilogueKind::kQuantize: {
-      // As QuantizeLinear's reference: the f32 value divided by the f32 scale in f32.
-      const float q = static_cast<float>(v) / static_cast<float>(step.alpha);
-      if (std::isnan(q)) return 0.0;
-      return std::clamp(std::nearbyint(static_cast<double>(q)), -128.0, 127.0);
-    }
+    case EpilogueKind::kQuantize:
+      return std::clamp(rounded_quotient(v, step.alpha), -128.0, 127.0);
     case EpilogueKind::kAddScaledResidual:
       return v + step.alpha * residual;
     case EpilogueKind::kTanh:
@@ -176,11 +179,8 @@ double apply_epilogue_step(const EpilogueStep& step, double v, double residual) 
       return clamp_nan(step.alpha * v + step.beta, 0.0, 1.0);
     case EpilogueKind::kElu:
       return v < 0 ? step.alpha * std::expm1(v) : v;
-    case EpilogueKind::kRound: {
-      // kQuantize's f32 quotient, not saturated: the clip after it takes the integer range.
-      const float q = static_cast<float>(v) / static_cast<float>(step.alpha);
-      return std::isnan(q) ? 0.0 : std::nearbyint(static_cast<double>(q));
-    }
+    case EpilogueKind::kRound:  // not saturated: the clip after it takes the integer range
+      return rounded_quotient(v, step.alpha);
   }
   TESSEL_ICHECK(false) << "unhandled epilogue kind " << static_cast<int>(step.kind);
   return v;
