@@ -25,7 +25,8 @@
 //
 //   tessel tune MODEL --db FILE [--budget 5m] [--per-layer N] [--retune] [--log FILE.jsonl]
 //   tessel tune --merge A.json B.json ... -o OUT.json
-//   tessel tune MODEL --replay FILE.jsonl [--target sm_90a] [--json OUT]   (no GPU: tune_replay.h)
+//   tessel tune MODEL --replay FILE.jsonl [--target sm_90a] [--json OUT] [--relog OUT.jsonl]
+//     (no GPU: tune_replay.h)
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -173,6 +174,9 @@ Action add_tune(CLI::App& app) {
                   "with --replay: plan for this GPU, sm_90a (H100) or sm_80 (A100); default: the GPU "
                   "present, else sm_90a");
   cmd->add_option("--json", o->replay.json, "with --replay: also write its rows and totals as JSON here");
+  cmd->add_option("--relog", o->replay.relog,
+                  "with --replay: also write the log's lines of this model with estimate_us as this tessel "
+                  "estimates them (for bench/rank_fit.py after a cost-model change)");
   return [cmd, o]() {
     if (!cmd->parsed()) return -1;
     if (!o->merge.empty()) {
@@ -190,8 +194,8 @@ Action add_tune(CLI::App& app) {
           << "tune MODEL --replay LOG: give the model and the log, no --db (nothing is measured)";
       return replay_tune_log(o->model, o->precision, o->replay);
     }
-    TESSEL_USER_CHECK(o->replay.target.empty() && o->replay.json.empty())
-        << "tune: --target and --json go with --replay";
+    TESSEL_USER_CHECK(o->replay.target.empty() && o->replay.json.empty() && o->replay.relog.empty())
+        << "tune: --target, --json and --relog go with --replay";
     TESSEL_USER_CHECK(!o->model.path.empty() && !o->db.empty())
         << "tune MODEL --db FILE: give the model and the database to write";
     const double budget_s = parse_budget_seconds(o->budget);

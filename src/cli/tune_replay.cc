@@ -1,5 +1,6 @@
 #include "cli/tune_replay.h"
 
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -9,6 +10,8 @@
 
 #include "cli/op_kernels.h"
 #include "core/error.h"
+#include "kernels/default_schedule.h"
+#include "kernels/estimate.h"
 
 namespace tessel::cli {
 namespace {
@@ -48,6 +51,50 @@ std::string fmt_us(double us) {
   return buf;
 }
 
+// Writes `log`'s lines whose key is one of `contractions`' with estimate_us as kernels::estimate
+// gives it now (as tune logs it: kernels::estimate without the epilogue's reads; 0 for grouped
+// kernels, which tune does not rank). Drops the lines of other keys, and of
+// schedules the contraction cannot take by that name or that do not fit the target; prints
+// what it wrote and dropped.
+void relog(const std::string& log, const std::string& out_path, const std::vector<UniqueContraction>& contractions,
+           const device::DeviceInfo& target) {
+  std::map<std::string, const contraction::Contraction*> by_key;
+  for (const UniqueContraction& u : contractions) by_key.emplace(u.key, &*u.plan.match.contraction);
+  std::ifstream in(log);
+  TESSEL_USER_CHECK(in.good()) << log << ": cannot open file";
+  std::ofstream out(out_path);
+  TESSEL_USER_CHECK(out.good()) << out_path << ": cannot write file";
+  int written = 0, foreign = 0, unnamed = 0;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    nlohmann::json j = nlohmann::json::parse(line);  // read_log has checked every line
+    const auto c = by_key.find(j["key"].get<std::string>());
+    if (c == by_key.end()) {
+      ++foreign;
+      continue;
+    }
+    const contraction::Contraction& con = *c->second;
+    const std::optional<kernels::Schedule> s = kernels::parse_schedule(j["schedule"].get<std::string>(), con);
+    if (!s) {
+      ++unnamed;
+      continue;
+    }
+    const bool ranked = kernels::grouped_schedules(con, target).empty();
+    const double us = ranked ? kernels::estimate(con, *s, target).microseconds : 0.0;
+    if (!std::isfinite(us)) {  // the schedule does not fit this target's SM
+      ++unnamed;
+      continue;
+    }
+    j["estimate_us"] = us;
+    out << j.dump() << "\n";
+    ++written;
+  }
+  std::printf("relog: %d lines re-estimated into %s; dropped %d of keys not in the model, %d of schedules "
+              "their contraction does not take here\n",
+              written, out_path.c_str(), foreign, unnamed);
+}
+
 }  // namespace
 
 int replay_tune_log(const ModelOptions& model, const std::string& precision, const ReplayOptions& o) {
@@ -55,7 +102,9 @@ int replay_tune_log(const ModelOptions& model, const std::string& precision, con
   const PlannedModel planned = lower_for_planning(model, precision);
   const device::DeviceInfo target = planning_target(o.target);
   std::vector<Row> rows;
-  for (const UniqueContraction& u : unique_contractions(planned, target)) {
+  const std::vector<UniqueContraction> contractions = unique_contractions(planned, target);
+  if (!o.relog.empty()) relog(o.log, o.relog, contractions, target);
+  for (const UniqueContraction& u : contractions) {
     Row r;
     r.key = u.key;
     r.node = planned.graph.nodes[static_cast<size_t>(u.node)].name;

@@ -361,11 +361,42 @@ TEST(Cli, TuneReplaysTheDefaultsAgainstALog) {
   EXPECT_DOUBLE_EQ(b["fastest_us"].get<double>(), 5.0 * nodes);
   EXPECT_NE(timed.out.find("(defaults / fastest 2.000)"), std::string::npos) << timed.out;
 
+  // --relog: the log again, each line of this model's keys with the estimate of today's cost
+  // model (as tune logs it); the other model's line, a
+  // schedule the contraction cannot take by name and one that does not fit are dropped and
+  // counted. conv_b: a 16 x 64 x 64 GEMM that mma.sync's 64x64 and 32x32 tiles both take.
+  const nlohmann::json* conv_b = nullptr;
+  for (const nlohmann::json& c : a["contractions"])
+    if (c["node"] == "conv_b") conv_b = &c;
+  ASSERT_NE(conv_b, nullptr) << a.dump();
+  const std::string kb = (*conv_b)["key"];
+  const std::string relog_in = write_file(
+      "relog_in.jsonl", line(kb, "tc_64x64x32_s3_w32x32_sk1_r8", 12.0) + line(kb, "tc_32x32x32_s2_w16x16_sk1_r8", 5.0) +
+                            line(kb, "tc_1_2_3", 7.0) + line(kb, "tc_256x256x64_s8_w128x128_sk1_r8", 3.0) +
+                            line("another model's key", def, 1.0));
+  const std::string relogged = (temp_dir() / "relogged.jsonl").string();
+  const Result re = run_tessel("tune " + tir + " --replay " + relog_in + " --target sm_90a --relog " + relogged);
+  ASSERT_EQ(re.code, 0) << re.out;
+  EXPECT_NE(re.out.find("relog: 2 lines re-estimated into " + relogged +
+                        "; dropped 1 of keys not in the model, 2 of schedules their contraction does not take"),
+            std::string::npos)
+      << re.out;
+  std::ifstream rf(relogged);
+  std::vector<nlohmann::json> lines;
+  for (std::string l; std::getline(rf, l);) lines.push_back(nlohmann::json::parse(l));
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0]["schedule"], "tc_64x64x32_s3_w32x32_sk1_r8");
+  EXPECT_EQ(lines[0]["microseconds"], 12.0);  // the measurement travels unchanged
+  EXPECT_EQ(lines[1]["schedule"], "tc_32x32x32_s2_w16x16_sk1_r8");
+  for (const nlohmann::json& l : lines) EXPECT_GT(l["estimate_us"].get<double>(), 0.0) << l.dump();
+  EXPECT_NE(lines[0]["estimate_us"], lines[1]["estimate_us"]);
+  expect_user_error("tune " + tir + " --db x.json --relog y.jsonl", "--target, --json and --relog go with --replay");
+
   const std::string bad = write_file("bad.jsonl", line(key, def, 10.0) + "{\"key\": 3}\n");
   expect_user_error("tune " + tir + " --replay " + bad, bad + ":2: not a tune log line");
   expect_user_error("tune " + tir + " --replay /nonexistent/log.jsonl", "/nonexistent/log.jsonl: cannot open file");
   expect_user_error("tune " + tir + " --replay " + log + " --db x.json", "no --db (nothing is measured)");
-  expect_user_error("tune " + tir + " --db x.json --target sm_80", "--target and --json go with --replay");
+  expect_user_error("tune " + tir + " --db x.json --target sm_80", "--target, --json and --relog go with --replay");
 }
 
 TEST(Cli, ExplainMissingFileIsOneLineError) {
