@@ -58,8 +58,9 @@ constexpr int kResidual = 3;
 constexpr int kScale = 4;
 constexpr int kPrologue = 5;
 
-// The dtype a contraction computes in and stores without out_dtype: W's, or f32 for int8.
-DType node_dtype(DType w) { return w == DType::kI8 ? DType::kF32 : w; }
+// The dtype a contraction computes in and stores without out_dtype: W's, or f32 for int8 (of
+// an operand's dtype: an int8 contraction's u8 X likewise).
+DType node_dtype(DType w) { return w == DType::kI8 || w == DType::kU8 ? DType::kF32 : w; }
 
 // Operands 0 and 1 both float (X in W's dtype unless `any_float_x`) and no S; or X i8 with the
 // dequantization scale S [channels] f32, and W i8 (the int8 contraction, which also reads a u8
