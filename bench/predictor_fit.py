@@ -82,7 +82,7 @@ def group(row):
 def int8(row):
     """Whether the row is an int8 contraction: its operand dtype (engine format 7 on, trace arg
     "operand_dtype") is i8. Rows without one (older traces and files) are 16-bit."""
-    return group(row) != "op" and row.get("operand_dtype") == "i8"
+    return group(row) != "op" and row.get("operand_dtype") in ("i8", "u8")
 
 
 def op_kind(row):

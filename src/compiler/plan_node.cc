@@ -165,7 +165,7 @@ std::string NodePlan::summary() const {
     case NodeRun::kOpKernel: return why.empty() ? "CUDA kernel" : "CUDA kernel: " + why;
     case NodeRun::kContraction: {
       if (!tensor_cores()) return "SIMT: " + why;
-      const bool int8 = match.contraction && match.contraction->a_dtype == DType::kI8;
+      const bool int8 = match.contraction && contraction::int8_operands(*match.contraction);
       return "Tensor Cores (" + instruction() + (int8 ? " int8" : "") + ") " + schedule.name() +
              (tuned ? " tuned" : "") + (why.empty() ? "" : " (" + why + ")");
     }

@@ -65,14 +65,12 @@ const char* learned_group(const NodePlan& plan) {
   }
 }
 
-// Both operands int8: mma.sync m16n8k32 or wgmma k32 at twice the 16-bit rate, on k-tiles of
-// twice the elements, with the int8 epilogues (kernels::fitted_class's rule). No kernel takes
-// one i8 operand alone (kernel_rules' check_int8), so the fit reads A's dtype, which the trace
-// carries, as this.
+// int8 operands (contraction::int8_operands: W i8, A i8 or u8): mma.sync m16n8k32 or wgmma k32
+// at twice the 16-bit rate, on k-tiles of twice the elements, with the int8 epilogues
+// (kernels::fitted_class's rule). No kernel takes one int8 operand alone (kernel_rules'
+// check_int8), so the fit reads A's dtype, which the trace carries, as this.
 bool int8_operands(const NodePlan& plan) {
-  if (plan.run != NodeRun::kContraction) return false;
-  const contraction::Contraction& c = *plan.match.contraction;
-  return c.a_dtype == DType::kI8 && c.b_dtype == DType::kI8;
+  return plan.run == NodeRun::kContraction && contraction::int8_operands(*plan.match.contraction);
 }
 
 template <typename Source>

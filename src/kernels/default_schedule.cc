@@ -159,7 +159,7 @@ Schedule make(Instruction instruction, Tile cta, Tile warp, int block_k, int sta
 // per k-tile, shared-memory row and k-step (32 bytes) as the 16-bit kernels, so the f16
 // configurations carry over with block_k doubled.
 int block_k_scale(const Contraction& c) {
-  return c.a_dtype == DType::kI8 && c.b_dtype == DType::kI8 ? 2 : 1;
+  return contraction::int8_operands(c) ? 2 : 1;
 }
 
 // Whether c's TMA schedules also come in k-tiles of one 64-byte row (kernels::check_tma): where
@@ -459,7 +459,7 @@ std::optional<Schedule> packed_groups_schedule(const Contraction& c,
   if (!l) return refuse("not a grouped contraction of channels-last operands");
   if (!contraction::tensor_core_eligible(c) || device.cc_major < 8)
     return refuse("not Tensor Core eligible on this device");
-  if (c.a_dtype == DType::kI8)
+  if (contraction::is_int8_operand(c.a_dtype))
     return refuse("int8 operands: the packed-groups kernel takes f16 or bf16 (the dense mma.sync "
                   "kernel runs the groups as a batch)");
   const int cog = static_cast<int>(l->n_per_group), cig = static_cast<int>(l->ci_padded);
@@ -565,7 +565,7 @@ std::optional<Schedule> grouped_halo_schedule(const Contraction& c,
   const std::optional<contraction::GroupedLayout> l = contraction::grouped_layout(c);
   const std::optional<contraction::ConvWindow> w = contraction::grouped_conv_geometry(c);
   if (!l || !w || device.cc_major < 8 || !contraction::tensor_core_eligible(c) ||
-      c.a_dtype == DType::kI8)
+      contraction::is_int8_operand(c.a_dtype))
     return std::nullopt;
   const int cog = static_cast<int>(l->n_per_group);
   if (cog % 8 != 0 || w->channels % 8 != 0) return std::nullopt;
@@ -632,7 +632,7 @@ std::vector<Schedule> grouped_schedules(const Contraction& c, const device::Devi
   // channels), so that a small --per-layer still tries its neighbours.
   const int cog = static_cast<int>(l->n_per_group);
   std::vector<std::pair<int, Schedule>> halos;
-  if (contraction::grouped_conv_geometry(c) && c.a_dtype != DType::kI8) {
+  if (contraction::grouped_conv_geometry(c) && !contraction::is_int8_operand(c.a_dtype)) {
     for (int groups : {1, 2, 4, 8}) {
       if (groups > l->groups || groups * cog > 128) continue;
       for (int warp_n : {8, 16, 32, 48, 64}) {

@@ -253,10 +253,11 @@ std::string rank_class(const Schedule& s) {
 
 namespace {
 
-// The fit's name prefix for c's families and classes (bench/rank_fit.py): int8 operands (both
-// i8, as kernels::block_k_scale counts them) have their own.
+// The fit's name prefix for c's families and classes (bench/rank_fit.py): int8 operands
+// (contraction::int8_operands, as kernels::block_k_scale counts them: a u8 A moves and
+// multiplies as an i8 one) have their own.
 std::string fit_prefix(const Contraction& c) {
-  return c.a_dtype == DType::kI8 && c.b_dtype == DType::kI8 ? "i8_" : "";
+  return contraction::int8_operands(c) ? "i8_" : "";
 }
 
 const rank_fit::Family* fitted_family(const std::string& name) {

@@ -216,16 +216,16 @@ Reason check_halo(const Contraction& c, const Schedule& s, HaloLayout* out) {
 
 Reason tma_operands(const Contraction& c, const Schedule& s, TmaLayout* out) {
   using device::TensorMapSpec;
-  if (c.a_dtype != c.b_dtype ||
-      (c.a_dtype != DType::kF16 && c.a_dtype != DType::kBF16 && c.a_dtype != DType::kI8))
-    return fmt::format("the TMA kernel reads f16, bf16 or i8 operands of one type (A {}, B {})",
+  const bool int8 = contraction::int8_operands(c);
+  if (!int8 && (c.a_dtype != c.b_dtype || (c.a_dtype != DType::kF16 && c.a_dtype != DType::kBF16)))
+    return fmt::format("the TMA kernel reads f16 or bf16 operands of one type, or int8 ones (A {}, B {})",
                        dtype_name(c.a_dtype), dtype_name(c.b_dtype));
   if (!c.batch_dims.empty() || c.operands_swapped)
     return "the TMA kernel computes one GEMM (no batch or group dims, operands in order)";
   if (c.a_major != Major::kK || c.b_major != Major::kK)
     return "the TMA kernel reads both operands K-major";
   const TensorMapSpec::Type type = c.a_dtype == DType::kBF16 ? TensorMapSpec::Type::kBF16
-                                   : c.a_dtype == DType::kI8  ? TensorMapSpec::Type::kU8
+                                   : int8                     ? TensorMapSpec::Type::kU8
                                                               : TensorMapSpec::Type::kF16;
   const int64_t elem = static_cast<int64_t>(dtype_size(c.a_dtype));
   const uint32_t chunk = static_cast<uint32_t>(s.block_k);  // elements of a k-tile row (check_tma)
@@ -320,12 +320,12 @@ Reason check_tma(const Contraction& c, const Schedule& s, TmaLayout* out) {
 
 // int8 operands (mma.sync m16n8k32, tessel_mma.cuh): what the kernels take of them.
 Reason check_int8(const Contraction& c, const Schedule& s) {
-  const bool a8 = c.a_dtype == DType::kI8, b8 = c.b_dtype == DType::kI8;
+  const bool a8 = contraction::is_int8_operand(c.a_dtype), b8 = contraction::is_int8_operand(c.b_dtype);
   if (!a8 && !b8) return std::nullopt;
   if (s.instruction == Instruction::kSimt)
-    return "the SIMT kernel reads f16, bf16 or f32 operands, not i8";
-  if (!a8 || !b8)
-    return fmt::format("int8 Tensor Core contractions need both operands i8 (A {}, B {})",
+    return "the SIMT kernel reads f16, bf16 or f32 operands, not i8 or u8";
+  if (!contraction::int8_operands(c))
+    return fmt::format("int8 Tensor Core contractions need B i8 and A i8 or u8 (A {}, B {})",
                        dtype_name(c.a_dtype), dtype_name(c.b_dtype));
   if (s.instruction == Instruction::kWgmma && s.mainloop != Mainloop::kTma)
     return "int8 on wgmma runs in the TMA kernel only (the cp.async wgmma kernel takes 16-bit operands)";

@@ -58,20 +58,22 @@ constexpr int kResidual = 3;
 constexpr int kScale = 4;
 constexpr int kPrologue = 5;
 
-// The dtype a contraction computes in and stores without out_dtype: W's, or f32 for int8.
-DType node_dtype(DType w) { return w == DType::kI8 ? DType::kF32 : w; }
+// The dtype a contraction computes in and stores without out_dtype: W's, or f32 for int8 (of
+// an operand's dtype: an int8 contraction's u8 X likewise).
+DType node_dtype(DType w) { return w == DType::kI8 || w == DType::kU8 ? DType::kF32 : w; }
 
 // Operands 0 and 1 both float (X in W's dtype unless `any_float_x`) and no S; or X i8 with the
-// dequantization scale S [channels] f32, and W i8 (the int8 contraction) or, where
-// `int8_input_taken` (a depthwise tessel.Conv over NHWC X without a prologue), float. out_dtype
-// i8 only after a last 'quantize' step.
+// dequantization scale S [channels] f32, and W i8 (the int8 contraction, which also reads a u8
+// X: onnxruntime's uint8 activations with zero point 0) or, where `int8_input_taken` (a
+// depthwise tessel.Conv over NHWC X without a prologue), float. out_dtype i8 (u8) only after
+// a last 'quantize' step (or steps ending in an integer of [0, 255]: ends_quantized).
 void check_operands(const ir::InferContext& ctx, const char* x_name, bool any_float_x,
                     bool int8_input_taken, int64_t channels) {
   const ir::Node& node = ctx.node();
   const DType w = ctx.dtype(1);
   if (w == DType::kI8) {
-    TESSEL_USER_CHECK(ctx.dtype(0) == DType::kI8 && !any_float_x)
-        << node.label() << ": W is i8, so " << x_name << " must be i8 too, it is "
+    TESSEL_USER_CHECK((ctx.dtype(0) == DType::kI8 || ctx.dtype(0) == DType::kU8) && !any_float_x)
+        << node.label() << ": W is i8, so " << x_name << " must be i8 or u8, it is "
         << dtype_name(ctx.dtype(0)) << (any_float_x ? " (and input_layout nchw takes float X only)" : "");
   } else if (ctx.dtype(0) == DType::kI8) {
     require_float_input(ctx, 1, "W");
@@ -88,7 +90,7 @@ void check_operands(const ir::InferContext& ctx, const char* x_name, bool any_fl
         << "and int8 inputs, " << x_name << " is " << dtype_name(ctx.dtype(0)) << " and W "
         << dtype_name(w);
   }
-  if (ctx.dtype(0) == DType::kI8) {
+  if (ctx.dtype(0) == DType::kI8 || ctx.dtype(0) == DType::kU8) {
     TESSEL_USER_CHECK(ctx.has_input(kScale) && ctx.dtype(kScale) == DType::kF32 &&
                       ctx.shape(kScale) == Shape{channels})
         << node.label() << ": an int8 " << (w == DType::kI8 ? "contraction" : "input")
@@ -100,6 +102,12 @@ void check_operands(const ir::InferContext& ctx, const char* x_name, bool any_fl
     TESSEL_USER_CHECK(ends_quantized(steps))
         << node.label() << ": out_dtype i8 stores a quantized value: the last epilogue step must "
         << "be 'quantize', or relu and clip steps with integral bounds after it";
+  }
+  if (read_out_dtype(node) == DType::kU8) {
+    TESSEL_USER_CHECK(ends_quantized(read_epilogue(node), DType::kU8))
+        << node.label() << ": out_dtype u8 stores an integer of [0, 255]: the epilogue must end "
+        << "with 'quantize' or 'round' and then relu and clip steps with integral bounds that keep "
+        << "it in that range";
   }
 }
 
@@ -154,12 +162,16 @@ void check_residual(const ir::InferContext& ctx, const std::vector<EpilogueStep>
       << "'add_residual' step, it has " << residual_steps;
   // An int8 contraction's float residual is read in its own dtype (choose-precision gives it
   // its producer's: f16 in an fp16 engine), as its int8 one.
+  // A scaled R is i8 or u8 (onnxruntime's uint8 activations, zero point 0).
   const DType r = scaled ? DType::kI8 : node_dtype(ctx.dtype(1));
   const bool any_float = !scaled && ctx.dtype(1) == DType::kI8 && is_float(ctx.dtype(kResidual)) &&
                          ctx.dtype(kResidual) != DType::kF64;
-  TESSEL_USER_CHECK((ctx.dtype(kResidual) == r || any_float) && ctx.shape(kResidual) == pre_store)
+  const bool u8 = scaled && ctx.dtype(kResidual) == DType::kU8;
+  TESSEL_USER_CHECK((ctx.dtype(kResidual) == r || any_float || u8) && ctx.shape(kResidual) == pre_store)
       << ctx.node().label() << ": residual R is " << ctx.input(kResidual).str() << ", expected "
-      << (ctx.dtype(1) == DType::kI8 && !scaled ? "f32, f16 or bf16 of shape " : dtype_name(r))
+      << (ctx.dtype(1) == DType::kI8 && !scaled ? "f32, f16 or bf16 of shape "
+          : scaled                              ? "i8 or u8 of shape "
+                                                : dtype_name(r))
       << shape_str(pre_store) << " (the output before the store)";
 }
 
@@ -240,7 +252,8 @@ void compute_conv(ir::KernelContext& ctx) {
   // X's integers exactly), NCHW.
   const DType t = ctx.input(1).dtype();
   const Tensor& in = ctx.input(0);
-  Tensor x = (in.dtype() == t ? in : in.cast(t)).cast(DType::kF64);  // int8: exact
+  // int8 (and a u8 X of an int8 W): the integers, exactly.
+  Tensor x = (in.dtype() == t || is_integer(in.dtype()) ? in : in.cast(t)).cast(DType::kF64);
   if (const std::optional<Prologue> pro = read_prologue(ctx.node())) {
     // act(x * scale + shift) per channel (NHWC: the last axis), one rounding to W's dtype.
     const Tensor& pv = ctx.input(kPrologue);

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "ops/quant_common.h"
 
 namespace tessel::ops {
 namespace {
@@ -198,10 +199,25 @@ bool integral_clamp(const EpilogueStep& st) {
 
 }  // namespace
 
-bool ends_quantized(const std::vector<EpilogueStep>& steps) {
+bool ends_quantized(const std::vector<EpilogueStep>& steps, DType store) {
+  const QuantRange range = quant_range(store);
+  double lo = -HUGE_VAL, hi = HUGE_VAL;  // the clamps' bounds, from the last step back
   for (auto it = steps.rbegin(); it != steps.rend(); ++it) {
-    if (it->kind == EpilogueKind::kQuantize) return true;
-    if (!integral_clamp(*it)) return false;
+    if (it->kind == EpilogueKind::kQuantize) {
+      lo = std::max(lo, -128.0);
+      hi = std::min(hi, 127.0);
+    }
+    if (it->kind == EpilogueKind::kQuantize || it->kind == EpilogueKind::kRound)
+      return lo >= static_cast<double>(range.lo) && hi <= static_cast<double>(range.hi);
+    if (it->kind == EpilogueKind::kRelu) {
+      lo = std::max(lo, 0.0);
+    } else if (it->kind == EpilogueKind::kClip && it->alpha == std::nearbyint(it->alpha) &&
+               it->beta == std::nearbyint(it->beta)) {
+      lo = std::max(lo, it->alpha);
+      hi = std::min(hi, it->beta);
+    } else {
+      return false;
+    }
   }
   return false;
 }
@@ -333,9 +349,9 @@ std::optional<DType> read_out_dtype(const ir::Node& node) {
   if (!node.has_attr("out_dtype")) return std::nullopt;
   const std::string name = node.get_string("out_dtype", "");
   const std::optional<DType> t = dtype_from_name(name);
-  TESSEL_USER_CHECK(t && (is_float(*t) || *t == DType::kI8))
+  TESSEL_USER_CHECK(t && (is_float(*t) || *t == DType::kI8 || *t == DType::kU8))
       << node.label() << ": out_dtype '" << name
-      << "' is neither a float dtype nor i8 (f32, f16, bf16, f64, i8)";
+      << "' is neither a float dtype, i8 nor u8 (f32, f16, bf16, f64, i8, u8)";
   return t;
 }
 

@@ -85,11 +85,13 @@ void write_epilogue(ir::Node& node, const std::vector<EpilogueStep>& steps);
 // the same position (read only by kAddResidual).
 double apply_epilogue_step(const EpilogueStep& step, double v, double residual);
 
-// Whether the steps end with an integer of [-128, 127]: a 'quantize' step followed only by
-// relu and clip steps with integral bounds in that range (what fold_requantize leaves of a
-// QuantizeLinear -> DequantizeLinear -> Relu -> QuantizeLinear chain). out_dtype i8 stores
-// such a value; the kernels then store it without saturating it again.
-bool ends_quantized(const std::vector<EpilogueStep>& steps);
+// Whether the steps end with an integer of `store`'s range (i8: [-128, 127], u8: [0, 255]): a
+// 'quantize' step (or a 'round') followed only by relu and clip steps with integral bounds
+// that keep the value in that range (what fold_requantize leaves of a QuantizeLinear ->
+// DequantizeLinear -> Relu -> QuantizeLinear chain; fuse's QuantizeLinear to uint8 with zero
+// point 0, round(s), clip(0, 255)). out_dtype i8 (u8) stores such a value; the kernels then
+// store it without saturating it again.
+bool ends_quantized(const std::vector<EpilogueStep>& steps, DType store = DType::kI8);
 
 // Requantizations to the grid a value is already on, removed: in
 //   quantize(s), mul(s'), [relu | clip(lo, hi)]*, quantize(s)
@@ -154,8 +156,9 @@ Shape stored_shape(const ir::Node& node, const StoreMap& store, const Shape& pre
 // 'out_dtype': the dtype Y is stored in, or nullopt when absent (Y then has the node's own
 // dtype, W's). The value is computed as without the attribute -- rounded to W's dtype -- and
 // then converted, exactly as a Cast after the node would: the fold of that Cast changes no
-// number. "i8" stores the result of a last 'quantize' step (a fused QuantizeLinear). A name
-// that is neither a float dtype nor i8 is a UserError naming the node.
+// number. "i8" stores the result of a last 'quantize' step (a fused QuantizeLinear), "u8" an
+// integer of [0, 255] (a fused QuantizeLinear to uint8: ends_quantized). A name that is
+// neither a float dtype, i8 nor u8 is a UserError naming the node.
 std::optional<DType> read_out_dtype(const ir::Node& node);
 void write_out_dtype(ir::Node& node, std::optional<DType> dtype);
 
@@ -172,8 +175,8 @@ void write_nchw_input(ir::Node& node, bool nchw);
 bool is_depthwise(const Shape& x_nhwc, const Shape& w_ohwi, int64_t group);
 bool is_depthwise_conv(const ir::Graph& g, const ir::Node& conv);
 
-// fold-qdq's int8 contraction: a tessel.Conv or tessel.Gemm with int8 weights (and X), whose
-// value starts from the exact integer sum times its dequantization scale S.
+// fold-qdq's int8 contraction: a tessel.Conv or tessel.Gemm with int8 weights (and X int8 or
+// uint8), whose value starts from the exact integer sum times its dequantization scale S.
 bool is_int8_contraction(const ir::Graph& g, const ir::Node& n);
 
 // A stem whose pixels the halo kernel stages itself as "tap pairs" (kernels::HaloLayout::

@@ -16,8 +16,13 @@
 // into its epilogue (quantize, out_dtype i8), so int8 flows from conv to conv; the
 // DequantizeLinear nodes left without readers go.
 //
+// onnxruntime's default QUInt8 activations with zero point 0 (every tensor after a ReLU: its
+// quantizer drops the ReLU, the uint8 range does it) are X of the int8 contraction too, read as
+// uint8 (mma.sync and wgmma take a .u8 A beside the .s8 weights); padding them with zeros pads
+// with the real 0, as for int8. Activations with another zero point stay float, and say so.
+//
 // A max pool between a DequantizeLinear and a QuantizeLinear to the same scale runs on the
-// int8 values instead (fold_max_pool).
+// int8 (or uint8, zero point 0) values instead (fold_max_pool).
 //
 // A QuantizeLinear after a Concat quantizes each of its inputs instead (ConcatQuantizePusher):
 // per tensor it acts per element, so Q(Concat(x1, x2, ...)) = Concat(Q(x1), Q(x2), ...) exactly.
@@ -51,8 +56,8 @@
 // A conv it leaves keeps the dequantized (float) form, and says why in its `int8_refusal`
 // attribute, which `tessel explain` prints: a grouped conv (a depthwise one also why it reads
 // its input dequantized, where it does), input channels that are not a
-// multiple of 8 (the RGB stem, padded by convert-layout: a Pad of the dequantized input), a
-// uint8 or asymmetric tensor. Then every DequantizeLinear of a constant still in the graph
+// multiple of 8 (the RGB stem, padded by convert-layout: a Pad of the dequantized input), an
+// asymmetric tensor (a uint8 weight, an activation with a non-zero zero point). Then every DequantizeLinear of a constant still in the graph
 // (the weights of those convs, int32 biases) is folded to its float value, so the float
 // kernels see constants as in any other model.
 #include <algorithm>
@@ -257,17 +262,27 @@ class QdqFolder {
     return v == kNoValue ? nullptr : g_.value(v).data.get();
   }
 
-  // The scale of DequantizeLinear `dq` when it is symmetric int8 (rewrite_util.h) with `count`
-  // values or one (per tensor); else why not.
+  // The scale of DequantizeLinear `dq` when it is symmetric int8 (rewrite_util.h), or with
+  // `uint8` also symmetric uint8 (onnxruntime's default activations after a ReLU: zero point 0),
+  // with `count` values or one (per tensor); else why not.
   std::optional<const Tensor*> int8_scale(const ir::Node& dq, int64_t count, std::string& why,
-                                          const char* what) const {
+                                          const char* what, bool uint8 = false) const {
     const std::optional<SymmetricQdq> q = symmetric_qdq(g_, dq, &why);
     if (!q) {
       why = what + why;
+      const std::optional<QdqParams> p = qdq_params(g_, dq);
+      const std::optional<int64_t> z = p ? p->tensor_zero_point() : std::nullopt;
+      if (uint8 && z) {
+        // onnxruntime's activations without a ReLU before them (ResNet's conv3 and downsample
+        // outputs before the Add): the int8 kernels zero-pad, and add no z * sum(w) to the sums.
+        why = std::string(what) + " has zero point " + std::to_string(*z) +
+              ": the int8 kernels read activations of zero point 0 (whose padding is the real 0)";
+      }
       return std::nullopt;
     }
-    if (q->integer != DType::kI8) {
-      why = std::string(what) + " is " + std::string(dtype_name(q->integer)) + ", not int8";
+    if (q->integer != DType::kI8 && !(uint8 && q->integer == DType::kU8)) {
+      why = std::string(what) + " is " + std::string(dtype_name(q->integer)) + ", not int8" +
+            (uint8 ? " or uint8" : "");
       return std::nullopt;
     }
     if (!q->per_tensor() && q->scale->numel() != count) {
@@ -293,16 +308,17 @@ class QdqFolder {
         g_.nodes[static_cast<size_t>(reader)].inputs[0] != pool.outputs[0])
       return;
     const ir::Node& q = g_.nodes[static_cast<size_t>(reader)];
+    // int8, or uint8 with zero point 0 (onnxruntime's activations after a ReLU) on both sides.
     const std::optional<SymmetricQdq> from = symmetric_qdq(g_, *dq), to = symmetric_qdq(g_, q);
-    const std::optional<double> s_from = from ? from->int8_scale() : std::nullopt;
-    const std::optional<double> s_to = to ? to->int8_scale() : std::nullopt;
-    if (!s_from || !s_to) return;
-    const float s = static_cast<float>(*s_from);
-    if (!(s > 0.0f) || static_cast<float>(*s_to) != s) return;
+    if (!from || !to || !from->per_tensor() || !to->per_tensor() || from->integer != to->integer ||
+        (from->integer != DType::kI8 && from->integer != DType::kU8))
+      return;
+    const float s = static_cast<float>(from->scale->get_f64(0));
+    if (!(s > 0.0f) || static_cast<float>(to->scale->get_f64(0)) != s) return;
     const ValueId out = pool.outputs[0], requantized = q.outputs[0];
     if (!replace_all_uses(g_, requantized, out)) return;
     g_.nodes[i].inputs[0] = dq->inputs[0];
-    g_.value(out).type.dtype = DType::kI8;
+    g_.value(out).type.dtype = from->integer;
     requantizes[static_cast<size_t>(reader)] = 1;
   }
 
@@ -364,7 +380,7 @@ class QdqFolder {
             ": int8 needs a multiple of " + std::to_string(kInt8ChannelAlignment);
       return false;
     }
-    const std::optional<const Tensor*> sx = int8_scale(*dqx, 1, why, "the input");
+    const std::optional<const Tensor*> sx = int8_scale(*dqx, 1, why, "the input", true);
     if (!sx) return false;
     const std::optional<const Tensor*> sw = int8_scale(*dqw, co, why, "the weight");
     if (!sw) return false;

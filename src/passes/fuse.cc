@@ -13,7 +13,11 @@
 //   Add(v, r), r any tensor of v's type        -> add_residual, r becomes input R (one per node)
 //   QuantizeLinear(v, s) to int8, zero point 0 -> quantize(s), out_dtype i8; after it only
 //   [DequantizeLinear(q, s')]                     mul(s') (back to f32), then the steps above
+//   QuantizeLinear(v, s) to uint8, zero point 0 -> round(s), clip(0, 255), out_dtype u8
+//                                                (onnxruntime's activations after a ReLU, group-1
+//                                                contractions only); after it as after int8's
 //   Add(v, DequantizeLinear(r, s)), r int8     -> add_residual_scaled(s), r becomes input R
+//     (or uint8 with zero point 0)
 //   QuantizeLinear(v, s, z) -> DequantizeLinear -> round(s), clip(qmin - z, qmax - z), mul(s):
 //   (s, z), u8 or asymmetric i8, per tensor      an asymmetric pair as a fake quantization
 //                                                (onnxruntime's default QUInt8 activations)
@@ -177,6 +181,17 @@ std::optional<AffineQdq> affine_qdq(const ir::Graph& g, const ir::Node& n, const
   return AffineQdq{scale, *z, p->integer};
 }
 
+// The scale of a per-tensor QuantizeLinear or DequantizeLinear `n` of `op` reading v, to or
+// from uint8 with zero point 0 (onnxruntime's default activations after a ReLU, which its
+// quantizer drops: the range [0, 255] does it), or nothing. Such a QuantizeLinear is
+// round(s), clip(0, 255) stored as u8 (the int8 contractions read it as their A), such a
+// DequantizeLinear mul(s), as int8's.
+std::optional<double> uint8_scale(const ir::Graph& g, const ir::Node& n, const char* op, ValueId v) {
+  const std::optional<AffineQdq> q = affine_qdq(g, n, op, v);
+  if (!q || q->integer != DType::kU8 || q->zero_point != 0) return std::nullopt;
+  return q->scale;
+}
+
 bool has_residual_step(const std::vector<EpilogueStep>& steps) {
   return std::any_of(steps.begin(), steps.end(), [](const EpilogueStep& s) {
     return s.kind == EpilogueKind::kAddResidual || s.kind == EpilogueKind::kAddScaledResidual;
@@ -249,14 +264,17 @@ class Fuser {
     return has_residual_step(steps) ? kNoValue : r;
   }
 
-  // Add(v, DequantizeLinear(r, s)) with r int8: r and s, for add_residual_scaled.
+  // Add(v, DequantizeLinear(r, s)) with r int8 (or uint8 with zero point 0): r and s, for
+  // add_residual_scaled. (A uint8 r of another zero point would add -z * s per output: it
+  // stays a DequantizeLinear, its float R an add_residual.)
   std::optional<std::pair<ValueId, double>> int8_residual(const ir::Node& add, ValueId v,
                                                            const std::vector<EpilogueStep>& steps) const {
     const ValueId d = residual(add, v, steps);
     const int p = d == kNoValue ? -1 : producers_[static_cast<size_t>(d)];
     if (p < 0) return std::nullopt;
     const ir::Node& dq = g_.nodes[static_cast<size_t>(p)];
-    const std::optional<double> s = int8_scale(g_, dq, "DequantizeLinear", dq.inputs[0]);
+    std::optional<double> s = int8_scale(g_, dq, "DequantizeLinear", dq.inputs[0]);
+    if (!s) s = uint8_scale(g_, dq, "DequantizeLinear", dq.inputs[0]);
     // r itself must still exist: not an inner value of a chain fused before.
     if (!s || absorbed_[static_cast<size_t>(p)] || gone_[static_cast<size_t>(dq.inputs[0])]) return std::nullopt;
     return std::make_pair(dq.inputs[0], *s);
@@ -327,6 +345,9 @@ class Fuser {
     if (int8 && out_dtype && is_float(*out_dtype)) out_dtype.reset();
     ValueId v = fused.outputs[0];
     std::vector<int> chain;
+    // The steps end in a QuantizeLinear to uint8 (round(s), clip(0, 255)), which only its
+    // DequantizeLinear continues.
+    bool uint8_quantized = false;
     // The epilogue proper acts on the NHWC value in the node's dtype: a residual only before
     // any store map (R is read in the pre-store layout); activations, and a per-tensor
     // QuantizeLinear, elementwise too, also after a depth_to_space store (a ConvTranspose's,
@@ -361,16 +382,25 @@ class Fuser {
         continue;
       }
       const bool quantized = !steps.empty() && steps.back().kind == EpilogueKind::kQuantize;
-      if (quantized) {  // an int8 value: only its DequantizeLinear continues the epilogue
-        const std::optional<double> s = int8_scale(g_, next, "DequantizeLinear", v);
+      if (quantized || uint8_quantized) {  // an integer: only its DequantizeLinear continues the epilogue
+        const std::optional<double> s = quantized ? int8_scale(g_, next, "DequantizeLinear", v)
+                                                  : uint8_scale(g_, next, "DequantizeLinear", v);
         if (!s) break;
         // A grouped conv's kernels (window, halo, packed groups) store int8 or its own dtype: a
         // DequantizeLinear to another float type (a graph output's f32) stays a kernel of its own.
         const DType back_to = g_.type(next.outputs[0]).dtype;
         if (conv && !group_one(fused) && back_to != own) break;
         steps.push_back({EpilogueKind::kMul, *s});
+        uint8_quantized = false;
       } else if (std::optional<double> s = int8_scale(g_, next, "QuantizeLinear", v)) {
         steps.push_back({EpilogueKind::kQuantize, *s});
+      } else if (std::optional<double> s = !conv || group_one(fused) ? uint8_scale(g_, next, "QuantizeLinear", v)
+                                                                   : std::nullopt) {
+        // A group-1 contraction's store (the grouped kernels store int8 only): uint8, zero
+        // point 0, as ends_quantized(steps, u8) checks.
+        steps.push_back({EpilogueKind::kRound, *s});
+        steps.push_back({EpilogueKind::kClip, 0.0, 255.0});
+        uint8_quantized = true;
       } else if (auto step = activation_step(g_, next, v)) {
         steps.push_back(*step);
       } else if (auto r = plain && (!conv || group_one(fused)) ? int8_residual(next, v, steps)
@@ -393,8 +423,9 @@ class Fuser {
       v = next.outputs[0];
     }
     if (!steps.empty() && steps.back().kind == EpilogueKind::kQuantize) out_dtype = DType::kI8;
-    const bool edge_stores =
-        !norm && !has_residual_step(steps) && out_dtype != DType::kI8 && (!conv || group_one(fused));
+    if (uint8_quantized) out_dtype = DType::kU8;
+    const bool edge_stores = !norm && !has_residual_step(steps) && out_dtype != DType::kI8 &&
+                             out_dtype != DType::kU8 && (!conv || group_one(fused));
     for (int u; edge_stores && (u = sole_user(v)) >= 0;) {
       const ir::Node& next = g_.nodes[u];
       if (conv && !store.nchw() && is_transpose(next, {0, 3, 1, 2})) {

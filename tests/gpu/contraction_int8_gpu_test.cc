@@ -7,6 +7,9 @@
 //  - dequantize, scale, bias, activations into a float output: within the output's rounding;
 //  - requantized int8 outputs (kQuantize, scaled int8 residuals): within one int8 step, almost
 //    all exact.
+// u8 A operands (onnxruntime's default QUInt8 activations, zero point 0: mma.sync .u8.s8 and
+// wgmma .u8.s8), values 1..255, through the same recipes and the uint8 ones: a QuantizeLinear to
+// uint8 as round, clip(0, 255) and a u8 store, a uint8 residual.
 // Every output is poisoned before each of two launches with two different bytes: the launches
 // must agree bit for bit, and positions outside the store map must keep the poison. Skipped with
 // the reason where no CUDA device is present.
@@ -51,18 +54,21 @@ class ContractionInt8GpuTest : public ::testing::Test {
   rt::DeviceInfo info_;
 };
 
-// Operand magnitudes: 1..127, except where the raw sums are stored as f16, which must keep
-// them in its range (1..15: sums of a few thousand, rounded to f16's 11 bits).
+// Operand magnitudes: 1..127 (a u8 A: 1..255), except where the raw sums are stored as f16,
+// which must keep them in its range (1..15: sums of a few thousand, rounded to f16's 11 bits).
 int operand_max_abs(const TestProblem& p) {
   return p.e.steps.empty() && p.e.out_dtype == DType::kF16 ? 15 : 127;
 }
+bool u8_a(const TestProblem& p) { return p.c.a_dtype == DType::kU8; }
+int a_max(const TestProblem& p) { return u8_a(p) ? 2 * operand_max_abs(p) + 1 : operand_max_abs(p); }
 
-// The standard deviation of one int32 sum of K products of random_int8 values (uniform
-// magnitudes 1..M: E[x^2] = (M + 1)(2M + 1) / 6): what the epilogues' scales are chosen
-// against, so that dequantized values are O(1) and quantized ones span int8.
+// The standard deviation of one int32 sum of K products of random_int8 (random_uint8) values
+// (uniform magnitudes 1..M: E[x^2] = (M + 1)(2M + 1) / 6; the weights' signs make the products'
+// mean 0): what the epilogues' scales are chosen against, so that dequantized values are O(1)
+// and quantized ones span int8.
 double sum_std(const TestProblem& p) {
-  const double m = operand_max_abs(p);
-  return std::sqrt(static_cast<double>(p.c.k)) * (m + 1) * (2 * m + 1) / 6;
+  auto mean_square = [](double m) { return (m + 1) * (2 * m + 1) / 6; };
+  return std::sqrt(static_cast<double>(p.c.k) * mean_square(a_max(p)) * mean_square(operand_max_abs(p)));
 }
 
 // Epilogue recipes of an int8 layer, each with its output dtype.
@@ -83,12 +89,17 @@ enum class Recipe {
   // generated code merges into its saturation (emit.cc):
   kRequantRelu,       // scale, bias, quantize, relu -> i8
   kResidualRequant,   // mul, bias, quantize, mul, scaled int8 residual, quantize, clip -> i8
+  // onnxruntime's uint8 activations (fuse's QuantizeLinear to uint8, zero point 0):
+  kRequantU8,    // scale, bias, round, clip(0, 255) -> u8
+  // ResNet's conv3: a fake quantization of zero point 128, the block's uint8 input as the
+  // scaled residual, then the QuantizeLinear to uint8 (the dropped ReLU) -> u8
+  kResidualU8,   // mul, bias, round, clip(-128, 127), mul, scaled u8 residual, round, clip(0, 255)
 };
 constexpr Recipe kRecipes[] = {Recipe::kExactF32,   Recipe::kExactF16,      Recipe::kDequantF16,
                                Recipe::kDequantF32, Recipe::kDequantBf16,   Recipe::kRequant,
                                Recipe::kResidualI8, Recipe::kResidualF16Out, Recipe::kRequantRelu,
                                Recipe::kResidualRequant, Recipe::kResidualF16,
-                               Recipe::kResidualF16Requant};
+                               Recipe::kResidualF16Requant, Recipe::kRequantU8, Recipe::kResidualU8};
 
 DType out_dtype(Recipe r) {
   switch (r) {
@@ -108,6 +119,9 @@ DType out_dtype(Recipe r) {
     case Recipe::kResidualRequant:
     case Recipe::kResidualF16Requant:
       return DType::kI8;
+    case Recipe::kRequantU8:
+    case Recipe::kResidualU8:
+      return DType::kU8;
   }
   return DType::kF32;
 }
@@ -168,6 +182,24 @@ void apply(Recipe r, TestProblem& p) {
                    step(K::kScaledResidualAdd, 1.0f / 64), step(K::kQuantize, 1.0f / 32),
                    step(K::kClip, -3.0f, 90.0f)};
       break;
+    case Recipe::kRequantU8:
+      // Scaled sums of deviation ~sigma on a grid of sigma / 60: the negative half clamps to 0,
+      // some saturate at 255.
+      p.e.steps = {step(K::kScale), step(K::kBias), step(K::kRound, sigma / 60.0f), step(K::kClip, 0.0f, 255.0f)};
+      break;
+    case Recipe::kResidualU8:
+      // N(0, 2) + bias on a grid of 1/16 (zero point 128: [-8, 7.94]), + residual / 64 (up to
+      // 4), on a grid of 1/32 clamped to [0, 255]: both bounds reached.
+      p.e.steps = {step(K::kMul, dequant),
+                   step(K::kBias),
+                   step(K::kRound, 1.0f / 16),
+                   step(K::kClip, -128.0f, 127.0f),
+                   step(K::kMul, 1.0f / 16),
+                   step(K::kScaledResidualAdd, 1.0f / 64),
+                   step(K::kRound, 1.0f / 32),
+                   step(K::kClip, 0.0f, 255.0f)};
+      p.e.residual_dtype = DType::kU8;
+      break;
   }
 }
 
@@ -176,7 +208,8 @@ bool has_residual(const TestProblem& p) {
     return s.kind == K::kResidualAdd || s.kind == K::kScaledResidualAdd;
   });
 }
-bool exact(const TestProblem& p) { return p.e.steps.empty() && p.e.out_dtype != DType::kI8; }
+bool byte_output(const TestProblem& p) { return p.e.out_dtype == DType::kI8 || p.e.out_dtype == DType::kU8; }
+bool exact(const TestProblem& p) { return p.e.steps.empty() && !byte_output(p); }
 
 // The device value of reference value `v` stored as `t` where the value path is exact (one
 // rounding of an exactly representable float sum); else `v`.
@@ -190,6 +223,8 @@ double stored(double v, DType t) {
       return static_cast<float>(v);
     case DType::kI8:
       return std::min(std::max(std::nearbyint(v), -128.0), 127.0);
+    case DType::kU8:
+      return std::min(std::max(std::nearbyint(v), 0.0), 255.0);
     default:
       return v;
   }
@@ -205,7 +240,8 @@ Int8Check run_int8(const TestProblem& p, const ContractionKernel& k, std::mt1993
   const auto& c = p.c;
   HostOperands h;
   std::vector<char> a_bytes, b_bytes, scale_bytes, bias_bytes, res_bytes;
-  h.a = random_int8(rng, numel(c.maps.a.shape), a_bytes, operand_max_abs(p));
+  h.a = u8_a(p) ? random_uint8(rng, numel(c.maps.a.shape), a_bytes, a_max(p))
+                : random_int8(rng, numel(c.maps.a.shape), a_bytes, operand_max_abs(p));
   h.b = random_int8(rng, numel(c.maps.b.shape), b_bytes, operand_max_abs(p));
   const int64_t channels = c.maps.c.shape.back();
   h.scale = random_tensor(rng, channels, DType::kF32, scale_bytes, 0.5f, 1.5f);
@@ -261,7 +297,7 @@ Int8Check run_int8(const TestProblem& p, const ContractionKernel& k, std::mt1993
     ++r.checked;
     if (std::memcmp(&got[0][i * elem], &got[1][i * elem], elem) != 0) ++r.launches_differ;
     const double v = values[i];
-    if (t == DType::kI8) {
+    if (byte_output(p)) {
       const double diff = std::abs(v - stored(want[i], t));
       r.off_by_one += diff == 1;
       r.mismatched += diff > 1;
@@ -298,6 +334,13 @@ TestProblem i8conv(const contraction::Conv2dParams& cp) {
 }
 TestProblem i8gemm(int64_t m, int64_t n, int64_t k) {
   return gemm_problem(m, n, k, "NT", DType::kI8, DType::kI8);
+}
+// A u8 A (onnxruntime's uint8 activations) by i8 weights.
+TestProblem u8conv(const contraction::Conv2dParams& cp) {
+  return conv_problem(cp, DType::kI8, DType::kI8, DType::kU8);
+}
+TestProblem u8gemm(int64_t m, int64_t n, int64_t k) {
+  return gemm_problem(m, n, k, "NT", DType::kI8, DType::kI8, DType::kU8);
 }
 
 // An int8 schedule with the widest vectors the operands allow.
@@ -355,6 +398,33 @@ std::vector<TestProblem> fixed_problems(bool hopper) {
     // f16 residuals (the slab path: not the output's type), into i8 and into f16.
     v.push_back(tma(i8conv(conv_params(2, 20, 20, 64, 256, 1, 1, 0)), Recipe::kResidualF16Requant, 128, 128, 4, 2, 64));
     v.push_back(tma(i8gemm(130, 200, 512), Recipe::kResidualF16, 64, 128, 4, 2));
+    // u8 A (wgmma .u8.s8): ResNet's shapes under onnxruntime's uint8 activations, tiled and
+    // im2col A, 128- and 64-element k-tiles, u8 stores in the register epilogue's boxes and a
+    // u8 residual by bulk loads.
+    v.push_back(tma(u8conv(conv_params(2, 20, 20, 64, 256, 1, 1, 0)), Recipe::kResidualU8, 128, 128, 4, 2, 64));
+    v.push_back(tma(u8conv(conv_params(2, 11, 9, 64, 64, 3, 1, 1)), Recipe::kRequantU8, 128, 64, 6, 1, 64));
+    v.push_back(tma(u8conv(conv_params(2, 15, 15, 160, 64, 3, 2, 1)), Recipe::kDequantF32, 64, 128, 4, 2));
+    v.push_back(tma(u8conv(conv_params(2, 13, 11, 64, 96, 1, 1, 0)), Recipe::kExactF32, 128, 64, 5, 2));
+    v.push_back(tma(u8gemm(200, 136, 256), Recipe::kRequantU8, 64, 256, 3, 1));
+    v.push_back(tma(u8conv(conv_params(1, 14, 14, 128, 64, 3, 1, 1)), Recipe::kResidualF16Out, 128, 64, 5, 0));
+  }
+  // u8 A (mma.sync .u8.s8): 1x1, 3x3 pad 1 (the zero pad is the real 0), strided, K tails,
+  // 2-byte loads, split-K, u8 and i8 stores, u8 and i8 residuals.
+  v.push_back(make(u8conv(conv_params(2, 13, 11, 64, 96, 1, 1, 0)), Recipe::kExactF32, 128, 64, 64, 64, 32, 3));
+  v.push_back(make(u8conv(conv_params(1, 17, 13, 32, 48, 3, 1, 1)), Recipe::kRequantU8, 64, 64, 128, 32, 32, 3));
+  v.push_back(make(u8conv(conv_params(2, 15, 15, 64, 64, 3, 2, 1)), Recipe::kDequantF16, 128, 128, 64, 64, 64, 3));
+  v.push_back(make(u8conv(conv_params(1, 20, 20, 8, 64, 3, 1, 1)), Recipe::kRequant, 64, 64, 64, 32, 32, 3));
+  v.push_back(make(u8conv(conv_params(1, 16, 16, 6, 32, 3, 1, 1)), Recipe::kExactF32, 64, 32, 64, 32, 16, 3));
+  v.push_back(make(u8conv(conv_params(2, 14, 14, 64, 256, 1, 1, 0)), Recipe::kResidualU8, 128, 128, 64, 64, 64, 3));
+  v.push_back(make(u8conv(conv_params(2, 14, 14, 64, 64, 1, 1, 0)), Recipe::kResidualI8, 64, 64, 64, 32, 32, 3));
+  v.push_back(make(u8gemm(130, 260, 1024), Recipe::kExactF32, 64, 64, 128, 32, 32, 3, 4));
+  v.push_back(make(u8gemm(300, 200, 512), Recipe::kRequantU8, 256, 128, 64, 64, 64, 3));
+  {
+    TestProblem q = make(u8conv(conv_params(1, 9, 7, 32, 29, 3, 1, 1)), Recipe::kRequantU8, 64, 32, 64, 32, 16, 3);
+    q.e.store.kind = StoreMap::Kind::kChannelSlice;
+    q.e.store.ld = 37;
+    q.e.store.channel_offset = 3;
+    v.push_back(std::move(q));
   }
   // 1x1 (a plain GEMM of the pixels), M and N partial tiles: 2*13*11 = 286 pixels, 96 channels.
   v.push_back(make(i8conv(conv_params(2, 13, 11, 64, 96, 1, 1, 0)), Recipe::kExactF32, 128, 64, 64,
@@ -451,10 +521,12 @@ std::vector<TestProblem> random_problems(std::mt19937& rng, int count) {
       const int cog = uni(1, 80);
       const int pad = uni(0, k / 2);
       const int h = uni(std::max(1, k - 2 * pad), 20), w = uni(std::max(1, k - 2 * pad), 20);
-      p = i8conv(conv_params(pick({1, 1, 2}), h, w, cig * groups, cog * groups, k, stride, pad, 1,
-                             groups));
+      const contraction::Conv2dParams cp =
+          conv_params(pick({1, 1, 2}), h, w, cig * groups, cog * groups, k, stride, pad, 1, groups);
+      p = rng() % 3 == 0 ? u8conv(cp) : i8conv(cp);
     } else {
-      p = i8gemm(uni(1, 300), uni(1, 200), 2 * uni(1, 300));
+      const int m = uni(1, 300), n = uni(1, 200), k = 2 * uni(1, 300);
+      p = rng() % 3 == 0 ? u8gemm(m, n, k) : i8gemm(m, n, k);
     }
     if (!p.tensor_cores) continue;
     apply(kRecipes[out.size() % std::size(kRecipes)], p);
@@ -538,6 +610,10 @@ TEST_F(ContractionInt8GpuTest, DefaultSchedulesMatchCpuReference) {
   add(i8conv(conv_params(2, 56, 56, 256, 64, 1, 1, 0)), Recipe::kResidualI8);
   add(i8conv(conv_params(2, 28, 28, 128, 128, 3, 2, 1)), Recipe::kDequantF16);
   add(i8gemm(2, 1000, 2048), Recipe::kExactF32);
+  // onnxruntime's uint8 activations.
+  add(u8conv(conv_params(2, 56, 56, 64, 64, 3, 1, 1)), Recipe::kRequantU8);
+  add(u8conv(conv_params(2, 56, 56, 64, 256, 1, 1, 0)), Recipe::kResidualU8);
+  add(u8gemm(2, 1000, 2048), Recipe::kExactF32);
   run_all(ps, info_.arch(), rng);
 }
 
@@ -572,6 +648,11 @@ TEST_F(ContractionInt8GpuTest, KernelsRunImma) {
   EXPECT_EQ(sass.find("HMMA"), std::string::npos);
   EXPECT_NE(sass.find("LDSM"), std::string::npos) << "ldmatrix";
   EXPECT_NE(sass.find("LDGSTS"), std::string::npos) << "cp.async";
+  // A u8 A: the unsigned-by-signed IMMA.
+  const TestProblem u = make(u8conv(conv_params(1, 28, 28, 64, 64, 3, 1, 1)), Recipe::kRequantU8, 128, 64, 64, 64, 32, 3);
+  const std::string u_sass =
+      ::tessel::testing::dump_sass(tool, ContractionKernel::build(u.c, u.e, u.s, info_.arch())->cubin());
+  EXPECT_NE(u_sass.find(".U8.S8"), std::string::npos) << u_sass.substr(0, 2000);
 }
 
 }  // namespace

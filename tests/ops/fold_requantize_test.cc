@@ -60,8 +60,15 @@ TEST(FoldRequantize, EndsQuantized) {
   EXPECT_FALSE(ends_quantized({}));
   EXPECT_FALSE(ends_quantized({q(0.5), mul(0.5)}));
   EXPECT_FALSE(ends_quantized({q(0.5), clip(0.0, 6.5)})) << "a bound off the integers";
-  EXPECT_FALSE(ends_quantized({q(0.5), clip(0.0, 200.0)})) << "a bound past int8";
+  EXPECT_TRUE(ends_quantized({q(0.5), clip(0.0, 200.0)})) << "a bound past int8: the quantize saturated first";
   EXPECT_FALSE(ends_quantized({relu()}));
+  // uint8 stores (fuse's QuantizeLinear to uint8: round, clip(0, 255)) need [0, 255].
+  const EpilogueStep round{K::kRound, 0.5};
+  EXPECT_TRUE(ends_quantized({round, clip(0.0, 255.0)}, DType::kU8));
+  EXPECT_TRUE(ends_quantized({q(0.5), relu()}, DType::kU8));
+  EXPECT_FALSE(ends_quantized({round, clip(0.0, 255.0)})) << "past int8";
+  EXPECT_FALSE(ends_quantized({q(0.5)}, DType::kU8)) << "-128";
+  EXPECT_FALSE(ends_quantized({round, relu()}, DType::kU8)) << "no upper bound";
 }
 
 // The folded steps give every value the original ones give, on the reference's arithmetic.

@@ -238,7 +238,7 @@ TEST(TesselConvEdge, Errors) {
   EXPECT_EQ(infer_error(pointwise(R"({store = "nchw", block = 2})", "f32[1,3,1,2]")),
             "tessel.Conv 'c': 'block' and 'mode' apply only to the depth_to_space stores");
   EXPECT_EQ(infer_error(pointwise(R"({out_dtype = "i32"})", "i32[1,1,2,3]")),
-            "tessel.Conv 'c': out_dtype 'i32' is neither a float dtype nor i8 (f32, f16, bf16, f64, i8)");
+            "tessel.Conv 'c': out_dtype 'i32' is neither a float dtype, i8 nor u8 (f32, f16, bf16, f64, i8, u8)");
   EXPECT_EQ(infer_error(pointwise(R"({input_layout = "chwn"})", "f32[1,1,2,3]")),
             "tessel.Conv 'c': input_layout 'chwn' is not supported (nhwc, nchw)");
   // NCHW X: its dimension 1 is the channels. [1,1,2,2] read NCHW has 1 channel, W wants 2.

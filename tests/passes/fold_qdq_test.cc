@@ -76,6 +76,38 @@ TEST(FoldQdq, QdqGemmBecomesInt8Gemm) {
 })");
 }
 
+// onnxruntime's default QUInt8 activations: a uint8 X with zero point 0 (after a ReLU, which the
+// quantizer drops) is the int8 contraction's A as it is; one with another zero point stays
+// float and says why (its zero padding would be z, and the sums would lack -z * sum(w)).
+TEST(FoldQdq, Uint8InputOfZeroPointZeroIsTheInt8ConvsA) {
+  auto model = [](const std::string& zx) {
+    std::string m = qdq_conv("pads = [1, 1, 1, 1]");
+    m.replace(m.find("const %zx : i8[] = [0]"), 22, "const %zx : u8[] = [" + zx + "]");
+    m.replace(m.find(": i8[1,3,3,8] @\"qx\""), 14, ": u8[1,3,3,8]");
+    return m;
+  };
+  testing::expect_pass_result("fold-qdq", model("0"), R"(graph @g opset 17 {
+  input %x : f32[1,3,3,8]
+  const %sx : f32[] = [0.0625]
+  const %zx : u8[] = [0]
+  const %wq : i8[2,3,3,8] = [)" + small_ints(144) + R"(]
+  const %b : f32[2] = [0.5, -0.25]
+  const %s : f32[2] = [0.0078125, 0.015625]
+  %xq = QuantizeLinear(%x, %sx, %zx) : u8[1,3,3,8] @"qx"
+  %y = tessel.Conv(%xq, %wq, %b, _, %s) {pads = [1, 1, 1, 1]} : f32[1,3,3,2] @"conv"
+  output %y
+})");
+  const std::string before = model("128");
+  ir::Graph g = passes::run_passes(ir::parse_graph(before), {"fold-qdq"}, {});
+  const ir::Node& conv = g.nodes.back();
+  ASSERT_EQ(conv.op, "tessel.Conv");
+  EXPECT_EQ(conv.get_string("int8_refusal", ""),
+            "the input has zero point 128: the int8 kernels read activations of zero point 0 (whose "
+            "padding is the real 0)");
+  EXPECT_EQ(g.type(conv.inputs[0]).dtype, DType::kF32);
+  testing::expect_same_numerics(ir::parse_graph(before), g);
+}
+
 // Left in float, each with its reason, and the weights' DequantizeLinear folded to constants.
 TEST(FoldQdq, RefusedConvsStayFloatAndSayWhy) {
   struct Case {
@@ -225,8 +257,8 @@ TEST(FoldQdq, DepthwiseConvsThatKeepAFloatInputSayWhy) {
 }
 
 // DequantizeLinear -> max pool -> QuantizeLinear to the same scale: the pool runs on the int8
-// values and writes the QuantizeLinear's output (same numbers on the CPU executor). Another
-// scale, a second reader of the pool, or a uint8 tensor keep the float pool.
+// values and writes the QuantizeLinear's output (same numbers on the CPU executor); uint8 values
+// of zero point 0 too. Another scale or a second reader of the pool keep the float pool.
 TEST(FoldQdq, MaxPoolBetweenQdqOfOneScaleRunsOnInt8) {
   auto model = [](const std::string& s2, const std::string& extra_output, const std::string& qtype) {
     return R"(graph @g opset 17 {
@@ -249,8 +281,16 @@ TEST(FoldQdq, MaxPoolBetweenQdqOfOneScaleRunsOnInt8) {
   %p = tessel.MaxPool(%xq) {kernel_shape = [3, 3], pads = [1, 1, 1, 1], strides = [2, 2]} : i8[1,3,3,8] @"pool"
   output %p
 })");
-  for (const std::string& kept : {model("0.125", "", "i8"), model("0.0625", "  output %p\n", "i8"),
-                                  model("0.0625", "", "u8")})
+  // uint8 with zero point 0 (onnxruntime's activations after a ReLU) alike.
+  testing::expect_pass_result("fold-qdq", model("0.0625", "", "u8"), R"(graph @g opset 17 {
+  input %x : f32[1,6,6,8]
+  const %s : f32[] = [0.0625]
+  const %z : u8[] = [0]
+  %xq = QuantizeLinear(%x, %s, %z) : u8[1,6,6,8] @"qx"
+  %p = tessel.MaxPool(%xq) {kernel_shape = [3, 3], pads = [1, 1, 1, 1], strides = [2, 2]} : u8[1,3,3,8] @"pool"
+  output %p
+})");
+  for (const std::string& kept : {model("0.125", "", "i8"), model("0.0625", "  output %p\n", "i8")})
     testing::expect_pass_result("fold-qdq", kept, kept);
 }
 

@@ -102,6 +102,40 @@ TEST(FuseInt8, LastQuantizeStoresInt8AndAsymmetricOnesStay) {
   testing::expect_pass_result("fuse", asymmetric, asymmetric);
 }
 
+// onnxruntime's default QUInt8 activations on int8 contractions (fold-qdq reads a uint8 X of
+// zero point 0). conv1's QuantizeLinear to uint8 with zero point 0 (the ReLU before it dropped
+// by the quantizer) is round, clip(0, 255) and a u8 store. conv3's output has zero point 128
+// (no ReLU): a fake quantization, then the block's Add of the uint8 input (zero point 0) as a
+// scaled residual read as it is, and the last QuantizeLinear to uint8 stores u8.
+TEST(FuseInt8, Uint8ActivationsStoreUint8AndAreResiduals) {
+  const std::string head = R"(graph @g opset 17 {
+  input %x : f32[1,3,3,8]
+  const %sx : f32[] = [0.0625]
+  const %sy : f32[] = [0.5]
+  const %z0 : u8[] = [0]
+  const %z128 : u8[] = [128]
+  const %wq : i8[8,3,3,8] = [)" + small_ints(576) + R"(]
+  const %b : f32[8] = [0.5, -0.25, 1.0, -1.0, 0.0, 2.0, -2.0, 0.25]
+  const %s : f32[8] = [0.0078125, 0.015625, 0.0078125, 0.015625, 0.0078125, 0.015625, 0.0078125, 0.015625]
+  %xq = QuantizeLinear(%x, %sx, %z0) : u8[1,3,3,8] @"qx"
+)";
+  testing::expect_pass_result("fuse", head + R"(  %y1 = tessel.Conv(%xq, %wq, %b, _, %s) {pads = [1, 1, 1, 1]} : f32[1,3,3,8] @"conv1"
+  %q1 = QuantizeLinear(%y1, %sy, %z0) : u8[1,3,3,8] @"q1"
+  %y3 = tessel.Conv(%q1, %wq, %b, _, %s) {pads = [1, 1, 1, 1]} : f32[1,3,3,8] @"conv3"
+  %q3 = QuantizeLinear(%y3, %sy, %z128) : u8[1,3,3,8] @"q3"
+  %d3 = DequantizeLinear(%q3, %sy, %z128) : f32[1,3,3,8] @"dq3"
+  %xd = DequantizeLinear(%xq, %sx, %z0) : f32[1,3,3,8] @"dqx"
+  %a = Add(%d3, %xd) : f32[1,3,3,8] @"add"
+  %o = QuantizeLinear(%a, %sy, %z0) : u8[1,3,3,8] @"qo"
+  output %o
+})",
+                              head + R"(  %q1 = tessel.Conv(%xq, %wq, %b, _, %s) {epilogue = ["round", "clip"], epilogue_alpha = [0.5, 0.0], epilogue_beta = [0.0, 255.0], out_dtype = "u8", pads = [1, 1, 1, 1]} : u8[1,3,3,8] @"conv1"
+  %xd = DequantizeLinear(%xq, %sx, %z0) : f32[1,3,3,8] @"dqx"
+  %o = tessel.Conv(%q1, %wq, %b, %xq, %s) {epilogue = ["round", "clip", "mul", "add_residual_scaled", "round", "clip"], epilogue_alpha = [0.5, -128.0, 0.5, 0.0625, 0.5, 0.0], epilogue_beta = [0.0, 127.0, 0.0, 0.0, 0.0, 255.0], out_dtype = "u8", pads = [1, 1, 1, 1]} : u8[1,3,3,8] @"conv3"
+  output %o
+})");
+}
+
 // A QDQ super-resolution net quantizes after each pixel shuffle: a per-tensor quantize acts
 // per element on the values the depth_to_space store only moves, so the upsampling conv takes
 // it and stores int8 (it stored f32 for a QuantizeLinear kernel to read).

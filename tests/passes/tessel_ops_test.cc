@@ -381,7 +381,7 @@ TEST(TesselConvInt8, Errors) {
   // W i8 with a float X.
   std::string float_x = int8_conv("");
   float_x.replace(float_x.find("i8[1,1,1,2]"), 11, "f32[1,1,1,2]");
-  EXPECT_EQ(infer_error(float_x), "tessel.Conv 'c': W is i8, so X must be i8 too, it is f32");
+  EXPECT_EQ(infer_error(float_x), "tessel.Conv 'c': W is i8, so X must be i8 or u8, it is f32");
   // No S.
   std::string no_s = int8_conv("");
   no_s.replace(no_s.find(", _, %s"), 7, "");
@@ -401,6 +401,44 @@ TEST(TesselConvInt8, Errors) {
                                   "i8[1,1,1,3]")),
             "tessel.Conv 'c': out_dtype i8 stores a quantized value: the last epilogue step must be "
             "'quantize', or relu and clip steps with integral bounds after it");
+}
+
+// onnxruntime's uint8 activations (zero point 0) as X of the int8 contraction, and a
+// QuantizeLinear to uint8 as its epilogue round(s), clip(0, 255) with out_dtype u8. x = [200, 3]:
+// acc = [203, 197, 606]; * S + B = [101.5, 49.25, 1213]; by 0.5: 203, 98.5 -> 98 (ties to
+// even), 2426 -> 255 (saturated).
+TEST(TesselConvInt8, Uint8InputAndStore) {
+  std::string text = int8_conv(R"({epilogue = ["round", "clip"], epilogue_alpha = [0.5, 0.0], )"
+                               R"(epilogue_beta = [0.0, 255.0], out_dtype = "u8"})",
+                               "u8[1,1,1,3]");
+  text.replace(text.find("i8[1,1,1,2]"), 11, "u8[1,1,1,2]");
+  ir::Graph g = ir::parse_graph(text);
+  const Tensor x = Tensor::from_doubles(DType::kU8, {1, 1, 1, 2}, {200, 3});
+  const Tensor out = runtime::cpu::run_graph(g, {x}).at(0);
+  EXPECT_EQ(out.dtype(), DType::kU8);
+  EXPECT_EQ(out.to_i64_vector(), (std::vector<int64_t>{203, 98, 255}));
+  // A clip that leaves [0, 255] (an int8 quantize alone reaches -128) is no u8 value.
+  for (const char* steps : {R"({epilogue = ["quantize"], epilogue_alpha = [0.5], out_dtype = "u8"})",
+                            R"({epilogue = ["round", "clip"], epilogue_alpha = [0.5, -1.0], )"
+                            R"(epilogue_beta = [0.0, 255.0], out_dtype = "u8"})"}) {
+    EXPECT_EQ(infer_error(int8_conv(steps, "u8[1,1,1,3]")),
+              "tessel.Conv 'c': out_dtype u8 stores an integer of [0, 255]: the epilogue must end with "
+              "'quantize' or 'round' and then relu and clip steps with integral bounds that keep it in "
+              "that range")
+        << steps;
+  }
+}
+
+// An int8 contraction's scaled residual R may be uint8 (zero point 0): v + alpha * R.
+TEST(TesselConvInt8, Uint8ScaledResidual) {
+  std::string text = int8_conv(R"({epilogue = ["add_residual_scaled"], epilogue_alpha = [0.5]})");
+  text.replace(text.find("%b, _, %s"), 9, "%b, %r, %s");
+  text.replace(text.find("  const %w"), 0, "  input %r : RTYPE[1,1,1,3]\n");
+  // acc * S + B = [1, 1.5, 17] (x = [4, -2]) plus R / 2 = [100, 0.5, 127.5].
+  EXPECT_EQ(run(with(text, "RTYPE", "u8"), {{4, -2}, {198, 0, 221}}), (V{100.0, 1.5, 127.5}));
+  EXPECT_EQ(infer_error(with(text, "RTYPE", "i32")),
+            "tessel.Conv 'c': residual R is i32[1,1,1,3], expected i8 or u8 of shape [1,1,1,3] (the "
+            "output before the store)");
 }
 
 }  // namespace

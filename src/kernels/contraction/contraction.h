@@ -53,6 +53,16 @@ struct Contraction {
   std::string str() const;  // multi-line description for `tessel codegen`
 };
 
+// The int8 Tensor Core contractions (mma.sync m16n8k32, wgmma k32: PTX takes .s8 or .u8 for
+// each integer operand): W (B) i8, and A i8 (TensorRT's symmetric activations) or u8
+// (onnxruntime's default QUInt8 activations with zero point 0, read as they are: a zero pad is
+// the real 0 either way). One-byte integers both, so the kernels move them alike; only the
+// instruction's A type differs.
+inline bool is_int8_operand(DType t) { return t == DType::kI8 || t == DType::kU8; }
+inline bool int8_operands(const Contraction& c) {
+  return c.b_dtype == DType::kI8 && is_int8_operand(c.a_dtype);
+}
+
 // Why a contraction cannot use Tensor Cores (or cannot be a contraction at all), or a note on
 // how an eligible one is read (e.g. "A: ci=3 is not a multiple of 8: 2-byte loads; pad it to 8
 // for full-width loads"). The text is user output: `tessel explain` prints it per layer.
@@ -89,7 +99,7 @@ struct MatchResult {
 MatchResult match(const IndexMaps& maps);
 
 // The Tensor Core conditions match() reports in MatchResult::tensor_cores, evaluated on the
-// Contraction's own fields: both operands f16, both bf16 or both i8; each operand's
+// Contraction's own fields: both operands f16, both bf16, or int8_operands; each operand's
 // contiguous tensor dim stepped by 1 by one of its K or M (A) / N (B) dims; vectors of at least 2
 // bytes (a_vec, b_vec >= 1 for 16-bit types, >= 2 for i8: the kernels load 4 to 16 bytes with
 // cp.async and 2-byte vectors through registers, so ci=3 convs qualify, at a lower load

@@ -80,11 +80,12 @@ struct OperandPrologue {
 };
 
 // The stored value is C's (maps.c.dtype: the contraction's own dtype) converted to out_dtype.
-// int8 contractions (A and B i8, acc_dtype i32): the steps start from float(acc), exactly
-// converted where |acc| < 2^24 and rounded to nearest beyond; their C dtype is f32. An i8
-// out_dtype stores the value saturated and rounded to nearest even (a kQuantize step makes it
-// integral first). residual_dtype is R's dtype where it differs from out_dtype (an int8
-// residual of a float output: kScaledResidualAdd).
+// int8 contractions (int8_operands: B i8, A i8 or u8; acc_dtype i32): the steps start from
+// float(acc), exactly converted where |acc| < 2^24 and rounded to nearest beyond; their C dtype
+// is f32. An i8 (u8) out_dtype stores the value saturated to [-128, 127] ([0, 255]) and rounded
+// to nearest even (a kQuantize step, or kRound and an integral clip, makes it integral first).
+// residual_dtype is R's dtype where it differs from out_dtype (an int8 or uint8 residual of a
+// float output: kScaledResidualAdd).
 // Where C's dtype is a 16-bit float and out_dtype another dtype, the kernel rounds the fp32
 // result to C's dtype first, as the Cast it replaces would (a fused "store f32" of an fp16
 // conv writes exactly the fp16 values widened).
@@ -92,7 +93,7 @@ struct Epilogue {
   std::vector<EpilogueStep> steps;
   StoreMap store;
   DType out_dtype = DType::kF16;
-  // The residual operand's dtype where it is not out_dtype (an int8 R of kScaledResidualAdd).
+  // The residual operand's dtype where it is not out_dtype (an i8 or u8 R of kScaledResidualAdd).
   std::optional<DType> residual_dtype;
   // Fused into A's loads, not after the contraction; here because it travels with the
   // epilogue's operands (extra pointers) from lowering to the generator.

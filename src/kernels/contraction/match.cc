@@ -217,7 +217,7 @@ MatchResult not_a_contraction(std::string why) {
 
 bool tensor_core_eligible(const Contraction& c) {
   bool scalar_c = c.batch_dims.empty() && c.m_dims.empty() && c.n_dims.empty();
-  return tensor_core_dtype(c.a_dtype) && c.a_dtype == c.b_dtype &&
+  return ((tensor_core_dtype(c.a_dtype) && c.a_dtype == c.b_dtype) || int8_operands(c)) &&
          walked_along_gemm_dims(c.maps.a, c.k_dims, c.m_dims) &&
          walked_along_gemm_dims(c.maps.b, c.k_dims, c.n_dims) &&
          loads_tensor_cores_take(c.a_vec, c.a_dtype) &&
@@ -397,12 +397,12 @@ MatchResult match(const IndexMaps& input) {
   const std::string a_type(dtype_name(c.a_dtype)), b_type(dtype_name(c.b_dtype));
   if (c.a_dtype == c.b_dtype && !tensor_core_dtype(c.a_dtype)) {
     refuse("dtype " + a_type + " operands: Tensor Cores take f16/bf16/i8");
-  } else if (c.a_dtype != c.b_dtype) {
+  } else if (c.a_dtype != c.b_dtype && !int8_operands(c)) {
     for (auto [name, t] : {std::pair{"A", c.a_dtype}, std::pair{"B", c.b_dtype}})
       if (!tensor_core_dtype(t))
         refuse("dtype " + std::string(dtype_name(t)) + " operand " + name +
                ": Tensor Cores take f16/bf16/i8");
-    refuse("A is " + a_type + " but B is " + b_type + ": Tensor Cores multiply equal types");
+    refuse("A is " + a_type + " but B is " + b_type + ": Tensor Cores multiply equal types (or a u8 A by an i8 B)");
   }
   if (!outputs.empty() && c.n_dims.empty()) {
     const int innermost = outputs.back();

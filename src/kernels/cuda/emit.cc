@@ -249,6 +249,19 @@ size_t take_integral_clamps(const std::vector<EpilogueStep>& steps, size_t i, fl
   return i;
 }
 
+// The integers a one-byte store holds (int8, or uint8: onnxruntime's activations), which it
+// rounds to by the float add of store_s8 / store_u8 (tessel_ptx.cuh).
+struct ByteRange {
+  float lo, hi;
+  const char* name;
+  bool holds(float a, float b) const { return lo <= a && b <= hi; }
+};
+std::optional<ByteRange> byte_range(DType t) {
+  if (t == DType::kI8) return ByteRange{-128.0f, 127.0f, "int8"};
+  if (t == DType::kU8) return ByteRange{0.0f, 255.0f, "uint8"};
+  return std::nullopt;
+}
+
 // An asymmetric fake quantization from steps[i], a kRound by a positive scale: round(s), the
 // relu and integral clip steps after it (fuse writes clip(qmin - z, qmax - z)), and a kMul
 // back to float. Rounding commutes with an integral clamp, so it is quantize_s8_f's saturation
@@ -256,8 +269,12 @@ size_t take_integral_clamps(const std::vector<EpilogueStep>& steps, size_t i, fl
 // u8 and i8, lie far inside the 2^22 where it rounds to integers), and the dequantizing
 // multiply joins the rounding's second add as after a quantize (quantize_mul_s8_f): FMUL,
 // two clamps, FADD, FFMA per output instead of a quarter-rate rintf and a multiply. Without
-// an integral clamp the round is rintf. Emits the steps taken; returns the last one's index.
-size_t emit_fake_quantize(std::ostringstream& o, const std::vector<EpilogueStep>& steps, size_t i) {
+// an integral clamp the round is rintf. The last steps, clamped within `store`'s range (a one-
+// byte store's: fuse's QuantizeLinear to uint8 with zero point 0, round(s), clip(0, 255)), are
+// the saturation alone, which the store rounds (`saturated`). Emits the steps taken; returns
+// the last one's index.
+size_t emit_fake_quantize(std::ostringstream& o, const std::vector<EpilogueStep>& steps, size_t i,
+                          std::optional<ByteRange> store, bool& saturated) {
   constexpr float kExactRounding = 4194304.0f;  // 2^22
   const EpilogueStep& st = steps[i];
   float lo = -kExactRounding, hi = kExactRounding;
@@ -267,6 +284,13 @@ size_t emit_fake_quantize(std::ostringstream& o, const std::vector<EpilogueStep>
     return i;
   }
   const std::string inv = float_literal(static_cast<float>(1.0 / st.alpha));
+  if (last + 1 == steps.size() && store && store->holds(lo, hi)) {
+    o << fmt::format("    v = saturate_s8_f(v, {}, {}, {});  // quantize to {} by 1 / {}: saturated, rounded by the "
+                     "store\n",
+                     inv, float_literal(lo), float_literal(hi), store->name, float_literal(st.alpha));
+    saturated = true;
+    return last;
+  }
   const std::optional<MagicMultiplier> mul = last + 1 < steps.size() && steps[last + 1].kind == EpilogueOpKind::kMul
                                                  ? magic_multiplier(steps[last + 1].alpha)
                                                  : std::nullopt;
@@ -314,14 +338,14 @@ std::string emit_epilogue(const KernelPlan& plan, bool& quantized) {
   // their intervals nest: one clamp per output instead of two more per step. A relu right
   // before it, too (a QDQ model's conv -> Relu -> QuantizeLinear): with a positive scale,
   // max(v, 0) / s = max(v / s, 0), and rounding keeps the bound, so its lower bound is 0.
-  const bool int8_store = plan.e->out_dtype == DType::kI8;
+  const std::optional<ByteRange> store = byte_range(plan.e->out_dtype);
   quantized = false;
   bool relu_before = false;
   for (size_t i = lead; i < steps.size(); ++i) {
     const EpilogueStep& st = steps[i];
     quantized = st.kind == EpilogueOpKind::kQuantize;
     if (st.kind == EpilogueOpKind::kRound && st.alpha > 0) {
-      i = emit_fake_quantize(o, steps, i);
+      i = emit_fake_quantize(o, steps, i, store, quantized);
       continue;
     }
     if (!quantized) {
@@ -336,6 +360,7 @@ std::string emit_epilogue(const KernelPlan& plan, bool& quantized) {
     float lo = relu_before ? 0.0f : -128.0f, hi = 127.0f;
     relu_before = false;
     i = take_integral_clamps(steps, i, lo, hi);
+    quantized = store && store->holds(lo, hi);
     const std::string inv = float_literal(static_cast<float>(1.0 / st.alpha));
     const bool last = i + 1 == steps.size();
     const std::optional<MagicMultiplier> mul =
@@ -348,7 +373,7 @@ std::string emit_epilogue(const KernelPlan& plan, bool& quantized) {
                        float_literal(st.alpha), float_literal(steps[i + 1].alpha));
       ++i;
       quantized = false;
-    } else if (last && int8_store) {
+    } else if (last && quantized) {
       // The int8 store rounds half to even by the same float add as quantize_s8_f (store_s8):
       // rounding here too would cost two more instructions per output.
       o << fmt::format("    v = saturate_s8_f(v, {}, {}, {});  // quantize to int8 by 1 / {}: saturated, "
@@ -365,9 +390,9 @@ std::string emit_epilogue(const KernelPlan& plan, bool& quantized) {
   o << "  __device__ __forceinline__ static float epilogue(const KernelParams& p, float v, int ch,\n"
        "                                                   float residual) {\n"
        "    return after_lead(p, apply_lead(lead_of(p, ch), v), ch, residual);\n  }\n";
-  // The store's rounding is the quantize's only where the store is int8.
-  quantized = quantized && int8_store;
-  o << fmt::format("  static constexpr bool kQuantizedOut = {};  // v is saturated to int8, unrounded\n",
+  // The store's rounding is the quantize's only where the store is one byte and its range
+  // holds the saturated value (checked where `quantized` is set).
+  o << fmt::format("  static constexpr bool kQuantizedOut = {};  // v is saturated to the stored integers, unrounded\n",
                    quantized);
   return o.str();
 }
@@ -486,7 +511,10 @@ KernelSource emit(const Contraction& c, const Epilogue& e, const kernels::Schedu
     body << fmt::format("  using Element = {};   // the mma operands\n", kernel_element_type(c.b_dtype));
     body << fmt::format("  using ElementA = {};  // X as stored, converted while staged\n",
                         kernel_element_type(c.a_dtype));
-  } else if (tc) body << fmt::format("  using Element = {};\n", kernel_element_type(c.a_dtype));
+  } else if (tc) {
+    body << fmt::format("  using Element = {};{}\n", kernel_element_type(c.a_dtype),
+                        c.a_dtype != c.b_dtype ? "  // A's element; B is s8 (int8 weights)" : "");
+  }
   else {
     body << fmt::format("  using ElementA = {};\n", kernel_element_type(c.a_dtype));
     body << fmt::format("  using ElementB = {};\n", kernel_element_type(c.b_dtype));

@@ -318,6 +318,7 @@ const char* element_type(DType t) {
     case DType::kBF16: return "bf16";
     case DType::kF32: return "float";
     case DType::kI8: return "s8";
+    case DType::kU8: return "u8q";
     default: break;
   }
   TESSEL_ICHECK(false) << "no kernel element type for " << dtype_name(t);

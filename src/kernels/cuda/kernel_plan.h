@@ -79,7 +79,7 @@ std::optional<std::string> check_gather(const contraction::Contraction& c, const
 // The C++ identifier of iteration dim `dim` in generated code ("x_oh").
 std::string coord_name(const contraction::Contraction& c, int dim);
 
-// Kernel-side element type of a dtype ("f16", "bf16", "float", "s8").
+// Kernel-side element type of a dtype ("f16", "bf16", "float", "s8", "u8q").
 const char* kernel_element_type(DType t);
 
 }  // namespace tessel::kernels::cuda

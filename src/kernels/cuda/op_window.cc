@@ -315,11 +315,11 @@ std::optional<std::string> check_window(const ir::Graph& g, const ir::Node& n) {
   if (n.op == "LRN" || n.op == "tessel.LRN")
     return is_float(x.dtype) ? std::nullopt : std::optional<std::string>(n.label() + ": expected a float input");
   if (x.shape.size() != 4) return n.label() + ": expected an NHWC input of rank 4";
-  // A max pool of int8 values (fold-qdq's, between a DequantizeLinear and a QuantizeLinear of
-  // one scale) compares them as floats, exactly, and stores them back unchanged. A depthwise
-  // conv reads an int8 X (fold-qdq's int8-input form, which its infer admits for no other
-  // conv) as floats, exactly.
-  if (n.op == "tessel.MaxPool" && x.dtype == DType::kI8) return std::nullopt;
+  // A max pool of int8 or uint8 values (fold-qdq's, between a DequantizeLinear and a
+  // QuantizeLinear of one scale) compares them as floats, exactly, and stores them back
+  // unchanged. A depthwise conv reads an int8 X (fold-qdq's int8-input form, which its infer
+  // admits for no other conv) as floats, exactly.
+  if (n.op == "tessel.MaxPool" && (x.dtype == DType::kI8 || x.dtype == DType::kU8)) return std::nullopt;
   const bool int8_input = n.op == "tessel.Conv" && x.dtype == DType::kI8;
   if (!is_float(x.dtype) && !int8_input) return n.label() + ": expected a float input";
   if (n.op == "tessel.Conv") {

@@ -289,15 +289,15 @@ Reason plan_store(const Contraction& c, const Epilogue& e, const Schedule& s, Ke
 
 // The element types the epilogue loads and stores (tessel_ptx.cuh's storage types).
 bool epilogue_dtype(DType t) {
-  return t == DType::kF16 || t == DType::kBF16 || t == DType::kF32 || t == DType::kI8;
+  return t == DType::kF16 || t == DType::kBF16 || t == DType::kF32 || contraction::is_int8_operand(t);
 }
 
 Reason check_epilogue(const Epilogue& e, KernelPlan* p) {
   if (!epilogue_dtype(e.out_dtype)) {
-    return fmt::format("output dtype {} (f16, bf16, f32 or i8 expected)", dtype_name(e.out_dtype));
+    return fmt::format("output dtype {} (f16, bf16, f32, i8 or u8 expected)", dtype_name(e.out_dtype));
   }
   if (e.residual_dtype && !epilogue_dtype(*e.residual_dtype)) {
-    return fmt::format("residual dtype {} (f16, bf16, f32 or i8 expected)",
+    return fmt::format("residual dtype {} (f16, bf16, f32, i8 or u8 expected)",
                        dtype_name(*e.residual_dtype));
   }
   for (const auto& step : e.steps) {
@@ -390,7 +390,8 @@ std::optional<device::TensorMapSpec> tma_store_map(const KernelPlan& plan) {
   const StoreMap& st = plan.e->store;
   if (st.kind != StoreMap::Kind::kPlain && st.kind != StoreMap::Kind::kChannelSlice) return std::nullopt;
   const DType out = plan.e->out_dtype;
-  if (out != DType::kF16 && out != DType::kBF16 && out != DType::kI8) return std::nullopt;
+  const bool int8 = contraction::is_int8_operand(out);
+  if (out != DType::kF16 && out != DType::kBF16 && !int8) return std::nullopt;
   if (plan.store_n_stride != 1 || !plan.c->batch_dims.empty()) return std::nullopt;
   const int64_t size = static_cast<int64_t>(dtype_size(out));
   const int64_t ld = plan.out_channels;
@@ -398,7 +399,7 @@ std::optional<device::TensorMapSpec> tma_store_map(const KernelPlan& plan) {
   if (ld * size % 16 != 0 || offset * size % 16 != 0) return std::nullopt;
   device::TensorMapSpec m;
   m.mode = device::TensorMapSpec::Mode::kTiled;
-  m.type = out == DType::kI8    ? device::TensorMapSpec::Type::kU8
+  m.type = int8                 ? device::TensorMapSpec::Type::kU8
            : out == DType::kBF16 ? device::TensorMapSpec::Type::kBF16
                                  : device::TensorMapSpec::Type::kF16;
   m.operand = static_cast<uint8_t>(kParamWordC);
@@ -432,7 +433,7 @@ std::optional<std::string> make_plan(const Contraction& c, const Epilogue& e, co
     return "an extent of M, N, K or batch does not fit 31 bits";
   }
   // int8 operands accumulate in int32 (mma.sync m16n8k32 .s32), everything else in fp32.
-  const bool int8 = c.a_dtype == DType::kI8 && c.b_dtype == DType::kI8;
+  const bool int8 = contraction::int8_operands(c);
   const DType acc = int8 ? DType::kI32 : DType::kF32;
   if (c.acc_dtype != acc) {
     return fmt::format("accumulator {} ({} expected)", dtype_name(c.acc_dtype), dtype_name(acc));
@@ -440,9 +441,8 @@ std::optional<std::string> make_plan(const Contraction& c, const Epilogue& e, co
   if (s.mainloop == kernels::Mainloop::kHalo) {
     // The halo kernel's operand types are check_schedule's (check_halo).
   } else if (tc) {
-    if (c.a_dtype != c.b_dtype ||
-        (c.a_dtype != DType::kF16 && c.a_dtype != DType::kBF16 && c.a_dtype != DType::kI8)) {
-      return fmt::format("Tensor Cores need f16, bf16 or i8 operands of one type (A {}, B {})",
+    if (!int8 && (c.a_dtype != c.b_dtype || (c.a_dtype != DType::kF16 && c.a_dtype != DType::kBF16))) {
+      return fmt::format("Tensor Cores need f16 or bf16 operands of one type, or int8 ones (A {}, B {})",
                          dtype_name(c.a_dtype), dtype_name(c.b_dtype));
     }
   } else {

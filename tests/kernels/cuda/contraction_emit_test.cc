@@ -274,7 +274,7 @@ TEST(CanImplement, RejectsIllegalSchedulesWithReasons) {
   expect_rejected(with(ci4, tc_schedule(128, 64, 32, 64, 32, 3)), "a_vec=8 exceeds the 4 elements A can be read in");
   const TestProblem f32 = gemm_problem(64, 64, 64, "NN", DType::kF32, DType::kF32);
   expect_rejected(with(f32, tc_schedule(64, 64, 32, 32, 32, 3, 1, 4, 4)),
-                  "Tensor Cores need f16, bf16 or i8");
+                  "Tensor Cores need f16 or bf16 operands of one type, or int8");
   // 2-byte vectors of a 128x64 A tile over 128 threads: 64 per thread, beyond the row mask.
   expect_rejected(with(conv, tc_schedule(128, 128, 64, 64, 64, 3, 1, 1, 8)),
                   "A tile needs 64 loads per thread per k-tile (at most 32)");
@@ -322,7 +322,7 @@ TEST(CanImplement, RejectsWhatTheTmaKernelCannotMapWithReasons) {
   expect_rejected(with(gemm_problem(256, 256, 256, "NN"), kernels::tma_schedule(128, 64, 4, 8, 0)),
                   "the TMA kernel reads both operands K-major");
   const TestProblem f32 = gemm_problem(64, 64, 64, "NT", DType::kF32, DType::kF32);
-  expect_rejected(with(f32, kernels::tma_schedule(64, 64, 4, 8, 0)), "Tensor Cores need f16, bf16 or i8");
+  expect_rejected(with(f32, kernels::tma_schedule(64, 64, 4, 8, 0)), "Tensor Cores need f16 or bf16 operands of one type, or int8");
 }
 
 TEST(TmaLayout, MapsTheOperandsOfGemmsAndConvolutions) {

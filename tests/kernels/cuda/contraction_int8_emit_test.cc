@@ -140,6 +140,63 @@ std::string variant_name(const ::testing::TestParamInfo<TestProblem>& info) {
 INSTANTIATE_TEST_SUITE_P(Int8, Int8VariantCompiles, ::testing::ValuesIn(int8_variants()),
                          variant_name);
 
+// onnxruntime's uint8 activations (zero point 0) as A: mma.sync .u8.s8 (sm_80, sm_90a) and the
+// TMA kernel's wgmma .u8.s8 (sm_90a), a QuantizeLinear to uint8 (round, clip(0, 255)) saturated
+// and rounded by the u8 store's float add, and a uint8 residual converted by the same constant.
+TEST(Uint8Emit, U8ActivationsCompileOnImmaAndWgmma) {
+  const std::vector<contraction::EpilogueStep> to_u8 = {step(K::kScale), step(K::kBias), step(K::kRound, 0.5f),
+                                                        step(K::kClip, 0.0f, 255.0f)};
+  const std::vector<contraction::EpilogueStep> residual_u8 = {
+      step(K::kMul, 0.01f),        step(K::kBias),           step(K::kRound, 0.0625f), step(K::kClip, -128.0f, 127.0f),
+      step(K::kMul, 0.0625f),      step(K::kScaledResidualAdd, 0.05f), step(K::kRound, 0.1f),
+      step(K::kClip, 0.0f, 255.0f)};
+  std::vector<TestProblem> mma = {
+      with(conv_problem(conv_params(1, 28, 28, 64, 64, 3, 1, 1), DType::kI8, DType::kU8, DType::kU8),
+           tc_schedule(128, 64, 64, 64, 32, 3), to_u8),
+      with(conv_problem(conv_params(1, 14, 14, 64, 256, 1, 1, 0), DType::kI8, DType::kU8, DType::kU8),
+           tc_schedule(64, 64, 64, 32, 32, 3), residual_u8, DType::kU8),
+      with(gemm_problem(64, 1000, 2048, "NT", DType::kI8, DType::kF32, DType::kU8), tc_schedule(64, 64, 128, 32, 32, 3, 2)),
+  };
+  for (const TestProblem& p : mma) {
+    SCOPED_TRACE(p.name());
+    ASSERT_EQ(p.c.a_dtype, DType::kU8);
+    ASSERT_TRUE(p.tensor_cores);
+    const auto why = can_implement(p.c, p.e, p.s);
+    ASSERT_FALSE(why) << *why;
+    const KernelSource ks = emit(p.c, p.e, p.s);
+    EXPECT_TRUE(has(ks.source, "using Element = u8q;")) << ks.source;
+    if (p.e.out_dtype == DType::kU8) {
+      EXPECT_TRUE(has(ks.source, "using Out = u8q;"));
+      EXPECT_TRUE(has(ks.source, "static constexpr bool kQuantizedOut = true;")) << ks.source;
+      EXPECT_TRUE(has(ks.source, ", 0.0f, 255.0f);  // quantize to uint8 by 1 / ")) << ks.source;
+    }
+    for (const char* arch : {"sm_80", "sm_90a"}) {
+      SCOPED_TRACE(arch);
+      const Compiled out = nvrtc_compile(ks, arch);
+      ASSERT_TRUE(out.ok) << out.log << "\n" << ks.source;
+      EXPECT_TRUE(has(out.ptx, "mma.sync.aligned.m16n8k32.row.col.s32.u8.s8.s32"));
+      EXPECT_FALSE(has(out.ptx, ".s32.s8.s8"));
+      EXPECT_FALSE(has(out.ptx, "cvt.rni"));
+    }
+  }
+  kernels::Schedule s = kernels::tma_schedule(128, 128, 4, 8, 0);
+  s.block_k = 64;
+  for (const TestProblem& p :
+       {with(conv_problem(conv_params(8, 14, 14, 64, 256, 1, 1, 0), DType::kI8, DType::kU8, DType::kU8), s,
+             residual_u8, DType::kU8),
+        with(conv_problem(conv_params(8, 14, 14, 64, 64, 3, 1, 1), DType::kI8, DType::kU8, DType::kU8), s, to_u8)}) {
+    SCOPED_TRACE(p.name());
+    const auto why = can_implement(p.c, p.e, p.s);
+    ASSERT_FALSE(why) << *why;
+    const KernelSource ks = emit(p.c, p.e, p.s);
+    EXPECT_TRUE(has(ks.source, "TmaWgmmaKernel<Problem>"));
+    const Compiled out = nvrtc_compile(ks, "sm_90a");
+    ASSERT_TRUE(out.ok) << out.log << "\n" << ks.source;
+    EXPECT_TRUE(has(out.ptx, "wgmma.mma_async.sync.aligned.m64n128k32.s32.u8.s8")) << "u8 A by s8 weights";
+    EXPECT_FALSE(has(out.ptx, "k32.s32.s8.s8"));
+  }
+}
+
 // The dequantization scale and the bias lead the epilogue as one FFMA whose operands the
 // mma.sync kernel loads once per channel; the steps after them (after_lead) read none.
 TEST(Int8Emit, ScaleAndBiasLeadTheEpilogue) {
@@ -304,13 +361,13 @@ TEST(Int8CanImplement, RefusesWhatTheInt8PathDoesNotTakeWithReasons) {
                                 {DType::kF16, DType::kI8, DType::kF32}),
          DType::kF16);
   mixed.s = tc_schedule(64, 64, 64, 32, 32, 3);
-  expect_rejected(mixed, "Tensor Cores need f16, bf16 or i8 operands of one type (A f16, B i8)");
+  expect_rejected(mixed, "Tensor Cores need f16 or bf16 operands of one type, or int8 ones (A f16, B i8)");
   TestProblem i32_out = with(conv, tc_schedule(64, 64, 64, 32, 32, 3));
   i32_out.e.out_dtype = DType::kI32;
-  expect_rejected(i32_out, "output dtype i32 (f16, bf16, f32 or i8 expected)");
+  expect_rejected(i32_out, "output dtype i32 (f16, bf16, f32, i8 or u8 expected)");
   TestProblem i32_res = with(conv, tc_schedule(64, 64, 64, 32, 32, 3),
                              {step(K::kScaledResidualAdd, 1.0f)}, DType::kI32);
-  expect_rejected(i32_res, "residual dtype i32 (f16, bf16, f32 or i8 expected)");
+  expect_rejected(i32_res, "residual dtype i32 (f16, bf16, f32, i8 or u8 expected)");
 }
 
 // ---- Schedules ------------------------------------------------------------------------------

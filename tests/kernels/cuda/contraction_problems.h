@@ -4,6 +4,7 @@
 // Shared by tests/codegen (NVRTC compile matrix) and tests/gpu (numerics on a device).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -78,8 +79,9 @@ inline void finish(TestProblem& p, const contraction::IndexMaps& maps, DType out
   p.e.out_dtype = out;
 }
 
+// `a`: A's dtype where it is not `in` (a u8 A beside i8 weights: onnxruntime's activations).
 inline TestProblem conv_problem(const contraction::Conv2dParams& cp, DType in = DType::kF16,
-                                DType out = DType::kF16) {
+                                DType out = DType::kF16, std::optional<DType> a = std::nullopt) {
   TestProblem p;
   p.is_conv = true;
   p.conv = cp;
@@ -87,21 +89,22 @@ inline TestProblem conv_problem(const contraction::Conv2dParams& cp, DType in = 
            std::to_string(cp.stride_h) + "_p" + std::to_string(cp.pad_top) + "_d" +
            std::to_string(cp.dilation_h) + "_g" + std::to_string(cp.groups) + "_n" +
            std::to_string(cp.n) + "_h" + std::to_string(cp.h) + "_w" + std::to_string(cp.w) +
-           "_ci" + std::to_string(cp.ci) + "_co" + std::to_string(cp.co);
-  finish(p, contraction::conv2d_nhwc_maps(cp, {in, in, c_dtype(in, out)}), out);
+           "_ci" + std::to_string(cp.ci) + "_co" + std::to_string(cp.co) + (a ? "_u8a" : "");
+  finish(p, contraction::conv2d_nhwc_maps(cp, {a.value_or(in), in, c_dtype(in, out)}), out);
   return p;
 }
 
 inline TestProblem gemm_problem(int64_t m, int64_t n, int64_t k, const std::string& layout,
-                                DType in = DType::kF16, DType out = DType::kF16) {
+                                DType in = DType::kF16, DType out = DType::kF16,
+                                std::optional<DType> a = std::nullopt) {
   TestProblem p;
   p.layout = *contraction::parse_gemm_layout(layout);
   p.gm = m;
   p.gn = n;
   p.gk = k;
   p.what = "gemm_" + layout + "_" + std::to_string(m) + "x" + std::to_string(n) + "x" +
-           std::to_string(k);
-  finish(p, contraction::gemm_maps(m, n, k, p.layout, {in, in, c_dtype(in, out)}), out);
+           std::to_string(k) + (a ? "_u8a" : "");
+  finish(p, contraction::gemm_maps(m, n, k, p.layout, {a.value_or(in), in, c_dtype(in, out)}), out);
   return p;
 }
 

@@ -199,11 +199,25 @@ inline std::vector<float> random_int8(std::mt19937& rng, int64_t n, std::vector<
   return v;
 }
 
-// Random values in [lo, hi] rounded to `t` (int8: random_int8); `bytes` receives the device
-// image.
+// Random uint8 values (onnxruntime's activations), never zero: 1..max.
+inline std::vector<float> random_uint8(std::mt19937& rng, int64_t n, std::vector<char>& bytes, int max = 255) {
+  std::uniform_int_distribution<int> value(1, max);
+  std::vector<float> v(n);
+  bytes.resize(n);
+  for (int64_t i = 0; i < n; ++i) {
+    const int x = value(rng);
+    bytes[i] = static_cast<char>(static_cast<unsigned char>(x));
+    v[i] = static_cast<float>(x);
+  }
+  return v;
+}
+
+// Random values in [lo, hi] rounded to `t` (int8: random_int8, uint8: random_uint8); `bytes`
+// receives the device image.
 inline std::vector<float> random_tensor(std::mt19937& rng, int64_t n, DType t, std::vector<char>& bytes,
                                  float lo = -1.0f, float hi = 1.0f) {
   if (t == DType::kI8) return random_int8(rng, n, bytes);
+  if (t == DType::kU8) return random_uint8(rng, n, bytes);
   std::uniform_real_distribution<float> dist(lo, hi);
   std::vector<float> v(n);
   bytes.resize(n * dtype_size(t));
@@ -227,6 +241,8 @@ inline std::vector<double> to_doubles(const std::vector<char>& bytes, DType t) {
   for (size_t i = 0; i < n; ++i) {
     if (t == DType::kI8) {
       v[i] = static_cast<signed char>(bytes[i]);
+    } else if (t == DType::kU8) {
+      v[i] = static_cast<unsigned char>(bytes[i]);
     } else if (t == DType::kF32) {
       float f;
       std::memcpy(&f, bytes.data() + 4 * i, 4);

@@ -439,11 +439,12 @@ TEST_F(OpKernelsTest, Int8TensorsMoveButOnlyQuantizationComputes) {
   EXPECT_EQ(reason(one_node("Cast", {act(DType::kF32, {4})}, {{"to", int64_t{2}}})),
             "Cast 'node': Cast of i8/u8 tensors has no GPU kernel (only QuantizeLinear, "
             "DequantizeLinear, data movement, and a Cast from them take them)");
-  // An int8 max pool (fold-qdq's) compares and stores the integers; a u8 one is refused.
+  // An int8 or uint8 max pool (fold-qdq's) compares and stores the integers (packed f16x2 of
+  // 1024 + x, exact).
   emit_and_compile(one_node("tessel.MaxPool", {act(DType::kI8, {1, 4, 4, 32})}, {{"kernel_shape", Ints{2, 2}}}),
                    "using T = i8;");
-  EXPECT_EQ(reason(one_node("tessel.MaxPool", {act(DType::kU8, {1, 4, 4, 8})}, {{"kernel_shape", Ints{2, 2}}})),
-            "tessel.MaxPool 'node': expected a float input");
+  emit_and_compile(one_node("tessel.MaxPool", {act(DType::kU8, {1, 4, 4, 32})}, {{"kernel_shape", Ints{2, 2}}}),
+                   "using T = u8;");
 
   EXPECT_EQ(reason(one_node("QuantizeLinear", {act(DType::kI32, {4}), tensor(DType::kF32, {}, {2})})),
             "QuantizeLinear 'node': input x of dtype i32 has no GPU kernel (f32, f16, bf16; the "

@@ -131,8 +131,9 @@ __device__ __forceinline__ void prefetch_residual(const KernelParams& p, int bat
   }
 }
 
-// An epilogue's result in the output's type: from_float, but int8 by store_s8, which rounds,
-// and saturates unless the epilogue's last step quantized (kSaturated: saturate_s8_f).
+// An epilogue's result in the output's type: from_float, but int8 by store_s8 (uint8 by
+// store_u8), which rounds, and saturates unless the epilogue's last step quantized
+// (kSaturated: saturate_s8_f to the store's range).
 template <typename Out, bool kSaturated>
 struct StoreValue {
   __device__ __forceinline__ static Out of(float v) { return from_float<Out>(v); }
@@ -140,6 +141,10 @@ struct StoreValue {
 template <bool kSaturated>
 struct StoreValue<s8, kSaturated> {
   __device__ __forceinline__ static s8 of(float v) { return s8{store_s8<!kSaturated>(v)}; }
+};
+template <bool kSaturated>
+struct StoreValue<u8q, kSaturated> {
+  __device__ __forceinline__ static u8q of(float v) { return u8q{store_u8<!kSaturated>(v)}; }
 };
 
 // Output element of the fp32 result v at channel ch; kLeadApplied: v has had the epilogue's

@@ -33,7 +33,7 @@ namespace tessel {
 // n0+8..n0+15). Derivation: matrix i is addressed by lanes 8i..8i+7 and lands in register i;
 // the placement above makes matrix i the 8x8 block that register i of the fragment holds.
 //
-// ---- int8: mma.m16n8k32 .s8 (PTX ISA 9.7.14.5.10), K-major operands only ------------------
+// ---- int8: mma.m16n8k32 .s8, or .u8 A (PTX ISA 9.7.14.5.10), K-major operands only --------
 // Each u32 holds four 8-bit elements, the lower k first:
 //   A (T32,V16) -> (M16,K32): a[0]: (g, 4t..4t+3)     a[1]: (g+8, 4t..4t+3)
 //                             a[2]: (g, 4t+16..+19)   a[3]: (g+8, 4t+16..+19)
@@ -70,6 +70,15 @@ struct MmaTraits<s8> {
   static constexpr int kK = 32;
   __device__ __forceinline__ static void fma(int (&d)[4], const u32 (&a)[4], const u32 (&b)[2]) {
     MmaM16N8K32S8::fma(d, a, b);
+  }
+};
+// Keyed by A's element: a u8 A (onnxruntime's uint8 activations) multiplies the s8 weights.
+template <>
+struct MmaTraits<u8q> {
+  using Acc = int;
+  static constexpr int kK = 32;
+  __device__ __forceinline__ static void fma(int (&d)[4], const u32 (&a)[4], const u32 (&b)[2]) {
+    MmaM16N8K32U8S8::fma(d, a, b);
   }
 };
 

@@ -112,7 +112,7 @@ __device__ __forceinline__ Q quantize(float q, int zero_point) {
 
 // ---- The stored value of a fused epilogue ---------------------------------------------------
 // A grouped or depthwise conv's epilogue result as its output type: from_float, but int8 (after
-// a last quantize step) by store_s8, as the contraction kernels store it. Not a Cast: ONNX's
+// a last quantize step) by store_s8, as the contraction kernels store it, uint8 by store_u8. Not a Cast: ONNX's
 // Cast to int8 truncates, and no op kernel writes int8 by a cast.
 template <typename Out>
 __device__ __forceinline__ Out store_as(float v) {
@@ -121,6 +121,11 @@ __device__ __forceinline__ Out store_as(float v) {
 template <>
 __device__ __forceinline__ i8 store_as<i8>(float v) {
   return store_s8(v);
+}
+// uint8 (a max pool of onnxruntime's uint8 activations) by store_u8 alike.
+template <>
+__device__ __forceinline__ u8 store_as<u8>(float v) {
+  return store_u8(v);
 }
 // Four int8 results packed into one word, `a` in the low byte.
 __device__ __forceinline__ u32 pack4_s8(float a, float b, float c, float d) {

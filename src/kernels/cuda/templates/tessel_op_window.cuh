@@ -34,7 +34,7 @@ struct PixelItem {
 // by kKH * kKW when P::kCountIncludePad, else by the taps inside the input (0 taps: 0/0 = NaN,
 // and a max over no taps is P::kLowest, as the reference kernels define).
 //
-// A max pool of int8, f16 or bf16 whose fragments are whole 32-bit words compares packed
+// A max pool of int8, uint8, f16 or bf16 whose fragments are whole 32-bit words compares packed
 // pairs (PackedMax): two elements per max instruction, where the float path spends a
 // conversion and a NaN-aware select on every element of every tap. (The int8 pool of a QDQ
 // ResNet-50 at batch 32 was bound by those instructions, not by its bytes.)
@@ -45,13 +45,14 @@ struct PackedMax {
 // int8: byte x as the f16 1024 + (x + 128) (exponent of 1024, whose ulp is 1): exact, ordered as
 // x, one xor per word and one prmt per pair; max.f16x2 compares two; the low bytes of the
 // winners, xored back, are the int8 maxima. A max over no taps is 1024 + 0, i.e. -128.
-template <>
-struct PackedMax<i8> {
+// uint8 (onnxruntime's activations, zero point 0): 1024 + x, no xor (kFlip 0); no taps give 0.
+template <u32 kFlip>
+struct PackedByteMax {
   static constexpr bool kOk = true;
   static constexpr int kPairs = 2;  // f16x2 words per 32-bit word of data
   __device__ __forceinline__ static u32 lowest() { return 0x64006400u; }
   __device__ __forceinline__ static void unpack(u32 w, u32 (&pairs)[2]) {
-    w ^= 0x80808080u;
+    w ^= kFlip;
     pairs[0] = __byte_perm(w, 0x64646464u, 0x4140);
     pairs[1] = __byte_perm(w, 0x64646464u, 0x4342);
   }
@@ -61,9 +62,13 @@ struct PackedMax<i8> {
     return r;
   }
   __device__ __forceinline__ static u32 pack(const u32 (&pairs)[2]) {
-    return __byte_perm(pairs[0], pairs[1], 0x6420) ^ 0x80808080u;
+    return __byte_perm(pairs[0], pairs[1], 0x6420) ^ kFlip;
   }
 };
+template <>
+struct PackedMax<i8> : PackedByteMax<0x80808080u> {};
+template <>
+struct PackedMax<u8> : PackedByteMax<0u> {};
 // f16 and bf16: the word is a pair already; max.NaN keeps a NaN, as the float path does.
 // kLowest: kLowest of the pool (op_window.cc's lowest_literal) in both halves.
 template <u32 kLowest, bool kBf16>

@@ -7,7 +7,8 @@
 // PTX ISA references (PTX ISA 8.x, "Parallel Synchronization and Communication Instructions"
 // and "Warp Level Matrix Multiply-Accumulate Instructions"):
 //   mma.sync m16n8k16          9.7.14.5.8  (sm_80+)
-//   mma.sync m16n8k32 .s8      9.7.14.5.10 (sm_80+; "Matrix Fragments for mma.m16n8k32")
+//   mma.sync m16n8k32 .s8/.u8  9.7.14.5.10 (sm_80+; "Matrix Fragments for mma.m16n8k32";
+//                              .atype and .btype are .s8 or .u8 independently)
 //   ldmatrix                   9.7.14.5.15 (sm_75+)
 //   cp.async / commit / wait   9.7.9.25    (sm_80+)
 #pragma once
@@ -29,6 +30,12 @@ struct bf16 {
 struct s8 {
   signed char bits;
 };
+// uint8 (onnxruntime's default QUInt8 activations, zero point 0), one byte: the A operand of
+// an int8 contraction (B stays s8), its output or residual. Named apart from the op kernels'
+// storage alias u8 (tessel_op_common.cuh), which includes this file.
+struct u8q {
+  unsigned char bits;
+};
 
 // ---- Conversions ------------------------------------------------------------------------
 __device__ __forceinline__ float to_float(f16 x) {
@@ -42,6 +49,9 @@ __device__ __forceinline__ float to_float(float x) { return x; }
 // float subtract, full-rate instructions, where cvt.f32.s8 issues at a quarter of the rate.
 constexpr float kRoundingMagic = 12582912.0f;  // 1.5 * 2^23, bits 0x4B400000
 __device__ __forceinline__ float to_float(s8 x) {
+  return __fsub_rn(__int_as_float(0x4B400000 + int(x.bits)), kRoundingMagic);
+}
+__device__ __forceinline__ float to_float(u8q x) {
   return __fsub_rn(__int_as_float(0x4B400000 + int(x.bits)), kRoundingMagic);
 }
 
@@ -83,6 +93,13 @@ __device__ __forceinline__ signed char store_s8(float v) {
   const float c = kSaturate ? fminf(fmaxf(v, -128.0f), 127.0f) : v;
   return static_cast<signed char>(__float_as_int(__fadd_rn(c, kRoundingMagic)));
 }
+// The uint8 store likewise: saturated to [0, 255] (NaN gives 0) unless the last step did
+// (saturate_s8_f with the bounds 0 and 255), rounded by the same add; the low byte of the bits.
+template <bool kSaturate = true>
+__device__ __forceinline__ unsigned char store_u8(float v) {
+  const float c = kSaturate ? fminf(fmaxf(v, 0.0f), 255.0f) : v;
+  return static_cast<unsigned char>(__float_as_int(__fadd_rn(c, kRoundingMagic)));
+}
 
 template <typename T>
 __device__ __forceinline__ T from_float(float f);
@@ -108,6 +125,13 @@ __device__ __forceinline__ s8 from_float<s8>(float f) {
   int r;
   asm("cvt.rni.sat.s8.f32 %0, %1;" : "=r"(r) : "f"(f));
   return s8{static_cast<signed char>(r)};
+}
+// Round to nearest even, saturated to [0, 255] (NaN -> 0).
+template <>
+__device__ __forceinline__ u8q from_float<u8q>(float f) {
+  unsigned r;
+  asm("cvt.rni.sat.u8.f32 %0, %1;" : "=r"(r) : "f"(f));
+  return u8q{static_cast<unsigned char>(r)};
 }
 
 // An accumulator as the fp32 value the epilogue starts from: int32 sums rounded to nearest
@@ -152,13 +176,23 @@ struct MmaM16N8K16<bf16> {
   }
 };
 
-// ---- mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 ---------------------------------------
+// ---- mma.sync.aligned.m16n8k32.row.col.s32.{s8,u8}.s8.s32 ----------------------------------
 // D = A * B + D with A 16x32 (row), B 32x8 (col), D 16x8 int32 (wrapping, not .satfinite: a
-// sum of K products of at most 2^14 each cannot overflow for K < 2^17).
+// sum of K products of at most 2^15 each (u8 A: 255 * 128) cannot overflow for K < 2^16).
 struct MmaM16N8K32S8 {
   __device__ __forceinline__ static void fma(int (&d)[4], const u32 (&a)[4], const u32 (&b)[2]) {
     asm volatile(
         "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 "
+        "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+        : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  }
+};
+// A uint8 (onnxruntime's activations), B int8 (the weights): the same fragments.
+struct MmaM16N8K32U8S8 {
+  __device__ __forceinline__ static void fma(int (&d)[4], const u32 (&a)[4], const u32 (&b)[2]) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k32.row.col.s32.u8.s8.s32 "
         "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
         : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));

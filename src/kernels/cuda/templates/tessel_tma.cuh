@@ -399,7 +399,7 @@ struct TmaWgmmaKernel {
           const u64 db = desc(b, 0, ks);
 #pragma unroll
           for (int mi = 0; mi < kMI; ++mi) {
-            if constexpr (kInt8) WgmmaS8<kBN>::mma(acc[mi], desc(a, mi * 64, ks), db);
+            if constexpr (kInt8) WgmmaI8<kBN, Element>::mma(acc[mi], desc(a, mi * 64, ks), db);
             else Wgmma<kBN, Element>::template mma<0, 0>(acc[mi], desc(a, mi * 64, ks), db);
           }
         }
