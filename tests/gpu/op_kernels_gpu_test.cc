@@ -39,9 +39,12 @@ Tensor random_tensor(const ir::TensorType& t, std::mt19937& rng) {
   std::uniform_real_distribution<double> mag(0.25, 2.0);
   std::bernoulli_distribution neg(0.5);
   std::vector<double> v(static_cast<size_t>(numel(t.shape)));
-  std::uniform_int_distribution<int> int8(-128, 127);  // int8 tensors: every code
+  std::uniform_int_distribution<int> int8(-128, 127), uint8(0, 255);  // integers: every code
   for (double& x : v)
-    x = t.dtype == DType::kBool ? 1.0 : t.dtype == DType::kI8 ? int8(rng) : (neg(rng) ? -1 : 1) * mag(rng);
+    x = t.dtype == DType::kBool ? 1.0
+        : t.dtype == DType::kI8 ? int8(rng)
+        : t.dtype == DType::kU8 ? uint8(rng)
+                                : (neg(rng) ? -1 : 1) * mag(rng);
   return Tensor::from_doubles(t.dtype, t.shape, v);
 }
 
@@ -98,7 +101,7 @@ void check_op(const std::string& op, const std::vector<Input>& inputs, ir::Attri
                                 : emit_depthwise(g, g.nodes[0], depthwise_tiling);
   const std::vector<Tensor> got = ::tessel::testing::OpKernelRun(ks).run(all, want, 0xff);
   for (int j = 0; j < outputs; ++j) {
-    if (want[j].dtype() == DType::kI8) {
+    if (want[j].dtype() == DType::kI8 || want[j].dtype() == DType::kU8) {
       // A fused quantize (by the reciprocal, after fp32 sums in another order) may land one
       // step from the reference's division where the value sits on a rounding tie: at most
       // one step, on at most 1% of the elements.
@@ -363,6 +366,14 @@ TEST(OpKernelsGpu, Pools) {
   check_op("tessel.MaxPool", {act(DType::kI8, {3, 7, 7, 4})},
            {{"kernel_shape", Ints{2, 2}}, {"strides", Ints{2, 2}}, {"ceil_mode", int64_t{1}}});
   check_op("tessel.MaxPool", {act(DType::kI8, {1, 7, 7, 3})},
+           {{"kernel_shape", Ints{3, 3}}, {"pads", Ints{1, 1, 1, 1}}});
+  // uint8 (fold-qdq's for onnxruntime's QUInt8 activations, zero point 0; the pair trick's
+  // f16 1024 + x): 16-byte vectors, one word, and 1-byte vectors.
+  check_op("tessel.MaxPool", {act(DType::kU8, {2, 23, 21, 64})},
+           {{"kernel_shape", Ints{3, 3}}, {"strides", Ints{2, 2}}, {"pads", Ints{1, 1, 1, 1}}});
+  check_op("tessel.MaxPool", {act(DType::kU8, {3, 7, 7, 4})},
+           {{"kernel_shape", Ints{2, 2}}, {"strides", Ints{2, 2}}, {"ceil_mode", int64_t{1}}});
+  check_op("tessel.MaxPool", {act(DType::kU8, {1, 7, 7, 3})},
            {{"kernel_shape", Ints{3, 3}}, {"pads", Ints{1, 1, 1, 1}}});
   for (int64_t include : {0, 1})
     check_op("tessel.AveragePool", {act(DType::kF32, {2, 7, 7, 6})},
