@@ -229,6 +229,82 @@ class ChannelScaleIntoDequantize : public NodeRewriter {
   std::set<std::string> dropped_;
 };
 
+// A per-channel shift of dequantized int8 values (a norm the quantizer left float between a
+// DequantizeLinear and its activation: DenseNet's pre-activation norms after each concat, once
+// ChannelScaleIntoDequantize has joined their scale):
+//
+//   %d = DequantizeLinear(%q, %s) {axis = 3}          %y = tessel.Conv(%q, %ones, %b, _, %s)
+//   %y = Add(%d, %b)                            ->          {group = C}
+//
+// a 1x1 depthwise conv of unit weights in the int8-input form (QdqFolder's, at the top of the
+// file): float math, S = s, B = b, on the kernel that reads one byte per element. fuse then takes
+// the Relu and QuantizeLinear after it into its epilogue, as after any depthwise conv: one
+// kernel from int8 to int8 where the DequantizeLinear, Add, Relu and QuantizeLinear were four
+// over 16-bit values. The same arithmetic (q * s[c] + b[c] in f32). Only for NHWC int8 (the
+// depthwise int8-input form reads int8) of zero point 0, a DequantizeLinear the Add alone reads.
+class ChannelShiftOfIntegers : public NodeRewriter {
+ public:
+  explicit ChannelShiftOfIntegers(ir::Graph g) : NodeRewriter(std::move(g)) {
+    const std::vector<std::vector<int>> users = g_.users();
+    const std::vector<int> producers = g_.producers();
+    for (const ir::Node& add : g_.nodes) {
+      if (add.op != "Add" || add.inputs.size() != 2 || add.outputs.size() != 1) continue;
+      for (int side = 0; side < 2; ++side) {
+        const ValueId x = add.inputs[side], b = add.inputs[1 - side];
+        const int d = producers[static_cast<size_t>(x)];
+        if (d < 0 || g_.nodes[static_cast<size_t>(d)].op != "DequantizeLinear") continue;
+        const ir::Node& dq = g_.nodes[static_cast<size_t>(d)];
+        const Shape& shape = g_.type(x).shape;
+        if (shape.size() != 4 || g_.type(x).dtype != DType::kF32 || g_.type(add.outputs[0]).shape != shape ||
+            sole_reader(g_, users, x) < 0)
+          continue;
+        const int64_t channels = shape.back();
+        const Tensor* shift = channel_constant(g_, b, channels);
+        const std::optional<SymmetricQdq> q = symmetric_qdq(g_, dq);
+        if (!shift || shift->dtype() != DType::kF32 || !q || q->integer != DType::kI8 ||
+            !(q->per_tensor() || (q->axis == 3 && q->scale->numel() == channels)))
+          continue;
+        Folded f{dq.inputs[0], Tensor(DType::kF32, {channels}), Tensor(DType::kF32, {channels})};
+        for (int64_t c = 0; c < channels; ++c) {
+          f.scale.data<float>()[c] = static_cast<float>(q->scale->get_f64(q->per_tensor() ? 0 : c));
+          f.shift.data<float>()[c] = static_cast<float>(shift->get_f64(shift->numel() == 1 ? 0 : c));
+        }
+        rewritten_.emplace(add.name, std::move(f));
+        dropped_.insert(dq.name);
+        break;
+      }
+    }
+  }
+
+ private:
+  struct Folded {
+    ValueId q;
+    Tensor scale, shift;
+  };
+  bool rewrites(const ir::Node& n) const override {
+    return rewritten_.count(n.name) != 0 || dropped_.count(n.name) != 0;
+  }
+  void rewrite(const ir::Node& n) override {
+    if (dropped_.count(n.name)) return;  // the DequantizeLinear the Add read
+    const Folded& f = rewritten_.at(n.name);
+    const int64_t channels = f.scale.numel();
+    Tensor ones(DType::kF32, {channels, 1, 1, 1});
+    for (int64_t c = 0; c < channels; ++c) ones.data<float>()[c] = 1.0f;
+    const ValueId w = constant(n.name + ".unit_weights", std::move(ones));
+    const ValueId b = constant(n.name + ".shift", f.shift);
+    const ValueId s = constant(n.name + ".dequant_scale", f.scale);
+    ir::Attributes attrs;
+    attrs["group"] = channels;
+    attrs[kRefusalAttr] = std::string(
+        "a per-channel shift of int8 values (a norm after a DequantizeLinear): a 1x1 depthwise "
+        "conv that reads the integers");
+    emit_as(n, "tessel.Conv", {f.q, w, b, kNoValue, s}, n.outputs[0], std::move(attrs));
+  }
+
+  std::map<std::string, Folded> rewritten_;  // Add name -> its integers, scale and shift
+  std::set<std::string> dropped_;
+};
+
 class QdqFolder {
  public:
   explicit QdqFolder(ir::Graph g)
@@ -467,7 +543,7 @@ ir::Graph fold_qdq(ir::Graph g) {
   g = ConcatQuantizePusher(std::move(g)).run();
   g = ReluRequantizeFolder(std::move(g)).run();
   g = ChannelScaleIntoDequantize(std::move(g)).run();
-  return QdqFolder(std::move(g)).run();
+  return ChannelShiftOfIntegers(QdqFolder(std::move(g)).run()).run();
 }
 
 }  // namespace tessel::passes

@@ -534,6 +534,11 @@ TEST(DepthwiseConvGpu, Int8InputKernelSizesStridesAndEdges) {
   int8_dw(DType::kF16, {2, 15, 13, 384}, 7, 1, 1, {"quantize"});
   int8_dw(DType::kF16, {1, 29, 31, 48}, 3, 1, 2, folded);
   int8_dw(DType::kF16, {2, 21, 21, 40}, 3, 2, 2, {});
+  // 1x1 (fold-qdq's ChannelShiftOfIntegers: a norm's scale and shift of int8 values, then the
+  // ReLU and QuantizeLinear before an int8 conv; DenseNet's 96 to 1024 channels at 56x56 to 7x7).
+  int8_dw(DType::kF16, {32, 56, 56, 96}, 1, 1, 1, {"relu", "quantize"});
+  int8_dw(DType::kF16, {2, 7, 7, 1000}, 1, 1, 1, {"relu", "quantize"});
+  int8_dw(DType::kF32, {2, 14, 14, 40}, 1, 1, 1, {});
 }
 
 TEST(DepthwiseConvGpu, Int8InputChannelTailsDtypesAndTilings) {

@@ -422,5 +422,56 @@ TEST(FoldQdq, ChannelScaleAfterADequantizeJoinsIt) {
     testing::expect_pass_result("fold-qdq", kept, kept);
 }
 
+// A per-channel shift after a DequantizeLinear of int8 values (DenseNet's pre-activation norm
+// after each concat, its scale joined into the DequantizeLinear): a 1x1 depthwise conv of unit
+// weights reading the integers, S the dequantization scale and B the shift; the same values.
+// Kept: a DequantizeLinear with another reader, uint8 integers (the depthwise int8-input form
+// reads int8), a shift that is not a per-channel constant.
+TEST(FoldQdq, ChannelShiftOfIntegersIsADepthwiseConvReadingThem) {
+  auto model = [](const std::string& z_type, const std::string& b_decl, const std::string& extra) {
+    return R"(graph @g opset 17 {
+  input %x : f32[1,3,3,4]
+  input %y : f32[1,3,3,4]
+  const %s : f32[] = [0.0625]
+  const %z : )" + z_type + R"([] = [0]
+  const %sa : f32[4] = [0.03125, 0.125, -0.0625, 0.25]
+)" + b_decl + R"(
+  %q = QuantizeLinear(%x, %s, %z) : )" + z_type + R"([1,3,3,4] @"q"
+  %d = DequantizeLinear(%q, %sa) {axis = 3} : f32[1,3,3,4] @"norm.scale"
+  %n = Add(%d, %b) : f32[1,3,3,4] @"norm"
+  %r = Relu(%n) : f32[1,3,3,4] @"relu"
+  output %r
+)" + extra + "}";
+  };
+  const std::string shift = "  const %b : f32[4] = [0.5, -0.25, 1.0, -1.0]";
+  const std::string before = model("i8", shift, "");
+  testing::expect_pass_result("fold-qdq", before, R"(graph @g opset 17 {
+  input %x : f32[1,3,3,4]
+  input %y : f32[1,3,3,4]
+  const %s : f32[] = [0.0625]
+  const %z : i8[] = [0]
+  const %norm.unit_weights : f32[4,1,1,1] = [1.0, 1.0, 1.0, 1.0]
+  const %norm.shift : f32[4] = [0.5, -0.25, 1.0, -1.0]
+  const %norm.dequant_scale : f32[4] = [0.03125, 0.125, -0.0625, 0.25]
+  %q = QuantizeLinear(%x, %s, %z) : i8[1,3,3,4] @"q"
+  %n = tessel.Conv(%q, %norm.unit_weights, %norm.shift, _, %norm.dequant_scale) {group = 4, int8_refusal = "a per-channel shift of int8 values (a norm after a DequantizeLinear): a 1x1 depthwise conv that reads the integers"} : f32[1,3,3,4] @"norm"
+  %r = Relu(%n) : f32[1,3,3,4] @"relu"
+  output %r
+})");
+  testing::expect_same_numerics(ir::parse_graph(before), passes::run_passes(ir::parse_graph(before), {"fold-qdq"}, {}));
+  for (const std::string& kept : {model("i8", shift, "  output %d\n"), model("u8", shift, ""),
+                                  model("i8", "", "").replace(model("i8", "", "").find("%b)"), 3, "%y)")}) {
+    SCOPED_TRACE(kept);
+    const ir::Graph g = passes::run_passes(ir::parse_graph(kept), {"fold-qdq"}, {});
+    int convs = 0, adds = 0;
+    for (const ir::Node& n : g.nodes) {
+      convs += n.op == "tessel.Conv";
+      adds += n.op == "Add";
+    }
+    EXPECT_EQ(convs, 0);
+    EXPECT_EQ(adds, 1);
+  }
+}
+
 }  // namespace
 }  // namespace tessel
