@@ -241,7 +241,9 @@ class ChannelScaleIntoDequantize : public NodeRewriter {
 // the Relu and QuantizeLinear after it into its epilogue, as after any depthwise conv: one
 // kernel from int8 to int8 where the DequantizeLinear, Add, Relu and QuantizeLinear were four
 // over 16-bit values. The same arithmetic (q * s[c] + b[c] in f32). Only for NHWC int8 (the
-// depthwise int8-input form reads int8) of zero point 0, a DequantizeLinear the Add alone reads.
+// depthwise int8-input form reads int8) of zero point 0, a DequantizeLinear the Add alone reads;
+// or a per-tensor one other nodes read too, times a per-channel Mul the Add alone reads (a
+// dense block's input, which its concat reads as well): then S = s * a[c], one rounding less.
 class ChannelShiftOfIntegers : public NodeRewriter {
  public:
   explicit ChannelShiftOfIntegers(ir::Graph g) : NodeRewriter(std::move(g)) {
@@ -251,26 +253,41 @@ class ChannelShiftOfIntegers : public NodeRewriter {
       if (add.op != "Add" || add.inputs.size() != 2 || add.outputs.size() != 1) continue;
       for (int side = 0; side < 2; ++side) {
         const ValueId x = add.inputs[side], b = add.inputs[1 - side];
-        const int d = producers[static_cast<size_t>(x)];
-        if (d < 0 || g_.nodes[static_cast<size_t>(d)].op != "DequantizeLinear") continue;
-        const ir::Node& dq = g_.nodes[static_cast<size_t>(d)];
         const Shape& shape = g_.type(x).shape;
-        if (shape.size() != 4 || g_.type(x).dtype != DType::kF32 || g_.type(add.outputs[0]).shape != shape ||
-            sole_reader(g_, users, x) < 0)
+        const int p = producers[static_cast<size_t>(x)];
+        if (p < 0 || shape.size() != 4 || g_.type(x).dtype != DType::kF32 ||
+            g_.type(add.outputs[0]).shape != shape || sole_reader(g_, users, x) < 0)
           continue;
         const int64_t channels = shape.back();
         const Tensor* shift = channel_constant(g_, b, channels);
-        const std::optional<SymmetricQdq> q = symmetric_qdq(g_, dq);
-        if (!shift || shift->dtype() != DType::kF32 || !q || q->integer != DType::kI8 ||
-            !(q->per_tensor() || (q->axis == 3 && q->scale->numel() == channels)))
+        if (!shift || shift->dtype() != DType::kF32) continue;
+        // x = DequantizeLinear(q, s), or Mul(DequantizeLinear(q, s), a) where the
+        // DequantizeLinear has other readers (else ChannelScaleIntoDequantize joined them):
+        // a block's input, read by its concat too. The scale is s[c], or s * a[c].
+        const ir::Node& px = g_.nodes[static_cast<size_t>(p)];
+        const ir::Node* dq = px.op == "DequantizeLinear" ? &px : nullptr;
+        const Tensor* a = nullptr;
+        if (px.op == "Mul" && px.inputs.size() == 2)
+          for (int m = 0; m < 2 && !dq; ++m) {
+            const int d = producers[static_cast<size_t>(px.inputs[m])];
+            a = channel_constant(g_, px.inputs[1 - m], channels);
+            if (d >= 0 && g_.nodes[static_cast<size_t>(d)].op == "DequantizeLinear" && a &&
+                a->dtype() == DType::kF32)
+              dq = &g_.nodes[static_cast<size_t>(d)];
+          }
+        if (!dq) continue;
+        const std::optional<SymmetricQdq> q = symmetric_qdq(g_, *dq);
+        if (!q || q->integer != DType::kI8 ||
+            !(q->per_tensor() || (!a && q->axis == 3 && q->scale->numel() == channels)))
           continue;
-        Folded f{dq.inputs[0], Tensor(DType::kF32, {channels}), Tensor(DType::kF32, {channels})};
+        Folded f{dq->inputs[0], Tensor(DType::kF32, {channels}), Tensor(DType::kF32, {channels})};
         for (int64_t c = 0; c < channels; ++c) {
-          f.scale.data<float>()[c] = static_cast<float>(q->scale->get_f64(q->per_tensor() ? 0 : c));
+          const double sc = q->scale->get_f64(q->per_tensor() ? 0 : c);
+          f.scale.data<float>()[c] = static_cast<float>(a ? sc * a->get_f64(a->numel() == 1 ? 0 : c) : sc);
           f.shift.data<float>()[c] = static_cast<float>(shift->get_f64(shift->numel() == 1 ? 0 : c));
         }
         rewritten_.emplace(add.name, std::move(f));
-        dropped_.insert(dq.name);
+        dropped_.insert(px.name);  // the DequantizeLinear the Add read, or the Mul
         break;
       }
     }
@@ -285,7 +302,7 @@ class ChannelShiftOfIntegers : public NodeRewriter {
     return rewritten_.count(n.name) != 0 || dropped_.count(n.name) != 0;
   }
   void rewrite(const ir::Node& n) override {
-    if (dropped_.count(n.name)) return;  // the DequantizeLinear the Add read
+    if (dropped_.count(n.name)) return;  // the DequantizeLinear or Mul the Add read
     const Folded& f = rewritten_.at(n.name);
     const int64_t channels = f.scale.numel();
     Tensor ones(DType::kF32, {channels, 1, 1, 1});

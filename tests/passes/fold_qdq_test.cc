@@ -459,6 +459,35 @@ TEST(FoldQdq, ChannelShiftOfIntegersIsADepthwiseConvReadingThem) {
   output %r
 })");
   testing::expect_same_numerics(ir::parse_graph(before), passes::run_passes(ir::parse_graph(before), {"fold-qdq"}, {}));
+  // A per-tensor DequantizeLinear that another node reads too (a dense block's input, which its
+  // concat reads), times a per-channel Mul: S = s * a, the DequantizeLinear kept for the other.
+  const std::string shared = R"(graph @g opset 17 {
+  input %x : f32[1,3,3,4]
+  const %s : f32[] = [0.0625]
+  const %z : i8[] = [0]
+  const %a : f32[4] = [0.5, 2.0, -1.0, 4.0]
+  const %b : f32[4] = [0.5, -0.25, 1.0, -1.0]
+  %q = QuantizeLinear(%x, %s, %z) : i8[1,3,3,4] @"q"
+  %d = DequantizeLinear(%q, %s, %z) : f32[1,3,3,4] @"dq"
+  %m = Mul(%d, %a) : f32[1,3,3,4] @"norm.scale"
+  %n = Add(%m, %b) : f32[1,3,3,4] @"norm"
+  output %n
+  output %d
+})";
+  testing::expect_pass_result("fold-qdq", shared, R"(graph @g opset 17 {
+  input %x : f32[1,3,3,4]
+  const %s : f32[] = [0.0625]
+  const %z : i8[] = [0]
+  const %norm.unit_weights : f32[4,1,1,1] = [1.0, 1.0, 1.0, 1.0]
+  const %norm.shift : f32[4] = [0.5, -0.25, 1.0, -1.0]
+  const %norm.dequant_scale : f32[4] = [0.03125, 0.125, -0.0625, 0.25]
+  %q = QuantizeLinear(%x, %s, %z) : i8[1,3,3,4] @"q"
+  %d = DequantizeLinear(%q, %s, %z) : f32[1,3,3,4] @"dq"
+  %n = tessel.Conv(%q, %norm.unit_weights, %norm.shift, _, %norm.dequant_scale) {group = 4, int8_refusal = "a per-channel shift of int8 values (a norm after a DequantizeLinear): a 1x1 depthwise conv that reads the integers"} : f32[1,3,3,4] @"norm"
+  output %n
+  output %d
+})");
+  testing::expect_same_numerics(ir::parse_graph(shared), passes::run_passes(ir::parse_graph(shared), {"fold-qdq"}, {}));
   for (const std::string& kept : {model("i8", shift, "  output %d\n"), model("u8", shift, ""),
                                   model("i8", "", "").replace(model("i8", "", "").find("%b)"), 3, "%y)")}) {
     SCOPED_TRACE(kept);
