@@ -262,48 +262,57 @@ std::optional<ByteRange> byte_range(DType t) {
   return std::nullopt;
 }
 
+// A rounding by 1 / s (steps[first]: a quantize, or a fake quantization's round) saturated to
+// the integral [lo, hi] of the clamps taken with it through steps[last]: followed by a kMul,
+// the rounding's second add and that dequantizing multiply as one fma (quantize_mul_s8_f);
+// as the last steps, where the one-byte store holds [lo, hi], the saturation alone, which the
+// store rounds by the same float add (store_s8 / store_u8: rounding here too would cost two
+// more instructions per output), and `saturated`; else quantize_s8_f. `what` names the
+// rounding in the source's comments. Returns the index of the last step emitted.
+size_t emit_saturated_rounding(std::ostringstream& o, const std::vector<EpilogueStep>& steps, size_t first,
+                               size_t last, float lo, float hi, std::optional<ByteRange> store, bool& saturated,
+                               const std::string& what) {
+  const float s = steps[first].alpha;
+  const std::string inv = float_literal(static_cast<float>(1.0 / s));
+  const bool end = last + 1 == steps.size();
+  const std::optional<MagicMultiplier> mul =
+      !end && steps[last + 1].kind == EpilogueOpKind::kMul ? magic_multiplier(steps[last + 1].alpha) : std::nullopt;
+  saturated = false;
+  if (mul) {
+    o << fmt::format("    v = quantize_mul_s8_f(v, {}, {}, {}, {}, {});  // {} by 1 / {}, clamped, times {} (22 bits)\n",
+                     inv, float_literal(lo), float_literal(hi), float_literal(mul->m), float_literal(mul->minus_magic_m),
+                     what, float_literal(s), float_literal(steps[last + 1].alpha));
+    return last + 1;
+  }
+  if (end && store && store->holds(lo, hi)) {
+    o << fmt::format("    v = saturate_s8_f(v, {}, {}, {});  // quantize to {} by 1 / {}: saturated, rounded by the store\n",
+                     inv, float_literal(lo), float_literal(hi), store->name, float_literal(s));
+    saturated = true;
+    return last;
+  }
+  o << fmt::format("    v = quantize_s8_f(v, {}, {}, {});  // {} by 1 / {}, clamped\n", inv, float_literal(lo),
+                   float_literal(hi), what, float_literal(s));
+  return last;
+}
+
 // An asymmetric fake quantization from steps[i], a kRound by a positive scale: round(s), the
 // relu and integral clip steps after it (fuse writes clip(qmin - z, qmax - z)), and a kMul
 // back to float. Rounding commutes with an integral clamp, so it is quantize_s8_f's saturation
 // to those bounds and its rounding by the float add (exact: the bounds, at most 255 from 0 for
-// u8 and i8, lie far inside the 2^22 where it rounds to integers), and the dequantizing
-// multiply joins the rounding's second add as after a quantize (quantize_mul_s8_f): FMUL,
-// two clamps, FADD, FFMA per output instead of a quarter-rate rintf and a multiply. Without
-// an integral clamp the round is rintf. The last steps, clamped within `store`'s range (a one-
-// byte store's: fuse's QuantizeLinear to uint8 with zero point 0, round(s), clip(0, 255)), are
-// the saturation alone, which the store rounds (`saturated`). Emits the steps taken; returns
-// the last one's index.
+// u8 and i8, lie far inside the 2^22 where it rounds to integers): FMUL, two clamps, FADD,
+// FFMA per output with the multiply (emit_saturated_rounding) instead of a quarter-rate rintf
+// and a multiply. Without an integral clamp the round is rintf. Returns the last step's index.
 size_t emit_fake_quantize(std::ostringstream& o, const std::vector<EpilogueStep>& steps, size_t i,
                           std::optional<ByteRange> store, bool& saturated) {
   constexpr float kExactRounding = 4194304.0f;  // 2^22
-  const EpilogueStep& st = steps[i];
   float lo = -kExactRounding, hi = kExactRounding;
   const size_t last = take_integral_clamps(steps, i, lo, hi);
   if (last == i || lo == -kExactRounding || hi == kExactRounding) {
-    o << "    " << epilogue_step(st) << "\n";
+    o << "    " << epilogue_step(steps[i]) << "\n";
+    saturated = false;
     return i;
   }
-  const std::string inv = float_literal(static_cast<float>(1.0 / st.alpha));
-  if (last + 1 == steps.size() && store && store->holds(lo, hi)) {
-    o << fmt::format("    v = saturate_s8_f(v, {}, {}, {});  // quantize to {} by 1 / {}: saturated, rounded by the "
-                     "store\n",
-                     inv, float_literal(lo), float_literal(hi), store->name, float_literal(st.alpha));
-    saturated = true;
-    return last;
-  }
-  const std::optional<MagicMultiplier> mul = last + 1 < steps.size() && steps[last + 1].kind == EpilogueOpKind::kMul
-                                                 ? magic_multiplier(steps[last + 1].alpha)
-                                                 : std::nullopt;
-  if (mul) {
-    o << fmt::format("    v = quantize_mul_s8_f(v, {}, {}, {}, {}, {});  // fake quantization: round to the grid of {}, "
-                     "clamped, times {} (22 bits)\n",
-                     inv, float_literal(lo), float_literal(hi), float_literal(mul->m), float_literal(mul->minus_magic_m),
-                     float_literal(st.alpha), float_literal(steps[last + 1].alpha));
-    return last + 1;
-  }
-  o << fmt::format("    v = quantize_s8_f(v, {}, {}, {});  // round to the grid of {}, clamped\n", inv,
-                   float_literal(lo), float_literal(hi), float_literal(st.alpha));
-  return last;
+  return emit_saturated_rounding(o, steps, i, last, lo, hi, store, saturated, "fake quantization: round");
 }
 
 // The epilogue function, and whether its value ends quantized (`quantized`): an int8 code of
@@ -359,32 +368,8 @@ std::string emit_epilogue(const KernelPlan& plan, bool& quantized) {
     }
     float lo = relu_before ? 0.0f : -128.0f, hi = 127.0f;
     relu_before = false;
-    i = take_integral_clamps(steps, i, lo, hi);
-    quantized = store && store->holds(lo, hi);
-    const std::string inv = float_literal(static_cast<float>(1.0 / st.alpha));
-    const bool last = i + 1 == steps.size();
-    const std::optional<MagicMultiplier> mul =
-        !last && steps[i + 1].kind == EpilogueOpKind::kMul ? magic_multiplier(steps[i + 1].alpha) : std::nullopt;
-    if (mul) {
-      // The rounding's second add and the dequantizing multiply as one fma (quantize_mul_s8_f).
-      o << fmt::format("    v = quantize_mul_s8_f(v, {}, {}, {}, {}, {});  // quantize to int8 by 1 / {}, clamped, "
-                       "times {} (22 bits)\n",
-                       inv, float_literal(lo), float_literal(hi), float_literal(mul->m), float_literal(mul->minus_magic_m),
-                       float_literal(st.alpha), float_literal(steps[i + 1].alpha));
-      ++i;
-      quantized = false;
-    } else if (last && quantized) {
-      // The int8 store rounds half to even by the same float add as quantize_s8_f (store_s8):
-      // rounding here too would cost two more instructions per output.
-      o << fmt::format("    v = saturate_s8_f(v, {}, {}, {});  // quantize to int8 by 1 / {}: saturated, "
-                       "rounded by the store\n",
-                       inv, float_literal(lo), float_literal(hi), float_literal(st.alpha));
-    } else if (lo == -128.0f && hi == 127.0f) {
-      o << "    " << epilogue_step(st) << "\n";
-    } else {
-      o << fmt::format("    v = quantize_s8_f(v, {}, {}, {});  // quantize to int8 by 1 / {}, clamped\n",
-                       inv, float_literal(lo), float_literal(hi), float_literal(st.alpha));
-    }
+    const size_t last = take_integral_clamps(steps, i, lo, hi);
+    i = emit_saturated_rounding(o, steps, i, last, lo, hi, store, quantized, "quantize to int8");
   }
   o << "    return v;\n  }\n";
   o << "  __device__ __forceinline__ static float epilogue(const KernelParams& p, float v, int ch,\n"
