@@ -178,32 +178,46 @@ class ReluRequantizeFolder : public NodeRewriter {
   std::set<std::string> dropped_;
 };
 
+// Mul(DequantizeLinear(q, s), a), either way round, with `a` an f32 constant of one value per
+// channel (channel_constant's [C] or [1, ..., 1, C]): the DequantizeLinear's output the Mul
+// reads, that node, and a.
+struct ChannelScaledDequantize {
+  ValueId x;
+  const ir::Node* dq;
+  const Tensor* a;
+};
+std::optional<ChannelScaledDequantize> channel_scaled_dequantize(const ir::Graph& g, const std::vector<int>& producers,
+                                                                 const ir::Node& mul, int64_t channels) {
+  if (mul.op != "Mul" || mul.inputs.size() != 2) return std::nullopt;
+  for (int side = 0; side < 2; ++side) {
+    const ValueId x = mul.inputs[side];
+    const int d = producers[static_cast<size_t>(x)];
+    const Tensor* a = channel_constant(g, mul.inputs[1 - side], channels);
+    if (d >= 0 && g.nodes[static_cast<size_t>(d)].op == "DequantizeLinear" && a && a->dtype() == DType::kF32)
+      return ChannelScaledDequantize{x, &g.nodes[static_cast<size_t>(d)], a};
+  }
+  return std::nullopt;
+}
+
 class ChannelScaleIntoDequantize : public NodeRewriter {
  public:
   explicit ChannelScaleIntoDequantize(ir::Graph g) : NodeRewriter(std::move(g)) {
     const std::vector<std::vector<int>> users = g_.users();
     const std::vector<int> producers = g_.producers();
     for (const ir::Node& mul : g_.nodes) {
-      if (mul.op != "Mul" || mul.inputs.size() != 2) continue;
-      for (int side = 0; side < 2; ++side) {
-        const ValueId x = mul.inputs[side], a = mul.inputs[1 - side];
-        const int d = producers[static_cast<size_t>(x)];
-        if (d < 0 || g_.nodes[static_cast<size_t>(d)].op != "DequantizeLinear") continue;
-        const ir::Node& dq = g_.nodes[static_cast<size_t>(d)];
-        const Shape& shape = g_.type(x).shape;
-        const Tensor* scale = shape.empty() ? nullptr : channel_constant(g_, a, shape.back());
-        const std::optional<SymmetricQdq> q = symmetric_qdq(g_, dq);
-        if (!q || !q->per_tensor() || !scale || scale->dtype() != DType::kF32 ||
-            scale->shape().size() > shape.size() || g_.type(x).dtype != DType::kF32 ||
-            sole_reader(g_, users, x) < 0)
-          continue;
-        const double s = q->scale->get_f64(0);
-        Tensor product(DType::kF32, {shape.back()});
-        for (int64_t c = 0; c < shape.back(); ++c) product.data<float>()[c] = static_cast<float>(s * scale->get_f64(c));
-        rewritten_[mul.name] = {dq.inputs[0], product, static_cast<int64_t>(shape.size()) - 1};
-        dropped_.insert(dq.name);
-        break;
-      }
+      const Shape& shape = mul.outputs.empty() ? Shape{} : g_.type(mul.outputs[0]).shape;
+      if (shape.empty()) continue;
+      const std::optional<ChannelScaledDequantize> m = channel_scaled_dequantize(g_, producers, mul, shape.back());
+      if (!m) continue;
+      const std::optional<SymmetricQdq> q = symmetric_qdq(g_, *m->dq);
+      if (!q || !q->per_tensor() || m->a->shape().size() > shape.size() || g_.type(m->x).dtype != DType::kF32 ||
+          g_.type(m->x).shape != shape || sole_reader(g_, users, m->x) < 0)
+        continue;
+      const double s = q->scale->get_f64(0);
+      Tensor product(DType::kF32, {shape.back()});
+      for (int64_t c = 0; c < shape.back(); ++c) product.data<float>()[c] = static_cast<float>(s * m->a->get_f64(c));
+      rewritten_[mul.name] = {m->dq->inputs[0], product, static_cast<int64_t>(shape.size()) - 1};
+      dropped_.insert(m->dq->name);
     }
   }
 
@@ -267,14 +281,10 @@ class ChannelShiftOfIntegers : public NodeRewriter {
         const ir::Node& px = g_.nodes[static_cast<size_t>(p)];
         const ir::Node* dq = px.op == "DequantizeLinear" ? &px : nullptr;
         const Tensor* a = nullptr;
-        if (px.op == "Mul" && px.inputs.size() == 2)
-          for (int m = 0; m < 2 && !dq; ++m) {
-            const int d = producers[static_cast<size_t>(px.inputs[m])];
-            a = channel_constant(g_, px.inputs[1 - m], channels);
-            if (d >= 0 && g_.nodes[static_cast<size_t>(d)].op == "DequantizeLinear" && a &&
-                a->dtype() == DType::kF32)
-              dq = &g_.nodes[static_cast<size_t>(d)];
-          }
+        if (const std::optional<ChannelScaledDequantize> m = channel_scaled_dequantize(g_, producers, px, channels)) {
+          dq = m->dq;
+          a = m->a;
+        }
         if (!dq) continue;
         const std::optional<SymmetricQdq> q = symmetric_qdq(g_, *dq);
         if (!q || q->integer != DType::kI8 ||
@@ -283,8 +293,8 @@ class ChannelShiftOfIntegers : public NodeRewriter {
         Folded f{dq->inputs[0], Tensor(DType::kF32, {channels}), Tensor(DType::kF32, {channels})};
         for (int64_t c = 0; c < channels; ++c) {
           const double sc = q->scale->get_f64(q->per_tensor() ? 0 : c);
-          f.scale.data<float>()[c] = static_cast<float>(a ? sc * a->get_f64(a->numel() == 1 ? 0 : c) : sc);
-          f.shift.data<float>()[c] = static_cast<float>(shift->get_f64(shift->numel() == 1 ? 0 : c));
+          f.scale.data<float>()[c] = static_cast<float>(a ? sc * a->get_f64(c) : sc);  // channel_constant: C values
+          f.shift.data<float>()[c] = static_cast<float>(shift->get_f64(c));
         }
         rewritten_.emplace(add.name, std::move(f));
         dropped_.insert(px.name);  // the DequantizeLinear the Add read, or the Mul
