@@ -9,7 +9,10 @@ and per-channel weights, QInt8 and QUInt8 activations, symmetric and asymmetric,
 (no zero point) is written by hand. What onnxruntime runs but tessel does not (a blocked
 DequantizeLinear, 16-bit activations, 4-bit weights) must be refused with one line. The
 per-tensor QUInt8 asymmetric models also run through the GPU's fp16 pipeline (on the CPU
-reference), whose contractions must fuse their activations' Q/DQ pairs.
+reference), whose contractions must fuse their activations' Q/DQ pairs. A dense block with
+pre-activation norms (tiny_preact: 13 stem channels, concats, norms after them) runs both ways,
+and its symmetric int8 form through the fp16 pipeline must run each norm after a concat on the
+depthwise kernel reading the integers.
 
 onnxruntime runs with graph optimisations disabled, so that it evaluates the Q/DQ steps as
 written. Every output of these models is requantized (a Q/DQ pair at the end), so tessel must
@@ -57,6 +60,12 @@ def variants():
                     name = f"{model}_op17_{'pc' if pc else 'pt'}_{act.name}_{'sym' if sym else 'asym'}"
                     yield name, model, 17, dict(per_channel=pc, activation_type=act,
                                                 extra_options={"ActivationSymmetric": sym})
+    # A dense block with pre-activation norms (fold-qdq's ChannelShiftOfIntegers), TensorRT's
+    # symmetric int8 and onnxruntime's default QUInt8.
+    yield ("tiny_preact_op17_pc_QInt8_sym", "tiny_preact", 17,
+           dict(per_channel=True, activation_type=QuantType.QInt8, extra_options={"ActivationSymmetric": True}))
+    yield ("tiny_preact_op17_pt_QUInt8_asym", "tiny_preact", 17,
+           dict(per_channel=False, activation_type=QuantType.QUInt8, extra_options={"ActivationSymmetric": False}))
     # onnxruntime's own com.microsoft Q/DQ ops.
     yield ("tiny_classifier_op17_pc_QInt8_contrib", "tiny_classifier", 17,
            dict(per_channel=True, activation_type=QuantType.QInt8,
@@ -203,6 +212,35 @@ def main():
         ok = got.shape == expected.shape and err <= 5e-2 and fused >= 2 and int8 >= int8_wanted
         print(f"{'ok  ' if ok else 'FAIL'} {name} gpu-fp16 pipeline: rel L2 {err:.2e}, "
               f"{fused} fused epilogues, {int8} int8 contractions")
+        passed += ok
+        failed += not ok
+
+    # TensorRT-style int8 through the GPU's fp16 pipeline: the pre-activation norm after each
+    # concat (a per-channel shift of the dequantized integers) is a 1x1 depthwise conv reading
+    # them, which takes the ReLU and QuantizeLinear after it, one int8 kernel each.
+    for name, path in cases:
+        if name != "tiny_preact_op17_pc_QInt8_sym":
+            continue
+        tir = path + ".gpu-fp16.tir"
+        r = subprocess.run([args.tessel, "opt", "--pipeline", "gpu-fp16", "-o", tir, path],
+                           capture_output=True, text=True)
+        r2, out_dir = (run_tessel(args.tessel, tir, x, work) if r.returncode == 0 else (r, None))
+        ex = subprocess.run([args.tessel, "explain", path, "--target", "sm_90a"], capture_output=True,
+                            text=True)
+        shifts = sum("a per-channel shift of int8 values" in l for l in ex.stdout.splitlines())
+        if r2.returncode != 0:
+            print(f"FAIL {name} gpu-fp16: {r.stderr.strip()} {r2.stderr.strip()}")
+            failed += 1
+            continue
+        opts = ort.SessionOptions()
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        sess = ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
+        expected = sess.run(None, {"input": x})[0]
+        got = np.load(os.path.join(out_dir, sess.get_outputs()[0].name + ".npy")).astype(np.float64)
+        err = np.linalg.norm(got - expected) / np.linalg.norm(expected)
+        ok = got.shape == expected.shape and err <= 5e-2 and shifts >= 3
+        print(f"{'ok  ' if ok else 'FAIL'} {name} gpu-fp16 pipeline: rel L2 {err:.2e}, "
+              f"{shifts} norms on the depthwise kernel")
         passed += ok
         failed += not ok
 

@@ -5,6 +5,9 @@ few channels) that the CPU reference runs them in milliseconds.
                    average pool, flatten, gemm -> (N, 10) logits
   tiny_matmul:     conv+relu, averagepool, reshape, matmul + add (a dense layer written as
                    MatMul) -> (N, 8)
+  tiny_preact:     a dense block with pre-activation norms (DenseNet's layer: batch norm and
+                   ReLU before each conv, the norm after a concat left unfolded), 13 stem
+                   channels, growth 8 -> (N, 10) logits
 """
 import numpy as np
 import onnx
@@ -31,6 +34,17 @@ class _Builder:
         b = self.param(name + ".bias", (cout,), 0.1)
         return self.node("Conv", [x, w, b], name, kernel_shape=[k, k], strides=[stride, stride],
                          pads=[k // 2] * 4)
+
+    def norm(self, x, name, c):
+        """BatchNormalization with random statistics (a pre-activation norm: no conv before it
+        to fold into)."""
+        scale = self.param(name + ".scale", (c,), 0.3)
+        self.inits[-1] = numpy_helper.from_array(numpy_helper.to_array(self.inits[-1]) + 1.0, scale)
+        bias = self.param(name + ".bias", (c,), 0.2)
+        mean = self.param(name + ".mean", (c,), 0.2)
+        var = self.param(name + ".var", (c,), 0.2)
+        self.inits[-1] = numpy_helper.from_array(np.abs(numpy_helper.to_array(self.inits[-1])) + 0.5, var)
+        return self.node("BatchNormalization", [x, scale, bias, mean, var], name)
 
     def model(self, name, inputs, outputs, opset):
         graph = helper.make_graph(self.nodes, name, inputs, outputs, self.inits)
@@ -74,4 +88,29 @@ def tiny_matmul(batch=1, opset=17, seed=1):
                    [helper.make_tensor_value_info("out", TensorProto.FLOAT, [batch, 8])], opset)
 
 
-MODELS = {"tiny_classifier": tiny_classifier, "tiny_matmul": tiny_matmul}
+def tiny_preact(batch=1, opset=17, seed=2):
+    b = _Builder(seed)
+    x = b.node("Relu", [b.conv("input", "stem", 3, 13)], "stem.relu")
+    x = b.node("MaxPool", [x], "pool", kernel_shape=[2, 2], strides=[2, 2])  # 13x16x16
+    features, c = [x], 13
+    for i in range(3):
+        cat = features[0] if i == 0 else b.node("Concat", features, f"cat{i}", axis=1)
+        y = b.node("Relu", [b.norm(cat, f"layer{i}.norm1", c)], f"layer{i}.relu1")
+        y = b.conv(y, f"layer{i}.conv1", c, 16, k=1)
+        y = b.node("Relu", [b.norm(y, f"layer{i}.norm2", 16)], f"layer{i}.relu2")
+        features.append(b.conv(y, f"layer{i}.conv2", 16, 8))
+        c += 8
+    x = b.node("Concat", features, "cat", axis=1)
+    x = b.node("Relu", [b.norm(x, "norm", c)], "relu")
+    x = b.node("GlobalAveragePool", [x], "gap")
+    x = b.node("Flatten", [x], "flatten", axis=1)
+    w = b.param("fc.weight", (10, c), 0.3)
+    bias = b.param("fc.bias", (10,), 0.1)
+    b.node("Gemm", [x, w, bias], "logits", transB=1)
+    return b.model("tiny_preact",
+                   [helper.make_tensor_value_info("input", TensorProto.FLOAT, [batch, 3, 32, 32])],
+                   [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [batch, 10])],
+                   opset)
+
+
+MODELS = {"tiny_classifier": tiny_classifier, "tiny_matmul": tiny_matmul, "tiny_preact": tiny_preact}
