@@ -85,7 +85,7 @@ std::vector<NodeKernel> build_node_kernels(const ir::Graph& g, const Options& op
       auto [it, fresh] = contractions.try_emplace(key, std::move(job), std::vector<int>{});
       it->second.second.push_back(static_cast<int>(i));
     } else {
-      cg::OpKernelSource ks = cg::emit_op(g, n, plan.out_slice);
+      cg::OpKernelSource ks = cg::emit_op(g, n, plan.slices);
       k.prediction =
           predict_node(g, static_cast<int>(i), plan, target, options.tuning.get(), &ks);
       const std::string key = ks.name;  // a hash of the source (op_kernels.cc)

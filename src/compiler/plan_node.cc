@@ -237,16 +237,20 @@ NodePlan plan_any_node(const ir::Graph& g, const ir::Node& n, const Options& opt
   if (n.op == "ConvTranspose")
     if (std::optional<std::string> why = ops::conv_transpose_refusal(g, n))
       return unsupported(*why);
-  // A Concat held in place in an outer Concat copies its other inputs into that buffer.
-  std::optional<cg::OutputSlice> out_slice;
+  // A Concat held in place in an outer Concat copies its other inputs into that buffer; a
+  // depthwise conv reads such a Concat where it lies.
+  cg::OpSlices slices;
   if (n.op == "Concat" && n.outputs.size() == 1)
     if (const std::optional<passes::SliceOf> s = passes::channel_slice_of(g, n.outputs[0]))
-      out_slice = cg::OutputSlice{.channel_offset = s->channel_offset, .channels = s->channels};
-  if (std::optional<std::string> why = cg::can_emit_op(g, n, out_slice))
+      slices.out = cg::BufferSlice{.channel_offset = s->channel_offset, .channels = s->channels};
+  if (ops::is_depthwise_conv(g, n))
+    if (const std::optional<passes::SliceOf> s = passes::channel_slice_of(g, n.inputs[0]))
+      slices.x = cg::BufferSlice{.channel_offset = s->channel_offset, .channels = s->channels};
+  if (std::optional<std::string> why = cg::can_emit_op(g, n, slices))
     return unsupported(without_label(n, *why));
   NodePlan p;
   p.run = NodeRun::kOpKernel;
-  p.out_slice = out_slice;
+  p.slices = slices;
   if (not_packed) {
     // Grouped convolutions: say why they are not on Tensor Cores.
     const int64_t groups = n.get_int("group", 1);

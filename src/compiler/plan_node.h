@@ -45,8 +45,8 @@ struct NodePlan {
   kernels::Schedule schedule;
   bool tuned = false;  // the schedule is a tuning database's (Options::tuning)
   // kOpKernel: where a Concat stored in place in an outer Concat writes (its output is a
-  // channel slice of that buffer).
-  std::optional<kernels::cuda::OutputSlice> out_slice;
+  // channel slice of that buffer), and where a depthwise conv reads such a Concat.
+  kernels::cuda::OpSlices slices;
 
   bool tensor_cores() const {
     return run == NodeRun::kContraction && schedule.instruction != kernels::Instruction::kSimt;

@@ -103,7 +103,7 @@ LaunchShape launch_shape(const ir::Graph& g, const ir::Node& n, const NodePlan& 
     s.kind = op_kind(k.name);
     return s;
   };
-  return op ? shape(*op) : shape(kernels::cuda::emit_op(g, n, plan.out_slice));
+  return op ? shape(*op) : shape(kernels::cuda::emit_op(g, n, plan.slices));
 }
 
 // The learned correction (compiler/predict_fit.h, fitted by bench/predictor_fit.py, whose

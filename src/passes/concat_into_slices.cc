@@ -8,7 +8,8 @@
 // (its in-place producers store into the outer buffer, its kernel copies the rest there). After
 // nest-prefix-concats, DenseNet's block is such a chain: one buffer per block, each inner
 // Concat a channel prefix of it, read where it lies by the 1x1 conv after it
-// (plan_memory.h reads_channel_slice: the conv's A operand takes the buffer's row stride).
+// (plan_memory.h reads_channel_slice: the conv's A operand takes the buffer's row stride), or
+// in a QDQ DenseNet by the depthwise conv that requantizes it (fold-qdq's ConcatOfIntegers).
 //
 // The rewrite only annotates: the Concat gets `in_place` (one flag per input, plan_memory.h).
 // Values and their meaning are unchanged, so the CPU executor runs the result as before; the

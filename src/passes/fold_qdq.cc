@@ -31,7 +31,9 @@
 // concat's slices (concat-into-slices), where they stored their dequantized fp16 for a
 // QuantizeLinear kernel to read the whole concat back. Only where each input is read by the
 // Concat alone: DenseNet's features, read by every later concat of their block, would each be
-// quantized once per concat.
+// quantized once per concat. Those concats (of DequantizeLinear outputs, read by a
+// QuantizeLinear) concatenate the integers instead, and requantize them on the depthwise kernel
+// (ConcatOfIntegers): one int8 buffer per block, as in the float model.
 //
 // QuantizeLinear(s) -> DequantizeLinear(s) -> Relu -> QuantizeLinear(s) between float ops (a
 // conv's is fuse's, ops::fold_requantize) is Relu -> QuantizeLinear(s) (ReluRequantizeFolder):
@@ -243,6 +245,34 @@ class ChannelScaleIntoDequantize : public NodeRewriter {
   std::set<std::string> dropped_;
 };
 
+// The rewriters below dequantize int8 values, per channel, on the depthwise kernel: a 1x1 conv of
+// unit weights in the int8-input form (QdqFolder's, at the top of the file), whose value is
+// q * S[c] + B[c] in f32, the arithmetic of DequantizeLinear(q, S) (+ B) itself. Its kernel
+// reads one byte per element, and fuse takes a QuantizeLinear after it into its epilogue.
+class UnitDepthwiseRewriter : public NodeRewriter {
+ protected:
+  using NodeRewriter::NodeRewriter;
+  // tessel.Conv(q, ones, B, -, S) {group = C} writing `out`: in the place of node `as` and
+  // under its name where given, else a node of its own named after `name`. B is absent where
+  // `shift` is null. `why` is its int8_refusal: what explain says of a float-math conv.
+  void emit_unit_depthwise(const ir::Node* as, const std::string& name, ValueId q, const Tensor& scale,
+                           const Tensor* shift, ValueId out, const char* why) {
+    const int64_t channels = scale.numel();
+    Tensor ones(DType::kF32, {channels, 1, 1, 1});
+    for (int64_t c = 0; c < channels; ++c) ones.data<float>()[c] = 1.0f;
+    const ValueId w = constant(name + ".unit_weights", std::move(ones));
+    const ValueId b = shift ? constant(name + ".shift", *shift) : kNoValue;
+    const ValueId s = constant(name + ".dequant_scale", scale);
+    ir::Attributes attrs;
+    attrs["group"] = channels;
+    attrs[kRefusalAttr] = std::string(why);
+    if (as)
+      emit_as(*as, "tessel.Conv", {q, w, b, kNoValue, s}, out, std::move(attrs));
+    else
+      emit("tessel.Conv", name, {q, w, b, kNoValue, s}, out, std::move(attrs));
+  }
+};
+
 // A per-channel shift of dequantized int8 values (a norm the quantizer left float between a
 // DequantizeLinear and its activation: DenseNet's pre-activation norms after each concat, once
 // ChannelScaleIntoDequantize has joined their scale):
@@ -258,9 +288,9 @@ class ChannelScaleIntoDequantize : public NodeRewriter {
 // depthwise int8-input form reads int8) of zero point 0, a DequantizeLinear the Add alone reads;
 // or a per-tensor one other nodes read too, times a per-channel Mul the Add alone reads (a
 // dense block's input, which its concat reads as well): then S = s * a[c], one rounding less.
-class ChannelShiftOfIntegers : public NodeRewriter {
+class ChannelShiftOfIntegers : public UnitDepthwiseRewriter {
  public:
-  explicit ChannelShiftOfIntegers(ir::Graph g) : NodeRewriter(std::move(g)) {
+  explicit ChannelShiftOfIntegers(ir::Graph g) : UnitDepthwiseRewriter(std::move(g)) {
     const std::vector<std::vector<int>> users = g_.users();
     const std::vector<int> producers = g_.producers();
     for (const ir::Node& add : g_.nodes) {
@@ -314,22 +344,79 @@ class ChannelShiftOfIntegers : public NodeRewriter {
   void rewrite(const ir::Node& n) override {
     if (dropped_.count(n.name)) return;  // the DequantizeLinear or Mul the Add read
     const Folded& f = rewritten_.at(n.name);
-    const int64_t channels = f.scale.numel();
-    Tensor ones(DType::kF32, {channels, 1, 1, 1});
-    for (int64_t c = 0; c < channels; ++c) ones.data<float>()[c] = 1.0f;
-    const ValueId w = constant(n.name + ".unit_weights", std::move(ones));
-    const ValueId b = constant(n.name + ".shift", f.shift);
-    const ValueId s = constant(n.name + ".dequant_scale", f.scale);
-    ir::Attributes attrs;
-    attrs["group"] = channels;
-    attrs[kRefusalAttr] = std::string(
-        "a per-channel shift of int8 values (a norm after a DequantizeLinear): a 1x1 depthwise "
-        "conv that reads the integers");
-    emit_as(n, "tessel.Conv", {f.q, w, b, kNoValue, s}, n.outputs[0], std::move(attrs));
+    emit_unit_depthwise(&n, n.name, f.q, f.scale, &f.shift, n.outputs[0],
+                        "a per-channel shift of int8 values (a norm after a DequantizeLinear): a "
+                        "1x1 depthwise conv that reads the integers");
   }
 
   std::map<std::string, Folded> rewritten_;  // Add name -> its integers, scale and shift
   std::set<std::string> dropped_;
+};
+
+// A channel Concat of dequantized int8 tensors, each of its own scale, that a QuantizeLinear
+// alone reads (onnxruntime's QDQ DenseNet: each dense layer concatenates the block's input and
+// every earlier layer's output, each quantized once to its own scale, and quantizes the concat
+// to another):
+//
+//   %d_i = DequantizeLinear(%q_i, %s_i)               %c = Concat(%q_1, ..., %q_n)     (int8)
+//   %y = Concat(%d_1, ..., %d_n) {axis = 3}     ->    %y = tessel.Conv(%c, %ones, _, _, %s)
+//   %z = QuantizeLinear(%y, %t)                              {group = C}
+//                                                     %z = QuantizeLinear(%y, %t)
+//
+// s[c] = s_i over input i's channels: the concatenated integers, dequantized per channel by a
+// 1x1 depthwise conv of unit weights (q * s in f32, DequantizeLinear's arithmetic), whose
+// epilogue fuse gives the QuantizeLinear: one requantization from int8 to int8. The Concat
+// now holds int8: the convs that write the q_i store them into its slices (concat-into-slices),
+// nest-prefix-concats makes a block's concats one buffer, and each depthwise conv reads its
+// prefix where it lies (plan_memory.h reads_channel_slice). The float Concat was copied whole
+// at each layer and quantized by a kernel of its own. Only for rank-4 NHWC tensors concatenated
+// along the channels, every input a symmetric int8 DequantizeLinear per tensor, read by a
+// symmetric int8 QuantizeLinear per tensor; the q_i keep their other readers.
+class ConcatOfIntegers : public UnitDepthwiseRewriter {
+ public:
+  explicit ConcatOfIntegers(ir::Graph g) : UnitDepthwiseRewriter(std::move(g)) {
+    const std::vector<std::vector<int>> users = g_.users();
+    const std::vector<int> producers = g_.producers();
+    for (const ir::Node& concat : g_.nodes) {
+      if (concat.op != "Concat" || concat.outputs.size() != 1 || concat.inputs.size() < 2) continue;
+      const ValueId y = concat.outputs[0];
+      const Shape& shape = g_.type(y).shape;
+      if (shape.size() != 4 || normalize_axis(concat.get_int("axis", 0), 4, concat.label()) != 3) continue;
+      const int r = sole_reader(g_, users, y);
+      if (r < 0 || g_.nodes[static_cast<size_t>(r)].op != "QuantizeLinear") continue;
+      const std::optional<SymmetricQdq> requant = symmetric_qdq(g_, g_.nodes[static_cast<size_t>(r)]);
+      if (!requant || !requant->int8_scale()) continue;
+      Folded f{{}, Tensor(DType::kF32, {shape[3]})};
+      int64_t c = 0;
+      for (ValueId x : concat.inputs) {
+        const int p = x == kNoValue ? -1 : producers[static_cast<size_t>(x)];
+        const ir::Node* dq = p < 0 ? nullptr : &g_.nodes[static_cast<size_t>(p)];
+        const std::optional<SymmetricQdq> q = dq && dq->op == "DequantizeLinear" ? symmetric_qdq(g_, *dq) : std::nullopt;
+        if (!q || !q->int8_scale() || g_.value(dq->inputs[0]).is_constant()) break;
+        f.integers.push_back(dq->inputs[0]);
+        for (int64_t k = 0; k < g_.type(x).shape.back(); ++k) f.scale.data<float>()[c++] = static_cast<float>(*q->int8_scale());
+      }
+      if (f.integers.size() == concat.inputs.size()) rewritten_.emplace(concat.name, std::move(f));
+    }
+  }
+
+ private:
+  struct Folded {
+    std::vector<ValueId> integers;  // the q_i
+    Tensor scale;                   // s[c]
+  };
+  bool rewrites(const ir::Node& n) const override { return rewritten_.count(n.name) != 0; }
+  void rewrite(const ir::Node& n) override {
+    const Folded& f = rewritten_.at(n.name);
+    const ValueId y = n.outputs[0];
+    const ValueId c = value(g_.value(y).name + ".integers", DType::kI8, g_.type(y).shape);
+    emit_as(n, "Concat", f.integers, c, n.attrs);
+    emit_unit_depthwise(nullptr, n.name + "_dequantize", c, f.scale, nullptr, y,
+                        "a concat of int8 tensors of different scales, dequantized per channel "
+                        "(before its QuantizeLinear): a 1x1 depthwise conv that reads the integers");
+  }
+
+  std::map<std::string, Folded> rewritten_;  // Concat name -> its integers and their scales
 };
 
 class QdqFolder {
@@ -568,6 +655,7 @@ class QdqFolder {
 
 ir::Graph fold_qdq(ir::Graph g) {
   g = ConcatQuantizePusher(std::move(g)).run();
+  g = ConcatOfIntegers(std::move(g)).run();
   g = ReluRequantizeFolder(std::move(g)).run();
   g = ChannelScaleIntoDequantize(std::move(g)).run();
   return ChannelShiftOfIntegers(QdqFolder(std::move(g)).run()).run();

@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "ir/op_registry.h"
+#include "ops/tessel_epilogue.h"
 #include "passes/rewrite_util.h"
 
 namespace tessel::passes {
@@ -223,7 +224,8 @@ std::optional<SliceOf> channel_slice_of(const ir::Graph& g, ValueId v) {
 
 bool reads_channel_slice(const ir::Graph& g, const ir::Node& reader, ValueId v) {
   if (reader.op != "tessel.Conv" || reader.inputs.empty() || reader.inputs[0] != v) return false;
-  if (reader.get_int("group", 1) != 1 || reader.get_string("input_layout", "nhwc") != "nhwc")
+  if ((reader.get_int("group", 1) != 1 && !ops::is_depthwise_conv(g, reader)) ||
+      reader.get_string("input_layout", "nhwc") != "nhwc")
     return false;
   const auto reads = std::count(reader.inputs.begin(), reader.inputs.end(), v);
   return reads == 1 && g.type(v).shape.size() == 4;

@@ -65,8 +65,10 @@ std::optional<SliceOf> channel_slice_of(const ir::Graph& g, ir::ValueId v);
 
 // A node that reads value v where a Concat's buffer holds it (a channel slice: rows of the
 // buffer's channels): a group-1 tessel.Conv reading v once, as its NHWC X (the GPU lowering
-// gives its A operand the buffer's row stride). Besides its Concat, only these may read an
-// inner Concat's output that is stored in place in an outer one (DenseNet's blocks).
+// gives its A operand the buffer's row stride), or a depthwise one (the depthwise kernels take
+// the row stride and the slice's first channel: kXLd, kXOffset). Besides its Concat, only these
+// may read an inner Concat's output that is stored in place in an outer one (DenseNet's blocks;
+// in a QDQ DenseNet, the depthwise conv that requantizes each concat, fold-qdq's).
 bool reads_channel_slice(const ir::Graph& g, const ir::Node& reader, ir::ValueId v);
 
 // A Reshape, Flatten, Squeeze, Unsqueeze or Identity whose output is its input's bytes: the input

@@ -18,6 +18,8 @@
 #include "ir/infer.h"
 #include "ir/ir_writer.h"
 #include "ir/op_registry.h"
+#include "ir/printer.h"
+#include "ops/tessel_epilogue.h"
 #include "passes/pipeline.h"
 #include "passes/plan_memory.h"
 #include "runtime/cpu/executor.h"
@@ -166,6 +168,46 @@ ir::Graph dense_heads() {
   return w.graph("y");
 }
 
+// A QDQ dense block (onnxruntime's form, symmetric int8): features a and b of scales of their
+// own, concatenated and requantized for conv c, whose feature joins them in a second concat for
+// conv d. fold-qdq keeps each concat's integers (a depthwise conv requantizes it), so the
+// features store int8 into one buffer, and the requantization of the first concat reads its
+// prefix where it lies: rows of 24 channels, 8-byte vectors.
+ir::Graph qdq_dense_block() {
+  IrWriter w(36);
+  w.input("x", "f32[2,16,6,6]");
+  conv_weight(w, "wa", 8, 16, 3);
+  conv_weight(w, "wb", 8, 16, 1);
+  conv_weight(w, "wc", 8, 16, 3);
+  conv_weight(w, "wd", 8, 24, 1);
+  w.literal("const %z : i8[] = [0]");
+  w.literal("const %sw : f32[] = [0.002]");
+  for (const auto& [name, scale] : {std::pair{"sx", "0.0078125"}, {"sa", "0.03"}, {"sb", "0.02"},
+                                    {"sc", "0.025"}, {"t1", "0.035"}, {"t2", "0.04"}})
+    w.literal(std::string("const %") + name + " : f32[] = [" + scale + "]");
+  auto qdq = [&](const std::string& v, const std::string& s, const std::string& shape) {
+    w.node("%" + v + "_q = QuantizeLinear(%" + v + ", %" + s + ", %z) : i8" + shape + " @\"" + v + "_q\"");
+    w.node("%" + v + "_d = DequantizeLinear(%" + v + "_q, %" + s + ", %z) : f32" + shape + " @\"" + v + "_dq\"");
+  };
+  for (const auto& [name, shape] : {std::pair{"wa", "[8,16,3,3]"}, {"wb", "[8,16,1,1]"},
+                                    {"wc", "[8,16,3,3]"}, {"wd", "[8,24,1,1]"}})
+    qdq(name, "sw", shape);
+  const std::string t8 = "[2,8,6,6]", pad = "{pads = [1, 1, 1, 1]} ";
+  qdq("x", "sx", "[2,16,6,6]");
+  w.node("%a = Conv(%x_d, %wa_d) " + pad + ": f32" + t8 + " @\"conv_a\"");
+  qdq("a", "sa", t8);
+  w.node("%b = Conv(%x_d, %wb_d) : f32" + t8 + " @\"conv_b\"");
+  qdq("b", "sb", t8);
+  w.node("%c1 = Concat(%a_d, %b_d) {axis = 1} : f32[2,16,6,6] @\"cat1\"");
+  qdq("c1", "t1", "[2,16,6,6]");
+  w.node("%c = Conv(%c1_d, %wc_d) " + pad + ": f32" + t8 + " @\"conv_c\"");
+  qdq("c", "sc", t8);
+  w.node("%c2 = Concat(%a_d, %b_d, %c_d) {axis = 1} : f32[2,24,6,6] @\"cat2\"");
+  qdq("c2", "t2", "[2,24,6,6]");
+  w.node("%y = Conv(%c2_d, %wd_d) : f32" + t8 + " @\"conv_d\"");
+  return w.graph("y");
+}
+
 // in_place flags of each Concat of the compiled graph, by node name.
 std::map<std::string, std::vector<int64_t>> concat_flags(const ir::Graph& g) {
   std::map<std::string, std::vector<int64_t>> r;
@@ -246,6 +288,37 @@ TEST(ConcatLowering, ConcatKernelCopiesOnlyTheOtherInputs) {
   }
 }
 
+// No GPU needed: in the QDQ dense block, the depthwise conv that requantizes the first concat
+// reads it as the prefix of the second one's buffer (24 channels a row), staged in copies of 8
+// int8 (the rows' alignment; its own 16 channels would take 16), and the second one's reads
+// its own buffer.
+TEST(ConcatLowering, DepthwiseConvReadsAConcatPrefixWhereItLies) {
+  const ir::Graph g = passes::run_passes(qdq_dense_block(), passes::gpu_pipeline({}));
+  const device::DeviceInfo& h100 = device::known_device("sm_90a");
+  std::map<std::string, std::string> sources;
+  for (const ir::Node& n : g.nodes) {
+    if (!ops::is_depthwise_conv(g, n)) continue;
+    const compiler::NodePlan plan = compiler::plan_node(g, n, {}, h100);
+    ASSERT_EQ(plan.run, compiler::NodeRun::kOpKernel) << n.label() << ": " << plan.why;
+    EXPECT_EQ(g.type(n.inputs[0]).dtype, DType::kI8) << n.label();
+    EXPECT_EQ(ops::read_out_dtype(n), DType::kI8) << n.label();
+    sources[n.name] = kernels::cuda::emit_op(g, n, plan.slices).source;
+    if (n.name == "cat1_dequantize") {
+      ASSERT_TRUE(plan.slices.x) << n.label();
+      EXPECT_EQ(plan.slices.x->channel_offset, 0);
+      EXPECT_EQ(plan.slices.x->channels, 24);
+    } else {
+      EXPECT_FALSE(plan.slices.x) << n.label();
+    }
+  }
+  ASSERT_EQ(sources.size(), 2u) << ir::print_graph(g);
+  EXPECT_NE(sources["cat1_dequantize"].find("kXLd = 24, kXOffset = 0;"), std::string::npos);
+  EXPECT_NE(sources["cat1_dequantize"].find("kW = 6, kC = 16;"), std::string::npos);
+  EXPECT_NE(sources["cat1_dequantize"].find("kStageVec = 8;"), std::string::npos);
+  EXPECT_NE(sources["cat2_dequantize"].find("kXLd = 24, kXOffset = 0;"), std::string::npos);
+  EXPECT_NE(sources["cat2_dequantize"].find("kStageVec = 8;"), std::string::npos);
+}
+
 // No GPU needed either: every network lowers and compiles for an H100 with NVRTC, with one
 // launch per node that moves data.
 TEST(ConcatLowering, NetworksCompileForSm90a) {
@@ -254,7 +327,8 @@ TEST(ConcatLowering, NetworksCompileForSm90a) {
                                 {"inception_b", inception_b()},
                                 {"inception_e", inception_e()},
                                 {"fire", fire()},
-                                {"dense_heads", dense_heads()}}) {
+                                {"dense_heads", dense_heads()},
+                                {"qdq_dense_block", qdq_dense_block()}}) {
     SCOPED_TRACE(name);
     const compiler::CompiledPlan c = compiler::compile_plan(g, {}, h100);
     EXPECT_EQ(c.plan.profiles[0].launches.size(),
@@ -270,6 +344,10 @@ TEST_F(ConcatGpu, InceptionBPoolBranchCopied) { check(inception_b(), {{"concat",
 
 TEST_F(ConcatGpu, InceptionENestedConcats) {
   check(inception_e(), {{"cat2", {1, 1}}, {"cat3", {1, 1}}, {"concat", {1, 1, 1, 1}}}, 3);
+}
+
+TEST_F(ConcatGpu, QdqDenseBlockOfInt8Features) {
+  check(qdq_dense_block(), {{"cat1", {1, 1}}, {"cat2", {1, 1}}}, 2);
 }
 
 TEST_F(ConcatGpu, FireModule) { check(fire(), {{"concat", {1, 1}}}, 1); }

@@ -12,7 +12,7 @@ per-tensor QUInt8 asymmetric models also run through the GPU's fp16 pipeline (on
 reference), whose contractions must fuse their activations' Q/DQ pairs. A dense block with
 pre-activation norms (tiny_preact: 13 stem channels, concats, norms after them) runs both ways,
 and its symmetric int8 form through the fp16 pipeline must run each norm after a concat on the
-depthwise kernel reading the integers.
+depthwise kernel reading the integers, and hold its concats in one int8 buffer.
 
 onnxruntime runs with graph optimisations disabled, so that it evaluates the Q/DQ steps as
 written. Every output of these models is requantized (a Q/DQ pair at the end), so tessel must
@@ -217,7 +217,10 @@ def main():
 
     # TensorRT-style int8 through the GPU's fp16 pipeline: the pre-activation norm after each
     # concat (a per-channel shift of the dequantized integers) is a 1x1 depthwise conv reading
-    # them, which takes the ReLU and QuantizeLinear after it, one int8 kernel each.
+    # them, which takes the ReLU and QuantizeLinear after it, one int8 kernel each. Each concat
+    # of features of different scales holds their integers, requantized by a depthwise conv that
+    # reads it in place: the features are stored into one int8 buffer, and only the first concat
+    # (of the pool's output, which no conv stores) runs a copy kernel.
     for name, path in cases:
         if name != "tiny_preact_op17_pc_QInt8_sym":
             continue
@@ -228,6 +231,11 @@ def main():
         ex = subprocess.run([args.tessel, "explain", path, "--target", "sm_90a"], capture_output=True,
                             text=True)
         shifts = sum("a per-channel shift of int8 values" in l for l in ex.stdout.splitlines())
+        requantized = sum("a concat of int8 tensors of different scales" in l
+                          for l in ex.stdout.splitlines())
+        pr = subprocess.run([args.tessel, "predict", path, "--target", "sm_90a"], capture_output=True,
+                            text=True)
+        copies = sum(l.split()[1:2] == ["Concat"] for l in pr.stdout.splitlines())
         if r2.returncode != 0:
             print(f"FAIL {name} gpu-fp16: {r.stderr.strip()} {r2.stderr.strip()}")
             failed += 1
@@ -238,9 +246,11 @@ def main():
         expected = sess.run(None, {"input": x})[0]
         got = np.load(os.path.join(out_dir, sess.get_outputs()[0].name + ".npy")).astype(np.float64)
         err = np.linalg.norm(got - expected) / np.linalg.norm(expected)
-        ok = got.shape == expected.shape and err <= 5e-2 and shifts >= 3
+        ok = (got.shape == expected.shape and err <= 5e-2 and shifts >= 3 and requantized == 3
+              and copies == 1 and pr.returncode == 0)
         print(f"{'ok  ' if ok else 'FAIL'} {name} gpu-fp16 pipeline: rel L2 {err:.2e}, "
-              f"{shifts} norms on the depthwise kernel")
+              f"{shifts} norms on the depthwise kernel, {requantized} int8 concats requantized, "
+              f"{copies} concat copy kernels")
         passed += ok
         failed += not ok
 

@@ -347,5 +347,40 @@ TEST(ConcatIntoSlices, DenseBlockPrefixesLiveInTheLastBuffer) {
   EXPECT_GE(base.bytes, 1 * 4 * 4 * 32 * 4);
 }
 
+// A QDQ DenseNet's block after fold-qdq and nest-prefix-concats: each int8 Concat is read, as
+// well as by the next, by the depthwise conv that requantizes it (group = its channels), which
+// reads it where it lies: the inner Concat is stored in place in the outer one. A grouped conv
+// of two channels per group cannot: the inner Concat keeps a buffer of its own (its features
+// are still stored into it), and the outer one copies it.
+TEST(ConcatIntoSlices, DepthwiseReaderOfAPrefixKeepsItInPlace) {
+  auto block = [](int64_t group) {
+    IrWriter w(6);
+    w.input("x", "f32[1,4,4,8]");
+    ohwi(w, "wf0", 8, 8, 3);
+    ohwi(w, "wf1", 8, 8, 3);
+    ohwi(w, "wd", 16, 16 / group, 1);
+    w.node("%f0 = tessel.Conv(%x, %wf0) {pads = [1, 1, 1, 1]} : f32[1,4,4,8] @\"feat0\"");
+    w.node("%f1 = tessel.Conv(%x, %wf1) {pads = [1, 1, 1, 1]} : f32[1,4,4,8] @\"feat1\"");
+    w.node("%c1 = Concat(%f0, %f1) {axis = 3} : f32[1,4,4,16] @\"cat1\"");
+    w.node("%d = tessel.Conv(%c1, %wd) {group = " + std::to_string(group) + "} : f32[1,4,4,16] @\"requantize\"");
+    w.node("%c2 = Concat(%c1, %x) {axis = 3} : f32[1,4,4,24] @\"cat2\"");
+    w.node("%y = Relu(%c2) : f32[1,4,4,24] @\"relu\"");
+    return w.text(std::vector<std::string>{"d", "y"});
+  };
+  const std::string depthwise = block(16);
+  std::string expected = replaced(depthwise, "%f1) {axis = 3}", "%f1) {axis = 3, in_place = [1, 1]}");
+  expected = replaced(expected, "%x) {axis = 3}", "%x) {axis = 3, in_place = [1, 0]}");
+  testing::expect_pass_result("concat-into-slices", depthwise, expected);
+  const ir::Graph g = ir::parse_graph(expected);
+  const std::optional<passes::SliceOf> slice = passes::channel_slice_of(g, g.find_value("c1"));
+  ASSERT_TRUE(slice);
+  EXPECT_EQ(slice->channels, 24);
+  EXPECT_EQ(passes::verify_plan(g, passes::plan_memory(g)), "");
+
+  const std::string grouped = block(8);
+  testing::expect_pass_result("concat-into-slices", grouped,
+                              replaced(grouped, "%f1) {axis = 3}", "%f1) {axis = 3, in_place = [1, 1]}"));
+}
+
 }  // namespace
 }  // namespace tessel

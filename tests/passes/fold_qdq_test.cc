@@ -363,6 +363,69 @@ TEST(FoldQdq, QuantizeAfterAConcatMovesToItsInputs) {
   testing::expect_pass_result("fold-qdq", per_channel, per_channel);
 }
 
+// DenseNet's concat of features quantized to scales of their own, then quantized again (each
+// feature has another reader, the later concats, so the QuantizeLinear cannot move to the
+// inputs): the concat of the integers, dequantized per channel by a 1x1 depthwise conv of unit
+// weights, before the QuantizeLinear. The same values (q * s in f32). Kept where the concat
+// has another reader, an input is no DequantizeLinear, or one dequantizes per channel.
+TEST(FoldQdq, ConcatOfDequantizedIntegersKeepsTheIntegers) {
+  auto model = [](const std::string& d2, const std::string& extra) {
+    return R"(graph @g opset 17 {
+  input %x : f32[1,3,3,2]
+  input %y : f32[1,3,3,2]
+  const %s1 : f32[] = [0.0625]
+  const %s2 : f32[] = [0.25]
+  const %s2c : f32[2] = [0.25, 0.5]
+  const %t : f32[] = [0.125]
+  const %z : i8[] = [0]
+  const %z2 : i8[2] = [0, 0]
+  %q1 = QuantizeLinear(%x, %s1, %z) : i8[1,3,3,2] @"q1"
+  %q2 = QuantizeLinear(%y, %s2, %z) : i8[1,3,3,2] @"q2"
+  %d1 = DequantizeLinear(%q1, %s1, %z) : f32[1,3,3,2] @"d1"
+  )" + d2 + R"(
+  %c = Concat(%d1, %d2) {axis = 3} : f32[1,3,3,4] @"cat"
+  %r = QuantizeLinear(%c, %t, %z) : i8[1,3,3,4] @"qcat"
+  output %r
+  output %d1
+)" + extra + "}";
+  };
+  const std::string d2 = R"(%d2 = DequantizeLinear(%q2, %s2, %z) : f32[1,3,3,2] @"d2")";
+  const std::string before = model(d2, "");
+  testing::expect_pass_result("fold-qdq", before, R"(graph @g opset 17 {
+  input %x : f32[1,3,3,2]
+  input %y : f32[1,3,3,2]
+  const %s1 : f32[] = [0.0625]
+  const %s2 : f32[] = [0.25]
+  const %t : f32[] = [0.125]
+  const %z : i8[] = [0]
+  const %cat_dequantize.unit_weights : f32[4,1,1,1] = [1.0, 1.0, 1.0, 1.0]
+  const %cat_dequantize.dequant_scale : f32[4] = [0.0625, 0.0625, 0.25, 0.25]
+  %q1 = QuantizeLinear(%x, %s1, %z) : i8[1,3,3,2] @"q1"
+  %q2 = QuantizeLinear(%y, %s2, %z) : i8[1,3,3,2] @"q2"
+  %d1 = DequantizeLinear(%q1, %s1, %z) : f32[1,3,3,2] @"d1"
+  %c.integers = Concat(%q1, %q2) {axis = 3} : i8[1,3,3,4] @"cat"
+  %c = tessel.Conv(%c.integers, %cat_dequantize.unit_weights, _, _, %cat_dequantize.dequant_scale) {group = 4, int8_refusal = "a concat of int8 tensors of different scales, dequantized per channel (before its QuantizeLinear): a 1x1 depthwise conv that reads the integers"} : f32[1,3,3,4] @"cat_dequantize"
+  %r = QuantizeLinear(%c, %t, %z) : i8[1,3,3,4] @"qcat"
+  output %r
+  output %d1
+})");
+  testing::expect_same_numerics(ir::parse_graph(before), passes::run_passes(ir::parse_graph(before), {"fold-qdq"}, {}));
+  for (const std::string& kept :
+       {model(d2, "  output %c\n"), model(R"(%d2 = Relu(%y) : f32[1,3,3,2] @"d2")", ""),
+        model(R"(%d2 = DequantizeLinear(%q2, %s2c, %z2) {axis = 3} : f32[1,3,3,2] @"d2")", "")}) {
+    SCOPED_TRACE(kept);
+    const ir::Graph g = passes::run_passes(ir::parse_graph(kept), {"fold-qdq"}, {});
+    int convs = 0;
+    for (const ir::Node& n : g.nodes) {
+      convs += n.op == "tessel.Conv";
+      if (n.op == "Concat") {
+        EXPECT_NE(g.type(n.outputs[0]).dtype, DType::kI8);
+      }
+    }
+    EXPECT_EQ(convs, 0);
+  }
+}
+
 // DenseNet's pre-activation norm: its shift, quantized, dequantized, Relu, quantized again to
 // the same scale, is Relu then one QuantizeLinear (the same integers: max(Q(x), 0) = Q(relu(x))).
 // Kept with another scale after the Relu, and where the first QuantizeLinear has another

@@ -185,7 +185,7 @@ Segment identity_segment(const ir::Graph& g, const ir::Node& n, int in, int out)
 
 // The segments of a checked node.
 std::vector<Segment> segments_of(const ir::Graph& g, const ir::Node& n,
-                                 std::optional<OutputSlice> out_slice) {
+                                 std::optional<BufferSlice> out_slice) {
   const Shape& out = g.type(n.outputs[0]).shape;
   const Shape& in = g.type(n.inputs[0]).shape;
   const std::vector<int64_t> out_st = contiguous_strides(out), in_st = contiguous_strides(in);
@@ -450,7 +450,7 @@ std::optional<std::string> check_copy(const ir::Graph& g, const ir::Node& n) {
   return std::nullopt;
 }
 
-OpKernelSource emit_copy(const ir::Graph& g, const ir::Node& n, std::optional<OutputSlice> out_slice) {
+OpKernelSource emit_copy(const ir::Graph& g, const ir::Node& n, std::optional<BufferSlice> out_slice) {
   if (n.op == "Gather") return emit_gather(g, n);
   if (n.op == "GatherElements") return emit_gather_elements(g, n);
   std::vector<Segment> segs = segments_of(g, n, out_slice);

@@ -55,7 +55,7 @@ OpKernelSource make_source(const ir::Node& n, const std::string& kind, const std
 // of it cannot be emitted (empty when it can); emit_* requires check_* empty.
 std::optional<std::string> check_copy(const ir::Graph& g, const ir::Node& n);
 OpKernelSource emit_copy(const ir::Graph& g, const ir::Node& n,
-                         std::optional<OutputSlice> out_slice = std::nullopt);
+                         std::optional<BufferSlice> out_slice = std::nullopt);
 
 std::optional<std::string> check_elementwise(const ir::Graph& g, const ir::Node& n);
 OpKernelSource emit_elementwise(const ir::Graph& g, const ir::Node& n);
@@ -64,7 +64,9 @@ std::optional<std::string> check_window(const ir::Graph& g, const ir::Node& n);
 // The fp32 code of one fused activation step on `v` (op kernels' epilogues: the depthwise and
 // grouped convs, the normalizations).
 std::string epilogue_step_code(const ops::EpilogueStep& s);
-OpKernelSource emit_window(const ir::Graph& g, const ir::Node& n);
+// `x_slice`: a depthwise conv's X where it lies in a Concat's buffer.
+OpKernelSource emit_window(const ir::Graph& g, const ir::Node& n,
+                           const std::optional<BufferSlice>& x_slice = std::nullopt);
 
 // The tiling of the depthwise kernel (templates/tessel_depthwise.cuh; depthwise_tiling.cc).
 // choose_depthwise_tiling: for `problem` (its problem fields and stage_vec set; the tiling

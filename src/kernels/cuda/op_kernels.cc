@@ -133,9 +133,8 @@ bool takes_int8(const ir::Graph& g, const ir::Node& n) {
 
 }  // namespace
 
-std::optional<std::string> can_emit_op(const ir::Graph& g, const ir::Node& n,
-                                       std::optional<OutputSlice> out_slice) {
-  if (out_slice) {
+std::optional<std::string> can_emit_op(const ir::Graph& g, const ir::Node& n, const OpSlices& slices) {
+  if (const std::optional<BufferSlice>& out_slice = slices.out) {
     const Shape& out = g.type(n.outputs.at(0)).shape;
     const int64_t rank = static_cast<int64_t>(out.size());
     const int64_t axis = n.get_int("axis", 0);
@@ -143,6 +142,13 @@ std::optional<std::string> can_emit_op(const ir::Graph& g, const ir::Node& n,
         out_slice->channel_offset < 0 ||
         out_slice->channel_offset + out.back() > out_slice->channels)
       return n.label() + ": only a Concat along its last axis writes into a channel slice of "
+             "another buffer";
+  }
+  if (const std::optional<BufferSlice>& x_slice = slices.x) {
+    const Shape& x = g.type(n.inputs.at(0)).shape;
+    if (!ops::is_depthwise_conv(g, n) || x.size() != 4 || n.has_attr("input_layout") ||
+        x_slice->channel_offset < 0 || x_slice->channel_offset + x.back() > x_slice->channels)
+      return n.label() + ": only a depthwise conv reads its input from a channel slice of "
              "another buffer";
   }
   for (ir::ValueId v : n.inputs)
@@ -184,17 +190,16 @@ std::optional<std::string> can_emit_op(const ir::Graph& g, const ir::Node& n,
   return n.label() + ": op " + n.op + " has no GPU op kernel";
 }
 
-OpKernelSource emit_op(const ir::Graph& g, const ir::Node& n,
-                       std::optional<OutputSlice> out_slice) {
-  const std::optional<std::string> why = can_emit_op(g, n, out_slice);
+OpKernelSource emit_op(const ir::Graph& g, const ir::Node& n, const OpSlices& slices) {
+  const std::optional<std::string> why = can_emit_op(g, n, slices);
   TESSEL_ICHECK(!why) << "emit_op called for a node it cannot emit: " << *why;
   switch (family(n)) {
-    case ir::GpuKernel::kCopy: return emit_copy(g, n, out_slice);
+    case ir::GpuKernel::kCopy: return emit_copy(g, n, slices.out);
     case ir::GpuKernel::kElementwise: return emit_elementwise(g, n);
     case ir::GpuKernel::kReduce: return emit_reduce(g, n);
     case ir::GpuKernel::kResize: return emit_resize(g, n);
     case ir::GpuKernel::kMatMul: return emit_matmul(g, n);
-    default: return emit_window(g, n);
+    default: return emit_window(g, n, slices.x);
   }
 }
 

@@ -32,22 +32,26 @@ struct OpKernelSource {
   unsigned smem_bytes = 0;
 };
 
-// Where output 0 lies when it is no dense tensor of its own: channels [channel_offset,
+// Where a tensor lies when it is no dense tensor of its own: channels [channel_offset,
 // channel_offset + C) of rows of `channels` elements, in the buffer of an outer Concat that
-// holds it in place (passes/plan_memory.h; the output pointer is that buffer's). Only a
-// Concat along its last axis writes such an output.
-struct OutputSlice {
+// holds it in place (passes/plan_memory.h; the tensor's pointer is that buffer's).
+struct BufferSlice {
   int64_t channel_offset = 0;
   int64_t channels = 0;
 };
+// A node's tensors that lie so: output 0 (only a Concat along its last axis writes one), and
+// input 0 (only a depthwise conv reads one: an inner Concat's output, plan_memory.h
+// reads_channel_slice).
+struct OpSlices {
+  std::optional<BufferSlice> out;
+  std::optional<BufferSlice> x;
+};
 
 // Why `n` cannot run through emit_op (empty when it can): unsupported op, dtype or attribute.
-std::optional<std::string> can_emit_op(const ir::Graph& g, const ir::Node& n,
-                                       std::optional<OutputSlice> out_slice = std::nullopt);
+std::optional<std::string> can_emit_op(const ir::Graph& g, const ir::Node& n, const OpSlices& slices = {});
 
 // Throws InternalError when can_emit_op says no.
-OpKernelSource emit_op(const ir::Graph& g, const ir::Node& n,
-                       std::optional<OutputSlice> out_slice = std::nullopt);
+OpKernelSource emit_op(const ir::Graph& g, const ir::Node& n, const OpSlices& slices = {});
 
 // Depthwise convolutions (tessel.Conv with one channel per group) run a tiled kernel whose
 // tiling has a name ("dw_v4x8_r2x4_c4x2_s2_wr", kernels/cuda/op_emit.h). For sweeps

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <optional>
 
 #include "kernels/cuda/op_emit.h"
@@ -46,13 +47,18 @@ Window read_window(const ir::Node& n, const Shape& w_ohwi) {
   return w;
 }
 
-std::string geometry(const Shape& x, const Shape& y_pre, const Window& w, int vec) {
+// X's rows: kXLd elements apart, its channels from kXOffset on (a channel slice of a Concat's
+// buffer, `x_slice`), else kC and 0.
+std::string geometry(const Shape& x, const Shape& y_pre, const Window& w, int vec,
+                     const std::optional<BufferSlice>& x_slice = std::nullopt) {
   return fmt::format(
+      "  static constexpr int kXLd = {}, kXOffset = {};\n"
       "  static constexpr int kN = {}, kH = {}, kW = {}, kC = {};\n"
       "  static constexpr int kOH = {}, kOW = {}, kCo = {};\n"
       "  static constexpr int kKH = {}, kKW = {}, kSH = {}, kSW = {}, kPT = {}, kPL = {}, kDH = {}, kDW = {};\n"
       "  static constexpr int kVec = {};\n",
-      x[0], x[1], x[2], x[3], y_pre[1], y_pre[2], y_pre[3], w.kernel[0], w.kernel[1], w.strides[0],
+      x_slice ? x_slice->channels : x[3], x_slice ? x_slice->channel_offset : 0, x[0], x[1], x[2],
+      x[3], y_pre[1], y_pre[2], y_pre[3], w.kernel[0], w.kernel[1], w.strides[0],
       w.strides[1], w.pads[0], w.pads[1], w.dilations[0], w.dilations[1], vec);
 }
 
@@ -178,26 +184,36 @@ DepthwiseTiling depthwise_problem(const Shape& x, const Shape& pre, const Window
   return t;
 }
 
+// Channels per vector of a grouped conv's loads and stores: whole vectors of its output's
+// channels, and aligned in X's rows where X is a channel slice of a wider buffer.
+int grouped_vector(DType t, int64_t channels, const std::optional<BufferSlice>& x_slice) {
+  if (x_slice) channels = std::gcd(channels, std::gcd(x_slice->channels, x_slice->channel_offset));
+  return channel_vector(t, channels);
+}
+
 // The problem fields of a depthwise node's tiling.
-DepthwiseTiling depthwise_problem_of(const ir::Graph& g, const ir::Node& n) {
+DepthwiseTiling depthwise_problem_of(const ir::Graph& g, const ir::Node& n,
+                                     const std::optional<BufferSlice>& x_slice = std::nullopt) {
   const ops::StoreMap store = ops::read_store(n);
   const Shape pre = pre_store_shape(g, n, store);
   const DType t = g.type(n.inputs[0]).dtype;
-  return depthwise_problem(g.type(n.inputs[0]).shape, pre,
-                           read_window(n, g.type(n.inputs[1]).shape), channel_vector(t, pre[3]));
+  return depthwise_problem(g.type(n.inputs[0]).shape, pre, read_window(n, g.type(n.inputs[1]).shape),
+                           grouped_vector(t, pre[3], x_slice));
 }
 
 // The chooser's tiling of a depthwise node; nullopt for other nodes and windows too large
 // to stage (the direct grouped kernel runs those).
-std::optional<DepthwiseTiling> depthwise_pick(const ir::Graph& g, const ir::Node& n) {
+std::optional<DepthwiseTiling> depthwise_pick(const ir::Graph& g, const ir::Node& n,
+                                              const std::optional<BufferSlice>& x_slice = std::nullopt) {
   if (!ops::is_depthwise_conv(g, n))
     return std::nullopt;
-  return choose_depthwise_tiling(depthwise_problem_of(g, n),
+  return choose_depthwise_tiling(depthwise_problem_of(g, n, x_slice),
                                  static_cast<int>(dtype_size(g.type(n.inputs[0]).dtype)));
 }
 
 // The depthwise kernel (templates/tessel_depthwise.cuh) for `tiling`.
-OpKernelSource emit_depthwise_conv(const ir::Graph& g, const ir::Node& n, const DepthwiseTiling& tiling) {
+OpKernelSource emit_depthwise_conv(const ir::Graph& g, const ir::Node& n, const DepthwiseTiling& tiling,
+                                   const std::optional<BufferSlice>& x_slice = std::nullopt) {
   const Shape& x = g.type(n.inputs[0]).shape;
   const DType t = g.type(n.inputs[0]).dtype;
   const ops::StoreMap store = ops::read_store(n);
@@ -210,7 +226,7 @@ OpKernelSource emit_depthwise_conv(const ir::Graph& g, const ir::Node& n, const 
                   n.get_int("group", 1), g.type(n.inputs[0]).str(), g.type(n.inputs[1]).str(),
                   g.type(n.outputs[0]).str());
   problem += operand_types_code(g, n);
-  problem += geometry(x, pre, read_window(n, g.type(n.inputs[1]).shape), tiling.vec);
+  problem += geometry(x, pre, read_window(n, g.type(n.inputs[1]).shape), tiling.vec, x_slice);
   problem += fmt::format(
       "  // Tiling {} (tessel_depthwise_tile.cuh): CTA tile ({}, {}) output pixels x {} channels;\n"
       "  // {} threads of ({}, {}) outputs x {} channels; smem x {} x ({}, {}, {}) + w: {} bytes; "
@@ -250,15 +266,16 @@ OpKernelSource emit_depthwise_conv(const ir::Graph& g, const ir::Node& n, const 
   return ks;
 }
 
-OpKernelSource emit_grouped_conv(const ir::Graph& g, const ir::Node& n) {
+OpKernelSource emit_grouped_conv(const ir::Graph& g, const ir::Node& n,
+                                 const std::optional<BufferSlice>& x_slice) {
   const Shape& x = g.type(n.inputs[0]).shape;
   const Shape& w = g.type(n.inputs[1]).shape;
   const DType t = g.type(n.inputs[0]).dtype;
   const ops::StoreMap store = ops::read_store(n);
   const Shape pre = pre_store_shape(g, n, store);
-  const int vec = channel_vector(t, pre[3]);
-  if (const std::optional<DepthwiseTiling> tiling = depthwise_pick(g, n))
-    return emit_depthwise_conv(g, n, *tiling);
+  const int vec = grouped_vector(t, pre[3], x_slice);
+  if (const std::optional<DepthwiseTiling> tiling = depthwise_pick(g, n, x_slice))
+    return emit_depthwise_conv(g, n, *tiling, x_slice);
   const int64_t group = n.get_int("group", 1);
   const int64_t co = w[0], cig = w[3], cog = co / group;
   const bool has_residual = n.inputs.size() > 3 && n.inputs[3] != ir::kNoValue;
@@ -267,7 +284,7 @@ OpKernelSource emit_grouped_conv(const ir::Graph& g, const ir::Node& n) {
       fmt::format("// tessel.Conv, group {}: {} * {} -> {}\nstruct Problem {{\n", group,
                   g.type(n.inputs[0]).str(), g.type(n.inputs[1]).str(), g.type(n.outputs[0]).str());
   problem += operand_types_code(g, n);
-  problem += geometry(x, pre, read_window(n, w), vec);
+  problem += geometry(x, pre, read_window(n, w), vec, x_slice);
   problem += fmt::format("  static constexpr int kCig = {}, kCog = {};\n", cig, cog);
   // Only the plain NHWC store keeps a fragment's channels adjacent in memory.
   problem += fmt::format("  static constexpr bool kVectorStore = {};\n\n",
@@ -351,9 +368,9 @@ std::optional<std::string> check_window(const ir::Graph& g, const ir::Node& n) {
 
 std::string epilogue_step_code(const ops::EpilogueStep& s) { return step_code(s); }
 
-OpKernelSource emit_window(const ir::Graph& g, const ir::Node& n) {
+OpKernelSource emit_window(const ir::Graph& g, const ir::Node& n, const std::optional<BufferSlice>& x_slice) {
   if (n.op == "LRN" || n.op == "tessel.LRN") return emit_lrn(g, n);
-  return n.op == "tessel.Conv" ? emit_grouped_conv(g, n) : emit_pool(g, n);
+  return n.op == "tessel.Conv" ? emit_grouped_conv(g, n, x_slice) : emit_pool(g, n);
 }
 
 }  // namespace tessel::kernels::cuda::op_detail

@@ -27,7 +27,9 @@
 // tile or a multiple of the slab count, so that a CTA keeps its slab and its weights.
 //
 // Problem supplies: using X (the input: T, or i8), using T (W and the residual), using Out (Y:
-// T, or i8 where the epilogue's last step quantizes, store_as); kN, kH, kW, kC (input), kOH,
+// T, or i8 where the epilogue's last step quantizes, store_as); kN, kH, kW, kC (input), kXLd
+// and kXOffset (X's pixels are rows of kXLd elements, its channels from kXOffset on: a
+// channel slice of a Concat's buffer, else kC and 0), kOH,
 // kOW, kCo (pre-store output, kCo == kC), kKH, kKW, kSH, kSW, kPT, kPL, kDH, kDW, kStageVec;
 // the tiling kVec, kSlabVecs, kColGroups, kColsPerThread, kRowGroups, kRowsPerThread, kStages,
 // kRegisterWeights, kTilePerCta; kResidual, kVectorStore and kScale (an int8 X's scale); and
@@ -176,7 +178,7 @@ struct DepthwiseConv {
       const DwChunk ch = t.chunk(q);
       const int ih = ih0 + ch.row, iw = iw0 + ch.col, c = tile.c0 + ch.chunk * P::kStageVec;
       const bool valid = ih >= 0 && ih < P::kH && iw >= 0 && iw < P::kW && c < P::kC;
-      const X* src = valid ? x + ((i64(tile.n) * P::kH + ih) * P::kW + iw) * P::kC + c : x;
+      const X* src = valid ? x + ((i64(tile.n) * P::kH + ih) * P::kW + iw) * P::kXLd + P::kXOffset + c : x;
       stage_fragment<kChunkBytes>(sx + t.smem_offset(ch.row, ch.col, ch.chunk * P::kStageVec), src,
                                   valid);
     }

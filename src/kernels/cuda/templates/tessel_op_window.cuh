@@ -6,7 +6,9 @@
 //
 // Problem supplies the compile-time geometry:
 //   using T;  kN, kH, kW, kC (input), kOH, kOW, kCo (output, pre-store), kKH, kKW, kSH, kSW,
-//   kPT, kPL (begin pads), kDH, kDW, kVec; and per kernel the members named below (GroupedConv:
+//   kPT, kPL (begin pads), kDH, kDW, kVec; kXLd, kXOffset (GroupedConv's X: pixels kXLd
+//   elements apart, channels from kXOffset on; a channel slice of a Concat's buffer, else kC
+//   and 0); and per kernel the members named below (GroupedConv:
 //   using X, the input's type: T, or i8 for a depthwise conv's int8 input (fold-qdq); using
 //   Out, Y's type: T, or i8 where the epilogue's last step quantizes, store_as).
 #pragma once
@@ -219,7 +221,7 @@ struct GroupedConv {
 
   __device__ __forceinline__ static void item(const OpParams& p, i64 i) {
     const PixelItem<P, P::kCo> it(i);
-    const X* x = static_cast<const X*>(p.in[0]) + i64(it.n) * P::kH * P::kW * P::kC;
+    const X* x = static_cast<const X*>(p.in[0]) + i64(it.n) * P::kH * P::kW * P::kXLd + P::kXOffset;
     const T* w = static_cast<const T*>(p.in[1]);
     float acc[P::kVec] = {};
 #pragma unroll
@@ -230,7 +232,7 @@ struct GroupedConv {
       for (int kw = 0; kw < P::kKW; ++kw) {
         const int iw = it.ow * P::kSW - P::kPL + kw * P::kDW;
         if (iw < 0 || iw >= P::kW) continue;
-        const X* px = x + (i64(ih) * P::kW + iw) * P::kC;
+        const X* px = x + (i64(ih) * P::kW + iw) * P::kXLd;
         if constexpr (kDepthwise) {
           Frag<X, P::kVec> f;
           f.load(px + it.c0);
