@@ -182,8 +182,12 @@ ir::Graph qdq_dense_block() {
   conv_weight(w, "wd", 8, 24, 1);
   w.literal("const %z : i8[] = [0]");
   w.literal("const %sw : f32[] = [0.002]");
-  for (const auto& [name, scale] : {std::pair{"sx", "0.0078125"}, {"sa", "0.03"}, {"sb", "0.02"},
-                                    {"sc", "0.025"}, {"t1", "0.035"}, {"t2", "0.04"}})
+  // Scales as a calibration gives them: no two in a simple ratio. (With 0.03 and 0.04, a
+  // quarter of the requantized integers q * 0.75 fall on rounding ties, which the reference
+  // breaks by the f32 error of q * 0.03 / 0.04 and the kernels, multiplying by the folded
+  // 0.75, to even: one step apart, 1e-2 rel L2.)
+  for (const auto& [name, scale] : {std::pair{"sx", "0.0078125"}, {"sa", "0.0297"}, {"sb", "0.0213"},
+                                    {"sc", "0.0251"}, {"t1", "0.0353"}, {"t2", "0.0407"}})
     w.literal(std::string("const %") + name + " : f32[] = [" + scale + "]");
   auto qdq = [&](const std::string& v, const std::string& s, const std::string& shape) {
     w.node("%" + v + "_q = QuantizeLinear(%" + v + ", %" + s + ", %z) : i8" + shape + " @\"" + v + "_q\"");
