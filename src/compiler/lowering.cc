@@ -77,6 +77,8 @@ contraction::Epilogue epilogue_of(const ir::Graph& g, const ir::Node& n,
     e.steps.push_back(step);
   }
   if (const std::optional<ops::Prologue> pro = ops::read_prologue(n)) {
+    // (A requantizing prologue is the depthwise kernels' alone: plan_node never lowers it.)
+    TESSEL_ICHECK(!pro->requantize) << n.label() << ": a requantize prologue on a contraction";
     TESSEL_USER_CHECK(has_input(n, kPrologueInput))
         << n.label() << ": prologue '" << n.get_string("prologue", "") << "' needs its operand P (input 5)";
     e.a_prologue = contraction::OperandPrologue{

@@ -215,7 +215,11 @@ NodePlan plan_any_node(const ir::Graph& g, const ir::Node& n, const Options& opt
     if (std::optional<NodePlan> p = in_place_concat(g, n)) return *p;
   if (lowered_as_contraction(n)) return plan_contraction(g, n, options, target);
   std::optional<std::string> not_packed;
-  if (is_contraction_op(n)) {
+  const std::optional<ops::Prologue> prologue = ops::read_prologue(n);
+  if (is_contraction_op(n) && prologue && prologue->requantize) {
+    // A depthwise conv reading its int8 X requantized: a prologue of the depthwise kernels'.
+    not_packed = "its int8 X is read requantized";
+  } else if (is_contraction_op(n)) {
     // A grouped convolution: on Tensor Cores where default_schedule puts it (a grouped
     // kernel, or wide groups as a batch of dense GEMMs: kernels::dense_groups_wide) and the
     // kernel takes the node's epilogue; else the direct grouped kernel.
@@ -261,6 +265,9 @@ NodePlan plan_any_node(const ir::Graph& g, const ir::Node& n, const Options& opt
                 : "grouped convolution (" + std::to_string(groups) + " groups of " +
                       std::to_string(channels) + " to " + std::to_string(outputs) +
                       " channels): " + *not_packed + "; the direct grouped kernel runs it on CUDA cores";
+    if (prologue && prologue->requantize)
+      p.why += "; its int8 X read requantized to another scale (prologue 'requantize': a "
+               "requantization of a concat, fused)";
   }
   return p;
 }

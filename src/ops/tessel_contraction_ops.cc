@@ -26,12 +26,14 @@
 //     with group = C (one input and one output channel per group, ops::is_depthwise), and S
 //     [C] f32, X's dequantization scale: the value the steps start from is
 //     conv(X, W)[c] * S[c] + B[c], X's integers read exactly (|x| <= 128 in any float dtype).
-//     W, and so the node's dtype, Y and R, stay float; no input_layout nchw, no prologue.
+//     W, and so the node's dtype, Y and R, stay float; no input_layout nchw, and no prologue
+//     but "requantize".
 //   tessel.Conv(X, W, B?, R?, S?) -> Y, S only for int8 (int8 X)
 //   prologue (fuse-prologue's fusion of a per-channel scale and shift, and a ReLU, before the
 //     conv): tessel.Conv(X, W, B?, R?, -, P) with P f32 [2, Ci]; the convolution reads
 //     act(X * P[0, c] + P[1, c]) rounded to W's dtype (float X in NHWC only), and pads with
-//     zeros after that, as the unfused nodes before it would.
+//     zeros after that, as the unfused nodes before it would. Or, a depthwise conv's int8 X,
+//     "requantize" with P f32 [1, Ci]: clamp(round_half_even(f32(X) * P[0, c]), -128, 127).
 //   tessel.Gemm(A, W, B?, R?, S?) -> Y
 //     A [M, K] ([K, M] with trans_a = 1); W [N, K] (trans_b = 1, the default: ONNX Gemm with
 //     transB = 1, what convert-layout writes) or [K, N] (trans_b = 0); B [N]; R [M, N];
@@ -43,6 +45,7 @@
 // out_dtype, the conversion to it. So folding a Cast into out_dtype, or a Cast and Transpose
 // into input_layout, changes no number.
 #include <algorithm>
+#include <cmath>
 
 #include "core/error.h"
 #include "ops/nn_common.h"
@@ -65,7 +68,7 @@ DType node_dtype(DType w) { return w == DType::kI8 || w == DType::kU8 ? DType::k
 // Operands 0 and 1 both float (X in W's dtype unless `any_float_x`) and no S; or X i8 with the
 // dequantization scale S [channels] f32, and W i8 (the int8 contraction, which also reads a u8
 // X: onnxruntime's uint8 activations with zero point 0) or, where `int8_input_taken` (a
-// depthwise tessel.Conv over NHWC X without a prologue), float. out_dtype i8 (u8) only after
+// depthwise tessel.Conv over NHWC X, without a prologue or with "requantize"), float. out_dtype i8 (u8) only after
 // a last 'quantize' step (or steps ending in an integer of [0, 255]: ends_quantized).
 void check_operands(const ir::InferContext& ctx, const char* x_name, bool any_float_x,
                     bool int8_input_taken, int64_t channels) {
@@ -80,7 +83,7 @@ void check_operands(const ir::InferContext& ctx, const char* x_name, bool any_fl
     TESSEL_USER_CHECK(int8_input_taken)
         << node.label() << ": " << x_name << " is i8 and W " << dtype_name(w)
         << ": only a depthwise tessel.Conv (group = channels, W [C, KH, KW, 1]) over an NHWC X "
-        << "without a prologue reads int8 with float weights";
+        << "without an affine prologue reads int8 with float weights";
   } else {
     require_float_input(ctx, 0, x_name);
     require_float_input(ctx, 1, "W");
@@ -111,22 +114,30 @@ void check_operands(const ir::InferContext& ctx, const char* x_name, bool any_fl
   }
 }
 
-// The prologue attribute and its operand P f32 [2, Ci] come together, on a float NHWC X.
-void check_prologue(const ir::InferContext& ctx, bool nchw_input, int64_t in_channels) {
+// The prologue attribute and its operand P come together: P f32 [2, Ci] on a float NHWC X
+// (affine), or P f32 [1, Ci] on a depthwise conv's int8 NHWC X (requantize).
+void check_prologue(const ir::InferContext& ctx, bool nchw_input, int64_t in_channels, bool depthwise) {
   const ir::Node& node = ctx.node();
-  const bool attr = read_prologue(node).has_value();
+  const std::optional<Prologue> pro = read_prologue(node);
   const bool operand = ctx.has_input(kPrologue);
-  TESSEL_USER_CHECK(attr == operand)
-      << node.label() << ": " << (attr ? "prologue '" + node.get_string("prologue", "") + "' needs"
-                                       : std::string("input 5 is given, so the node needs"))
-      << (attr ? " its scale and shift P as input 5" : " a 'prologue' attribute");
-  if (!attr) return;
-  TESSEL_USER_CHECK(!nchw_input && ctx.dtype(1) != DType::kI8)
-      << node.label() << ": a prologue reads a float NHWC X (input_layout nhwc, float W)";
+  TESSEL_USER_CHECK(pro.has_value() == operand)
+      << node.label() << ": " << (pro ? "prologue '" + node.get_string("prologue", "") + "' needs"
+                                      : std::string("input 5 is given, so the node needs"))
+      << (pro ? " its operand P as input 5" : " a 'prologue' attribute");
+  if (!pro) return;
+  if (pro->requantize) {
+    TESSEL_USER_CHECK(!nchw_input && depthwise && ctx.dtype(0) == DType::kI8 && ctx.dtype(1) != DType::kI8)
+        << node.label() << ": prologue 'requantize' reads the int8 NHWC X of a depthwise conv";
+  } else {
+    TESSEL_USER_CHECK(!nchw_input && ctx.dtype(1) != DType::kI8)
+        << node.label() << ": a prologue reads a float NHWC X (input_layout nhwc, float W)";
+  }
+  const int64_t rows = pro->requantize ? 1 : 2;
   TESSEL_USER_CHECK(ctx.dtype(kPrologue) == DType::kF32 &&
-                    ctx.shape(kPrologue) == Shape({2, in_channels}))
-      << node.label() << ": prologue operand P is " << ctx.input(kPrologue).str()
-      << ", expected f32[2," << in_channels << "] (scale and shift per input channel)";
+                    ctx.shape(kPrologue) == Shape({rows, in_channels}))
+      << node.label() << ": prologue operand P is " << ctx.input(kPrologue).str() << ", expected f32["
+      << rows << "," << in_channels << "] ("
+      << (pro->requantize ? "the factor" : "scale and shift") << " per input channel)";
 }
 
 // Bias B: one value per output channel, f32 or the node's dtype (W's).
@@ -237,10 +248,11 @@ void infer_conv(ir::InferContext& ctx) {
   const ir::TensorType w{node_dtype(ctx.dtype(1)), permute_shape(ctx.shape(1), kNhwcToNchw)};
   const ir::TensorType y = infer_stand_in(node, conv_stand_in(node), {&x, &w}, ctx.opset())[0];
   const Shape pre_store = permute_shape(y.shape, kNchwToNhwc);
-  const bool int8_input_taken =
-      !nchw_input && !read_prologue(node) && is_depthwise(ctx.shape(0), ctx.shape(1), group);
+  const bool depthwise = is_depthwise(ctx.shape(0), ctx.shape(1), group);
+  const std::optional<Prologue> pro = read_prologue(node);
+  const bool int8_input_taken = !nchw_input && (!pro || pro->requantize) && depthwise;
   check_operands(ctx, "X", nchw_input, int8_input_taken, pre_store[3]);
-  check_prologue(ctx, nchw_input, x_nchw[1]);
+  check_prologue(ctx, nchw_input, x_nchw[1], depthwise);
   check_bias(ctx, pre_store[3]);
   check_residual(ctx, read_epilogue(node), pre_store);
   ctx.set_output(0, read_out_dtype(node).value_or(node_dtype(ctx.dtype(1))),
@@ -255,15 +267,24 @@ void compute_conv(ir::KernelContext& ctx) {
   // int8 (and a u8 X of an int8 W): the integers, exactly.
   Tensor x = (in.dtype() == t || is_integer(in.dtype()) ? in : in.cast(t)).cast(DType::kF64);
   if (const std::optional<Prologue> pro = read_prologue(ctx.node())) {
-    // act(x * scale + shift) per channel (NHWC: the last axis), one rounding to W's dtype.
     const Tensor& pv = ctx.input(kPrologue);
     const int64_t c = x.shape().back();
     double* v = x.data<double>();
-    for (int64_t i = 0; i < x.numel(); ++i) {
-      const double y = v[i] * pv.get_f64(i % c) + pv.get_f64(c + i % c);
-      v[i] = pro->relu ? std::max(y, 0.0) : y;
+    if (pro->requantize) {
+      // The integers x * P[0, c] in f32 (as the kernels multiply), rounded half to even and
+      // saturated: integers again, exact in any float dtype.
+      for (int64_t i = 0; i < x.numel(); ++i) {
+        const float y = static_cast<float>(v[i]) * static_cast<float>(pv.get_f64(i % c));
+        v[i] = std::clamp(static_cast<double>(std::nearbyint(y)), -128.0, 127.0);
+      }
+    } else {
+      // act(x * scale + shift) per channel (NHWC: the last axis), one rounding to W's dtype.
+      for (int64_t i = 0; i < x.numel(); ++i) {
+        const double y = v[i] * pv.get_f64(i % c) + pv.get_f64(c + i % c);
+        v[i] = pro->relu ? std::max(y, 0.0) : y;
+      }
+      x = x.cast(t).cast(DType::kF64);
     }
-    x = x.cast(t).cast(DType::kF64);
   }
   if (!read_nchw_input(ctx.node())) x = permute(x, kNhwcToNchw);
   const Tensor w = permute(ctx.input(1).cast(DType::kF64), kNhwcToNchw);

@@ -189,13 +189,18 @@ inline bool stem_tap_pairs(int64_t channels, int64_t stride_w, int64_t dilation_
   return channels >= 1 && channels <= kStemSlotChannels && stride_w % 2 == 0 && dilation_w == 1;
 }
 
-// 'prologue' of a tessel.Conv: a per-input-channel affine map of X, then an optional ReLU,
-// applied to every element of X the convolution reads (never to its zero padding), before
-// the contraction. It is an unfoldable BatchNormalization (+ ReLU) before the conv, fused
-// into the conv's operand loads (fuse-prologue). The scale and shift are the node's input 5,
-// P f32 [2, Ci]: P[0] the scale, P[1] the shift.
+// 'prologue' of a tessel.Conv: a per-input-channel map of X applied to every element of X the
+// convolution reads (never to its zero padding), before the contraction, fused into the
+// conv's operand loads (fuse-prologue). Its operand is the node's input 5, P f32.
+//  - "affine", "affine_relu": X * P[0, c] + P[1, c], then an optional ReLU, P [2, Ci]: an
+//    unfoldable BatchNormalization (+ ReLU) before the conv.
+//  - "requantize": an int8 X read as clamp(round_half_even(X * P[0, c]), -128, 127), P [1, Ci]:
+//    the integers on another grid, as a depthwise conv of unit weights storing int8 would
+//    give them (fold-qdq's requantization of a concat, before a norm's depthwise conv). Only
+//    a depthwise conv's int8 X; 0 stays 0, so the padding is the same either way.
 struct Prologue {
   bool relu = false;
+  bool requantize = false;
   bool operator==(const Prologue&) const = default;
 };
 // nullopt without the attribute; an unknown name is a UserError naming the node.

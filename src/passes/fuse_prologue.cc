@@ -19,6 +19,15 @@
 // tessel.Convs that take a prologue (group 1, NHWC input, float weights, none yet): each of
 // them gets the prologue, and the chain is removed. fuse runs first, so that what a
 // producer's epilogue can take goes there.
+//
+// And an int8 requantization read only by depthwise convs over int8 X (a QDQ DenseNet's
+// concat, requantized before its norm's depthwise conv: fold-qdq's ConcatOfIntegers) becomes
+// their prologue "requantize" (fuse_requantize below):
+//
+//   %r = tessel.Conv(%q, %ones, _, _, %s) {group = C,          %y = tessel.Conv(%q, %w, %b, _, %s2, %p)
+//          epilogue = ["quantize"] (t), out_dtype = "i8"}  ->          {prologue = "requantize", ...}
+//   %y = tessel.Conv(%r, %w, %b, _, %s2) {group = C, ...}       %p = [s / t] : f32[1, C]
+#include <algorithm>
 #include <optional>
 
 #include "ops/tessel_epilogue.h"
@@ -103,6 +112,83 @@ std::optional<Link> link_of(const ir::Graph& g, int i) {
   return std::nullopt;
 }
 
+// Whether node n requantizes int8 values, as fold-qdq's ConcatOfIntegers writes it and fuse
+// finishes it: a depthwise tessel.Conv over int8 NHWC X of 1x1 unit weights, stride 1, no
+// padding, with S [C] and no bias, residual or prologue, whose epilogue is one quantize(t),
+// storing int8 NHWC. Its value is then clamp(rne(x * S[c] / t)); *factor gets S[c] / t.
+bool requantizes(const ir::Graph& g, const ir::Node& n, std::vector<double>* factor) {
+  if (n.op != "tessel.Conv" || !ops::is_depthwise_conv(g, n) || n.outputs.size() != 1) return false;
+  if (g.type(n.inputs[0]).dtype != DType::kI8 || ops::read_prologue(n) || ops::read_nchw_input(n) ||
+      ops::read_out_dtype(n) != DType::kI8 || ops::read_store(n).kind != ops::StoreMap::Kind::kNhwc)
+    return false;
+  auto operand = [&](size_t i) { return n.inputs.size() > i ? n.inputs[i] : ir::kNoValue; };
+  if (operand(2) != ir::kNoValue || operand(3) != ir::kNoValue || operand(kPrologueInput) != ir::kNoValue)
+    return false;
+  const std::vector<int64_t> pads = n.get_ints("pads", {}), strides = n.get_ints("strides", {});
+  if (std::any_of(pads.begin(), pads.end(), [](int64_t p) { return p != 0; }) ||
+      std::any_of(strides.begin(), strides.end(), [](int64_t s) { return s != 1; }))
+    return false;
+  const int64_t c = g.type(n.inputs[0]).shape.back();
+  const Tensor* w = g.value(n.inputs[1]).data.get();
+  const Tensor* scale = operand(4) == ir::kNoValue ? nullptr : g.value(operand(4)).data.get();
+  if (!w || w->shape() != Shape{c, 1, 1, 1} || !scale || scale->numel() != c) return false;
+  for (int64_t j = 0; j < c; ++j)
+    if (w->get_f64(j) != 1.0) return false;
+  const std::vector<ops::EpilogueStep> steps = ops::read_epilogue(n);
+  if (steps.size() != 1 || steps[0].kind != ops::EpilogueKind::kQuantize || !(steps[0].alpha > 0.0))
+    return false;
+  factor->resize(static_cast<size_t>(c));
+  for (int64_t j = 0; j < c; ++j) (*factor)[j] = scale->get_f64(j) / steps[0].alpha;
+  return true;
+}
+
+// A depthwise conv over int8 X that can read it through the prologue "requantize".
+bool takes_requantize(const ir::Graph& g, const ir::Node& n, ir::ValueId x) {
+  return n.op == "tessel.Conv" && ops::is_depthwise_conv(g, n) && !n.inputs.empty() &&
+         n.inputs[0] == x && std::count(n.inputs.begin(), n.inputs.end(), x) == 1 &&
+         g.type(x).dtype == DType::kI8 && !ops::read_prologue(n) && !ops::read_nchw_input(n) &&
+         n.inputs.size() <= kPrologueInput;
+}
+
+// A requantizer (above) whose output only depthwise convs read, as their int8 X: each reads
+// the requantizer's X through the prologue "requantize" with R[c] = S[c] / t, and the
+// requantizer goes: in a QDQ DenseNet, the requantization of each concat joins the
+// pre-activation norm's depthwise conv after it, one kernel and one int8 tensor fewer per
+// layer. The same integers as the requantizer after fold-quantize-scales, which would have
+// folded t into S the same way (0 stays 0, so the readers' padding is unchanged).
+ir::Graph fuse_requantize(ir::Graph g) {
+  const std::vector<int> uses = use_counts(g);
+  const std::vector<std::vector<int>> readers = g.users();
+  UniqueNames names = UniqueNames::of_values(g);
+  std::vector<char> erase(g.nodes.size(), 0);
+  bool changed = false;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const ir::Node& rq = g.nodes[i];
+    std::vector<double> factor;
+    if (!requantizes(g, rq, &factor)) continue;
+    const ir::ValueId v = rq.outputs[0];
+    bool all = !readers[v].empty() && uses[v] == static_cast<int>(readers[v].size());
+    for (int r : readers[v]) all &= takes_requantize(g, g.nodes[static_cast<size_t>(r)], v);
+    if (!all) continue;
+    const int64_t c = static_cast<int64_t>(factor.size());
+    Tensor p(DType::kF32, {1, c});
+    for (int64_t j = 0; j < c; ++j) p.set_f64(j, factor[static_cast<size_t>(j)]);
+    const ir::ValueId pv = g.add_constant(names.fresh(rq.name + ".requantize"), std::move(p));
+    const ir::ValueId x = rq.inputs[0];
+    for (int r : readers[v]) {
+      ir::Node& rn = g.nodes[static_cast<size_t>(r)];
+      rn.inputs[0] = x;
+      rn.inputs.resize(kPrologueInput + 1, ir::kNoValue);
+      rn.inputs[kPrologueInput] = pv;
+      ops::write_prologue(rn, ops::Prologue{.requantize = true});
+    }
+    erase[i] = 1;
+    changed = true;
+  }
+  if (changed) erase_nodes(g, erase);
+  return g;
+}
+
 }  // namespace
 
 ir::Graph fuse_prologue(ir::Graph g) {
@@ -165,9 +251,8 @@ ir::Graph fuse_prologue(ir::Graph g) {
     for (const Link& l : chain) erase[static_cast<size_t>(l.node)] = 1;
     changed = true;
   }
-  if (!changed) return g;
-  erase_nodes(g, erase);
-  return g;
+  if (changed) erase_nodes(g, erase);
+  return fuse_requantize(std::move(g));
 }
 
 }  // namespace tessel::passes

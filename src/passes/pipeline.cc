@@ -49,7 +49,8 @@ const std::vector<PassInfo>& all_passes() {
       {"fuse",
        "fold epilogue, depth_to_space and edge-layout chains into tessel.Conv / tessel.Gemm", fuse},
       {"fuse-prologue",
-       "per-channel scale/shift (+ ReLU) before a tessel.Conv -> the conv's A prologue",
+       "per-channel scale/shift (+ ReLU) before a tessel.Conv -> the conv's A prologue; an int8 "
+       "requantization before depthwise convs -> their 'requantize' prologue",
        fuse_prologue},
       {"fold-quantize-scales",
        "int8 epilogues: each quantize's 1/s moved into the multiplication before it (S, B, "

@@ -169,10 +169,12 @@ ir::Graph dense_heads() {
 }
 
 // A QDQ dense block (onnxruntime's form, symmetric int8): features a and b of scales of their
-// own, concatenated and requantized for conv c, whose feature joins them in a second concat for
-// conv d. fold-qdq keeps each concat's integers (a depthwise conv requantizes it), so the
-// features store int8 into one buffer, and the requantization of the first concat reads its
-// prefix where it lies: rows of 24 channels, 8-byte vectors.
+// own, concatenated and requantized, then a pre-activation norm (scale, shift, ReLU, quantized)
+// for conv c, whose feature joins them in a second concat, requantized for conv d. fold-qdq
+// keeps each concat's integers (a depthwise conv requantizes it), so the features store int8
+// into one buffer; the first concat's requantization becomes the prologue of the norm's
+// depthwise conv (fuse-prologue), which reads the concat where it lies: rows of 24 channels,
+// 8-byte vectors.
 ir::Graph qdq_dense_block() {
   IrWriter w(36);
   w.input("x", "f32[2,16,6,6]");
@@ -180,6 +182,8 @@ ir::Graph qdq_dense_block() {
   conv_weight(w, "wb", 8, 16, 1);
   conv_weight(w, "wc", 8, 16, 3);
   conv_weight(w, "wd", 8, 24, 1);
+  w.constant("na", {1, 16, 1, 1}, 0.5, 1.5);
+  w.constant("nb", {1, 16, 1, 1}, -0.3, 0.3);
   w.literal("const %z : i8[] = [0]");
   w.literal("const %sw : f32[] = [0.002]");
   // Scales as a calibration gives them: no two in a simple ratio. (With 0.03 and 0.04, a
@@ -187,7 +191,7 @@ ir::Graph qdq_dense_block() {
   // breaks by the f32 error of q * 0.03 / 0.04 and the kernels, multiplying by the folded
   // 0.75, to even: one step apart, 1e-2 rel L2.)
   for (const auto& [name, scale] : {std::pair{"sx", "0.0078125"}, {"sa", "0.0297"}, {"sb", "0.0213"},
-                                    {"sc", "0.0251"}, {"t1", "0.0353"}, {"t2", "0.0407"}})
+                                    {"sc", "0.0251"}, {"t1", "0.0353"}, {"t2", "0.0407"}, {"sn", "0.0189"}})
     w.literal(std::string("const %") + name + " : f32[] = [" + scale + "]");
   auto qdq = [&](const std::string& v, const std::string& s, const std::string& shape) {
     w.node("%" + v + "_q = QuantizeLinear(%" + v + ", %" + s + ", %z) : i8" + shape + " @\"" + v + "_q\"");
@@ -204,7 +208,11 @@ ir::Graph qdq_dense_block() {
   qdq("b", "sb", t8);
   w.node("%c1 = Concat(%a_d, %b_d) {axis = 1} : f32[2,16,6,6] @\"cat1\"");
   qdq("c1", "t1", "[2,16,6,6]");
-  w.node("%c = Conv(%c1_d, %wc_d) " + pad + ": f32" + t8 + " @\"conv_c\"");
+  w.node("%n1 = Mul(%c1_d, %na) : f32[2,16,6,6] @\"norm.scale\"");
+  w.node("%n2 = Add(%n1, %nb) : f32[2,16,6,6] @\"norm\"");
+  w.node("%n = Relu(%n2) : f32[2,16,6,6] @\"relu\"");
+  qdq("n", "sn", "[2,16,6,6]");
+  w.node("%c = Conv(%n_d, %wc_d) " + pad + ": f32" + t8 + " @\"conv_c\"");
   qdq("c", "sc", t8);
   w.node("%c2 = Concat(%a_d, %b_d, %c_d) {axis = 1} : f32[2,24,6,6] @\"cat2\"");
   qdq("c2", "t2", "[2,24,6,6]");
@@ -292,10 +300,10 @@ TEST(ConcatLowering, ConcatKernelCopiesOnlyTheOtherInputs) {
   }
 }
 
-// No GPU needed: in the QDQ dense block, the depthwise conv that requantizes the first concat
-// reads it as the prefix of the second one's buffer (24 channels a row), staged in copies of 8
-// int8 (the rows' alignment; its own 16 channels would take 16), and the second one's reads
-// its own buffer.
+// No GPU needed: in the QDQ dense block, the norm's depthwise conv reads the first concat
+// requantized, as the prefix of the second one's buffer (24 channels a row), staged in copies
+// of 8 int8 (the rows' alignment; its own 16 channels would take 16), and the depthwise conv
+// that requantizes the second concat reads its own buffer.
 TEST(ConcatLowering, DepthwiseConvReadsAConcatPrefixWhereItLies) {
   const ir::Graph g = passes::run_passes(qdq_dense_block(), passes::gpu_pipeline({}));
   const device::DeviceInfo& h100 = device::known_device("sm_90a");
@@ -307,7 +315,8 @@ TEST(ConcatLowering, DepthwiseConvReadsAConcatPrefixWhereItLies) {
     EXPECT_EQ(g.type(n.inputs[0]).dtype, DType::kI8) << n.label();
     EXPECT_EQ(ops::read_out_dtype(n), DType::kI8) << n.label();
     sources[n.name] = kernels::cuda::emit_op(g, n, plan.slices).source;
-    if (n.name == "cat1_dequantize") {
+    EXPECT_EQ(ops::read_prologue(n).has_value(), n.name == "norm") << n.label();
+    if (n.name == "norm") {
       ASSERT_TRUE(plan.slices.x) << n.label();
       EXPECT_EQ(plan.slices.x->channel_offset, 0);
       EXPECT_EQ(plan.slices.x->channels, 24);
@@ -316,9 +325,11 @@ TEST(ConcatLowering, DepthwiseConvReadsAConcatPrefixWhereItLies) {
     }
   }
   ASSERT_EQ(sources.size(), 2u) << ir::print_graph(g);
-  EXPECT_NE(sources["cat1_dequantize"].find("kXLd = 24, kXOffset = 0;"), std::string::npos);
-  EXPECT_NE(sources["cat1_dequantize"].find("kW = 6, kC = 16;"), std::string::npos);
-  EXPECT_NE(sources["cat1_dequantize"].find("kStageVec = 8;"), std::string::npos);
+  EXPECT_NE(sources["norm"].find("kXLd = 24, kXOffset = 0;"), std::string::npos);
+  EXPECT_NE(sources["norm"].find("kW = 6, kC = 16;"), std::string::npos);
+  EXPECT_NE(sources["norm"].find("kStageVec = 8;"), std::string::npos);
+  EXPECT_NE(sources["norm"].find("kRequantize = true;"), std::string::npos);
+  EXPECT_NE(sources["cat2_dequantize"].find("kRequantize = false;"), std::string::npos);
   EXPECT_NE(sources["cat2_dequantize"].find("kXLd = 24, kXOffset = 0;"), std::string::npos);
   EXPECT_NE(sources["cat2_dequantize"].find("kStageVec = 8;"), std::string::npos);
 }

@@ -417,8 +417,9 @@ TEST(OpKernelsGpu, DepthwiseAndGroupedConv) {
 // 1/64 to 3/64 so that a quantize step's outputs spread over the int8 range.
 void check_depthwise(DType t, Shape x, int64_t k, int64_t stride, int64_t dilation = 1,
                      const std::vector<std::string>& steps = {}, const std::string& tiling = "",
-                     bool int8_input = false) {
-  SCOPED_TRACE(::testing::Message() << (int8_input ? "i8 * " : "") << dtype_name(t) << shape_str(x)
+                     bool int8_input = false, bool requantize = false) {
+  SCOPED_TRACE(::testing::Message() << (int8_input ? "i8 * " : "") << (requantize ? "requantized " : "")
+                                    << dtype_name(t) << shape_str(x)
                                     << " k" << k << " s" << stride << " d" << dilation << " "
                                     << steps.size() << " epilogue steps " << tiling);
   const int64_t c = x[3], pad = dilation * (k - 1) / 2, span = dilation * (k - 1) + 1;
@@ -432,10 +433,18 @@ void check_depthwise(DType t, Shape x, int64_t k, int64_t stride, int64_t dilati
     for (int64_t i = 0; i < c; ++i) scale[static_cast<size_t>(i)] = (1 + i % 3) / 64.0;
     inputs.push_back({{DType::kF32, {c}}, Tensor::from_doubles(DType::kF32, {c}, scale)});
   }
+  if (requantize) {
+    // Factors below and above 1 in no simple ratio (a concat's input scale over its own): the
+    // integers move to another grid, some saturate.
+    std::vector<double> factor(static_cast<size_t>(c));
+    for (int64_t i = 0; i < c; ++i) factor[static_cast<size_t>(i)] = 0.43 + 0.277 * static_cast<double>(i % 5);
+    inputs.push_back({{DType::kF32, {1, c}}, Tensor::from_doubles(DType::kF32, {1, c}, factor)});
+  }
   ir::Attributes attrs{{"group", c},
                        {"strides", Ints{stride, stride}},
                        {"pads", Ints{pad, pad, pad, pad}},
                        {"dilations", Ints{dilation, dilation}}};
+  if (requantize) attrs["prologue"] = std::string("requantize");
   if (!steps.empty()) {
     std::vector<double> alpha(steps.size(), 0.0), beta(steps.size(), 0.0);
     for (size_t i = 0; i < steps.size(); ++i) {
@@ -539,6 +548,24 @@ TEST(DepthwiseConvGpu, Int8InputKernelSizesStridesAndEdges) {
   int8_dw(DType::kF16, {32, 56, 56, 96}, 1, 1, 1, {"relu", "quantize"});
   int8_dw(DType::kF16, {2, 7, 7, 1000}, 1, 1, 1, {"relu", "quantize"});
   int8_dw(DType::kF32, {2, 14, 14, 40}, 1, 1, 1, {});
+}
+
+// The prologue "requantize" (fuse-prologue's: a QDQ DenseNet's concat requantized as the norm's
+// depthwise conv loads it): DenseNet's 1x1 norms, a padded and strided 3x3 (0 requantizes to
+// 0), 7x7, each fragment width by name, and the direct grouped kernel's 13x13.
+TEST(DepthwiseConvGpu, Int8InputRequantizedAsLoaded) {
+  auto requantized = [](Shape x, int64_t k, int64_t stride, const std::vector<std::string>& steps,
+                        const std::string& tiling = "") {
+    check_depthwise(DType::kF16, std::move(x), k, stride, 1, steps, tiling, true, true);
+  };
+  requantized({32, 56, 56, 96}, 1, 1, {"relu", "quantize"});
+  requantized({2, 7, 7, 1000}, 1, 1, {"relu", "quantize"});
+  requantized({2, 14, 14, 40}, 1, 1, {});
+  requantized({2, 17, 19, 96}, 3, 2, {"quantize"});
+  requantized({2, 15, 13, 48}, 7, 1, {"relu"});
+  for (int vec : {8, 4, 2, 1})
+    requantized({2, 28, 28, 192}, 3, 1, {"relu", "quantize"}, fmt::format("dw_v{}x{}_r2x2_c2x4_s2_wr", vec, 64 / vec));
+  requantized({1, 20, 20, 32}, 13, 1, {"quantize"});  // the direct grouped kernel
 }
 
 TEST(DepthwiseConvGpu, Int8InputChannelTailsDtypesAndTilings) {

@@ -155,5 +155,54 @@ TEST(FusePrologue, ReluBeforeTheAffineMapEndsTheChain) {
 })");
 }
 
+// An int8 requantization (a 1x1 depthwise conv of unit weights storing int8 after one quantize:
+// fold-qdq's requantization of a concat, after fuse) read only by a depthwise conv over int8
+// X: the reader loads the requantizer's X through the prologue "requantize", P = S / t, and
+// the requantizer goes. Padded reader: 0 requantizes to 0. Kept where the requantized integers
+// are read elsewhere (a graph output), or the requantizer does more (a bias, a ReLU).
+TEST(FusePrologue, RequantizationBeforeADepthwiseConvBecomesItsPrologue) {
+  auto model = [](const std::string& requantizer, const std::string& extra) {
+    return R"(graph @g opset 17 {
+  input %x : f32[1,3,3,4]
+  const %s : f32[] = [0.0625]
+  const %z : i8[] = [0]
+  const %ones : f32[4,1,1,1] = [1.0, 1.0, 1.0, 1.0]
+  const %sv : f32[4] = [0.03125, 0.0625, 0.09375, 0.125]
+  const %w : f32[4,3,3,1] = [1.0, 2.0, -1.0, 0.5, 0.25, -0.5, 1.5, 2.0, 1.0, -1.0, 0.5, 0.75, 1.0, -2.0, 0.5, 1.0, 0.25, 1.0, 2.0, 1.0, -1.0, 0.5, 0.25, -0.5, 1.5, 2.0, 1.0, -1.0, 0.5, 0.75, 1.0, -2.0, 0.5, 1.0, 0.25, 1.0]
+  const %b : f32[4] = [0.5, -0.25, 1.0, -1.0]
+  const %s2 : f32[4] = [0.05, 0.1, 0.15, 0.2]
+  %q = QuantizeLinear(%x, %s, %z) : i8[1,3,3,4] @"q"
+  )" + requantizer + R"( : i8[1,3,3,4] @"requantize"
+  %y = tessel.Conv(%r, %w, %b, _, %s2) {epilogue = ["relu"], epilogue_alpha = [0.0], epilogue_beta = [0.0], group = 4, pads = [1, 1, 1, 1]} : f32[1,3,3,4] @"norm"
+  output %y
+)" + extra + "}";
+  };
+  const std::string requantizer =
+      R"(%r = tessel.Conv(%q, %ones, _, _, %sv) {epilogue = ["quantize"], epilogue_alpha = [0.07], epilogue_beta = [0.0], group = 4, out_dtype = "i8"})";
+  testing::expect_pass_result("fuse-prologue", model(requantizer, ""), R"(graph @g opset 17 {
+  input %x : f32[1,3,3,4]
+  const %s : f32[] = [0.0625]
+  const %z : i8[] = [0]
+  const %w : f32[4,3,3,1] = [1.0, 2.0, -1.0, 0.5, 0.25, -0.5, 1.5, 2.0, 1.0, -1.0, 0.5, 0.75, 1.0, -2.0, 0.5, 1.0, 0.25, 1.0, 2.0, 1.0, -1.0, 0.5, 0.25, -0.5, 1.5, 2.0, 1.0, -1.0, 0.5, 0.75, 1.0, -2.0, 0.5, 1.0, 0.25, 1.0]
+  const %b : f32[4] = [0.5, -0.25, 1.0, -1.0]
+  const %s2 : f32[4] = [0.05, 0.1, 0.15, 0.2]
+  const %requantize.requantize : f32[1,4] = [0.44642857, 0.89285713, 1.3392857, 1.7857143]
+  %q = QuantizeLinear(%x, %s, %z) : i8[1,3,3,4] @"q"
+  %y = tessel.Conv(%q, %w, %b, _, %s2, %requantize.requantize) {epilogue = ["relu"], epilogue_alpha = [0.0], epilogue_beta = [0.0], group = 4, pads = [1, 1, 1, 1], prologue = "requantize"} : f32[1,3,3,4] @"norm"
+  output %y
+})");
+  auto replaced = [&](const std::string& from, const std::string& to) {
+    std::string r = requantizer;
+    return r.replace(r.find(from), from.size(), to);
+  };
+  const std::string biased = replaced("%ones, _", "%ones, %b");
+  const std::string relu = replaced(R"(["quantize"], epilogue_alpha = [0.07], epilogue_beta = [0.0])",
+                                    R"(["quantize", "relu"], epilogue_alpha = [0.07, 0.0], epilogue_beta = [0.0, 0.0])");
+  for (const std::string& kept : {model(requantizer, "  output %r\n"), model(biased, ""), model(relu, "")}) {
+    SCOPED_TRACE(kept);
+    testing::expect_pass_result("fuse-prologue", kept, kept);
+  }
+}
+
 }  // namespace
 }  // namespace tessel

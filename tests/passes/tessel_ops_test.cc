@@ -477,7 +477,7 @@ TEST(TesselConvInt8Input, OnlyDepthwiseConvsWithTheirScaleTakeIt) {
   EXPECT_EQ(infer_error(int8_input_conv("{group = 2}")), "");
   const std::string only_depthwise =
       "only a depthwise tessel.Conv (group = channels, W [C, KH, KW, 1]) over an NHWC X without "
-      "a prologue reads int8 with float weights";
+      "an affine prologue reads int8 with float weights";
   // Two channels in one group (W [2, 1, 2, 2] would be the dense conv's; group 1 reads 2).
   std::string dense = with(int8_input_conv("{}"), "f16[2,1,2,1] = [0.5, 1.5, 0.25, -1.0]",
                            "f16[2,1,2,2] = [0.5, 1.5, 0.25, -1.0, 1.0, 1.0, 1.0, 1.0]");
@@ -523,12 +523,12 @@ TEST(TesselConvPrologue, AffineThenReluBeforeTheConv) {
 TEST(TesselConvPrologue, Errors) {
   EXPECT_EQ(infer_error(with(kPrologue, "ATTRS", R"({prologue = "affine"})")), "");
   EXPECT_EQ(infer_error(with(kPrologue, "ATTRS", R"({prologue = "gelu"})")),
-            "tessel.Conv 'c': prologue 'gelu' is not supported (affine, affine_relu)");
+            "tessel.Conv 'c': prologue 'gelu' is not supported (affine, affine_relu, requantize)");
   EXPECT_EQ(infer_error(with(kPrologue, "ATTRS", "")),
             "tessel.Conv 'c': input 5 is given, so the node needs a 'prologue' attribute");
   std::string no_p = with(kPrologue, "ATTRS", R"({prologue = "affine"})");
   no_p.replace(no_p.find(", _, _, %p"), 10, "");
-  EXPECT_EQ(infer_error(no_p), "tessel.Conv 'c': prologue 'affine' needs its scale and shift P as input 5");
+  EXPECT_EQ(infer_error(no_p), "tessel.Conv 'c': prologue 'affine' needs its operand P as input 5");
   std::string wrong = with(kPrologue, "ATTRS", R"({prologue = "affine"})");
   wrong.replace(wrong.find("f32[2,2]"), 8, "f32[1,4]");
   EXPECT_EQ(infer_error(wrong),
@@ -538,6 +538,32 @@ TEST(TesselConvPrologue, Errors) {
   nchw.replace(nchw.find("input %x : f32[1,1,1,2]"), 23, "input %x : f32[1,2,1,1]");
   EXPECT_EQ(infer_error(nchw),
             "tessel.Conv 'c': a prologue reads a float NHWC X (input_layout nhwc, float W)");
+  EXPECT_EQ(infer_error(with(kPrologue, "ATTRS", R"({prologue = "requantize"})")),
+            "tessel.Conv 'c': prologue 'requantize' reads the int8 NHWC X of a depthwise conv");
+}
+
+// The prologue "requantize": a depthwise conv's int8 X read as clamp(rne(X * P[0, c])). x = [2,
+// 50]: 2 * 0.75 = 1.5 rounds to 2, 50 * 3 saturates to 127; y = [2 * 1, 127 * 2] * S = [1, 63.5].
+// x = [-6, -50]: -4.5 rounds to -4 (even), -150 saturates to -128: y = [-2, -64].
+constexpr char kRequantize[] = R"(graph @g opset 17 {
+  input %x : f32[1,1,1,2]
+  const %s : f32[] = [1.0]
+  const %z : i8[] = [0]
+  const %w : f32[2,1,1,1] = [1.0, 2.0]
+  const %sc : f32[2] = [0.5, 0.25]
+  const %p : PTYPE = PVALUES
+  %q = QuantizeLinear(%x, %s, %z) : i8[1,1,1,2] @"q"
+  %y = tessel.Conv(%q, %w, _, _, %sc, %p) {group = 2, prologue = "requantize"} : f32[1,1,1,2] @"c"
+  output %y
+})";
+
+TEST(TesselConvPrologue, RequantizeReadsTheIntegersOnAnotherGrid) {
+  const std::string g = with(with(kRequantize, "PTYPE", "f32[1,2]"), "PVALUES", "[0.75, 3.0]");
+  EXPECT_EQ(run(g, {{2, 50}}), (V{1.0, 63.5}));
+  EXPECT_EQ(run(g, {{-6, -50}}), (V{-2.0, -64.0}));
+  EXPECT_EQ(infer_error(with(with(kRequantize, "PTYPE", "f32[2,2]"), "PVALUES", "[0.75, 3.0, 0.0, 0.0]")),
+            "tessel.Conv 'c': prologue operand P is f32[2,2], expected f32[1,2] (the factor per input "
+            "channel)");
 }
 
 }  // namespace

@@ -143,6 +143,13 @@ std::string bias_and_scale_code(const ir::Graph& g, const ir::Node& n) {
   code += "  __device__ __forceinline__ static float scale(const OpParams& p, int co) {\n";
   code += has(4) ? "    return static_cast<const float*>(p.in[4])[co];\n  }\n"
                  : "    return 1.f;\n  }\n";
+  // A depthwise conv's int8 X read requantized (ops/tessel_epilogue.h prologue 'requantize'):
+  // x = clamp(rint(x * R[c]), -128, 127), R = P[0] (input 5).
+  const std::optional<ops::Prologue> pro = ops::read_prologue(n);
+  TESSEL_ICHECK(!pro || pro->requantize) << n.label() << ": the grouped kernels take no affine prologue";
+  code += fmt::format("  static constexpr bool kRequantize = {};\n", pro.has_value());
+  code += "  __device__ __forceinline__ static float requantize_factor(const OpParams& p, int c) {\n";
+  code += pro ? "    return static_cast<const float*>(p.in[5])[c];\n  }\n" : "    return 1.f;\n  }\n";
   return code;
 }
 

@@ -32,10 +32,13 @@
 // channel slice of a Concat's buffer, else kC and 0), kOH,
 // kOW, kCo (pre-store output, kCo == kC), kKH, kKW, kSH, kSW, kPT, kPL, kDH, kDW, kStageVec;
 // the tiling kVec, kSlabVecs, kColGroups, kColsPerThread, kRowGroups, kRowsPerThread, kStages,
-// kRegisterWeights, kTilePerCta; kResidual, kVectorStore and kScale (an int8 X's scale); and
+// kRegisterWeights, kTilePerCta; kResidual, kVectorStore, kScale (an int8 X's scale) and
+// kRequantize (an int8 X read as quantize_s8_f(x, requantize_factor(p, c)), its integers on
+// another grid: prologue "requantize"); and
 //   static float bias(const OpParams&, int c);            // 0 without a bias
 //   static float scale(const OpParams&, int c);           // kScale: S[c], an int8 X's
 //                                                         // dequantization scale
+//   static float requantize_factor(const OpParams&, int c);  // kRequantize: R[c]
 //   static float epilogue(float v, float residual);       // the fused steps, in order
 //   static i64 store_offset(int n, int oh, int ow, int c); // where pre-store (n, oh, ow, c) goes
 // The residual (p.in[3]) is shaped like the pre-store output.
@@ -229,6 +232,7 @@ struct DepthwiseConv {
   // stay in registers.
   __device__ __forceinline__ static void accumulate(const Smem& s, const X* sx, const DwThread& th,
                                                     const float (&wr)[kWeightRegs][kVec],
+                                                    const float (&requant)[kVec],
                                                     float (&acc)[kRows][kCols][kVec]) {
     constexpr DepthwiseTiling t = kTiling;
 #pragma unroll
@@ -241,6 +245,10 @@ struct DepthwiseConv {
         Frag<X, kVec> f;
         load_shared(f, sx + t.smem_offset(t.span_row(th, j), t.span_col(th, u), th.frag * kVec));
         to_floats(f, xr[u]);
+        if constexpr (P::kRequantize) {
+#pragma unroll
+          for (int v = 0; v < kVec; ++v) xr[u][v] = quantize_s8_f(xr[u][v], requant[v]);
+        }
       }
 #pragma unroll
       for (int r = 0; r < kRows; ++r) {
@@ -319,12 +327,13 @@ struct DepthwiseConv {
     stage_input(s.x[0], x, t.tile(i));  // first: its DRAM latency overlaps the weights' loads
     cp_async_commit();
     stage_weights(s, p, c0);
-    float scale[kVec], bias[kVec];  // (scale unused without kScale)
-#pragma unroll
+    float scale[kVec], bias[kVec], requant[kVec];  // (scale unused without kScale, requant
+#pragma unroll                                       // without kRequantize)
     for (int v = 0; v < kVec; ++v) {
       const int c = c0 + th.frag * kVec + v;
       scale[v] = c < P::kC ? P::scale(p, c) : 1.f;
       bias[v] = c < P::kC ? P::bias(p, c) : 0.f;
+      requant[v] = c < P::kC ? P::requantize_factor(p, c) : 1.f;
     }
     __syncthreads();  // smem w
     float wr[kWeightRegs][kVec];
@@ -349,7 +358,7 @@ struct DepthwiseConv {
         }
       }
       float acc[kRows][kCols][kVec] = {};
-      accumulate(s, s.x[k % kStages], th, wr, acc);
+      accumulate(s, s.x[k % kStages], th, wr, requant, acc);
       store(p, tile, th, scale, bias, acc);
       if constexpr (kStages == 1) {
         if (next < tiles) {

@@ -212,6 +212,7 @@ struct GroupedConv {
   using X = typename P::X;
   using T = typename P::T;
   static constexpr bool kDepthwise = P::kCig == 1 && P::kCog == 1;
+  static_assert(!P::kRequantize || kDepthwise, "a requantizing prologue reads a depthwise conv's X");
   static constexpr i64 kItems = i64(P::kN) * P::kOH * P::kOW * (P::kCo / P::kVec);
 
   // The value the epilogue steps start from: acc (* S[co]) + B[co].
@@ -238,6 +239,10 @@ struct GroupedConv {
           f.load(px + it.c0);
           float xv[P::kVec];
           to_floats(f, xv);
+          if constexpr (P::kRequantize) {
+#pragma unroll
+            for (int v = 0; v < P::kVec; ++v) xv[v] = quantize_s8_f(xv[v], P::requantize_factor(p, it.c0 + v));
+          }
 #pragma unroll
           for (int v = 0; v < P::kVec; ++v)
             acc[v] += xv[v] * to_float(w[(i64(it.c0 + v) * P::kKH + kh) * P::kKW + kw]);
