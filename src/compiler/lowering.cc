@@ -22,6 +22,7 @@ EpilogueOpKind gpu_kind(ops::EpilogueKind k) {
     case ops::EpilogueKind::kSigmoid: return EpilogueOpKind::kSigmoid;
     case ops::EpilogueKind::kHardSwish: return EpilogueOpKind::kHardSwish;
     case ops::EpilogueKind::kSilu: return EpilogueOpKind::kSilu;
+    case ops::EpilogueKind::kSiluQuantizedGate: return EpilogueOpKind::kSiluQuantizedGate;
     case ops::EpilogueKind::kGelu: return EpilogueOpKind::kGelu;
     case ops::EpilogueKind::kGeluTanh: return EpilogueOpKind::kGeluTanh;
     case ops::EpilogueKind::kAddResidual: return EpilogueOpKind::kResidualAdd;

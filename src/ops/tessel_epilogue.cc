@@ -34,6 +34,7 @@ constexpr KindName kKinds[] = {
     {EpilogueKind::kHardSigmoid, "hard_sigmoid", true, true},
     {EpilogueKind::kElu, "elu", true, false},
     {EpilogueKind::kRound, "round", true, false},
+    {EpilogueKind::kSiluQuantizedGate, "silu_qgate", true, true},
 };
 
 const KindName& info(EpilogueKind kind) {
@@ -182,6 +183,8 @@ double apply_epilogue_step(const EpilogueStep& step, double v, double residual) 
       return v < 0 ? step.alpha * std::expm1(v) : v;
     case EpilogueKind::kRound:  // not saturated: the clip after it takes the integer range
       return rounded_quotient(v, step.alpha);
+    case EpilogueKind::kSiluQuantizedGate:  // the gate in [0, 1], so its integer in [0, 127]
+      return v * (std::min(rounded_quotient(static_cast<float>(sigmoid(v)), step.alpha), 127.0) * step.beta);
   }
   TESSEL_ICHECK(false) << "unhandled epilogue kind " << static_cast<int>(step.kind);
   return v;

@@ -57,6 +57,9 @@ enum class EpilogueKind {
   kRound,        // round_half_even(f32(v) / f32(alpha)), NaN to 0: QuantizeLinear's quotient
                  // by the scale alpha, as its reference divides; NaN quantizes to the zero
                  // point, which the DequantizeLinear takes back to 0
+  // A SiLU whose gate a QDQ model quantizes: Mul(v, DequantizeLinear(QuantizeLinear(Sigmoid(v),
+  // alpha), beta)), int8 of zero point 0 (onnxruntime's QDQ EfficientNet; fuse):
+  kSiluQuantizedGate,  // v * (min(round_half_even(f32(sigmoid(v)) / f32(alpha)), 127) * beta)
 };
 
 struct EpilogueStep {
@@ -68,7 +71,7 @@ struct EpilogueStep {
 
 // "relu", "leaky_relu", "clip", "sigmoid", "hardswish", "silu", "gelu", "gelu_tanh",
 // "add_residual", "mul", "quantize", "add_residual_scaled", "tanh", "mish", "hard_sigmoid",
-// "elu", "round".
+// "elu", "round", "silu_qgate".
 std::string_view epilogue_name(EpilogueKind kind);
 std::optional<EpilogueKind> epilogue_kind(std::string_view name);
 

@@ -10,6 +10,8 @@
 //   Clip with constant (or absent) bounds     -> clip(min, max); an absent bound is the fp32
 //                                                range, as in the Clip reference kernel
 //   Mul(v, Sigmoid(v))                         -> silu (v read by exactly those two)
+//   Mul(v, DequantizeLinear(QuantizeLinear(    -> silu_qgate(s, s'): the gate quantized to
+//       Sigmoid(v), s), s')), int8, zero point 0  int8 and back, a QDQ model's SiLU
 //   Add(v, r), r any tensor of v's type        -> add_residual, r becomes input R (one per node)
 //   QuantizeLinear(v, s) to int8, zero point 0 -> quantize(s), out_dtype i8; after it only
 //   [DequantizeLinear(q, s')]                     mul(s') (back to f32), then the steps above
@@ -236,8 +238,15 @@ class Fuser {
     return uses_[static_cast<size_t>(v)] == 1 && u.size() == 1 && !absorbed_[u[0]] ? u[0] : -1;
   }
 
-  // Mul(v, Sigmoid(v)) with v read by exactly those two: the Sigmoid's and Mul's indices.
-  std::optional<std::pair<int, int>> silu(ValueId v) const {
+  // Mul(v, Sigmoid(v)) with v read by exactly those two: silu; or with the gate quantized to
+  // int8 and back between them, Mul(v, DequantizeLinear(QuantizeLinear(Sigmoid(v), s), s'))
+  // (onnxruntime's QDQ EfficientNet and MobileNet-v3, each intermediate read once):
+  // silu_qgate(s, s'). The nodes absorbed, the Sigmoid first and the Mul last.
+  struct Silu {
+    std::vector<int> nodes;
+    EpilogueStep step;
+  };
+  std::optional<Silu> silu(ValueId v) const {
     const std::vector<int>& u = users_[static_cast<size_t>(v)];
     if (uses_[static_cast<size_t>(v)] != 2 || u.size() != 2) return std::nullopt;
     for (int k = 0; k < 2; ++k) {
@@ -245,10 +254,24 @@ class Fuser {
       const ir::Node& sig = g_.nodes[s];
       const ir::Node& mul = g_.nodes[m];
       if (sig.op != "Sigmoid" || mul.op != "Mul" || absorbed_[s] || absorbed_[m]) continue;
-      const ValueId sv = sig.outputs[0];
-      const bool operands = (mul.inputs[0] == v && mul.inputs[1] == sv) ||
-                            (mul.inputs[0] == sv && mul.inputs[1] == v);
-      if (operands && sole_user(sv) == m) return std::make_pair(s, m);
+      Silu found{{s}, {EpilogueKind::kSilu}};
+      ValueId gate = sig.outputs[0];
+      if (const int q = sole_user(gate); q >= 0 && g_.nodes[q].op == "QuantizeLinear") {
+        const ir::Node& quantize = g_.nodes[q];
+        const int d = sole_user(quantize.outputs[0]);
+        const std::optional<double> scale = int8_scale(g_, quantize, "QuantizeLinear", gate);
+        const std::optional<double> back =
+            d < 0 ? std::nullopt : int8_scale(g_, g_.nodes[d], "DequantizeLinear", quantize.outputs[0]);
+        if (!scale || !back) continue;
+        found.nodes.insert(found.nodes.end(), {q, d});
+        found.step = {EpilogueKind::kSiluQuantizedGate, *scale, *back};
+        gate = g_.nodes[d].outputs[0];
+      }
+      const bool operands = (mul.inputs[0] == v && mul.inputs[1] == gate) ||
+                            (mul.inputs[0] == gate && mul.inputs[1] == v);
+      if (!operands || sole_user(gate) != m) continue;
+      found.nodes.push_back(m);
+      return found;
     }
     return std::nullopt;
   }
@@ -356,11 +379,10 @@ class Fuser {
     // kernel to read).
     while (!store.nchw() && !out_dtype) {
       const bool plain = store.kind == StoreKind::kNhwc;
-      if (auto sm = silu(v)) {
-        steps.push_back({EpilogueKind::kSilu});
-        chain.push_back(sm->first);
-        chain.push_back(sm->second);
-        v = g_.nodes[sm->second].outputs[0];
+      if (std::optional<Silu> sm = silu(v)) {
+        steps.push_back(sm->step);
+        chain.insert(chain.end(), sm->nodes.begin(), sm->nodes.end());
+        v = g_.nodes[sm->nodes.back()].outputs[0];
         continue;
       }
       const int u = sole_user(v);
@@ -456,7 +478,8 @@ class Fuser {
       for (ValueId o : g_.nodes[c].outputs) gone_[static_cast<size_t>(o)] = o != v;
     }
     for (ValueId o : g_.nodes[i].outputs) gone_[static_cast<size_t>(o)] = o != v;
-    // The SiLU pair is pushed Sigmoid first, but the Mul comes after it: take the last index.
+    // The SiLU's nodes are pushed Sigmoid first, but the Mul comes after them: take the last
+    // index.
     placed_[static_cast<size_t>(*std::max_element(chain.begin(), chain.end()))] = std::move(fused);
     return true;
   }

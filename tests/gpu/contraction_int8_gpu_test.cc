@@ -94,12 +94,16 @@ enum class Recipe {
   // ResNet's conv3: a fake quantization of zero point 128, the block's uint8 input as the
   // scaled residual, then the QuantizeLinear to uint8 (the dropped ReLU) -> u8
   kResidualU8,   // mul, bias, round, clip(-128, 127), mul, scaled u8 residual, round, clip(0, 255)
+  // onnxruntime's QDQ EfficientNet: the expansion conv's int8 output, dequantized, through a
+  // SiLU whose gate is quantized to int8 and back (fuse's silu_qgate), quantized again -> i8
+  kSiluQGate,    // mul, bias, quantize, mul, silu_qgate(1/127, 1/127), quantize
 };
 constexpr Recipe kRecipes[] = {Recipe::kExactF32,   Recipe::kExactF16,      Recipe::kDequantF16,
                                Recipe::kDequantF32, Recipe::kDequantBf16,   Recipe::kRequant,
                                Recipe::kResidualI8, Recipe::kResidualF16Out, Recipe::kRequantRelu,
                                Recipe::kResidualRequant, Recipe::kResidualF16,
-                               Recipe::kResidualF16Requant, Recipe::kRequantU8, Recipe::kResidualU8};
+                               Recipe::kResidualF16Requant, Recipe::kRequantU8, Recipe::kResidualU8,
+                               Recipe::kSiluQGate};
 
 DType out_dtype(Recipe r) {
   switch (r) {
@@ -118,6 +122,7 @@ DType out_dtype(Recipe r) {
     case Recipe::kRequantRelu:
     case Recipe::kResidualRequant:
     case Recipe::kResidualF16Requant:
+    case Recipe::kSiluQGate:
       return DType::kI8;
     case Recipe::kRequantU8:
     case Recipe::kResidualU8:
@@ -199,6 +204,17 @@ void apply(Recipe r, TestProblem& p) {
                    step(K::kRound, 1.0f / 32),
                    step(K::kClip, 0.0f, 255.0f)};
       p.e.residual_dtype = DType::kU8;
+      break;
+    case Recipe::kSiluQGate:
+      // N(0, 2) + bias on a grid of 1/32 (saturating at +-4), through the quantized SiLU (the
+      // gate on a grid of 1/127: a gate rounded the other way moves the value by at most 4/127,
+      // less than one output step), on a grid of 1/24.
+      p.e.steps = {step(K::kMul, dequant),
+                   step(K::kBias),
+                   step(K::kQuantize, 1.0f / 32),
+                   step(K::kMul, 1.0f / 32),
+                   step(K::kSiluQuantizedGate, 1.0f / 127, 1.0f / 127),
+                   step(K::kQuantize, 1.0f / 24)};
       break;
   }
 }
@@ -397,6 +413,8 @@ std::vector<TestProblem> fixed_problems(bool hopper) {
     v.push_back(tma(i8conv(conv_params(1, 9, 7, 48, 64, 3, 1, 1)), Recipe::kResidualI8, 64, 64, 8, 1, 64));
     // f16 residuals (the slab path: not the output's type), into i8 and into f16.
     v.push_back(tma(i8conv(conv_params(2, 20, 20, 64, 256, 1, 1, 0)), Recipe::kResidualF16Requant, 128, 128, 4, 2, 64));
+    // EfficientNet's expansion conv with its quantized SiLU (silu_qgate) into int8.
+    v.push_back(tma(i8conv(conv_params(2, 20, 20, 64, 384, 1, 1, 0)), Recipe::kSiluQGate, 128, 128, 4, 2, 64));
     v.push_back(tma(i8gemm(130, 200, 512), Recipe::kResidualF16, 64, 128, 4, 2));
     // u8 A (wgmma .u8.s8): ResNet's shapes under onnxruntime's uint8 activations, tiled and
     // im2col A, 128- and 64-element k-tiles, u8 stores in the register epilogue's boxes and a
@@ -443,6 +461,8 @@ std::vector<TestProblem> fixed_problems(bool hopper) {
   }
   v.push_back(make(i8conv(conv_params(2, 13, 11, 64, 96, 1, 1, 0)), Recipe::kRequant, 64, 64, 64,
                    32, 32, 4));
+  // EfficientNet's expansion conv (24 -> 144 at 56x56, scaled down) with its quantized SiLU.
+  v.push_back(make(i8conv(conv_params(2, 14, 14, 32, 144, 1, 1, 0)), Recipe::kSiluQGate, 64, 64, 64, 32, 32, 3));
   // 3x3 pad 1, N = 48 of a 64-wide tile.
   v.push_back(make(i8conv(conv_params(1, 17, 13, 32, 48, 3, 1, 1)), Recipe::kExactF16, 128, 64, 64,
                    64, 32, 3));

@@ -451,6 +451,7 @@ void check_depthwise(DType t, Shape x, int64_t k, int64_t stride, int64_t dilati
       if (steps[i] == "clip") beta[i] = 6.0;
       if (steps[i] == "leaky_relu") alpha[i] = 0.1;
       if (steps[i] == "quantize" || steps[i] == "mul" || steps[i] == "round") alpha[i] = 0.05;
+      if (steps[i] == "silu_qgate") alpha[i] = beta[i] = 1.0 / 127;  // the gate's int8 grid
       // After a round: u8's range less a zero point of 116 (fuse's fake quantization).
       if (steps[i] == "clip" && i > 0 && steps[i - 1] == "round") alpha[i] = -116.0, beta[i] = 139.0;
     }
@@ -543,6 +544,10 @@ TEST(DepthwiseConvGpu, Int8InputKernelSizesStridesAndEdges) {
   int8_dw(DType::kF16, {2, 15, 13, 384}, 7, 1, 1, {"quantize"});
   int8_dw(DType::kF16, {1, 29, 31, 48}, 3, 1, 2, folded);
   int8_dw(DType::kF16, {2, 21, 21, 40}, 3, 2, 2, {});
+  // EfficientNet's depthwise conv: its SiLU's gate quantized to int8 and back (silu_qgate),
+  // then the product quantized.
+  int8_dw(DType::kF16, {2, 28, 28, 144}, 3, 1, 1, {"quantize", "mul", "silu_qgate", "quantize"});
+  int8_dw(DType::kF16, {1, 30, 30, 240}, 5, 2, 1, {"silu_qgate", "quantize"});
   // 1x1 (fold-qdq's ChannelShiftOfIntegers: a norm's scale and shift of int8 values, then the
   // ReLU and QuantizeLinear before an int8 conv; DenseNet's 96 to 1024 channels at 56x56 to 7x7).
   int8_dw(DType::kF16, {32, 56, 56, 96}, 1, 1, 1, {"relu", "quantize"});

@@ -12,7 +12,9 @@ per-tensor QUInt8 asymmetric models also run through the GPU's fp16 pipeline (on
 reference), whose contractions must fuse their activations' Q/DQ pairs. A dense block with
 pre-activation norms (tiny_preact: 13 stem channels, concats, norms after them) runs both ways,
 and its symmetric int8 form through the fp16 pipeline must run each norm after a concat on the
-depthwise kernel reading the integers, and hold its concats in one int8 buffer.
+depthwise kernel reading the integers, and hold its concats in one int8 buffer. An MBConv
+(tiny_mbconv: SiLUs and a squeeze-excite gate) must fuse each SiLU whose gate the quantizer
+quantized into its conv's epilogue.
 
 onnxruntime runs with graph optimisations disabled, so that it evaluates the Q/DQ steps as
 written. Every output of these models is requantized (a Q/DQ pair at the end), so tessel must
@@ -66,6 +68,9 @@ def variants():
            dict(per_channel=True, activation_type=QuantType.QInt8, extra_options={"ActivationSymmetric": True}))
     yield ("tiny_preact_op17_pt_QUInt8_asym", "tiny_preact", 17,
            dict(per_channel=False, activation_type=QuantType.QUInt8, extra_options={"ActivationSymmetric": False}))
+    # EfficientNet's MBConv: SiLUs and a squeeze-excite gate, each Sigmoid's output quantized.
+    yield ("tiny_mbconv_op17_pc_QInt8_sym", "tiny_mbconv", 17,
+           dict(per_channel=True, activation_type=QuantType.QInt8, extra_options={"ActivationSymmetric": True}))
     # onnxruntime's own com.microsoft Q/DQ ops.
     yield ("tiny_classifier_op17_pc_QInt8_contrib", "tiny_classifier", 17,
            dict(per_channel=True, activation_type=QuantType.QInt8,
@@ -251,6 +256,33 @@ def main():
         print(f"{'ok  ' if ok else 'FAIL'} {name} gpu-fp16 pipeline: rel L2 {err:.2e}, "
               f"{shifts} norms on the depthwise kernel, {requantized} reading their concat requantized, "
               f"{copies} concat copy kernels")
+        passed += ok
+        failed += not ok
+
+    # The MBConv through the fp16 pipeline: each SiLU whose gate the quantizer quantized (Sigmoid,
+    # QuantizeLinear, DequantizeLinear, Mul) is one silu_qgate step of its conv's epilogue (the
+    # stem, the expansion, the depthwise and the squeeze-excite reduce convs), not five kernels.
+    for name, path in cases:
+        if name != "tiny_mbconv_op17_pc_QInt8_sym":
+            continue
+        tir = path + ".gpu-fp16.tir"
+        r = subprocess.run([args.tessel, "opt", "--pipeline", "gpu-fp16", "-o", tir, path],
+                           capture_output=True, text=True)
+        r2, out_dir = (run_tessel(args.tessel, tir, x, work) if r.returncode == 0 else (r, None))
+        if r2.returncode != 0:
+            print(f"FAIL {name} gpu-fp16: {r.stderr.strip()} {r2.stderr.strip()}")
+            failed += 1
+            continue
+        gates = open(tir).read().count('"silu_qgate"')
+        opts = ort.SessionOptions()
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        sess = ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
+        expected = sess.run(None, {"input": x})[0]
+        got = np.load(os.path.join(out_dir, sess.get_outputs()[0].name + ".npy")).astype(np.float64)
+        err = np.linalg.norm(got - expected) / np.linalg.norm(expected)
+        ok = got.shape == expected.shape and err <= 5e-2 and gates == 4
+        print(f"{'ok  ' if ok else 'FAIL'} {name} gpu-fp16 pipeline: rel L2 {err:.2e}, "
+              f"{gates} SiLUs with quantized gates fused")
         passed += ok
         failed += not ok
 

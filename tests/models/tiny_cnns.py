@@ -8,6 +8,9 @@ few channels) that the CPU reference runs them in milliseconds.
   tiny_preact:     a dense block with pre-activation norms (DenseNet's layer: batch norm and
                    ReLU before each conv, the norm after a concat left unfolded), 13 stem
                    channels, growth 8 -> (N, 10) logits
+  tiny_mbconv:     EfficientNet's MBConv: SiLU written as Sigmoid and Mul (as torch exports
+                   it), a 1x1 expansion, depthwise 3x3, squeeze-excite (mean, 1x1, SiLU, 1x1,
+                   Sigmoid, Mul), 1x1 projection -> (N, 10) logits
 """
 import numpy as np
 import onnx
@@ -113,4 +116,32 @@ def tiny_preact(batch=1, opset=17, seed=2):
                    opset)
 
 
-MODELS = {"tiny_classifier": tiny_classifier, "tiny_matmul": tiny_matmul, "tiny_preact": tiny_preact}
+def tiny_mbconv(batch=1, opset=17, seed=4):
+    b = _Builder(seed)
+
+    def silu(x, name):
+        return b.node("Mul", [x, b.node("Sigmoid", [x], name + ".sigmoid")], name)
+
+    x = silu(b.conv("input", "stem", 3, 16, stride=2), "stem.silu")  # 16x16x16
+    y = silu(b.conv(x, "expand", 16, 64, k=1), "expand.silu")
+    w = b.param("dw.weight", (64, 1, 3, 3), 0.5)
+    bias = b.param("dw.bias", (64,), 0.1)
+    y = silu(b.node("Conv", [y, w, bias], "dw", kernel_shape=[3, 3], pads=[1] * 4, group=64), "dw.silu")
+    s = b.node("ReduceMean", [y], "se.mean", axes=[2, 3], keepdims=1)
+    s = silu(b.conv(s, "se.reduce", 64, 8, k=1), "se.silu")
+    s = b.node("Sigmoid", [b.conv(s, "se.expand", 8, 64, k=1)], "se.gate")
+    y = b.node("Mul", [y, s], "se.mul")
+    x = b.node("Add", [x, b.conv(y, "project", 64, 16, k=1)], "residual")
+    x = b.node("GlobalAveragePool", [x], "gap")
+    x = b.node("Flatten", [x], "flatten", axis=1)
+    w = b.param("fc.weight", (10, 16), 0.3)
+    bias = b.param("fc.bias", (10,), 0.1)
+    b.node("Gemm", [x, w, bias], "logits", transB=1)
+    return b.model("tiny_mbconv",
+                   [helper.make_tensor_value_info("input", TensorProto.FLOAT, [batch, 3, 32, 32])],
+                   [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [batch, 10])],
+                   opset)
+
+
+MODELS = {"tiny_classifier": tiny_classifier, "tiny_matmul": tiny_matmul, "tiny_preact": tiny_preact,
+          "tiny_mbconv": tiny_mbconv}

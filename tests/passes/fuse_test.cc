@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
+#include "ir/parser.h"
 #include "passes/pass_test_util.h"
+#include "passes/pipeline.h"
 
 namespace tessel {
 namespace {
@@ -150,6 +152,44 @@ TEST(Fuse, SiluPattern) {
   %y = Mul(%s, %c) : f32[1,2,2,2] @"mul"
 )"),
       fused(R"() {epilogue = ["silu"], epilogue_alpha = [0.0], epilogue_beta = [0.0]})"));
+}
+
+// A QDQ model's SiLU (onnxruntime's EfficientNet): the gate quantized to int8 and back between
+// the Sigmoid and the Mul, then the product quantized. One epilogue step for the gated product,
+// silu_qgate(s, s'), and the conv stores int8; expect_pass_result runs both graphs on the CPU.
+// A gate read by something else too, or quantized per channel, stays.
+TEST(Fuse, SiluWithAQuantizedGate) {
+  auto chain = [](const std::string& dq) {
+    return conv_then(R"(  %s = Sigmoid(%c) : f32[1,2,2,2] @"sigmoid"
+  %sq = QuantizeLinear(%s, %gs, %z) : i8[1,2,2,2] @"gate_q"
+  )" + dq + R"(
+  %m = Mul(%c, %sd) : f32[1,2,2,2] @"mul"
+  %y = QuantizeLinear(%m, %ys, %z) : i8[1,2,2,2] @"q"
+)",
+                     {"%y"},
+                     "  const %gs : f32[] = [0.007874016]\n  const %ys : f32[] = [0.0625]\n"
+                     "  const %z : i8[] = [0]\n  const %gc : f32[2] = [0.007874016, 0.0039370079]\n"
+                     "  const %zc : i8[2] = [0, 0]\n");
+  };
+  const std::string before = chain(R"(%sd = DequantizeLinear(%sq, %gs, %z) : f32[1,2,2,2] @"gate_dq")");
+  testing::expect_pass_result("fuse", before, R"(graph @g opset 17 {
+  input %x : f32[1,2,2,2]
+  const %w : f32[2,1,1,2] = [1.0, -1.0, 0.5, 2.0]
+  const %b : f32[2] = [0.5, -0.5]
+  const %gs : f32[] = [0.007874016]
+  const %ys : f32[] = [0.0625]
+  const %z : i8[] = [0]
+  const %gc : f32[2] = [0.007874016, 0.0039370079]
+  const %zc : i8[2] = [0, 0]
+  %y = tessel.Conv(%x, %w, %b) {epilogue = ["silu_qgate", "quantize"], epilogue_alpha = [0.007874016, 0.0625], epilogue_beta = [0.007874016, 0.0], out_dtype = "i8"} : i8[1,2,2,2] @"conv"
+  output %y
+})");
+  const std::string per_channel =
+      chain(R"(%sd = DequantizeLinear(%sq, %gc, %zc) {axis = 3} : f32[1,2,2,2] @"gate_dq")");
+  const ir::Graph g = passes::run_passes(ir::parse_graph(per_channel), {"fuse"}, {});
+  int muls = 0;
+  for (const ir::Node& n : g.nodes) muls += n.op == "Mul";
+  EXPECT_EQ(muls, 1) << "a per-channel gate: the Sigmoid and the Mul stay";
 }
 
 // The residual branch is computed after the conv: the fused conv takes the Add's place, after

@@ -199,7 +199,7 @@ TEST(TesselConv, Errors) {
   EXPECT_EQ(infer_error(with(base, "EPILOGUE", R"({epilogue = ["swish"]})")),
             "tessel.Conv 'c': unknown epilogue step 'swish' (known: relu, leaky_relu, clip, "
             "sigmoid, hardswish, silu, gelu, gelu_tanh, add_residual, mul, quantize, add_residual_scaled, "
-            "tanh, mish, hard_sigmoid, elu, round)");
+            "tanh, mish, hard_sigmoid, elu, round, silu_qgate)");
   EXPECT_EQ(infer_error(with(base, "EPILOGUE", R"({epilogue = ["clip"], epilogue_alpha = [0.0]})")),
             "tessel.Conv 'c': epilogue step 'clip' needs 'epilogue_alpha' and 'epilogue_beta'");
   EXPECT_EQ(

@@ -36,6 +36,9 @@ std::string step_str(const EpilogueStep& s) {
     case EpilogueOpKind::kSilu:
       os << "silu";
       break;
+    case EpilogueOpKind::kSiluQuantizedGate:
+      os << "silu_qgate(" << s.alpha << ", " << s.beta << ")";
+      break;
     case EpilogueOpKind::kGelu:
       os << "gelu";
       break;
@@ -145,6 +148,7 @@ int transcendentals_per_output(const Epilogue& e) {
     switch (s.kind) {
       case EpilogueOpKind::kSigmoid:
       case EpilogueOpKind::kSilu:
+      case EpilogueOpKind::kSiluQuantizedGate:
       case EpilogueOpKind::kGelu:
       case EpilogueOpKind::kGeluTanh:
       case EpilogueOpKind::kTanh:

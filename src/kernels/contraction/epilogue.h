@@ -38,6 +38,9 @@ enum class EpilogueOpKind {
                        //     saturated (the clip after it takes qmin - z, qmax - z), before
                        //     a kMul back to float: a fake quantization. By the reciprocal, as
                        //     kQuantize: one step off the division within an ulp of a tie
+  kSiluQuantizedGate,  // v * (min(rint(sigmoid(v) / alpha), 127) * beta): a SiLU whose gate is
+                       //     quantized to int8 and dequantized (a QDQ model's; by the
+                       //     reciprocal, as kQuantize)
 };
 
 struct EpilogueStep {

@@ -62,6 +62,7 @@ struct TestProblem {
       case K::kHardSigmoid: return "hsigmoid";
       case K::kElu: return "elu";
       case K::kRound: return "round";
+      case K::kSiluQuantizedGate: return "siluq";
     }
     return "?";
   }

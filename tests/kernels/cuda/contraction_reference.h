@@ -129,6 +129,8 @@ inline double apply_step(const contraction::EpilogueStep& s, double v, int64_t c
     case K::kHardSigmoid: return std::min(std::max(s.alpha * v + s.beta, 0.0), 1.0);
     case K::kElu: return v < 0 ? s.alpha * std::expm1(v) : v;
     case K::kRound: return f32_rounded_quotient(v, s.alpha);
+    case K::kSiluQuantizedGate:
+      return v * std::min(f32_rounded_quotient(sigmoid(v), s.alpha), 127.0) * static_cast<double>(s.beta);
   }
   return v;
 }
