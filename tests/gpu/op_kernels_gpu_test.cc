@@ -479,6 +479,13 @@ TEST(DepthwiseConvGpu, KernelSizesStridesDilations) {
   check_depthwise(DType::kF16, {32, 7, 7, 192}, 7, 1);
   check_depthwise(DType::kF16, {1, 29, 31, 24}, 3, 1, 2);  // dilation 2
   check_depthwise(DType::kF16, {2, 21, 21, 40}, 3, 2, 2);
+  // 1x1 (a per-channel map, what fold-qdq makes of an unfolded norm): f16 16-byte fragments
+  // over an odd pixel count, 3 channels, f32, bf16 with 1000 channels, and stride 2.
+  check_depthwise(DType::kF16, {2, 9, 11, 64}, 1, 1, 1, {"relu"});
+  check_depthwise(DType::kF16, {3, 5, 7, 3}, 1, 1, 1, {"sigmoid"});
+  check_depthwise(DType::kF32, {2, 14, 14, 40}, 1, 1, 1, {"clip"});
+  check_depthwise(DType::kBF16, {1, 13, 13, 1000}, 1, 1, 1, {});
+  check_depthwise(DType::kF16, {2, 15, 15, 48}, 1, 2, 1, {"relu"});
 }
 
 TEST(DepthwiseConvGpu, ChannelTailsAndDtypes) {
