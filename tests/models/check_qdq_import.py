@@ -131,6 +131,26 @@ def run_tessel(tessel, path, x, work):
     return r, out_dir
 
 
+def through_gpu_pipeline(tessel, path, x, work):
+    """The model through the GPU's fp16 pass pipeline (tessel opt), run on the CPU reference,
+    against onnxruntime with graph optimisations off: (relative L2 error, the pipeline's IR
+    file), or (None, why it did not run)."""
+    tir = path + ".gpu-fp16.tir"
+    r = subprocess.run([tessel, "opt", "--pipeline", "gpu-fp16", "-o", tir, path],
+                       capture_output=True, text=True)
+    r2, out_dir = (run_tessel(tessel, tir, x, work) if r.returncode == 0 else (r, None))
+    if r2.returncode != 0:
+        return None, f"{r.stderr.strip()} {r2.stderr.strip()}"
+    opts = ort.SessionOptions()
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    sess = ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
+    expected = sess.run(None, {"input": x})[0]
+    got = np.load(os.path.join(out_dir, sess.get_outputs()[0].name + ".npy")).astype(np.float64)
+    if got.shape != expected.shape:
+        return None, f"output shape {got.shape}, expected {expected.shape}"
+    return float(np.linalg.norm(got - expected) / np.linalg.norm(expected)), tir
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tessel", required=True, help="path of the tessel binary")
@@ -191,10 +211,7 @@ def main():
     for name, path in cases:
         if "QUInt8_asym" not in name or "_pt_" not in name:
             continue
-        tir = path + ".gpu-fp16.tir"
-        r = subprocess.run([args.tessel, "opt", "--pipeline", "gpu-fp16", "-o", tir, path],
-                           capture_output=True, text=True)
-        r2, out_dir = (run_tessel(args.tessel, tir, x, work) if r.returncode == 0 else (r, None))
+        err, tir = through_gpu_pipeline(args.tessel, path, x, work)
         ex = subprocess.run([args.tessel, "explain", path, "--target", "sm_90a"], capture_output=True,
                             text=True)
         summary = [l for l in ex.stdout.splitlines() if "fused epilogues" in l]
@@ -204,17 +221,11 @@ def main():
         # but the RGB stem.
         int8 = sum("Tensor Cores (" in l and " int8)" in l for l in ex.stdout.splitlines())
         int8_wanted = 4 if name.startswith("tiny_classifier") else 0
-        if r2.returncode != 0:
-            print(f"FAIL {name} gpu-fp16: {r.stderr.strip()} {r2.stderr.strip()}")
+        if err is None:
+            print(f"FAIL {name} gpu-fp16: {tir}")
             failed += 1
             continue
-        opts = ort.SessionOptions()
-        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-        sess = ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
-        expected = sess.run(None, {"input": x})[0]
-        got = np.load(os.path.join(out_dir, sess.get_outputs()[0].name + ".npy")).astype(np.float64)
-        err = np.linalg.norm(got - expected) / np.linalg.norm(expected)
-        ok = got.shape == expected.shape and err <= 5e-2 and fused >= 2 and int8 >= int8_wanted
+        ok = err <= 5e-2 and fused >= 2 and int8 >= int8_wanted
         print(f"{'ok  ' if ok else 'FAIL'} {name} gpu-fp16 pipeline: rel L2 {err:.2e}, "
               f"{fused} fused epilogues, {int8} int8 contractions")
         passed += ok
@@ -230,10 +241,7 @@ def main():
     for name, path in cases:
         if name != "tiny_preact_op17_pc_QInt8_sym":
             continue
-        tir = path + ".gpu-fp16.tir"
-        r = subprocess.run([args.tessel, "opt", "--pipeline", "gpu-fp16", "-o", tir, path],
-                           capture_output=True, text=True)
-        r2, out_dir = (run_tessel(args.tessel, tir, x, work) if r.returncode == 0 else (r, None))
+        err, tir = through_gpu_pipeline(args.tessel, path, x, work)
         ex = subprocess.run([args.tessel, "explain", path, "--target", "sm_90a"], capture_output=True,
                             text=True)
         shifts = sum("a per-channel shift of int8 values" in l for l in ex.stdout.splitlines())
@@ -241,18 +249,11 @@ def main():
         pr = subprocess.run([args.tessel, "predict", path, "--target", "sm_90a"], capture_output=True,
                             text=True)
         copies = sum(l.split()[1:2] == ["Concat"] for l in pr.stdout.splitlines())
-        if r2.returncode != 0:
-            print(f"FAIL {name} gpu-fp16: {r.stderr.strip()} {r2.stderr.strip()}")
+        if err is None:
+            print(f"FAIL {name} gpu-fp16: {tir}")
             failed += 1
             continue
-        opts = ort.SessionOptions()
-        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-        sess = ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
-        expected = sess.run(None, {"input": x})[0]
-        got = np.load(os.path.join(out_dir, sess.get_outputs()[0].name + ".npy")).astype(np.float64)
-        err = np.linalg.norm(got - expected) / np.linalg.norm(expected)
-        ok = (got.shape == expected.shape and err <= 5e-2 and shifts >= 3 and requantized == 3
-              and copies == 1 and pr.returncode == 0)
+        ok = err <= 5e-2 and shifts >= 3 and requantized == 3 and copies == 1 and pr.returncode == 0
         print(f"{'ok  ' if ok else 'FAIL'} {name} gpu-fp16 pipeline: rel L2 {err:.2e}, "
               f"{shifts} norms on the depthwise kernel, {requantized} reading their concat requantized, "
               f"{copies} concat copy kernels")
@@ -265,22 +266,13 @@ def main():
     for name, path in cases:
         if name != "tiny_mbconv_op17_pc_QInt8_sym":
             continue
-        tir = path + ".gpu-fp16.tir"
-        r = subprocess.run([args.tessel, "opt", "--pipeline", "gpu-fp16", "-o", tir, path],
-                           capture_output=True, text=True)
-        r2, out_dir = (run_tessel(args.tessel, tir, x, work) if r.returncode == 0 else (r, None))
-        if r2.returncode != 0:
-            print(f"FAIL {name} gpu-fp16: {r.stderr.strip()} {r2.stderr.strip()}")
+        err, tir = through_gpu_pipeline(args.tessel, path, x, work)
+        if err is None:
+            print(f"FAIL {name} gpu-fp16: {tir}")
             failed += 1
             continue
         gates = open(tir).read().count('"silu_qgate"')
-        opts = ort.SessionOptions()
-        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-        sess = ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
-        expected = sess.run(None, {"input": x})[0]
-        got = np.load(os.path.join(out_dir, sess.get_outputs()[0].name + ".npy")).astype(np.float64)
-        err = np.linalg.norm(got - expected) / np.linalg.norm(expected)
-        ok = got.shape == expected.shape and err <= 5e-2 and gates == 4
+        ok = err <= 5e-2 and gates == 4
         print(f"{'ok  ' if ok else 'FAIL'} {name} gpu-fp16 pipeline: rel L2 {err:.2e}, "
               f"{gates} SiLUs with quantized gates fused")
         passed += ok

@@ -49,6 +49,19 @@ class _Builder:
         self.inits[-1] = numpy_helper.from_array(np.abs(numpy_helper.to_array(self.inits[-1])) + 0.5, var)
         return self.node("BatchNormalization", [x, scale, bias, mean, var], name)
 
+    def classifier(self, x, c, weight_scale, name, batch, opset):
+        """The head of a classifier over x (c channels): global average pool, flatten, a
+        10-way dense layer -> the model `name` of input (batch, 3, 32, 32), output logits."""
+        x = self.node("GlobalAveragePool", [x], "gap")
+        x = self.node("Flatten", [x], "flatten", axis=1)
+        w = self.param("fc.weight", (10, c), weight_scale)
+        bias = self.param("fc.bias", (10,), 0.1)
+        self.node("Gemm", [x, w, bias], "logits", transB=1)
+        return self.model(name,
+                          [helper.make_tensor_value_info("input", TensorProto.FLOAT, [batch, 3, 32, 32])],
+                          [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [batch, 10])],
+                          opset)
+
     def model(self, name, inputs, outputs, opset):
         graph = helper.make_graph(self.nodes, name, inputs, outputs, self.inits)
         m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
@@ -65,15 +78,7 @@ def tiny_classifier(batch=1, opset=17, seed=0):
     y = b.conv(y, "block.conv2", 8, 8)
     x = b.node("Relu", [b.node("Add", [x, y], "block.add")], "block.relu2")
     x = b.node("Relu", [b.conv(x, "conv2", 8, 16, stride=2)], "relu2")  # 16x8x8
-    x = b.node("GlobalAveragePool", [x], "gap")
-    x = b.node("Flatten", [x], "flatten", axis=1)
-    w = b.param("fc.weight", (10, 16), 0.5)
-    bias = b.param("fc.bias", (10,), 0.1)
-    b.node("Gemm", [x, w, bias], "logits", transB=1)
-    return b.model("tiny_classifier",
-                   [helper.make_tensor_value_info("input", TensorProto.FLOAT, [batch, 3, 32, 32])],
-                   [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [batch, 10])],
-                   opset)
+    return b.classifier(x, 16, 0.5, "tiny_classifier", batch, opset)
 
 
 def tiny_matmul(batch=1, opset=17, seed=1):
@@ -105,15 +110,7 @@ def tiny_preact(batch=1, opset=17, seed=2):
         c += 8
     x = b.node("Concat", features, "cat", axis=1)
     x = b.node("Relu", [b.norm(x, "norm", c)], "relu")
-    x = b.node("GlobalAveragePool", [x], "gap")
-    x = b.node("Flatten", [x], "flatten", axis=1)
-    w = b.param("fc.weight", (10, c), 0.3)
-    bias = b.param("fc.bias", (10,), 0.1)
-    b.node("Gemm", [x, w, bias], "logits", transB=1)
-    return b.model("tiny_preact",
-                   [helper.make_tensor_value_info("input", TensorProto.FLOAT, [batch, 3, 32, 32])],
-                   [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [batch, 10])],
-                   opset)
+    return b.classifier(x, c, 0.3, "tiny_preact", batch, opset)
 
 
 def tiny_mbconv(batch=1, opset=17, seed=4):
@@ -132,15 +129,7 @@ def tiny_mbconv(batch=1, opset=17, seed=4):
     s = b.node("Sigmoid", [b.conv(s, "se.expand", 8, 64, k=1)], "se.gate")
     y = b.node("Mul", [y, s], "se.mul")
     x = b.node("Add", [x, b.conv(y, "project", 64, 16, k=1)], "residual")
-    x = b.node("GlobalAveragePool", [x], "gap")
-    x = b.node("Flatten", [x], "flatten", axis=1)
-    w = b.param("fc.weight", (10, 16), 0.3)
-    bias = b.param("fc.bias", (10,), 0.1)
-    b.node("Gemm", [x, w, bias], "logits", transB=1)
-    return b.model("tiny_mbconv",
-                   [helper.make_tensor_value_info("input", TensorProto.FLOAT, [batch, 3, 32, 32])],
-                   [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [batch, 10])],
-                   opset)
+    return b.classifier(x, 16, 0.3, "tiny_mbconv", batch, opset)
 
 
 MODELS = {"tiny_classifier": tiny_classifier, "tiny_matmul": tiny_matmul, "tiny_preact": tiny_preact,
