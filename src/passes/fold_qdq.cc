@@ -601,15 +601,16 @@ class QdqFolder {
   }
 
   // Why X = DequantizeLinear(QuantizeLinear(y)) in uint8 is better left float: y comes from a
-  // grouped (depthwise) conv, whose kernels store no uint8. The QuantizeLinear would then be a
-  // kernel of its own, a pass over y that costs more than the int8 conv saves (MobileNet-v2's
-  // QUInt8 project convs after their depthwise convs, H200, batch 32: 0.511 -> 0.584 ms); as a
-  // float conv it reads y and the pair is the epilogue's fake quantization (fuse).
+  // grouped conv that is not depthwise, whose kernels store no uint8. The QuantizeLinear would
+  // then be a kernel of its own, a pass over y that costs more than the int8 conv saves (as it
+  // did MobileNet-v2's QUInt8 project convs, H200, batch 32: 0.511 -> 0.584 ms, until the
+  // depthwise kernels stored uint8); as a float conv it reads y and the pair is the epilogue's
+  // fake quantization (fuse).
   std::optional<std::string> uint8_from_grouped_conv(const ir::Node& dqx) const {
     const ir::Node* q = producer(dqx.inputs[0], "QuantizeLinear");
     if (!q || g_.value(dqx.inputs[0]).type.dtype != DType::kU8) return std::nullopt;
     const ir::Node* y = producer(q->inputs[0], "tessel.Conv");
-    if (!y || y->get_int("group", 1) == 1) return std::nullopt;
+    if (!y || y->get_int("group", 1) == 1 || ops::is_depthwise_conv(g_, *y)) return std::nullopt;
     return "the input is uint8 from a grouped conv, whose kernels store no uint8: a "
            "QuantizeLinear kernel of its own would cost more than the int8 conv saves";
   }

@@ -416,10 +416,11 @@ class Fuser {
         uint8_quantized = false;
       } else if (std::optional<double> s = int8_scale(g_, next, "QuantizeLinear", v)) {
         steps.push_back({EpilogueKind::kQuantize, *s});
-      } else if (std::optional<double> s = !conv || group_one(fused) ? uint8_scale(g_, next, "QuantizeLinear", v)
-                                                                   : std::nullopt) {
-        // A group-1 contraction's store (the grouped kernels store int8 only): uint8, zero
-        // point 0, as ends_quantized(steps, u8) checks.
+      } else if (std::optional<double> s = !conv || group_one(fused) || ops::is_depthwise_conv(g_, fused)
+                                               ? uint8_scale(g_, next, "QuantizeLinear", v)
+                                               : std::nullopt) {
+        // A group-1 contraction's store or a depthwise conv's (the other grouped kernels store
+        // int8 only): uint8, zero point 0, as ends_quantized(steps, u8) checks.
         steps.push_back({EpilogueKind::kRound, *s});
         steps.push_back({EpilogueKind::kClip, 0.0, 255.0});
         uint8_quantized = true;

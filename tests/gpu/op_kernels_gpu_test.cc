@@ -529,6 +529,36 @@ TEST(DepthwiseConvGpu, Int8OutputAfterQuantize) {
             {"epilogue_beta", std::vector<double>{0.0, 0.0}}, {"out_dtype", std::string("i8")}});
 }
 
+// onnxruntime's QUInt8 MobileNet: the depthwise conv's ReLU6 then its QuantizeLinear to uint8
+// of zero point 0 (fuse's round, clip(0, 255)), stored uint8 (packed four to a word by the
+// tiled kernel; single bytes; the direct grouped kernel), from f16 and from int8 inputs.
+TEST(DepthwiseConvGpu, Uint8Output) {
+  auto u8_dw = [](Shape x, int64_t k, int64_t stride, bool int8_input, const std::string& tiling = "") {
+    const int64_t c = x[3], pad = (k - 1) / 2;
+    std::vector<Input> inputs = {act(int8_input ? DType::kI8 : DType::kF16, x), act(DType::kF16, {c, k, k, 1}),
+                                 act(DType::kF32, {c})};
+    if (int8_input) {
+      inputs.push_back(none());
+      std::vector<double> scale(static_cast<size_t>(c), 1.0 / 64);
+      inputs.push_back({{DType::kF32, {c}}, Tensor::from_doubles(DType::kF32, {c}, scale)});
+    }
+    check_op("tessel.Conv", inputs,
+             {{"group", c}, {"strides", Ints{stride, stride}}, {"pads", Ints{pad, pad, pad, pad}},
+              {"epilogue", std::vector<std::string>{"clip", "round", "clip"}},
+              {"epilogue_alpha", std::vector<double>{0.0, 6.0 / 255, 0.0}},
+              {"epilogue_beta", std::vector<double>{6.0, 0.0, 255.0}},
+              {"out_dtype", std::string("u8")}},
+             1, tiling);
+  };
+  u8_dw({2, 28, 28, 144}, 3, 1, false);
+  u8_dw({2, 29, 27, 96}, 3, 2, false);
+  u8_dw({1, 15, 13, 3}, 3, 1, false);   // single bytes
+  u8_dw({2, 14, 14, 192}, 3, 1, true);  // int8 in, uint8 out
+  for (int vec : {8, 4, 2, 1})
+    u8_dw({2, 28, 28, 192}, 3, 1, false, fmt::format("dw_v{}x{}_r2x2_c2x4_s2_wr", vec, 64 / vec));
+  u8_dw({1, 20, 20, 32}, 13, 1, false);  // the direct grouped kernel
+}
+
 // A QDQ model's depthwise conv reading its int8 input (fold-qdq's int8-input form: every int8
 // code, scaled by S in the fma with the bias), with f16 weights unless said: MobileNet-v2's
 // layers (the folded QuantizeLinear -> Clip chain after them, or the unfolded one), stride 2,

@@ -108,33 +108,45 @@ TEST(FoldQdq, Uint8InputOfZeroPointZeroIsTheInt8ConvsA) {
   testing::expect_same_numerics(ir::parse_graph(before), g);
 }
 
-// A uint8 X that a depthwise conv's output quantizes (MobileNet-v2's project convs in
-// onnxruntime's QUInt8 models) stays float: the depthwise kernels store no uint8, so its
-// QuantizeLinear would be a kernel of its own. The same X from a dense conv folds (above).
-TEST(FoldQdq, Uint8InputFromADepthwiseConvStaysFloat) {
-  const std::string before = R"(graph @g opset 17 {
+// A uint8 X quantized from a grouped conv's output that is not depthwise stays float: those
+// kernels store no uint8, and a QuantizeLinear kernel of its own would cost more than the int8
+// conv saves. From a depthwise conv's, whose kernels store uint8, it is the int8 conv's X.
+TEST(FoldQdq, Uint8InputFromAGroupedConvStaysFloatFromADepthwiseOneNot) {
+  auto model = [](int group) {
+    const int wci = 8 / group;
+    return R"(graph @g opset 17 {
   input %x : f32[1,3,3,8]
-  const %wd : f32[8,3,3,1] = [)" + small_ints(72) + R"(]
+  const %wd : f32[8,3,3,)" + std::to_string(wci) + "] = [" + small_ints(72 * wci) + R"(]
   const %sx : f32[] = [0.0625]
   const %zx : u8[] = [0]
   const %wq : i8[2,1,1,8] = [)" + small_ints(16) + R"(]
   const %sw : f32[2] = [0.125, 0.25]
   const %zw : i8[2] = [0, 0]
-  %d = tessel.Conv(%x, %wd) {group = 8, pads = [1, 1, 1, 1]} : f32[1,3,3,8] @"dw"
+  %d = tessel.Conv(%x, %wd) {group = )" + std::to_string(group) + R"(, pads = [1, 1, 1, 1]} : f32[1,3,3,8] @"dw"
   %xq = QuantizeLinear(%d, %sx, %zx) : u8[1,3,3,8] @"qx"
   %xd = DequantizeLinear(%xq, %sx, %zx) : f32[1,3,3,8] @"dqx"
   %w = DequantizeLinear(%wq, %sw, %zw) {axis = 0} : f32[2,1,1,8] @"dqw"
   %y = tessel.Conv(%xd, %w) : f32[1,3,3,2] @"project"
   output %y
 })";
-  ir::Graph g = passes::run_passes(ir::parse_graph(before), {"fold-qdq"}, {});
-  const ir::Node& conv = g.nodes.back();
-  ASSERT_EQ(conv.op, "tessel.Conv");
-  EXPECT_EQ(conv.get_string("int8_refusal", ""),
-            "the input is uint8 from a grouped conv, whose kernels store no uint8: a QuantizeLinear "
-            "kernel of its own would cost more than the int8 conv saves");
-  EXPECT_EQ(g.type(conv.inputs[0]).dtype, DType::kF32);
-  testing::expect_same_numerics(ir::parse_graph(before), g);
+  };
+  for (const int group : {4, 8}) {
+    SCOPED_TRACE(group);
+    const std::string before = model(group);
+    ir::Graph g = passes::run_passes(ir::parse_graph(before), {"fold-qdq"}, {});
+    const ir::Node& conv = g.nodes.back();
+    ASSERT_EQ(conv.op, "tessel.Conv");
+    if (group == 4) {
+      EXPECT_EQ(conv.get_string("int8_refusal", ""),
+                "the input is uint8 from a grouped conv, whose kernels store no uint8: a "
+                "QuantizeLinear kernel of its own would cost more than the int8 conv saves");
+      EXPECT_EQ(g.type(conv.inputs[0]).dtype, DType::kF32);
+    } else {
+      EXPECT_FALSE(conv.has_attr("int8_refusal"));
+      EXPECT_EQ(g.type(conv.inputs[0]).dtype, DType::kU8);
+    }
+    testing::expect_same_numerics(ir::parse_graph(before), g);
+  }
 }
 
 // Left in float, each with its reason, and the weights' DequantizeLinear folded to constants.

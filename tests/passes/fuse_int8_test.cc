@@ -212,6 +212,35 @@ TEST(FuseInt8, GroupedConvsTakeTheQuantizeChainAndStoreInt8) {
                               grouped + R"(  %q1 = tessel.Conv(%x, %w) {epilogue = ["quantize"], epilogue_alpha = [0.125], epilogue_beta = [0.0], group = 4, out_dtype = "i8", pads = [1, 1, 1, 1]} : i8[1,4,4,8] @"g4"
   output %q1
 })");
+  // onnxruntime's QUInt8 MobileNet: the depthwise conv's ReLU6, then a QuantizeLinear to
+  // uint8 of zero point 0: round, clip(0, 255), stored uint8. The grouped conv of several
+  // channels per group (whose kernels store no uint8) keeps its QuantizeLinear.
+  const std::string uint8 = R"(graph @g opset 17 {
+  input %x : f32[1,4,4,8]
+  const %w : f32[8,3,3,1] = [)" + weights + R"(]
+  const %s1 : f32[] = [0.125]
+  const %zu : u8[] = [0]
+  const %lo : f32[] = [0.0]
+  const %hi : f32[] = [6.0]
+)";
+  testing::expect_pass_result("fuse", uint8 + R"(  %y = tessel.Conv(%x, %w) {group = 8, pads = [1, 1, 1, 1]} : f32[1,4,4,8] @"dw"
+  %c = Clip(%y, %lo, %hi) : f32[1,4,4,8] @"relu6"
+  %q1 = QuantizeLinear(%c, %s1, %zu) : u8[1,4,4,8] @"q1"
+  output %q1
+})",
+                              uint8 + R"(  %q1 = tessel.Conv(%x, %w) {epilogue = ["clip", "round", "clip"], epilogue_alpha = [0.0, 0.125, 0.0], epilogue_beta = [6.0, 0.0, 255.0], group = 8, out_dtype = "u8", pads = [1, 1, 1, 1]} : u8[1,4,4,8] @"dw"
+  output %q1
+})");
+  const std::string grouped_uint8 = R"(graph @g opset 17 {
+  input %x : f32[1,4,4,8]
+  const %w : f32[8,3,3,2] = [)" + grouped_weights + R"(]
+  const %s1 : f32[] = [0.125]
+  const %zu : u8[] = [0]
+  %y = tessel.Conv(%x, %w) {group = 4, pads = [1, 1, 1, 1]} : f32[1,4,4,8] @"g4"
+  %q1 = QuantizeLinear(%y, %s1, %zu) : u8[1,4,4,8] @"q1"
+  output %q1
+})";
+  testing::expect_pass_result("fuse", grouped_uint8, grouped_uint8);
 }
 
 // A depthwise conv reading its int8 input (fold-qdq's int8-input form): the int8 conv that

@@ -356,16 +356,19 @@ std::optional<std::string> check_window(const ir::Graph& g, const ir::Node& n) {
     // The grouped kernel reads NHWC and stores NHWC (or depth_to_space) in the output's
     // dtype; the edge folds (ops/tessel_epilogue.h) are the contraction generator's alone.
     // An int8 output where the steps end quantized (a QDQ model's depthwise conv, whose
-    // QuantizeLinear fuse took): out_dtype i8, stored as store_as<i8>.
+    // QuantizeLinear fuse took): out_dtype i8, stored as store_as<i8>; or, a depthwise conv's,
+    // uint8 where they end in an integer of [0, 255] (onnxruntime's QUInt8 activations).
     const std::string store = n.get_string("store", "nhwc");
     const std::vector<ops::EpilogueStep> steps = ops::read_epilogue(n);
     const std::optional<DType> out = ops::read_out_dtype(n);
-    const bool int8_out = out == DType::kI8 && ops::ends_quantized(steps);
+    const bool int8_out = (out == DType::kI8 && ops::ends_quantized(steps)) ||
+                          (out == DType::kU8 && ops::ends_quantized(steps, DType::kU8) &&
+                           ops::is_depthwise_conv(g, n));
     if (store == "nchw" || store == "depth_to_space_nchw" || (out && !int8_out) ||
         n.has_attr("input_layout"))
       return n.label() + ": a grouped convolution with an NCHW store, input_layout, or an out_dtype "
-                         "other than int8 after a last quantize step (only group-1 convolutions "
-                         "take them)";
+                         "other than int8 (a depthwise one's: or uint8) after a last quantize step "
+                         "(only group-1 convolutions take them)";
     return std::nullopt;
   }
   if (n.op == "tessel.GlobalAveragePool" || n.op == "tessel.GlobalMaxPool") return std::nullopt;

@@ -727,10 +727,26 @@ TEST(DepthwiseKernel, RefusesTheInt8ResidualAndOtherOutDtypes) {
   ir::Graph f = depthwise_node(DType::kF16, {1, 8, 8, 16}, 3, 1, 1, 1, {"relu"});
   f.nodes[0].attrs["out_dtype"] = std::string("f32");
   ir::infer_types(f, ir::OpRegistry::global());
-  EXPECT_EQ(can_emit_op(f, f.nodes[0]).value_or(""),
-            "tessel.Conv 'dw': a grouped convolution with an NCHW store, input_layout, or an "
-            "out_dtype other than int8 after a last quantize step (only group-1 convolutions take "
-            "them)");
+  const std::string refusal =
+      "tessel.Conv 'dw': a grouped convolution with an NCHW store, input_layout, or an out_dtype "
+      "other than int8 (a depthwise one's: or uint8) after a last quantize step (only group-1 "
+      "convolutions take them)";
+  EXPECT_EQ(can_emit_op(f, f.nodes[0]).value_or(""), refusal);
+  // uint8 after round, clip(0, 255) (onnxruntime's QUInt8 activations): a depthwise conv
+  // stores it, packed four to a word; uint8 without the clip to its range does not.
+  ir::Graph u = depthwise_node(DType::kF16, {1, 8, 8, 16}, 3, 1, 1, 1, {"round", "clip"});
+  ops::write_epilogue(u.nodes[0], {{ops::EpilogueKind::kRound, 0.05}, {ops::EpilogueKind::kClip, 0.0, 255.0}});
+  u.nodes[0].attrs["out_dtype"] = std::string("u8");
+  ir::infer_types(u, ir::OpRegistry::global());
+  EXPECT_EQ(can_emit_op(u, u.nodes[0]), std::nullopt);
+  const OpKernelSource ks = emit_op(u, u.nodes[0]);
+  EXPECT_NE(ks.source.find("using Out = u8;"), std::string::npos) << ks.source;
+  for (const std::string arch : {"sm_80", "sm_90a"}) {
+    const testing::Compiled out = testing::nvrtc_compile(ks, arch);
+    EXPECT_TRUE(out.ok) << arch << "\n" << out.log << "\n" << ks.source;
+  }
+  ops::write_epilogue(u.nodes[0], {{ops::EpilogueKind::kRound, 0.05}});
+  EXPECT_EQ(can_emit_op(u, u.nodes[0]).value_or(""), refusal);
 }
 
 }  // namespace

@@ -365,8 +365,8 @@ TEST_F(OpKernelsTest, UnsupportedNodesSayWhy) {
   EXPECT_EQ(reason(one_node("tessel.Conv", {act(DType::kF16, {1, 4, 4, 8}), act(DType::kF16, {8, 1, 1, 4})},
                             {{"group", int64_t{2}}, {"store", std::string("nchw")}})),
             "tessel.Conv 'node': a grouped convolution with an NCHW store, input_layout, or an "
-            "out_dtype other than int8 after a last quantize step (only group-1 convolutions "
-            "take them)");
+            "out_dtype other than int8 (a depthwise one's: or uint8) after a last quantize step "
+            "(only group-1 convolutions take them)");
   EXPECT_EQ(reason(one_node("CumSum", {act(DType::kF32, {2, 10}), {{DType::kI64, {}}, {}}})),
             "CumSum 'node': the axis (input 1) must be a constant");
   EXPECT_EQ(reason(one_node("ReduceMean", {act(DType::kI32, {2, 10})}, {{"axes", Ints{1}}})),

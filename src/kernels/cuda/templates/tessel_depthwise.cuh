@@ -116,7 +116,7 @@ __device__ __forceinline__ void store_rounded(T* p, const float (&v)[V]) {
       if constexpr (sizeof(T) == 4)
         w[i] = __float_as_uint(v[i]);
       else if constexpr (sizeof(T) == 1)
-        w[i] = pack4_s8(v[4 * i], v[4 * i + 1], v[4 * i + 2], v[4 * i + 3]);
+        w[i] = pack4_s8<T>(v[4 * i], v[4 * i + 1], v[4 * i + 2], v[4 * i + 3]);  // i8 or u8
       else
         w[i] = pack2<T>(v[2 * i], v[2 * i + 1]);
     }

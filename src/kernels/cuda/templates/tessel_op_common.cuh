@@ -127,10 +127,11 @@ template <>
 __device__ __forceinline__ u8 store_as<u8>(float v) {
   return store_u8(v);
 }
-// Four int8 results packed into one word, `a` in the low byte.
+// Four int8 (uint8) results packed into one word, `a` in the low byte.
+template <typename B = i8>
 __device__ __forceinline__ u32 pack4_s8(float a, float b, float c, float d) {
-  const u32 lo = __byte_perm(u32(u8(store_as<i8>(a))), u32(u8(store_as<i8>(b))), 0x0040);
-  const u32 hi = __byte_perm(u32(u8(store_as<i8>(c))), u32(u8(store_as<i8>(d))), 0x0040);
+  const u32 lo = __byte_perm(u32(u8(store_as<B>(a))), u32(u8(store_as<B>(b))), 0x0040);
+  const u32 hi = __byte_perm(u32(u8(store_as<B>(c))), u32(u8(store_as<B>(d))), 0x0040);
   return __byte_perm(lo, hi, 0x5410);
 }
 
