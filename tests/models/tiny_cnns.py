@@ -124,7 +124,11 @@ def tiny_mbconv(batch=1, opset=17, seed=4):
     w = b.param("dw.weight", (64, 1, 3, 3), 0.5)
     bias = b.param("dw.bias", (64,), 0.1)
     y = silu(b.node("Conv", [y, w, bias], "dw", kernel_shape=[3, 3], pads=[1] * 4, group=64), "dw.silu")
-    s = b.node("ReduceMean", [y], "se.mean", axes=[2, 3], keepdims=1)
+    if opset >= 18:  # axes became an input
+        b.inits.append(numpy_helper.from_array(np.array([2, 3], np.int64), "se.axes"))
+        s = b.node("ReduceMean", [y, "se.axes"], "se.mean", keepdims=1)
+    else:
+        s = b.node("ReduceMean", [y], "se.mean", axes=[2, 3], keepdims=1)
     s = silu(b.conv(s, "se.reduce", 64, 8, k=1), "se.silu")
     s = b.node("Sigmoid", [b.conv(s, "se.expand", 8, 64, k=1)], "se.gate")
     y = b.node("Mul", [y, s], "se.mul")
