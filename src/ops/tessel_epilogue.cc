@@ -369,6 +369,11 @@ bool is_depthwise_conv(const ir::Graph& g, const ir::Node& conv) {
                       conv.get_int("group", 1));
 }
 
+bool stores_uint8(const ir::Graph& g, const ir::Node& n) {
+  if (n.op == "tessel.Gemm") return true;
+  return n.op == "tessel.Conv" && (n.get_int("group", 1) == 1 || is_depthwise_conv(g, n));
+}
+
 bool is_int8_contraction(const ir::Graph& g, const ir::Node& n) {
   return (n.op == "tessel.Conv" || n.op == "tessel.Gemm") && n.inputs.size() > 1 &&
          n.inputs[1] != ir::kNoValue && g.type(n.inputs[1]).dtype == DType::kI8;

@@ -178,6 +178,14 @@ void write_nchw_input(ir::Node& node, bool nchw);
 bool is_depthwise(const Shape& x_nhwc, const Shape& w_ohwi, int64_t group);
 bool is_depthwise_conv(const ir::Graph& g, const ir::Node& conv);
 
+// Whether contraction `n`'s kernels store uint8 (out_dtype u8 after steps that end in an
+// integer of [0, 255]): a tessel.Gemm, a group-1 tessel.Conv (the contraction generator's
+// store_u8) and a depthwise one (the depthwise kernels' byte packing). Other grouped convs'
+// kernels (direct grouped, halo, packed groups) store int8 only. The one rule fuse (which
+// gives a conv its QuantizeLinear to uint8), fold-qdq (which leaves float a conv whose uint8
+// X would then need a QuantizeLinear kernel) and the op kernels' checks read.
+bool stores_uint8(const ir::Graph& g, const ir::Node& n);
+
 // fold-qdq's int8 contraction: a tessel.Conv or tessel.Gemm with int8 weights (and X int8 or
 // uint8), whose value starts from the exact integer sum times its dequantization scale S.
 bool is_int8_contraction(const ir::Graph& g, const ir::Node& n);

@@ -610,7 +610,7 @@ class QdqFolder {
     const ir::Node* q = producer(dqx.inputs[0], "QuantizeLinear");
     if (!q || g_.value(dqx.inputs[0]).type.dtype != DType::kU8) return std::nullopt;
     const ir::Node* y = producer(q->inputs[0], "tessel.Conv");
-    if (!y || y->get_int("group", 1) == 1 || ops::is_depthwise_conv(g_, *y)) return std::nullopt;
+    if (!y || ops::stores_uint8(g_, *y)) return std::nullopt;
     return "the input is uint8 from a grouped conv, whose kernels store no uint8: a "
            "QuantizeLinear kernel of its own would cost more than the int8 conv saves";
   }

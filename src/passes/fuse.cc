@@ -16,8 +16,8 @@
 //   QuantizeLinear(v, s) to int8, zero point 0 -> quantize(s), out_dtype i8; after it only
 //   [DequantizeLinear(q, s')]                     mul(s') (back to f32), then the steps above
 //   QuantizeLinear(v, s) to uint8, zero point 0 -> round(s), clip(0, 255), out_dtype u8
-//                                                (onnxruntime's activations after a ReLU, group-1
-//                                                contractions only); after it as after int8's
+//                                                (onnxruntime's activations after a ReLU; where
+//                                                ops::stores_uint8); after it as after int8's
 //   Add(v, DequantizeLinear(r, s)), r int8     -> add_residual_scaled(s), r becomes input R
 //     (or uint8 with zero point 0)
 //   QuantizeLinear(v, s, z) -> DequantizeLinear -> round(s), clip(qmin - z, qmax - z), mul(s):
@@ -416,11 +416,11 @@ class Fuser {
         uint8_quantized = false;
       } else if (std::optional<double> s = int8_scale(g_, next, "QuantizeLinear", v)) {
         steps.push_back({EpilogueKind::kQuantize, *s});
-      } else if (std::optional<double> s = !conv || group_one(fused) || ops::is_depthwise_conv(g_, fused)
+      } else if (std::optional<double> s = ops::stores_uint8(g_, fused)
                                                ? uint8_scale(g_, next, "QuantizeLinear", v)
                                                : std::nullopt) {
-        // A group-1 contraction's store or a depthwise conv's (the other grouped kernels store
-        // int8 only): uint8, zero point 0, as ends_quantized(steps, u8) checks.
+        // Where the node's kernels store uint8 (ops::stores_uint8): zero point 0, as
+        // ends_quantized(steps, u8) checks.
         steps.push_back({EpilogueKind::kRound, *s});
         steps.push_back({EpilogueKind::kClip, 0.0, 255.0});
         uint8_quantized = true;

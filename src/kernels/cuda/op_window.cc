@@ -363,7 +363,7 @@ std::optional<std::string> check_window(const ir::Graph& g, const ir::Node& n) {
     const std::optional<DType> out = ops::read_out_dtype(n);
     const bool int8_out = (out == DType::kI8 && ops::ends_quantized(steps)) ||
                           (out == DType::kU8 && ops::ends_quantized(steps, DType::kU8) &&
-                           ops::is_depthwise_conv(g, n));
+                           ops::stores_uint8(g, n));
     if (store == "nchw" || store == "depth_to_space_nchw" || (out && !int8_out) ||
         n.has_attr("input_layout"))
       return n.label() + ": a grouped convolution with an NCHW store, input_layout, or an out_dtype "
