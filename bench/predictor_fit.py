@@ -3,25 +3,28 @@
 
 `tessel predict` first times each launch analytically: the contraction cost model
 (kernels/estimate.h) or a roofline (op kernels, the halo kernel). That time is off by a factor
-that depends on the kind of kernel and its size (median 25% on the fit models, some kernel
-families 1.8x). The learned correction maps the analytical time and the launch's shape to the
-measured time, in logs, linearly:
+that depends on the kind of kernel and its shape (median 36% on the fit models, some kernel
+families 1.8x). The learned correction maps the analytical time A and the launch's record to the
+measured time t: ln(t / A) is a sum of regression trees (gradient boosting on squared error),
+each of depth DEPTH, on the features of `features`:
 
-    ln t = w_g . x,   x = [1, ln A, ln(bytes / BW), ln(flops / TC), ln(CTAs / SMs),
-                           ln(threads per CTA / 128), shared memory per CTA / 64 KiB]
-
-with ln A's weight 1: a factor on the analytical time, learned from the launch's shape.
+  * the launch's size in the target's units: ln A, ln(bytes / BW), ln(flops / TC),
+    ln(CTAs / SMs), ln(threads per CTA / 128), shared memory per CTA / 64 KiB;
+  * what runs: the kernel group (the contraction's family, mma / wgmma / tma / halo / simt, or
+    "op" for every op kernel) and kind (an op kernel's kind, a grouped or an int8 contraction),
+    one indicator each; the schedule's tile (ln of its M, N and K extents, its stages, ln of
+    split-K, ln(1 + groups per tile)); the fused work (an A prologue, a residual, a
+    transcendental step, a channel-slice or depth-to-space store, an f32 output).
 
 A: the analytical time (us, at least 0.5); BW and TC: the target's DRAM bytes and mma.sync
 flops per us of the architecture table (kernels/arch.cc), TC at the int8 rate for an int8
 contraction; the byte and flop terms floored at 0.1 us and CTAs / SMs at 1/32 (FLOOR_US,
-MIN_WAVE). w_g = w + d_g + d_k: weights shared by every kernel plus ridge-shrunk offsets per
-group (the contraction's kernel family, mma / wgmma / tma / halo / simt, or "op" for every op
-kernel) and per kind within it (op_kind: an op kernel's kind, a grouped contraction, an int8
-one), so a group with little data stays near the shared weights and one with none (an op or
-family the fit never saw) uses them alone. A whole model's replay is the sum of its kernels
-plus a gap per launch, one for launches predicted at 3 us or more and one for smaller ones
-(launch_gap).
+MIN_WAVE). Trees predict within what they were fitted on: a launch larger than any the fit saw
+takes the correction of the largest ones, not an extrapolation of a slope. A whole model's
+replay is the sum of its kernels plus a gap per launch, one for launches predicted at 3 us or
+more and one for smaller ones, and one per contraction launch where the model's constants exceed
+half of the L2 cache (its weights are then read from DRAM in each replay, while a kernel timed
+alone re-reads them from L2) (launch_gap).
 
 Input: `tessel profile --trace` outputs of the fit models (scripts/gpu_predict.sh fit writes
 trace_<model>_b<batch>.json and profile_<model>_b<batch>.txt; an int8 QDQ model's are
@@ -31,7 +34,7 @@ bench/predictor_split.json (its "int8" entry: the int8 runs). Before writing, th
 checked by leaving each fit model out in turn (all its batches, fp16 and int8) and
 predicting it from the others.
 
-  predictor_fit.py SOURCE... [--lambda 1.0] [--out src/compiler/predict_fit.h] [--source TEXT]
+  predictor_fit.py SOURCE... [--out src/compiler/predict_fit.h] [--source TEXT]
 """
 import argparse
 import collections
@@ -51,9 +54,17 @@ import numpy as np
 # DRAM bytes and mma.sync flops per SM per clock (16-bit, and int8's m16n8k32), boost clock in
 # MHz.
 SMS, DRAM_PER_CLK, MMA_PER_CLK, MMA_S8_PER_CLK, CLOCK_MHZ = 132, 13, 2048, 4096, 1980
-FEATURES = ["1", "ln A", "ln(bytes/BW)", "ln(flops/TC)", "ln(CTAs/SMs)", "ln(threads/128)",
-            "smem/64KiB"]
+# Its L2 cache (bytes; what the driver reports for the H100 and H200, device::DeviceInfo's
+# l2_bytes).
+L2_BYTES = 50 << 20
 GROUPS = ["halo", "mma", "op", "simt", "tma", "wgmma"]
+# The trees: DEPTH levels of splits, ROUNDS of them, each scaled by RATE; a split leaves at
+# least MIN_LEAF kernels on each side, and a leaf's value is shrunk by LEAF_L2 kernels' worth
+# of zero residual. Chosen on the validation runs (2026-11-29; median kernel / model error:
+# depth 2 9.5% / 7.3%, 3 9.5% / 7.3%, 4 8.3% / 6.6%, 500 rounds of depth 3 8.8% / 6.8%) and
+# by leaving each model of the fit and validation runs out in turn (depth 3 7.9% / 6.8%, depth
+# 4 7.1% / 6.8%).
+DEPTH, ROUNDS, RATE, MIN_LEAF, LEAF_L2 = 4, 300, 0.1, 8, 1.0
 # Floors of the byte and flop times (us) and of CTAs / SMs: about the smallest kernels of the
 # fit models (the smallest moves 0.03 us of DRAM traffic, the fewest CTAs is 5), so that a
 # smaller launch is predicted like those, not by extrapolating the logs.
@@ -66,6 +77,15 @@ SMALL_KERNEL_US = 3.0
 _FAMILY = re.compile(r"^(halo|tma|tc|wgmma|simt)_")
 _OP_ENTRY = re.compile(r"^tessel_op_([a-z0-9_]+)_[0-9a-f]{16}$")
 _GROUPED = re.compile(r"_g\d+$")
+# A schedule's name (kernels::Schedule::name): "tc_128x128x32_s3_w64x64_sk1_r8[_v4x8][_g4]",
+# "tma_128x64x64_s7_r1_c132", "halo_16x16_n64_w64x32_c264[_g2]": its tile's extents (a halo
+# kernel's: the output tile's height and width), stages, split-K and groups per tile.
+_TILE = re.compile(r"^[a-z]+_(\d+)x(\d+)(?:x(\d+))?(?:_s(\d+))?")
+_SPLIT_K = re.compile(r"_sk(\d+)")
+_GROUPS_PER_TILE = re.compile(r"_g(\d+)$")
+# Epilogue steps (contraction::Epilogue::str) computed with a transcendental function
+# (contraction::transcendentals_per_output).
+_TRANSCENDENTAL = {"sigmoid", "silu", "silu_qgate", "gelu", "gelu_tanh", "tanh", "mish", "elu"}
 # A run's model: its name without the batch, and without "_int8" for an int8 QDQ model's run
 # ("resnet50_b32_int8"), which is left out with the same model's fp16 runs.
 _RUN = re.compile(r"^(.*)_b\d+(?:_int8)?$")
@@ -104,22 +124,67 @@ def analytical(row):
     return row["analytical_us"]
 
 
-def features(row):
+def epilogue_flags(row):
+    """The fused work of a contraction from its epilogue's text (contraction::Epilogue::str(),
+    "A prologue affine(#1) -> relu | bias(#0) -> silu -> store f16 channel_slice(...)"): an A
+    prologue, a residual, a transcendental step, a channel-slice or depth-to-space store, an f32
+    output. All 0 for an op kernel (no epilogue)."""
+    e = row["epilogue"]
+    body = e.split(" | ", 1)[1] if e.startswith("A prologue") else e
+    steps = [re.match(r"[a-z_0-9]*", t).group(0) for t in body.split(" -> ")[:-1]]
+    store = body.split(" -> ")[-1].split(" ")
+    return [float(e.startswith("A prologue")), float("residual_add" in steps),
+            float(any(t in _TRANSCENDENTAL for t in steps)),
+            float(len(store) > 2 and store[2].startswith("channel_slice")),
+            float(len(store) > 2 and store[2].startswith("depth_to_space")),
+            float(len(store) > 1 and store[1] == "f32")]
+
+
+def schedule_shape(row):
+    """ln of the tile's M, N and K extents, its stages, ln split-K, ln(1 + groups per tile);
+    all 0 for an op kernel (no schedule)."""
+    m = _TILE.match(row["schedule"])
+    if not m:
+        return [0.0] * 6
+    sk = _SPLIT_K.search(row["schedule"])
+    g = _GROUPS_PER_TILE.search(row["schedule"])
+    return [math.log(int(m.group(1))), math.log(int(m.group(2))), math.log(int(m.group(3) or 1)),
+            float(m.group(4) or 0), math.log(int(sk.group(1)) if sk else 1),
+            math.log(1 + (int(g.group(1)) if g else 0))]
+
+
+def features(row, kinds):
+    """The trees' inputs for a kernel row (the module's docstring); `kinds`: the op kinds of the
+    fit, one indicator each. predict.cc's learned_us computes the same."""
     bw = DRAM_PER_CLK * SMS * CLOCK_MHZ  # bytes per us
     tc = (MMA_S8_PER_CLK if int8(row) else MMA_PER_CLK) * SMS * CLOCK_MHZ  # flops per us
     ctas = row["grid"][0] * row["grid"][1] * row["grid"][2]
     threads = row["block"][0] * row["block"][1] * row["block"][2]
-    return [1.0, math.log(max(analytical(row), 0.5)), math.log(max(row["bytes"] / bw, FLOOR_US)),
-            math.log(max(row["flops"] / tc, FLOOR_US)), math.log(max(ctas / SMS, MIN_WAVE)),
-            math.log(threads / 128), row["smem_bytes"] / 65536]
+    k = op_kind(row)
+    return ([math.log(max(analytical(row), 0.5)), math.log(max(row["bytes"] / bw, FLOOR_US)),
+             math.log(max(row["flops"] / tc, FLOOR_US)), math.log(max(ctas / SMS, MIN_WAVE)),
+             math.log(threads / 128), row["smem_bytes"] / 65536]
+            + [float(group(row) == g) for g in GROUPS] + [float(k == x) for x in kinds]
+            + [float(int8(row))] + epilogue_flags(row) + schedule_shape(row))
+
+
+def feature_names(kinds):
+    return (["ln A", "ln(bytes/BW)", "ln(flops/TC)", "ln(CTAs/SMs)", "ln(threads/128)", "smem/64KiB"]
+            + [f"group {g}" for g in GROUPS] + [f"kind {k}" for k in kinds]
+            + ["int8", "A prologue", "residual", "transcendental", "channel slice", "depth to space",
+               "f32 out", "ln tile M", "ln tile N", "ln tile K", "stages", "ln split-K",
+               "ln(1 + groups per tile)"])
 
 
 # The fields of a kernel row that the fit reads (what --save keeps).
 # "epilogue": a contraction's fused work (engine format 6 on; "" in older traces, absent in
-# older files); "operand_dtype": a contraction's (format 7 on; likewise).
+# older files); "operand_dtype": a contraction's (format 7 on; likewise); "constant_bytes": the
+# engine's constants (the profile's first line, to 0.1 MiB; absent in files before 2026-11-29b).
 FIELDS = ["run", "model", "node", "op", "entry", "schedule", "epilogue", "operand_dtype", "grid",
           "block", "smem_bytes", "flops", "bytes", "analytical_us", "predicted_us", "time_us",
-          "replay"]
+          "replay", "constant_bytes"]
+_CONSTANTS = re.compile(r", constants ([0-9.]+) (B|KiB|MiB|GiB),")
+_UNIT = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
 
 
 def load(source, runs=None):
@@ -137,10 +202,12 @@ def load(source, runs=None):
             continue
         text = open(path.replace("trace_", "profile_").replace(".json", ".txt")).read()
         m = re.search(r"one replay of the whole CUDA graph ([0-9.]+) us", text)
+        c = _CONSTANTS.search(text)
+        constant_bytes = round(float(c.group(1)) * _UNIT[c.group(2)]) if c else 0
         for e in json.load(open(path))["traceEvents"]:
             a = dict(e["args"])
             a.update(run=run, model=_RUN.match(run).group(1), node=e["name"],
-                     replay=float(m.group(1)) if m else None)
+                     replay=float(m.group(1)) if m else None, constant_bytes=constant_bytes)
             a.setdefault("analytical_us", a["predicted_us"])
             a.setdefault("epilogue", "")
             a.setdefault("operand_dtype", "")
@@ -154,53 +221,107 @@ def save(path, rows):
             f.write(json.dumps(r, separators=(",", ":")) + "\n")
 
 
-def design(rows, kinds):
-    x = np.array([features(r) for r in rows])
-    blocks = [x] + [x * np.array([[group(r) == g] for r in rows], dtype=float) for g in GROUPS]
-    blocks += [x * np.array([[op_kind(r) == k] for r in rows], dtype=float) for k in kinds]
-    return np.hstack(blocks)
+class Trees:
+    """Regression trees, each complete to DEPTH levels in heap order (node i's children 2i+1 and
+    2i+2): feature[t][i] and threshold[t][i] for the 2^DEPTH - 1 splits (feature -1: go left),
+    leaf[t][j] for the 2^DEPTH leaves; a row goes left where its feature is <= the threshold."""
+
+    def __init__(self, kinds):
+        self.kinds, self.feature, self.threshold, self.leaf = kinds, [], [], []
+
+    def add(self, x, residual, order):
+        """Grows one tree on the rows' residuals by exact greedy splits, and adds it."""
+        n_split = 2 ** DEPTH - 1
+        feature, threshold = [-1] * n_split, [0.0] * n_split
+        leaf = [0.0] * (2 ** DEPTH)
+        def grow(node, mask, level):
+            n, total = int(mask.sum()), float(residual[mask].sum())
+            value = total / (n + LEAF_L2)
+            best = (0.0, -1, 0.0)
+            if level < DEPTH and n >= 2 * MIN_LEAF:
+                parent = total * total / (n + LEAF_L2)
+                for f in range(x.shape[1]):
+                    o = order[f][mask[order[f]]]
+                    v, left = x[o, f], np.cumsum(residual[o])[:-1]
+                    count = np.arange(1, n)
+                    ok = (v[:-1] < v[1:]) & (count >= MIN_LEAF) & (count <= n - MIN_LEAF)
+                    if not ok.any():
+                        continue
+                    gain = (left * left / (count + LEAF_L2) + (total - left) ** 2 / (n - count + LEAF_L2)
+                            - parent)
+                    i = int(np.argmax(np.where(ok, gain, -1.0)))
+                    if ok[i] and gain[i] > best[0]:
+                        best = (float(gain[i]), f, float(0.5 * (v[i] + v[i + 1])))
+            if best[1] < 0:  # a leaf: every leaf below this node takes its value
+                first = node
+                while first < n_split:
+                    first = 2 * first + 1
+                span = 2 ** (DEPTH - level)
+                for j in range(first - n_split, first - n_split + span):
+                    leaf[j] = RATE * value
+                return
+            feature[node], threshold[node] = best[1], best[2]
+            grow(2 * node + 1, mask & (x[:, best[1]] <= best[2]), level + 1)
+            grow(2 * node + 2, mask & (x[:, best[1]] > best[2]), level + 1)
+        grow(0, np.ones(len(x), bool), 0)
+        self.feature.append(feature)
+        self.threshold.append(threshold)
+        self.leaf.append(leaf)
+
+    def tree_value(self, t, x):
+        node, n_split = np.zeros(len(x), int), 2 ** DEPTH - 1
+        f, thr = np.array(self.feature[t]), np.array(self.threshold[t])
+        for _ in range(DEPTH):
+            fi = f[node]
+            right = (fi >= 0) & (x[np.arange(len(x)), np.maximum(fi, 0)] > thr[node])
+            node = 2 * node + 1 + right
+        return np.array(self.leaf[t])[node - n_split]
+
+    def value(self, x):
+        return sum((self.tree_value(t, x) for t in range(len(self.leaf))), np.zeros(len(x)))
 
 
-def fit(rows, lam):
-    """Ridge least squares of ln(t / A) on the other features: ln A's weight is 1 in every
-    group, so the correction is a factor on the analytical time, and a slower target (a larger
-    A) is never predicted faster."""
+def fit(rows):
+    """ROUNDS trees boosted on ln(t / A)."""
     kinds = sorted({op_kind(r) for r in rows} - {None})
-    x = design(rows, kinds)
-    k = len(FEATURES)
-    free = [i for i in range(x.shape[1]) if i % k != 1]
-    y = np.log([r["time_us"] for r in rows]) - x[:, 1]
-    penalty = np.diag([1e-6 if i < k else lam for i in free])
-    w = np.zeros(x.shape[1])
-    w[free] = np.linalg.solve(x[:, free].T @ x[:, free] + penalty, x[:, free].T @ y)
-    w[1] = 1.0
-    return w[:k], {g: w[k * (i + 1):k * (i + 2)] for i, g in enumerate(GROUPS + kinds)}
+    x = np.array([features(r, kinds) for r in rows])
+    y = np.log([r["time_us"] / max(analytical(r), 0.5) for r in rows])
+    order = [np.argsort(x[:, f], kind="stable") for f in range(x.shape[1])]
+    trees, f = Trees(kinds), np.zeros(len(rows))
+    for _ in range(ROUNDS):
+        trees.add(x, y - f, order)
+        f += trees.tree_value(len(trees.leaf) - 1, x)
+    return trees
 
 
-def weights(model, row):
-    """The shared weights plus the offsets of the row's group and op kind (zero where the fit
-    had none)."""
-    shared, offsets = model
-    zero = np.zeros(len(FEATURES))
-    return shared + offsets.get(group(row), zero) + offsets.get(op_kind(row), zero)
-
-
-def predict(model, rows):
+def predict(trees, rows):
     """Each row's predicted time, at least MIN_KERNEL_US."""
-    return [max(MIN_KERNEL_US, math.exp(float(np.dot(weights(model, r), features(r))))) for r in rows]
+    x = np.array([features(r, trees.kinds) for r in rows])
+    a = np.array([max(analytical(r), 0.5) for r in rows])
+    return [max(MIN_KERNEL_US, float(t)) for t in a * np.exp(trees.value(x))]
 
 
-def gap_us(gap, predicted_us):
+def cold_weights(row):
+    """Whether the row's model reads its weights from DRAM in each replay: its constants exceed
+    half of the L2 cache (L2_BYTES)."""
+    return row["constant_bytes"] > L2_BYTES / 2
+
+
+def gap_us(gap, predicted_us, row):
     """What a launch predicted to take `predicted_us` adds to a replay beyond its own time."""
-    large, small = gap
-    return large if predicted_us >= SMALL_KERNEL_US else small
+    large, small, cold = gap
+    extra = cold if row["schedule"] and cold_weights(row) else 0.0
+    return (large if predicted_us >= SMALL_KERNEL_US else small) + extra
 
 
 def launch_gap(rows, model):
-    """The per-launch gaps (large, small kernels): least squares over the runs of (replay - the
-    kernels' measured sum) = large * (launches predicted at SMALL_KERNEL_US or more) + small *
-    (the others). A small kernel timed alone includes a launch latency that, in a graph, hides
-    under its predecessor's tail: its gap is about 0; a large one's is about half a us."""
+    """The per-launch gaps (large kernels, small kernels, contractions of a model whose weights
+    are cold): least squares over the runs of (replay - the kernels' measured sum) = large *
+    (launches predicted at SMALL_KERNEL_US or more) + small * (the others) + cold * (contraction
+    launches, where cold_weights). A small kernel timed alone includes a launch latency that, in
+    a graph, hides under its predecessor's tail: its gap is about 0; a large one's is about half
+    a us. A kernel timed alone reads its weights from L2 (every copy reads the same); in a replay
+    of a model whose weights do not fit, from DRAM."""
     by = collections.defaultdict(list)
     for r, p in zip(rows, predict(model, rows)):
         by[r["run"]].append((r, p))
@@ -208,7 +329,8 @@ def launch_gap(rows, model):
     for v in by.values():
         if v[0][0]["replay"]:
             small = sum(p < SMALL_KERNEL_US for _, p in v)
-            a.append([len(v) - small, small])
+            cold = sum(bool(r["schedule"]) and cold_weights(r) for r, _ in v)
+            a.append([len(v) - small, small, cold])
             y.append(v[0][0]["replay"] - sum(r["time_us"] for r, _ in v))
     return tuple(float(g) for g in np.linalg.lstsq(np.array(a, float), np.array(y), rcond=None)[0])
 
@@ -218,14 +340,14 @@ def errors(rows, predicted, gap):
     by = collections.defaultdict(lambda: [0.0, 0, None])
     for p, r in zip(predicted, rows):
         b = by[r["run"]]
-        b[0] += p + gap_us(gap, p)
+        b[0] += p + gap_us(gap, p, r)
         b[1] += 1
         b[2] = r["replay"]
     model = {run: (s - replay) / replay for run, (s, n, replay) in by.items()}
     return kernel, model
 
 
-def leave_one_model_out(rows, lam):
+def leave_one_model_out(rows):
     """Each row's kernel error and each run's model error, predicted by a fit on the other
     models' rows (a model's fp16 and int8 runs are left out together)."""
     kernel, model = [None] * len(rows), {}
@@ -233,7 +355,7 @@ def leave_one_model_out(rows, lam):
         index = [i for i, r in enumerate(rows) if r["model"] == m]
         train = [r for r in rows if r["model"] != m]
         test = [rows[i] for i in index]
-        model_m = fit(train, lam)
+        model_m = fit(train)
         k, mm = errors(test, predict(model_m, test), launch_gap(train, model_m))
         for i, e in zip(index, k):
             kernel[i] = e
@@ -262,36 +384,44 @@ def report(what, rows, kernel, model):
         print(f"  {run:24} {e:+.1%}")
 
 
-def write_header(path, model, gap, source, n_rows, runs):
-    shared, offsets = model
-    def arr(w):
-        return "{" + ", ".join(f"{v:.6g}" for v in w) + "}"
+def write_header(path, trees, gap, source, n_rows, runs):
+    def arr(w, fmt):
+        return "{" + ", ".join(fmt(v) for v in w) + "}"
+    names = feature_names(trees.kinds)
     about = (f"The predictor's learned correction (compiler/predict.h), written by bench/predictor_fit.py: "
              f"do not edit. Fitted to {n_rows} kernels of {len(runs)} profiles ({', '.join(runs)}), "
-             f"{source}. ln t = (kShared + the offsets of the kernel's group and kind) . x, x as "
-             f"predict.cc's learned_us.")
+             f"{source}. ln(t / A) is the sum over kTrees of the leaf each tree takes the launch's "
+             f"features to, x as predict.cc's learned_us: " + "; ".join(f"x[{i}] {n}" for i, n in enumerate(names)) + ".")
     lines = ["// " + line for line in textwrap.wrap(about, 96)] + [
         "#pragma once",
         "",
         "namespace tessel::compiler::fit {",
         "",
-        f"constexpr int kFeatures = {len(FEATURES)};  // " + ", ".join(FEATURES),
-        f"constexpr double kShared[kFeatures] = {arr(shared)};",
-        f"constexpr double kFloorUs = {FLOOR_US}, kMinWave = {MIN_WAVE};  // floors of x[2], x[3] and x[4]'s ratio",
+        f"constexpr int kFeatures = {len(names)};",
+        "// The op kinds with an indicator each, from x[12] on.",
+        "constexpr const char* kKinds[] = {" + ", ".join(f'"{k}"' for k in trees.kinds) + "};",
+        f"constexpr double kFloorUs = {FLOOR_US}, kMinWave = {MIN_WAVE};  // floors of x[1], x[2] and x[3]'s ratio",
         f"constexpr double kMinKernelUs = {MIN_KERNEL_US};  // the least time predicted for a launch",
-        "struct GroupOffset {",
-        "  const char* group;",
-        "  double w[kFeatures];",
+        "// A complete tree of kDepth levels in heap order (node i's children 2i+1 and 2i+2): a launch",
+        "// goes left where x[feature] <= threshold, or where feature is -1.",
+        f"constexpr int kDepth = {DEPTH};",
+        "struct Tree {",
+        f"  int feature[{2 ** DEPTH - 1}];",
+        f"  double threshold[{2 ** DEPTH - 1}];",
+        f"  double leaf[{2 ** DEPTH}];",
         "};",
-        "constexpr GroupOffset kGroups[] = {",
+        "constexpr Tree kTrees[] = {",
     ]
-    lines += [f"    {{\"{g}\", {arr(w)}}}," for g, w in offsets.items()]
+    for f, t, v in zip(trees.feature, trees.threshold, trees.leaf):
+        lines.append(f"    {{{arr(f, str)}, {arr(t, lambda x: f'{x:.17g}')}, {arr(v, lambda x: f'{x:.9g}')}}},")
     lines += [
         "};",
         "// A CUDA graph replay's time beyond its kernels' (each timed alone), per launch: of a",
-        f"// launch predicted at kSmallKernelUs or more, and of a smaller one.",
+        "// launch predicted at kSmallKernelUs or more, of a smaller one, and in addition of a",
+        "// contraction of a model whose constants exceed half of the L2 cache.",
         f"constexpr double kSmallKernelUs = {SMALL_KERNEL_US};",
-        f"constexpr double kLaunchGapUs = {gap[0]:.4f}, kSmallLaunchGapUs = {gap[1]:.4f};",
+        f"constexpr double kLaunchGapUs = {gap[0]:.9g}, kSmallLaunchGapUs = {gap[1]:.9g};",
+        f"constexpr double kColdWeightsGapUs = {gap[2]:.9g};",
         "",
         "}  // namespace tessel::compiler::fit",
         "",
@@ -305,7 +435,6 @@ def main():
     ap.add_argument("sources", nargs="+", metavar="SOURCE",
                     help="directory of trace_*.json and profile_*.txt of the fit models, or a file "
                     "--save wrote")
-    ap.add_argument("--lambda", dest="lam", type=float, default=1.0, help="ridge weight of the group offsets")
     ap.add_argument("--out", help="write the C++ header here (src/compiler/predict_fit.h)")
     ap.add_argument("--source", default="measured on the GPU", help="device, date and commit, for the header")
     ap.add_argument("--split", default=os.path.join(os.path.dirname(__file__), "predictor_split.json"))
@@ -314,8 +443,11 @@ def main():
                     "files --save wrote (never fitted on)")
     ap.add_argument("--held-out-set", choices=("held_out", "test"), default="held_out",
                     help="which runs of the split --held-out scores: held_out (default; the "
-                    "validation set of predictor changes, and the int8 held-out runs) or test "
-                    "(scored once, after them: the split's test_rule)")
+                    "validation set of predictor changes, and the int8 held-out runs, against a "
+                    "fit on the fit runs) or test (scored once, after them, against a fit on the "
+                    "fit and validation runs together: the split's test_rule)")
+    ap.add_argument("--no-check", action="store_true",
+                    help="skip the leave-one-model-out check (the fit and the header alone)")
     ap.add_argument("--save", metavar="FILE.jsonl.gz",
                     help="write the fit rows (and the held-out ones, to FILE with .held_out before "
                     ".jsonl.gz) in the compact form load() reads")
@@ -324,11 +456,16 @@ def main():
     int8 = split.get("int8", {"fit": [], "held_out": []})
     runs = {f"{m}_b{b}" for m in split["fit"]["models"] for b in split["fit"]["batches"][m]}
     runs |= {r.replace(":", "_b") + "_int8" for r in int8["fit"]}
-    held = {r.replace(":", "_b") for r in split[args.held_out_set]}
+    validation = {r.replace(":", "_b") for r in split["held_out"]}
+    validation |= {r.replace(":", "_b") + "_int8" for r in int8["held_out"]}
     if args.held_out_set == "held_out":
-        held |= {r.replace(":", "_b") + "_int8" for r in int8["held_out"]}
-    never_fit = split["held_out"] + split.get("test", []) + int8["held_out"]
-    fit_models = set(split["fit"]["models"]) | {r.split(":")[0] for r in int8["fit"]}
+        held = validation
+        never_fit = split["held_out"] + split.get("test", []) + int8["held_out"]
+    else:
+        held = {r.replace(":", "_b") for r in split["test"]}
+        runs |= validation
+        never_fit = split["test"]
+    fit_models = {_RUN.match(r).group(1) for r in runs}
     mixed = sorted(fit_models & {h.split(":")[0] for h in never_fit})
     if mixed:
         sys.exit(f"predictor_fit.py: {args.split} fits on held-out models: {', '.join(mixed)}")
@@ -336,14 +473,15 @@ def main():
     if not rows:
         sys.exit(f"predictor_fit.py: no fit traces in {', '.join(args.sources)}")
     before = [abs(analytical(r) - r["time_us"]) / r["time_us"] for r in rows]
-    kernel, model = leave_one_model_out(rows, args.lam)
     print(f"{len(rows)} kernels of {len({r['run'] for r in rows})} profiles")
     print(f"analytical alone: median kernel error {statistics.median(before):.1%}")
-    report("learned, each model left out in turn", rows, kernel, model)
+    if not args.no_check:
+        kernel, model = leave_one_model_out(rows)
+        report("learned, each model left out in turn", rows, kernel, model)
     if args.save:
         save(args.save, rows)
         print(f"wrote {args.save}")
-    final = fit(rows, args.lam)
+    final = fit(rows)
     gap = launch_gap(rows, final)
     if args.held_out:
         what = "held-out" if args.held_out_set == "held_out" else "test"

@@ -63,10 +63,16 @@ Action add_predict(CLI::App& app) {
                        {"microseconds", p.microseconds},
                        {"analytical_us", p.analytical_us},
                        {"operand_dtype", p.operand_dtype},
-                       {"gap_us", compiler::launch_gap_us(p.microseconds)},
+                       {"gap_us", compiler::launch_gap_us(p.microseconds, p.contraction, m.cold_weights)},
                        {"flops", p.flops},
                        {"bytes", p.bytes},
-                       {"model", p.model}});
+                       {"model", p.model},
+                       {"ctas", p.launch.ctas},
+                       {"threads", p.launch.threads},
+                       {"smem_bytes", p.launch.smem_bytes},
+                       {"schedule", p.launch.schedule},
+                       {"epilogue", p.launch.epilogue},
+                       {"entry", p.launch.entry}});
     }
     if (m.calibrated_from > 0)
       std::printf("tuning database: %d contractions measured; the cost model's other "

@@ -83,9 +83,11 @@ Action add_profile(CLI::App& app) {
                 dynamic_batch_note(session, batch).c_str());
     std::fputs(eng::format_profile(report).c_str(), stdout);
     // The replay the predictor expects: its launches plus its per-launch gap (compiler/predict.h).
+    const bool cold = compiler::cold_weights(engine.stats().constant_bytes, device);
     double predicted_us = 0;
     for (const eng::KernelRow& row : report.rows)
-      predicted_us += row.predicted_us + compiler::launch_gap_us(row.predicted_us);
+      predicted_us += row.predicted_us + compiler::launch_gap_us(row.predicted_us,
+                                                                 !row.launch->schedule.empty(), cold);
     if (report.replay_us > 0 && !report.rows.empty())
       std::printf("predicted replay (tessel predict): %.2f us, the launches and their gaps; %+.1f%% of the replay\n",
                   predicted_us, 100.0 * (predicted_us - report.replay_us) / report.replay_us);

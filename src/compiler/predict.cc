@@ -1,8 +1,8 @@
 #include "compiler/predict.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
-#include <cstring>
 #include <string>
 
 #include "compiler/plan_node.h"
@@ -34,17 +34,10 @@ double roofline_us(int64_t bytes, int64_t flops, double flops_per_clk,
   return (kernels::launch_cycles(target) + std::max(dram, math)) / f.clock_mhz;
 }
 
-// The launch a node's plan makes: its grid, block and shared memory (the kernel's source is
-// generated, not compiled).
-struct LaunchShape {
-  double ctas = 1, threads = 1, smem_bytes = 0;
-  // Within its learned group: an op kernel's kind, "grouped", an int8 contraction's "<group>_i8";
-  // or none.
-  std::string kind;
-};
+using LaunchShape = NodePrediction::Launch;
 
 // The learned correction's group of a launch (bench/predictor_fit.py's `group`; the kind,
-// its `op_kind`, is LaunchShape::kind).
+// its `op_kind`, is Launch::kind).
 const char* learned_group(const NodePlan& plan) {
   if (plan.run != NodeRun::kContraction) return "op";
   switch (plan.schedule.mainloop) {
@@ -75,9 +68,11 @@ bool int8_operands(const NodePlan& plan) {
 
 template <typename Source>
 LaunchShape shape_of(const Source& k) {
-  return {static_cast<double>(k.grid[0]) * k.grid[1] * k.grid[2],
-          static_cast<double>(k.block[0]) * k.block[1] * k.block[2],
-          static_cast<double>(k.smem_bytes), {}};
+  LaunchShape s;
+  s.ctas = static_cast<double>(k.grid[0]) * k.grid[1] * k.grid[2];
+  s.threads = static_cast<double>(k.block[0]) * k.block[1] * k.block[2];
+  s.smem_bytes = static_cast<double>(k.smem_bytes);
+  return s;
 }
 
 // An op kernel's kind from its entry point, tessel_op_<kind>_<16 hex digits> ("op:pool").
@@ -92,8 +87,12 @@ LaunchShape launch_shape(const ir::Graph& g, const ir::Node& n, const NodePlan& 
   if (plan.run == NodeRun::kContraction) {
     const kernels::cuda::LaunchDims d =
         kernels::cuda::launch_dims(*plan.match.contraction, plan.epilogue, plan.schedule);
-    LaunchShape s{static_cast<double>(d.grid_x), static_cast<double>(d.threads),
-                  static_cast<double>(d.smem_bytes), {}};
+    LaunchShape s;
+    s.ctas = static_cast<double>(d.grid_x);
+    s.threads = static_cast<double>(d.threads);
+    s.smem_bytes = static_cast<double>(d.smem_bytes);
+    s.schedule = plan.schedule.name();
+    s.epilogue = plan.epilogue.str();
     if (plan.schedule.groups_per_tile > 0) s.kind = "grouped";  // 16-bit only
     if (int8_operands(plan)) s.kind = std::string(learned_group(plan)) + "_i8";
     return s;
@@ -101,45 +100,92 @@ LaunchShape launch_shape(const ir::Graph& g, const ir::Node& n, const NodePlan& 
   auto shape = [](const kernels::cuda::OpKernelSource& k) {
     LaunchShape s = shape_of(k);
     s.kind = op_kind(k.name);
+    s.entry = k.name;
     return s;
   };
   return op ? shape(*op) : shape(kernels::cuda::emit_op(g, n, plan.slices));
 }
 
-// The learned correction (compiler/predict_fit.h, fitted by bench/predictor_fit.py, whose
-// `features` these must equal): the analytical time `analytical_us` and the launch's shape in
-// the target's units, mapped to the measured time. Flops are timed at the mma.sync rate of the
-// launch's operands: int8's for an int8 contraction, else 16-bit's.
-double learned_us(double analytical_us, const NodePrediction& p, const LaunchShape& launch,
-                  const char* group, bool int8, const device::DeviceInfo& target) {
+// The learned correction's inputs (compiler/predict_fit.h, fitted by bench/predictor_fit.py,
+// whose `features` these must equal): the launch's size in the target's units (the analytical
+// time, DRAM bytes at its bandwidth, flops at the mma.sync rate of the operands: int8's for an
+// int8 contraction, else 16-bit's; CTAs per SM, threads, shared memory), what runs (its group
+// and kind), a contraction's fused work and its schedule's tile.
+std::array<double, fit::kFeatures> learned_features(double analytical_us, const NodePrediction& p,
+                                                    const LaunchShape& launch, const NodePlan& plan,
+                                                    const device::DeviceInfo& target) {
   const kernels::ArchFacts& f = kernels::arch_facts(target);
   const double sms = target.sm_count;
   const double bytes_per_us = static_cast<double>(f.dram_bytes_per_clk) * sms * f.clock_mhz;
+  const bool int8 = int8_operands(plan);
   const double tc_per_clk = int8 ? f.mma_s8_ops_per_clk : f.mma_flops_per_clk;
   const double flops_per_us = tc_per_clk * sms * f.clock_mhz;
-  const double x[fit::kFeatures] = {
-      1.0,
-      std::log(std::max(analytical_us, 0.5)),
-      std::log(std::max(static_cast<double>(p.bytes) / bytes_per_us, fit::kFloorUs)),
-      std::log(std::max(static_cast<double>(p.flops) / flops_per_us, fit::kFloorUs)),
-      std::log(std::max(launch.ctas / sms, fit::kMinWave)),
-      std::log(launch.threads / 128.0),
-      launch.smem_bytes / 65536.0};
-  // The shared weights, plus the offsets of the group and of the kind where the fit has them.
-  double w[fit::kFeatures];
-  std::copy(std::begin(fit::kShared), std::end(fit::kShared), w);
-  for (const fit::GroupOffset& o : fit::kGroups)
-    if (std::strcmp(o.group, group) == 0 || (!launch.kind.empty() && launch.kind == o.group))
-      for (int i = 0; i < fit::kFeatures; ++i) w[i] += o.w[i];
-  double ln_t = 0;
-  for (int i = 0; i < fit::kFeatures; ++i) ln_t += w[i] * x[i];
-  return std::max(fit::kMinKernelUs, std::exp(ln_t));
+  std::array<double, fit::kFeatures> x{};
+  size_t i = 0;
+  x[i++] = std::log(std::max(analytical_us, 0.5));
+  x[i++] = std::log(std::max(static_cast<double>(p.bytes) / bytes_per_us, fit::kFloorUs));
+  x[i++] = std::log(std::max(static_cast<double>(p.flops) / flops_per_us, fit::kFloorUs));
+  x[i++] = std::log(std::max(launch.ctas / sms, fit::kMinWave));
+  x[i++] = std::log(launch.threads / 128.0);
+  x[i++] = launch.smem_bytes / 65536.0;
+  const std::string group = learned_group(plan);
+  for (const char* g : {"halo", "mma", "op", "simt", "tma", "wgmma"}) x[i++] = group == g;
+  for (const char* k : fit::kKinds) x[i++] = launch.kind == k;
+  x[i++] = int8;
+  if (plan.run == NodeRun::kContraction) {
+    using contraction::StoreMap;
+    const contraction::Epilogue& e = plan.epilogue;
+    const kernels::Schedule& s = plan.schedule;
+    const bool halo = s.mainloop == kernels::Mainloop::kHalo;
+    const bool tma = s.mainloop == kernels::Mainloop::kTma;
+    // As the schedule's name spells its tile (kernels::Schedule::name): a halo kernel's output
+    // tile in pixels and no K tile, stages or split-K; a TMA kernel's without split-K.
+    const double values[] = {
+        static_cast<double>(e.a_prologue.has_value()),
+        static_cast<double>(contraction::read_bytes_per_output(e) > 0),
+        static_cast<double>(contraction::transcendentals_per_output(e) > 0),
+        static_cast<double>(e.store.kind == StoreMap::Kind::kChannelSlice),
+        static_cast<double>(e.store.kind == StoreMap::Kind::kDepthToSpace ||
+                            e.store.kind == StoreMap::Kind::kDepthToSpaceNchw),
+        static_cast<double>(e.out_dtype == DType::kF32),
+        std::log(halo ? s.tile_h() : s.block_m),
+        std::log(halo ? s.tile_w : s.block_n),
+        std::log(halo ? 1 : s.block_k),
+        halo ? 0.0 : s.stages,
+        std::log(halo || tma ? 1 : s.split_k),
+        std::log(1 + s.groups_per_tile)};
+    for (double v : values) x[i++] = v;
+  }
+  return x;
+}
+
+// The learned correction: the analytical time `analytical_us` times e^(the trees' sum on the
+// launch's features), at least kMinKernelUs.
+double learned_us(double analytical_us, const NodePrediction& p, const LaunchShape& launch,
+                  const NodePlan& plan, const device::DeviceInfo& target) {
+  const std::array<double, fit::kFeatures> x = learned_features(analytical_us, p, launch, plan, target);
+  constexpr int kSplits = (1 << fit::kDepth) - 1;
+  double ln_ratio = 0;
+  for (const fit::Tree& t : fit::kTrees) {
+    int node = 0;
+    for (int level = 0; level < fit::kDepth; ++level) {
+      const int f = t.feature[node];
+      node = 2 * node + 1 + (f >= 0 && x[static_cast<size_t>(f)] > t.threshold[node] ? 1 : 0);
+    }
+    ln_ratio += t.leaf[node - kSplits];
+  }
+  return std::max(fit::kMinKernelUs, std::max(analytical_us, 0.5) * std::exp(ln_ratio));
 }
 
 }  // namespace
 
-double launch_gap_us(double predicted_us) {
-  return predicted_us >= fit::kSmallKernelUs ? fit::kLaunchGapUs : fit::kSmallLaunchGapUs;
+bool cold_weights(int64_t constant_bytes, const device::DeviceInfo& target) {
+  return static_cast<double>(constant_bytes) > static_cast<double>(target.l2_bytes) / 2;
+}
+
+double launch_gap_us(double predicted_us, bool contraction, bool cold_weights) {
+  return (predicted_us >= fit::kSmallKernelUs ? fit::kLaunchGapUs : fit::kSmallLaunchGapUs) +
+         (contraction && cold_weights ? fit::kColdWeightsGapUs : 0.0);
 }
 
 NodePrediction predict_node(const ir::Graph& g, int node, const NodePlan& plan,
@@ -179,8 +225,9 @@ NodePrediction predict_node(const ir::Graph& g, int node, const NodePlan& plan,
       }
       break;
   }
-  p.microseconds = learned_us(p.analytical_us, p, launch_shape(g, n, plan, op),
-                              learned_group(plan), int8_operands(plan), target);
+  p.contraction = plan.run == NodeRun::kContraction;
+  p.launch = launch_shape(g, n, plan, op);
+  p.microseconds = learned_us(p.analytical_us, p, p.launch, plan, target);
   if (plan.run != NodeRun::kContraction) return p;
   // A contraction the tuning database measured on this GPU, with the schedule it runs: the
   // measurement is the prediction, and it calibrates the cost model for the others.
@@ -211,9 +258,6 @@ void calibrate(ModelPrediction& m) {
       p.model = "cost model, calibrated";
     }
   }
-  m.microseconds = 0;
-  for (const NodePrediction& p : m.nodes)
-    if (p.model != "none") m.microseconds += p.microseconds + launch_gap_us(p.microseconds);
 }
 
 ModelPrediction predict(const ir::Graph& g, const Options& options, const device::DeviceInfo& target) {
@@ -229,6 +273,10 @@ ModelPrediction predict(const ir::Graph& g, const Options& options, const device
   m.arena_bytes = passes::plan_memory(g).arena_bytes;
   for (const ir::Value& v : g.values)
     if (v.is_constant()) m.constant_bytes += static_cast<int64_t>(v.data->nbytes());
+  m.cold_weights = cold_weights(m.constant_bytes, target);
+  for (const NodePrediction& p : m.nodes)
+    if (p.model != "none")
+      m.microseconds += p.microseconds + launch_gap_us(p.microseconds, p.contraction, m.cold_weights);
   return m;
 }
 

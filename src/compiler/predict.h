@@ -13,11 +13,12 @@
 //   views and in-place Concats: nothing.
 // Then a learned correction (predict_fit.h, fitted by bench/predictor_fit.py to kernels
 // measured by `tessel profile`; the held-out check is bench/predictor_split.json's) maps that
-// time and the launch's shape (bytes, flops, CTAs, threads, shared memory in the target's
-// units; flops at the Tensor Core rate of the operands' dtype) to the time the kernel takes,
-// per kernel family and per kind within it (op kernels by kind, grouped contractions, int8
-// ones). A replay of the graph is the sum of its launches plus a fitted gap per launch
-// (launch_gap_us).
+// time to the time the kernel takes: a factor e^(sum of regression trees) on the launch's
+// shape (bytes, flops, CTAs, threads, shared memory in the target's units; flops at the Tensor
+// Core rate of the operands' dtype), its kernel family and kind (op kernels by kind, grouped
+// contractions, int8 ones), a contraction's fused work (prologue, residual, transcendental
+// steps, store map, output dtype) and its schedule's tile. A replay of the graph is the sum of
+// its launches plus a fitted gap per launch (launch_gap_us).
 // With a tuning database (Options::tuning), a contraction it measured on this GPU with the
 // schedule the node runs is predicted by that measurement, and the median ratio of measured
 // to cost-model time over those contractions scales the cost model's prediction of the
@@ -52,6 +53,17 @@ struct NodePrediction {
   // A contraction's operand dtype ("f16", "bf16", "i8": A's, which a Tensor Core contraction
   // shares with B); empty for op kernels.
   std::string operand_dtype;
+  bool contraction = false;  // a contraction kernel (launch_gap_us)
+  // The launch, as `tessel profile --trace` records it and bench/predictor_fit.py reads it (the
+  // kernel's source is generated, not compiled): CTAs, threads and shared memory per CTA; its
+  // kind within its learned group (an op kernel's, "grouped", an int8 contraction's
+  // "<group>_i8", or none); a contraction's schedule and epilogue (kernels::Schedule::name,
+  // contraction::Epilogue::str), an op kernel's entry point.
+  struct Launch {
+    double ctas = 1, threads = 1, smem_bytes = 0;
+    std::string kind, schedule, epilogue, entry;
+  };
+  Launch launch;  // none for nodes that launch nothing
 };
 
 struct ModelPrediction {
@@ -62,6 +74,7 @@ struct ModelPrediction {
   int64_t workspace_bytes = 0;  // split-K partials
   double calibration = 1.0;     // measured / cost model over the tuned contractions
   int calibrated_from = 0;      // how many (0: no tuning records matched)
+  bool cold_weights = false;    // cold_weights(constant_bytes, the target)
   int64_t device_bytes() const { return arena_bytes + constant_bytes + workspace_bytes; }
 };
 
@@ -78,13 +91,19 @@ NodePrediction predict_node(const ir::Graph& g, int node, const struct NodePlan&
                             const kernels::cuda::OpKernelSource* op = nullptr);
 
 // The measured / cost-model ratio over the "measured" nodes (median), applied to the "cost
-// model" ones; sets m.calibration and m.calibrated_from, and m.microseconds to the launches'
-// sum plus launch_gap_us() per launch.
+// model" ones; sets m.calibration and m.calibrated_from. (predict() then sets m.microseconds to
+// the launches' sum plus launch_gap_us() per launch.)
 void calibrate(ModelPrediction& m);
+
+// Whether a replay of an engine with `constant_bytes` of constants reads its weights from DRAM:
+// they exceed half of the target's L2 cache. (A kernel timed alone, as `tessel profile` times
+// it and the fit measured it, reads them from L2: each of its copies reads the same.)
+bool cold_weights(int64_t constant_bytes, const device::DeviceInfo& target);
 
 // What a launch predicted to take `predicted_us` adds to a replay of a CUDA graph beyond that
 // (fitted: about half a us for a large kernel, about 0 for a small one, whose launch latency
-// hides under its predecessor's tail).
-double launch_gap_us(double predicted_us);
+// hides under its predecessor's tail; and for a contraction, whose weights are cold, the time to
+// bring them from DRAM).
+double launch_gap_us(double predicted_us, bool contraction, bool cold_weights);
 
 }  // namespace tessel::compiler

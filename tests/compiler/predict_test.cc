@@ -21,7 +21,9 @@ namespace {
 ir::Graph gpu_graph(const ir::Graph& g) { return passes::run_passes(g, passes::gpu_pipeline({})); }
 
 // Every launch has an analytical time and a corrected one; none is predicted below the least
-// kernel time of the fit; the replay is the launches plus launch_gap_us for each.
+// kernel time of the fit; the replay is the launches plus launch_gap_us for each. Each launch
+// says what it is as a trace records it: a contraction its schedule and epilogue, an op kernel
+// its entry point.
 TEST(Predict, EveryLaunchIsCorrectedAndTheReplayAddsTheGaps) {
   for (const ir::Graph& g : {gpu_graph(testing::preact_block()), gpu_graph(testing::convnext_block()),
                              gpu_graph(testing::dense_block())}) {
@@ -37,21 +39,61 @@ TEST(Predict, EveryLaunchIsCorrectedAndTheReplayAddsTheGaps) {
       EXPECT_GT(p.analytical_us, 0.0) << g.nodes[static_cast<size_t>(p.node)].label();
       EXPECT_GE(p.microseconds, fit::kMinKernelUs) << g.nodes[static_cast<size_t>(p.node)].label();
       EXPECT_TRUE(std::isfinite(p.microseconds));
-      replay += p.microseconds + launch_gap_us(p.microseconds);
+      EXPECT_GT(p.launch.ctas, 0.0);
+      EXPECT_GT(p.launch.threads, 0.0);
+      const ir::Node& n = g.nodes[static_cast<size_t>(p.node)];
+      if (p.contraction) {
+        const NodePlan plan = plan_node(g, n, {}, device::known_device("sm_90a"));
+        EXPECT_EQ(p.launch.schedule, plan.schedule.name()) << n.label();
+        EXPECT_EQ(p.launch.epilogue, plan.epilogue.str()) << n.label();
+        EXPECT_EQ(p.launch.entry, "") << n.label();
+      } else {
+        EXPECT_EQ(p.launch.entry.rfind("tessel_op_", 0), 0u) << n.label() << ": " << p.launch.entry;
+        EXPECT_EQ(p.launch.kind.rfind("op:", 0), 0u) << n.label() << ": " << p.launch.kind;
+        EXPECT_EQ(p.launch.schedule, "") << n.label();
+      }
+      replay += p.microseconds + launch_gap_us(p.microseconds, p.contraction, m.cold_weights);
     }
     EXPECT_GT(launches, 0);
+    EXPECT_FALSE(m.cold_weights);  // a block's weights fit in the L2 cache
     EXPECT_NEAR(m.microseconds, replay, 1e-9);
   }
-  EXPECT_EQ(launch_gap_us(fit::kSmallKernelUs), fit::kLaunchGapUs);
-  EXPECT_EQ(launch_gap_us(fit::kSmallKernelUs - 0.01), fit::kSmallLaunchGapUs);
+  EXPECT_EQ(launch_gap_us(fit::kSmallKernelUs, false, false), fit::kLaunchGapUs);
+  EXPECT_EQ(launch_gap_us(fit::kSmallKernelUs - 0.01, false, false), fit::kSmallLaunchGapUs);
+  EXPECT_EQ(launch_gap_us(fit::kSmallKernelUs, true, false), fit::kLaunchGapUs);
+  EXPECT_EQ(launch_gap_us(fit::kSmallKernelUs, false, true), fit::kLaunchGapUs);
+  EXPECT_EQ(launch_gap_us(fit::kSmallKernelUs, true, true),
+            fit::kLaunchGapUs + fit::kColdWeightsGapUs);
 }
 
-// The correction is a factor on the analytical time (ln A's weight is 1 in every group), so a
-// layer large enough to be past the floors is predicted slower on the A100 than on the H100,
+// A model whose constants exceed half of the L2 cache reads its weights from DRAM in every
+// replay; a kernel timed alone (as the fit measured them) reads them from L2. The replay adds
+// kColdWeightsGapUs per contraction launch, and the fit found that time positive.
+TEST(Predict, WeightsThatDoNotFitInL2AreReadFromDramInEachReplay) {
+  EXPECT_GT(fit::kColdWeightsGapUs, 0.0);
+  const device::DeviceInfo& h100 = device::known_device("sm_90a");
+  EXPECT_FALSE(cold_weights(int64_t{25} << 20, h100));
+  EXPECT_TRUE(cold_weights((int64_t{25} << 20) + 1, h100));
+  EXPECT_TRUE(cold_weights(int64_t{21} << 20, device::known_device("sm_80")));  // 40 MiB of L2
+  device::DeviceInfo small_l2 = h100;
+  small_l2.l2_bytes = 16 << 10;
+  const ir::Graph g = gpu_graph(testing::preact_block());
+  const ModelPrediction m = predict(g, {}, small_l2);
+  ASSERT_TRUE(m.cold_weights) << m.constant_bytes << " bytes of constants";
+  double replay = 0;
+  int contractions = 0;
+  for (const NodePrediction& p : m.nodes) {
+    if (p.model == "none") continue;
+    contractions += p.contraction;
+    replay += p.microseconds + launch_gap_us(p.microseconds, false, false);
+  }
+  EXPECT_GT(contractions, 0);
+  EXPECT_NEAR(m.microseconds, replay + contractions * fit::kColdWeightsGapUs, 1e-9);
+}
+
+// A layer large enough to be past the floors is predicted slower on the A100 than on the H100,
 // and a larger one slower than a smaller one.
 TEST(Predict, LargerWorkAndSlowerGpusArePredictedSlower) {
-  EXPECT_EQ(fit::kShared[1], 1.0);
-  for (const fit::GroupOffset& o : fit::kGroups) EXPECT_EQ(o.w[1], 0.0) << o.group;
   const ir::Graph small = gpu_graph(testing::preact_block(8, 64, 28));
   const ir::Graph large = gpu_graph(testing::preact_block(32, 64, 56));
   const double h100_small = predict(small, {}, device::known_device("sm_90a")).microseconds;
@@ -140,16 +182,24 @@ TEST(Predict, ContractionsAreTimedAtTheDtypesTheyStore) {
   EXPECT_EQ(operands["conv_c"], DType::kI8);
 }
 
-// int8 contractions run at times their 16-bit family's offsets do not describe (m16n8k32 and
-// wgmma k32 on k-tiles of twice the elements, the int8 epilogues): the fit has an offset of their
-// own for each family the int8 kernels run in (mma.sync, TMA; kernel_rules' check_int8) and
-// none for the others.
-TEST(Predict, Int8ContractionsHaveLearnedOffsetsOfTheirOwn) {
-  std::map<std::string, int> groups;
-  for (const fit::GroupOffset& o : fit::kGroups) ++groups[o.group];
-  EXPECT_EQ(groups["mma_i8"], 1);
-  EXPECT_EQ(groups["tma_i8"], 1);
-  EXPECT_EQ(groups["wgmma_i8"] + groups["halo_i8"] + groups["simt_i8"], 0);
+// int8 contractions run at times their 16-bit family's kinds do not describe (m16n8k32 and
+// wgmma k32 on k-tiles of twice the elements, the int8 epilogues): the fit has a kind of their
+// own for each family the int8 kernels run in (mma.sync, TMA; kernel_rules' check_int8), and
+// each int8 contraction of the chain is of one of those kinds.
+TEST(Predict, Int8ContractionsAreKindsOfTheirOwn) {
+  std::map<std::string, int> kinds;
+  for (const char* k : fit::kKinds) ++kinds[k];
+  EXPECT_EQ(kinds["mma_i8"], 1);
+  EXPECT_EQ(kinds["tma_i8"], 1);
+  EXPECT_EQ(kinds["wgmma_i8"] + kinds["halo_i8"] + kinds["simt_i8"], 0);
+  const ir::Graph g = gpu_graph(qdq_conv_chain());
+  int int8 = 0;
+  for (const NodePrediction& p : predict(g, {}, device::known_device("sm_90a")).nodes) {
+    if (p.operand_dtype != "i8") continue;
+    ++int8;
+    EXPECT_TRUE(p.launch.kind == "mma_i8" || p.launch.kind == "tma_i8") << p.launch.kind;
+  }
+  EXPECT_EQ(int8, 2);
 }
 
 }  // namespace

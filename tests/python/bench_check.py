@@ -12,6 +12,7 @@ import sys
 
 _ap = argparse.ArgumentParser()
 _ap.add_argument("--source", required=True, help="the tessel checkout")
+_ap.add_argument("--tessel", help="the tessel binary, for the checks that run it")
 ARGS = _ap.parse_args()
 sys.path.insert(0, os.path.join(ARGS.source, "bench"))
 
