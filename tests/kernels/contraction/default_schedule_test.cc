@@ -556,6 +556,13 @@ TEST(DefaultSchedule, PicksTheMeasuredBestOnH100) {
             "halo_16x16_n64_w64x32_c264");
   EXPECT_EQ(default_schedule(conv(1, 224, 3, 64, 7, 2, 3), kH100).name(),
             "tc_64x64x32_s3_w32x32_sk1_r8_v1x1");
+  // Wider stems (DenseNet-161's 96 outputs; 128) in 64x32 warp tiles, 12 or 16 warps per CTA
+  // and one CTA per SM (H200: 81.9 and 104.6 us); 4 warps of 64x64 spilled their accumulators
+  // (495 and 507 us), and in the model (its NCHW form) DenseNet-161 b32 went 4.72 -> 4.26 ms.
+  EXPECT_EQ(default_schedule(conv(32, 224, 3, 96, 7, 2, 3), kH100).name(),
+            "halo_16x16_n96_w64x32_c132");
+  EXPECT_EQ(default_schedule(conv(32, 224, 3, 128, 7, 2, 3), kH100).name(),
+            "halo_16x16_n128_w64x32_c132");
   // The classifier at batch 1: 4-warp 32x32 tiles, K split by 4 (4.27 us; previous: 5.84).
   EXPECT_EQ(default_schedule(gemm(1, 1000, 2048, "NT"), kH100).name(),
             "tc_32x32x128_s3_w16x16_sk4_r8");
