@@ -458,13 +458,15 @@ def main():
     runs |= {r.replace(":", "_b") + "_int8" for r in int8["fit"]}
     validation = {r.replace(":", "_b") for r in split["held_out"]}
     validation |= {r.replace(":", "_b") + "_int8" for r in int8["held_out"]}
+    # The next change's test runs (predictor_split.json's next_test_rule) are fitted on by none.
     if args.held_out_set == "held_out":
         held = validation
         never_fit = split["held_out"] + split.get("test", []) + int8["held_out"]
     else:
         held = {r.replace(":", "_b") for r in split["test"]}
         runs |= validation
-        never_fit = split["test"]
+        never_fit = list(split["test"])
+    never_fit += split.get("next_test", [])
     fit_models = {_RUN.match(r).group(1) for r in runs}
     mixed = sorted(fit_models & {h.split(":")[0] for h in never_fit})
     if mixed:

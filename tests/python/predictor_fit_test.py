@@ -192,6 +192,17 @@ with tempfile.TemporaryDirectory() as tmp:
                            capture_output=True, text=True)
         check(p.returncode != 0 and "fits on held-out models: convnext_base" in p.stderr,
               "split fitting on a test model %r: %r" % (extra, p.stderr))
+    # And one that fits on a model of the next change's test runs.
+    split = json.load(open(os.path.join(ARGS.source, "bench", "predictor_split.json")))
+    split["fit"]["models"].append("alexnet")
+    split["fit"]["batches"]["alexnet"] = [32]
+    with open(bad, "w") as f:
+        json.dump(split, f)
+    for extra in ([], ["--held-out-set", "test"]):
+        p = subprocess.run([sys.executable, script, data, "--split", bad, "--no-check"] + extra,
+                           capture_output=True, text=True)
+        check(p.returncode != 0 and "fits on held-out models: alexnet" in p.stderr,
+              "split fitting on a next test model %r: %r" % (extra, p.stderr))
     # And one that fits int8 runs of an int8 held-out model.
     split = json.load(open(os.path.join(ARGS.source, "bench", "predictor_split.json")))
     split["int8"]["fit"].append("resnext50_32x4d:1")
