@@ -155,7 +155,7 @@ def schedule_shape(row):
 
 def features(row, kinds):
     """The trees' inputs for a kernel row (the module's docstring); `kinds`: the op kinds of the
-    fit, one indicator each. predict.cc's learned_us computes the same."""
+    fit, one indicator each. predict.cc's learned_features computes the same."""
     bw = DRAM_PER_CLK * SMS * CLOCK_MHZ  # bytes per us
     tc = (MMA_S8_PER_CLK if int8(row) else MMA_PER_CLK) * SMS * CLOCK_MHZ  # flops per us
     ctas = row["grid"][0] * row["grid"][1] * row["grid"][2]
@@ -391,7 +391,7 @@ def write_header(path, trees, gap, source, n_rows, runs):
     about = (f"The predictor's learned correction (compiler/predict.h), written by bench/predictor_fit.py: "
              f"do not edit. Fitted to {n_rows} kernels of {len(runs)} profiles ({', '.join(runs)}), "
              f"{source}. ln(t / A) is the sum over kTrees of the leaf each tree takes the launch's "
-             f"features to, x as predict.cc's learned_us: " + "; ".join(f"x[{i}] {n}" for i, n in enumerate(names)) + ".")
+             f"features to, x as predict.cc's learned_features: " + "; ".join(f"x[{i}] {n}" for i, n in enumerate(names)) + ".")
     lines = ["// " + line for line in textwrap.wrap(about, 96)] + [
         "#pragma once",
         "",

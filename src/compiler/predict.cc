@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <iterator>
 #include <string>
 
 #include "compiler/plan_node.h"
@@ -120,6 +121,10 @@ std::array<double, fit::kFeatures> learned_features(double analytical_us, const 
   const bool int8 = int8_operands(plan);
   const double tc_per_clk = int8 ? f.mma_s8_ops_per_clk : f.mma_flops_per_clk;
   const double flops_per_us = tc_per_clk * sms * f.clock_mhz;
+  // predictor_fit.py's feature_names: 6 of size, 6 groups, the kinds, int8, 6 of fused work and
+  // 6 of the tile (0 for an op kernel).
+  static_assert(fit::kFeatures == 6 + 6 + std::size(fit::kKinds) + 1 + 12,
+                "predict_fit.h was written for other features");
   std::array<double, fit::kFeatures> x{};
   size_t i = 0;
   x[i++] = std::log(std::max(analytical_us, 0.5));

@@ -11,15 +11,16 @@
 // squeezenet1_1_b1, squeezenet1_1_b32, sr_net_b1, vgg16_b1, vgg16_b32, vgg16_b8), measured on an
 // NVIDIA H200 (driver 580.159.04) by tessel profile at cb3226f on 2026-11-29
 // (bench/predictor_data/h200_2026-11-29b.jsonl.gz and .held_out.jsonl.gz). ln(t / A) is the sum
-// over kTrees of the leaf each tree takes the launch's features to, x as predict.cc's learned_us:
-// x[0] ln A; x[1] ln(bytes/BW); x[2] ln(flops/TC); x[3] ln(CTAs/SMs); x[4] ln(threads/128); x[5]
-// smem/64KiB; x[6] group halo; x[7] group mma; x[8] group op; x[9] group simt; x[10] group tma;
-// x[11] group wgmma; x[12] kind grouped; x[13] kind mma_i8; x[14] kind op:copy; x[15] kind
-// op:depthwise_conv; x[16] kind op:elementwise; x[17] kind op:gather; x[18] kind op:grouped_conv;
-// x[19] kind op:layer_norm; x[20] kind op:pool; x[21] kind op:reduce_columns; x[22] kind
-// op:transpose2d; x[23] kind tma_i8; x[24] int8; x[25] A prologue; x[26] residual; x[27]
-// transcendental; x[28] channel slice; x[29] depth to space; x[30] f32 out; x[31] ln tile M; x[32]
-// ln tile N; x[33] ln tile K; x[34] stages; x[35] ln split-K; x[36] ln(1 + groups per tile).
+// over kTrees of the leaf each tree takes the launch's features to, x as predict.cc's
+// learned_features: x[0] ln A; x[1] ln(bytes/BW); x[2] ln(flops/TC); x[3] ln(CTAs/SMs); x[4]
+// ln(threads/128); x[5] smem/64KiB; x[6] group halo; x[7] group mma; x[8] group op; x[9] group
+// simt; x[10] group tma; x[11] group wgmma; x[12] kind grouped; x[13] kind mma_i8; x[14] kind
+// op:copy; x[15] kind op:depthwise_conv; x[16] kind op:elementwise; x[17] kind op:gather; x[18]
+// kind op:grouped_conv; x[19] kind op:layer_norm; x[20] kind op:pool; x[21] kind
+// op:reduce_columns; x[22] kind op:transpose2d; x[23] kind tma_i8; x[24] int8; x[25] A prologue;
+// x[26] residual; x[27] transcendental; x[28] channel slice; x[29] depth to space; x[30] f32 out;
+// x[31] ln tile M; x[32] ln tile N; x[33] ln tile K; x[34] stages; x[35] ln split-K; x[36] ln(1 +
+// groups per tile).
 #pragma once
 
 namespace tessel::compiler::fit {
