@@ -171,46 +171,30 @@ with tempfile.TemporaryDirectory() as tmp:
     m = re.search(r"left out in turn: median kernel error ([0-9.]+)%", p.stdout)
     check(m is not None and float(m.group(1)) < 10.0, "leave-one-model-out error: %r" % p.stdout[:300])
 
-    # A split that fits on a held-out model is refused in one line.
-    split = json.load(open(os.path.join(ARGS.source, "bench", "predictor_split.json")))
-    split["fit"]["models"].append("densenet121")
-    split["fit"]["batches"]["densenet121"] = [32]
-    bad = os.path.join(tmp, "split.json")
-    with open(bad, "w") as f:
-        json.dump(split, f)
-    p = subprocess.run([sys.executable, script, data, "--split", bad, "--no-check"], capture_output=True, text=True)
-    check(p.returncode != 0 and "fits on held-out models: densenet121" in p.stderr, "bad split: %r" % p.stderr)
-    # And one that fits on a test model (the runs scored once, after predictor changes), also
-    # where the validation runs join the fit.
-    split = json.load(open(os.path.join(ARGS.source, "bench", "predictor_split.json")))
-    split["fit"]["models"].append("convnext_base")
-    split["fit"]["batches"]["convnext_base"] = [32]
-    with open(bad, "w") as f:
-        json.dump(split, f)
-    for extra in ([], ["--held-out-set", "test"]):
-        p = subprocess.run([sys.executable, script, data, "--split", bad, "--no-check"] + extra,
-                           capture_output=True, text=True)
-        check(p.returncode != 0 and "fits on held-out models: convnext_base" in p.stderr,
-              "split fitting on a test model %r: %r" % (extra, p.stderr))
-    # And one that fits on a model of the next change's test runs.
-    split = json.load(open(os.path.join(ARGS.source, "bench", "predictor_split.json")))
-    split["fit"]["models"].append("alexnet")
-    split["fit"]["batches"]["alexnet"] = [32]
-    with open(bad, "w") as f:
-        json.dump(split, f)
-    for extra in ([], ["--held-out-set", "test"]):
-        p = subprocess.run([sys.executable, script, data, "--split", bad, "--no-check"] + extra,
-                           capture_output=True, text=True)
-        check(p.returncode != 0 and "fits on held-out models: alexnet" in p.stderr,
-              "split fitting on a next test model %r: %r" % (extra, p.stderr))
-    # And one that fits int8 runs of an int8 held-out model.
-    split = json.load(open(os.path.join(ARGS.source, "bench", "predictor_split.json")))
-    split["int8"]["fit"].append("resnext50_32x4d:1")
-    with open(bad, "w") as f:
-        json.dump(split, f)
-    p = subprocess.run([sys.executable, script, data, "--split", bad, "--no-check"], capture_output=True, text=True)
-    check(p.returncode != 0 and "fits on held-out models: resnext50_32x4d" in p.stderr,
-          "split fitting int8 on a held-out model: %r" % p.stderr)
+    # A split that fits on a model it keeps from the fit is refused in one line, whichever set
+    # is scored (the validation runs, or the test runs with the validation runs in the fit).
+    def refused(what, change, model, sets=("held_out", "test")):
+        split = json.load(open(os.path.join(ARGS.source, "bench", "predictor_split.json")))
+        change(split)
+        bad = os.path.join(tmp, "split.json")
+        with open(bad, "w") as f:
+            json.dump(split, f)
+        for held_out_set in sets:
+            p = subprocess.run([sys.executable, script, data, "--split", bad, "--no-check",
+                                "--held-out-set", held_out_set], capture_output=True, text=True)
+            check(p.returncode != 0 and "fits on held-out models: " + model in p.stderr,
+                  "%s, scoring %s: %r" % (what, held_out_set, p.stderr))
+
+    def fit_on(model):
+        def change(split):
+            split["fit"]["models"].append(model)
+            split["fit"]["batches"][model] = [32]
+        return change
+    refused("a split fitting on a validation model", fit_on("densenet121"), "densenet121", ("held_out",))
+    refused("a split fitting on a test model", fit_on("convnext_base"), "convnext_base")
+    refused("a split fitting on a next test model", fit_on("alexnet"), "alexnet")
+    refused("a split fitting int8 runs of an int8 validation model",
+            lambda split: split["int8"]["fit"].append("resnext50_32x4d:1"), "resnext50_32x4d", ("held_out",))
     # The validation runs' file holds no test run: scoring the test set on it says so.
     p = subprocess.run([sys.executable, script, data, "--no-check", "--held-out", validation,
                         "--held-out-set", "test"], capture_output=True, text=True)
