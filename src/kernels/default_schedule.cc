@@ -383,8 +383,8 @@ namespace {
 // 16x16 tiles in 4 warps of 64x16, both with several CTAs per SM; N <= 64
 // 16x16 tiles in 8 warps of 64x32; wider N 16x16 tiles in 64x32 warps too, 12 of them for 96
 // outputs, 16 for 128 (H200, 7x7/2 stems over 224x224x3 at batch 32: 96 outputs 81.9 us, 128
-// outputs 104.6, against 495 and 507 in 4 warps of 64x64, whose 128 accumulators a thread
-// spills under the halo kernels' 128 registers; 8x16 tiles in 64x32 warps 92.9 and 110.5). The CTAs are persistent: as many as are resident at once (with
+// outputs 104.6; 8x16 tiles in 64x32 warps 92.9 and 110.5). Wider warp tiles spill (the
+// kernel rules' accumulator bound). The CTAs are persistent: as many as are resident at once (with
 // ~128 registers per thread, the kernels' order of magnitude). Only where the spatial tiles
 // are many (>= 4 per SM): below that, the implicit-GEMM kernels' smaller tiles and split-K
 // fill the SMs better, and the halo kernel was not measured there; except for a stem reading
@@ -398,9 +398,7 @@ std::optional<Schedule> default_halo(const Contraction& c, const device::DeviceI
                                {17, 64, 16, 16, 64, 32},
                                {17, 64, 8, 16, 64, 32},
                                {65, 128, 16, 16, 64, 32},
-                               {65, 128, 8, 16, 64, 32},
-                               {65, 128, 8, 16, 64, 64},
-                               {65, 128, 4, 32, 64, 64}};
+                               {65, 128, 8, 16, 64, 32}};
   // A 1x1 conv has no halo to share between taps: there the halo kernel is one more GEMM
   // tiling. It measured well for narrow outputs (EfficientNet-b0's 112x112 32->16
   // projection at batch 32: 13.6 µs, 2.8 TB/s) and badly for wide ones (its 16->96

@@ -19,6 +19,7 @@ using Reason = std::optional<std::string>;
 
 constexpr int kMaxThreads = 1024;
 constexpr int kMaxLoadsPerThread = 32;  // the gathers keep per-row validity in a u32 mask
+constexpr int kHaloMaxAccumulators = 64;  // fp32 accumulators per thread of a halo warp tile
 
 bool is_pow2(int x) { return x > 0 && (x & (x - 1)) == 0; }
 
@@ -160,6 +161,14 @@ Reason check_halo(const Contraction& c, const Schedule& s, HaloLayout* out) {
   if (s.warp_m % 16 != 0 || (s.warp_n % 16 != 0 && s.warp_n != 8))
     return fmt::format("warp tile {}x{}: the halo kernel needs m a multiple of 16 and n 8 or a "
                        "multiple of 16", s.warp_m, s.warp_n);
+  // The halo kernels run at 128 registers per thread (emit.cc's launch bounds; default_schedule's
+  // halo_resident counts CTAs by it), of which a thread's fp32 accumulators may take half: more
+  // spill (H200, a 7x7/2 stem of 96 outputs at batch 32: warps of 64x32, 64 accumulators, 92.9
+  // us; 64x48, 96, 191.2 us; 64x64, 128, 495.0 us).
+  if (s.warp_m * s.warp_n / 32 > kHaloMaxAccumulators)
+    return fmt::format("warp tile {}x{}: {} accumulators per thread, more than the {} the halo "
+                       "kernel's 128 registers leave room for",
+                       s.warp_m, s.warp_n, s.warp_m * s.warp_n / 32, kHaloMaxAccumulators);
   int64_t group_count = 1, group_n = s.block_n;  // a dense conv: one group of block_n
   if (grouped) {
     const std::optional<contraction::GroupedLayout> gl = contraction::grouped_layout(c);

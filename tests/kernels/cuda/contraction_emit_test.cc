@@ -677,9 +677,14 @@ TEST(HaloSchedule, RejectsWhatTheKernelCannotDoWithReasons) {
   expect_rejected(halo(nchw32, 8, 16, 32, 32), "an NCHW input of 32 channels (at most 16");
   expect_rejected(halo(conv, 8, 24, 32, 32), "halo tile width 24");
   expect_rejected(halo(conv, 8, 16, 32, 24), "the halo kernel needs m a multiple of 16 and n 8 or");
+  // Warp tiles of more accumulators than half of the halo kernels' 128 registers spill.
+  expect_rejected(halo(conv_problem(conv_params(1, 32, 64, 64, 128, 3, 1, 1)), 8, 16, 64, 64),
+                  "warp tile 64x64: 128 accumulators per thread, more than the 64");
+  expect_rejected(halo(conv_problem(conv_params(1, 32, 64, 64, 96, 3, 1, 1)), 8, 16, 64, 48),
+                  "warp tile 64x48: 96 accumulators per thread");
   // Persistent CTAs: weights 128 x 1168 B and 2 buffers of 18*18 px x 144 B exceed 227 KiB.
   // One CTA per tile needs one buffer, which fits.
-  TestProblem big = halo(conv_problem(conv_params(1, 32, 64, 64, 128, 3, 1, 1)), 16, 16, 64, 64);
+  TestProblem big = halo(conv_problem(conv_params(1, 32, 64, 64, 128, 3, 1, 1)), 16, 16, 64, 32);
   big.s.ctas = 1;
   expect_rejected(big, "bytes of shared memory");
   big.s.ctas = 0;

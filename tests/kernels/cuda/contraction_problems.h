@@ -212,7 +212,7 @@ inline std::vector<TestProblem> halo_problems() {
     add(std::move(p), 4, 16, 64, 8, 0, {step(K::kBias)});
   }
   // 8 input channels (the padded stem): channels padded to 16 in shared memory.
-  add(conv_problem(conv_params(1, 12, 16, 8, 64, 3, 1, 1)), 16, 16, 64, 64, 0, {step(K::kRelu)});
+  add(conv_problem(conv_params(1, 12, 16, 8, 64, 3, 1, 1)), 16, 16, 64, 32, 0, {step(K::kRelu)});
   // 5x5, pad 2, bf16, f32 out; 32 -> 48 (N not a multiple of the warp tile).
   add(conv_problem(conv_params(2, 11, 16, 32, 48, 5, 1, 2), DType::kBF16, DType::kF32), 4, 16, 32, 32,
       5, {step(K::kScale), step(K::kBias)});
