@@ -9,6 +9,9 @@
 #                  to db_long.json;
 #   more BUDGET    db_long.json tuned on for BUDGET (default 8m), resuming every contraction; its
 #                  summary says how much this call gained (run it until a call gains ~nothing);
+#   explore N [BUDGET]  db_long.json tuned on with `tessel tune --explore N` for BUDGET (default
+#                  3m): N candidates per contraction drawn at random from beyond the ranked depth,
+#                  so that the long tune is not only the cost model's order taken further;
 #   compare        both databases' layers (the sum over their contractions of the fastest time each
 #                  found, and the contraction where the short tune is furthest behind), then the
 #                  engines compiled with each and benchmarked alternately (ROUNDS, default 3).
@@ -18,6 +21,7 @@
 # appended to $STATE/tune.jsonl (gzipped in $OUT) for bench/rank_fit.py.
 #
 # Usage: scripts/gpu_tune_converge.sh MODEL:BATCH first|more|compare [BUDGET]
+#        scripts/gpu_tune_converge.sh MODEL:BATCH explore N [BUDGET]
 set -uo pipefail
 ROOT=$(pwd)
 OUT=${OUT:-/tmp/tessel_out}
@@ -55,6 +59,13 @@ case $step in
       > "$STATE/tune_more.log" 2>&1 || status=1
     tail -1 "$STATE/tune_more.log"
     ;;
+  explore)
+    [[ -f $STATE/db_long.json ]] || { echo "no $STATE/db_long.json: run 'first' (or bring the state back)"; exit 1; }
+    [[ ${3:-} =~ ^[0-9]+$ ]] || { echo "gpu_tune_converge.sh: explore N [BUDGET]: N candidates per contraction" >&2; exit 2; }
+    "$TESSEL" tune "$W/$n.onnx" --db "$STATE/db_long.json" --explore "$3" --budget "${4:-3m}" \
+      --log "$STATE/tune.jsonl" > "$STATE/tune_explore.log" 2>&1 || status=1
+    tail -1 "$STATE/tune_explore.log"
+    ;;
   compare)
     for d in first long; do
       [[ -f $STATE/db_$d.json ]] || { echo "no $STATE/db_$d.json"; exit 1; }
@@ -91,7 +102,7 @@ PY
       "$W/s.txt" "$W/l.txt"
     ;;
   *)
-    echo "gpu_tune_converge.sh: step '$step' is not first, more or compare" >&2
+    echo "gpu_tune_converge.sh: step '$step' is not first, more, explore or compare" >&2
     exit 2
     ;;
 esac

@@ -24,6 +24,8 @@
 // (or --budget spent) keeps what it measured and the next run goes on from there.
 //
 //   tessel tune MODEL --db FILE [--budget 5m] [--per-layer N] [--retune] [--log FILE.jsonl]
+//   tessel tune MODEL --db FILE --explore N ...   (N candidates per contraction drawn at random
+//     from beyond the ranked depth: whether the cost model's order leaves wins at its tail)
 //   tessel tune --merge A.json B.json ... -o OUT.json
 //   tessel tune MODEL --replay FILE.jsonl [--target sm_90a] [--json OUT] [--relog OUT.jsonl]
 //     (no GPU: tune_replay.h)
@@ -48,6 +50,7 @@
 #include "compiler/plan_node.h"
 #include "compiler/tuning_db.h"
 #include "core/error.h"
+#include "core/hash.h"
 #include "device/cuda_api.h"
 #include "kernels/contraction/grouped.h"
 #include "kernels/cuda/contraction_kernel.h"
@@ -119,8 +122,10 @@ struct Job {
   std::string key;                            // the model's contraction key (the record's)
   std::vector<kernels::Schedule> candidates;  // the default first, then the ranked space
   std::vector<double> estimates;              // the cost model's, per candidate (0: none)
+  std::vector<size_t> ranks;                  // each candidate's place in the ranked order
   size_t next = 1;                            // the first candidate not yet measured
   size_t end = 0;                             // measure candidates [next, end)
+  size_t depth = 0;  // with --explore: the ranked depth to record (the resume point, unchanged)
   // This run's: the default's time (timed in the job's first round), the best and how many
   // candidates ran.
   double default_us = 0, best_us = 0;
@@ -146,6 +151,7 @@ Action add_tune(CLI::App& app) {
     std::string budget = "5m";
     std::string log;
     int per_layer = 0;  // 0: the whole space
+    int explore = 0;    // random candidates per contraction from beyond the ranked depth
     bool retune = false;
     std::vector<std::string> merge;
     std::string output;
@@ -164,6 +170,11 @@ Action add_tune(CLI::App& app) {
   cmd->add_option("--log", o->log,
                   "append every measurement here, one JSON object per line (key, node, schedule, "
                   "rank, microseconds, estimate_us), for bench/rank_fit.py");
+  cmd->add_option("--explore", o->explore,
+                  "instead of going on down the ranked order, measure this many candidates per "
+                  "contraction drawn at random from the rest of its space (a check of the cost "
+                  "model's order: what the ranking would reach last)")
+      ->check(CLI::Range(1, 100000));
   cmd->add_flag("--retune", o->retune, "measure contractions the database already has again");
   cmd->add_option("--merge", o->merge, "merge these databases (the faster record wins) into -o");
   cmd->add_option("-o,--output", o->output, "the merged database (with --merge)");
@@ -198,6 +209,8 @@ Action add_tune(CLI::App& app) {
         << "tune: --target, --json and --relog go with --replay";
     TESSEL_USER_CHECK(!o->model.path.empty() && !o->db.empty())
         << "tune MODEL --db FILE: give the model and the database to write";
+    TESSEL_USER_CHECK(o->explore == 0 || (o->per_layer == 0 && !o->retune))
+        << "tune: --explore goes with neither --per-layer nor --retune";
     const double budget_s = parse_budget_seconds(o->budget);
     compiler::TuningDb db = compiler::TuningDb::load_or_empty(o->db);
     std::string why;
@@ -257,12 +270,35 @@ Action add_tune(CLI::App& app) {
         job.candidates.push_back(ranked[i].s);
         job.estimates.push_back(ranked[i].estimate);
       }
+      for (size_t k = 0; k < job.candidates.size(); ++k) job.ranks.push_back(k);
       job.end = o->per_layer > 0 ? std::min<size_t>(o->per_layer, job.candidates.size())
                                  : job.candidates.size();
       // Resume where an earlier run stopped (the order is tuning_rank's, so the same tessel
       // ranks the same candidates first; another tessel may rank them otherwise).
       const compiler::TuningRecord* r = db.find(key, device_key);
       if (r && !o->retune) job.next = std::max<size_t>(1, r->candidates);
+      job.depth = job.next;
+      if (o->explore > 0 && job.next < job.end) {
+        // The rest of the space in an order of its own (seeded by the key, so that a run is
+        // repeatable), of which the first --explore are measured; the record keeps the ranked
+        // depth, so that a later run resumes the ranked order where it was.
+        std::vector<size_t> rest(job.end - job.next);
+        for (size_t k = 0; k < rest.size(); ++k) rest[k] = job.next + k;
+        std::mt19937_64 shuffle(fnv1a64(key));
+        std::shuffle(rest.begin(), rest.end(), shuffle);
+        std::vector<kernels::Schedule> candidates(job.candidates.begin(), job.candidates.begin() + job.next);
+        std::vector<double> estimates(job.estimates.begin(), job.estimates.begin() + job.next);
+        std::vector<size_t> ranks(job.ranks.begin(), job.ranks.begin() + job.next);
+        for (size_t k : rest) {
+          candidates.push_back(job.candidates[k]);
+          estimates.push_back(job.estimates[k]);
+          ranks.push_back(k);
+        }
+        job.candidates = std::move(candidates);
+        job.estimates = std::move(estimates);
+        job.ranks = std::move(ranks);
+        job.end = std::min(job.end, job.next + static_cast<size_t>(o->explore));
+      }
       if (job.next >= job.end) {
         ++cached;
         continue;
@@ -274,8 +310,9 @@ Action add_tune(CLI::App& app) {
                 "schedules to measure (%s per contraction), budget %.0f s\n",
                 o->model.path.c_str(), target.name.c_str(), jobs.size(), cached, o->db.c_str(),
                 to_measure,
-                o->per_layer > 0 ? ("up to " + std::to_string(o->per_layer)).c_str()
-                                 : "the whole space",
+                o->explore > 0     ? ("up to " + std::to_string(o->explore) + " at random").c_str()
+                : o->per_layer > 0 ? ("up to " + std::to_string(o->per_layer)).c_str()
+                                   : "the whole space",
                 budget_s);
     std::fflush(stdout);
 
@@ -349,7 +386,7 @@ Action add_tune(CLI::App& app) {
             const nlohmann::json line = {{"key", job.key},
                                          {"node", n.name},
                                          {"schedule", job.candidates[k].name()},
-                                         {"rank", k},
+                                         {"rank", job.ranks[k]},
                                          {"microseconds", us},
                                          {"estimate_us", job.estimates[k]}};
             std::fprintf(log.get(), "%s\n", line.dump().c_str());
@@ -364,7 +401,8 @@ Action add_tune(CLI::App& app) {
       consumed += next - job.next;
       job.next = next;
       if (!job.best.empty()) {
-        db.add({job.key, device_key, job.best, job.best_us, static_cast<int>(job.next)});
+        const size_t depth = o->explore > 0 ? job.depth : job.next;
+        db.add({job.key, device_key, job.best, job.best_us, static_cast<int>(depth)});
         db.save(o->db);
       }
     };

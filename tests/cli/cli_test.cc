@@ -296,6 +296,8 @@ TEST(Cli, TuneNeedsAGpuAndMergesDatabases) {
   expect_user_error("tune " + tir + " --db " + db, "tessel tune measures on the GPU: no CUDA device");
   expect_user_error("tune " + tir, "tune MODEL --db FILE");
   expect_user_error("tune " + tir + " --db " + db + " --budget soon", "--budget 'soon'");
+  expect_user_error("tune " + tir + " --db " + db + " --explore 8 --per-layer 3",
+                    "--explore goes with neither --per-layer nor --retune");
   // An empty database (FNV-1a 64 of "[]" is 09612b07b5ecb5a5), merged with itself.
   const std::string a = write_file("a.json", R"({
  "checksum": "09612b07b5ecb5a5",

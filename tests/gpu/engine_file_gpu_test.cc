@@ -5,9 +5,14 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_util.h"
@@ -228,6 +233,37 @@ TEST_F(EngineFileGpu, TuneGoesOnWhereItStopped) {
   r = run_tessel("explain " + tir + " --db " + db);
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find(" tuned"), std::string::npos) << r.out;
+
+  // --explore: candidates drawn from beyond the ranked depth, each once, the same draw on a
+  // second run; the records keep their ranked depth (5), so that the ranked order resumes there.
+  const std::string log = (dir_ / "explore.jsonl").string();
+  auto explored = [&] {
+    std::map<std::string, std::vector<int64_t>> ranks;  // per key, the ranks measured
+    std::ifstream in(log);
+    for (std::string line; std::getline(in, line);) {
+      const nlohmann::json j = nlohmann::json::parse(line);
+      if (j["rank"].get<int64_t>() > 0) ranks[j["key"]].push_back(j["rank"].get<int64_t>());
+    }
+    return ranks;
+  };
+  r = run_tessel("tune " + tir + " --db " + db + " --explore 6 --budget 120s --log " + log);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("(up to 6 at random per contraction)"), std::string::npos) << r.out;
+  const std::map<std::string, std::vector<int64_t>> draw = explored();
+  ASSERT_EQ(draw.size(), first.size()) << r.out;
+  for (const auto& [key, ranks] : draw) {
+    ASSERT_FALSE(ranks.empty()) << key;
+    EXPECT_LE(ranks.size(), 6u) << key;
+    EXPECT_EQ(std::set<int64_t>(ranks.begin(), ranks.end()).size(), ranks.size()) << key;
+    for (int64_t k : ranks) EXPECT_GE(k, 5) << key;
+    // Thousands of candidates: those drawn at random are not all within the next round's reach.
+    EXPECT_GT(*std::max_element(ranks.begin(), ranks.end()), 5 + 16) << key;
+  }
+  for (const nlohmann::json& rec : records()) EXPECT_EQ(rec["candidates"].get<int>(), 5) << rec.dump();
+  std::filesystem::remove(log);
+  r = run_tessel("tune " + tir + " --db " + db + " --explore 6 --budget 120s --log " + log);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(explored(), draw);
 }
 
 }  // namespace
