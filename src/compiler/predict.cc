@@ -189,8 +189,10 @@ bool cold_weights(int64_t constant_bytes, const device::DeviceInfo& target) {
 }
 
 double launch_gap_us(double predicted_us, bool contraction, bool cold_weights) {
-  return (predicted_us >= fit::kSmallKernelUs ? fit::kLaunchGapUs : fit::kSmallLaunchGapUs) +
-         (contraction && cold_weights ? fit::kColdWeightsGapUs : 0.0);
+  const bool large = predicted_us >= fit::kSmallKernelUs;
+  const double gap = contraction ? (large ? fit::kLaunchGapUs : fit::kSmallLaunchGapUs)
+                                 : (large ? fit::kOpLaunchGapUs : fit::kSmallOpLaunchGapUs);
+  return gap + (contraction && cold_weights ? fit::kColdWeightsGapUs : 0.0);
 }
 
 NodePrediction predict_node(const ir::Graph& g, int node, const NodePlan& plan,

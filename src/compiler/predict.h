@@ -101,9 +101,9 @@ void calibrate(ModelPrediction& m);
 bool cold_weights(int64_t constant_bytes, const device::DeviceInfo& target);
 
 // What a launch predicted to take `predicted_us` adds to a replay of a CUDA graph beyond that
-// (fitted: about half a us for a large kernel, about 0 for a small one, whose launch latency
-// hides under its predecessor's tail; and for a contraction, whose weights are cold, the time to
-// bring them from DRAM).
+// (fitted, for contractions and op kernels apart: about half a us for a large kernel, about 0 or
+// below for a small one, whose launch latency hides under its predecessor's tail; and for a
+// contraction whose weights are cold, the time to bring them from DRAM).
 double launch_gap_us(double predicted_us, bool contraction, bool cold_weights);
 
 }  // namespace tessel::compiler

@@ -58,10 +58,11 @@ TEST(Predict, EveryLaunchIsCorrectedAndTheReplayAddsTheGaps) {
     EXPECT_FALSE(m.cold_weights);  // a block's weights fit in the L2 cache
     EXPECT_NEAR(m.microseconds, replay, 1e-9);
   }
-  EXPECT_EQ(launch_gap_us(fit::kSmallKernelUs, false, false), fit::kLaunchGapUs);
-  EXPECT_EQ(launch_gap_us(fit::kSmallKernelUs - 0.01, false, false), fit::kSmallLaunchGapUs);
+  EXPECT_EQ(launch_gap_us(fit::kSmallKernelUs, false, false), fit::kOpLaunchGapUs);
+  EXPECT_EQ(launch_gap_us(fit::kSmallKernelUs - 0.01, false, false), fit::kSmallOpLaunchGapUs);
   EXPECT_EQ(launch_gap_us(fit::kSmallKernelUs, true, false), fit::kLaunchGapUs);
-  EXPECT_EQ(launch_gap_us(fit::kSmallKernelUs, false, true), fit::kLaunchGapUs);
+  EXPECT_EQ(launch_gap_us(fit::kSmallKernelUs - 0.01, true, false), fit::kSmallLaunchGapUs);
+  EXPECT_EQ(launch_gap_us(fit::kSmallKernelUs, false, true), fit::kOpLaunchGapUs);
   EXPECT_EQ(launch_gap_us(fit::kSmallKernelUs, true, true),
             fit::kLaunchGapUs + fit::kColdWeightsGapUs);
 }
@@ -85,7 +86,7 @@ TEST(Predict, WeightsThatDoNotFitInL2AreReadFromDramInEachReplay) {
   for (const NodePrediction& p : m.nodes) {
     if (p.model == "none") continue;
     contractions += p.contraction;
-    replay += p.microseconds + launch_gap_us(p.microseconds, false, false);
+    replay += p.microseconds + launch_gap_us(p.microseconds, p.contraction, false);
   }
   EXPECT_GT(contractions, 0);
   EXPECT_NEAR(m.microseconds, replay + contractions * fit::kColdWeightsGapUs, 1e-9);

@@ -42,10 +42,11 @@ check(P.schedule_shape({"schedule": ""}) == [0.0] * 6, "no schedule")
 check([P._RUN.match(r).group(1) for r in ["resnet50_b32", "resnet50_b32_int8", "efficientnet_b4_b1"]] ==
       ["resnet50", "resnet50", "efficientnet_b4"], "a run's model, int8 runs with their fp16 ones")
 
-# --- Synthetic kernels: five models of 80 launches each (contractions of two families, op
+# --- Synthetic kernels: seven models of 80 launches each (contractions of two families, op
 # kernels of two kinds), timed as A * a factor that steps on their size, family, residual and
-# tile; replays of their sum plus 0.5 us per launch of 3 us or more, 0.1 us per smaller one, and
-# 0.3 us per contraction of the two models whose constants exceed half of the L2 cache.
+# tile; replays of their sum plus, per launch of 3 us or more, 0.5 us (a contraction) or 0.4 (an
+# op kernel), per smaller one 0.1 or -0.2, and 0.3 us per contraction of the two models whose
+# constants exceed half of the L2 cache.
 rng = random.Random(7)
 SCHEDULES = ["tc_128x128x32_s3_w64x64_sk1_r8", "tma_128x64x64_s7_r1_c132", ""]
 
@@ -58,10 +59,13 @@ def factor(r):
 
 
 rows = []
-for k, model in enumerate(["net_a", "net_b", "net_c", "net_d", "net_e"]):
+MODELS = ["net_" + c for c in "abcdefg"]
+for k, model in enumerate(MODELS):
     run = model + "_b8"
     for i in range(80):
-        schedule = SCHEDULES[i % 3]
+        # Op kernels make up a share of each model of its own (a third of net_a's launches, fewer
+        # of the others'), so that the gaps of contractions and op kernels can be told apart.
+        schedule = SCHEDULES[i % 3] if i < 80 - 6 * k else SCHEDULES[1]
         entry = "tessel_op_%s_%016x" % (["pool", "copy"][i % 2], i) if not schedule else "tessel_contraction"
         epilogue = ["bias(#0) -> relu -> store f16 plain(ld=n)",
                     "bias(#0) -> residual_add(#1) -> store f16 plain(ld=n)"][i % 4 // 2] if schedule else ""
@@ -76,7 +80,8 @@ for k, model in enumerate(["net_a", "net_b", "net_c", "net_d", "net_e"]):
         r["predicted_us"] = r["time_us"]
         rows.append(r)
     kernels = [r for r in rows if r["run"] == run]
-    replay = sum(r["time_us"] + (0.5 if r["time_us"] >= P.SMALL_KERNEL_US else 0.1) +
+    gaps = {(True, True): 0.5, (True, False): 0.4, (False, True): 0.1, (False, False): -0.2}
+    replay = sum(r["time_us"] + gaps[r["time_us"] >= P.SMALL_KERNEL_US, bool(r["schedule"])] +
                  (0.3 if r["schedule"] and P.cold_weights(r) else 0.0) for r in kernels)
     for r in kernels:
         r["replay"] = replay
@@ -113,10 +118,10 @@ worst = max(abs(p - r["time_us"]) / r["time_us"] for p, r in zip(predicted, rows
 check(worst < 0.02, "times of a step rule are fitted within 2%%, worst %.2e" % worst)
 check(P.predict(trees, [tiny])[0] >= P.MIN_KERNEL_US, "the least kernel time")
 gap = P.launch_gap(rows, trees)
-check(abs(gap[0] - 0.5) < 0.01 and abs(gap[1] - 0.1) < 0.01 and abs(gap[2] - 0.3) < 0.01,
-      "the launch gaps (0.5, 0.1, cold 0.3): %r" % (gap,))
+check(all(abs(g - want) < 0.01 for g, want in zip(gap, (0.5, 0.4, 0.1, -0.2, 0.3))) and len(gap) == 5,
+      "the launch gaps (contraction 0.5, op 0.4, small 0.1 and -0.2, cold 0.3): %r" % (gap,))
 kernel, per_model = P.leave_one_model_out(rows)
-check(len(kernel) == len(rows) and sorted(per_model) == ["net_%s_b8" % c for c in "abcde"],
+check(len(kernel) == len(rows) and sorted(per_model) == [m + "_b8" for m in MODELS],
       "each model left out once: %r" % sorted(per_model))
 # (A launch whose size falls between two of the others' can take the wrong side of a step.)
 within = sum(e < 0.05 for e in kernel) / len(kernel)
@@ -132,15 +137,18 @@ with tempfile.TemporaryDirectory() as tmp:
     P.save(path, rows)
     check(P.load(path) == rows and len(P.load(path, {"net_b_b8"})) == 80, "save and load")
 
-    # The committed header is this script's output on the committed measurements: a fit on the
-    # fit and validation runs (--held-out-set test), as predictor_split.json's test_rule says.
+    # The committed header is this script's output on the committed measurements: a fit on every
+    # run scored so far, fit, validation, test and unseen (--held-out-set next_test), as
+    # predictor_split.json's next_test_rule allows.
     script = os.path.join(ARGS.source, "bench", "predictor_fit.py")
     data_dir = os.path.join(ARGS.source, "bench", "predictor_data")
     data = os.path.join(data_dir, "h200_2026-11-29b.jsonl.gz")
     validation = os.path.join(data_dir, "h200_2026-11-29b.held_out.jsonl.gz")
     test = os.path.join(data_dir, "h200_2026-11-29b.test.jsonl.gz")
+    unseen = os.path.join(data_dir, "h200_2026-11-29b.unseen.jsonl.gz")
+    scored = [data, validation, test, unseen]
     header = os.path.join(tmp, "predict_fit.h")
-    p = subprocess.run([sys.executable, script, data, validation, "--held-out-set", "test", "--no-check",
+    p = subprocess.run([sys.executable, script] + scored + ["--held-out-set", "next_test", "--no-check",
                         "--out", header], capture_output=True, text=True)
     check(p.returncode == 0, "fit on the committed data: %s" % p.stderr)
 
@@ -192,7 +200,8 @@ with tempfile.TemporaryDirectory() as tmp:
         return change
     refused("a split fitting on a validation model", fit_on("densenet121"), "densenet121", ("held_out",))
     refused("a split fitting on a test model", fit_on("convnext_base"), "convnext_base")
-    refused("a split fitting on a next test model", fit_on("alexnet"), "alexnet")
+    refused("a split fitting on a next test model", fit_on("alexnet"), "alexnet",
+            ("held_out", "test", "next_test"))
     refused("a split fitting int8 runs of an int8 validation model",
             lambda split: split["int8"]["fit"].append("resnext50_32x4d:1"), "resnext50_32x4d", ("held_out",))
     # The validation runs' file holds no test run: scoring the test set on it says so.
@@ -207,8 +216,9 @@ with tempfile.TemporaryDirectory() as tmp:
     # the generated small models (mma.sync, TMA, halo and op kernels; a dense block's prologues;
     # an int8 QDQ model; weights over half of the L2 cache or not), from the committed trees.
     if ARGS.tessel:
-        final = P.fit(P.load(data) + P.load(validation))
-        final_gap = P.launch_gap(P.load(data) + P.load(validation), final)
+        every = [r for path in scored for r in P.load(path)]
+        final = P.fit(every)
+        final_gap = P.launch_gap(every, final)
         models = "resnet50,mobilenet_v2,densenet121,sr_net,resnet18_int8_qdq"
         subprocess.run([sys.executable, os.path.join(ARGS.source, "tools", "models", "gen_models.py"),
                         "--out", tmp, "--small", "--models", models], check=True, stdout=subprocess.DEVNULL)
