@@ -474,7 +474,9 @@ TEST_F(BenchGpu, DriverRunsInt8BesideTheFp16Library) {
   EXPECT_EQ(r.library.description.rfind("cuDNN int8: engine ", 0), 0u) << r.library.description;
   EXPECT_FALSE(r.library.variant.empty());
   EXPECT_TRUE(r.fp16_library.ran && r.fp16_library.correct) << r.fp16_library.description;
-  EXPECT_EQ(r.fp16_library.description.rfind("cuDNN: ", 0), 0u) << r.fp16_library.description;
+  // The fastest of cuDNN's first picks by its search (whose order varies between runs).
+  const std::string& fp16 = r.fp16_library.description;
+  EXPECT_TRUE(fp16.rfind("cuDNN: ", 0) == 0 || fp16.rfind("cuDNN (search's #", 0) == 0) << fp16;
   EXPECT_FALSE(r.tessel.ran);
   EXPECT_EQ(r.tessel.description, "no int8 kernel yet");
   EXPECT_GE(r.buffer_sets, 2);
