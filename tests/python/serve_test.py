@@ -339,21 +339,22 @@ def malformed_requests_get_an_error_and_the_server_goes_on(s):
 
 
 def slow_model(path):
-    """x[N,8,96,96] -> conv 8->32 3x3 -> relu -> two convs 32->32 3x3 -> mean over H, W: some
-    hundred milliseconds a batch on tessel's CPU reference (the third conv keeps a batch in
-    flight past the last request's delivery when the machine is loaded: with two, CI once saw
-    all four answered first)."""
+    """x[N,8,48,48] -> conv 8->64 3x3 -> relu -> two convs 64->64 3x3 -> mean over H, W: some
+    hundred milliseconds a batch on tessel's CPU reference, against a request of 0.2 MB of JSON.
+    A request must take longer to compute than the next to be read, so that a batch is still in
+    flight when the last request has been delivered: with 32 channels at 96x96 (the same
+    arithmetic, four times the JSON) a loaded CI machine twice saw all four answered first."""
     rng = np.random.default_rng(5)
-    w1 = numpy_helper.from_array((rng.standard_normal((32, 8, 3, 3)) * 0.2).astype(np.float32), "w1")
-    w2 = numpy_helper.from_array((rng.standard_normal((32, 32, 3, 3)) * 0.1).astype(np.float32), "w2")
-    w3 = numpy_helper.from_array((rng.standard_normal((32, 32, 3, 3)) * 0.1).astype(np.float32), "w3")
+    w1 = numpy_helper.from_array((rng.standard_normal((64, 8, 3, 3)) * 0.2).astype(np.float32), "w1")
+    w2 = numpy_helper.from_array((rng.standard_normal((64, 64, 3, 3)) * 0.07).astype(np.float32), "w2")
+    w3 = numpy_helper.from_array((rng.standard_normal((64, 64, 3, 3)) * 0.07).astype(np.float32), "w3")
     nodes = [helper.make_node("Conv", ["x", "w1"], ["c1"], pads=[1] * 4, name="conv1"),
              helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
              helper.make_node("Conv", ["r1", "w2"], ["c2"], pads=[1] * 4, name="conv2"),
              helper.make_node("Conv", ["c2", "w3"], ["c3"], pads=[1] * 4, name="conv3"),
              helper.make_node("GlobalAveragePool", ["c3"], ["y"], name="gap")]
-    g = helper.make_graph(nodes, "slow", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 8, 96, 96])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 32, 1, 1])], [w1, w2, w3])
+    g = helper.make_graph(nodes, "slow", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 8, 48, 48])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 64, 1, 1])], [w1, w2, w3])
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
     m.ir_version = 8
     onnx.save(m, path)
@@ -454,7 +455,7 @@ def shutdown_drains_in_flight_requests():
     path = slow_model(os.path.join(WORK, "slow.onnx"))
     ref = ort_session(path)
     s = Served(path, "--max-batch", "2", "--max-queue-delay-us", "0")  # tessel's backend
-    xs = [np.random.default_rng(i).uniform(-1, 1, (2, 8, 96, 96)).astype(np.float32)
+    xs = [np.random.default_rng(i).uniform(-1, 1, (2, 8, 48, 48)).astype(np.float32)
           for i in range(4)]
     bodies = [json.dumps({"inputs": [{"name": "x", "shape": list(x.shape), "datatype": "FP32",
                                       "data": x.ravel().tolist()}]}).encode() for x in xs]
