@@ -6,8 +6,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <memory>
 #include <random>
@@ -42,49 +44,64 @@ class ContractionGpuTest : public ::testing::Test {
   rt::DeviceInfo info_;
 };
 
-// Runs one problem on random data and compares with the CPU reference.
-void run_and_check(const TestProblem& p, const ContractionKernel& k, std::mt19937& rng) {
-  SCOPED_TRACE(p.name());
-  const auto& c = p.c;
+// A problem's operands on the host (as values and as the device's bytes) and on the device.
+struct Operands {
   HostOperands h;
-  std::vector<char> a_bytes, b_bytes, scale_bytes, bias_bytes, res_bytes;
-  h.a = random_tensor(rng, numel(c.maps.a.shape), c.a_dtype, a_bytes);
-  h.b = random_tensor(rng, numel(c.maps.b.shape), c.b_dtype, b_bytes);
-  const int64_t channels = c.maps.c.shape.back();
-  h.scale = random_tensor(rng, channels, DType::kF32, scale_bytes, 0.5f, 1.5f);
-  h.bias = random_tensor(rng, channels, DType::kF32, bias_bytes);
-  const int64_t out_n = output_elements(p);
-  const bool has_residual = std::any_of(p.e.steps.begin(), p.e.steps.end(), [](const auto& s) {
-    return s.kind == EpilogueOpKind::kResidualAdd;
-  });
-  if (has_residual) h.residual = random_tensor(rng, out_n, p.e.out_dtype, res_bytes);
-  rt::DeviceBuffer da = upload(a_bytes), db = upload(b_bytes), dscale = upload(scale_bytes),
-                   dbias = upload(bias_bytes);
-  rt::DeviceBuffer dres = upload(has_residual ? res_bytes : std::vector<char>(16));
-  const size_t out_bytes = out_n * dtype_size(p.e.out_dtype);
+  std::vector<char> a, b, scale, bias, residual;
+};
+
+// Runs `k` on `o` `launches` times, its output poisoned before each; returns each launch's
+// output as doubles.
+std::vector<std::vector<double>> launch(const TestProblem& p, const ContractionKernel& k,
+                                        const Operands& o, int launches) {
+  rt::DeviceBuffer da = upload(o.a), db = upload(o.b), dscale = upload(o.scale),
+                   dbias = upload(o.bias);
+  rt::DeviceBuffer dres = upload(o.residual.empty() ? std::vector<char>(16) : o.residual);
+  const size_t out_bytes = output_elements(p) * dtype_size(p.e.out_dtype);
   rt::DeviceBuffer dout(out_bytes);
   rt::DeviceBuffer ws(std::max<size_t>(k.source().workspace_bytes, 16));
   ws.fill_bytes(0);  // split-K tile counters start at zero; each launch leaves them zero
-
   KernelArgs args;
   args.a = da.ptr();
   args.b = db.ptr();
   args.c = dout.ptr();
   args.extra = {dscale.ptr(), dbias.ptr(), dres.ptr()};
   args.workspace = ws.ptr();
-  const std::vector<double> want = reference_output(p, h);
-  // Twice: the second launch checks that split-K counters were reset and nothing depends on
-  // leftovers of the first.
-  for (int launch = 0; launch < 2; ++launch) {
+  std::vector<std::vector<double>> outs;
+  for (int i = 0; i < launches; ++i) {
     dout.fill_bytes(0xff);  // NaN in f16, bf16 and f32
     k.launch(args, nullptr);
     rt::synchronize();
     std::vector<char> got_bytes(out_bytes);
     dout.download(got_bytes.data(), out_bytes);
-    const Comparison cmp = compare(to_doubles(got_bytes, p.e.out_dtype), want);
-    EXPECT_EQ(cmp.nan, 0) << "unwritten or NaN outputs (launch " << launch << ")";
+    outs.push_back(to_doubles(got_bytes, p.e.out_dtype));
+  }
+  return outs;
+}
+
+// Runs one problem on random data and compares with the CPU reference.
+void run_and_check(const TestProblem& p, const ContractionKernel& k, std::mt19937& rng) {
+  SCOPED_TRACE(p.name());
+  const auto& c = p.c;
+  Operands o;
+  o.h.a = random_tensor(rng, numel(c.maps.a.shape), c.a_dtype, o.a);
+  o.h.b = random_tensor(rng, numel(c.maps.b.shape), c.b_dtype, o.b);
+  const int64_t channels = c.maps.c.shape.back();
+  o.h.scale = random_tensor(rng, channels, DType::kF32, o.scale, 0.5f, 1.5f);
+  o.h.bias = random_tensor(rng, channels, DType::kF32, o.bias);
+  const bool has_residual = std::any_of(p.e.steps.begin(), p.e.steps.end(), [](const auto& s) {
+    return s.kind == EpilogueOpKind::kResidualAdd;
+  });
+  if (has_residual) o.h.residual = random_tensor(rng, output_elements(p), p.e.out_dtype, o.residual);
+  const std::vector<double> want = reference_output(p, o.h);
+  // Twice: the second launch checks that split-K counters were reset and nothing depends on
+  // leftovers of the first.
+  const std::vector<std::vector<double>> got = launch(p, k, o, 2);
+  for (int i = 0; i < 2; ++i) {
+    const Comparison cmp = compare(got[i], want);
+    EXPECT_EQ(cmp.nan, 0) << "unwritten or NaN outputs (launch " << i << ")";
     EXPECT_EQ(cmp.stray_writes, 0) << "writes outside the store map's positions";
-    EXPECT_LE(cmp.rel_l2, 1e-2) << "relative L2 error (launch " << launch << ")";
+    EXPECT_LE(cmp.rel_l2, 1e-2) << "relative L2 error (launch " << i << ")";
   }
 }
 
@@ -405,6 +422,84 @@ TEST_F(ContractionGpuTest, RandomProblemsMatchCpuReference) {
   if (hopper) {
     EXPECT_GE(wg, 30) << "wgmma kernels among them on Hopper";
     EXPECT_GE(tma, 15) << "TMA kernels among them on Hopper";
+  }
+}
+
+// Each activation of the epilogue, pointwise against its definition in double: a GEMM whose
+// outputs are exactly the inputs swept over [-12, 12] (A's first column, the rest 0, times a B
+// of ones in its first row), each activation alone, stored f32 so that the epilogue's fp32
+// result is what is compared, element by element (the random problems' relative L2 over a
+// whole output would not see a tail gone wrong).
+constexpr int64_t kSweepM = 4801, kSweepN = 8, kSweepK = 16;
+
+std::vector<TestProblem> activation_sweeps() {
+  using K = EpilogueOpKind;
+  const std::vector<contraction::EpilogueStep> activations = {
+      step(K::kGelu),    step(K::kGeluTanh), step(K::kSilu), step(K::kSigmoid),
+      step(K::kTanh),    step(K::kMish),     step(K::kElu, 1.0f), step(K::kHardSwish)};
+  std::vector<TestProblem> ps;
+  for (const contraction::EpilogueStep& a : activations) {
+    TestProblem p = gemm_problem(kSweepM, kSweepN, kSweepK, "NN", DType::kF16, DType::kF32);
+    p.e.steps = {a};
+    p.s = tc_schedule(64, 64, 32, 32, 32, 3);
+    p.s.a_vec = std::min(p.s.a_vec, p.c.a_vec);
+    p.s.b_vec = std::min(p.s.b_vec, p.c.b_vec);
+    ps.push_back(std::move(p));
+  }
+  return ps;
+}
+
+TEST(ContractionFixedProblems, ActivationSweepsAreLegal) {
+  for (const TestProblem& p : activation_sweeps()) {
+    const auto why = can_implement(p.c, p.e, p.s);
+    EXPECT_FALSE(why) << p.name() << ": " << *why;
+  }
+}
+
+TEST_F(ContractionGpuTest, EpilogueActivationsMatchTheirDefinitionsPointwise) {
+  constexpr int64_t kM = kSweepM, kN = kSweepN, kK = kSweepK;
+  const std::vector<TestProblem> ps = activation_sweeps();
+  Operands o;
+  o.h.a.assign(kM * kK, 0.0f);
+  o.h.b.assign(kK * kN, 0.0f);
+  for (int64_t i = 0; i < kM; ++i)  // f16 values, 1/200 apart
+    o.h.a[i * kK] = from_bits(to_bits(-12.0f + 24.0f * i / (kM - 1), DType::kF16), DType::kF16);
+  for (int64_t j = 0; j < kN; ++j) o.h.b[j] = 1.0f;
+  auto bytes = [](const std::vector<float>& v, DType t) {
+    std::vector<char> out(v.size() * dtype_size(t));
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (t == DType::kF32) {
+        std::memcpy(out.data() + 4 * i, &v[i], 4);
+      } else {
+        const uint16_t h = to_bits(v[i], t);
+        std::memcpy(out.data() + 2 * i, &h, 2);
+      }
+    }
+    return out;
+  };
+  o.h.scale.assign(kN, 1.0f);
+  o.h.bias.assign(kN, 0.0f);
+  o.a = bytes(o.h.a, DType::kF16);
+  o.b = bytes(o.h.b, DType::kF16);
+  o.scale = bytes(o.h.scale, DType::kF32);
+  o.bias = bytes(o.h.bias, DType::kF32);
+  std::vector<std::string> errors;
+  auto kernels = build_all(ps, info_.arch(), errors);
+  for (size_t i = 0; i < ps.size(); ++i) {
+    SCOPED_TRACE(ps[i].name());
+    ASSERT_TRUE(kernels[i]) << "build failed: " << errors[i];
+    const std::vector<double> want = reference_output(ps[i], o.h);
+    const std::vector<double> got = launch(ps[i], *kernels[i], o, 1).at(0);
+    ASSERT_EQ(got.size(), want.size());
+    double worst = 0;
+    int64_t worst_at = 0;
+    for (size_t j = 0; j < want.size(); ++j) {
+      // A few fp32 ulps of the value, or of 1 near 0.
+      const double err = std::abs(got[j] - want[j]) / (1e-6 + 2e-6 * std::abs(want[j]));
+      if (!(err <= worst)) worst = err, worst_at = static_cast<int64_t>(j);
+    }
+    EXPECT_LE(worst, 1.0) << "at x = " << o.h.a[worst_at / kN * kK] << ": got " << got[worst_at]
+                          << ", want " << want[worst_at];
   }
 }
 
