@@ -447,13 +447,14 @@ def main():
     ap.add_argument("--held-out", metavar="SOURCE", nargs="+",
                     help="also score the fit on the held-out runs' traces in these directories, or "
                     "files --save wrote (never fitted on)")
-    ap.add_argument("--held-out-set", choices=("held_out", "test", "next_test"), default="held_out",
+    ap.add_argument("--held-out-set", choices=("held_out", "test", "test2", "next_test"), default="held_out",
                     help="which runs of the split --held-out scores: held_out (default; the "
                     "validation set of predictor changes, and the int8 held-out runs, against a "
                     "fit on the fit runs), test (scored once, after them, against a fit on the "
-                    "fit and validation runs together: the split's test_rule) or next_test "
-                    "(against a fit on every run scored before: fit, validation, test and "
-                    "unseen; the split's next_test_rule)")
+                    "fit and validation runs together: the split's test_rule), test2 (against a "
+                    "fit on fit, validation, test and unseen: its test2_rule) or next_test "
+                    "(against a fit on every run scored before, test2's too: its "
+                    "next_test_rule)")
     ap.add_argument("--no-check", action="store_true",
                     help="skip the leave-one-model-out check (the fit and the header alone)")
     ap.add_argument("--save", metavar="FILE.jsonl.gz",
@@ -466,19 +467,24 @@ def main():
     runs |= {r.replace(":", "_b") + "_int8" for r in int8["fit"]}
     validation = {r.replace(":", "_b") for r in split["held_out"]}
     validation |= {r.replace(":", "_b") + "_int8" for r in int8["held_out"]}
-    # The next change's test runs (predictor_split.json's next_test_rule) are fitted on by none
-    # but the change they score.
+    # Each test set is fitted on only by the changes after the one it scored; the next change's
+    # test runs (predictor_split.json's next_test_rule) by none.
+    named = lambda which: {r.replace(":", "_b") for r in split.get(which, [])}  # noqa: E731
+    later = split.get("test2", []) + split.get("next_test", [])
     if args.held_out_set == "held_out":
         held = validation
-        never_fit = split["held_out"] + split.get("test", []) + int8["held_out"]
-        never_fit += split.get("next_test", [])
+        never_fit = split["held_out"] + split.get("test", []) + int8["held_out"] + later
     elif args.held_out_set == "test":
-        held = {r.replace(":", "_b") for r in split["test"]}
+        held = named("test")
         runs |= validation
-        never_fit = split["test"] + split.get("next_test", [])
+        never_fit = split["test"] + later
+    elif args.held_out_set == "test2":
+        held = named("test2")
+        runs |= validation | named("test") | named("unseen")
+        never_fit = list(later)
     else:
-        held = {r.replace(":", "_b") for r in split["next_test"]}
-        runs |= validation | {r.replace(":", "_b") for r in split["test"] + split.get("unseen", [])}
+        held = named("next_test")
+        runs |= validation | named("test") | named("unseen") | named("test2")
         never_fit = list(split["next_test"])
     fit_models = {_RUN.match(r).group(1) for r in runs}
     mixed = sorted(fit_models & {h.split(":")[0] for h in never_fit})
@@ -499,7 +505,8 @@ def main():
     final = fit(rows)
     gap = launch_gap(rows, final)
     if args.held_out:
-        what = {"held_out": "held-out", "test": "test", "next_test": "next test"}[args.held_out_set]
+        what = {"held_out": "held-out", "test": "test", "test2": "second test",
+                "next_test": "next test"}[args.held_out_set]
         test = [r for s in args.held_out for r in load(s, held)]
         if not test:
             sys.exit(f"predictor_fit.py: no {what} traces in {', '.join(args.held_out)}")

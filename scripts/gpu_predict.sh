@@ -17,10 +17,11 @@
 # the profiles one after another. A run whose stage fails is reported and skipped. $JOBS
 # (default 4) and $DEADLINE (seconds; no profile starts after it) bound the time it takes.
 #
-# Usage: scripts/gpu_predict.sh [held_out|test|next_test|fit|RUNS]   (default held_out: the
+# Usage: scripts/gpu_predict.sh [held_out|test|test2|next_test|fit|RUNS]   (default held_out: the
 #   held-out runs of predictor_split.json with its int8 held-out runs, the validation set of
 #   predictor changes; test: its test runs, scored once after such changes (its "test_rule");
-#   next_test: the next change's test runs ("next_test_rule"); fit: its fit models at the
+#   test2: its second test runs, scored; next_test: the next change's test runs
+#   ("next_test_rule"); fit: its fit models at the
 #   batches of "fit", and its int8 fit runs; RUNS: model:batch[:int8],...)
 set -uo pipefail
 ROOT=$(pwd)
@@ -31,7 +32,7 @@ TESSEL=$DEV/bin/tessel
 JOBS=${JOBS:-4}
 DEADLINE=${DEADLINE:-0}  # seconds after which no further profile starts (0: none)
 runs=${1:-held_out}
-if [[ $runs == held_out || $runs == test || $runs == next_test || $runs == fit ]]; then
+if [[ $runs == held_out || $runs == test || $runs == test2 || $runs == next_test || $runs == fit ]]; then
   runs=$(python3 - "$runs" <<'PY'
 import json, sys
 s = json.load(open("bench/predictor_split.json"))

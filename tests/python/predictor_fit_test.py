@@ -137,9 +137,9 @@ with tempfile.TemporaryDirectory() as tmp:
     P.save(path, rows)
     check(P.load(path) == rows and len(P.load(path, {"net_b_b8"})) == 80, "save and load")
 
-    # The committed header is this script's output on the committed measurements: a fit on every
-    # run scored so far, fit, validation, test and unseen (--held-out-set next_test), as
-    # predictor_split.json's next_test_rule allows.
+    # The committed header is this script's output on the committed measurements: a fit on the
+    # fit, validation, test and unseen runs (--held-out-set test2), as predictor_split.json's
+    # test2_rule says.
     script = os.path.join(ARGS.source, "bench", "predictor_fit.py")
     data_dir = os.path.join(ARGS.source, "bench", "predictor_data")
     data = os.path.join(data_dir, "h200_2026-11-29b.jsonl.gz")
@@ -148,15 +148,15 @@ with tempfile.TemporaryDirectory() as tmp:
     unseen = os.path.join(data_dir, "h200_2026-11-29b.unseen.jsonl.gz")
     scored = [data, validation, test, unseen]
     header = os.path.join(tmp, "predict_fit.h")
-    p = subprocess.run([sys.executable, script] + scored + ["--held-out-set", "next_test", "--no-check",
+    p = subprocess.run([sys.executable, script] + scored + ["--held-out-set", "test2", "--no-check",
                         "--out", header], capture_output=True, text=True)
     check(p.returncode == 0, "fit on the committed data: %s" % p.stderr)
     # ... and its one score on the next test runs, as predictor_split.json and
     # docs/performance.md record it.
-    next_test = os.path.join(data_dir, "h200_2026-11-29c.next_test.jsonl.gz")
-    scored_next = subprocess.run([sys.executable, script] + scored + ["--held-out-set", "next_test", "--no-check",
-                                  "--held-out", next_test], capture_output=True, text=True)
-    check(scored_next.returncode == 0 and "next test (13 profiles, 1494 kernels): median kernel error 4.7%, "
+    test2 = os.path.join(data_dir, "h200_2026-11-29c.test2.jsonl.gz")
+    scored_next = subprocess.run([sys.executable, script] + scored + ["--held-out-set", "test2", "--no-check",
+                                  "--held-out", test2], capture_output=True, text=True)
+    check(scored_next.returncode == 0 and "second test (13 profiles, 1494 kernels): median kernel error 4.7%, "
           "median model error 3.5%" in scored_next.stdout, "the next test runs' score: %r"
           % (scored_next.stdout[-600:] + scored_next.stderr))
 
@@ -208,8 +208,10 @@ with tempfile.TemporaryDirectory() as tmp:
         return change
     refused("a split fitting on a validation model", fit_on("densenet121"), "densenet121", ("held_out",))
     refused("a split fitting on a test model", fit_on("convnext_base"), "convnext_base")
-    refused("a split fitting on a next test model", fit_on("alexnet"), "alexnet",
-            ("held_out", "test", "next_test"))
+    refused("a split fitting on a second test model", fit_on("alexnet"), "alexnet",
+            ("held_out", "test", "test2"))
+    refused("a split fitting on a next test model", fit_on("fcn_resnet50"), "fcn_resnet50",
+            ("held_out", "test", "test2", "next_test"))
     refused("a split fitting int8 runs of an int8 validation model",
             lambda split: split["int8"]["fit"].append("resnext50_32x4d:1"), "resnext50_32x4d", ("held_out",))
     # The validation runs' file holds no test run: scoring the test set on it says so.
