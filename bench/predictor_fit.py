@@ -467,9 +467,11 @@ def main():
     runs |= {r.replace(":", "_b") + "_int8" for r in int8["fit"]}
     validation = {r.replace(":", "_b") for r in split["held_out"]}
     validation |= {r.replace(":", "_b") + "_int8" for r in int8["held_out"]}
+    def named(which):
+        return {r.replace(":", "_b") for r in split.get(which, [])}
+
     # Each test set is fitted on only by the changes after the one it scored; the next change's
     # test runs (predictor_split.json's next_test_rule) by none.
-    named = lambda which: {r.replace(":", "_b") for r in split.get(which, [])}  # noqa: E731
     later = split.get("test2", []) + split.get("next_test", [])
     if args.held_out_set == "held_out":
         held = validation
