@@ -28,3 +28,31 @@ tessel_onnxruntime() {
   pip install --quiet --no-index --target "$2/py" "$1"/wheels/*.whl || return 1
   export PYTHONPATH="$2/py:${PYTHONPATH:-}"
 }
+
+# The binaries scripts/pack_device.sh packed under the checkout $1 (folder $TESSEL_DEVICE_DIR,
+# default .device): sets DEV and TESSEL, and the library path they need.
+tessel_device() {
+  DEV=$1/${TESSEL_DEVICE_DIR:-.device}
+  TESSEL=$DEV/bin/tessel
+  export LD_LIBRARY_PATH=$(tessel_lib_path "$DEV")
+}
+
+# MODEL:BATCH ($1) exported by bench/torch_models.py into $2 (MODEL_bBATCH.onnx, its input and
+# fp32 output), unless it is there already; the exporter's output goes to $3. Non-zero where
+# the export fails.
+tessel_export() {
+  [[ -f $2/${1%%:*}_b${1##*:}.onnx ]] && return 0
+  python3 bench/torch_models.py --out "$2" --csv "$2/torch_tune.csv" --runs "$1" --no-compile --reps 1 \
+    > "$3" 2>&1
+}
+
+# The median latency (ms) of `tessel bench` of engine $1 (with $TESSEL; its JSON next to it).
+tessel_bench_ms() {
+  "$TESSEL" bench "$1" --json "$1.bench.json" > /dev/null 2>&1 &&
+    python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['median_ms'])" "$1.bench.json"
+}
+
+# The median of its arguments (numbers; of an even count, the mean of the middle two).
+tessel_median() {
+  printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'
+}

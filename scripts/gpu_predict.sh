@@ -27,8 +27,6 @@ set -uo pipefail
 ROOT=$(pwd)
 OUT=${OUT:-/tmp/tessel_out}
 W=/tmp/tessel_predict
-DEV=$ROOT/${TESSEL_DEVICE_DIR:-.device}
-TESSEL=$DEV/bin/tessel
 JOBS=${JOBS:-4}
 DEADLINE=${DEADLINE:-0}  # seconds after which no further profile starts (0: none)
 runs=${1:-held_out}
@@ -51,7 +49,7 @@ for r in ${runs//,/ }; do
   [[ $r =~ ^[a-z0-9_]+:[0-9]+(:int8)?$ ]] || { echo "gpu_predict.sh: '$r' is not model:batch[:int8]" >&2; exit 2; }
 done
 source "$ROOT/scripts/gpu_env.sh"
-export LD_LIBRARY_PATH=$(tessel_lib_path "$DEV")
+tessel_device "$ROOT"
 export TESSEL_CACHE_DIR=${TESSEL_CACHE_DIR:-$W/cache}
 rm -rf "$W"
 mkdir -p "$OUT" "$W/log"

@@ -15,10 +15,8 @@ set -uo pipefail
 ROOT=$(pwd)
 OUT=${OUT:-/tmp/tessel_out}
 W=${TESSEL_MODELS_DIR:-/tmp/tessel_models}
-DEV=$ROOT/${TESSEL_DEVICE_DIR:-.device}
-TESSEL=$DEV/bin/tessel
 source "$ROOT/scripts/gpu_env.sh"
-export LD_LIBRARY_PATH=$(tessel_lib_path "$DEV")
+tessel_device "$ROOT"
 run=${1:?usage: gpu_tune.sh MODEL:BATCH[:int8] [BUDGET]}
 budget=${2:-3m}
 [[ $run =~ ^([a-z0-9_]+):([0-9]+)(:int8)?$ ]] ||
@@ -26,10 +24,8 @@ budget=${2:-3m}
 m=${BASH_REMATCH[1]} b=${BASH_REMATCH[2]} int8=${BASH_REMATCH[3]}
 mkdir -p "$OUT" "$W"
 exported=$W/${m}_b$b
-if [[ ! -f $exported.onnx ]]; then
-  python3 bench/torch_models.py --out "$W" --csv "$W/torch_tune.csv" --runs "$m:$b" --no-compile \
-    > "$OUT/tune_export.log" 2>&1 || { echo "export failed"; tail -5 "$OUT/tune_export.log"; exit 1; }
-fi
+tessel_export "$m:$b" "$W" "$OUT/tune_export.log" ||
+  { echo "export failed"; tail -5 "$OUT/tune_export.log"; exit 1; }
 # $tag names the model's files here and in $OUT; $base.onnx is the model tuned.
 tag=${m}_b$b
 if [[ -n $int8 ]]; then

@@ -26,8 +26,6 @@ set -uo pipefail
 ROOT=$(pwd)
 OUT=${OUT:-/tmp/tessel_out}
 W=${TESSEL_MODELS_DIR:-/tmp/tessel_models}
-DEV=$ROOT/${TESSEL_DEVICE_DIR:-.device}
-TESSEL=$DEV/bin/tessel
 STATE=${STATE:-$ROOT/.device-proto/tune-state}
 ROUNDS=${ROUNDS:-3}
 run=${1:?usage: gpu_tune_converge.sh MODEL:BATCH first|more|compare [BUDGET]}
@@ -35,15 +33,12 @@ step=${2:?usage: gpu_tune_converge.sh MODEL:BATCH first|more|compare [BUDGET]}
 [[ $run =~ ^([a-z0-9_]+):([0-9]+)$ ]] || { echo "gpu_tune_converge.sh: '$run' is not model:batch" >&2; exit 2; }
 n=${BASH_REMATCH[1]}_b${BASH_REMATCH[2]}
 source "$ROOT/scripts/gpu_env.sh"
-export LD_LIBRARY_PATH=$(tessel_lib_path "$DEV")
+tessel_device "$ROOT"
 export TESSEL_CACHE_DIR=${TESSEL_CACHE_DIR:-$W/cache}
 mkdir -p "$OUT" "$W" "$STATE"
 # State brought back from an earlier call's $OUT has the log gzipped.
 [[ -f $STATE/tune.jsonl.gz && ! -f $STATE/tune.jsonl ]] && gunzip -c "$STATE/tune.jsonl.gz" > "$STATE/tune.jsonl"
-if [[ ! -f $W/$n.onnx ]]; then
-  python3 bench/torch_models.py --out "$W" --csv "$W/torch_tune.csv" --runs "$run" --no-compile --reps 1 \
-    > "$W/export_$n.log" 2>&1 || { echo "export failed"; tail -5 "$W/export_$n.log"; exit 1; }
-fi
+tessel_export "$run" "$W" "$W/export_$n.log" || { echo "export failed"; tail -5 "$W/export_$n.log"; exit 1; }
 status=0
 case $step in
   first)
@@ -85,21 +80,14 @@ print(f"layers: {len(keys)} contractions, short tune {a:.1f} us, long tune {b:.1
 print(f"furthest behind: {first[worst]['schedule']} {first[worst]['microseconds']:.1f} us against "
       f"{long[worst]['schedule']} {long[worst]['microseconds']:.1f} us")
 PY
-    bench_ms() {
-      "$TESSEL" bench "$1" --json "$W/bench.json" > /dev/null 2>&1 &&
-        python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['median_ms'])" "$W/bench.json"
-    }
     short=() long=()
     for ((i = 0; i < ROUNDS; ++i)); do
-      short+=("$(bench_ms "$W/$n.first.tsl")")
-      long+=("$(bench_ms "$W/$n.long.tsl")")
+      short+=("$(tessel_bench_ms "$W/$n.first.tsl")")
+      long+=("$(tessel_bench_ms "$W/$n.long.tsl")")
     done
     echo "engine with the short tune: ${short[*]} ms; with the long tune: ${long[*]} ms"
-    printf '%s\n' "${short[@]}" | sort -g > "$W/s.txt"; printf '%s\n' "${long[@]}" | sort -g > "$W/l.txt"
-    awk 'NR == FNR { s[FNR] = $1; ns = FNR; next } { l[FNR] = $1; nl = FNR }
-         END { ms = s[int((ns + 1) / 2)]; ml = l[int((nl + 1) / 2)];
-               printf "medians: short %.4f ms, long %.4f ms: the short tune is %.1f%% slower\n", ms, ml, 100 * (ms / ml - 1) }' \
-      "$W/s.txt" "$W/l.txt"
+    awk -v ms="$(tessel_median "${short[@]}")" -v ml="$(tessel_median "${long[@]}")" 'BEGIN {
+      printf "medians: short %.4f ms, long %.4f ms: the short tune is %.1f%% slower\n", ms, ml, 100 * (ms / ml - 1) }' 
     ;;
   *)
     echo "gpu_tune_converge.sh: step '$step' is not first, more, explore or compare" >&2

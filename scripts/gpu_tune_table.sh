@@ -15,8 +15,6 @@ set -uo pipefail
 ROOT=$(pwd)
 OUT=${OUT:-/tmp/tessel_out}
 W=${TESSEL_MODELS_DIR:-/tmp/tessel_models}
-DEV=$ROOT/${TESSEL_DEVICE_DIR:-.device}
-TESSEL=$DEV/bin/tessel
 JOBS=${JOBS:-4}
 ROUNDS=${ROUNDS:-3}
 runs=${1:?usage: gpu_tune_table.sh model:batch,... [BUDGET]}
@@ -25,15 +23,13 @@ for r in ${runs//,/ }; do
   [[ $r =~ ^[a-z0-9_]+:[0-9]+$ ]] || { echo "gpu_tune_table.sh: '$r' is not model:batch" >&2; exit 2; }
 done
 source "$ROOT/scripts/gpu_env.sh"
-export LD_LIBRARY_PATH=$(tessel_lib_path "$DEV")
+tessel_device "$ROOT"
 export TESSEL_CACHE_DIR=${TESSEL_CACHE_DIR:-$W/cache}
 mkdir -p "$OUT" "$W"
 for r in ${runs//,/ }; do
   m=${r%%:*} b=${r#*:}
-  [[ -f $W/${m}_b$b.onnx ]] && continue
   while (( $(jobs -rp | wc -l) >= JOBS )); do wait -n; done
-  python3 bench/torch_models.py --out "$W" --csv "$W/torch_tune.csv" --runs "$r" --no-compile --reps 1 \
-    > "$W/export_${m}_b$b.log" 2>&1 &
+  tessel_export "$r" "$W" "$W/export_${m}_b$b.log" &
 done
 wait
 for r in ${runs//,/ }; do
@@ -43,11 +39,6 @@ for r in ${runs//,/ }; do
   "$TESSEL" compile "$W/$n.onnx" -o "$W/$n.tsl" > "$W/compile_$n.log" 2>&1 &
 done
 wait
-bench_ms() {
-  "$TESSEL" bench "$1" --json "$W/bench.json" > /dev/null 2>&1 &&
-    python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['median_ms'])" "$W/bench.json"
-}
-median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
 status=0
 lines=()
 for r in ${runs//,/ }; do
@@ -65,10 +56,10 @@ for r in ${runs//,/ }; do
     { echo "$r: compile with the database failed"; status=1; continue; }
   untuned=() tuned=()
   for ((i = 0; i < ROUNDS; ++i)); do
-    untuned+=("$(bench_ms "$W/$n.tsl")")
-    tuned+=("$(bench_ms "$W/$n.tuned.tsl")")
+    untuned+=("$(tessel_bench_ms "$W/$n.tsl")")
+    tuned+=("$(tessel_bench_ms "$W/$n.tuned.tsl")")
   done
-  u=$(median "${untuned[@]}") t=$(median "${tuned[@]}")
+  u=$(tessel_median "${untuned[@]}") t=$(tessel_median "${tuned[@]}")
   line=$(awk -v r="$r" -v u="$u" -v t="$t" -v s=$((SECONDS - start)) -v k="$(tail -1 "$OUT/tune_$n.log")" \
     'BEGIN { printf "| %s | %.4f | %.4f | %.3f | %d s | %s |", r, u, t, t / u, s, k }')
   echo "$line"
