@@ -156,10 +156,14 @@ TEST(FuseInt8, QuantizeAfterADepthToSpaceStoreStoresInt8) {
 // stays (the window kernels store int8 or their own dtype). A grouped conv of several channels
 // per group (the halo and packed-groups Tensor Core kernels) takes its QuantizeLinear alike.
 TEST(FuseInt8, GroupedConvsTakeTheQuantizeChainAndStoreInt8) {
+  // n weights of a fixed pattern, as IR text (exact in f16 too).
+  auto pattern = [](int n) {
+    std::string text;
+    for (int i = 0; i < n; ++i) text += (i ? ", " : "") + std::to_string((i * 7 % 13 - 6) * 0.125);
+    return text;
+  };
   // The same 3x3 depthwise weights in f32 and f16.
-  std::string weights;
-  for (int i = 0; i < 72; ++i)
-    weights += (i ? ", " : "") + std::to_string((i * 7 % 13 - 6) * 0.125);
+  const std::string weights = pattern(72);
   const std::string head = R"(graph @g opset 17 {
   input %x : f32[1,4,4,8]
   const %w : f32[8,3,3,1] = [)" + weights + R"(]
@@ -196,9 +200,7 @@ TEST(FuseInt8, GroupedConvsTakeTheQuantizeChainAndStoreInt8) {
   output %d1
 })", 2e-2, 2e-2);
   // 8 groups of 2 input channels: the weights of the depthwise conv's pattern, 144 of them.
-  std::string grouped_weights;
-  for (int i = 0; i < 144; ++i)
-    grouped_weights += (i ? ", " : "") + std::to_string((i * 7 % 13 - 6) * 0.125);
+  const std::string grouped_weights = pattern(144);
   const std::string grouped = R"(graph @g opset 17 {
   input %x : f32[1,4,4,8]
   const %w : f32[8,3,3,2] = [)" + grouped_weights + R"(]
