@@ -282,21 +282,16 @@ Action add_tune(CLI::App& app) {
         // The rest of the space in an order of its own (seeded by the key, so that a run is
         // repeatable), of which the first --explore are measured; the record keeps the ranked
         // depth, so that a later run resumes the ranked order where it was.
-        std::vector<size_t> rest(job.end - job.next);
-        for (size_t k = 0; k < rest.size(); ++k) rest[k] = job.next + k;
         std::mt19937_64 shuffle(fnv1a64(key));
-        std::shuffle(rest.begin(), rest.end(), shuffle);
-        std::vector<kernels::Schedule> candidates(job.candidates.begin(), job.candidates.begin() + job.next);
-        std::vector<double> estimates(job.estimates.begin(), job.estimates.begin() + job.next);
-        std::vector<size_t> ranks(job.ranks.begin(), job.ranks.begin() + job.next);
-        for (size_t k : rest) {
-          candidates.push_back(job.candidates[k]);
-          estimates.push_back(job.estimates[k]);
-          ranks.push_back(k);
+        std::shuffle(job.ranks.begin() + static_cast<std::ptrdiff_t>(job.next), job.ranks.end(), shuffle);
+        const std::vector<kernels::Schedule> in_rank_order = std::move(job.candidates);
+        const std::vector<double> estimates = std::move(job.estimates);
+        job.candidates.clear();
+        job.estimates.clear();
+        for (size_t r : job.ranks) {
+          job.candidates.push_back(in_rank_order[r]);
+          job.estimates.push_back(estimates[r]);
         }
-        job.candidates = std::move(candidates);
-        job.estimates = std::move(estimates);
-        job.ranks = std::move(ranks);
         job.end = std::min(job.end, job.next + static_cast<size_t>(o->explore));
       }
       if (job.next >= job.end) {
