@@ -83,8 +83,7 @@ std::string epilogue_step(const EpilogueStep& st) {
     case EpilogueOpKind::kSilu:
       return "v = silu_f(v);  // silu";
     case EpilogueOpKind::kSiluQuantizedGate:
-      // The gate quantized by the reciprocal (as kQuantize; in [0, 127]) and dequantized.
-      return fmt::format("v *= quantize_s8_f(sigmoid_f(v), {}) * {};  // silu, its gate quantized by {}",
+      return fmt::format("v = silu_qgate_f(v, {}, {});  // silu, its gate quantized by {}",
                          float_literal(static_cast<float>(1.0 / st.alpha)), float_literal(st.beta),
                          float_literal(st.alpha));
     case EpilogueOpKind::kGelu:

@@ -77,7 +77,7 @@ std::string step_code(const ops::EpilogueStep& s) {
     case EpilogueKind::kHardSwish: return "v = hardswish_f(v);";
     case EpilogueKind::kSilu: return "v = silu_f(v);";
     case EpilogueKind::kSiluQuantizedGate:
-      return fmt::format("v *= quantize_s8_f(sigmoid_f(v), {}) * {};",
+      return fmt::format("v = silu_qgate_f(v, {}, {});",
                          float_literal(static_cast<float>(1.0 / s.alpha)), float_literal(s.beta));
     case EpilogueKind::kGelu: return "v = 0.5f * v * erfcf(-0.70710678118f * v);";
     case EpilogueKind::kGeluTanh: return "v = gelu_tanh_f(v);";

@@ -5,6 +5,8 @@
 // ops/tessel_epilogue.cc's apply_epilogue_step (in double).
 #pragma once
 
+#include "tessel_ptx.cuh"
+
 namespace tessel {
 
 // Divisions by __fdividef (MUFU.RCP and a multiply): an IEEE `1.0f / d` has a slow-path call
@@ -14,6 +16,11 @@ namespace tessel {
 // d = 1 + e^-v >= 1, and where e^-v overflows (v < -88) the quotient is 0, as it rounds to.
 __device__ __forceinline__ float sigmoid_f(float v) { return __fdividef(1.0f, 1.0f + __expf(-v)); }
 __device__ __forceinline__ float silu_f(float v) { return __fdividef(v, 1.0f + __expf(-v)); }
+// A SiLU whose gate a QDQ model quantizes to int8 and back: the gate by the reciprocal of its
+// scale (as a quantize step; in [0, 127]), times the DequantizeLinear's scale.
+__device__ __forceinline__ float silu_qgate_f(float v, float inv_scale, float dequantize_scale) {
+  return v * (quantize_s8_f(sigmoid_f(v), inv_scale) * dequantize_scale);
+}
 __device__ __forceinline__ float hardswish_f(float v) {
   return v * fminf(fmaxf(v * (1.0f / 6.0f) + 0.5f, 0.0f), 1.0f);
 }
