@@ -86,8 +86,11 @@ SCHEDULE = re.compile(r"^([a-z]+)_(\d+)x(\d+)x(\d+)_s\d+")
 
 
 def schedule_class(schedule):
-    """The class of a schedule name: its first three fields (kernels::rank_class)."""
-    return "_".join(schedule.split("_")[:3])
+    """The class of a schedule name: its first three fields, and a cooperative TMA schedule's
+    warpgroup tile (its last field, "w64x128") after them (kernels::rank_class)."""
+    fields = schedule.split("_")
+    cooperative = fields[0] == "tma" and len(fields) >= 6 and fields[-1].startswith("w")
+    return "_".join(fields[:3] + (fields[-1:] if cooperative else []))
 
 
 def ceil_div(a, b):

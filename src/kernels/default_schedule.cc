@@ -208,6 +208,26 @@ bool runs(const Contraction& c, const Schedule& s, const device::DeviceInfo& dev
   return resident_ctas(device, s.threads(), regs, smem_bytes(c, s)) >= 1;
 }
 
+// A large GEMM (A a plain matrix: a GEMM or a 1x1 stride-1 conv, 16-bit) whose 128x256 tiles
+// fill the SMs at least twice over a K of at least 32 k-tiles takes the TMA kernel's cooperative
+// 128x256 tile (both consumer warpgroups on each tile, 64 rows each): half the operand bytes
+// per multiply of a 128x128 tile, where the mainloop, not the epilogue or the grid's last
+// wave, is the time. H200, 2026-11-29 (bench-op, NN: B read MN-major), 4096^3: 191.8 us
+// against 208-212 for the ping-pong 128x128 and the cooperative 256x128 and 128x128, and 183.1
+// for cuBLASLt; 8192^3: 1752 against the ping-pong's 1815 (cuBLASLt 1637). The learned ranking
+// has no measured class for it (tune's logs with it: bench/tune_data/checks/h200_2026-11-29c.*;
+// refitted with them, the ranking put it on ConvNeXt-B's GEMMs, 8% slower).
+std::optional<Schedule> default_large_gemm(const Contraction& c, const device::DeviceInfo& device) {
+  if (!has_wgmma(device) || contraction::int8_operands(c)) return std::nullopt;
+  Schedule s = tma_schedule(128, 256, 3, tma_raster(c, device), 0, /*cooperative=*/true);
+  const std::optional<TmaLayout> l = tma_layout(c, s);
+  if (!l || l->a_im2col || l->taps * l->chunks < 32 || mn_tiles(c, s) < 2 * int64_t{device.sm_count} ||
+      !runs(c, s, device))
+    return std::nullopt;
+  s.ctas = persistent_ctas(c, s, device);
+  return s;
+}
+
 void add_family(const Contraction& c, const device::DeviceInfo& device, Instruction instruction,
                 Tile cta, Tile warp, int block_k, int stages, std::vector<Schedule>* space) {
   for (int split : kSplitK)
@@ -260,11 +280,12 @@ Schedule halo_schedule(const Contraction& c, int tile_h, int tile_w, int warp_m,
   return s;
 }
 
-Schedule tma_schedule(int block_m, int block_n, int stages, int raster, int ctas) {
+Schedule tma_schedule(int block_m, int block_n, int stages, int raster, int ctas, bool cooperative) {
   Schedule s;
   s.instruction = Instruction::kWgmma;
   s.mainloop = Mainloop::kTma;
-  s.block_m = s.warp_m = block_m;
+  s.block_m = block_m;
+  s.warp_m = cooperative ? block_m / 2 : block_m;
   s.block_n = s.warp_n = block_n;
   s.block_k = 64;
   s.stages = stages;
@@ -284,10 +305,15 @@ std::optional<Schedule> parse_schedule(const std::string& name, const Contractio
     if (s.block_n != d) return std::nullopt;  // the name's N tile must be this problem's
     return s;
   }
-  if (std::sscanf(name.c_str(), "tma_%dx%dx%d_s%d_r%d_c%d%n", &a, &b, &d, &e, &i, &g, &used) == 6 &&
-      used == static_cast<int>(name.size())) {
+  if (std::sscanf(name.c_str(), "tma_%dx%dx%d_s%d_r%d_c%d%n", &a, &b, &d, &e, &i, &g, &used) == 6) {
+    // "_w<m>x<n>": the warpgroup tile where it is not the CTA tile (cooperative).
+    if (std::sscanf(name.c_str() + used, "_w%dx%d%n", &f, &h, &j) == 2) used += j;
+    else f = a, h = b;
+    if (used != static_cast<int>(name.size())) return std::nullopt;
     Schedule s = tma_schedule(a, b, e, i, g);
     s.block_k = d;  // 128 for int8; half of it in 64-byte rows
+    s.warp_m = f;
+    s.warp_n = h;
     return s;
   }
   char kind[8] = {};
@@ -357,17 +383,20 @@ std::vector<Schedule> enumerate_schedules(const Contraction& c, const device::De
   }
   if (has_wgmma(device)) {
     const bool half_rows = tma_half_rows(c, /*taps_only=*/false);
+    // Each warpgroup tile ping-pong (the CTA tile) and cooperative (a CTA tile of twice its rows).
     for (Tile tile : kWgmmaGroupTiles)
-      for (int stages : kTmaStages)
-        for (int raster : kRaster) {
-          Schedule full = tma_schedule(tile.m, tile.n, stages, raster, 0);
-          full.block_k *= block_k_scale(c);
-          for (Schedule s : tma_rows(full, half_rows)) {
-            if (!runs(c, s, device)) continue;
-            s.ctas = persistent_ctas(c, s, device);
-            space.push_back(s);
+      for (bool cooperative : {false, true})
+        for (int stages : kTmaStages)
+          for (int raster : kRaster) {
+            const int block_m = cooperative ? 2 * tile.m : tile.m;
+            Schedule full = tma_schedule(block_m, tile.n, stages, raster, 0, cooperative);
+            full.block_k *= block_k_scale(c);
+            for (Schedule s : tma_rows(full, half_rows)) {
+              if (!runs(c, s, device)) continue;
+              s.ctas = persistent_ctas(c, s, device);
+              space.push_back(s);
+            }
           }
-        }
   }
   if (space.empty()) return {simt_schedule(c)};
   return space;
@@ -685,6 +714,8 @@ Schedule default_schedule(const Contraction& c, const device::DeviceInfo& device
            !(dense_groups && !runs_groups_as_batch(s));
   };
   if (!contraction::tensor_core_eligible(c) || device.cc_major < 8) return simt_schedule(c);
+  if (!mma_sync_only && !dense_groups)
+    if (std::optional<Schedule> large = default_large_gemm(c, device)) return *large;
   const double launch = launch_cycles(device);
   const bool hopper = device.cc_major == 9;
   auto split_wanted = [&](const Schedule& s) {

@@ -30,9 +30,11 @@ Schedule halo_schedule(const contraction::Contraction& c, int tile_h, int tile_w
 // The schedule a name (Schedule::name()) spells, for `c` (a halo name leaves block_k to
 // `c`'s window); nothing when the text is no schedule name. Legality is check_schedule's.
 // A TMA schedule (Mainloop::kTma, tessel_tma.cuh): whole (block_m, block_n) tiles per consumer
-// warpgroup, block_k 64 (one 128-byte row of f16; int8 callers double it, 64-byte rows halve
-// it); `ctas` persistent CTAs (0: one per tile).
-Schedule tma_schedule(int block_m, int block_n, int stages, int raster, int ctas);
+// warpgroup ("ping-pong"), or where `cooperative` both warpgroups on each tile, half of its rows
+// each (warp_m = block_m / 2); block_k 64 (one 128-byte row of f16; int8 callers double it,
+// 64-byte rows halve it); `ctas` persistent CTAs (0: one per tile).
+Schedule tma_schedule(int block_m, int block_n, int stages, int raster, int ctas,
+                      bool cooperative = false);
 
 std::optional<Schedule> parse_schedule(const std::string& name, const contraction::Contraction& c);
 

@@ -99,7 +99,7 @@ bool register_path(const Contraction& c, const Schedule& s, bool is_a) {
 
 int estimate_regs(const Contraction& c, const Schedule& s) {
   // TMA: the copy engine computes every operand address; the consumers hold accumulators.
-  if (s.mainloop == Mainloop::kTma) return 40 + s.block_m * s.block_n / 128;
+  if (s.mainloop == Mainloop::kTma) return 40 + s.warp_m * s.warp_n / 128;
   const int gathers = (c.a_gather ? 1 : 0) + (c.b_gather ? 1 : 0);
   int regs = 32 + 16 * gathers;  // addresses, loop state, gather index arithmetic
   if (s.instruction == Instruction::kSimt) return regs + s.block_m * s.block_n / s.threads();
@@ -248,7 +248,11 @@ std::string rank_class(const Schedule& s) {
     if (end == std::string::npos) break;
     from = end + 1;
   }
-  return name.substr(0, end);
+  // A cooperative TMA schedule's warpgroup tile ("_w64x128", its name's last field) makes a
+  // class of its own: the same tile ping-pong runs another kernel.
+  const size_t warp = name.rfind("_w");
+  const bool cooperative = s.mainloop == Mainloop::kTma && warp != std::string::npos && warp > end;
+  return name.substr(0, end) + (cooperative ? name.substr(warp) : "");
 }
 
 namespace {

@@ -84,7 +84,8 @@ bool has_learned_factor(const contraction::Contraction& c, const device::DeviceI
 double tuning_rank(const contraction::Contraction& c, const Schedule& s,
                    const device::DeviceInfo& device, int64_t epilogue_read_bytes = 0,
                    int epilogue_transcendentals = 0);
-// A schedule's class for the offset: its name's first three fields ("tma_128x128x64_s4").
+// A schedule's class for the offset: its name's first three fields ("tma_128x128x64_s4"), and a
+// cooperative TMA schedule's warpgroup tile after them ("tma_128x256x64_s3_w64x256").
 std::string rank_class(const Schedule& s);
 // The class the fit names for s on c: rank_class, after "i8_" for an int8 contraction, whose
 // k-tiles hold twice the elements ("i8_tc_64x64x64_s3" is not the 16-bit "tc_64x64x64_s3").

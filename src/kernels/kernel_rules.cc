@@ -231,8 +231,12 @@ Reason tma_operands(const Contraction& c, const Schedule& s, TmaLayout* out) {
                        dtype_name(c.a_dtype), dtype_name(c.b_dtype));
   if (!c.batch_dims.empty() || c.operands_swapped)
     return "the TMA kernel computes one GEMM (no batch or group dims, operands in order)";
-  if (c.a_major != Major::kK || c.b_major != Major::kK)
-    return "the TMA kernel reads both operands K-major";
+  // wgmma transposes 16-bit operands read from shared memory, not integer ones.
+  const bool b_mn = c.b_major == Major::kMN;
+  if (c.a_major != Major::kK || (b_mn && (int8 || c.a_gather)))
+    return "the TMA kernel reads A K-major, and B K-major or (a 16-bit GEMM's) MN-major";
+  if (b_mn && s.block_k * dtype_size(c.a_dtype) != 128)
+    return fmt::format("block_k={}: an MN-major B takes k-tiles of one 128-byte row of A", s.block_k);
   const TensorMapSpec::Type type = c.a_dtype == DType::kBF16 ? TensorMapSpec::Type::kBF16
                                    : int8                     ? TensorMapSpec::Type::kU8
                                                               : TensorMapSpec::Type::kF16;
@@ -285,8 +289,24 @@ Reason tma_operands(const Contraction& c, const Schedule& s, TmaLayout* out) {
     if (w->kernel_w * w->dilation_w > 65535 || w->kernel_h * w->dilation_h > 65535)
       return "a window wider than the 16-bit im2col offsets";
   }
-  // B: [N, taps, channels], K-major and dense along k.
-  {
+  if (b_mn) {
+    // B: a (K, N) matrix, n contiguous; boxes of 64 columns (one 128-byte swizzled row) by
+    // block_k rows, block_n / 64 of them per k-tile.
+    const std::vector<int64_t> st = contraction::element_strides(c.maps.b, nd);
+    if (c.b_gather || c.n_dims.size() != 1 || c.k_dims.size() != 1 || st[c.n_dims[0]] != 1)
+      return "B is not a plain MN-major matrix";
+    const int64_t ldb = st[c.k_dims.back()];
+    if (ldb < c.n) return "B's rows overlap";
+    l.b_mn_major = true;
+    b.mode = TensorMapSpec::Mode::kTiled;
+    b.rank = 2;
+    b.offset_bytes = contraction::element_offset(c.maps.b) * elem;
+    b.dims = {static_cast<uint64_t>(c.n), static_cast<uint64_t>(c.k), 0, 0, 0};
+    b.strides = {static_cast<uint64_t>(ldb * elem), 0, 0, 0};
+    b.box = {64, chunk, 0, 0, 0};
+    b.swizzle = TensorMapSpec::Swizzle::k128B;
+  } else {
+    // B: [N, taps, channels], K-major and dense along k.
     const std::vector<int64_t> st = contraction::element_strides(c.maps.b, nd);
     if (c.b_gather || st[c.k_dims.back()] != 1) return "B is not a plain K-major matrix";
     const int64_t ldb = c.n_dims.empty() ? c.k : st[c.n_dims.back()];
@@ -317,9 +337,10 @@ Reason check_tma(const Contraction& c, const Schedule& s, TmaLayout* out) {
   if (s.stages < 2 || s.stages > 8) return fmt::format("{} stages (2 to 8 for the TMA kernel)", s.stages);
   if (s.split_k != 1) return "the TMA kernel does not split K";
   if (s.groups_per_tile != 0) return "the TMA kernel takes no packed groups";
-  if (s.warp_m != s.block_m || s.warp_n != s.block_n)
-    return fmt::format("warpgroup tile {}x{} is not the CTA tile {}x{} (each consumer warpgroup "
-                       "computes whole tiles)", s.warp_m, s.warp_n, s.block_m, s.block_n);
+  if ((s.warp_m != s.block_m && 2 * s.warp_m != s.block_m) || s.warp_n != s.block_n)
+    return fmt::format("warpgroup tile {}x{} is neither the CTA tile {}x{} (each consumer "
+                       "warpgroup computes whole tiles) nor its half along M (cooperative)",
+                       s.warp_m, s.warp_n, s.block_m, s.block_n);
   if (auto r = check_wgmma_tile(s)) return r;
   if (s.block_m > 256 || s.block_n > 256)
     return fmt::format("CTA tile {}x{}: TMA boxes of at most 256 rows", s.block_m, s.block_n);

@@ -29,7 +29,8 @@ namespace tessel::kernels {
 //    elements, no packed groups; split-K sums int32 partials;
 //  - wgmma: warpgroup tiles of m a multiple of 64 and n 64, 128 or 256 with at most 128 fp32
 //    accumulators per thread, block_k a multiple of 64 (128-byte swizzle rows), 3..5 stages;
-//  - TMA (mainloop kTma, sm_90a): the warpgroup tile is the CTA tile (wgmma's rules above),
+//  - TMA (mainloop kTma, sm_90a): the warpgroup tile is the CTA tile, or its half along M
+//    (cooperative: both consumer warpgroups on each tile), with wgmma's rules above,
 //    block_k one 128-byte row (64 f16/bf16, 128 int8: wgmma k32 with int32 accumulators),
 //    2..8 stages, no split-K, operands that tma_layout maps;
 //  - SIMT: float4 thread tiles (warp 16x32 or 32x16 multiples), no split-K;
@@ -129,9 +130,12 @@ std::optional<HaloLayout> halo_layout(const contraction::Contraction& c, const S
 // maps (their boxes sized for the schedule) and the walk over K, tap by tap in 64-channel
 // chunks. A is a plain K-major matrix (a GEMM, a 1x1 stride-1 conv: a tiled map {K, M}) or
 // an NHWC convolution's input (any stride, dilation, padding and channel slice: an im2col map
-// {C, W, H, N}); B is K-major, as [N, taps, channels] (a GEMM: one tap of K channels).
+// {C, W, H, N}); B is K-major, as [N, taps, channels] (a GEMM: one tap of K channels), or a
+// GEMM's 16-bit B stored (K, N) (MN-major: a tiled map {N, K}, boxes of 64 columns, read by
+// wgmma transposed).
 struct TmaLayout {
   bool a_im2col = false;
+  bool b_mn_major = false;
   contraction::ConvWindow window;  // a_im2col: the convolution
   int64_t taps = 1, kernel_w = 1;  // B's taps (kernel_h * kernel_w) and the window's width
   int64_t channels = 0;            // K per tap

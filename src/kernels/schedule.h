@@ -62,7 +62,7 @@ struct Schedule {
   // Warp (or warpgroup) tiles per CTA.
   int warp_tiles() const { return (block_m / warp_m) * (block_n / warp_n); }
   int warps() const {
-    // kTma: two consumer warpgroups (each computes whole CTA tiles) and the producer warp.
+    // kTma: two consumer warpgroups (whole CTA tiles each, or halves of each) and the producer warp.
     if (mainloop == Mainloop::kTma) return 2 * 4 + 1;
     return warp_tiles() * warps_per_warp_tile(instruction);
   }
@@ -70,7 +70,7 @@ struct Schedule {
   // "tc_128x128x32_s3_w64x64_sk1_r8", "wgmma_128x256x64_s4_w64x256_sk1_r8",
   // "halo_8x16_n64_w64x32_c132", "tc_64x64x32_s3_w32x32_sk1_r8_g8" (8 groups per tile),
   // "halo_8x16_n32_w64x16_c528_g4",
-  // "tma_128x128x64_s4_r8_c132"
+  // "tma_128x128x64_s4_r8_c132", "tma_256x128x64_s3_r8_c132_w128x128" (cooperative)
   std::string name() const;
   // The kernel family: the name's first word ("tc", "wgmma", "tma", "halo", "simt").
   std::string family() const;

@@ -146,7 +146,10 @@ const std::vector<kernels::Schedule>& tma_schedules() {
       kernels::tma_schedule(128, 128, 4, 8, 2), kernels::tma_schedule(64, 256, 4, 8, 0),
       kernels::tma_schedule(128, 128, 5, 8, 3), kernels::tma_schedule(64, 128, 6, 8, 1),
       kernels::tma_schedule(128, 64, 4, 8, 5),  kernels::tma_schedule(256, 64, 3, 8, 2),
-      kernels::tma_schedule(64, 64, 2, 1, 3)};
+      kernels::tma_schedule(64, 64, 2, 1, 3),
+      // Cooperative: both consumer warpgroups on each tile.
+      kernels::tma_schedule(256, 128, 3, 8, 2, true), kernels::tma_schedule(128, 64, 4, 1, 3, true),
+      kernels::tma_schedule(128, 256, 3, 8, 0, true)};
   return s;
 }
 
@@ -382,6 +385,26 @@ std::vector<TestProblem> fixed_problems(bool hopper) {
     kernels::Schedule half_res = kernels::tma_schedule(64, 128, 4, 1, 1);
     half_res.block_k = 32;
     add(gemm_problem(150, 136, 96, "NT"), half_res, {step(K::kResidualAdd), step(K::kBias)});
+    // Cooperative (both consumer warpgroups on each tile, half its rows each): few CTAs, so
+    // that each walks several tiles and the ring turns over across them; M tails that end in
+    // the first warpgroup's half (M = 300: the last tile's rows 256-299 are warpgroup 0's) and
+    // in the second's (M = 450); N and K tails; im2col with the residual's bulk loads; slab
+    // epilogue (f32 output); int8 below.
+    add(gemm_problem(300, 200, 520, "NT"), kernels::tma_schedule(256, 128, 3, 8, 1, true), {step(K::kBias)});
+    add(gemm_problem(450, 136, 200, "NT", DType::kBF16, DType::kBF16), kernels::tma_schedule(128, 64, 4, 1, 2, true),
+        {step(K::kResidualAdd), step(K::kRelu)});
+    add(conv_problem(conv_params(3, 13, 11, 64, 200, 3, 1, 1)), kernels::tma_schedule(128, 256, 3, 8, 2, true),
+        {step(K::kBias), step(K::kResidualAdd), step(K::kRelu)});
+    add(conv_problem(conv_params(2, 15, 15, 96, 128, 3, 2, 1)), kernels::tma_schedule(256, 128, 3, 1, 0, true),
+        {step(K::kGelu)});
+    v.back().e.out_dtype = DType::kF32;
+    // B stored (K, N) (MN-major panels of 64 columns, wgmma's transposed B): ping-pong and
+    // cooperative, N tails inside a panel and a whole panel past N (N = 200 in 256-wide tiles),
+    // K tails (rows past K arrive as zeros), a residual by bulk loads, bf16.
+    add(gemm_problem(300, 200, 520, "NN"), kernels::tma_schedule(128, 256, 3, 8, 1, true), {step(K::kBias)});
+    add(gemm_problem(450, 136, 200, "NN", DType::kBF16, DType::kBF16), kernels::tma_schedule(128, 128, 4, 1, 2),
+        {step(K::kResidualAdd), step(K::kRelu)});
+    add(gemm_problem(77, 70, 72, "NN"), kernels::tma_schedule(64, 64, 2, 1, 1), {step(K::kSilu)});
   }
   return v;
 }
@@ -520,11 +543,12 @@ TEST_F(ContractionGpuTest, SanitizerSubsetMatchesCpuReference) {
                        std::to_string(static_cast<int>(p.e.store.kind)) + "/" +
                        std::to_string(p.s.split_k > 1) + "/" + std::to_string(p.is_conv) + "/" +
                        std::to_string(p.s.groups_per_tile > 0);
-    // The TMA kernel with a residual (its bulk loads) and without.
+    // The TMA kernel with a residual (its bulk loads) and without, ping-pong and cooperative.
     if (p.s.mainloop == kernels::Mainloop::kTma)
       kind += "/" + std::to_string(std::any_of(p.e.steps.begin(), p.e.steps.end(), [](const auto& st) {
                 return st.kind == EpilogueOpKind::kResidualAdd;
-              }));
+              })) + (p.s.warp_m != p.s.block_m ? "/coop" : "") +
+              (p.c.b_major == contraction::Major::kMN ? "/bmn" : "");
     // The halo kernel with one buffer (a CTA per tile) and with two (CTAs walking tiles), and
     // a stem staged as tap pairs, from NCHW planes and from NHWC pixels.
     if (const std::optional<kernels::HaloLayout> l = kernels::halo_layout(p.c, p.s))

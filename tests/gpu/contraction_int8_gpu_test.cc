@@ -377,9 +377,11 @@ TestProblem make(TestProblem p, Recipe r, int bm, int bn, int bk, int wm, int wn
 
 // The TMA kernel (wgmma k32, int32 accumulators; sm_90a): 128-element k-tiles, or 64-element
 // ones (`block_k` 64: one 64-byte row, the 64-byte swizzle).
-TestProblem tma(TestProblem p, Recipe r, int bm, int bn, int stages, int ctas, int block_k = 128) {
+// `cooperative`: both consumer warpgroups on each tile.
+TestProblem tma(TestProblem p, Recipe r, int bm, int bn, int stages, int ctas, int block_k = 128,
+                bool cooperative = false) {
   apply(r, p);
-  p.s = kernels::tma_schedule(bm, bn, stages, 8, ctas);
+  p.s = kernels::tma_schedule(bm, bn, stages, 8, ctas, cooperative);
   p.s.block_k = block_k;
   return p;
 }
@@ -425,6 +427,12 @@ std::vector<TestProblem> fixed_problems(bool hopper) {
     v.push_back(tma(u8conv(conv_params(2, 13, 11, 64, 96, 1, 1, 0)), Recipe::kExactF32, 128, 64, 5, 2));
     v.push_back(tma(u8gemm(200, 136, 256), Recipe::kRequantU8, 64, 256, 3, 1));
     v.push_back(tma(u8conv(conv_params(1, 14, 14, 128, 64, 3, 1, 1)), Recipe::kResidualF16Out, 128, 64, 5, 0));
+    // Cooperative: a requantized int8 residual by bulk loads over several tiles per CTA, an
+    // im2col conv with M ending in the first warpgroup's half, 64-byte rows, f32 output.
+    v.push_back(tma(i8conv(conv_params(2, 20, 20, 64, 256, 1, 1, 0)), Recipe::kResidualRequant, 256, 128, 3, 2, 128, true));
+    v.push_back(tma(i8conv(conv_params(2, 13, 11, 128, 200, 3, 1, 1)), Recipe::kRequantRelu, 128, 256, 3, 1, 128, true));
+    v.push_back(tma(u8conv(conv_params(2, 11, 9, 64, 64, 3, 1, 1)), Recipe::kRequantU8, 128, 64, 6, 1, 64, true));
+    v.push_back(tma(i8gemm(300, 200, 512), Recipe::kExactF32, 256, 64, 4, 2, 128, true));
   }
   // u8 A (mma.sync .u8.s8): 1x1, 3x3 pad 1 (the zero pad is the real 0), strided, K tails,
   // 2-byte loads, split-K, u8 and i8 stores, u8 and i8 residuals.
@@ -652,6 +660,8 @@ TEST_F(ContractionInt8GpuTest, SanitizerSubsetMatchesCpuReference) {
     ps.push_back(tma(i8gemm(70, 48, 512), Recipe::kExactF32, 64, 64, 2, 1));
     ps.push_back(tma(i8conv(conv_params(1, 9, 7, 64, 40, 3, 1, 1)), Recipe::kResidualI8, 64, 64, 3, 2, 64));
     ps.push_back(tma(i8conv(conv_params(1, 9, 7, 64, 72, 1, 1, 0)), Recipe::kResidualF16Requant, 64, 64, 3, 1, 64));
+    // Cooperative: both consumer warpgroups on each tile, over several tiles per CTA.
+    ps.push_back(tma(i8conv(conv_params(2, 9, 7, 64, 136, 1, 1, 0)), Recipe::kResidualI8, 128, 128, 3, 1, 128, true));
   }
   run_all(ps, info_.arch(), rng);
 }

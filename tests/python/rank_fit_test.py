@@ -18,6 +18,8 @@ from bench_check import ARGS, check, finish  # noqa: E402
 import rank_fit as R  # noqa: E402
 
 check(R.schedule_class("tma_128x128x64_s4_r1_c132") == "tma_128x128x64_s4", "class of a TMA name")
+check(R.schedule_class("tma_128x256x64_s3_r8_c132_w64x256") == "tma_128x256x64_s3_w64x256",
+      "class of a cooperative TMA name")
 check(R.schedule_class("tc_128x64x32_s3_w32x64_sk1_r8") == "tc_128x64x32_s3", "class of an mma.sync name")
 
 # Synthetic logs: 24 GEMM contractions with K from 64 to 4096, three kernel families whose

@@ -487,10 +487,11 @@ std::optional<std::string> make_plan(const Contraction& c, const Epilogue& e, co
     tiles = static_cast<uint64_t>(layout->tiles);
     p->grid_x = static_cast<uint64_t>(layout->ctas_per_slice) * slices;
   } else if (s.mainloop == kernels::Mainloop::kTma) {
-    // No gathers: the tensor maps address A and B (tessel_tma.cuh), both K-major.
+    // No gathers: the tensor maps address A and B (tessel_tma.cuh), A K-major, B either.
     p->tma = kernels::tma_layout(c, s);
     TESSEL_ICHECK(p->tma) << "check_schedule accepted a TMA schedule without a layout";
-    p->a.k_major = p->b.k_major = true;
+    p->a.k_major = true;
+    p->b.k_major = !p->tma->b_mn_major;
     p->a.vec = p->b.vec = 8;
     p->tiles_m = (c.m + s.block_m - 1) / s.block_m;
     p->tiles_n = (c.n + s.block_n - 1) / s.block_n;

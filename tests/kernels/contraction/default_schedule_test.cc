@@ -281,6 +281,8 @@ TEST(Estimate, TheResidualMovesWithTheEpilogue) {
 TEST(Estimate, LearnedFactorIsTheFittedFunctionOfFamilyShapeAndClass) {
   EXPECT_EQ(rank_class(*parse_schedule("tma_128x128x64_s4_r1_c132", gemm(256, 256, 256))),
             "tma_128x128x64_s4");
+  EXPECT_EQ(rank_class(*parse_schedule("tma_128x128x64_s4_r1_c132_w64x128", gemm(256, 256, 256))),
+            "tma_128x128x64_s4_w64x128");
   const Contraction c = conv(32, 56, 256, 512, 1, 2, 0);
   const Schedule tma = *parse_schedule("tma_128x128x64_s4_r1_c132", c);
   const Schedule mma = *parse_schedule("tc_128x128x32_s4_w64x64_sk1_r8", c);
@@ -404,6 +406,28 @@ TEST(EnumerateSchedules, IsTheLegalSpace) {
   for (const Schedule& s : enumerate_schedules(gemm(256, 256, 96), kA100))
     if (s.block_k == 32) splits.insert(s.split_k);
   EXPECT_EQ(splits, (std::set<int>{1, 2, 3}));
+}
+
+// The TMA kernel's tiles, ping-pong (a consumer warpgroup per tile) and cooperative (both on
+// each tile, half its rows each), as far as they fit the H100 beside the epilogue's 52 KiB.
+TEST(EnumerateSchedules, TmaTilesPingPongAndCooperative) {
+  std::set<std::string> names;
+  for (const Schedule& s : enumerate_schedules(conv(32, 28, 128, 128, 3, 1, 1), kH100))
+    if (s.mainloop == Mainloop::kTma) names.insert(s.name());
+  EXPECT_EQ(names.count("tma_128x128x64_s4_r1_c132"), 1u);
+  // 256x128 cooperative: 3 stages of 48 KiB fit, 4 do not; 128x256 the same.
+  EXPECT_EQ(names.count("tma_256x128x64_s3_r8_c132_w128x128"), 1u);
+  EXPECT_EQ(names.count("tma_256x128x64_s4_r8_c132_w128x128"), 0u);
+  EXPECT_EQ(names.count("tma_128x256x64_s3_r1_c132_w64x256"), 1u);
+  EXPECT_EQ(names.count("tma_128x128x64_s5_r1_c132_w64x128"), 1u);
+  // Ping-pong 256x128 would need 256 accumulators per thread.
+  EXPECT_EQ(names.count("tma_256x128x64_s3_r8_c132"), 0u);
+  // Every one spells itself.
+  for (const std::string& n : names) {
+    const std::optional<Schedule> s = parse_schedule(n, conv(32, 28, 128, 128, 3, 1, 1));
+    ASSERT_TRUE(s) << n;
+    EXPECT_EQ(s->name(), n);
+  }
 }
 
 // The TMA kernel in 64-byte rows is in the space where a tap's channels leave the last
@@ -542,12 +566,25 @@ TEST(DefaultSchedule, OneChannelNchwStemsTakeTheHaloKernel) {
 // also timed the previous default): the fastest kernel measured for each of these workloads,
 // or one within 3% of it (repeated runs differ by about that much).
 TEST(DefaultSchedule, PicksTheMeasuredBestOnH100) {
-  // 8192^3: an 8-warp wgmma tile (128x256 measured 1598 us on the H100; the previous default,
-  // mma.sync 128x128x32: 2514 us). The learned class offsets (fitted on convolutions in
-  // models) rank 256x128 first; the two were not timed against each other on this GEMM.
-  const Schedule big = default_schedule(gemm(8192, 8192, 8192), kH100);
-  EXPECT_EQ(big.instruction, Instruction::kWgmma) << big.name();
-  EXPECT_EQ(big.block_m * big.block_n, 128 * 256) << big.name();
+  // 8192^3 and 4096^3 stored NN: the TMA kernel's cooperative 128x256 tile, B read MN-major
+  // (H200: 8192^3 1724 us, cuBLASLt 1657; the cp.async wgmma 256x128 of before 1784; 4096^3
+  // 188.7, 181.2, 208.4).
+  for (int64_t n : {4096, 8192}) {
+    const Schedule big = default_schedule(gemm(n, n, n), kH100);
+    EXPECT_EQ(big.name(), "tma_128x256x64_s3_r8_c132_w64x256") << n;
+  }
+  // Not where 128x256 tiles would fill the SMs less than twice (2048^2: 128 tiles), nor over a
+  // K of fewer than 32 k-tiles, nor for int8 or a convolution's im2col A.
+  for (const Contraction& c : {gemm(2048, 2048, 4096, "NT"), gemm(8192, 8192, 1024, "NT"),
+                               conv(32, 56, 256, 256, 3, 1, 1)})
+    EXPECT_NE(default_schedule(c, kH100).warp_m * 2, default_schedule(c, kH100).block_m)
+        << default_schedule(c, kH100).name();
+  const contraction::OperandDTypes i8 = {DType::kI8, DType::kI8, DType::kF32};
+  const Contraction i8_big = contraction_of(gemm_maps(8192, 8192, 8192, *contraction::parse_gemm_layout("NT"), i8));
+  EXPECT_EQ(default_schedule(i8_big, kH100).warp_m, default_schedule(i8_big, kH100).block_m)
+      << default_schedule(i8_big, kH100).name();
+  // Nor on an A100 (no TMA kernel).
+  EXPECT_NE(default_schedule(gemm(8192, 8192, 8192), kA100).mainloop, Mainloop::kTma);
   // ResNet-50's stem at batch 32 over NHWC ci=3: the halo kernel with tap pairs (K 224), the
   // kernel its NCHW form runs in the model (64.8 us on an H200); the implicit GEMM with 2-byte
   // loads it ran before took 149.0 us in bench-op (cuDNN 83.0; SIMT on an H100: 308). At batch
@@ -684,8 +721,11 @@ TEST(DefaultSchedule, PropertiesOverAllWorkloads) {
           << s.name();
       if (s.instruction == Instruction::kSimt) continue;
       EXPECT_TRUE(s.instruction != Instruction::kWgmma || has_wgmma(device)) << s.name();
-      // Raster 1 for the persistent TMA kernel, 8 for the others.
-      EXPECT_EQ(s.raster, s.mainloop == Mainloop::kTma ? 1 : 8) << s.name();
+      // Raster 1 for the persistent TMA kernel (8 where B outgrows a quarter of L2: tma_raster),
+      // 8 for the others.
+      const double l2 = device.l2_bytes > 0 ? static_cast<double>(device.l2_bytes) : 50.0 * (1 << 20);
+      const bool big_b = static_cast<double>(numel(c.maps.b.shape) * dtype_size(c.b_dtype)) > l2 / 4;
+      EXPECT_EQ(s.raster, s.mainloop == Mainloop::kTma && !big_b ? 1 : 8) << s.name();
       if (s.split_k > 1) {
         EXPECT_LT(
             c.batch * ((c.m + s.block_m - 1) / s.block_m) * ((c.n + s.block_n - 1) / s.block_n),

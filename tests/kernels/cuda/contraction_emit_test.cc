@@ -128,6 +128,15 @@ std::vector<TestProblem> wgmma_variants() {
                    {step(K::kBias), step(K::kRelu)}));
   v.push_back(with(conv_problem(conv_params(8, 56, 56, 256, 512, 1, 2, 0), DType::kBF16, DType::kBF16),
                    kernels::tma_schedule(256, 64, 3, 8, 0)));
+  // Cooperative (both consumer warpgroups on each tile): 256x128 over a GEMM, 128x256 over an
+  // im2col conv with the residual's bulk loads.
+  v.push_back(with(gemm_problem(4096, 4096, 4096, "NT"), kernels::tma_schedule(256, 128, 3, 8, 0, true),
+                   {step(K::kBias), step(K::kGelu)}));
+  v.push_back(with(conv_problem(conv_params(8, 28, 28, 128, 256, 3, 1, 1)), kernels::tma_schedule(128, 256, 3, 1, 0, true),
+                   {step(K::kResidualAdd), step(K::kRelu)}));
+  // B stored (K, N): MN-major panels, wgmma's transposed B.
+  v.push_back(with(gemm_problem(4096, 4096, 4096, "NN"), kernels::tma_schedule(256, 128, 3, 8, 0, true)));
+  v.push_back(with(gemm_problem(512, 256, 512, "NN", DType::kBF16, DType::kBF16), kernels::tma_schedule(128, 64, 5, 1, 0)));
   // im2col A with the residual's bulk loads (a 3x3 residual conv, bf16).
   v.push_back(with(conv_problem(conv_params(4, 14, 14, 64, 64, 3, 1, 1), DType::kBF16, DType::kBF16),
                    kernels::tma_schedule(64, 64, 8, 1, 0), {step(K::kResidualAdd), step(K::kRelu)}));
@@ -136,6 +145,10 @@ std::vector<TestProblem> wgmma_variants() {
     s.block_k = 128;
     v.push_back(with(conv_problem(conv_params(32, 28, 28, 128, 128, 3, 1, 1), DType::kI8, DType::kF16), s,
                      {step(K::kScale), step(K::kBias), step(K::kRelu)}));
+    kernels::Schedule coop = kernels::tma_schedule(256, 128, 3, 8, 0, true);
+    coop.block_k = 128;
+    v.push_back(with(conv_problem(conv_params(32, 14, 14, 256, 256, 3, 1, 1), DType::kI8, DType::kI8), coop,
+                     {step(K::kMul, 0.01f), step(K::kBias), step(K::kRelu), step(K::kQuantize, 0.05f)}));
     // int8 outputs with an int8 residual: the 64-byte swizzled boxes and the residual's map.
     kernels::Schedule s64 = kernels::tma_schedule(64, 64, 8, 1, 0);
     s64.block_k = 128;
@@ -196,8 +209,10 @@ TEST_P(VariantCompiles, ForSm80AndSm90aWithTheIntendedInstructions) {
       });
       const bool residual_map = tma_store && residual;  // the residual has the output's type
       EXPECT_EQ(has(ptx, "cp.async.bulk.tensor.4d.shared::cluster.global.im2col"), im2col);
-      EXPECT_EQ(has(ptx, "cp.async.bulk.tensor.2d.shared::cluster.global.tile"), !im2col || residual_map);
-      EXPECT_TRUE(has(ptx, "cp.async.bulk.tensor.3d.shared::cluster.global.tile"));  // B
+      // B: K-major [N, taps, C] in 3-D boxes, MN-major (K, N) in 2-D ones.
+      const bool b_mn = p.c.b_major == contraction::Major::kMN;
+      EXPECT_EQ(has(ptx, "cp.async.bulk.tensor.2d.shared::cluster.global.tile"), !im2col || residual_map || b_mn);
+      EXPECT_EQ(has(ptx, "cp.async.bulk.tensor.3d.shared::cluster.global.tile"), !b_mn);
       EXPECT_TRUE(has(ptx, "mbarrier.try_wait.parity"));
       EXPECT_TRUE(has(ptx, "mbarrier.arrive.expect_tx"));
       EXPECT_FALSE(has(ptx, "cp.async.cg")) << "no thread-issued copies";
@@ -310,17 +325,31 @@ TEST(CanImplement, RejectsWhatTheTmaKernelCannotMapWithReasons) {
   split.split_k = 2;
   expect_rejected(with(conv, split), "the TMA kernel does not split K");
   expect_rejected(with(conv, kernels::tma_schedule(128, 64, 9, 8, 0)), "9 stages (2 to 8 for the TMA kernel)");
-  kernels::Schedule split_tile = kernels::tma_schedule(128, 128, 4, 8, 0);
-  split_tile.warp_m = 64;
-  expect_rejected(with(conv, split_tile), "warpgroup tile 64x128 is not the CTA tile 128x128");
+  // Cooperative: the warpgroup tile is half of the CTA tile's rows, and only that.
+  EXPECT_FALSE(can_implement(conv.c, conv.e, kernels::tma_schedule(128, 128, 4, 8, 0, /*cooperative=*/true)));
+  kernels::Schedule quarter = kernels::tma_schedule(256, 128, 3, 8, 0);
+  quarter.warp_m = 64;
+  expect_rejected(with(conv, quarter), "warpgroup tile 64x128 is neither the CTA tile 256x128");
+  kernels::Schedule split_n = kernels::tma_schedule(128, 128, 4, 8, 0);
+  split_n.warp_n = 64;
+  expect_rejected(with(conv, split_n), "warpgroup tile 128x64 is neither the CTA tile 128x128");
+  expect_rejected(with(conv, kernels::tma_schedule(256, 256, 3, 8, 0, true)),
+                  "needs more than 128 accumulators per thread");
   expect_rejected(with(conv, kernels::tma_schedule(128, 256, 3, 8, 0)), "needs more than 128 accumulators per thread");
   // ci = 4: 8-byte pixels, no 16-byte multiple for the map's strides.
   expect_rejected(with(conv_problem(conv_params(1, 28, 28, 4, 64, 3, 1, 1)), kernels::tma_schedule(128, 64, 4, 8, 0)),
                   "a multiple of 16");
   expect_rejected(with(conv_problem(conv_params(2, 10, 10, 64, 64, 3, 1, 1, 1, 4)), kernels::tma_schedule(128, 64, 4, 8, 0)),
                   "one GEMM (no batch or group dims");
-  expect_rejected(with(gemm_problem(256, 256, 256, "NN"), kernels::tma_schedule(128, 64, 4, 8, 0)),
-                  "the TMA kernel reads both operands K-major");
+  // B stored (K, N) is read MN-major (16-bit, 128-byte k-tiles); A stored (K, M) is not.
+  const TestProblem nn = gemm_problem(256, 256, 256, "NN");
+  EXPECT_FALSE(can_implement(nn.c, nn.e, kernels::tma_schedule(128, 64, 4, 8, 0)));
+  expect_rejected(with(gemm_problem(256, 256, 256, "TN"), kernels::tma_schedule(128, 64, 4, 8, 0)),
+                  "the TMA kernel reads A K-major, and B K-major or (a 16-bit GEMM's) MN-major");
+  kernels::Schedule nn_half = kernels::tma_schedule(128, 64, 4, 8, 0);
+  nn_half.block_k = 32;
+  expect_rejected(with(gemm_problem(256, 256, 256, "NN"), nn_half),
+                  "block_k=32: an MN-major B takes k-tiles of one 128-byte row of A");
   const TestProblem f32 = gemm_problem(64, 64, 64, "NT", DType::kF32, DType::kF32);
   expect_rejected(with(f32, kernels::tma_schedule(64, 64, 4, 8, 0)), "Tensor Cores need f16 or bf16 operands of one type, or int8");
 }

@@ -16,13 +16,21 @@
 //       traversal strides walk the following pixels across rows and images, and everything
 //       outside the input (padding, pixels past the last image) arrives as zeros.
 //   B: the weights [N, taps, C] as a 3-D tiled map {C, taps, N}; box {64, 1, kBlockN} at
-//       (c0, tap, n0). A GEMM is one tap with C = K.
+//       (c0, tap, n0). A GEMM is one tap with C = K. Or (!kBKMajor, a 16-bit GEMM) a (K, N)
+//       matrix as a tiled map {N, K}: kBlockN / 64 boxes {64, 64} at (n0 + 64 j, k0), panels of
+//       64 columns in 128-byte swizzled rows of n, which wgmma reads transposed.
 // K is walked tap by tap, kChunks channel chunks (one row each) per tap; channels past C are
 // zero-filled in both operands, so C needs no multiple of the chunk.
 //
-// Roles (persistent, "ping-pong"). The CTA walks output tiles blockIdx.x, + gridDim.x, ...;
-// its i-th tile belongs to consumer warpgroup i % 2 (warps 0-3 and 4-7), which computes the
-// whole (kBlockM, kBlockN) tile; warp 8 is the producer, of which one lane issues every copy.
+// Roles (persistent). The CTA walks output tiles blockIdx.x, + gridDim.x, ...; warps 0-3 and
+// 4-7 are the consumer warpgroups, warp 8 the producer, of which one lane issues every copy.
+//   "ping-pong" (kWarpM = kBlockM): the CTA's i-th tile belongs to consumer warpgroup i % 2,
+//     which computes the whole (kBlockM, kBlockN) tile;
+//   cooperative (kWarpM = kBlockM / 2): both warpgroups compute every tile, warpgroup g its rows
+//     [g * kWarpM, (g + 1) * kWarpM), so a tile has twice the rows one warpgroup's 128
+//     accumulators per thread hold (256x128: half the operand bytes per multiply of 128x128).
+//     Their epilogues run together, while the producer fills the ring with the next tile's
+//     k-tiles; a stage goes back to the producer once both warpgroups have released it.
 // All k-tiles of the CTA's tiles, in order, stream through one ring of kStages stages: the
 // CTA's k-tile number `it` (tile i's k-tile kt is it = i * kKTiles + kt) lives in stage
 // it % kStages, in that stage's use it / kStages.
@@ -31,8 +39,8 @@
 //   consumer: wait full[s]; wgmma over the stage's 4 k16 steps; commit; wgmma.wait_group 1,
 //     so the wgmmas of the previous k-tile are done, and release its stage; after the last
 //     k-tile, the epilogue.
-// So while one warpgroup runs its epilogue the other's wgmmas keep the Tensor Cores busy, and
-// the producer fills the ring ahead of both: copies run up to kStages k-tiles ahead of the
+// So (ping-pong) while one warpgroup runs its epilogue the other's wgmmas keep the Tensor Cores
+// busy, and the producer fills the ring ahead of both: copies run up to kStages k-tiles ahead of the
 // math, across tile boundaries, and nothing but the producer's one lane computes addresses.
 // The epilogue is the other kernels': per warp a (16, kChunkN) fp32 slab in shared memory of
 // its own (beside the ring), finished with the fused steps and stored by the store map; where
@@ -144,16 +152,22 @@ struct TmaWgmmaKernel {
   static constexpr int kRowBytes = kBK * int(sizeof(Element));
   static_assert(kRowBytes == 128 || kRowBytes == 64, "one 128- or 64-byte swizzled box row per k-tile");
   static constexpr int kChunkElems = kBK;
-  static constexpr int kMI = kBM / 64, kKSteps = kRowBytes / 32;  // k16 (f16) or k32 (int8) steps
+  static constexpr bool kCoop = P::kWarpM * 2 == kBM;  // both warpgroups on each tile (above)
+  static constexpr int kWM = P::kWarpM;                 // a warpgroup's rows of a tile
+  static constexpr int kMI = kWM / 64, kKSteps = kRowBytes / 32;  // k16 (f16) or k32 (int8) steps
   static constexpr int kTilesM = (P::kM + kBM - 1) / kBM;
   static constexpr int kTilesN = (P::kN + kBN - 1) / kBN;
   static constexpr int kTiles = kTilesM * kTilesN;
   static constexpr int kKTiles = P::kTaps * P::kChunks;
-  static_assert(P::kWarpM == kBM && P::kWarpN == kBN, "each consumer warpgroup computes whole tiles");
-  static_assert(kBM % 64 == 0 && (kBN == 64 || kBN == 128 || kBN == 256), "wgmma m64nNk16 tiles");
+  static_assert(P::kWarpN == kBN && (P::kWarpM == kBM || kCoop),
+                "a consumer warpgroup computes whole tiles, or (cooperative) half of each tile's rows");
+  static_assert(kWM % 64 == 0 && (kBN == 64 || kBN == 128 || kBN == 256), "wgmma m64nNk16 tiles");
   static_assert(P::kBatch == 1, "one GEMM per launch");
 
   static constexpr int kABytes = kBM * kRowBytes, kBBytes = kBN * kRowBytes;  // one stage's boxes
+  // An MN-major B: kBN / 64 panels per stage, each kBK rows of 64 n (128 bytes).
+  static constexpr int kBPanelBytes = kBK * 128;
+  static_assert(P::kBKMajor || (!kInt8 && kRowBytes == 128), "an MN-major B: 16-bit, 128-byte k-tiles");
   static constexpr int kStageBytes = kABytes + kBBytes;
   static_assert(kABytes % 1024 == 0 && kBBytes % 1024 == 0, "1024-byte aligned swizzle atoms");
   static constexpr int kPipelineBytes = kStages * kStageBytes;
@@ -190,7 +204,8 @@ struct TmaWgmmaKernel {
   static constexpr int kSlabAreaBytes = kConsumers * 4 * 16 * kSlabPitch * 4;
   static_assert(kConsumers * 4 * (kStagingBytes + 16) <= kSlabAreaBytes, "second staging boxes fit the slabs");
 
-  // A chunk of a tile: (16, kChunkN) outputs of warp `wq` (its quarter of the warpgroup's rows).
+  // A chunk of a tile: (16, kChunkN) outputs of warp `wq` (its quarter of the warpgroup's rows,
+  // which start at m0).
   __device__ __forceinline__ static void chunk_origin(int q, int m0, int n0, int wq, int& m_base, int& n_base) {
     constexpr int kPerRow = kBN / kChunkN;
     m_base = m0 + (q / kPerRow) * 64 + wq * 16;
@@ -297,7 +312,12 @@ struct TmaWgmmaKernel {
         } else {
           tma_load_2d(dst, map_a, bar, c0, m0);
         }
-        tma_load_3d(dst + kABytes, map_b, bar, c0, tap, n0);
+        if constexpr (P::kBKMajor) {
+          tma_load_3d(dst + kABytes, map_b, bar, c0, tap, n0);
+        } else {
+#pragma unroll
+          for (int j = 0; j < kBN / 64; ++j) tma_load_2d(dst + kABytes + j * kBPanelBytes, map_b, bar, n0 + 64 * j, c0);
+        }
         if (++stage == kStages) {
           stage = 0;
           phase ^= 1;
@@ -322,7 +342,7 @@ struct TmaWgmmaKernel {
     if (tid == 0) {
       for (int s = 0; s < kStages; ++s) {
         mbarrier_init(full + 8 * s, 1);   // the producer's expect_tx arrival
-        mbarrier_init(empty + 8 * s, 4);  // one arrival per warp of the consuming warpgroup
+        mbarrier_init(empty + 8 * s, kCoop ? 8 : 4);  // one arrival per warp of the consuming warpgroup(s)
       }
       mbarrier_init(turn, 4);
       mbarrier_init(turn + 8, 4);
@@ -351,17 +371,22 @@ struct TmaWgmmaKernel {
     int seq = 0;  // the warp's chunks so far, over all its tiles: chunk seq uses box seq % 2
     constexpr int kChunksPerTile = kMI * (kBN / kChunkN);
     const int g = lane / 4, t = lane % 4;
-    // This warpgroup's tiles: the CTA's tiles number group, group + 2, ... Their mainloops
-    // alternate with the other warpgroup's (turn barriers): a parity wait cannot tell a phase
-    // from the one two ahead, so no warpgroup may wait on a stage's use before every earlier
-    // use of the ring was waited for; and the Tensor Cores serve one mainloop at a time while
-    // the other warpgroup runs its epilogue. Warpgroup 0's n-th mainloop follows warpgroup 1's
-    // (n-1)-th (turn[0]'s phase n - 1), warpgroup 1's n-th follows warpgroup 0's n-th.
-    int i = group;
-    for (int tile = blockIdx.x + group * gridDim.x, n = 0; tile < kTiles;
-         tile += kConsumers * gridDim.x, i += kConsumers, ++n) {
+    // Ping-pong: this warpgroup's tiles are the CTA's tiles number group, group + 2, ... Their
+    // mainloops alternate with the other warpgroup's (turn barriers): a parity wait cannot tell
+    // a phase from the one two ahead, so no warpgroup may wait on a stage's use before every
+    // earlier use of the ring was waited for; and the Tensor Cores serve one mainloop at a time
+    // while the other warpgroup runs its epilogue. Warpgroup 0's n-th mainloop follows
+    // warpgroup 1's (n-1)-th (turn[0]'s phase n - 1), warpgroup 1's n-th follows warpgroup 0's
+    // n-th. Cooperative: both take every tile of the CTA (i = n), each a stage's use in order;
+    // neither can wait on a use two ahead, whose copies need the other's release of the one
+    // between.
+    constexpr int kTileStep = kCoop ? 1 : kConsumers;
+    const int wg_row = kCoop ? group * kWM : 0;  // the warpgroup's first row of a tile
+    int i = kCoop ? 0 : group;
+    for (int tile = blockIdx.x + (kCoop ? 0 : group) * gridDim.x, n = 0; tile < kTiles;
+         tile += kTileStep * gridDim.x, i += kTileStep, ++n) {
       const CtaCoord cta = rasterize<kTilesM, kTilesN, 1, 1, P::kRaster>(tile);
-      const int m0 = cta.tile_m * kBM, n0 = cta.tile_n * kBN;
+      const int m0 = cta.tile_m * kBM + wg_row, n0 = cta.tile_n * kBN;  // m0: the warpgroup's rows
       if constexpr (kTmaResidual) {
         // The residual of the tile's first two chunks, into the staging boxes once the stores
         // of the previous tile's last two have read them.
@@ -374,13 +399,16 @@ struct TmaWgmmaKernel {
           }
         }
       } else {
-        // While the other warpgroup's mainloop runs: this tile's residual, into L2.
-        prefetch_residual<P, kBM, kBN, 128>(p, 0, m0, n0, tid % 128);
+        // While the other warpgroup's mainloop (cooperative: this one's) runs: this tile's
+        // residual, into L2.
+        prefetch_residual<P, kWM, kBN, 128>(p, 0, m0, n0, tid % 128);
       }
-      if (group == 1)
-        mbarrier_wait(turn + 8, n & 1);
-      else if (n > 0)
-        mbarrier_wait(turn, (n - 1) & 1);
+      if constexpr (!kCoop) {
+        if (group == 1)
+          mbarrier_wait(turn + 8, n & 1);
+        else if (n > 0)
+          mbarrier_wait(turn, (n - 1) & 1);
+      }
       Acc acc[kMI][kBN / 2];
 #pragma unroll
       for (int mi = 0; mi < kMI; ++mi)
@@ -396,11 +424,13 @@ struct TmaWgmmaKernel {
         wgmma_fence();
 #pragma unroll
         for (int ks = 0; ks < kKSteps; ++ks) {
-          const u64 db = desc(b, 0, ks);
+          // MN-major B: the k16 step is 16 rows of its panels (8-row atoms 1024 bytes apart),
+          // the panels kBPanelBytes apart.
+          const u64 db = P::kBKMajor ? desc(b, 0, ks) : wgmma_descriptor(b + ks * 16 * 128, kBPanelBytes, 1024);
 #pragma unroll
           for (int mi = 0; mi < kMI; ++mi) {
-            if constexpr (kInt8) WgmmaI8<kBN, Element>::mma(acc[mi], desc(a, mi * 64, ks), db);
-            else Wgmma<kBN, Element>::template mma<0, 0>(acc[mi], desc(a, mi * 64, ks), db);
+            if constexpr (kInt8) WgmmaI8<kBN, Element>::mma(acc[mi], desc(a, wg_row + mi * 64, ks), db);
+            else Wgmma<kBN, Element>::template mma<0, P::kBKMajor ? 0 : 1>(acc[mi], desc(a, wg_row + mi * 64, ks), db);
           }
         }
         wgmma_commit();
@@ -409,7 +439,7 @@ struct TmaWgmmaKernel {
         if (kt > 0 && lane == 0) mbarrier_arrive(empty + 8 * prev);
         prev = stage;
       }
-      if (lane == 0) mbarrier_arrive(turn + 8 * (1 - group));  // the other's mainloop may start
+      if (!kCoop && lane == 0) mbarrier_arrive(turn + 8 * (1 - group));  // the other's mainloop may start
       wgmma_wait<0>();
       if (lane == 0) mbarrier_arrive(empty + 8 * prev);
 
