@@ -6,6 +6,8 @@
 #include <fstream>
 #include <map>
 #include <regex>
+#include <string>
+#include <vector>
 
 #include "bench/workloads.h"
 #include "cli/commands.h"
@@ -14,35 +16,53 @@
 #include "device/cuda_api.h"
 #include "kernels/cuda/contraction_kernel.h"
 #include "kernels/cuda/op_kernels.h"
+#include "kernels/default_schedule.h"
 
 namespace tessel::cli {
 namespace {
 
-// Counts SASS opcodes of interest in `cuobjdump --dump-sass` output of the cubin; empty when
-// cuobjdump is not available.
-std::map<std::string, int> sass_mix(const std::string& cubin) {
+// The lines `cuobjdump <flag>` prints for the cubin; none when cuobjdump is not available.
+std::vector<std::string> cuobjdump_lines(const std::string& cubin, const char* flag) {
   namespace fs = std::filesystem;
   fs::path dir = fs::temp_directory_path() / ("tessel_sass_" + std::to_string(::getpid()));
   fs::create_directories(dir);
   fs::path bin = dir / "kernel.cubin";
   std::ofstream(bin, std::ios::binary).write(cubin.data(), static_cast<std::streamsize>(cubin.size()));
-  std::string cmd = "cuobjdump --dump-sass " + bin.string() + " 2>/dev/null";
-  std::map<std::string, int> mix;
+  const std::string cmd = std::string("cuobjdump ") + flag + " " + bin.string() + " 2>/dev/null";
+  std::vector<std::string> lines;
   if (FILE* p = popen(cmd.c_str(), "r")) {
     char line[1024];
-    const std::regex op(R"(^\s+/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)[.\s;])");
-    while (std::fgets(line, sizeof line, p)) {
-      std::cmatch m;
-      if (std::regex_search(line, m, op)) {
-        std::string name = m[1];
-        for (const char* key : {"HMMA", "HGMMA", "LDSM", "LDGSTS", "LDG", "STG", "STS", "LDS", "FFMA", "BAR", "LDL", "STL"})
-          if (name == key) mix[name]++;
-      }
-    }
+    while (std::fgets(line, sizeof line, p)) lines.emplace_back(line);
     pclose(p);
   }
   fs::remove_all(dir);
+  return lines;
+}
+
+// Counts SASS opcodes of interest in `cuobjdump --dump-sass` output of the cubin; empty when
+// cuobjdump is not available.
+std::map<std::string, int> sass_mix(const std::string& cubin) {
+  std::map<std::string, int> mix;
+  const std::regex op(R"(^\s+/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)[.\s;])");
+  for (const std::string& line : cuobjdump_lines(cubin, "--dump-sass")) {
+    std::smatch m;
+    if (std::regex_search(line, m, op)) {
+      const std::string name = m[1];
+      for (const char* key : {"HMMA", "HGMMA", "LDSM", "LDGSTS", "LDG", "STG", "STS", "LDS", "FFMA", "BAR", "LDL", "STL"})
+        if (name == key) mix[name]++;
+    }
+  }
   return mix;
+}
+
+// The kernel's registers, stack and spill bytes as cuobjdump reports them ("REG:168 STACK:0
+// ..."); empty when cuobjdump is not available.
+std::string resource_usage(const std::string& cubin) {
+  for (const std::string& line : cuobjdump_lines(cubin, "--dump-resource-usage")) {
+    const size_t at = line.find("REG:");
+    if (at != std::string::npos) return line.substr(at, line.find_last_not_of(" \n") + 1 - at);
+  }
+  return "";
 }
 
 }  // namespace
@@ -52,7 +72,7 @@ Action add_codegen(CLI::App& app) {
   struct Opts {
     std::string conv_file, gemm_file, name;
     bool no_tensor_cores = false, no_source = false;
-    std::string arch;
+    std::string arch, schedule;
   };
   auto o = std::make_shared<Opts>();
   cmd->add_option("--conv2d", o->conv_file, "conv2d workload CSV");
@@ -60,6 +80,8 @@ Action add_codegen(CLI::App& app) {
   cmd->add_option("--workload", o->name, "workload name in the file")->required();
   cmd->add_option("--arch", o->arch, "plan and compile for this GPU: sm_90a or sm_80 (default: the GPU present, else sm_90a)");
   cmd->add_flag("--no-tensor-cores", o->no_tensor_cores, "use the SIMT generator");
+  cmd->add_option("--schedule", o->schedule,
+                  "this schedule (a name as explain and tune print it) instead of the default");
   cmd->add_flag("--no-source", o->no_source, "do not print the generated source");
   return [cmd, o]() {
     if (!cmd->parsed()) return -1;
@@ -78,7 +100,17 @@ Action add_codegen(CLI::App& app) {
     const std::string arch = device.arch();
     compiler::Options options;
     options.tensor_cores = !o->no_tensor_cores;
-    const compiler::NodePlan plan = plan_workload(*g, options, device);
+    compiler::NodePlan plan = plan_workload(*g, options, device);
+    if (!o->schedule.empty()) {
+      TESSEL_USER_CHECK(plan.run == compiler::NodeRun::kContraction)
+          << "codegen: --schedule applies to contractions; " << o->name << " is not one";
+      const contraction::Contraction& c = *plan.match.contraction;
+      const std::optional<kernels::Schedule> s = kernels::parse_schedule(o->schedule, c);
+      TESSEL_USER_CHECK(s) << "codegen: " << o->schedule << ": not a schedule name for " << o->name;
+      const std::optional<std::string> why = kernels::cuda::can_implement(c, plan.epilogue, *s);
+      TESSEL_USER_CHECK(!why) << "codegen: " << o->schedule << ": " << why.value_or("");
+      plan.schedule = *s;
+    }
     std::printf("== node\n%s\n== plan: %s\n", g->nodes[0].label().c_str(), plan.summary().c_str());
     std::string name, source;
     std::vector<std::pair<std::string, std::string>> headers;
@@ -111,6 +143,8 @@ Action add_codegen(CLI::App& app) {
     device::CompiledKernel k = device::compile(source, name, copts);
     std::printf("== compiled for %s: %zu bytes of cubin%s\n", arch.c_str(), k.cubin.size(),
                 k.from_cache ? " (from cache)" : "");
+    if (const std::string usage = resource_usage(k.cubin); !usage.empty())
+      std::printf("== resources: %s\n", usage.c_str());
     auto mix = sass_mix(k.cubin);
     if (mix.empty()) {
       std::printf("== SASS mix: cuobjdump not available\n");

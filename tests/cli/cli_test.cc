@@ -440,5 +440,21 @@ TEST(Cli, CodegenPlansGroupedWorkloadsAsTheEngineRunsThem) {
   EXPECT_NE(r.out.find("Tensor Cores (mma.sync)"), std::string::npos) << r.out;
 }
 
+// codegen --schedule: the named schedule instead of the default, or one line saying why not.
+TEST(Cli, CodegenTakesANamedScheduleOrSaysWhyNot) {
+  const std::string csv = write_file("gemm.csv", "name,m,n,k,layout\nnn_512,512,512,1024,NN\n");
+  const std::string base = "codegen --gemm " + csv + " --workload nn_512 --arch sm_90a --no-source";
+  Result r = run_tessel(base + " --schedule tma_128x256x64_s3_r8_c132_w64x256");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("== schedule tma_128x256x64_s3_r8_c132_w64x256 (288 threads)"), std::string::npos) << r.out;
+  r = run_tessel(base + " --schedule tma_128x256x64");
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.out.find("tma_128x256x64: not a schedule name for nn_512"), std::string::npos) << r.out;
+  // A warpgroup tile that is neither the CTA tile nor its half.
+  r = run_tessel(base + " --schedule tma_256x128x64_s3_r8_c132_w64x128");
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.out.find("is neither the CTA tile 256x128"), std::string::npos) << r.out;
+}
+
 }  // namespace
 }  // namespace tessel
