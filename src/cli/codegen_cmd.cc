@@ -143,11 +143,13 @@ Action add_codegen(CLI::App& app) {
     device::CompiledKernel k = device::compile(source, name, copts);
     std::printf("== compiled for %s: %zu bytes of cubin%s\n", arch.c_str(), k.cubin.size(),
                 k.from_cache ? " (from cache)" : "");
-    if (const std::string usage = resource_usage(k.cubin); !usage.empty())
-      std::printf("== resources: %s\n", usage.c_str());
+    const std::string usage = resource_usage(k.cubin);
+    if (!usage.empty()) std::printf("== resources: %s\n", usage.c_str());
     auto mix = sass_mix(k.cubin);
     if (mix.empty()) {
-      std::printf("== SASS mix: cuobjdump not available\n");
+      // cuobjdump reads resource usage itself; its --dump-sass runs nvdisasm.
+      std::printf("== SASS mix: %s\n", usage.empty() ? "cuobjdump not available"
+                                                      : "none (cuobjdump --dump-sass needs nvdisasm on PATH)");
     } else {
       std::printf("== SASS mix:");
       for (const auto& [op, count] : mix) std::printf(" %s=%d", op.c_str(), count);
