@@ -289,31 +289,30 @@ Reason tma_operands(const Contraction& c, const Schedule& s, TmaLayout* out) {
     if (w->kernel_w * w->dilation_w > 65535 || w->kernel_h * w->dilation_h > 65535)
       return "a window wider than the 16-bit im2col offsets";
   }
+  // B: a plain matrix either way, through a tiled map.
+  if (c.b_gather) return "B is not a plain matrix";
+  const std::vector<int64_t> st = contraction::element_strides(c.maps.b, nd);
+  b.mode = TensorMapSpec::Mode::kTiled;
+  b.offset_bytes = contraction::element_offset(c.maps.b) * elem;
   if (b_mn) {
-    // B: a (K, N) matrix, n contiguous; boxes of 64 columns (one 128-byte swizzled row) by
-    // block_k rows, block_n / 64 of them per k-tile.
-    const std::vector<int64_t> st = contraction::element_strides(c.maps.b, nd);
-    if (c.b_gather || c.n_dims.size() != 1 || c.k_dims.size() != 1 || st[c.n_dims[0]] != 1)
+    // (K, N), n contiguous: boxes of 64 columns (one 128-byte swizzled row) by block_k rows,
+    // block_n / 64 of them per k-tile.
+    if (c.n_dims.size() != 1 || c.k_dims.size() != 1 || st[c.n_dims[0]] != 1)
       return "B is not a plain MN-major matrix";
-    const int64_t ldb = st[c.k_dims.back()];
+    const int64_t ldb = st[c.k_dims[0]];
     if (ldb < c.n) return "B's rows overlap";
     l.b_mn_major = true;
-    b.mode = TensorMapSpec::Mode::kTiled;
     b.rank = 2;
-    b.offset_bytes = contraction::element_offset(c.maps.b) * elem;
     b.dims = {static_cast<uint64_t>(c.n), static_cast<uint64_t>(c.k), 0, 0, 0};
     b.strides = {static_cast<uint64_t>(ldb * elem), 0, 0, 0};
     b.box = {64, chunk, 0, 0, 0};
     b.swizzle = TensorMapSpec::Swizzle::k128B;
   } else {
-    // B: [N, taps, channels], K-major and dense along k.
-    const std::vector<int64_t> st = contraction::element_strides(c.maps.b, nd);
-    if (c.b_gather || st[c.k_dims.back()] != 1) return "B is not a plain K-major matrix";
+    // [N, taps, channels], K-major and dense along k.
+    if (st[c.k_dims.back()] != 1) return "B is not a plain K-major matrix";
     const int64_t ldb = c.n_dims.empty() ? c.k : st[c.n_dims.back()];
     if (ldb < c.k) return "B's rows overlap";
-    b.mode = TensorMapSpec::Mode::kTiled;
     b.rank = 3;
-    b.offset_bytes = contraction::element_offset(c.maps.b) * elem;
     b.dims = {static_cast<uint64_t>(l.channels), static_cast<uint64_t>(l.taps),
               static_cast<uint64_t>(c.n), 0, 0};
     b.strides = {static_cast<uint64_t>(l.channels * elem), static_cast<uint64_t>(ldb * elem), 0, 0};
