@@ -327,7 +327,8 @@ def in_table(name, table):
     """Whether a logged schedule, as the fit names it (fitted_name), is one the defaults rank
     (kDefaultRaster 8, the TMA kernel's 1)."""
     if re.match(r"^(?:i8_)?tma_", name):
-        m = re.match(r"^((?:i8_)?tma_\d+x\d+x\d+_s\d+)_r1_", name)
+        m = re.match(r"^((?:i8_)?tma_\d+x\d+x\d+_s\d+)_r1_c\d+(_w\d+x\d+)?$", name)
+        return bool(m) and m.group(1) + (m.group(2) or "") in table
     else:
         m = re.match(r"^((?:i8_)?(?:tc|wgmma)_\d+x\d+x\d+_s\d+_w\d+x\d+)_sk\d+_r8(?:_|$)", name)
     return bool(m) and m.group(1) in table

@@ -208,7 +208,7 @@ bool runs(const Contraction& c, const Schedule& s, const device::DeviceInfo& dev
   return resident_ctas(device, s.threads(), regs, smem_bytes(c, s)) >= 1;
 }
 
-// A large GEMM (A a plain matrix: a GEMM or a 1x1 stride-1 conv, 16-bit) whose 128x256 tiles
+// A large 16-bit GEMM (A a plain matrix: a GEMM or a 1x1 stride-1 conv) whose 128x256 tiles
 // fill the SMs at least twice over a K of at least 32 k-tiles takes the TMA kernel's cooperative
 // 128x256 tile (both consumer warpgroups on each tile, 64 rows each): half the operand bytes
 // per multiply of a 128x128 tile, where the mainloop, not the epilogue or the grid's last
@@ -217,12 +217,30 @@ bool runs(const Contraction& c, const Schedule& s, const device::DeviceInfo& dev
 // for cuBLASLt; 8192^3: 1752 against the ping-pong's 1815 (cuBLASLt 1637). The learned ranking
 // has no measured class for it (tune's logs with it: bench/tune_data/checks/h200_2026-11-29c.*;
 // refitted with them, the ranking put it on ConvNeXt-B's GEMMs, 8% slower).
+//
+// int8: the cooperative 256x128 tile (k-tiles of 128 channels) on a GEMM or a 1x1 conv (strided
+// too) whose tiles fill the SMs twice, N wasting at most an eighth of them, whatever K: there the
+// mainloop is a few k-tiles, and a tile's epilogue and the next one's loads are the time, which
+// the persistent kernel overlaps and the mma.sync defaults do not. H200, 2026-11-29, ResNet-50's
+// batch-32 1x1 convs (bench-op --int8, operands from DRAM, default -> 256x128; cuDNN int8 in
+// brackets): 56x56 256 -> 128 22.9 -> 16.6 us (16.7), 28x28 128 -> 512 15.6 -> 12.1 (16.0), the
+// 256 -> 512 stride-2 downsample 20.9 -> 14.1 (15.6), 56x56 64 -> 256 22.6 -> 21.7 (29.7). With
+// fewer tiles it loses (28x28 512 -> 128, 98 tiles: 8.6 -> 10.1 us), as on 64-wide outputs
+// (56x56 64 -> 64: 9.3 -> 11.7). Whole models (onnxruntime's QDQ, batch 32): ResNet-50 0.789 ->
+// 0.748 ms, ResNeXt-50 1.062 -> 0.973. The int8 fit of the learned ranking, given a 90-second
+// tune of ResNet-50 that measured these classes (bench/tune_data/checks/h200_2026-11-29d.*),
+// still ranks mma.sync first there: its estimate charges every tile the epilogue's time.
 std::optional<Schedule> default_large_gemm(const Contraction& c, const device::DeviceInfo& device) {
-  if (!has_wgmma(device) || contraction::int8_operands(c)) return std::nullopt;
-  Schedule s = tma_schedule(128, 256, 3, tma_raster(c, device), 0, /*cooperative=*/true);
+  if (!has_wgmma(device)) return std::nullopt;
+  const bool int8 = contraction::int8_operands(c);
+  Schedule s = int8 ? tma_schedule(256, 128, 3, tma_raster(c, device), 0, /*cooperative=*/true)
+                    : tma_schedule(128, 256, 3, tma_raster(c, device), 0, /*cooperative=*/true);
+  s.block_k *= block_k_scale(c);
   const std::optional<TmaLayout> l = tma_layout(c, s);
-  if (!l || l->a_im2col || l->taps * l->chunks < 32 || mn_tiles(c, s) < 2 * int64_t{device.sm_count} ||
-      !runs(c, s, device))
+  // int8 also takes a strided 1x1 conv (a downsample: one tap, gathered by the im2col map).
+  if (!l || (l->a_im2col && !(int8 && l->taps == 1)) || mn_tiles(c, s) < 2 * int64_t{device.sm_count} || !runs(c, s, device))
+    return std::nullopt;
+  if (int8 ? ceil_div(c.n, s.block_n) * s.block_n * 8 > 9 * c.n : l->taps * l->chunks < 32)
     return std::nullopt;
   s.ctas = persistent_ctas(c, s, device);
   return s;

@@ -39,7 +39,7 @@ Contraction gemm(int64_t m, int64_t n, int64_t k, const char* layout = "NN") {
 }
 
 Contraction conv(int64_t n, int64_t hw, int64_t ci, int64_t co, int64_t k, int64_t stride,
-                 int64_t pad) {
+                 int64_t pad, contraction::OperandDTypes types = {}) {
   Conv2dParams p;
   p.n = n;
   p.h = p.w = hw;
@@ -48,7 +48,7 @@ Contraction conv(int64_t n, int64_t hw, int64_t ci, int64_t co, int64_t k, int64
   p.kh = p.kw = k;
   p.stride_h = p.stride_w = stride;
   p.pad_top = p.pad_left = p.pad_bottom = p.pad_right = pad;
-  return contraction_of(conv2d_nhwc_maps(p));
+  return contraction_of(conv2d_nhwc_maps(p, types));
 }
 
 TEST(Schedule, NameAndThreads) {
@@ -574,15 +574,31 @@ TEST(DefaultSchedule, PicksTheMeasuredBestOnH100) {
     EXPECT_EQ(big.name(), "tma_128x256x64_s3_r8_c132_w64x256") << n;
   }
   // Not where 128x256 tiles would fill the SMs less than twice (2048^2: 128 tiles), nor over a
-  // K of fewer than 32 k-tiles, nor for int8 or a convolution's im2col A.
+  // K of fewer than 32 k-tiles, nor for a convolution's im2col A.
   for (const Contraction& c : {gemm(2048, 2048, 4096, "NT"), gemm(8192, 8192, 1024, "NT"),
                                conv(32, 56, 256, 256, 3, 1, 1)})
     EXPECT_NE(default_schedule(c, kH100).warp_m * 2, default_schedule(c, kH100).block_m)
         << default_schedule(c, kH100).name();
+  // int8: the cooperative 256x128 tile (k-tiles of 128 channels) wherever its tiles fill the
+  // SMs twice, whatever K: ResNet-50's batch-32 1x1 convs 56x56 256 -> 128 (392 tiles; H200:
+  // 22.9 -> 16.6 us) and 64 -> 256 (K of one half-empty k-tile), 28x28 128 -> 512, the
+  // stride-2 downsample 256 -> 512 (20.9 -> 14.1), a large GEMM. Not with fewer tiles (28x28
+  // 512 -> 128: 98 tiles, 8.6 -> 10.1 us), nor 64 outputs in 128-wide tiles (9.3 -> 11.7), nor
+  // a 3x3 conv, nor at batch 1.
   const contraction::OperandDTypes i8 = {DType::kI8, DType::kI8, DType::kF32};
-  const Contraction i8_big = contraction_of(gemm_maps(8192, 8192, 8192, *contraction::parse_gemm_layout("NT"), i8));
-  EXPECT_EQ(default_schedule(i8_big, kH100).warp_m, default_schedule(i8_big, kH100).block_m)
-      << default_schedule(i8_big, kH100).name();
+  for (const Contraction& c :
+       {conv(32, 56, 256, 128, 1, 1, 0, i8), conv(32, 56, 64, 256, 1, 1, 0, i8),
+        conv(32, 28, 128, 512, 1, 1, 0, i8), conv(32, 56, 256, 512, 1, 2, 0, i8)})
+    EXPECT_EQ(default_schedule(c, kH100).name(), "tma_256x128x128_s3_r1_c132_w128x128");
+  // (B of 64 MB, more than a quarter of L2: raster 8.)
+  EXPECT_EQ(default_schedule(contraction_of(gemm_maps(8192, 8192, 8192, *contraction::parse_gemm_layout("NT"), i8)),
+                             kH100).name(),
+            "tma_256x128x128_s3_r8_c132_w128x128");
+  for (const Contraction& c : {conv(32, 28, 512, 128, 1, 1, 0, i8), conv(32, 56, 64, 64, 1, 1, 0, i8),
+                               conv(32, 56, 128, 128, 3, 1, 1, i8), conv(1, 56, 256, 128, 1, 1, 0, i8)})
+    EXPECT_FALSE(default_schedule(c, kH100).mainloop == Mainloop::kTma &&
+                 default_schedule(c, kH100).warp_m * 2 == default_schedule(c, kH100).block_m)
+        << default_schedule(c, kH100).name();
   // Nor on an A100 (no TMA kernel).
   EXPECT_NE(default_schedule(gemm(8192, 8192, 8192), kA100).mainloop, Mainloop::kTma);
   // ResNet-50's stem at batch 32 over NHWC ci=3: the halo kernel with tap pairs (K 224), the
