@@ -156,6 +156,33 @@ __device__ __forceinline__ typename P::Out finish_element(const KernelParams& p,
   return StoreValue<typename P::Out, P::kQuantizedOut>::of(P::rounded(e));
 }
 
+// The kV values of a slab chunk along n, kS apart, from `at`: by 16-byte (8-byte) loads where
+// they are adjacent (kS 1) and a multiple of 4 (2): one shared-memory request per 4 values
+// instead of one per value, each of which a warp's lanes, a chunk of kV columns apart, sent to
+// the same few banks (the TMA kernel's depth_to_space slabs: 12-way conflicts, 64% of its
+// shared-load wavefronts, under Nsight Compute). Every slab's rows start 16-byte aligned (a
+// pitch of a multiple of 4 floats from an aligned base) and a chunk's first column is a
+// multiple of kV.
+template <int kV, int kS>
+__device__ __forceinline__ void slab_run(const float* at, float (&v)[kV]) {
+  if constexpr (kS == 1 && kV % 4 == 0) {
+#pragma unroll
+    for (int i = 0; i < kV; i += 4) {
+      const float4 q = *reinterpret_cast<const float4*>(at + i);
+      v[i] = q.x, v[i + 1] = q.y, v[i + 2] = q.z, v[i + 3] = q.w;
+    }
+  } else if constexpr (kS == 1 && kV % 2 == 0) {
+#pragma unroll
+    for (int i = 0; i < kV; i += 2) {
+      const float2 q = *reinterpret_cast<const float2*>(at + i);
+      v[i] = q.x, v[i + 1] = q.y;
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < kV; ++i) v[i] = at[i * kS];
+  }
+}
+
 // Stores a (kRows, kCols) fp32 slab staged in shared memory (row pitch `pitch` floats) whose
 // element (r, c) is C[batch, m_base + r, n_base + c]. kGroup threads cooperate (`t` is this
 // thread's index among them).
@@ -221,10 +248,11 @@ __device__ __forceinline__ void store_slab(const KernelParams& p, const float* s
         for (int i = 0; i < kV; ++i)
           ov.elem[i] = finish_element<P, kLeadApplied>(p, slab[(r + i) * pitch + c], ch, residual[j][i]);
       } else {
+        float v[kV];
+        slab_run<kV, kS>(slab + r * pitch + c, v);
 #pragma unroll
         for (int i = 0; i < kV; ++i)
-          ov.elem[i] = finish_element<P, kLeadApplied>(p, slab[r * pitch + c + i * kS], P::channel(batch, n + i * kS),
-                                                       residual[j][i]);
+          ov.elem[i] = finish_element<P, kLeadApplied>(p, v[i], P::channel(batch, n + i * kS), residual[j][i]);
       }
       ov.store(p.c, off);
     }
@@ -266,9 +294,11 @@ __device__ __forceinline__ void stage_slab(const KernelParams& p, const float* s
       const int c = q % kChunksPerRow * kV;
       const int n = n_base + c;
       OutVector<Out, kV> ov;
+      float v[kV];
+      slab_run<kV, 1>(slab + r * pitch + c, v);
 #pragma unroll
       for (int i = 0; i < kV; ++i)  // columns past N (clipped by the store) read no channel operands
-        ov.elem[i] = n + i < P::kN ? finish_element<P>(p, slab[r * pitch + c + i], P::channel(0, n + i), residual[j][i])
+        ov.elem[i] = n + i < P::kN ? finish_element<P>(p, v[i], P::channel(0, n + i), residual[j][i])
                                    : from_float<Out>(0.0f);
       ov.store(staging, r * kCols + c);
     }

@@ -154,6 +154,7 @@ struct MmaKernel {
   // conflict-free: a half-warp writes rows g=0..3 at columns 2t, and 8*g + 2t covers all 32
   // banks once (pitch % 32 == 8 for kWN % 32 == 0; kWN == 16 gives pitch 24, also distinct).
   static constexpr int kSlabPitch = kWN + 8;
+  static_assert(kSlabPitch % 4 == 0, "16-byte slab rows (slab_run)");
   static constexpr int kEpilogueBytes = kWarpsM * kWarpsN * 16 * kSlabPitch * 4;
   // + 16 bytes for the split-K arrival flag: dynamic, so that the kernel has no static shared
   // memory (static + dynamic > 48 KiB needs the opt-in the launcher sizes for dynamic alone).

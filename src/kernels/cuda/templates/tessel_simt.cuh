@@ -118,6 +118,7 @@ struct SimtKernel {
   static constexpr int kPitchA = kBM + 4, kPitchB = kBN + 4;
   static constexpr int kMainBytes = kBK * (kPitchA + kPitchB) * 4;
   static constexpr int kSlabPitch = kWN + 4;
+  static_assert(kSlabPitch % 4 == 0, "16-byte slab rows (slab_run)");
   static constexpr int kEpilogueBytes = kWarpsM * kWarpsN * kWM * kSlabPitch * 4;
   static constexpr int kSmemBytes = kMainBytes > kEpilogueBytes ? kMainBytes : kEpilogueBytes;
 

@@ -174,6 +174,7 @@ struct TmaWgmmaKernel {
   // Epilogue: per consumer warp a (16, kChunkN) fp32 slab, pitch kChunkN + 8.
   static constexpr int kChunkN = 64;
   static constexpr int kSlabPitch = kChunkN + 8;
+  static_assert(kSlabPitch % 4 == 0, "16-byte slab rows (slab_run)");
   static constexpr int kStagingBytes = 16 * kChunkN * 2;  // per warp: 16 x 64 outputs of <= 2 bytes
   static constexpr int kEpilogueBytes = kConsumers * 4 * (16 * kSlabPitch * 4 + kStagingBytes);
   static constexpr int kBarrierBytes = (2 * kStages + 2) * 8;  // full, empty, turn

@@ -57,6 +57,7 @@ struct WgmmaKernel {
   static constexpr int kPipelineBytes = kStages * (TileA::kBytes + TileB::kBytes);
   // Epilogue staging as in MmaKernel: per warp a (M16, kWN) fp32 slab, pitch kWN + 8.
   static constexpr int kSlabPitch = kWN + 8;
+  static_assert(kSlabPitch % 4 == 0, "16-byte slab rows (slab_run)");
   static constexpr int kEpilogueBytes = (kThreads / 32) * 16 * kSlabPitch * 4;
   // + 1024: the dynamic shared memory base is aligned up to the 1024-byte swizzle atom;
   // + 16: the split-K arrival flag.
