@@ -211,6 +211,23 @@ inline std::vector<TestProblem> halo_problems() {
     p.e.store.out_w = 35;
     add(std::move(p), 4, 16, 64, 8, 0, {step(K::kBias)});
   }
+  // Stored along m from the fragments (store_fragments): the SR net's RGB tail's shape (32x16
+  // tiles of 64x8 warps), fp32, 2 CTAs walking 12 tiles, a width of 50 (right-edge slabs of 2
+  // pixels); and an f16 NCHW output with a residual read per element and a relu, 3 CTAs.
+  {
+    TestProblem p = conv_problem(conv_params(1, 40, 50, 16, 3, 3, 1, 1), DType::kF16, DType::kF32);
+    p.e.store.kind = contraction::StoreMap::Kind::kNchw;
+    p.e.store.out_h = 40;
+    p.e.store.out_w = 50;
+    add(std::move(p), 32, 16, 64, 8, 2, {step(K::kBias)});
+  }
+  {
+    TestProblem p = conv_problem(conv_params(2, 9, 20, 32, 16, 3, 1, 1));
+    p.e.store.kind = contraction::StoreMap::Kind::kNchw;
+    p.e.store.out_h = 9;
+    p.e.store.out_w = 20;
+    add(std::move(p), 8, 16, 64, 16, 3, {step(K::kBias), step(K::kResidualAdd), step(K::kRelu)});
+  }
   // 8 input channels (the padded stem): channels padded to 16 in shared memory.
   add(conv_problem(conv_params(1, 12, 16, 8, 64, 3, 1, 1)), 16, 16, 64, 32, 0, {step(K::kRelu)});
   // 5x5, pad 2, bf16, f32 out; 32 -> 48 (N not a multiple of the warp tile).

@@ -113,6 +113,7 @@ struct HaloConvKernel {
   static constexpr int kTilesY = (P::kOutH + kTH - 1) / kTH;
   static constexpr int kTiles = P::kImages * kTilesY * kTilesX;  // spatial, per slice
   static constexpr int kSlabPitch = kWN + 8;        // as tessel_mma.cuh: conflict-free float2
+  static_assert(kSlabPitch % 4 == 0, "16-byte slab rows (slab_run)");
   static constexpr int kEpilogueBytes = kWarpsM * kWarpsN * 16 * kSlabPitch * 4;
   // kBuffers buffers (2, or 1 where each CTA computes one tile), each a tile's pixels and
   // then, after the mainloop, the staging slabs.
@@ -224,11 +225,12 @@ struct HaloConvKernel {
           const int ix = x0 + col + px;
           const bool inside = i < kStageUnits && iy >= 0 && iy < P::kInH && ix >= 0 && ix < P::kInW;
           if constexpr (!P::kInputNchw) {
+            // Outside the image the offset is 0: the address stays valid whatever the
+            // compiler hoists, and `inside` alone decides the zeros.
             const Element* pixel =
-                inside ? static_cast<const Element*>(p.a) +
-                             ((static_cast<typename P::Index>(img) * P::kInH + iy) * P::kInW + ix) * P::kC
-                       : nullptr;
-            ld_slot(pixel, staged[it][2 * px], staged[it][2 * px + 1]);
+                static_cast<const Element*>(p.a) +
+                (inside ? ((static_cast<typename P::Index>(img) * P::kInH + iy) * P::kInW + ix) * P::kC : 0);
+            ld_slot(pixel, inside, staged[it][2 * px], staged[it][2 * px + 1]);
           } else {
 #pragma unroll
             for (int word = 0; word < 2; ++word) {
@@ -286,11 +288,14 @@ struct HaloConvKernel {
     }
   }
   // An NHWC pixel of kC <= 4 channels as a 4-channel slot (words lo, hi), zeros past kC, and
-  // all zeros for no pixel (the padding): one load where its 2 * kC bytes are a power of two
-  // (pixels are then aligned to their size), else one per channel.
-  __device__ __forceinline__ static void ld_slot(const Element* pixel, u32& lo, u32& hi) {
+  // all zeros outside the image (the padding: `inside` false, `pixel` then a valid address
+  // not read): one load where its 2 * kC bytes are a power of two (pixels are then aligned to
+  // their size), else one per channel. (With a null `pixel` for the padding, tested here, the
+  // grayscale 7x7/2 stem read address 0 under compute-sanitizer on sm_90a, 2026-11-29, once
+  // its epilogue's code changed; its PTX skipped that load.)
+  __device__ __forceinline__ static void ld_slot(const Element* pixel, bool inside, u32& lo, u32& hi) {
     lo = hi = 0;
-    if (pixel == nullptr) return;
+    if (!inside) return;
     if constexpr (P::kC == 4) {
       const uint2 v = ld_global_nc<8>(pixel);
       lo = v.x;
@@ -369,11 +374,42 @@ struct HaloConvKernel {
       int r, c, m, n;
       if (!chunk_position(j, lane, m_base, n_base, rows, r, c, m, n)) continue;
       OutVector<typename P::Out, kV> ov;
+      float v[kV];
+      slab_run<kV, 1>(slab + r * kSlabPitch + c, v);
 #pragma unroll
       for (int i = 0; i < kV; ++i)
-        ov.elem[i] = finish_element<P>(p, slab[r * kSlabPitch + c + i], P::channel(0, n + i),
-                                       to_float(rv[j].elem[i]));
+        ov.elem[i] = finish_element<P>(p, v[i], P::channel(0, n + i), to_float(rv[j].elem[i]));
       ov.store(p.c, P::store_offset(0, m, n));
+    }
+  }
+
+  // An output stored along m (NCHW: each channel's pixels contiguous) goes from the
+  // accumulators straight to memory, one element per store: a warp's store of one fragment
+  // register writes, per channel, 8 consecutive pixels (a 32-byte sector in fp32), the sectors
+  // the slab's m-runs would write, without the slab's round trip through shared memory, whose
+  // m-runs of one column read 4-way bank conflicts. (The SR net's 16 -> 3 RGB conv at 4K,
+  // stored NCHW fp32: L1 83% busy, 29% of its shared-memory wavefronts excess, 1.6 TB/s.)
+  __device__ __forceinline__ static void store_fragments(const KernelParams& p,
+                                                         const float (&acc)[kMI][kNI][4], int tile,
+                                                         int wm, int n_base, int lane) {
+    const int g = lane / 4, t = lane % 4;
+#pragma unroll
+    for (int mi = 0; mi < kMI; ++mi) {
+      int m_base;
+      const int rows = slab_rows(tile, wm, mi, m_base);
+#pragma unroll
+      for (int ni = 0; ni < kNI; ++ni)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int r = g + 8 * (e / 2), n = n_base + ni * 8 + 2 * t + e % 2;
+          if (r >= rows || n >= P::kN) continue;
+          const typename P::Index off = P::store_offset(0, m_base + r, n);
+          tessel::ResidualVector<P, 1> residual;
+          residual.load(p, off);
+          OutVector<typename P::Out, 1> ov;
+          ov.elem[0] = finish_element<P>(p, acc[mi][ni][e], P::channel(0, n), residual[0]);
+          ov.store(p.c, off);
+        }
     }
   }
 
@@ -508,30 +544,35 @@ struct HaloConvKernel {
       load_fragments<0>(af[0], bf[0], o, halo, smem_w);
       mainloop<0>(acc, af, bf, o, halo, smem_w);
 
-      // Epilogue: per m16 tile (16 pixels of one output row), stage the accumulators in this
-      // buffer (every warp is done reading its pixels after the barrier) and store the pixels
-      // inside the image (slab_rows) through the store map.
-      __syncthreads();
-      float* slab = reinterpret_cast<float*>(smem + P::kWeightBytes + buffer * P::kBufferBytes) +
-                    warp * 16 * kSlabPitch;
+      // Epilogue. Along m (NCHW): from the fragments (store_fragments).
+      if constexpr (P::kStoreAlongM) {
+        store_fragments(p, acc, tile, wm, n_slice + wn * kWN, lane);
+      } else {
+        // Epilogue: per m16 tile (16 pixels of one output row), stage the accumulators in this
+        // buffer (every warp is done reading its pixels after the barrier) and store the pixels
+        // inside the image (slab_rows) through the store map.
+        __syncthreads();
+        float* slab = reinterpret_cast<float*>(smem + P::kWeightBytes + buffer * P::kBufferBytes) +
+                      warp * 16 * kSlabPitch;
 #pragma unroll
-      for (int mi = 0; mi < kMI; ++mi) {
-        int m;
-        const int rows = slab_rows(tile, wm, mi, m);
-        if (rows == 0) continue;  // uniform across the warp
+        for (int mi = 0; mi < kMI; ++mi) {
+          int m;
+          const int rows = slab_rows(tile, wm, mi, m);
+          if (rows == 0) continue;  // uniform across the warp
 #pragma unroll
-        for (int ni = 0; ni < kNI; ++ni) {
-          *reinterpret_cast<float2*>(slab + g * kSlabPitch + ni * 8 + 2 * (lane % 4)) =
-              make_float2(acc[mi][ni][0], acc[mi][ni][1]);
-          *reinterpret_cast<float2*>(slab + (g + 8) * kSlabPitch + ni * 8 + 2 * (lane % 4)) =
-              make_float2(acc[mi][ni][2], acc[mi][ni][3]);
+          for (int ni = 0; ni < kNI; ++ni) {
+            *reinterpret_cast<float2*>(slab + g * kSlabPitch + ni * 8 + 2 * (lane % 4)) =
+                make_float2(acc[mi][ni][0], acc[mi][ni][1]);
+            *reinterpret_cast<float2*>(slab + (g + 8) * kSlabPitch + ni * 8 + 2 * (lane % 4)) =
+                make_float2(acc[mi][ni][2], acc[mi][ni][3]);
+          }
+          __syncwarp();
+          if constexpr (kResidualInRegisters)
+            store_with_residual(p, slab, m, n_slice + wn * kWN, rows, lane, residual[mi]);
+          else
+            store_slab<P, 16, kWN, 32>(p, slab, kSlabPitch, 0, m, n_slice + wn * kWN, lane, rows);
+          __syncwarp();
         }
-        __syncwarp();
-        if constexpr (kResidualInRegisters)
-          store_with_residual(p, slab, m, n_slice + wn * kWN, rows, lane, residual[mi]);
-        else
-          store_slab<P, 16, kWN, 32>(p, slab, kSlabPitch, 0, m, n_slice + wn * kWN, lane, rows);
-        __syncwarp();
       }
       if constexpr (kStaged) {
         // The other buffer was last read in the previous iteration, before its closing barrier.
