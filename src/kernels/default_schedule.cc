@@ -226,10 +226,12 @@ bool runs(const Contraction& c, const Schedule& s, const device::DeviceInfo& dev
 // brackets): 56x56 256 -> 128 22.9 -> 16.6 us (16.7), 28x28 128 -> 512 15.6 -> 12.1 (16.0), the
 // 256 -> 512 stride-2 downsample 20.9 -> 14.1 (15.6), 56x56 64 -> 256 22.6 -> 21.7 (29.7). With
 // fewer tiles it loses (28x28 512 -> 128, 98 tiles: 8.6 -> 10.1 us), as on 64-wide outputs
-// (56x56 64 -> 64: 9.3 -> 11.7). Whole models (onnxruntime's QDQ, batch 32): ResNet-50 0.789 ->
-// 0.748 ms, ResNeXt-50 1.062 -> 0.973. The int8 fit of the learned ranking, given a 90-second
-// tune of ResNet-50 that measured these classes (bench/tune_data/checks/h200_2026-11-29d.*),
-// still ranks mma.sync first there: its estimate charges every tile the epilogue's time.
+// (56x56 64 -> 64: 9.3 -> 11.7). Whole models (onnxruntime's QDQ): ResNet-50 batch 32 0.789 ->
+// 0.748 ms and ResNeXt-50 1.062 -> 0.973 (before the strided 1x1 convs joined), ResNet-50 batch
+// 256 4.936 -> 4.424, DenseNet-121 batch 32 1.486 -> 1.458. The int8 fit of the learned
+// ranking, given a 90-second tune of ResNet-50 that measured these classes
+// (bench/tune_data/checks/h200_2026-11-29d.*), still ranks mma.sync first there: its estimate
+// charges every tile the epilogue's time.
 std::optional<Schedule> default_large_gemm(const Contraction& c, const device::DeviceInfo& device) {
   if (!has_wgmma(device)) return std::nullopt;
   const bool int8 = contraction::int8_operands(c);
