@@ -594,6 +594,38 @@ std::string halo_name(const ::testing::TestParamInfo<TestProblem>& info) {
 }
 INSTANTIATE_TEST_SUITE_P(Halo, HaloCompiles, ::testing::ValuesIn(halo_problems()), halo_name);
 
+// The epilogue's slab: chunks along n read back in 16-byte loads (slab_run), not one float at
+// a time (the TMA kernel's depth_to_space slabs had read 128 scalar floats per thread, 12-way
+// bank conflicts); and a halo kernel storing along m (NCHW) skips the slab for its fragments.
+TEST(SlabStores, ReadBackInSixteenByteLoadsOrNotAtAll) {
+  const TestProblem tma = with(d2s(conv_problem(conv_params(1, 36, 64, 64, 128, 3, 1, 1)), true),
+                               kernels::tma_schedule(128, 128, 4, 1, 0), {step(K::kBias)});
+  const TestProblem mma = with(conv_problem(conv_params(1, 20, 20, 64, 64, 3, 1, 1)),
+                               tc_schedule(64, 64, 32, 32, 32, 3), {step(K::kBias)});
+  for (const TestProblem* p : {&tma, &mma}) {
+    ASSERT_FALSE(can_implement(p->c, p->e, p->s));
+    const Compiled out = nvrtc_compile(emit(p->c, p->e, p->s), "sm_90a");
+    ASSERT_TRUE(out.ok) << out.log;
+    SCOPED_TRACE(p->s.name());
+    EXPECT_TRUE(has(out.ptx, "ld.shared.v4.f32"));
+    EXPECT_FALSE(has(out.ptx, "ld.shared.f32 "));
+  }
+  TestProblem nchw = conv_problem(conv_params(1, 40, 48, 16, 3, 3, 1, 1), DType::kF16, DType::kF32);
+  nchw.e.store.kind = StoreMap::Kind::kNchw;
+  nchw.e.store.out_h = 40;
+  nchw.e.store.out_w = 48;
+  nchw.s = kernels::halo_schedule(nchw.c, 32, 16, 64, 8, 2);
+  TestProblem nhwc = nchw;
+  nhwc.e.store = StoreMap{};
+  for (TestProblem* p : {&nchw, &nhwc}) {
+    p->e.out_dtype = p == &nchw ? DType::kF32 : DType::kF16;
+    ASSERT_FALSE(can_implement(p->c, p->e, p->s));
+    const Compiled out = nvrtc_compile(emit(p->c, p->e, p->s), "sm_90a");
+    ASSERT_TRUE(out.ok) << out.log;
+    EXPECT_EQ(has(out.ptx, "st.shared.v2.f32"), p == &nhwc);  // the slab's writes
+  }
+}
+
 TEST(HaloSchedule, LaunchesPersistentCtasOverSpatialTiles) {
   // 720p, 64 -> 64: 8x16 tiles = 90 x 80 = 7200 tiles, walked by 132 CTAs.
   const TestProblem p = conv_problem(conv_params(1, 720, 1280, 64, 64, 3, 1, 1));
