@@ -99,6 +99,9 @@ bool register_path(const Contraction& c, const Schedule& s, bool is_a) {
 
 int estimate_regs(const Contraction& c, const Schedule& s) {
   // TMA: the copy engine computes every operand address; the consumers hold accumulators.
+  // With a producer warpgroup, setmaxnreg fixes the launch at 168 per thread (384 threads: the
+  // whole register file).
+  if (s.tma_producer_warpgroup()) return 168;
   if (s.mainloop == Mainloop::kTma) return 40 + s.warp_m * s.warp_n / 128;
   const int gathers = (c.a_gather ? 1 : 0) + (c.b_gather ? 1 : 0);
   int regs = 32 + 16 * gathers;  // addresses, loop state, gather index arithmetic

@@ -494,6 +494,8 @@ KernelSource emit(const Contraction& c, const Epilogue& e, const kernels::Schedu
                         plan.tma_store.has_value());
     body << fmt::format("  static constexpr bool kTmaResidual = {};  // bulk loads of the residual (fourth map)\n",
                         plan.tma_residual.has_value());
+    body << fmt::format("  static constexpr bool kProducerWarpgroup = {};  // setmaxnreg: 232 registers per consumer\n",
+                        s.tma_producer_warpgroup());
   }
   body << fmt::format("  using Index = {};\n", plan.index64 ? "long long" : "int");
   if (halo) {

@@ -217,6 +217,12 @@ TEST_P(VariantCompiles, ForSm80AndSm90aWithTheIntendedInstructions) {
       EXPECT_TRUE(has(ptx, "mbarrier.arrive.expect_tx"));
       EXPECT_FALSE(has(ptx, "cp.async.cg")) << "no thread-issued copies";
       EXPECT_FALSE(has(ptx, "mma.sync"));
+      // 128 accumulators per consumer thread or more: a producer warpgroup whose registers the
+      // consumers take (384 threads); fewer: the producer warp (288).
+      const bool big = p.s.warp_m * p.s.warp_n >= 128 * 128;
+      EXPECT_EQ(has(ptx, "setmaxnreg.inc.sync.aligned.u32 232"), big);
+      EXPECT_EQ(has(ptx, "setmaxnreg.dec.sync.aligned.u32 40"), big);
+      EXPECT_EQ(ks.block[0], big ? 384u : 288u);
       ASSERT_EQ(ks.tensor_maps.size(), residual_map ? 4u : tma_store ? 3u : 2u);
       EXPECT_EQ(ks.tensor_maps[0].mode == device::TensorMapSpec::Mode::kIm2col, im2col);
       EXPECT_EQ(ks.tensor_maps[0].operand, 0);

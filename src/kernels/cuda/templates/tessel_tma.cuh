@@ -23,7 +23,9 @@
 // zero-filled in both operands, so C needs no multiple of the chunk.
 //
 // Roles (persistent). The CTA walks output tiles blockIdx.x, + gridDim.x, ...; warps 0-3 and
-// 4-7 are the consumer warpgroups, warp 8 the producer, of which one lane issues every copy.
+// 4-7 are the consumer warpgroups, warp 8 the producer, of which one lane issues every copy
+// (where the consumers hold 128 accumulators per thread or more, warps 8-11 are a producer
+// warpgroup, whose setmaxnreg.dec lets the consumers' setmaxnreg.inc take 232 registers each).
 //   "ping-pong" (kWarpM = kBlockM): the CTA's i-th tile belongs to consumer warpgroup i % 2,
 //     which computes the whole (kBlockM, kBlockN) tile;
 //   cooperative (kWarpM = kBlockM / 2): both warpgroups compute every tile, warpgroup g its rows
@@ -86,6 +88,17 @@ __device__ __forceinline__ void mbarrier_wait(u32 bar, u32 phase) {
       : "memory");
 }
 
+// ---- Register reallocation (PTX ISA 9.7.19.5, sm_90a) ----------------------------------------
+// Every warp of a warpgroup executes the same one; the CTA's pool lends what .dec returned.
+template <int N>
+__device__ __forceinline__ void setmaxnreg_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+template <int N>
+__device__ __forceinline__ void setmaxnreg_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+
 // ---- Bulk tensor copies (PTX ISA 9.7.9.25) --------------------------------------------------
 // The tensor map is a __grid_constant__ kernel parameter, addressed generically.
 __device__ __forceinline__ void prefetch_tensor_map(const void* map) {
@@ -145,7 +158,13 @@ struct TmaWgmmaKernel {
   static constexpr int kBM = P::kBlockM, kBN = P::kBlockN, kBK = P::kBlockK;
   static constexpr int kStages = P::kStages;
   static constexpr int kConsumers = 2;
-  static constexpr int kThreads = 128 * kConsumers + 32;  // + the producer warp
+  // + the producer warp, or warpgroup (Schedule::tma_producer_warpgroup: setmaxnreg moves its
+  // registers to the consumers, kConsumerRegs each; ptxas fixes such a launch at 168).
+  static constexpr bool kProducerWarpgroup = P::kProducerWarpgroup;
+  static constexpr int kThreads = 128 * kConsumers + (kProducerWarpgroup ? 128 : 32);
+  static constexpr int kProducerRegs = 40, kConsumerRegs = 232;
+  static_assert(!kProducerWarpgroup || (kProducerRegs * 128 + kConsumerRegs * 256 <= 168 * 384),
+                "the consumers take what the producer warpgroup returns to the launch's 168 per thread");
   static constexpr bool kInt8 = sizeof(Element) == 1;
   using Acc = typename AccumulatorOf<kInt8>::type;
   // One swizzled row per k-tile (kernels::check_tma): 128 bytes, or 64 with the 64-byte swizzle.
@@ -354,10 +373,12 @@ struct TmaWgmmaKernel {
     }
     __syncthreads();
 
-    if (warp == 4 * kConsumers) {
-      if (lane == 0) produce(maps, smem_base, full, empty);
+    if (warp >= 4 * kConsumers) {
+      if constexpr (kProducerWarpgroup) setmaxnreg_dec<kProducerRegs>();
+      if (warp == 4 * kConsumers && lane == 0) produce(maps, smem_base, full, empty);
       return;  // the copies complete on their own; the consumers wait for them
     }
+    if constexpr (kProducerWarpgroup) setmaxnreg_inc<kConsumerRegs>();
 
     const int group = warp / 4;
     // The slabs, then the staging buffers (1024-byte aligned each: the swizzle atom).
