@@ -446,7 +446,8 @@ TEST(Cli, CodegenTakesANamedScheduleOrSaysWhyNot) {
   const std::string base = "codegen --gemm " + csv + " --workload nn_512 --arch sm_90a --no-source";
   Result r = run_tessel(base + " --schedule tma_128x256x64_s3_r8_c132_w64x256");
   ASSERT_EQ(r.code, 0) << r.out;
-  EXPECT_NE(r.out.find("== schedule tma_128x256x64_s3_r8_c132_w64x256 (288 threads)"), std::string::npos) << r.out;
+  // 64x256 per consumer warpgroup (128 accumulators a thread): a producer warpgroup, 384 threads.
+  EXPECT_NE(r.out.find("== schedule tma_128x256x64_s3_r8_c132_w64x256 (384 threads)"), std::string::npos) << r.out;
   r = run_tessel(base + " --schedule tma_128x256x64");
   EXPECT_NE(r.code, 0);
   EXPECT_NE(r.out.find("tma_128x256x64: not a schedule name for nn_512"), std::string::npos) << r.out;
