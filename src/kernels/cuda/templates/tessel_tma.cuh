@@ -88,7 +88,7 @@ __device__ __forceinline__ void mbarrier_wait(u32 bar, u32 phase) {
       : "memory");
 }
 
-// ---- Register reallocation (PTX ISA 9.7.19.5, sm_90a) ----------------------------------------
+// ---- Register reallocation (PTX ISA, "setmaxnreg": sm_90a) -------------------------------------
 // Every warp of a warpgroup executes the same one; the CTA's pool lends what .dec returned.
 template <int N>
 __device__ __forceinline__ void setmaxnreg_dec() {
