@@ -385,6 +385,25 @@ std::vector<TestProblem> fixed_problems(bool hopper) {
     kernels::Schedule half_res = kernels::tma_schedule(64, 128, 4, 1, 1);
     half_res.block_k = 32;
     add(gemm_problem(150, 136, 96, "NT"), half_res, {step(K::kResidualAdd), step(K::kBias)});
+    // DCR depth_to_space stores by bulk tensor stores of a 4-D map (tessel_tma.cuh,
+    // kTmaStoreD2s): 64 -> 128 (2x2 x 32: rows of 64 (j, c), one i per chunk) over two
+    // images with an M tail; 32 -> 64 cooperative in half rows (2x2 x 16: 32 (j, c) of both i
+    // per chunk, the 64-byte swizzle), few CTAs; bf16 64 -> 256 (2x2 x 64: two chunks per i).
+    auto d2s = [](TestProblem p) {
+      p.e.store.kind = StoreMap::Kind::kDepthToSpace;
+      p.e.store.block = 2;
+      p.e.store.dcr = true;
+      p.e.store.out_h = p.c.maps.c.shape[1];
+      p.e.store.out_w = p.c.maps.c.shape[2];
+      return p;
+    };
+    add(d2s(conv_problem(conv_params(2, 17, 32, 64, 128, 3, 1, 1))), kernels::tma_schedule(128, 128, 4, 8, 2),
+        {step(K::kBias), step(K::kLeakyRelu, 0.1f)});
+    kernels::Schedule coop_half = kernels::tma_schedule(256, 64, 4, 1, 2, true);
+    coop_half.block_k = 32;
+    add(d2s(conv_problem(conv_params(1, 20, 48, 32, 64, 3, 1, 1))), coop_half, {step(K::kBias)});
+    add(d2s(conv_problem(conv_params(2, 9, 16, 64, 256, 3, 1, 1), DType::kBF16, DType::kBF16)),
+        kernels::tma_schedule(128, 256, 3, 8, 1, true), {step(K::kRelu)});
     // Cooperative (both consumer warpgroups on each tile, half its rows each): few CTAs, so
     // that each walks several tiles and the ring turns over across them; M tails that end in
     // the first warpgroup's half (M = 300: the last tile's rows 256-299 are warpgroup 0's) and

@@ -413,6 +413,18 @@ std::vector<TestProblem> fixed_problems(bool hopper) {
     v.push_back(tma(i8conv(conv_params(2, 13, 11, 96, 72, 3, 2, 1)), Recipe::kExactF32, 64, 128, 5, 3, 64));
     v.push_back(tma(i8gemm(130, 200, 64), Recipe::kDequantF16, 64, 256, 3, 2, 64));
     v.push_back(tma(i8conv(conv_params(1, 9, 7, 48, 64, 3, 1, 1)), Recipe::kResidualI8, 64, 64, 8, 1, 64));
+    // int8 stores of a DCR depth_to_space by bulk tensor stores of the 4-D map (tessel_tma.cuh,
+    // kTmaStoreD2s): 64 -> 128 = 32 channels x 2x2, rows of 64 (j, c) in the 64-byte swizzle,
+    // two images of 16-wide rows, an M tail; and 48-wide rows, which keep the slab's stores.
+    for (const int w : {16, 48}) {
+      TestProblem p = i8conv(conv_params(2, 9, w, 64, 128, 3, 1, 1));
+      p.e.store.kind = StoreMap::Kind::kDepthToSpace;
+      p.e.store.block = 2;
+      p.e.store.dcr = true;
+      p.e.store.out_h = 9;
+      p.e.store.out_w = w;
+      v.push_back(tma(std::move(p), Recipe::kRequant, 128, 128, 4, 2, 64));
+    }
     // f16 residuals (the slab path: not the output's type), into i8 and into f16.
     v.push_back(tma(i8conv(conv_params(2, 20, 20, 64, 256, 1, 1, 0)), Recipe::kResidualF16Requant, 128, 128, 4, 2, 64));
     // EfficientNet's expansion conv with its quantized SiLU (silu_qgate) into int8.

@@ -492,6 +492,10 @@ KernelSource emit(const Contraction& c, const Epilogue& e, const kernels::Schedu
     body << emit_tma_geometry(*plan.tma);
     body << fmt::format("  static constexpr bool kTmaStore = {};  // bulk tensor stores of C (third map)\n",
                         plan.tma_store.has_value());
+    // A depth_to_space store's 4-D map {b*C', W, b, images*H} (plan.cc, tma_store_map).
+    const bool d2s_map = plan.tma_store && plan.tma_store->rank == 4;
+    body << fmt::format("  static constexpr int kTmaStoreD2s = {}, kTmaStoreD2sWidth = {};  // depth_to_space: b*C', W\n",
+                        d2s_map ? plan.tma_store->dims[0] : 0, d2s_map ? plan.tma_store->dims[1] : 1);
     body << fmt::format("  static constexpr bool kTmaResidual = {};  // bulk loads of the residual (fourth map)\n",
                         plan.tma_residual.has_value());
     body << fmt::format("  static constexpr bool kProducerWarpgroup = {};  // setmaxnreg: 232 registers per consumer\n",

@@ -386,9 +386,16 @@ bool residual_like_output(const KernelPlan& plan) {
 // and the output allow one: plain or channel-slice rows of 16-bit or int8 outputs, the rows
 // and the slice's start 16-byte aligned. (16, 64) boxes at (n, m), clipped to (N, M), so a
 // slice's neighbours in the buffer are never written; their shared-memory layout below.
+// A depth_to_space store (DCR, block b, C' channels, the conv's output W wide) is the 4-D map
+// {b*C', W, b, images*H}: out[img, oh*b + i, ow*b + j, c] at ((j*C' + c), ow, i, img*H + oh),
+// the (j, c) of a pixel pair contiguous; a chunk of 16 m in one output row (W a multiple of
+// 16) and 64 n is the box {64, 16, 1, 1} where b*C' is a multiple of 64, or {32, 16, 2, 1}
+// (16-bit, b*C' = 32: two values of i in 64-byte rows). Its own rows only (no slice, no
+// residual: those keep the slab's stores).
 std::optional<device::TensorMapSpec> tma_store_map(const KernelPlan& plan) {
   const StoreMap& st = plan.e->store;
-  if (st.kind != StoreMap::Kind::kPlain && st.kind != StoreMap::Kind::kChannelSlice) return std::nullopt;
+  const bool d2s = st.kind == StoreMap::Kind::kDepthToSpace;
+  if (st.kind != StoreMap::Kind::kPlain && st.kind != StoreMap::Kind::kChannelSlice && !d2s) return std::nullopt;
   const DType out = plan.e->out_dtype;
   const bool int8 = contraction::is_int8_operand(out);
   if (out != DType::kF16 && out != DType::kBF16 && !int8) return std::nullopt;
@@ -403,7 +410,6 @@ std::optional<device::TensorMapSpec> tma_store_map(const KernelPlan& plan) {
            : out == DType::kBF16 ? device::TensorMapSpec::Type::kBF16
                                  : device::TensorMapSpec::Type::kF16;
   m.operand = static_cast<uint8_t>(kParamWordC);
-  m.rank = 2;
   // Outputs without a residual or with one of their own type (read through C's map over it,
   // below): the swizzled staging of the register epilogue (tessel_tma.cuh, kRegisterEpilogue),
   // rows of 64 outputs in 128 bytes (16-bit) or 64 (int8); else the slab path's dense staging.
@@ -411,10 +417,27 @@ std::optional<device::TensorMapSpec> tma_store_map(const KernelPlan& plan) {
   m.swizzle = plan.residual_operand >= 0 && !residual_like_output(plan) ? Swizzle::kNone
               : size == 2                                                ? Swizzle::k128B
                                                                          : Swizzle::k64B;
-  m.offset_bytes = offset * size;
-  m.dims = {static_cast<uint64_t>(plan.c->n), static_cast<uint64_t>(plan.c->m), 0, 0, 0};
-  m.strides = {static_cast<uint64_t>(ld * size), 0, 0, 0};
-  m.box = {64, 16, 0, 0, 0};
+  if (d2s) {
+    const int64_t b = st.block, pair = b * ld, width = st.out_w;
+    const bool lines = pair % 64 == 0 || (pair == 32 && size == 2);
+    if (!st.dcr || st.channel_offset != 0 || ld * b * b != plan.c->n ||
+        plan.residual_operand >= 0 || !lines || width % 16 != 0 || b < 2)
+      return std::nullopt;
+    const uint32_t line = static_cast<uint32_t>(std::min<int64_t>(pair, 64));
+    if (line * size == 64) m.swizzle = Swizzle::k64B;
+    m.rank = 4;
+    m.dims = {static_cast<uint64_t>(pair), static_cast<uint64_t>(width), static_cast<uint64_t>(b),
+              static_cast<uint64_t>(plan.c->m / width), 0};
+    m.strides = {static_cast<uint64_t>(pair * size), static_cast<uint64_t>(width * pair * size),
+                 static_cast<uint64_t>(b * width * pair * size), 0};
+    m.box = {line, 16, 64 / line, 1, 0};
+  } else {
+    m.rank = 2;
+    m.offset_bytes = offset * size;
+    m.dims = {static_cast<uint64_t>(plan.c->n), static_cast<uint64_t>(plan.c->m), 0, 0, 0};
+    m.strides = {static_cast<uint64_t>(ld * size), 0, 0, 0};
+    m.box = {64, 16, 0, 0, 0};
+  }
   if (device::check_tensor_map(m)) return std::nullopt;
   return m;
 }

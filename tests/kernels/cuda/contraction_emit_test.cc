@@ -134,6 +134,14 @@ std::vector<TestProblem> wgmma_variants() {
                    {step(K::kBias), step(K::kGelu)}));
   v.push_back(with(conv_problem(conv_params(8, 28, 28, 128, 256, 3, 1, 1)), kernels::tma_schedule(128, 256, 3, 1, 0, true),
                    {step(K::kResidualAdd), step(K::kRelu)}));
+  // depth_to_space: DCR by bulk stores of a 4-D map (pixel pairs of 64 and 32 channels), CRD
+  // by the slab's.
+  v.push_back(with(d2s(conv_problem(conv_params(1, 36, 64, 64, 128, 3, 1, 1)), true),
+                   kernels::tma_schedule(128, 128, 4, 8, 0), {step(K::kBias)}));
+  v.push_back(with(d2s(conv_problem(conv_params(1, 36, 64, 64, 64, 3, 1, 1)), true),
+                   kernels::tma_schedule(256, 64, 4, 8, 0, true), {step(K::kBias)}));
+  v.push_back(with(d2s(conv_problem(conv_params(1, 36, 64, 64, 128, 3, 1, 1)), false),
+                   kernels::tma_schedule(128, 128, 4, 8, 0), {step(K::kBias)}));
   // B stored (K, N): MN-major panels, wgmma's transposed B.
   v.push_back(with(gemm_problem(4096, 4096, 4096, "NN"), kernels::tma_schedule(256, 128, 3, 8, 0, true)));
   v.push_back(with(gemm_problem(512, 256, 512, "NN", DType::kBF16, DType::kBF16), kernels::tma_schedule(128, 64, 5, 1, 0)));
@@ -203,10 +211,14 @@ TEST_P(VariantCompiles, ForSm80AndSm90aWithTheIntendedInstructions) {
       const bool im2col = p.c.a_gather;
       // A, B and (f16, bf16, int8 outputs of a plain store) C for the bulk stores; a residual
       // of a 16-bit output's type: a fourth map, C's over the residual, for its bulk loads.
-      const bool tma_store = p.e.out_dtype != DType::kF32;
       const bool residual = std::any_of(p.e.steps.begin(), p.e.steps.end(), [](const auto& st) {
         return st.kind == K::kResidualAdd || st.kind == K::kScaledResidualAdd;
       });
+      // A DCR depth_to_space of 16-wide rows without a residual: a 4-D map (the variants' pixel
+      // pairs are 32 or 64 channels); CRD keeps the slab's stores.
+      const bool d2s = p.e.store.kind == StoreMap::Kind::kDepthToSpace;
+      const bool tma_store =
+          p.e.out_dtype != DType::kF32 && (!d2s || (p.e.store.dcr && !residual && p.e.store.out_w % 16 == 0));
       const bool residual_map = tma_store && residual;  // the residual has the output's type
       EXPECT_EQ(has(ptx, "cp.async.bulk.tensor.4d.shared::cluster.global.im2col"), im2col);
       // B: K-major [N, taps, C] in 3-D boxes, MN-major (K, N) in 2-D ones.
@@ -227,8 +239,9 @@ TEST_P(VariantCompiles, ForSm80AndSm90aWithTheIntendedInstructions) {
       EXPECT_EQ(ks.tensor_maps[0].mode == device::TensorMapSpec::Mode::kIm2col, im2col);
       EXPECT_EQ(ks.tensor_maps[0].operand, 0);
       EXPECT_EQ(ks.tensor_maps[1].operand, 1);
-      EXPECT_EQ(has(ptx, "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group"), tma_store);
-      if (tma_store) {
+      EXPECT_EQ(has(ptx, "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group"), tma_store && !d2s);
+      EXPECT_EQ(has(ptx, "cp.async.bulk.tensor.4d.global.shared::cta.bulk_group"), tma_store && d2s);
+      if (tma_store && !d2s) {
         EXPECT_EQ(ks.tensor_maps[2].operand, 2);
         // Swizzled for the register epilogue's staging: rows of 128 bytes (16-bit) or 64 (int8).
         EXPECT_EQ(ks.tensor_maps[2].swizzle, dtype_size(p.e.out_dtype) == 2 ? device::TensorMapSpec::Swizzle::k128B
@@ -398,6 +411,52 @@ TEST(TmaLayout, MapsTheOperandsOfGemmsAndConvolutions) {
   EXPECT_EQ(l2->b.dims[0], 40u);
   EXPECT_EQ(l2->b.dims[1], 9u);
   EXPECT_EQ(l2->b.strides[1], 9u * 40 * 2);
+}
+
+// A DCR depth_to_space output of the TMA kernel is stored by bulk tensor stores through a
+// 4-D map {b*C', W, b, images*H} of the shuffled image; what it cannot box keeps the slab's
+// stores (no C map).
+TEST(TmaStoreMap, DepthToSpaceIsAFourDimensionalMapOfPixelPairs) {
+  using Swizzle = device::TensorMapSpec::Swizzle;
+  const kernels::Schedule s = kernels::tma_schedule(128, 128, 4, 8, 0);
+  auto c_map = [](const TestProblem& p) -> std::optional<device::TensorMapSpec> {
+    const KernelSource ks = emit(p.c, p.e, p.s);
+    if (ks.tensor_maps.size() < 3) return std::nullopt;
+    return ks.tensor_maps[2];
+  };
+  // 64 -> 128 channels over two 36x64 images, block 2: C' = 32, pixel pairs of 64 channels.
+  const TestProblem wide = with(d2s(conv_problem(conv_params(2, 36, 64, 64, 128, 3, 1, 1)), true), s, {step(K::kBias)});
+  const auto m = c_map(wide);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->rank, 4);
+  EXPECT_EQ(m->dims, (std::array<uint64_t, 5>{64, 64, 2, 2 * 36, 0}));
+  EXPECT_EQ(m->strides, (std::array<uint64_t, 4>{64 * 2, 64 * 64 * 2, 2 * 64 * 64 * 2, 0}));
+  EXPECT_EQ(m->box, (std::array<uint32_t, 5>{64, 16, 1, 1, 0}));
+  EXPECT_EQ(m->swizzle, Swizzle::k128B);
+  const std::string src = emit(wide.c, wide.e, wide.s).source;
+  EXPECT_NE(src.find("kTmaStoreD2s = 64, kTmaStoreD2sWidth = 64"), std::string::npos) << src;
+  // 64 -> 64: C' = 16, pairs of 32 channels; a chunk's 64 columns are both rows i, in 64-byte rows.
+  const TestProblem narrow = with(d2s(conv_problem(conv_params(1, 36, 64, 64, 64, 3, 1, 1)), true),
+                                  kernels::tma_schedule(256, 64, 4, 8, 0, true), {step(K::kBias)});
+  const auto n = c_map(narrow);
+  ASSERT_TRUE(n);
+  EXPECT_EQ(n->dims, (std::array<uint64_t, 5>{32, 64, 2, 36, 0}));
+  EXPECT_EQ(n->box, (std::array<uint32_t, 5>{32, 16, 2, 1, 0}));
+  EXPECT_EQ(n->swizzle, Swizzle::k64B);
+  // No C map: CRD order, rows of 40 (no 16-pixel box stays in one row), a residual, pixel
+  // pairs of 16 channels (64 -> 32), a channel slice of a concat buffer.
+  TestProblem crd = wide;
+  crd.e.store.dcr = false;
+  EXPECT_FALSE(c_map(crd));
+  EXPECT_FALSE(c_map(with(d2s(conv_problem(conv_params(1, 36, 40, 64, 128, 3, 1, 1)), true), s, {step(K::kBias)})));
+  EXPECT_FALSE(c_map(with(d2s(conv_problem(conv_params(1, 36, 64, 64, 128, 3, 1, 1)), true), s,
+                          {step(K::kResidualAdd)})));
+  EXPECT_FALSE(c_map(with(d2s(conv_problem(conv_params(1, 36, 64, 64, 32, 3, 1, 1)), true),
+                          kernels::tma_schedule(128, 64, 4, 8, 0), {step(K::kBias)})));
+  TestProblem sliced = wide;
+  sliced.e.store.ld = 48;
+  sliced.e.store.channel_offset = 16;
+  EXPECT_FALSE(c_map(sliced));
 }
 
 TEST(CanImplement, EmitRefusesWhatCanImplementRejects) {

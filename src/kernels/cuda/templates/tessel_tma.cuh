@@ -46,7 +46,8 @@
 // math, across tile boundaries, and nothing but the producer's one lane computes addresses.
 // The epilogue is the other kernels': per warp a (16, kChunkN) fp32 slab in shared memory of
 // its own (beside the ring), finished with the fused steps and stored by the store map; where
-// that is a plain or channel-slice one of 16-bit or int8 outputs (kTmaStore), the finished
+// that is a plain or channel-slice one of 16-bit or int8 outputs, or a DCR depth_to_space one
+// (kTmaStore; kTmaStoreD2s, below), the finished
 // (16, kChunkN) tile goes to a staging buffer of the warp's and one bulk tensor store (the
 // third map, over C) writes it, clipped to M and N, while the warp goes on. Such outputs skip
 // the slab (kRegisterEpilogue, below), and a residual of their type arrives by bulk tensor
@@ -120,6 +121,12 @@ __device__ __forceinline__ void tma_load_3d(u32 dst, const void* map, u32 bar, i
 __device__ __forceinline__ void tma_store_2d(const void* map, u32 src, int c0, int c1) {
   asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];\n" ::"l"(map),
                "r"(src), "r"(c0), "r"(c1)
+               : "memory");
+}
+// ... a 4-D box at {c0, c1, c2, c3} (a depth_to_space output's map, below).
+__device__ __forceinline__ void tma_store_4d(const void* map, u32 src, int c0, int c1, int c2, int c3) {
+  asm volatile("cp.async.bulk.tensor.4d.global.shared::cta.bulk_group [%0, {%2, %3, %4, %5}], [%1];\n" ::"l"(map),
+               "r"(src), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
                : "memory");
 }
 __device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
@@ -241,6 +248,37 @@ struct TmaWgmmaKernel {
     tma_load_2d(seq & 1 ? box1 : box0, maps.map[3], bar, n_base, m_base);
   }
 
+  // A depth_to_space output (DCR, P::kTmaStoreD2s = block * C' channels of a pixel pair row
+  // (j, c), the map kernels::cuda::tma_store_map builds): out[img, oh*b + i, ow*b + j, c] is
+  // element ((img*H + oh) * b + i, ow, j*C' + c) of a 4-D map {b*C', W, b, images*H}, and the
+  // chunk's 64 columns n = i*b*C' + j*C' + c are kLine consecutive (j, c) of 64 / kLine values
+  // of i. The box {kLine, 16, 64 / kLine, 1} is laid out in shared memory as 64 / kLine planes
+  // of 16 rows of kLine outputs: for kLine = 64 exactly a plain chunk's rows; for kLine = 32
+  // rows of 64 bytes (the 64-byte swizzle).
+  static constexpr int kD2sChannels = P::kTmaStoreD2s;
+  static constexpr int kLine = kD2sChannels > 0 && kD2sChannels < kChunkN ? kD2sChannels : kChunkN;
+  static_assert(kLine == kChunkN || (kLine == 32 && kOutBytes == 2), "lines of 64 outputs, or 32 of 16 bits");
+  static constexpr int kLineBytes = kLine * kOutBytes;
+  static_assert(kD2sChannels == 0 || kRegisterEpilogue, "a depth_to_space box is finished in registers");
+
+  // The staging byte of output (row r, column col) of a chunk: line (col / kLine) * 16 + r, its
+  // 16-byte piece XORed with the line's position (bits 7-9 of 128-byte lines, 7-8 of 64-byte ones).
+  __device__ __forceinline__ static int staging_byte(int r, int col) {
+    const int line = (col / kLine) * 16 + r, byte = (col % kLine) * kOutBytes;
+    const int swizzle = kLineBytes == 128 ? (line & 7) : ((line >> 1) & 3);
+    return line * kLineBytes + (((byte >> 4) ^ swizzle) << 4) + (byte & 15);
+  }
+
+  // One lane: the bulk store of a staged chunk whose first output is (m_base, n_base).
+  __device__ __forceinline__ static void store_box(const TensorMaps& maps, u32 src, int m_base, int n_base) {
+    if constexpr (kD2sChannels > 0) {
+      tma_store_4d(maps.map[2], src, n_base % kD2sChannels, m_base % P::kTmaStoreD2sWidth,
+                   n_base / kD2sChannels, m_base / P::kTmaStoreD2sWidth);
+    } else {
+      tma_store_2d(maps.map[2], src, n_base, m_base);
+    }
+  }
+
   template <typename AccRow>
   __device__ __forceinline__ static void finish_in_registers(const KernelParams& p, const TensorMaps& maps,
                                                              const AccRow& acc, int nc, int m_base, int n_base,
@@ -266,12 +304,9 @@ struct TmaWgmmaKernel {
       PairBits io[2];
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        const int r = g + 8 * h;
-        // The swizzle: a row's 16-byte chunk c lands at c ^ (row & 7) of 128-byte rows, or at
-        // c ^ ((row >> 1) & 3) of 64-byte rows (the XOR takes address bits 7-9 or 7-8).
-        const int byte = col * kOutBytes, swizzle = kOutBytes == 2 ? (r & 7) : ((r >> 1) & 3);
-        pair[h] = reinterpret_cast<Pair*>(staging + r * (kChunkN * kOutBytes) + (((byte >> 4) ^ swizzle) << 4) +
-                                          (byte & 15));
+        // The swizzle (staging_byte): a row's 16-byte chunk c lands at c ^ (row & 7) of 128-byte
+        // rows, or at c ^ ((row >> 1) & 3) of 64-byte rows (the XOR takes address bits 7-9 or 7-8).
+        pair[h] = reinterpret_cast<Pair*>(staging + staging_byte(g + 8 * h, col));
         if constexpr (kTmaResidual) io[h].raw = *pair[h];
       }
 #pragma unroll
@@ -289,7 +324,7 @@ struct TmaWgmmaKernel {
     fence_proxy_async_shared();  // the staged outputs, visible to the copy engine
     __syncwarp();
     if (lane == 0) {
-      tma_store_2d(maps.map[2], smem_addr(staging), n_base, m_base);
+      store_box(maps, smem_addr(staging), m_base, n_base);
       bulk_commit();
     }
   }
