@@ -661,10 +661,12 @@ INSTANTIATE_TEST_SUITE_P(Halo, HaloCompiles, ::testing::ValuesIn(halo_problems()
 
 // The epilogue's slab: chunks along n read back in 16-byte loads (slab_run), not one float at
 // a time (the TMA kernel's depth_to_space slabs had read 128 scalar floats per thread, 12-way
-// bank conflicts); and a halo kernel storing along m (NCHW) skips the slab for its fragments.
+// bank conflicts; a DCR one with a residual still goes through the slab, without one it skips
+// it: TmaStoreMap above); and a halo kernel storing along m (NCHW) skips the slab for its
+// fragments.
 TEST(SlabStores, ReadBackInSixteenByteLoadsOrNotAtAll) {
   const TestProblem tma = with(d2s(conv_problem(conv_params(1, 36, 64, 64, 128, 3, 1, 1)), true),
-                               kernels::tma_schedule(128, 128, 4, 1, 0), {step(K::kBias)});
+                               kernels::tma_schedule(128, 128, 4, 1, 0), {step(K::kBias), step(K::kResidualAdd)});
   const TestProblem mma = with(conv_problem(conv_params(1, 20, 20, 64, 64, 3, 1, 1)),
                                tc_schedule(64, 64, 32, 32, 32, 3), {step(K::kBias)});
   for (const TestProblem* p : {&tma, &mma}) {
