@@ -709,6 +709,34 @@ TEST(HaloSchedule, LaunchesPersistentCtasOverSpatialTiles) {
   EXPECT_EQ(emit(p.c, p.e, kernels::halo_schedule(p.c, 8, 16, 64, 32, 0)).grid[0], 7200u);
 }
 
+// A dense stride-1 window of 16-channel steps over 16-pixel tile rows reads each input row's A
+// fragment once per (column tap, channel pair) and multiplies it into every output row that
+// takes it (tessel_halo.cuh, kRowReuse): the SR net's 16 -> 3 tail (32x16 tiles, 4 rows per
+// warp) 6 rows x 3 column taps = 18 A ldmatrix per tile instead of 9 taps x 4 rows = 36; its
+// 36 mma unchanged.
+TEST(HaloSchedule, RowReuseReadsEachInputRowOnce) {
+  auto count = [](const std::string& text, const std::string& what) {
+    size_t n = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+  };
+  const std::string x4 = "ldmatrix.sync.aligned.m8n8.x4.shared.b16", x2 = "ldmatrix.sync.aligned.m8n8.x2.shared.b16";
+  const TestProblem tail = conv_problem(conv_params(1, 64, 48, 16, 3, 3, 1, 1));
+  const Compiled a = nvrtc_compile(emit(tail.c, tail.e, kernels::halo_schedule(tail.c, 32, 16, 64, 8, 2)), "sm_90a");
+  ASSERT_TRUE(a.ok) << a.log;
+  EXPECT_EQ(count(a.ptx, x4), 18u);  // A
+  EXPECT_EQ(count(a.ptx, x2), 9u);   // B, one n8 tile per k16 step
+  EXPECT_EQ(count(a.ptx, "mma.sync.aligned.m16n8k16"), 36u);
+  // 5x5 over 32 channels (two channel pairs), 4x16 tiles of 2 rows per warp, 48 outputs in
+  // 32-wide warp tiles: per (column tap, pair) 2 + 4 = 6 input rows (A) and the 5 kernel rows'
+  // B (2 x4 each): 10 x (6 + 10) = 160 x4, where one read per (tap, row) took 50 x (2 + 2) = 200.
+  const TestProblem wide = conv_problem(conv_params(2, 11, 16, 32, 48, 5, 1, 2), DType::kBF16, DType::kF32);
+  const Compiled w = nvrtc_compile(emit(wide.c, wide.e, kernels::halo_schedule(wide.c, 4, 16, 32, 32, 5)), "sm_90a");
+  ASSERT_TRUE(w.ok) << w.log;
+  EXPECT_EQ(count(w.ptx, x4), 160u);
+  EXPECT_EQ(count(w.ptx, "mma.sync.aligned.m16n8k16"), 50u * 2 * 4);
+}
+
 // Stems of at most 4 NCHW channels with an even horizontal stride stage 4-channel (8-byte)
 // pixels in column order and walk K by (kernel row, pair of adjacent taps): ResNet's 7x7/2 stem
 // K = 7 rows x 4 pairs x 8 = 224 (it was 49 taps x 8 = 392), MobileNet's 3x3/2 48 (72). A

@@ -496,6 +496,56 @@ struct HaloConvKernel {
     }
   }
 
+  // Row reuse (a dense stride-1 window of whole 16-channel steps over 16-pixel tile rows): a
+  // warp's kMI m16 tiles are kMI consecutive output rows, and tap (r, s) of output row mi reads
+  // input row mi + r * kDH of the halo. The k16 steps of one (column tap s, channel pair cp)
+  // are its kernel rows r, whose A fragments are the same kRowsA input rows, shifted: each is
+  // read once and multiplied into every output row that takes it (with that r's B), instead
+  // of once per (mi, r): kRowsA ldmatrix instead of R * kMI (6 instead of 12 for 3x3 over 4
+  // rows). B's fragments of the R steps are read before the rows. (The SR net's 16 -> 3 tail
+  // at 4K: shared memory was its busiest unit, 73% of its cycles, the A fragments half of it.)
+  static constexpr int kPairsPerTap = kChunks / 2;
+  static constexpr bool kRowReuse = !kPairs && kSH == 1 && kSW == 1 && kTW == 16 && kChunks % 2 == 0 &&
+                                    kGW == 1 && P::kGroupsPerTile == 1 && P::kR > 1;
+  static constexpr int kRowsA = kMI + (P::kR - 1) * kDH;
+
+  __device__ __forceinline__ static void load_b(u32 (&bf)[kNI][2], const Lanes& o, u32 weights, int step) {
+    if constexpr (kNI == 1) ldmatrix_x2(bf[0], weights + o.b + u32(step * 32));
+#pragma unroll
+    for (int nj = 0; nj < kNI / 2; ++nj) {
+      u32 r[4];
+      ldmatrix_x4(r, weights + o.b + u32(nj * 16 * P::kWeightPitch + step * 32));
+      bf[2 * nj][0] = r[0];
+      bf[2 * nj][1] = r[1];
+      bf[2 * nj + 1][0] = r[2];
+      bf[2 * nj + 1][1] = r[3];
+    }
+  }
+
+  __device__ __forceinline__ static void mainloop_rows(float (&acc)[kMI][kNI][4], const Lanes& o, u32 halo,
+                                                       u32 weights) {
+#pragma unroll
+    for (int g = 0; g < P::kS * kPairsPerTap; ++g) {
+      const int s = g / kPairsPerTap, cp = g % kPairsPerTap;
+      u32 bf[P::kR][kNI][2];
+#pragma unroll
+      for (int r = 0; r < P::kR; ++r) load_b(bf[r], o, weights, (r * P::kS + s) * kPairsPerTap + cp);
+#pragma unroll
+      for (int row = 0; row < kRowsA; ++row) {
+        u32 af[4];
+        // o.a[0]: the lane's pixel of the warp's first output row (and its upper-half chunk).
+        ldmatrix_x4(af, halo + o.a[0] + u32((row * kRowSlots + s * kDW) * P::kPixelPitch + cp * 32));
+#pragma unroll
+        for (int r = 0; r < P::kR; ++r) {
+          const int mi = row - r * kDH;
+          if (mi < 0 || mi >= kMI) continue;
+#pragma unroll
+          for (int ni = 0; ni < kNI; ++ni) MmaM16N8K16<Element>::fma(acc[mi][ni], af, bf[r][ni]);
+        }
+      }
+    }
+  }
+
   __device__ __forceinline__ static void run(const KernelParams& p) {
     extern __shared__ __align__(128) unsigned char smem[];
     const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
@@ -540,9 +590,13 @@ struct HaloConvKernel {
         load_residuals(p, tile, wm, n_slice + wn * kWN, lane, residual);
       const u32 halo = smem_x + u32(buffer * P::kBufferBytes);
       float acc[kMI][kNI][4] = {};
-      u32 af[2][kGW][kMI][4], bf[2][kNI][2];
-      load_fragments<0>(af[0], bf[0], o, halo, smem_w);
-      mainloop<0>(acc, af, bf, o, halo, smem_w);
+      if constexpr (kRowReuse) {
+        mainloop_rows(acc, o, halo, smem_w);
+      } else {
+        u32 af[2][kGW][kMI][4], bf[2][kNI][2];
+        load_fragments<0>(af[0], bf[0], o, halo, smem_w);
+        mainloop<0>(acc, af, bf, o, halo, smem_w);
+      }
 
       // Epilogue. Along m (NCHW): from the fragments (store_fragments).
       if constexpr (P::kStoreAlongM) {
