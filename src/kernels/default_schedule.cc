@@ -248,6 +248,33 @@ std::optional<Schedule> default_large_gemm(const Contraction& c, const device::D
   return s;
 }
 
+// A 16-bit stride-1 windowed conv whose taps leave their last 128-byte row at most half full
+// (tma_half_rows: 32, 96, 160, ... channels) into a multiple of 64 outputs takes the TMA
+// kernel's cooperative 256-row tile in 64-byte rows: 256 x 128 where N is a multiple of 128,
+// else 256 x 64. The halo kernel took these convs (default_halo yields only 64-channel taps
+// to the TMA kernel), and the ranking puts them on the ping-pong 128x64 in half rows, which
+// loses to both. H200, 2026-11-29, bench-op (halo kernel with row reuse -> this tile; cuDNN in
+// brackets; us): 1440p 32 -> 64 420.2 -> 414.5 (339.6; the ping-pong 128x64 536.6); 720p 32 ->
+// 64 112.9 -> 108.8 (91.6); 8 x 256^2 32 -> 64 65.7 -> 59.3 (56.8); 720p 96 -> 64 276.6 -> 250.9
+// (277.8; full rows 404.1); 720p 32 -> 128 218.4 -> 139.9 (137.3). In the SR net the 32 -> 64
+// conv stores depth_to_space, by bulk stores here and through the slab in the halo kernel:
+// 508 -> 458 us. A 32-wide output keeps the halo kernel (1080p 32 -> 32: 127.7 against 233.1),
+// as do convs of fewer than 4 tiles per SM (the halo kernel's own bound).
+std::optional<Schedule> default_half_row_window(const Contraction& c, const device::DeviceInfo& device,
+                                                bool learned) {
+  const std::optional<contraction::ConvWindow> w = contraction::conv_window(c);
+  if (!learned || !has_wgmma(device) || !w || contraction::int8_operands(c) || c.n % 64 != 0) return std::nullopt;
+  if (w->kernel_h * w->kernel_w < 2 || w->stride_h != 1 || w->stride_w != 1 || w->dilation_h != 1 ||
+      w->dilation_w != 1 || !tma_half_rows(c, /*taps_only=*/true))
+    return std::nullopt;
+  const bool wide = c.n % 128 == 0;
+  Schedule s = tma_schedule(256, wide ? 128 : 64, wide ? 4 : 6, tma_raster(c, device), 0, /*cooperative=*/true);
+  s.block_k /= 2;  // 64-byte rows
+  if (!runs(c, s, device) || mn_tiles(c, s) < 4 * int64_t{device.sm_count}) return std::nullopt;
+  s.ctas = persistent_ctas(c, s, device);
+  return s;
+}
+
 void add_family(const Contraction& c, const device::DeviceInfo& device, Instruction instruction,
                 Tile cta, Tile warp, int block_k, int stages, std::vector<Schedule>* space) {
   for (int split : kSplitK)
@@ -718,6 +745,7 @@ Schedule default_schedule(const Contraction& c, const device::DeviceInfo& device
   const bool learned = has_learned_factor(c, device);
   // Before the eligibility test: the halo kernel also takes a stem's f32 NCHW input.
   if (!mma_sync_only) {
+    if (std::optional<Schedule> half = default_half_row_window(c, device, learned)) return *half;
     if (std::optional<Schedule> halo = default_halo(c, device, learned)) return *halo;
     if (contraction::grouped_layout(c)) {
       if (std::optional<Schedule> halo = grouped_halo_schedule(c, device)) return *halo;

@@ -632,11 +632,24 @@ TEST(DefaultSchedule, PicksTheMeasuredBestOnH100) {
   EXPECT_NE(expansion.mainloop, Mainloop::kHalo) << expansion.name();
   // A 3x3 conv of 64 -> 128 channels at 720p: the TMA kernel, whose 64-channel chunks walk its
   // taps unpadded (the SR net's, tuned on an H200, 2026-11-28: TMA 128x128 with 4 stages
-  // 333.9 us, the halo kernel 405.7). With 32 channels per tap the halo kernel stays (the SR
-  // net's 4x-upscaled 3x3 conv: tune found nothing faster than its 455.3 us).
+  // 333.9 us, the halo kernel 405.7).
   EXPECT_EQ(default_schedule(conv(1, 720, 64, 128, 3, 1, 1), kH100).name(),
             "tma_128x128x64_s4_r1_c132");
-  EXPECT_EQ(default_schedule(conv(1, 720, 32, 64, 3, 1, 1), kH100).mainloop, Mainloop::kHalo);
+  // Taps of 32 or 96 channels (half 128-byte rows) into 64 or 128 outputs: the cooperative
+  // 256-row TMA tile in 64-byte rows (H200, bench-op: 720p 32 -> 64 112.9 -> 108.8 us against
+  // the halo kernel, 96 -> 64 276.6 -> 250.9, 32 -> 128 218.4 -> 139.9). 32 outputs keep the
+  // halo kernel (127.7 against 233.1 at 1080p), as do strided windows (the ranked defaults)
+  // and int8 operands.
+  EXPECT_EQ(default_schedule(conv(1, 720, 32, 64, 3, 1, 1), kH100).name(), "tma_256x64x32_s6_r1_c132_w128x64");
+  EXPECT_EQ(default_schedule(conv(1, 720, 96, 64, 3, 1, 1), kH100).name(), "tma_256x64x32_s6_r1_c132_w128x64");
+  EXPECT_EQ(default_schedule(conv(1, 720, 32, 128, 3, 1, 1), kH100).name(), "tma_256x128x32_s4_r1_c132_w128x128");
+  EXPECT_EQ(default_schedule(conv(1, 1080, 32, 32, 3, 1, 1), kH100).mainloop, Mainloop::kHalo);
+  for (const Contraction& c : {conv(1, 720, 32, 64, 3, 2, 1), conv(1, 720, 32, 64, 3, 1, 1, i8),
+                               conv(1, 720, 64, 64, 3, 1, 1), conv(1, 56, 32, 64, 3, 1, 1)}) {
+    const Schedule d = default_schedule(c, kH100);
+    EXPECT_FALSE(d.mainloop == Mainloop::kTma && d.warp_m * 2 == d.block_m && d.block_k * 2 == 64) << d.name();
+  }
+  EXPECT_NE(default_schedule(conv(1, 720, 32, 64, 3, 1, 1), kA100).mainloop, Mainloop::kTma);
   // ResNet-50's batch-32 1x1 convs in the model (tune, H200, 2026-11-28): the TMA kernel for
   // layer 4's 512 -> 2048 with its residual (128x128, 4 stages: 11.9 us; the previous default,
   // mma.sync 128x128x32: 16.0), for layer 4's stride-2 projection 1024 -> 2048 (14.5 us; wgmma
