@@ -249,7 +249,8 @@ std::optional<Schedule> default_large_gemm(const Contraction& c, const device::D
 }
 
 // A 16-bit stride-1 windowed conv whose taps leave their last 128-byte row at most half full
-// (tma_half_rows: 32, 96, 160, ... channels) into a multiple of 64 outputs takes the TMA
+// (tma_half_rows: 32, 96, 160, ... channels; not fewer than 32, whose rows would be mostly
+// zeros, as an RGB stem's padded 8) into a multiple of 64 outputs takes the TMA
 // kernel's cooperative 256-row tile in 64-byte rows: 256 x 128 where N is a multiple of 128,
 // else 256 x 64. The halo kernel took these convs (default_halo yields only 64-channel taps
 // to the TMA kernel), and the ranking puts them on the ping-pong 128x64 in half rows, which
@@ -265,7 +266,7 @@ std::optional<Schedule> default_half_row_window(const Contraction& c, const devi
   const std::optional<contraction::ConvWindow> w = contraction::conv_window(c);
   if (!learned || !has_wgmma(device) || !w || contraction::int8_operands(c) || c.n % 64 != 0) return std::nullopt;
   if (w->kernel_h * w->kernel_w < 2 || w->stride_h != 1 || w->stride_w != 1 || w->dilation_h != 1 ||
-      w->dilation_w != 1 || !tma_half_rows(c, /*taps_only=*/true))
+      w->dilation_w != 1 || w->channels % 32 != 0 || !tma_half_rows(c, /*taps_only=*/true))
     return std::nullopt;
   const bool wide = c.n % 128 == 0;
   Schedule s = tma_schedule(256, wide ? 128 : 64, wide ? 4 : 6, tma_raster(c, device), 0, /*cooperative=*/true);
@@ -273,6 +274,30 @@ std::optional<Schedule> default_half_row_window(const Contraction& c, const devi
   if (!runs(c, s, device) || mn_tiles(c, s) < 4 * int64_t{device.sm_count}) return std::nullopt;
   s.ctas = persistent_ctas(c, s, device);
   return s;
+}
+
+// The ping-pong 128x64 TMA pick over a 16-bit conv in 128-byte rows, with A in row windows
+// where the output width is whole 128-pixel runs (Schedule::row_windows): A crosses L2 once per
+// kernel row instead of once per tap (the im2col map's 9 boxes of a 3x3 conv held its L2 at
+// 69% in Nsight Compute). A stage then holds B of the row's taps too, so it takes the most
+// stages that fit, at most the pick's. H200, 2026-11-29, bench-op (im2col 7 stages -> row
+// windows 4; cuDNN): the SR net's 720p 64 -> 64 146.8 -> 111.0 us (141.4), 8 x 256^2 64 -> 64
+// 82.1 -> 63.4 (83.0). Wider tiles gained nothing (128 outputs at 720p: the 128x128 pick 201.7,
+// in row windows of 2 stages 222.2; 512^2 128 -> 128: 112.4 against 114.7-129.8), nor a
+// 96-channel conv in 128x64 (249.7 in the cooperative half-row tile, 245.5): they keep theirs.
+Schedule with_row_windows(const Contraction& c, const Schedule& ranked, const device::DeviceInfo& device) {
+  if (ranked.mainloop != Mainloop::kTma || ranked.block_m != 128 || ranked.block_n != 64 ||
+      ranked.warp_m != ranked.block_m || ranked.block_k * dtype_size(c.a_dtype) != 128 ||
+      contraction::int8_operands(c))
+    return ranked;
+  Schedule s = ranked;
+  s.row_windows = true;
+  for (s.stages = std::min(ranked.stages, 4); s.stages >= 3; --s.stages)
+    if (tma_layout(c, s) && runs(c, s, device)) {
+      s.ctas = persistent_ctas(c, s, device);
+      return s;
+    }
+  return ranked;
 }
 
 void add_family(const Contraction& c, const device::DeviceInfo& device, Instruction instruction,
@@ -356,8 +381,11 @@ std::optional<Schedule> parse_schedule(const std::string& name, const Contractio
     // "_w<m>x<n>": the warpgroup tile where it is not the CTA tile (cooperative).
     if (std::sscanf(name.c_str() + used, "_w%dx%d%n", &f, &h, &j) == 2) used += j;
     else f = a, h = b;
+    const bool row_windows = name.compare(used, std::string::npos, "_rw") == 0;
+    if (row_windows) used += 3;
     if (used != static_cast<int>(name.size())) return std::nullopt;
     Schedule s = tma_schedule(a, b, e, i, g);
+    s.row_windows = row_windows;
     s.block_k = d;  // 128 for int8; half of it in 64-byte rows
     s.warp_m = f;
     s.warp_n = h;
@@ -822,7 +850,7 @@ Schedule default_schedule(const Contraction& c, const device::DeviceInfo& device
       if (s.raster == kDefaultRaster && split_wanted(s) && offered(s))
         ranked.push_back({s, launch + estimate(c, s, device, epilogue_read_bytes).cycles});
   }
-  return pick(ranked);
+  return with_row_windows(c, pick(ranked), device);
 }
 
 }  // namespace tessel::kernels

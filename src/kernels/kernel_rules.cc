@@ -288,7 +288,28 @@ Reason tma_operands(const Contraction& c, const Schedule& s, TmaLayout* out) {
     a.pixels_per_column = static_cast<uint32_t>(s.block_m);
     if (w->kernel_w * w->dilation_w > 65535 || w->kernel_h * w->dilation_h > 65535)
       return "a window wider than the 16-bit im2col offsets";
+    if (s.row_windows) {
+      // One box of the tile's pixel run and the window's width per kernel row: {chunk, run +
+      // (kernel_w - 1) * dilation_w, 1, 1} at (c, ow0 - pad_left, oh * stride_h - pad_top + r *
+      // dilation_h, image), zeros outside the image; tap s reads it from row s * dilation_w.
+      const int64_t rows = s.block_m + (w->kernel_w - 1) * w->dilation_w;
+      if (w->stride_w != 1) return "row windows need a stride of 1 along the width";
+      if (w->out_w % s.block_m != 0)
+        return fmt::format("row windows: an output width of {} is no whole number of {}-pixel runs", w->out_w,
+                           s.block_m);
+      if (rows > 256) return fmt::format("row windows: a box of {} pixels (at most 256)", rows);
+      if (s.block_k * elem != 128) return "row windows take k-tiles of one 128-byte row";
+      if (c.b_major != Major::kK) return "row windows read B K-major";
+      l.a_row_windows = true;
+      l.a_box_rows = rows;
+      a.mode = TensorMapSpec::Mode::kTiled;
+      a.element_strides = {1, 1, 1, 1, 1};
+      a.lower = a.upper = {0, 0, 0};
+      a.channels_per_pixel = a.pixels_per_column = 0;
+      a.box = {chunk, static_cast<uint32_t>(rows), 1, 1, 0};
+    }
   }
+  if (s.row_windows && !l.a_row_windows) return "row windows need a convolution's gathered A";
   // B: a plain matrix either way, through a tiled map.
   if (c.b_gather) return "B is not a plain matrix";
   const std::vector<int64_t> st = contraction::element_strides(c.maps.b, nd);
@@ -488,7 +509,14 @@ size_t smem_bytes(const Contraction& c, const Schedule& s) {
     // 16-bit staging tiles, the barriers (full and empty per stage, two turns), the
     // swizzle-atom alignment.
     const size_t row = size_t(s.block_k) * dtype_size(c.a_dtype);  // 128 or 64 bytes
-    const size_t pipeline = size_t(s.stages) * (s.block_m + s.block_n) * row;
+    // Row windows: A's box of the run and the window's width in whole 8-row atoms, B per tap.
+    size_t a_rows = s.block_m, b_rows = s.block_n;
+    if (s.row_windows)
+      if (const std::optional<TmaLayout> l = tma_layout(c, s)) {
+        a_rows = size_t(l->a_box_rows + 7) / 8 * 8;
+        b_rows = size_t(s.block_n) * l->kernel_w;
+      }
+    const size_t pipeline = size_t(s.stages) * (a_rows + b_rows) * row;
     const size_t staging = size_t(8) * (16 * (64 + 8) * 4 + 16 * 64 * 2);  // slab + store staging
     return pipeline + staging + (2 * s.stages + 2) * 8 + 1024;
   }

@@ -135,6 +135,11 @@ std::optional<HaloLayout> halo_layout(const contraction::Contraction& c, const S
 // wgmma transposed).
 struct TmaLayout {
   bool a_im2col = false;
+  // Schedule::row_windows: A a tiled map over the NHWC input, one box per (kernel row, k-tile)
+  // of the M tile's pixel run plus the window's width (a_box_rows rows); a_im2col stays true
+  // (A is the conv's gather either way).
+  bool a_row_windows = false;
+  int64_t a_box_rows = 0;
   bool b_mn_major = false;
   contraction::ConvWindow window;  // a_im2col: the convolution
   int64_t taps = 1, kernel_w = 1;  // B's taps (kernel_h * kernel_w) and the window's width

@@ -28,6 +28,7 @@ std::string Schedule::name() const {
     os << "tma_" << block_m << "x" << block_n << "x" << block_k << "_s" << stages << "_r" << raster
        << "_c" << ctas;
     if (warp_m != block_m || warp_n != block_n) os << "_w" << warp_m << "x" << warp_n;  // cooperative
+    if (row_windows) os << "_rw";
     return os.str();
   }
   switch (instruction) {

@@ -55,6 +55,12 @@ struct Schedule {
   // block_k is the K of one group per k-tile (whole taps: a multiple of the channels per
   // group); kHalo: block_k is one group's padded K (kernels::HaloLayout). 0: not grouped.
   int groups_per_tile = 0;
+  // kTma over a stride-1-wide convolution whose tiles are pixel runs of one output row
+  // (out_w a multiple of block_m): A arrives as one box per (kernel row, k-tile), the run's
+  // input pixels plus the window's width, and each tap along the row multiplies the box from
+  // its own first row (a shifted wgmma descriptor), so that A crosses L2 once per kernel row
+  // instead of once per tap (name suffix "_rw"). Else the im2col map's one box per tap.
+  bool row_windows = false;
 
   // kHalo's tile height.
   int tile_h() const { return tile_w > 0 ? block_m / tile_w : 0; }

@@ -385,6 +385,24 @@ std::vector<TestProblem> fixed_problems(bool hopper) {
     kernels::Schedule half_res = kernels::tma_schedule(64, 128, 4, 1, 1);
     half_res.block_k = 32;
     add(gemm_problem(150, 136, 96, "NT"), half_res, {step(K::kResidualAdd), step(K::kBias)});
+    // Row windows (Schedule::row_windows): one A box per (kernel row, k-tile) over a 128- or
+    // 64-pixel run of one output row plus the window's width, each tap a shifted descriptor.
+    // 3x3 pad 1 over two images (the first and last rows and columns in the padding), 96
+    // channels (a half-empty second k-tile) into N = 96 of a 128-wide tile; 5x5 pad 2
+    // dilation 2 (shifts of 0, 2, ..., 8 rows); cooperative 128x64 with a residual by bulk
+    // loads; 64-pixel runs in bf16; few CTAs, so that each walks several tiles.
+    auto rows = [](kernels::Schedule sch) {
+      sch.row_windows = true;
+      return sch;
+    };
+    add(conv_problem(conv_params(2, 7, 128, 96, 96, 3, 1, 1)), rows(kernels::tma_schedule(128, 128, 2, 8, 3)),
+        {step(K::kBias), step(K::kRelu)});
+    add(conv_problem(conv_params(1, 9, 128, 64, 64, 5, 1, 4, 2)), rows(kernels::tma_schedule(128, 64, 3, 8, 2)),
+        {step(K::kBias)});
+    add(conv_problem(conv_params(2, 6, 128, 64, 64, 3, 1, 1)), rows(kernels::tma_schedule(128, 64, 3, 1, 2, true)),
+        {step(K::kBias), step(K::kResidualAdd)});
+    add(conv_problem(conv_params(3, 5, 64, 128, 64, 3, 1, 1), DType::kBF16, DType::kBF16),
+        rows(kernels::tma_schedule(64, 64, 4, 8, 3)), {step(K::kSilu)});
     // DCR depth_to_space stores by bulk tensor stores of a 4-D map (tessel_tma.cuh,
     // kTmaStoreD2s): 64 -> 128 (2x2 x 32: rows of 64 (j, c), one i per chunk) over two
     // images with an M tail; 32 -> 64 cooperative in half rows (2x2 x 16: 32 (j, c) of both i
@@ -568,7 +586,7 @@ TEST_F(ContractionGpuTest, SanitizerSubsetMatchesCpuReference) {
       kind += "/" + std::to_string(std::any_of(p.e.steps.begin(), p.e.steps.end(), [](const auto& st) {
                 return st.kind == EpilogueOpKind::kResidualAdd;
               })) + (p.s.warp_m != p.s.block_m ? "/coop" : "") +
-              (p.c.b_major == contraction::Major::kMN ? "/bmn" : "");
+              (p.c.b_major == contraction::Major::kMN ? "/bmn" : "") + (p.s.row_windows ? "/rw" : "");
     // The halo kernel with one buffer (a CTA per tile) and with two (CTAs walking tiles), and
     // a stem staged as tap pairs, from NCHW planes and from NHWC pixels.
     if (const std::optional<kernels::HaloLayout> l = kernels::halo_layout(p.c, p.s))

@@ -445,9 +445,15 @@ std::string emit_tma_geometry(const kernels::TmaLayout& l) {
   const contraction::ConvWindow& w = l.window;
   std::ostringstream o;
   o << fmt::format("  // TMA operands: A {}, B [N, {} taps, {} channels]\n",
-                   l.a_im2col ? "an im2col map over the NHWC input" : "a tiled (M, K) map", l.taps,
+                   l.a_row_windows ? "a tiled map over the NHWC input, a box per kernel row"
+                   : l.a_im2col    ? "an im2col map over the NHWC input"
+                                   : "a tiled (M, K) map",
+                   l.taps,
                    l.channels);
   o << fmt::format("  static constexpr bool kAIm2col = {};\n", l.a_im2col);
+  o << fmt::format("  static constexpr bool kARowWindows = {};  // one A box per kernel row: {} pixels\n",
+                   l.a_row_windows, l.a_box_rows);
+  o << fmt::format("  static constexpr int kABoxRows = {};\n", l.a_box_rows);
   o << fmt::format("  static constexpr int kTaps = {}, kChunks = {}, kKernelW = {};\n", l.taps,
                    l.chunks, l.kernel_w);
   o << fmt::format("  static constexpr int kOutH = {}, kOutW = {}, kStrideH = {}, kStrideW = {};\n",

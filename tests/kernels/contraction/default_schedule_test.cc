@@ -644,12 +644,19 @@ TEST(DefaultSchedule, PicksTheMeasuredBestOnH100) {
   EXPECT_EQ(default_schedule(conv(1, 720, 96, 64, 3, 1, 1), kH100).name(), "tma_256x64x32_s6_r1_c132_w128x64");
   EXPECT_EQ(default_schedule(conv(1, 720, 32, 128, 3, 1, 1), kH100).name(), "tma_256x128x32_s4_r1_c132_w128x128");
   EXPECT_EQ(default_schedule(conv(1, 1080, 32, 32, 3, 1, 1), kH100).mainloop, Mainloop::kHalo);
-  for (const Contraction& c : {conv(1, 720, 32, 64, 3, 2, 1), conv(1, 720, 32, 64, 3, 1, 1, i8),
+  for (const Contraction& c : {conv(1, 720, 32, 64, 3, 2, 1), conv(1, 720, 32, 64, 3, 1, 1, i8), conv(1, 720, 8, 64, 3, 1, 1),
                                conv(1, 720, 64, 64, 3, 1, 1), conv(1, 56, 32, 64, 3, 1, 1)}) {
     const Schedule d = default_schedule(c, kH100);
     EXPECT_FALSE(d.mainloop == Mainloop::kTma && d.warp_m * 2 == d.block_m && d.block_k * 2 == 64) << d.name();
   }
   EXPECT_NE(default_schedule(conv(1, 720, 32, 64, 3, 1, 1), kA100).mainloop, Mainloop::kTma);
+  // 64 -> 64 3x3 where the output width is whole 128-pixel runs: the ranked TMA 128x64 in row
+  // windows, 4 stages (H200, bench-op: 8 x 256^2 82.1 -> 63.4 us; the SR net's 720p 146.8 ->
+  // 111.0). Not at 224 wide (VGG's), nor 128-wide tiles, nor a strided window.
+  EXPECT_EQ(default_schedule(conv(8, 256, 64, 64, 3, 1, 1), kH100).name(), "tma_128x64x64_s4_r1_c132_rw");
+  for (const Contraction& c : {conv(8, 224, 64, 64, 3, 1, 1), conv(1, 512, 128, 128, 3, 1, 1),
+                               conv(8, 256, 64, 64, 3, 2, 1)})
+    EXPECT_FALSE(default_schedule(c, kH100).row_windows) << default_schedule(c, kH100).name();
   // ResNet-50's batch-32 1x1 convs in the model (tune, H200, 2026-11-28): the TMA kernel for
   // layer 4's 512 -> 2048 with its residual (128x128, 4 stages: 11.9 us; the previous default,
   // mma.sync 128x128x32: 16.0), for layer 4's stride-2 projection 1024 -> 2048 (14.5 us; wgmma

@@ -413,6 +413,45 @@ TEST(TmaLayout, MapsTheOperandsOfGemmsAndConvolutions) {
   EXPECT_EQ(l2->b.strides[1], 9u * 40 * 2);
 }
 
+// Row windows: a tiled A map over the NHWC input whose box is a pixel run of one output row
+// plus the window's width, one per (kernel row, k-tile); B for the row's taps in the same
+// stage; the name's "_rw" round-trips. Refused where the runs would cross rows, a box would
+// exceed 256 pixels, the stride along the width is not 1, or A is a plain matrix.
+TEST(TmaLayout, RowWindowsBoxAPixelRunPerKernelRow) {
+  const TestProblem p = conv_problem(conv_params(1, 36, 256, 64, 64, 3, 1, 1));
+  kernels::Schedule s = kernels::tma_schedule(128, 64, 4, 8, 0);
+  s.row_windows = true;
+  EXPECT_EQ(s.name(), "tma_128x64x64_s4_r8_c0_rw");
+  EXPECT_EQ(kernels::parse_schedule(s.name(), p.c), s);
+  const auto l = kernels::tma_layout(p.c, s);
+  ASSERT_TRUE(l);
+  EXPECT_TRUE(l->a_row_windows);
+  EXPECT_EQ(l->a_box_rows, 130);
+  EXPECT_EQ(l->a.mode, device::TensorMapSpec::Mode::kTiled);
+  EXPECT_EQ(l->a.box, (std::array<uint32_t, 5>{64, 130, 1, 1, 0}));
+  EXPECT_EQ(l->a.dims, (std::array<uint64_t, 5>{64, 256, 36, 1, 0}));
+  // Stages of A's 136 rows (17 swizzle atoms) and B's 3 taps x 64 rows, 128 bytes each.
+  const KernelSource ks = emit(p.c, p.e, s);
+  kernels::Schedule plain = s;
+  plain.row_windows = false;
+  EXPECT_EQ(ks.smem_bytes - emit(p.c, p.e, plain).smem_bytes, 4u * ((136 + 192) - (128 + 64)) * 128);
+  const Compiled out = nvrtc_compile(ks, "sm_90a");
+  ASSERT_TRUE(out.ok) << out.log;
+  EXPECT_TRUE(has(out.ptx, "cp.async.bulk.tensor.4d.shared::cluster.global.tile"));
+  EXPECT_FALSE(has(out.ptx, "im2col"));
+  std::string why;
+  for (const TestProblem& bad : {conv_problem(conv_params(1, 36, 200, 64, 64, 3, 1, 1)),   // 200 = 1.56 runs
+                                 conv_problem(conv_params(1, 36, 256, 64, 64, 3, 2, 1)),   // stride 2
+                                 gemm_problem(512, 64, 576, "NT")}) {
+    EXPECT_FALSE(kernels::tma_layout(bad.c, s, &why)) << bad.name();
+    EXPECT_NE(why.find("row windows"), std::string::npos) << why;
+  }
+  kernels::Schedule wide = kernels::tma_schedule(256, 64, 3, 8, 0, true);
+  wide.row_windows = true;
+  EXPECT_FALSE(kernels::tma_layout(p.c, wide, &why));
+  EXPECT_NE(why.find("at most 256"), std::string::npos) << why;
+}
+
 // A DCR depth_to_space output of the TMA kernel is stored by bulk tensor stores through a
 // 4-D map {b*C', W, b, images*H} of the shuffled image; what it cannot box keeps the slab's
 // stores (no C map).

@@ -117,6 +117,12 @@ __device__ __forceinline__ void tma_load_3d(u32 dst, const void* map, u32 bar, i
       "l"(map), "r"(bar), "r"(c0), "r"(c1), "r"(c2)
       : "memory");
 }
+__device__ __forceinline__ void tma_load_4d(u32 dst, const void* map, u32 bar, int c0, int c1, int c2, int c3) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5, %6}], [%2];\n" ::"r"(dst),
+      "l"(map), "r"(bar), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
+      : "memory");
+}
 // Shared -> global: a box at {c0, c1} from `src`, tracked by this thread's bulk async-groups.
 __device__ __forceinline__ void tma_store_2d(const void* map, u32 src, int c0, int c1) {
   asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];\n" ::"l"(map),
@@ -184,13 +190,24 @@ struct TmaWgmmaKernel {
   static constexpr int kTilesM = (P::kM + kBM - 1) / kBM;
   static constexpr int kTilesN = (P::kN + kBN - 1) / kBN;
   static constexpr int kTiles = kTilesM * kTilesN;
-  static constexpr int kKTiles = P::kTaps * P::kChunks;
+  // Row windows (Schedule::row_windows): a k-tile is (kernel row, chunk); its stage holds the
+  // A box of the tile's pixel run plus the window's width (kABoxRows rows, padded to whole
+  // 8-row swizzle atoms) and B of the row's kKernelW taps; tap s multiplies A from row
+  // s * kDilationW (the descriptor's start moved by whole 128-byte rows: the swizzle is the
+  // address's, which the copy wrote it by).
+  static constexpr bool kRows = P::kARowWindows;
+  static constexpr int kRowTaps = kRows ? P::kKernelW : 1;  // taps per k-tile
+  static constexpr int kKTiles = (kRows ? P::kTaps / P::kKernelW : P::kTaps) * P::kChunks;
   static_assert(P::kWarpN == kBN && (P::kWarpM == kBM || kCoop),
                 "a consumer warpgroup computes whole tiles, or (cooperative) half of each tile's rows");
   static_assert(kWM % 64 == 0 && (kBN == 64 || kBN == 128 || kBN == 256), "wgmma m64nNk16 tiles");
   static_assert(P::kBatch == 1, "one GEMM per launch");
 
-  static constexpr int kABytes = kBM * kRowBytes, kBBytes = kBN * kRowBytes;  // one stage's boxes
+  static constexpr int kABytes = (kRows ? (P::kABoxRows + 7) / 8 * 8 : kBM) * kRowBytes;  // one stage's boxes
+  static constexpr int kBBytes = kBN * kRowBytes * kRowTaps;
+  static_assert(!kRows || (kRowBytes == 128 && P::kBKMajor && P::kAIm2col), "row windows: 128-byte rows, B K-major");
+  // The bytes a stage's copies bring (A's box without the atom padding).
+  static constexpr int kTxBytes = (kRows ? P::kABoxRows : kBM) * kRowBytes + kBBytes;
   // An MN-major B: kBN / 64 panels per stage, each kBK rows of 64 n (128 bytes).
   static constexpr int kBPanelBytes = kBK * 128;
   static_assert(P::kBKMajor || (!kInt8 && kRowBytes == 128), "an MN-major B: 16-bit, 128-byte k-tiles");
@@ -359,15 +376,23 @@ struct TmaWgmmaKernel {
         if (it >= kStages) mbarrier_wait(empty + 8 * stage, phase ^ 1);
         const u32 bar = full + 8 * stage;
         const u32 dst = smem + stage * kStageBytes;
-        mbarrier_arrive_expect_tx(bar, kStageBytes);
-        if constexpr (P::kAIm2col) {
+        mbarrier_arrive_expect_tx(bar, kTxBytes);
+        if constexpr (kRows) {
+          const int kh = kt / P::kChunks, cr = (kt % P::kChunks) * kChunkElems;
+          tma_load_4d(dst, map_a, bar, cr, w0, h0 + kh * P::kDilationH, img);
+#pragma unroll
+          for (int s = 0; s < kRowTaps; ++s)
+            tma_load_3d(dst + kABytes + s * kBN * kRowBytes, map_b, bar, cr, kh * kRowTaps + s, n0);
+        } else if constexpr (P::kAIm2col) {
           const int kh = tap / P::kKernelW, kw = tap % P::kKernelW;
           tma_load_im2col_4d(dst, map_a, bar, c0, w0, h0, img, (unsigned short)(kw * P::kDilationW),
                              (unsigned short)(kh * P::kDilationH));
         } else {
           tma_load_2d(dst, map_a, bar, c0, m0);
         }
-        if constexpr (P::kBKMajor) {
+        if constexpr (kRows) {
+          // B went with A above.
+        } else if constexpr (P::kBKMajor) {
           tma_load_3d(dst + kABytes, map_b, bar, c0, tap, n0);
         } else {
 #pragma unroll
@@ -480,14 +505,20 @@ struct TmaWgmmaKernel {
         const u32 a = smem_base + stage * kStageBytes, b = a + kABytes;
         wgmma_fence();
 #pragma unroll
-        for (int ks = 0; ks < kKSteps; ++ks) {
-          // MN-major B: the k16 step is 16 rows of its panels (8-row atoms 1024 bytes apart),
-          // the panels kBPanelBytes apart.
-          const u64 db = P::kBKMajor ? desc(b, 0, ks) : wgmma_descriptor(b + ks * 16 * 128, kBPanelBytes, 1024);
+        for (int tap = 0; tap < kRowTaps; ++tap) {
+          const int shift = kRows ? tap * P::kDilationW : 0;  // tap's first row of the A box
+          const u32 bt = b + tap * kBN * kRowBytes;
 #pragma unroll
-          for (int mi = 0; mi < kMI; ++mi) {
-            if constexpr (kInt8) WgmmaI8<kBN, Element>::mma(acc[mi], desc(a, wg_row + mi * 64, ks), db);
-            else Wgmma<kBN, Element>::template mma<0, P::kBKMajor ? 0 : 1>(acc[mi], desc(a, wg_row + mi * 64, ks), db);
+          for (int ks = 0; ks < kKSteps; ++ks) {
+            // MN-major B: the k16 step is 16 rows of its panels (8-row atoms 1024 bytes apart),
+            // the panels kBPanelBytes apart.
+            const u64 db = P::kBKMajor ? desc(bt, 0, ks) : wgmma_descriptor(bt + ks * 16 * 128, kBPanelBytes, 1024);
+#pragma unroll
+            for (int mi = 0; mi < kMI; ++mi) {
+              const u64 da = desc(a, wg_row + mi * 64 + shift, ks);
+              if constexpr (kInt8) WgmmaI8<kBN, Element>::mma(acc[mi], da, db);
+              else Wgmma<kBN, Element>::template mma<0, P::kBKMajor ? 0 : 1>(acc[mi], da, db);
+            }
           }
         }
         wgmma_commit();
