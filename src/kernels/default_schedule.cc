@@ -272,6 +272,13 @@ std::optional<Schedule> default_half_row_window(const Contraction& c, const devi
   Schedule s = tma_schedule(256, wide ? 128 : 64, wide ? 4 : 6, tma_raster(c, device), 0, /*cooperative=*/true);
   s.block_k /= 2;  // 64-byte rows
   if (!runs(c, s, device) || mn_tiles(c, s) < 4 * int64_t{device.sm_count}) return std::nullopt;
+  // 64 outputs over whole 128-pixel runs: the ping-pong 128x64 in row windows (Schedule::
+  // row_windows; bench-op, H200: 1440p 32 -> 64 412.6 -> 398.2 us, 720p 107.2 -> 101.8; the
+  // 128-wide tile of 32 -> 128 lost, 139.9 -> 145.6).
+  Schedule rows = tma_schedule(128, 64, 6, s.raster, 0);
+  rows.block_k = s.block_k;
+  rows.row_windows = true;
+  if (!wide && tma_layout(c, rows) && runs(c, rows, device)) s = rows;
   s.ctas = persistent_ctas(c, s, device);
   return s;
 }

@@ -298,7 +298,6 @@ Reason tma_operands(const Contraction& c, const Schedule& s, TmaLayout* out) {
         return fmt::format("row windows: an output width of {} is no whole number of {}-pixel runs", w->out_w,
                            s.block_m);
       if (rows > 256) return fmt::format("row windows: a box of {} pixels (at most 256)", rows);
-      if (s.block_k * elem != 128) return "row windows take k-tiles of one 128-byte row";
       if (c.b_major != Major::kK) return "row windows read B K-major";
       l.a_row_windows = true;
       l.a_box_rows = rows;
@@ -509,11 +508,12 @@ size_t smem_bytes(const Contraction& c, const Schedule& s) {
     // 16-bit staging tiles, the barriers (full and empty per stage, two turns), the
     // swizzle-atom alignment.
     const size_t row = size_t(s.block_k) * dtype_size(c.a_dtype);  // 128 or 64 bytes
-    // Row windows: A's box of the run and the window's width in whole 8-row atoms, B per tap.
+    // Row windows: A's box of the run and the window's width in whole swizzle atoms, B per tap.
     size_t a_rows = s.block_m, b_rows = s.block_n;
     if (s.row_windows)
       if (const std::optional<TmaLayout> l = tma_layout(c, s)) {
-        a_rows = size_t(l->a_box_rows + 7) / 8 * 8;
+        const size_t atom = 1024 / row;  // rows of a swizzle atom
+        a_rows = (size_t(l->a_box_rows) + atom - 1) / atom * atom;
         b_rows = size_t(s.block_n) * l->kernel_w;
       }
     const size_t pipeline = size_t(s.stages) * (a_rows + b_rows) * row;

@@ -403,24 +403,24 @@ std::vector<TestProblem> fixed_problems(bool hopper) {
         {step(K::kBias), step(K::kResidualAdd)});
     add(conv_problem(conv_params(3, 5, 64, 128, 64, 3, 1, 1), DType::kBF16, DType::kBF16),
         rows(kernels::tma_schedule(64, 64, 4, 8, 3)), {step(K::kSilu)});
+    // ... in 64-byte rows (32 channels per k-tile: shifts of one 64-byte row, half a 128-byte
+    // line), 32 -> 64 and a 96-channel input of three chunks, cooperative.
+    kernels::Schedule half_rows = rows(kernels::tma_schedule(128, 64, 6, 8, 2));
+    half_rows.block_k = 32;
+    add(conv_problem(conv_params(2, 6, 128, 32, 64, 3, 1, 1)), half_rows, {step(K::kBias)});
+    kernels::Schedule half_coop = rows(kernels::tma_schedule(128, 64, 5, 1, 3, true));
+    half_coop.block_k = 32;
+    add(conv_problem(conv_params(1, 7, 256, 96, 64, 3, 1, 1)), half_coop, {step(K::kRelu)});
     // DCR depth_to_space stores by bulk tensor stores of a 4-D map (tessel_tma.cuh,
     // kTmaStoreD2s): 64 -> 128 (2x2 x 32: rows of 64 (j, c), one i per chunk) over two
     // images with an M tail; 32 -> 64 cooperative in half rows (2x2 x 16: 32 (j, c) of both i
     // per chunk, the 64-byte swizzle), few CTAs; bf16 64 -> 256 (2x2 x 64: two chunks per i).
-    auto d2s = [](TestProblem p) {
-      p.e.store.kind = StoreMap::Kind::kDepthToSpace;
-      p.e.store.block = 2;
-      p.e.store.dcr = true;
-      p.e.store.out_h = p.c.maps.c.shape[1];
-      p.e.store.out_w = p.c.maps.c.shape[2];
-      return p;
-    };
-    add(d2s(conv_problem(conv_params(2, 17, 32, 64, 128, 3, 1, 1))), kernels::tma_schedule(128, 128, 4, 8, 2),
+    add(d2s(conv_problem(conv_params(2, 17, 32, 64, 128, 3, 1, 1)), true), kernels::tma_schedule(128, 128, 4, 8, 2),
         {step(K::kBias), step(K::kLeakyRelu, 0.1f)});
     kernels::Schedule coop_half = kernels::tma_schedule(256, 64, 4, 1, 2, true);
     coop_half.block_k = 32;
-    add(d2s(conv_problem(conv_params(1, 20, 48, 32, 64, 3, 1, 1))), coop_half, {step(K::kBias)});
-    add(d2s(conv_problem(conv_params(2, 9, 16, 64, 256, 3, 1, 1), DType::kBF16, DType::kBF16)),
+    add(d2s(conv_problem(conv_params(1, 20, 48, 32, 64, 3, 1, 1)), true), coop_half, {step(K::kBias)});
+    add(d2s(conv_problem(conv_params(2, 9, 16, 64, 256, 3, 1, 1), DType::kBF16, DType::kBF16), true),
         kernels::tma_schedule(128, 256, 3, 8, 1, true), {step(K::kRelu)});
     // Cooperative (both consumer warpgroups on each tile, half its rows each): few CTAs, so
     // that each walks several tiles and the ring turns over across them; M tails that end in

@@ -640,8 +640,10 @@ TEST(DefaultSchedule, PicksTheMeasuredBestOnH100) {
   // the halo kernel, 96 -> 64 276.6 -> 250.9, 32 -> 128 218.4 -> 139.9). 32 outputs keep the
   // halo kernel (127.7 against 233.1 at 1080p), as do strided windows (the ranked defaults)
   // and int8 operands.
+  // (720 wide: 5.6 runs of 128 pixels; 768: 6, the ping-pong 128x64 in row windows.)
   EXPECT_EQ(default_schedule(conv(1, 720, 32, 64, 3, 1, 1), kH100).name(), "tma_256x64x32_s6_r1_c132_w128x64");
   EXPECT_EQ(default_schedule(conv(1, 720, 96, 64, 3, 1, 1), kH100).name(), "tma_256x64x32_s6_r1_c132_w128x64");
+  EXPECT_EQ(default_schedule(conv(1, 768, 32, 64, 3, 1, 1), kH100).name(), "tma_128x64x32_s6_r1_c132_rw");
   EXPECT_EQ(default_schedule(conv(1, 720, 32, 128, 3, 1, 1), kH100).name(), "tma_256x128x32_s4_r1_c132_w128x128");
   EXPECT_EQ(default_schedule(conv(1, 1080, 32, 32, 3, 1, 1), kH100).mainloop, Mainloop::kHalo);
   for (const Contraction& c : {conv(1, 720, 32, 64, 3, 2, 1), conv(1, 720, 32, 64, 3, 1, 1, i8), conv(1, 720, 8, 64, 3, 1, 1),

@@ -35,15 +35,6 @@ TestProblem with(TestProblem p, const kernels::Schedule& s, std::vector<contract
   return p;
 }
 
-TestProblem d2s(TestProblem p, bool dcr) {
-  p.e.store.kind = StoreMap::Kind::kDepthToSpace;
-  p.e.store.block = 2;
-  p.e.store.dcr = dcr;
-  p.e.store.out_h = p.c.maps.c.shape[1];
-  p.e.store.out_w = p.c.maps.c.shape[2];
-  return p;
-}
-
 // The variant matrix: schedules x GEMM layouts x conv kinds x epilogue steps x store maps x
 // SIMT, each feature at least once, 24 kernels in all.
 std::vector<TestProblem> variants() {

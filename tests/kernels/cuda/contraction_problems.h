@@ -95,6 +95,16 @@ inline TestProblem conv_problem(const contraction::Conv2dParams& cp, DType in = 
   return p;
 }
 
+// `p` (a conv) storing depth_to_space of block 2, DCR or CRD, over its own output image.
+inline TestProblem d2s(TestProblem p, bool dcr) {
+  p.e.store.kind = contraction::StoreMap::Kind::kDepthToSpace;
+  p.e.store.block = 2;
+  p.e.store.dcr = dcr;
+  p.e.store.out_h = p.c.maps.c.shape[1];
+  p.e.store.out_w = p.c.maps.c.shape[2];
+  return p;
+}
+
 inline TestProblem gemm_problem(int64_t m, int64_t n, int64_t k, const std::string& layout,
                                 DType in = DType::kF16, DType out = DType::kF16,
                                 std::optional<DType> a = std::nullopt) {

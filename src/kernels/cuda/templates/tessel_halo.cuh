@@ -454,6 +454,20 @@ struct HaloConvKernel {
            (hh % kChunks) * 16;
   }
 
+  // B fragments of k16 step `step`: two n8 tiles per ldmatrix.x4, or one by .x2.
+  __device__ __forceinline__ static void load_b(u32 (&bf)[kNI][2], const Lanes& o, u32 weights, int step) {
+    if constexpr (kNI == 1) ldmatrix_x2(bf[0], weights + o.b + u32(step * 32));
+#pragma unroll
+    for (int nj = 0; nj < kNI / 2; ++nj) {
+      u32 r[4];
+      ldmatrix_x4(r, weights + o.b + u32(nj * 16 * P::kWeightPitch + step * 32));
+      bf[2 * nj][0] = r[0];
+      bf[2 * nj][1] = r[1];
+      bf[2 * nj + 1][0] = r[2];
+      bf[2 * nj + 1][1] = r[3];
+    }
+  }
+
   template <int kStep>
   __device__ __forceinline__ static void load_fragments(u32 (&af)[kGW][kMI][4], u32 (&bf)[kNI][2],
                                                         const Lanes& o, u32 halo, u32 weights) {
@@ -465,16 +479,7 @@ struct HaloConvKernel {
 #pragma unroll
       for (int mi = 0; mi < kMI; ++mi)
         ldmatrix_x4(af[gw][mi], halo + o.a[mi] + shift + u32(gw * kChunks * 16));
-    if constexpr (kNI == 1) ldmatrix_x2(bf[0], weights + o.b + u32(kStep * 32));
-#pragma unroll
-    for (int nj = 0; nj < kNI / 2; ++nj) {
-      u32 r[4];
-      ldmatrix_x4(r, weights + o.b + u32(nj * 16 * P::kWeightPitch + kStep * 32));
-      bf[2 * nj][0] = r[0];
-      bf[2 * nj][1] = r[1];
-      bf[2 * nj + 1][0] = r[2];
-      bf[2 * nj + 1][1] = r[3];
-    }
+    load_b(bf, o, weights, kStep);
   }
 
   // All k16 steps of one tile, fragments double-buffered in registers: step k+1 loads while
@@ -508,19 +513,6 @@ struct HaloConvKernel {
   static constexpr bool kRowReuse = !kPairs && kSH == 1 && kSW == 1 && kTW == 16 && kChunks % 2 == 0 &&
                                     kGW == 1 && P::kGroupsPerTile == 1 && P::kR > 1;
   static constexpr int kRowsA = kMI + (P::kR - 1) * kDH;
-
-  __device__ __forceinline__ static void load_b(u32 (&bf)[kNI][2], const Lanes& o, u32 weights, int step) {
-    if constexpr (kNI == 1) ldmatrix_x2(bf[0], weights + o.b + u32(step * 32));
-#pragma unroll
-    for (int nj = 0; nj < kNI / 2; ++nj) {
-      u32 r[4];
-      ldmatrix_x4(r, weights + o.b + u32(nj * 16 * P::kWeightPitch + step * 32));
-      bf[2 * nj][0] = r[0];
-      bf[2 * nj][1] = r[1];
-      bf[2 * nj + 1][0] = r[2];
-      bf[2 * nj + 1][1] = r[3];
-    }
-  }
 
   __device__ __forceinline__ static void mainloop_rows(float (&acc)[kMI][kNI][4], const Lanes& o, u32 halo,
                                                        u32 weights) {

@@ -193,8 +193,8 @@ struct TmaWgmmaKernel {
   // Row windows (Schedule::row_windows): a k-tile is (kernel row, chunk); its stage holds the
   // A box of the tile's pixel run plus the window's width (kABoxRows rows, padded to whole
   // 8-row swizzle atoms) and B of the row's kKernelW taps; tap s multiplies A from row
-  // s * kDilationW (the descriptor's start moved by whole 128-byte rows: the swizzle is the
-  // address's, which the copy wrote it by).
+  // s * kDilationW (the descriptor's start moved by whole 128- or 64-byte rows: the swizzle is
+  // the address's, which the copy wrote it by).
   static constexpr bool kRows = P::kARowWindows;
   static constexpr int kRowTaps = kRows ? P::kKernelW : 1;  // taps per k-tile
   static constexpr int kKTiles = (kRows ? P::kTaps / P::kKernelW : P::kTaps) * P::kChunks;
@@ -203,9 +203,12 @@ struct TmaWgmmaKernel {
   static_assert(kWM % 64 == 0 && (kBN == 64 || kBN == 128 || kBN == 256), "wgmma m64nNk16 tiles");
   static_assert(P::kBatch == 1, "one GEMM per launch");
 
-  static constexpr int kABytes = (kRows ? (P::kABoxRows + 7) / 8 * 8 : kBM) * kRowBytes;  // one stage's boxes
+  // (A's box in whole 1024-byte swizzle atoms: 8 rows of 128 bytes, 16 of 64.)
+  static constexpr int kAtomRows = 1024 / kRowBytes;
+  static constexpr int kABytes =
+      (kRows ? (P::kABoxRows + kAtomRows - 1) / kAtomRows * kAtomRows : kBM) * kRowBytes;  // one stage's boxes
   static constexpr int kBBytes = kBN * kRowBytes * kRowTaps;
-  static_assert(!kRows || (kRowBytes == 128 && P::kBKMajor && P::kAIm2col), "row windows: 128-byte rows, B K-major");
+  static_assert(!kRows || (P::kBKMajor && P::kAIm2col), "row windows: a conv's A, B K-major");
   // The bytes a stage's copies bring (A's box without the atom padding).
   static constexpr int kTxBytes = (kRows ? P::kABoxRows : kBM) * kRowBytes + kBBytes;
   // An MN-major B: kBN / 64 panels per stage, each kBK rows of 64 n (128 bytes).
