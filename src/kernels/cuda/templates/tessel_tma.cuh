@@ -192,7 +192,7 @@ struct TmaWgmmaKernel {
   static constexpr int kTiles = kTilesM * kTilesN;
   // Row windows (Schedule::row_windows): a k-tile is (kernel row, chunk); its stage holds the
   // A box of the tile's pixel run plus the window's width (kABoxRows rows, padded to whole
-  // 8-row swizzle atoms) and B of the row's kKernelW taps; tap s multiplies A from row
+  // 1024-byte swizzle atoms) and B of the row's kKernelW taps; tap s multiplies A from row
   // s * kDilationW (the descriptor's start moved by whole 128- or 64-byte rows: the swizzle is
   // the address's, which the copy wrote it by).
   static constexpr bool kRows = P::kARowWindows;
