@@ -477,6 +477,12 @@ std::vector<Schedule> enumerate_schedules(const Contraction& c, const device::De
               if (!runs(c, s, device)) continue;
               s.ctas = persistent_ctas(c, s, device);
               space.push_back(s);
+              // ... and in row windows, where the conv's runs allow them (Schedule::row_windows;
+              // 16-bit: int8 ones are not GPU-tested).
+              s.row_windows = true;
+              if (contraction::int8_operands(c) || !tma_layout(c, s) || !runs(c, s, device)) continue;
+              s.ctas = persistent_ctas(c, s, device);
+              space.push_back(s);
             }
           }
   }

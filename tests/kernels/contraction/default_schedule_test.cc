@@ -432,6 +432,22 @@ TEST(EnumerateSchedules, TmaTilesPingPongAndCooperative) {
 
 // The TMA kernel in 64-byte rows is in the space where a tap's channels leave the last
 // 128-byte row at most half full (64 int8 channels: ResNet's layer 1), and only there.
+// Row windows join the space (tune's candidates) exactly where the conv's output rows are
+// whole runs of the tile and the window's box fits: 64- and 128-row tiles over 256-wide
+// outputs, no 256-row tile (a box of 258 pixels), nothing over 56-wide ones.
+TEST(EnumerateSchedules, RowWindowsWhereTheRunsAllow) {
+  int wide = 0;
+  for (const Schedule& s : enumerate_schedules(conv(8, 256, 64, 64, 3, 1, 1), kH100)) {
+    if (!s.row_windows) continue;
+    ++wide;
+    EXPECT_LE(s.block_m, 128) << s.name();
+    EXPECT_FALSE(check_schedule(conv(8, 256, 64, 64, 3, 1, 1), s)) << s.name();
+  }
+  EXPECT_GT(wide, 0);
+  for (const Schedule& s : enumerate_schedules(conv(32, 56, 64, 64, 3, 1, 1), kH100))
+    EXPECT_FALSE(s.row_windows) << s.name();
+}
+
 TEST(EnumerateSchedules, TmaHalfRowsWhereTheyHalveTheZeros) {
   const contraction::OperandDTypes i8 = {DType::kI8, DType::kI8, DType::kF32};
   auto half_rows = [](const Contraction& c) {
