@@ -248,6 +248,20 @@ std::optional<Schedule> default_large_gemm(const Contraction& c, const device::D
   return s;
 }
 
+// The row-window form of TMA schedule s (Schedule::row_windows) with the most stages that fit,
+// at most s's and no fewer than 3 (a stage holds B of a kernel row's taps as well: the 128x64
+// tile in 128-byte rows fits 4); s itself where the conv's runs or the device allow none.
+Schedule row_window_form(const Contraction& c, const Schedule& s, const device::DeviceInfo& device) {
+  Schedule rows = s;
+  rows.row_windows = true;
+  for (; rows.stages >= 3; --rows.stages)
+    if (tma_layout(c, rows) && runs(c, rows, device)) {
+      rows.ctas = persistent_ctas(c, rows, device);
+      return rows;
+    }
+  return s;
+}
+
 // A 16-bit stride-1 windowed conv whose taps leave their last 128-byte row at most half full
 // (tma_half_rows: 32, 96, 160, ... channels; not fewer than 32, whose rows would be mostly
 // zeros, as an RGB stem's padded 8) into a multiple of 64 outputs takes the TMA
@@ -275,10 +289,12 @@ std::optional<Schedule> default_half_row_window(const Contraction& c, const devi
   // 64 outputs over whole 128-pixel runs: the ping-pong 128x64 in row windows (Schedule::
   // row_windows; bench-op, H200: 1440p 32 -> 64 412.6 -> 398.2 us, 720p 107.2 -> 101.8; the
   // 128-wide tile of 32 -> 128 lost, 139.9 -> 145.6).
-  Schedule rows = tma_schedule(128, 64, 6, s.raster, 0);
-  rows.block_k = s.block_k;
-  rows.row_windows = true;
-  if (!wide && tma_layout(c, rows) && runs(c, rows, device)) s = rows;
+  if (!wide) {
+    Schedule half = tma_schedule(128, 64, 6, s.raster, 0);
+    half.block_k = s.block_k;
+    const Schedule rows = row_window_form(c, half, device);
+    if (rows.row_windows) return rows;
+  }
   s.ctas = persistent_ctas(c, s, device);
   return s;
 }
@@ -286,10 +302,9 @@ std::optional<Schedule> default_half_row_window(const Contraction& c, const devi
 // The ping-pong 128x64 TMA pick over a 16-bit conv in 128-byte rows, with A in row windows
 // where the output width is whole 128-pixel runs (Schedule::row_windows): A crosses L2 once per
 // kernel row instead of once per tap (the im2col map's 9 boxes of a 3x3 conv held its L2 at
-// 69% in Nsight Compute). A stage then holds B of the row's taps too, so it takes the most
-// stages that fit, at most the pick's. H200, 2026-11-29, bench-op (im2col 7 stages -> row
-// windows 4; cuDNN): the SR net's 720p 64 -> 64 146.8 -> 111.0 us (141.4), 8 x 256^2 64 -> 64
-// 82.1 -> 63.4 (83.0). Wider tiles gained nothing (128 outputs at 720p: the 128x128 pick 201.7,
+// 69% in Nsight Compute), with the most stages that fit (row_window_form). H200, 2026-11-29,
+// bench-op (im2col 7 stages -> row windows 4; cuDNN): the SR net's 720p 64 -> 64 146.8 -> 111.0
+// us (141.4), 8 x 256^2 64 -> 64 82.1 -> 63.4 (83.0). Wider tiles gained nothing (128 outputs at 720p: the 128x128 pick 201.7,
 // in row windows of 2 stages 222.2; 512^2 128 -> 128: 112.4 against 114.7-129.8), nor a
 // 96-channel conv in 128x64 (249.7 in the cooperative half-row tile, 245.5): they keep theirs.
 Schedule with_row_windows(const Contraction& c, const Schedule& ranked, const device::DeviceInfo& device) {
@@ -297,14 +312,7 @@ Schedule with_row_windows(const Contraction& c, const Schedule& ranked, const de
       ranked.warp_m != ranked.block_m || ranked.block_k * dtype_size(c.a_dtype) != 128 ||
       contraction::int8_operands(c))
     return ranked;
-  Schedule s = ranked;
-  s.row_windows = true;
-  for (s.stages = std::min(ranked.stages, 4); s.stages >= 3; --s.stages)
-    if (tma_layout(c, s) && runs(c, s, device)) {
-      s.ctas = persistent_ctas(c, s, device);
-      return s;
-    }
-  return ranked;
+  return row_window_form(c, ranked, device);
 }
 
 void add_family(const Contraction& c, const device::DeviceInfo& device, Instruction instruction,

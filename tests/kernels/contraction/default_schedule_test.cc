@@ -717,6 +717,10 @@ TEST(DefaultSchedule, LegalAndImplementedOnShapesOutsideTheLists) {
       {32, 9, 120, 8, 1, 1, 1, 1},   {32, 30, 48, 96, 5, 2, 1, 1},  {1, 65, 64, 64, 3, 1, 2, 1},
       {32, 28, 192, 192, 3, 1, 1, 12}, {1, 112, 16, 16, 3, 1, 1, 1}, {32, 7, 1000, 1000, 1, 1, 1, 1},
       {32, 224, 64, 64, 3, 1, 1, 1}, {4, 90, 96, 136, 3, 2, 1, 1},  {32, 14, 2048, 24, 1, 1, 1, 1},
+      // Widths of whole 128-pixel runs (row windows, half-row windows): dilation 2, 96 and 32
+      // channels, a 5x5, 48 outputs at batch 32, a strided window.
+      {1, 256, 64, 64, 3, 1, 2, 1},  {2, 384, 96, 64, 3, 1, 1, 1},  {1, 512, 32, 128, 5, 1, 1, 1},
+      {32, 128, 64, 48, 3, 1, 1, 1}, {1, 256, 32, 64, 3, 2, 1, 1},  {1, 256, 160, 64, 3, 1, 1, 1},
   };
   for (const Shape& sh : shapes) {
     Conv2dParams p;
