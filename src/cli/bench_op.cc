@@ -118,6 +118,7 @@ bench::TesselKernel make_kernel(const ir::Graph& g, bool tensor_cores,
     std::copy(src.grid, src.grid + 3, p->op_launch.grid);
     std::copy(src.block, src.block + 3, p->op_launch.block);
     p->op_launch.smem_bytes = src.smem_bytes;
+    p->op_launch.programmatic = src.grid_dependent;
     k.description = "op kernel (" + node.op + ", group " +
                     std::to_string(node.get_int("group", 1)) + (tiling ? ", " + *tiling : "") + ")";
     if (conv && conv->groups != g.nodes[0].get_int("group", 1))

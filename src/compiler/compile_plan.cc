@@ -173,6 +173,7 @@ void PlanAssembler::add_launch(const ir::Node& n, const NodeKernel& k, double pr
     std::copy(src.grid, src.grid + 3, l.grid.begin());
     std::copy(src.block, src.block + 3, l.block.begin());
     l.smem_bytes = src.smem_bytes;
+    l.grid_dependent = src.grid_dependent;
     l.instruction = kernels::instruction_name(k.schedule.instruction);
     l.schedule = k.schedule.name();
     l.epilogue = k.epilogue;
@@ -205,6 +206,7 @@ void PlanAssembler::add_launch(const ir::Node& n, const NodeKernel& k, double pr
     std::copy(src.grid, src.grid + 3, l.grid.begin());
     std::copy(src.block, src.block + 3, l.block.begin());
     l.smem_bytes = src.smem_bytes;
+    l.grid_dependent = src.grid_dependent;
     l.instruction = "SIMT";
     l.params.resize(kOpInputs + kOpOutputs);
     for (size_t j = 0; j < n.inputs.size(); ++j) l.params[j] = operand(n, j, true, false);

@@ -3,9 +3,11 @@
 
 #include <dlfcn.h>
 
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <sstream>
+#include <string_view>
 
 #include "device/cuda_api.h"
 
@@ -142,6 +144,10 @@ Context retain_primary_context(const DriverApi& api, int ordinal) {
       static_cast<unsigned>(attribute(api, dev, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK));
   c.limits.smem_per_block_optin = static_cast<unsigned>(
       attribute(api, dev, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN));
+  const char* pdl = std::getenv("TESSEL_PDL");
+  c.limits.programmatic_launch =
+      attribute(api, dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR) >= 9 &&
+      !(pdl && std::string_view(pdl) == "0");
   return c;
 }
 

@@ -39,6 +39,7 @@ namespace tessel::device::detail {
   X(cuFuncGetAttribute)          \
   X(cuFuncSetAttribute)          \
   X(cuLaunchKernel)              \
+  X(cuLaunchKernelEx)            \
   X(cuMemAlloc)                  \
   X(cuMemGetInfo)                \
   X(cuMemFree)                   \
@@ -92,6 +93,9 @@ struct LaunchLimits {
   unsigned max_block[3];
   unsigned max_threads_per_block;
   unsigned smem_per_block_optin;
+  // Programmatic dependent launch (compute capability 9.0 and up), and not switched off by
+  // TESSEL_PDL=0 (for A/B timing and for isolating a fault).
+  bool programmatic_launch;
 };
 const LaunchLimits& launch_limits();
 

@@ -87,12 +87,34 @@ void launch(void* function, const LaunchConfig& config, void** args) {
   auto f = static_cast<CUfunction>(function);
   if (config.smem_bytes > 0) raise_dynamic_smem_limit(api, f, config.smem_bytes);
 
-  CUresult r = api.cuLaunchKernel(
-      f, config.grid[0], config.grid[1], config.grid[2], config.block[0], config.block[1],
-      config.block[2], config.smem_bytes, static_cast<CUstream>(config.stream), args, nullptr);
+  const bool programmatic =
+      config.programmatic && config.stream != nullptr && lim.programmatic_launch;
+  CUresult r;
+  if (programmatic) {
+    CUlaunchAttribute attribute{};
+    attribute.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attribute.value.programmaticStreamSerializationAllowed = 1;
+    CUlaunchConfig c{};
+    c.gridDimX = config.grid[0];
+    c.gridDimY = config.grid[1];
+    c.gridDimZ = config.grid[2];
+    c.blockDimX = config.block[0];
+    c.blockDimY = config.block[1];
+    c.blockDimZ = config.block[2];
+    c.sharedMemBytes = config.smem_bytes;
+    c.hStream = static_cast<CUstream>(config.stream);
+    c.attrs = &attribute;
+    c.numAttrs = 1;
+    r = api.cuLaunchKernelEx(&c, f, args, nullptr);
+  } else {
+    r = api.cuLaunchKernel(f, config.grid[0], config.grid[1], config.grid[2], config.block[0],
+                           config.block[1], config.block[2], config.smem_bytes,
+                           static_cast<CUstream>(config.stream), args, nullptr);
+  }
   if (r != CUDA_SUCCESS) {
     throw DriverError(static_cast<int>(r),
-                      "cuLaunchKernel with grid " + dims(config.grid) + ", block " +
+                      std::string(programmatic ? "cuLaunchKernelEx (programmatic)" : "cuLaunchKernel") +
+                          " with grid " + dims(config.grid) + ", block " +
                           dims(config.block) + ", " + std::to_string(config.smem_bytes) +
                           " B dynamic shared memory failed: " + detail::describe(r));
   }

@@ -172,6 +172,7 @@ void Engine::Impl::load_modules(const std::string& what, const ProgressFn& progr
         b.config.block[d] = l.block[static_cast<size_t>(d)];
       }
       b.config.smem_bytes = l.smem_bytes;
+      b.config.programmatic = l.grid_dependent;
       bound.launches.push_back(b);
     }
     profiles.push_back(std::move(bound));

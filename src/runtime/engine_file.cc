@@ -196,6 +196,9 @@ PlanLaunch Reader::launch() {
   for (uint32_t& g : l.grid) g = u32();
   for (uint32_t& b : l.block) b = u32();
   l.smem_bytes = u32();
+  const uint8_t dependent = u8();
+  if (dependent > 1) TESSEL_CORRUPT(*this) << "a launch's grid-dependent flag is " << int{dependent};
+  l.grid_dependent = dependent == 1;
   const uint32_t words = count(kMinRelocationBytes, "parameter words");
   for (uint32_t w = 0; w < words; ++w) l.params.push_back(relocation());
   l.node = str();
@@ -250,6 +253,7 @@ void write_launch(Writer& w, const PlanLaunch& l) {
   for (uint32_t g : l.grid) w.u32(g);
   for (uint32_t b : l.block) w.u32(b);
   w.u32(l.smem_bytes);
+  w.u8(l.grid_dependent ? 1 : 0);
   w.u32(static_cast<uint32_t>(l.params.size()));
   for (const Relocation& r : l.params) w.relocation(r);
   w.str(l.node);

@@ -18,7 +18,8 @@
 //   PRFL  u32 profile count; each: i64 batch; u32 input count, inputs; u32 output count,
 //         outputs; u32 launch count, launches. A tensor: str name, str dtype ("f32"), u32 rank,
 //         i64 extents; an output then its source relocation. A launch: u32 cubin, str entry,
-//         u32 grid[3], u32 block[3], u32 smem bytes, u32 word count, relocations; then str
+//         u32 grid[3], u32 block[3], u32 smem bytes, u8 grid-dependent (0 or 1), u32 word
+//         count, relocations; then str
 //         node, str op, i64 flops, i64 bytes, str instruction, str schedule, i64 predicted time
 //         in nanoseconds; u32 tensor map count, tensor maps
 // A relocation: u8 region (Region's value), u32 index, u64 offset, u64 bytes.
@@ -42,8 +43,9 @@ namespace tessel::runtime {
 // 2: each launch's predicted time; 3: TMA descriptors of launches (main) or profiles (the
 // dynbatch branch), two different layouts that shipped as 3; 4: both, a launch's TMA
 // descriptors inside its profile; 5: each launch's analytical time beside its prediction;
-// 6: a contraction launch's epilogue; 7: a contraction launch's operand dtype
-inline constexpr uint32_t kEngineFormatVersion = 7;
+// 6: a contraction launch's epilogue; 7: a contraction launch's operand dtype; 8: whether a
+// launch's kernel waits on the grid before it (programmatic dependent launch)
+inline constexpr uint32_t kEngineFormatVersion = 8;
 inline constexpr size_t kEngineHeaderBytes = 32;
 
 // The file's bytes. Writes `plan` as it is: serializing does not check it (check_plan).

@@ -72,6 +72,9 @@ struct PlanLaunch {
   std::string entry;   // the kernel's extern "C" name
   std::array<uint32_t, 3> grid{1, 1, 1}, block{1, 1, 1};
   uint32_t smem_bytes = 0;         // dynamic shared memory
+  // The kernel begins with grid_dependency_wait (tessel_ptx.cuh), so the engine launches it as
+  // a programmatic dependent of the launch before it (device::LaunchConfig::programmatic).
+  bool grid_dependent = false;
   std::vector<Relocation> params;  // the parameter block, word by word
 
   // What the launch computes, for tools (`tessel profile`).

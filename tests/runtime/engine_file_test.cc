@@ -75,6 +75,7 @@ EnginePlan synthetic_plan() {
   fc.grid = {1, 2, 1};
   fc.block = {128, 1, 1};
   fc.smem_bytes = 49152;
+  fc.grid_dependent = true;
   fc.params = {reloc(Region::kArena, 0, 0, 192),
                reloc(Region::kConstants, 0, 0, 256),
                reloc(Region::kOutput, 0, 0, 80),
@@ -401,6 +402,13 @@ TEST(EngineFile, MalformedSectionsInASealedFile) {
               put_le(b, 16, le(b, 16, 8) + 1, 8);
             }),
             "engine file model.tsl is corrupt: section SIZE: 1 bytes left over at its end");
+  // A launch's grid-dependent flag (after its entry, grid, block and shared memory) is 0 or 1.
+  const size_t fc_entry = bytes.find("tessel_gemm");
+  ASSERT_NE(fc_entry, std::string::npos);
+  const size_t fc_flag = fc_entry + std::string("tessel_gemm").size() + 12 + 12 + 4;
+  ASSERT_EQ(bytes[fc_flag], 1);
+  EXPECT_EQ(damaged([&](std::string& b) { b[fc_flag] = 2; }),
+            "engine file model.tsl is corrupt: section PRFL: a launch's grid-dependent flag is 2");
   std::string sections = bytes;
   put_le(sections, 12, 7, 4);
   EXPECT_EQ(parse_error(sections), "engine file model.tsl is corrupt: 7 sections, expected 5");
@@ -614,6 +622,9 @@ TEST(EngineFile, CrossCompiledPlans) {
     int gemms = 0;
     for (const PlanLaunch& l : p.profiles[0].launches) {
       EXPECT_LT(l.cubin, p.cubins.size());
+      // Every kernel enters through grid_dependency_wait, so each launch may follow the one
+      // before it as a programmatic dependent (a no-op in the sm_80 kernels).
+      EXPECT_TRUE(l.grid_dependent) << l.node;
       if (l.op != "tessel.Gemm") {
         EXPECT_EQ(l.epilogue, "") << l.node;  // op kernels have none
         EXPECT_EQ(l.operand_dtype, "") << l.node;

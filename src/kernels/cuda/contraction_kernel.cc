@@ -82,6 +82,7 @@ void ContractionKernel::launch(const KernelArgs& args, void* stream) const {
   }
   config.smem_bytes = src.smem_bytes;
   config.stream = stream;
+  config.programmatic = src.grid_dependent;
   device::launch(function_, config, kernel_args);
 }
 

@@ -40,6 +40,9 @@ struct KernelSource {
   // to encode over the parameter word each names (TensorMapSpec::operand: kParamWordA,
   // kParamWordB, kParamWordC or the residual's kParamWordExtra + i) once its address is known.
   std::vector<device::TensorMapSpec> tensor_maps;
+  // The entry begins with grid_dependency_wait (tessel_ptx.cuh), so the kernel may be launched
+  // as a programmatic dependent of the one before it (device::LaunchConfig::programmatic).
+  bool grid_dependent = false;
 };
 
 // Throws InternalError if can_implement() says no.

@@ -583,7 +583,8 @@ KernelSource emit(const Contraction& c, const Epilogue& e, const kernels::Schedu
     src << fmt::format("extern \"C\" __global__ void __launch_bounds__({}, 1) {}(const tessel::KernelParams p,\n"
                        "    const __grid_constant__ tessel::TensorMaps maps) {{\n",
                        plan.threads, ks.name);
-    src << fmt::format("  tessel::{}<Problem>::run(p, maps);\n}}\n", kernel);
+    src << fmt::format("  tessel::grid_dependency_wait();\n  tessel::{}<Problem>::run(p, maps);\n}}\n",
+                       kernel);
   } else {
     // The halo schedules' persistent CTAs assume 128 registers per thread (default_schedule.cc,
     // halo_resident): the launch bounds hold the compiler to that, or a schedule of two CTAs
@@ -592,9 +593,10 @@ KernelSource emit(const Contraction& c, const Epilogue& e, const kernels::Schedu
         halo ? fmt::format(", {}", std::max(1, 65536 / (plan.threads * 128))) : std::string();
     src << fmt::format("extern \"C\" __global__ void __launch_bounds__({}{}) {}(const tessel::KernelParams p) {{\n",
                        plan.threads, min_blocks, ks.name);
-    src << fmt::format("  tessel::{}<Problem>::run(p);\n}}\n", kernel);
+    src << fmt::format("  tessel::grid_dependency_wait();\n  tessel::{}<Problem>::run(p);\n}}\n", kernel);
   }
   ks.source = src.str();
+  ks.grid_dependent = true;
   ks.headers = embedded_headers();
   ks.grid[0] = static_cast<unsigned>(plan.grid_x);
   ks.block[0] = static_cast<unsigned>(plan.threads);

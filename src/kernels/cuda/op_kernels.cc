@@ -88,9 +88,11 @@ OpKernelSource make_source(const ir::Node& n, const std::string& kind, const std
                                 kind, n.label());
   src += fmt::format("#include \"{}\"\n\nnamespace {{\nusing namespace tessel;\n\n{}}}  // namespace\n\n",
                      header, problem);
-  src += fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}(const tessel::OpParams p) {{\n  {}\n}}\n",
+  src += fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}(const tessel::OpParams p) {{\n"
+                     "  tessel::grid_dependency_wait();\n  {}\n}}\n",
                      threads, ks.name, call);
   ks.source = std::move(src);
+  ks.grid_dependent = true;
   ks.headers = embedded_headers();
   ks.grid[0] = static_cast<unsigned>(std::clamp<int64_t>(blocks_needed, 1, kMaxBlocks));
   ks.block[0] = static_cast<unsigned>(threads);

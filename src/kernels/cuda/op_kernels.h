@@ -30,6 +30,7 @@ struct OpKernelSource {
   unsigned grid[3] = {1, 1, 1};
   unsigned block[3] = {1, 1, 1};
   unsigned smem_bytes = 0;
+  bool grid_dependent = false;  // as KernelSource::grid_dependent (contraction_kernel.h)
 };
 
 // Where a tensor lies when it is no dense tensor of its own: channels [channel_offset,

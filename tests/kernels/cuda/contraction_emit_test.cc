@@ -174,6 +174,10 @@ TEST_P(VariantCompiles, ForSm80AndSm90aWithTheIntendedInstructions) {
     ASSERT_TRUE(out.ok) << out.log << "\n" << ks.source;
     EXPECT_EQ(out.cubin.substr(0, 4), "\x7f" "ELF");
     const std::string& ptx = out.ptx;
+    // Launched as a programmatic dependent: nothing touches memory before the grid it follows
+    // is complete.
+    EXPECT_TRUE(ks.grid_dependent);
+    EXPECT_EQ(grid_dependency_problem(ptx, std::string(arch) == "sm_90a"), "");
     if (tc) {
       const std::string type = p.c.a_dtype == DType::kBF16 ? "bf16" : "f16";
       EXPECT_TRUE(has(ptx, "mma.sync.aligned.m16n8k16.row.col.f32." + type + "." + type + ".f32"));
@@ -664,6 +668,7 @@ TEST_P(HaloCompiles, ForSm80AndSm90a) {
     SCOPED_TRACE(arch);
     const Compiled out = nvrtc_compile(ks, arch);
     ASSERT_TRUE(out.ok) << out.log << "\n" << ks.source;
+    EXPECT_EQ(grid_dependency_problem(out.ptx, std::string(arch) == "sm_90a"), "");
     const std::string type = p.c.a_dtype == DType::kBF16 ? "bf16" : "f16";
     EXPECT_TRUE(has(out.ptx, "mma.sync.aligned.m16n8k16.row.col.f32." + type + "." + type + ".f32"));
     EXPECT_TRUE(has(out.ptx, "ldmatrix.sync.aligned.m8n8.x4.shared.b16"));

@@ -50,4 +50,22 @@ Compiled nvrtc_compile(const Source& ks, const std::string& arch) {
   return out;
 }
 
+// Where a kernel's PTX breaks the programmatic-dependent-launch contract (grid_dependency_wait,
+// tessel_ptx.cuh), "" where it keeps it: for sm_90 and up, the entry's first memory access
+// beyond its parameters comes after `griddepcontrol.wait`, and no `launch_dependents` lets the
+// next grid in early; below sm_90, neither instruction appears.
+inline std::string grid_dependency_problem(const std::string& ptx, bool sm90) {
+  const size_t entry = ptx.find(".entry");
+  if (entry == std::string::npos) return "no .entry in the PTX";
+  const size_t wait = ptx.find("griddepcontrol.wait", entry);
+  if (ptx.find("griddepcontrol.launch_dependents") != std::string::npos) return "launch_dependents";
+  if (!sm90) return wait == std::string::npos ? "" : "griddepcontrol below sm_90";
+  if (wait == std::string::npos) return "no griddepcontrol.wait";
+  for (const char* access : {"ld.global", "st.global", "cp.async", "red.", "atom.", "ld.volatile.global"}) {
+    const size_t at = ptx.find(access, entry);
+    if (at != std::string::npos && at < wait) return std::string(access) + " before griddepcontrol.wait";
+  }
+  return "";
+}
+
 }  // namespace tessel::kernels::cuda::testing

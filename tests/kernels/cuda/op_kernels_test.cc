@@ -8,6 +8,7 @@
 #include "ir/infer.h"
 #include "ir/op_registry.h"
 #include "device/cuda_api.h"
+#include "kernels/cuda/nvrtc_test_util.h"
 
 namespace tessel::kernels::cuda {
 namespace {
@@ -136,6 +137,29 @@ TEST_F(OpKernelsTest, PoolsAndDepthToSpace) {
   emit_and_compile(one_node("tessel.DepthToSpace", {act(DType::kF16, {1, 4, 5, 32})},
                             {{"blocksize", int64_t{2}}, {"mode", std::string("CRD")}}),
                    "source strides");
+}
+
+// Every op kernel enters through grid_dependency_wait: the engine launches it as a programmatic
+// dependent of the kernel before it, so on sm_90 nothing may touch memory before the wait.
+TEST_F(OpKernelsTest, EveryKindWaitsOnTheGridBeforeItBeforeTouchingMemory) {
+  const std::vector<ir::Graph> graphs = {
+      one_node("Cast", {act(DType::kF32, {1, 3, 16, 24})}, {{"to", int64_t{10}}}),
+      one_node("Add", {act(DType::kF16, {2, 8, 8, 16}), act(DType::kF16, {2, 8, 8, 16})}),
+      one_node("tessel.MaxPool", {act(DType::kF16, {1, 9, 9, 24})},
+               {{"kernel_shape", std::vector<int64_t>{3, 3}}, {"strides", std::vector<int64_t>{2, 2}}}),
+      one_node("tessel.GlobalAveragePool", {act(DType::kF16, {2, 5, 5, 40})}),
+      one_node("Softmax", {act(DType::kF32, {4, 100})}, {{"axis", int64_t{-1}}}),
+  };
+  for (const ir::Graph& g : graphs) {
+    const OpKernelSource ks = emit_op(g, g.nodes[0]);
+    SCOPED_TRACE(ks.name);
+    EXPECT_TRUE(ks.grid_dependent);
+    for (const char* arch : {"sm_80", "sm_90a"}) {
+      const testing::Compiled out = testing::nvrtc_compile(ks, arch);
+      ASSERT_TRUE(out.ok) << out.log;
+      EXPECT_EQ(testing::grid_dependency_problem(out.ptx, std::string(arch) == "sm_90a"), "") << arch;
+    }
+  }
 }
 
 TEST_F(OpKernelsTest, GroupedConvWithEpilogueAndStoreMap) {

@@ -321,4 +321,22 @@ __device__ __forceinline__ void st_global_v2(void* p, u32 a, u32 b) {
                : "memory");
 }
 
+// ---- Programmatic dependent launch (PTX ISA "griddepcontrol", sm_90) ------------------------
+// Every generated kernel's first statement (emit.cc, op_kernels.cc). The host launches such a
+// kernel as a programmatic dependent of the one before it in the stream (device::launch,
+// LaunchConfig::programmatic): the grid is set up ahead and its CTAs are dispatched the moment
+// the kernel before it completes, without the launch gap of a plain stream dependency. `wait`
+// blocks until every prerequisite grid has completed and its writes are visible, so nothing
+// below it reads an input early or overwrites a buffer still being read; a kernel launched
+// without the attribute returns from it at once. No kernel issues `launch_dependents`, so the
+// next kernel is dispatched at completion: issued at the start, it let the next grid's CTAs
+// onto whichever SMs had room while this one ran, packing a small grid onto a few SMs (H200,
+// whole models against no programmatic launch: ResNet-50 batch 1 +5.0%, MobileNet-v2 +2.3%;
+// dispatch at completion: -3.9% and -9.8%). Below sm_90: nothing.
+__device__ __forceinline__ void grid_dependency_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+
 }  // namespace tessel
