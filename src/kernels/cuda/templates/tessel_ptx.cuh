@@ -332,7 +332,10 @@ __device__ __forceinline__ void st_global_v2(void* p, u32 a, u32 b) {
 // next kernel is dispatched at completion: issued at the start, it let the next grid's CTAs
 // onto whichever SMs had room while this one ran, packing a small grid onto a few SMs (H200,
 // whole models against no programmatic launch: ResNet-50 batch 1 +5.0%, MobileNet-v2 +2.3%;
-// dispatch at completion: -3.9% and -9.8%). Below sm_90: nothing.
+// dispatch at completion: -3.9% and -9.8%). Nor behind a per-launch flag, only where the next
+// grid's CTAs each fill an SM (branch early-trigger, 2026-11-30): where it fired it gained
+// nothing in whole models, and its mere presence (`@!P PREEXIT`, not taken) cost MobileNet-v2
+// and EfficientNet-b0 at batch 1 3% against kernels without it. Below sm_90: nothing.
 __device__ __forceinline__ void grid_dependency_wait() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;\n" ::: "memory");
