@@ -40,6 +40,7 @@ DeviceInfo device_info(int ordinal) {
   info.global_mem = total;
   if (const DeviceInfo* known = find_known_device(info.arch())) {
     info.peak_tensor_tflops = known->peak_tensor_tflops;
+    info.peak_tensor_int8_tops = known->peak_tensor_int8_tops;
     info.peak_simt_tflops = known->peak_simt_tflops;
   }
   return info;

@@ -20,18 +20,19 @@ std::string DeviceInfo::str() const {
 const std::vector<DeviceInfo>& known_devices() {
   // Shared memory is the opt-in maximum per CTA (cudaDevAttrMaxSharedMemoryPerBlockOptin).
   // Peaks from the datasheets, dense (no sparsity), SXM boards: H100 989.4 TFLOP/s fp16 Tensor
-  // Core and 66.9 fp32; A100 312 and 19.5. Memory and clocks as the boards report them.
+  // Core, 1978.9 TOP/s int8 Tensor Core and 66.9 fp32; A100 312, 624 and 19.5. Memory and
+  // clocks as the boards report them.
   static const std::vector<DeviceInfo> devices = {
       {.name = "NVIDIA H100 SXM", .cc_major = 9, .cc_minor = 0, .sm_count = 132,
        .max_threads_per_block = 1024, .smem_per_block_optin = 227 * 1024,
        .smem_per_sm = 228 * 1024, .regs_per_sm = 65536, .l2_bytes = 50 << 20,
        .global_mem = size_t{80} << 30, .clock_khz = 1980000, .peak_tensor_tflops = 989.4,
-       .peak_simt_tflops = 66.9},
+       .peak_tensor_int8_tops = 1978.9, .peak_simt_tflops = 66.9},
       {.name = "NVIDIA A100 SXM", .cc_major = 8, .cc_minor = 0, .sm_count = 108,
        .max_threads_per_block = 1024, .smem_per_block_optin = 163 * 1024,
        .smem_per_sm = 164 * 1024, .regs_per_sm = 65536, .l2_bytes = 40 << 20,
        .global_mem = size_t{80} << 30, .clock_khz = 1410000, .peak_tensor_tflops = 312.0,
-       .peak_simt_tflops = 19.5},
+       .peak_tensor_int8_tops = 624.0, .peak_simt_tflops = 19.5},
   };
   return devices;
 }

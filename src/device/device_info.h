@@ -24,9 +24,11 @@ struct DeviceInfo {
   size_t l2_bytes = 0;
   size_t global_mem = 0;
   int clock_khz = 0, mem_clock_khz = 0, mem_bus_width = 0;
-  // Datasheet peaks, dense: fp16 inputs with fp32 accumulation on Tensor Cores, and fp32 FMA
-  // on CUDA cores, in TFLOP/s; 0 where tessel does not know the board.
+  // Datasheet peaks, dense: fp16 inputs with fp32 accumulation on Tensor Cores, int8 inputs
+  // with int32 accumulation on Tensor Cores (TOP/s), and fp32 FMA on CUDA cores, in TFLOP/s;
+  // 0 where tessel does not know the board.
   double peak_tensor_tflops = 0;
+  double peak_tensor_int8_tops = 0;
   double peak_simt_tflops = 0;
 
   // "sm_90a" for Hopper (wgmma allowed), else "sm_XY": the target its cubins are built for.

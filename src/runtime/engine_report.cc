@@ -68,8 +68,10 @@ ProfileReport make_profile_report(const PlanProfile& plan, const std::vector<flo
       row.tflops = static_cast<double>(l.flops) / (row.us * 1e6);
       row.gbps = static_cast<double>(l.bytes) / (row.us * 1e3);
     }
-    const double peak =
-        l.instruction == "SIMT" ? device.peak_simt_tflops : device.peak_tensor_tflops;
+    const bool int8 = l.operand_dtype == "i8" || l.operand_dtype == "u8";
+    const double peak = l.instruction == "SIMT" ? device.peak_simt_tflops
+                        : int8                  ? device.peak_tensor_int8_tops
+                                                : device.peak_tensor_tflops;
     if (peak > 0) row.percent_of_peak = 100.0 * row.tflops / peak;
     r.total_flops += l.flops;
     r.total_bytes += l.bytes;
@@ -103,9 +105,9 @@ std::string format_profile(const ProfileReport& r) {
   if (r.device.peak_tensor_tflops > 0 && r.device.peak_simt_tflops > 0) {
     std::snprintf(line, sizeof line,
                   "%% of peak against the %s datasheet (%s): Tensor Cores %.1f TFLOP/s (dense "
-                  "fp16), SIMT %.1f TFLOP/s (fp32)\n",
+                  "fp16), %.1f TOP/s (dense int8), SIMT %.1f TFLOP/s (fp32)\n",
                   r.device.name.c_str(), r.device.arch().c_str(), r.device.peak_tensor_tflops,
-                  r.device.peak_simt_tflops);
+                  r.device.peak_tensor_int8_tops, r.device.peak_simt_tflops);
   } else {
     std::snprintf(line, sizeof line, "%% of peak: no peak is known for this device\n");
   }

@@ -54,7 +54,8 @@ struct ProfileReport {
 };
 
 // `launch_ms[i]` is launch i's time (Engine::profile_launches), `replay_ms` the whole graph's.
-// Tensor Core launches are measured against device.peak_tensor_tflops, the rest against
+// Tensor Core launches are measured against device.peak_tensor_tflops (int8 contractions, whose
+// operand_dtype is i8 or u8, against device.peak_tensor_int8_tops), the rest against
 // device.peak_simt_tflops, where those are known.
 ProfileReport make_profile_report(const PlanProfile& plan, const std::vector<float>& launch_ms,
                                   double replay_ms, const device::DeviceInfo& device);

@@ -565,6 +565,7 @@ TEST(EngineFile, RecordedTargetKeepsWhatTheFileStores) {
   device::DeviceInfo d = h100();
   d.l2_bytes = 50u << 20;
   d.peak_tensor_tflops = 989.4;
+  d.peak_tensor_int8_tops = 1978.9;
   const device::DeviceInfo t = recorded_target(d);
   EXPECT_EQ(t.name, d.name);
   EXPECT_EQ(t.arch(), "sm_90a");
@@ -572,6 +573,7 @@ TEST(EngineFile, RecordedTargetKeepsWhatTheFileStores) {
   EXPECT_EQ(t.smem_per_block_optin, 227u * 1024);
   EXPECT_EQ(t.l2_bytes, 0u);
   EXPECT_EQ(t.peak_tensor_tflops, 0);
+  EXPECT_EQ(t.peak_tensor_int8_tops, 0);
 }
 
 TEST(EngineFile, LoadAndMemoryInfoWithoutGpu) {

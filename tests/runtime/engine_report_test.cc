@@ -73,7 +73,8 @@ TEST(ProfileReport, RatesSharesAndPeaks) {
 
   const std::string table = format_profile(r);
   EXPECT_EQ(table.rfind("% of peak against the NVIDIA H100 SXM datasheet (sm_90a): Tensor Cores "
-                        "989.4 TFLOP/s (dense fp16), SIMT 66.9 TFLOP/s (fp32)\n",
+                        "989.4 TFLOP/s (dense fp16), 1978.9 TOP/s (dense int8), SIMT 66.9 TFLOP/s "
+                        "(fp32)\n",
                         0),
             0u)
       << table;
@@ -112,6 +113,25 @@ TEST(ProfileReport, PredictedAgainstMeasured) {
                        "per kernel median error 10.0%, 2 of 3 within 10%\n"),
             std::string::npos)
       << table;
+}
+
+// An int8 contraction (operand dtype i8, or u8: onnxruntime's QUInt8 activations) is measured
+// against the int8 Tensor Core peak, twice the fp16 one on the H100: 1.9789e11 ops in 100 us
+// are 100% of it (200% of the fp16 one), as an fp16 contraction's 9.894e10 FLOPs in 100 us are
+// of its own.
+TEST(ProfileReport, Int8ContractionsAgainstTheInt8Peak) {
+  PlanProfile plan;
+  plan.launches = {launch("qconv", "tessel.Conv", 197'890'000'000, 1000, "wgmma"),
+                   launch("uconv", "tessel.Conv", 197'890'000'000, 1000, "mma.sync"),
+                   launch("conv", "tessel.Conv", 98'940'000'000, 1000, "wgmma")};
+  plan.launches[0].operand_dtype = "i8";
+  plan.launches[1].operand_dtype = "u8";
+  plan.launches[2].operand_dtype = "f16";
+  const ProfileReport r =
+      make_profile_report(plan, {0.1f, 0.1f, 0.1f}, 0.3, device::known_device("sm_90a"));
+  EXPECT_NEAR(*r.rows[0].percent_of_peak, 100, 1e-3);
+  EXPECT_NEAR(*r.rows[1].percent_of_peak, 100, 1e-3);
+  EXPECT_NEAR(*r.rows[2].percent_of_peak, 100, 1e-3);
 }
 
 TEST(ProfileReport, UnknownDeviceHasNoPeak) {
