@@ -25,6 +25,10 @@ inline size_t dtype_size(DType t) { return dtype_info(t).size; }
 inline std::string_view dtype_name(DType t) { return dtype_info(t).name; }
 inline bool is_float(DType t) { return dtype_info(t).is_float; }
 inline bool is_integer(DType t) { return !dtype_info(t).is_float && t != DType::kBool; }
+// The one-byte integers the int8 Tensor Core instructions take (mma.sync m16n8k32, wgmma k32:
+// .s8 or .u8 for each integer operand): i8 (TensorRT's symmetric activations, every weight) and
+// u8 (onnxruntime's default QUInt8 activations with zero point 0).
+inline bool is_int8_operand(DType t) { return t == DType::kI8 || t == DType::kU8; }
 
 std::optional<DType> dtype_from_name(std::string_view name);
 std::optional<DType> dtype_from_onnx(int onnx_type);

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "core/dtype.h"
 #include "core/error.h"
 
 namespace tessel::runtime {
@@ -68,7 +69,8 @@ ProfileReport make_profile_report(const PlanProfile& plan, const std::vector<flo
       row.tflops = static_cast<double>(l.flops) / (row.us * 1e6);
       row.gbps = static_cast<double>(l.bytes) / (row.us * 1e3);
     }
-    const bool int8 = l.operand_dtype == "i8" || l.operand_dtype == "u8";
+    const std::optional<DType> operands = dtype_from_name(l.operand_dtype);
+    const bool int8 = operands && is_int8_operand(*operands);
     const double peak = l.instruction == "SIMT" ? device.peak_simt_tflops
                         : int8                  ? device.peak_tensor_int8_tops
                                                 : device.peak_tensor_tflops;

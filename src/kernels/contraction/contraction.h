@@ -53,12 +53,10 @@ struct Contraction {
   std::string str() const;  // multi-line description for `tessel codegen`
 };
 
-// The int8 Tensor Core contractions (mma.sync m16n8k32, wgmma k32: PTX takes .s8 or .u8 for
-// each integer operand): W (B) i8, and A i8 (TensorRT's symmetric activations) or u8
-// (onnxruntime's default QUInt8 activations with zero point 0, read as they are: a zero pad is
-// the real 0 either way). One-byte integers both, so the kernels move them alike; only the
-// instruction's A type differs.
-inline bool is_int8_operand(DType t) { return t == DType::kI8 || t == DType::kU8; }
+// The int8 Tensor Core contractions: W (B) i8, and A i8 or u8 (is_int8_operand, core/dtype.h;
+// u8 read as it is: a zero pad is the real 0 either way). One-byte integers both, so the
+// kernels move them alike; only the instruction's A type differs.
+using tessel::is_int8_operand;
 inline bool int8_operands(const Contraction& c) {
   return c.b_dtype == DType::kI8 && is_int8_operand(c.a_dtype);
 }
