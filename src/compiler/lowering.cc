@@ -34,6 +34,7 @@ EpilogueOpKind gpu_kind(ops::EpilogueKind k) {
     case ops::EpilogueKind::kHardSigmoid: return EpilogueOpKind::kHardSigmoid;
     case ops::EpilogueKind::kElu: return EpilogueOpKind::kElu;
     case ops::EpilogueKind::kRound: return EpilogueOpKind::kRound;
+    case ops::EpilogueKind::kQuantizeUnit: return EpilogueOpKind::kQuantizeUnit;
   }
   TESSEL_ICHECK(false) << "unhandled epilogue kind " << static_cast<int>(k);
   return EpilogueOpKind::kRelu;

@@ -35,6 +35,7 @@ constexpr KindName kKinds[] = {
     {EpilogueKind::kElu, "elu", true, false},
     {EpilogueKind::kRound, "round", true, false},
     {EpilogueKind::kSiluQuantizedGate, "silu_qgate", true, true},
+    {EpilogueKind::kQuantizeUnit, "quantize_unit", true, true},
 };
 
 const KindName& info(EpilogueKind kind) {
@@ -115,6 +116,14 @@ std::vector<EpilogueStep> read_epilogue(const ir::Node& node) {
         << node.label() << ": epilogue step '" << k.name << "' needs "
         << (k.uses_beta ? "'epilogue_alpha' and 'epilogue_beta'" : "'epilogue_alpha'");
     steps.push_back({*kind, alpha.empty() ? 0.0 : alpha[i], beta.empty() ? 0.0 : beta[i]});
+    if (*kind == EpilogueKind::kQuantizeUnit) {
+      const double lo = steps.back().alpha, hi = steps.back().beta;
+      TESSEL_USER_CHECK(lo == std::nearbyint(lo) && hi == std::nearbyint(hi) && lo < hi &&
+                        lo >= -kMaxUnitBound && hi <= kMaxUnitBound)
+          << node.label() << ": epilogue step 'quantize_unit' needs integral bounds lo < hi within ["
+          << static_cast<int64_t>(-kMaxUnitBound) << ", " << static_cast<int64_t>(kMaxUnitBound) << "], got ["
+          << lo << ", " << hi << "]";
+    }
   }
   return steps;
 }
@@ -185,6 +194,10 @@ double apply_epilogue_step(const EpilogueStep& step, double v, double residual) 
       return rounded_quotient(v, step.alpha);
     case EpilogueKind::kSiluQuantizedGate:  // the gate in [0, 1], so its integer in [0, 127]
       return v * (std::min(rounded_quotient(static_cast<float>(sigmoid(v)), step.alpha), 127.0) * step.beta);
+    case EpilogueKind::kQuantizeUnit: {  // as the kernels: f32(v) saturated; the rest exact in f64
+      const double w = static_cast<float>(v);
+      return std::isnan(w) ? step.alpha : std::nearbyint(step.alpha + std::clamp(w, 0.0, 1.0) * (step.beta - step.alpha));
+    }
   }
   TESSEL_ICHECK(false) << "unhandled epilogue kind " << static_cast<int>(step.kind);
   return v;
@@ -210,7 +223,12 @@ bool ends_quantized(const std::vector<EpilogueStep>& steps, DType store) {
       lo = std::max(lo, -128.0);
       hi = std::min(hi, 127.0);
     }
-    if (it->kind == EpilogueKind::kQuantize || it->kind == EpilogueKind::kRound)
+    if (it->kind == EpilogueKind::kQuantizeUnit) {
+      lo = std::max(lo, it->alpha);
+      hi = std::min(hi, it->beta);
+    }
+    if (it->kind == EpilogueKind::kQuantize || it->kind == EpilogueKind::kRound ||
+        it->kind == EpilogueKind::kQuantizeUnit)
       return lo >= static_cast<double>(range.lo) && hi <= static_cast<double>(range.hi);
     if (it->kind == EpilogueKind::kRelu) {
       lo = std::max(lo, 0.0);
@@ -289,6 +307,82 @@ QuantizeScaleFold fold_quantize_scales(std::vector<EpilogueStep> steps, bool sca
     }
     if (to_lead) out.lead_factor = f;
     steps[i].alpha = 1.0;
+  }
+  out.steps = std::move(steps);
+  return out;
+}
+
+bool on_exact_grid(double v) {
+  const double scaled = std::ldexp(v, kExactGridBits);
+  return std::isfinite(v) && scaled == std::nearbyint(scaled);
+}
+
+UnitQuantizeFold fold_unit_quantize(std::vector<EpilogueStep> steps, bool scaled_accumulator, bool lead_on_grid) {
+  UnitQuantizeFold out;
+  bool lead_taken = false;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const bool quantize = steps[i].kind == EpilogueKind::kQuantize;
+    if ((!quantize && steps[i].kind != EpilogueKind::kRound) || !(steps[i].alpha > 0.0)) continue;
+    const double s = steps[i].alpha;
+    // [lo, hi]: the quantize's int8 range (a round has none), narrowed by the integral clamps
+    // after it while their intervals nest, and by a relu right before it.
+    double lo = quantize ? -128.0 : -HUGE_VAL, hi = quantize ? 127.0 : HUGE_VAL;
+    size_t last = i;
+    for (; last + 1 < steps.size(); ++last) {
+      const EpilogueStep& next = steps[last + 1];
+      const bool relu = next.kind == EpilogueKind::kRelu;
+      if (!relu && next.kind != EpilogueKind::kClip) break;
+      const double a = relu ? 0.0 : next.alpha, b = relu ? hi : next.beta;
+      if (a != std::nearbyint(a) || b != std::nearbyint(b) || std::max(lo, a) > std::min(hi, b)) break;
+      lo = std::max(lo, a);
+      hi = std::min(hi, b);
+    }
+    size_t first = i;
+    if (i > 0 && steps[i - 1].kind == EpilogueKind::kRelu) {
+      lo = std::max(lo, 0.0);
+      first = i - 1;
+    }
+    if (!(lo < hi) || lo < -kMaxUnitBound || hi > kMaxUnitBound) continue;
+    // The multiplication that takes the factor: a mul at j - 1, or (j == 0) the accumulator's S.
+    size_t j = first;
+    bool mul = false;
+    while (j > 0) {
+      const EpilogueKind kind = steps[j - 1].kind;
+      if (kind == EpilogueKind::kMul) {
+        mul = true;
+        break;
+      }
+      const bool homogeneous =
+          kind == EpilogueKind::kRelu || kind == EpilogueKind::kLeakyRelu || kind == EpilogueKind::kClip;
+      if (kind != EpilogueKind::kAddScaledResidual && !(homogeneous && lo == 0.0)) break;
+      --j;
+    }
+    const bool lead = !mul && j == 0 && scaled_accumulator && !lead_taken;
+    if (!(mul && lo == 0.0) && !lead) continue;
+    // Exact grids keep their ties: the factors that make the value, over s, all on the grid.
+    bool grid = lead ? lead_on_grid : true;
+    for (size_t k = mul ? j - 1 : 0; k < first; ++k)
+      if (steps[k].kind == EpilogueKind::kMul || steps[k].kind == EpilogueKind::kAddScaledResidual)
+        grid = grid && on_exact_grid(steps[k].alpha / s);
+    if (grid) continue;
+    const double f = 1.0 / (s * (hi - lo)), offset = -lo / (hi - lo);
+    for (size_t k = mul ? j - 1 : 0; k < first; ++k) {
+      EpilogueStep& st = steps[k];
+      if (st.kind == EpilogueKind::kMul || st.kind == EpilogueKind::kAddScaledResidual) st.alpha *= f;
+      if (st.kind == EpilogueKind::kClip) {
+        st.alpha *= f;
+        st.beta *= f;
+      }
+    }
+    if (lead) {
+      out.lead_factor = f;
+      out.lead_offset = offset;
+      lead_taken = true;
+    }
+    auto at = [&](size_t k) { return steps.begin() + static_cast<std::ptrdiff_t>(k); };
+    steps.erase(at(first), at(last + 1));
+    steps.insert(at(first), EpilogueStep{EpilogueKind::kQuantizeUnit, lo, hi});
+    i = first;
   }
   out.steps = std::move(steps);
   return out;

@@ -60,6 +60,11 @@ enum class EpilogueKind {
   // A SiLU whose gate a QDQ model quantizes: Mul(v, DequantizeLinear(QuantizeLinear(Sigmoid(v),
   // alpha), beta)), int8 of zero point 0 (onnxruntime's QDQ EfficientNet; fuse):
   kSiluQuantizedGate,  // v * (min(round_half_even(f32(sigmoid(v)) / f32(alpha)), 127) * beta)
+  // A saturated rounding whose value the multiplication before it scaled into [0, 1]
+  // (fold_unit_quantize), so that the kernels saturate in that multiplication's FFMA:
+  kQuantizeUnit,  // round_half_even(alpha + clamp(f32(v), 0, 1) * (beta - alpha)), NaN to alpha:
+                  // the integers of [alpha, beta] (lo and hi, integral, lo < hi), ties to the
+                  // even integer as the quantize it replaces
 };
 
 struct EpilogueStep {
@@ -127,6 +132,39 @@ struct QuantizeScaleFold {
   double lead_factor = 1.0;  // S and B are to be multiplied by it
 };
 QuantizeScaleFold fold_quantize_scales(std::vector<EpilogueStep> steps, bool scaled_accumulator);
+
+// Each saturated rounding -- a quantize(s), or a round(s), with the integral clamps after it
+// (relu, clip) and a relu right before it: the integers of [lo, hi] -- rewritten as
+// quantize_unit(lo, hi) of its value scaled into [0, 1], the multiplication before it taking
+// the factor f = 1 / (s * (hi - lo)) and, where lo is not 0, S and B the offset -lo / (hi - lo):
+//   S, B, quantize(1)                                    -> S f, B f + 128/255, quantize_unit(-128, 127)
+//   mul(m), add_residual_scaled(b), relu, quantize(1)    -> mul(m / 127), add_residual_scaled(b / 127),
+//                                                           quantize_unit(0, 127)
+// The kernels then saturate in the FFMA that computes the value (fma.rn.sat: clamp to [0, 1])
+// and round by one FFMA with the magic number, where the clamp took two FMNMX and the rounding
+// a float add (ResNet-50's int8 residual epilogue: 13.5 instructions per output, four of them
+// FMNMX). The walk back from the rounding to its multiplication passes add_residual_scaled
+// (linear), and where lo is 0 relu, leaky_relu and clip (they commute with a positive factor,
+// not with an offset); a mul takes no offset. One that meets any other step, or reaches the
+// accumulator without S (`scaled_accumulator`) or after an earlier rounding took S and B,
+// stays. The values are the reference's up to the rounding of the scaled constants (2^-24
+// relative): an output within that of a rounding tie may land one step away. Where the value
+// is exact -- every factor that makes it (S and B, `lead_on_grid`; a mul's or a residual's
+// scale; over the rounding's s) a multiple of 2^-16, as power-of-two scales are, times
+// integers -- its ties are real and the reference rounds them to even, which the scaled
+// constants' rounding would not: such a rounding stays. (Other values are rounded to f32
+// before their quantize anyway, so that which of them are ties is the arithmetic's accident.)
+struct UnitQuantizeFold {
+  std::vector<EpilogueStep> steps;
+  double lead_factor = 1.0;  // S and B are to be multiplied by it,
+  double lead_offset = 0.0;  // and then B (0 where absent) increased by this
+};
+inline constexpr int kExactGridBits = 16;
+// quantize_unit's bounds: within 2^22, so that the kernels' magic number 1.5 * 2^23 + lo is exact.
+inline constexpr double kMaxUnitBound = 4194304.0;
+bool on_exact_grid(double v);  // v a multiple of 2^-kExactGridBits
+UnitQuantizeFold fold_unit_quantize(std::vector<EpilogueStep> steps, bool scaled_accumulator,
+                                    bool lead_on_grid = false);
 
 // Where the pre-store output y [N, OH, OW, Co] goes.
 struct StoreMap {

@@ -37,7 +37,7 @@ void add_nhwc_op(ir::OpRegistry& r, const char* name, const char* onnx_op, std::
                for (const EpilogueStep& s : read_epilogue(node))
                  TESSEL_USER_CHECK(s.kind != EpilogueKind::kAddResidual && s.kind != EpilogueKind::kMul &&
                                    s.kind != EpilogueKind::kQuantize && s.kind != EpilogueKind::kAddScaledResidual &&
-                                   s.kind != EpilogueKind::kRound)
+                                   s.kind != EpilogueKind::kRound && s.kind != EpilogueKind::kQuantizeUnit)
                      << node.label() << ": epilogue step '" << epilogue_name(s.kind)
                      << "' (only activations follow a normalization)";
                require_rank(ctx, 0, "X", 4, 4);

@@ -126,6 +126,12 @@ ir::Graph nest_prefix_concats(ir::Graph g);
 // scale; the quantize then divides by 1 (fold_quantize_scales.cc, ops::fold_quantize_scales).
 ir::Graph fold_quantize_scales(ir::Graph g);
 
+// Each saturated rounding of an int8 epilogue (a quantize or round with its integral clamps)
+// made quantize_unit of a value the multiplication before it scales into [0, 1] (S and B, a
+// DequantizeLinear's or a residual's scale): the kernels saturate in that FFMA instead of two
+// clamps (fold_quantize_scales.cc, ops::fold_unit_quantize).
+ir::Graph fold_unit_quantize(ir::Graph g);
+
 // A conv storing depth_to_space CRD computes its channels in DCR order (weights and bias
 // permuted at compile time) and stores DCR: contiguous channel vectors in the GPU epilogue.
 ir::Graph depth_to_space_dcr(ir::Graph g);

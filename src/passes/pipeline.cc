@@ -56,6 +56,10 @@ const std::vector<PassInfo>& all_passes() {
        "int8 epilogues: each quantize's 1/s moved into the multiplication before it (S, B, "
        "a dequantization or residual scale)",
        fold_quantize_scales},
+      {"unit-quantize",
+       "int8 epilogues: each saturated rounding's range scaled into [0, 1] by the "
+       "multiplication before it, so that the kernels saturate in its FFMA",
+       fold_unit_quantize},
       {"depth-to-space-dcr",
        "convs storing depth_to_space CRD permute their weights to store DCR (contiguous vectors)",
        depth_to_space_dcr},
@@ -96,7 +100,7 @@ std::vector<std::string> gpu_pipeline(const Options& options) {
   // Slices last: fuse has settled each contraction's epilogue and store, and dce has removed the
   // dead readers that would make a producer look shared.
   names.insert(names.end(),
-               {"fuse", "fuse-prologue", "fold-quantize-scales", "depth-to-space-dcr", "dce", "nest-prefix-concats",
+               {"fuse", "fuse-prologue", "fold-quantize-scales", "unit-quantize", "depth-to-space-dcr", "dce", "nest-prefix-concats",
                 "split-wide-concats", "concat-into-slices"});
   return names;
 }

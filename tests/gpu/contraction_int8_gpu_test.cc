@@ -97,13 +97,22 @@ enum class Recipe {
   // onnxruntime's QDQ EfficientNet: the expansion conv's int8 output, dequantized, through a
   // SiLU whose gate is quantized to int8 and back (fuse's silu_qgate), quantized again -> i8
   kSiluQGate,    // mul, bias, quantize, mul, silu_qgate(1/127, 1/127), quantize
+  // unit-quantize's forms (ops::fold_unit_quantize): the lead's FFMA saturates to [0, 1]
+  // (fma.rn.sat), one FFMA rounds with the magic number, the store takes its low byte:
+  kRequantUnit,     // scale, bias, quantize_unit(-128, 127) -> i8
+  kResidualUnit,    // scale, bias, quantize_unit(-128, 127), mul, scaled int8 residual (saturated),
+                    // quantize_unit(0, 127) -> i8: ResNet's residual epilogue
+  kRequantUnitU8,   // scale, bias, quantize_unit(0, 255) -> u8
+  kUnitDequantF16,  // scale, bias, quantize_unit(-128, 127), mul, relu -> f16
+  kUnitGeneric,     // mul, bias, quantize_unit(-3, 90) -> i8: no lead (sat_f), an odd lower bound
 };
 constexpr Recipe kRecipes[] = {Recipe::kExactF32,   Recipe::kExactF16,      Recipe::kDequantF16,
                                Recipe::kDequantF32, Recipe::kDequantBf16,   Recipe::kRequant,
                                Recipe::kResidualI8, Recipe::kResidualF16Out, Recipe::kRequantRelu,
                                Recipe::kResidualRequant, Recipe::kResidualF16,
                                Recipe::kResidualF16Requant, Recipe::kRequantU8, Recipe::kResidualU8,
-                               Recipe::kSiluQGate};
+                               Recipe::kSiluQGate, Recipe::kRequantUnit, Recipe::kResidualUnit,
+                               Recipe::kRequantUnitU8, Recipe::kUnitDequantF16, Recipe::kUnitGeneric};
 
 DType out_dtype(Recipe r) {
   switch (r) {
@@ -114,6 +123,7 @@ DType out_dtype(Recipe r) {
     case Recipe::kDequantF16:
     case Recipe::kResidualF16Out:
     case Recipe::kResidualF16:
+    case Recipe::kUnitDequantF16:
       return DType::kF16;
     case Recipe::kDequantBf16:
       return DType::kBF16;
@@ -123,9 +133,13 @@ DType out_dtype(Recipe r) {
     case Recipe::kResidualRequant:
     case Recipe::kResidualF16Requant:
     case Recipe::kSiluQGate:
+    case Recipe::kRequantUnit:
+    case Recipe::kResidualUnit:
+    case Recipe::kUnitGeneric:
       return DType::kI8;
     case Recipe::kRequantU8:
     case Recipe::kResidualU8:
+    case Recipe::kRequantUnitU8:
       return DType::kU8;
   }
   return DType::kF32;
@@ -216,7 +230,44 @@ void apply(Recipe r, TestProblem& p) {
                    step(K::kSiluQuantizedGate, 1.0f / 127, 1.0f / 127),
                    step(K::kQuantize, 1.0f / 24)};
       break;
+    // The lead's scales and biases put its values around [0, 1] (lead_ranges).
+    case Recipe::kRequantUnit:
+      p.e.steps = {step(K::kScale), step(K::kBias), step(K::kQuantizeUnit, -128.0f, 127.0f)};
+      break;
+    case Recipe::kResidualUnit:
+      // q / 128 in [-1, 1] plus residual / 256 in [-1/2, 1/2]: both ends of [0, 1] saturate.
+      p.e.steps = {step(K::kScale),
+                   step(K::kBias),
+                   step(K::kQuantizeUnit, -128.0f, 127.0f),
+                   step(K::kMul, 1.0f / 128),
+                   step(K::kScaledResidualAdd, 1.0f / 256),
+                   step(K::kQuantizeUnit, 0.0f, 127.0f)};
+      break;
+    case Recipe::kRequantUnitU8:
+      p.e.steps = {step(K::kScale), step(K::kBias), step(K::kQuantizeUnit, 0.0f, 255.0f)};
+      break;
+    case Recipe::kUnitDequantF16:
+      p.e.steps = {step(K::kScale), step(K::kBias), step(K::kQuantizeUnit, -128.0f, 127.0f),
+                   step(K::kMul, 1.0f / 64), step(K::kRelu)};
+      break;
+    case Recipe::kUnitGeneric:
+      p.e.steps = {step(K::kMul, 1.0f / (4.0f * sigma)), step(K::kBias), step(K::kQuantizeUnit, -3.0f, 90.0f)};
+      break;
   }
+}
+
+// The per-channel scale's and bias's ranges: [0.5, 1.5] and [-1, 1]; where a quantize_unit
+// reads the value (unit-quantize's forms), scales near 1 / (4 sigma) and biases near 1/2, so
+// that the values spread over [0, 1] and past both of its ends.
+struct LeadRanges {
+  float scale_lo, scale_hi, bias_lo, bias_hi;
+};
+LeadRanges lead_ranges(const TestProblem& p) {
+  const bool unit = std::any_of(p.e.steps.begin(), p.e.steps.end(),
+                                [](const EpilogueStep& s) { return s.kind == K::kQuantizeUnit; });
+  if (!unit) return {0.5f, 1.5f, -1.0f, 1.0f};
+  const float f = static_cast<float>(1.0 / (4.0 * sum_std(p)));
+  return {0.5f * f, 1.5f * f, 0.3f, 0.7f};
 }
 
 bool has_residual(const TestProblem& p) {
@@ -260,8 +311,9 @@ Int8Check run_int8(const TestProblem& p, const ContractionKernel& k, std::mt1993
                 : random_int8(rng, numel(c.maps.a.shape), a_bytes, operand_max_abs(p));
   h.b = random_int8(rng, numel(c.maps.b.shape), b_bytes, operand_max_abs(p));
   const int64_t channels = c.maps.c.shape.back();
-  h.scale = random_tensor(rng, channels, DType::kF32, scale_bytes, 0.5f, 1.5f);
-  h.bias = random_tensor(rng, channels, DType::kF32, bias_bytes);
+  const LeadRanges lr = lead_ranges(p);
+  h.scale = random_tensor(rng, channels, DType::kF32, scale_bytes, lr.scale_lo, lr.scale_hi);
+  h.bias = random_tensor(rng, channels, DType::kF32, bias_bytes, lr.bias_lo, lr.bias_hi);
   const int64_t out_n = output_elements(p);
   const DType res_dtype = p.e.residual_dtype.value_or(p.e.out_dtype);
   if (has_residual(p)) h.residual = random_tensor(rng, out_n, res_dtype, res_bytes);
@@ -445,7 +497,19 @@ std::vector<TestProblem> fixed_problems(bool hopper) {
     v.push_back(tma(i8conv(conv_params(2, 13, 11, 128, 200, 3, 1, 1)), Recipe::kRequantRelu, 128, 256, 3, 1, 128, true));
     v.push_back(tma(u8conv(conv_params(2, 11, 9, 64, 64, 3, 1, 1)), Recipe::kRequantU8, 128, 64, 6, 1, 64, true));
     v.push_back(tma(i8gemm(300, 200, 512), Recipe::kExactF32, 256, 64, 4, 2, 128, true));
+    // unit-quantize's epilogues: ResNet's residual one in the register epilogue (bulk-loaded
+    // int8 residual, cooperative and not), requantized int8 and uint8, a float output.
+    v.push_back(tma(i8conv(conv_params(2, 20, 20, 64, 256, 1, 1, 0)), Recipe::kResidualUnit, 256, 128, 3, 2, 64, true));
+    v.push_back(tma(i8conv(conv_params(2, 14, 14, 64, 64, 1, 1, 0)), Recipe::kResidualUnit, 64, 128, 6, 3));
+    v.push_back(tma(i8conv(conv_params(2, 11, 9, 64, 136, 3, 1, 1)), Recipe::kRequantUnit, 64, 64, 4, 1));
+    v.push_back(tma(u8conv(conv_params(2, 11, 9, 64, 64, 3, 1, 1)), Recipe::kRequantUnitU8, 128, 64, 6, 1, 64));
+    v.push_back(tma(i8gemm(130, 200, 512), Recipe::kUnitDequantF16, 64, 128, 4, 2));
+    v.push_back(tma(i8conv(conv_params(1, 14, 14, 128, 72, 1, 1, 0)), Recipe::kUnitGeneric, 128, 64, 5, 2));
   }
+  // unit-quantize's epilogues on mma.sync: the lead applied in the fragments (saturated there).
+  v.push_back(make(i8conv(conv_params(2, 14, 14, 64, 256, 1, 1, 0)), Recipe::kResidualUnit, 128, 128, 64, 64, 64, 3));
+  v.push_back(make(u8conv(conv_params(1, 17, 13, 32, 48, 3, 1, 1)), Recipe::kRequantUnitU8, 64, 64, 128, 32, 32, 3));
+  v.push_back(make(i8conv(conv_params(2, 13, 11, 64, 96, 1, 1, 0)), Recipe::kUnitGeneric, 64, 64, 64, 32, 32, 4));
   // u8 A (mma.sync .u8.s8): 1x1, 3x3 pad 1 (the zero pad is the real 0), strided, K tails,
   // 2-byte loads, split-K, u8 and i8 stores, u8 and i8 residuals.
   v.push_back(make(u8conv(conv_params(2, 13, 11, 64, 96, 1, 1, 0)), Recipe::kExactF32, 128, 64, 64, 64, 32, 3));
@@ -654,6 +718,9 @@ TEST_F(ContractionInt8GpuTest, DefaultSchedulesMatchCpuReference) {
   add(u8conv(conv_params(2, 56, 56, 64, 64, 3, 1, 1)), Recipe::kRequantU8);
   add(u8conv(conv_params(2, 56, 56, 64, 256, 1, 1, 0)), Recipe::kResidualU8);
   add(u8gemm(2, 1000, 2048), Recipe::kExactF32);
+  // unit-quantize's forms of the same layers.
+  add(i8conv(conv_params(2, 56, 56, 64, 256, 1, 1, 0)), Recipe::kResidualUnit);
+  add(i8conv(conv_params(2, 56, 56, 64, 64, 3, 1, 1)), Recipe::kRequantUnit);
   run_all(ps, info_.arch(), rng);
 }
 
@@ -674,6 +741,7 @@ TEST_F(ContractionInt8GpuTest, SanitizerSubsetMatchesCpuReference) {
     ps.push_back(tma(i8conv(conv_params(1, 9, 7, 64, 72, 1, 1, 0)), Recipe::kResidualF16Requant, 64, 64, 3, 1, 64));
     // Cooperative: both consumer warpgroups on each tile, over several tiles per CTA.
     ps.push_back(tma(i8conv(conv_params(2, 9, 7, 64, 136, 1, 1, 0)), Recipe::kResidualI8, 128, 128, 3, 1, 128, true));
+    ps.push_back(tma(i8conv(conv_params(2, 9, 7, 64, 136, 1, 1, 0)), Recipe::kResidualUnit, 256, 128, 3, 1, 64, true));
   }
   run_all(ps, info_.arch(), rng);
 }

@@ -199,7 +199,11 @@ TEST(TesselConv, Errors) {
   EXPECT_EQ(infer_error(with(base, "EPILOGUE", R"({epilogue = ["swish"]})")),
             "tessel.Conv 'c': unknown epilogue step 'swish' (known: relu, leaky_relu, clip, "
             "sigmoid, hardswish, silu, gelu, gelu_tanh, add_residual, mul, quantize, add_residual_scaled, "
-            "tanh, mish, hard_sigmoid, elu, round, silu_qgate)");
+            "tanh, mish, hard_sigmoid, elu, round, silu_qgate, quantize_unit)");
+  EXPECT_EQ(infer_error(with(base, "EPILOGUE",
+                             R"({epilogue = ["quantize_unit"], epilogue_alpha = [5.0], epilogue_beta = [2.5]})")),
+            "tessel.Conv 'c': epilogue step 'quantize_unit' needs integral bounds lo < hi within "
+            "[-4194304, 4194304], got [5, 2.5]");
   EXPECT_EQ(infer_error(with(base, "EPILOGUE", R"({epilogue = ["clip"], epilogue_alpha = [0.0]})")),
             "tessel.Conv 'c': epilogue step 'clip' needs 'epilogue_alpha' and 'epilogue_beta'");
   EXPECT_EQ(

@@ -74,6 +74,9 @@ std::string step_str(const EpilogueStep& s) {
     case EpilogueOpKind::kRound:
       os << "round(" << s.alpha << ")";
       break;
+    case EpilogueOpKind::kQuantizeUnit:
+      os << "quantize_unit(" << s.alpha << ", " << s.beta << ")";
+      break;
   }
   return os.str();
 }

@@ -41,6 +41,10 @@ enum class EpilogueOpKind {
   kSiluQuantizedGate,  // v * (min(rint(sigmoid(v) / alpha), 127) * beta): a SiLU whose gate is
                        //     quantized to int8 and dequantized (a QDQ model's; by the
                        //     reciprocal, as kQuantize)
+  kQuantizeUnit,       // v = alpha + rint(clamp(v, 0, 1) * (beta - alpha)): a saturated rounding
+                       //     to the integers of [alpha, beta] of a value the step before scaled
+                       //     into [0, 1] (ops::fold_unit_quantize); the kernels saturate in that
+                       //     step's FFMA (fma.rn.sat) and round by one FFMA with the magic number
 };
 
 struct EpilogueStep {

@@ -54,13 +54,15 @@ std::string float_literal(float f) {
 struct MagicMultiplier {
   float m, minus_magic_m;
 };
+constexpr float kRoundingMagic = 12582912.0f;  // 1.5 * 2^23 (tessel_ptx.cuh)
+
 std::optional<MagicMultiplier> magic_multiplier(double m) {
   if (!std::isfinite(m) || m == 0.0) return std::nullopt;
   int e = 0;
   const double f = std::frexp(m, &e);  // m = f * 2^e, 0.5 <= |f| < 1
   const float m22 = static_cast<float>(std::ldexp(std::nearbyint(std::ldexp(f, 22)), e - 22));
-  const float c = -12582912.0f * m22;
-  if (!std::isnormal(c) || static_cast<double>(c) != -12582912.0 * static_cast<double>(m22)) return std::nullopt;
+  const float c = -kRoundingMagic * m22;
+  if (!std::isnormal(c) || static_cast<double>(c) != -double(kRoundingMagic) * static_cast<double>(m22)) return std::nullopt;
   return MagicMultiplier{m22, c};
 }
 
@@ -115,6 +117,11 @@ std::string epilogue_step(const EpilogueStep& st) {
       // of a tie); rintf where no integral clamp follows (emit_epilogue takes one into it).
       return fmt::format("v = rintf(v * {});  // round to the grid of {}", float_literal(static_cast<float>(1.0 / st.alpha)),
                          float_literal(st.alpha));
+    case EpilogueOpKind::kQuantizeUnit:
+      // emit_epilogue saturates in the step before and keeps the magic number where it can.
+      return fmt::format("v = __fsub_rn(unit_round_magic(sat_f(v), {}, {}), kRoundingMagic);  // quantize_unit({}, {})",
+                         float_literal(st.beta - st.alpha), float_literal(kRoundingMagic + st.alpha),
+                         float_literal(st.alpha), float_literal(st.beta));
   }
   TESSEL_ICHECK(false) << "unknown epilogue step";
   return "";
@@ -156,15 +163,21 @@ std::string batch_decomposition(const Contraction& c, const std::string& indent)
   return out;
 }
 
+// What the epilogue's value is where it ends quantized, for the store (P::kQuantizedOut,
+// StoreValue in tessel_epilogue.cuh): kNone a value to convert; kSaturated an integer of the
+// byte store's range, unrounded (the store rounds it by the float add); kMagic 1.5 * 2^23 + q,
+// q rounded and saturated already (a last quantize_unit: the store takes its bits' low byte).
+enum class QuantizedOut { kNone = 0, kSaturated = 1, kMagic = 2 };
+
 // The value's rounding before the store converts it to Out: to C's dtype where that is a
 // 16-bit float and Out another dtype (contraction/epilogue.h), else none.
 // Not after a last quantize step: its value is an int8 code already (exact in any float).
-std::string emit_rounding(const KernelPlan& plan, bool quantized) {
+std::string emit_rounding(const KernelPlan& plan, QuantizedOut quantized) {
   const DType c = plan.c->maps.c.dtype;
   const DType out = plan.e->out_dtype;
   std::string s;
   std::string body = "return v;";
-  if (c != out && (c == DType::kF16 || c == DType::kBF16) && !quantized) {
+  if (c != out && (c == DType::kF16 || c == DType::kBF16) && quantized == QuantizedOut::kNone) {
     s = fmt::format("  // C is {}, stored as {}: rounded to {} first, as the Cast it replaces\n",
                     dtype_name(c), dtype_name(out), dtype_name(c));
     body = fmt::format("return to_float(from_float<{}>(v));", kernel_element_type(c));
@@ -194,7 +207,7 @@ void emit_nchw_offset(const KernelPlan& plan, std::ostringstream& o) {
                    w * b, b);
 }
 
-std::string emit_store(const KernelPlan& plan, bool quantized) {
+std::string emit_store(const KernelPlan& plan, QuantizedOut quantized) {
   const Contraction& c = *plan.c;
   const StoreMap& st = plan.e->store;
   const bool along_m = st.kind == StoreMap::Kind::kNchw || st.kind == StoreMap::Kind::kDepthToSpaceNchw;
@@ -274,14 +287,14 @@ std::optional<ByteRange> byte_range(DType t) {
 // more instructions per output), and `saturated`; else quantize_s8_f. `what` names the
 // rounding in the source's comments. Returns the index of the last step emitted.
 size_t emit_saturated_rounding(std::ostringstream& o, const std::vector<EpilogueStep>& steps, size_t first,
-                               size_t last, float lo, float hi, std::optional<ByteRange> store, bool& saturated,
+                               size_t last, float lo, float hi, std::optional<ByteRange> store, QuantizedOut& saturated,
                                const std::string& what) {
   const float s = steps[first].alpha;
   const std::string inv = float_literal(static_cast<float>(1.0 / s));
   const bool end = last + 1 == steps.size();
   const std::optional<MagicMultiplier> mul =
       !end && steps[last + 1].kind == EpilogueOpKind::kMul ? magic_multiplier(steps[last + 1].alpha) : std::nullopt;
-  saturated = false;
+  saturated = QuantizedOut::kNone;
   if (mul) {
     o << fmt::format("    v = quantize_mul_s8_f(v, {}, {}, {}, {}, {});  // {} by 1 / {}, clamped, times {} (22 bits)\n",
                      inv, float_literal(lo), float_literal(hi), float_literal(mul->m), float_literal(mul->minus_magic_m),
@@ -291,7 +304,7 @@ size_t emit_saturated_rounding(std::ostringstream& o, const std::vector<Epilogue
   if (end && store && store->holds(lo, hi)) {
     o << fmt::format("    v = saturate_s8_f(v, {}, {}, {});  // quantize to {} by 1 / {}: saturated, rounded by the store\n",
                      inv, float_literal(lo), float_literal(hi), store->name, float_literal(s));
-    saturated = true;
+    saturated = QuantizedOut::kSaturated;
     return last;
   }
   o << fmt::format("    v = quantize_s8_f(v, {}, {}, {});  // {} by 1 / {}, clamped\n", inv, float_literal(lo),
@@ -307,21 +320,57 @@ size_t emit_saturated_rounding(std::ostringstream& o, const std::vector<Epilogue
 // FFMA per output with the multiply (emit_saturated_rounding) instead of a quarter-rate rintf
 // and a multiply. Without an integral clamp the round is rintf. Returns the last step's index.
 size_t emit_fake_quantize(std::ostringstream& o, const std::vector<EpilogueStep>& steps, size_t i,
-                          std::optional<ByteRange> store, bool& saturated) {
+                          std::optional<ByteRange> store, QuantizedOut& saturated) {
   constexpr float kExactRounding = 4194304.0f;  // 2^22
   float lo = -kExactRounding, hi = kExactRounding;
   const size_t last = take_integral_clamps(steps, i, lo, hi);
   if (last == i || lo == -kExactRounding || hi == kExactRounding) {
     o << "    " << epilogue_step(steps[i]) << "\n";
-    saturated = false;
+    saturated = QuantizedOut::kNone;
     return i;
   }
   return emit_saturated_rounding(o, steps, i, last, lo, hi, store, saturated, "fake quantization: round");
 }
 
-// The epilogue function, and whether its value ends quantized (`quantized`): an int8 code of
-// [-128, 127] for an int8 store, which then only rounds it (StoreValue).
-std::string emit_epilogue(const KernelPlan& plan, bool& quantized) {
+// A quantize_unit at steps[i] (ops::fold_unit_quantize): v, saturated to [0, 1] by the step
+// before where `saturated` (fma_sat: the lead's or a residual's FFMA) or here, rounded to the
+// integers of [lo, hi] by one FFMA with the magic number (unit_round_magic). Followed by a mul,
+// the magic number's removal and that multiplication as one more FFMA (as quantize_mul_s8_f),
+// which saturates in turn (`saturated_next`) where another quantize_unit follows it; as the
+// last step, where the one-byte store holds [lo, hi], the magic number stays for the store to
+// take the low byte (`out` kMagic). Returns the index of the last step emitted.
+size_t emit_unit_rounding(std::ostringstream& o, const std::vector<EpilogueStep>& steps, size_t i, bool saturated,
+                          std::optional<ByteRange> store, bool& saturated_next, QuantizedOut& out) {
+  const float lo = steps[i].alpha, hi = steps[i].beta;
+  const std::string range = float_literal(hi - lo), lo_magic = float_literal(kRoundingMagic + lo);
+  const bool end = i + 1 == steps.size();
+  saturated_next = false;
+  out = QuantizedOut::kNone;
+  if (!saturated) o << "    v = sat_f(v);\n";
+  const std::optional<MagicMultiplier> mul =
+      !end && steps[i + 1].kind == EpilogueOpKind::kMul ? magic_multiplier(steps[i + 1].alpha) : std::nullopt;
+  if (mul) {
+    saturated_next = i + 2 < steps.size() && steps[i + 2].kind == EpilogueOpKind::kQuantizeUnit;
+    o << fmt::format("    v = {}(unit_round_magic(v, {}, {}), {}, {});  // quantize_unit({}, {}), times {} (22 bits){}\n",
+                     saturated_next ? "fma_sat" : "__fmaf_rn", range, lo_magic, float_literal(mul->m),
+                     float_literal(mul->minus_magic_m), float_literal(lo), float_literal(hi),
+                     float_literal(steps[i + 1].alpha), saturated_next ? ", saturated" : "");
+    return i + 1;
+  }
+  if (end && store && store->holds(lo, hi)) {
+    o << fmt::format("    v = unit_round_magic(v, {}, {});  // quantize_unit({}, {}): the store takes the low byte\n",
+                     range, lo_magic, float_literal(lo), float_literal(hi));
+    out = QuantizedOut::kMagic;
+    return i;
+  }
+  o << fmt::format("    v = __fsub_rn(unit_round_magic(v, {}, {}), kRoundingMagic);  // quantize_unit({}, {})\n", range,
+                   lo_magic, float_literal(lo), float_literal(hi));
+  return i;
+}
+
+// The epilogue function, and how its value ends quantized (`quantized`: an integer of the
+// byte store's range, which the store then only rounds, or one in the magic number's bits).
+std::string emit_epilogue(const KernelPlan& plan, QuantizedOut& quantized) {
   std::ostringstream o;
   const std::vector<EpilogueStep>& steps = plan.e->steps;
   // The leading per-channel steps (lowering's dequantization scale, then the bias) are one
@@ -340,8 +389,14 @@ std::string emit_epilogue(const KernelPlan& plan, bool& quantized) {
   o << fmt::format("  static constexpr bool kHasLead = {};\n", lead > 0);
   o << "  __device__ __forceinline__ static Lead lead_of(const KernelParams& p, int ch) {\n";
   o << fmt::format("    return Lead{{{}, {}}};\n  }}\n", operand(scale_operand, "1.0f"), operand(bias_operand, "0.0f"));
-  const char* apply = scale_operand >= 0 ? (bias_operand >= 0 ? "fmaf(v, l.scale, l.bias)" : "v * l.scale")
-                                         : (bias_operand >= 0 ? "v + l.bias" : "v");
+  // A quantize_unit right after them saturates in their FFMA.
+  const bool lead_saturates = lead > 0 && lead < steps.size() && steps[lead].kind == EpilogueOpKind::kQuantizeUnit;
+  const char* apply =
+      lead_saturates
+          ? (scale_operand >= 0 ? (bias_operand >= 0 ? "fma_sat(v, l.scale, l.bias)" : "mul_sat(v, l.scale)")
+                                : "add_sat(v, l.bias)")
+          : (scale_operand >= 0 ? (bias_operand >= 0 ? "fmaf(v, l.scale, l.bias)" : "v * l.scale")
+                                : (bias_operand >= 0 ? "v + l.bias" : "v"));
   o << "  __device__ __forceinline__ static float apply_lead(Lead l, float v) { return " << apply << "; }\n";
   o << "  // v: the accumulator of C[b, m, n] as fp32 after the lead; ch: its output channel;\n"
        "  // residual: the residual tensor at the output position.\n";
@@ -352,16 +407,38 @@ std::string emit_epilogue(const KernelPlan& plan, bool& quantized) {
   // before it, too (a QDQ model's conv -> Relu -> QuantizeLinear): with a positive scale,
   // max(v, 0) / s = max(v / s, 0), and rounding keeps the bound, so its lower bound is 0.
   const std::optional<ByteRange> store = byte_range(plan.e->out_dtype);
-  quantized = false;
+  quantized = QuantizedOut::kNone;
   bool relu_before = false;
+  bool unit_saturated = lead_saturates;  // v lies in [0, 1] for the quantize_unit next
   for (size_t i = lead; i < steps.size(); ++i) {
     const EpilogueStep& st = steps[i];
-    quantized = st.kind == EpilogueOpKind::kQuantize;
+    quantized = QuantizedOut::kNone;
+    if (st.kind == EpilogueOpKind::kQuantizeUnit) {
+      bool saturated_next = false;
+      i = emit_unit_rounding(o, steps, i, unit_saturated, store, saturated_next, quantized);
+      unit_saturated = saturated_next;
+      continue;
+    }
+    unit_saturated = false;
+    // The multiplication before a quantize_unit saturates.
+    if (i + 1 < steps.size() && steps[i + 1].kind == EpilogueOpKind::kQuantizeUnit) {
+      if (st.kind == EpilogueOpKind::kScaledResidualAdd) {
+        o << fmt::format("    v = fma_sat({}, residual, v);  // int8 residual add, dequantized, saturated\n",
+                         float_literal(st.alpha));
+        unit_saturated = true;
+        continue;
+      }
+      if (st.kind == EpilogueOpKind::kMul) {
+        o << fmt::format("    v = mul_sat(v, {});  // dequantize, saturated\n", float_literal(st.alpha));
+        unit_saturated = true;
+        continue;
+      }
+    }
     if (st.kind == EpilogueOpKind::kRound && st.alpha > 0) {
       i = emit_fake_quantize(o, steps, i, store, quantized);
       continue;
     }
-    if (!quantized) {
+    if (st.kind != EpilogueOpKind::kQuantize) {
       if (st.kind == EpilogueOpKind::kRelu && i + 1 < steps.size() &&
           steps[i + 1].kind == EpilogueOpKind::kQuantize && steps[i + 1].alpha > 0) {
         relu_before = true;
@@ -381,8 +458,10 @@ std::string emit_epilogue(const KernelPlan& plan, bool& quantized) {
        "    return after_lead(p, apply_lead(lead_of(p, ch), v), ch, residual);\n  }\n";
   // The store's rounding is the quantize's only where the store is one byte and its range
   // holds the saturated value (checked where `quantized` is set).
-  o << fmt::format("  static constexpr bool kQuantizedOut = {};  // v is saturated to the stored integers, unrounded\n",
-                   quantized);
+  o << fmt::format("  static constexpr int kQuantizedOut = {};  // {}\n", static_cast<int>(quantized),
+                   quantized == QuantizedOut::kNone        ? "v is converted to Out"
+                   : quantized == QuantizedOut::kSaturated ? "v is saturated to the stored integers, unrounded"
+                                                           : "v is 1.5 * 2^23 + the stored integer");
   return o.str();
 }
 
@@ -562,7 +641,7 @@ KernelSource emit(const Contraction& c, const Epilogue& e, const kernels::Schedu
     }
     body << "\n";
   }
-  bool quantized = false;
+  QuantizedOut quantized = QuantizedOut::kNone;
   body << emit_epilogue(plan, quantized) << "\n";
   body << emit_store(plan, quantized);
   body << "};\n";

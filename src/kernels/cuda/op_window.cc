@@ -97,6 +97,10 @@ std::string step_code(const ops::EpilogueStep& s) {
     // after it are the steps above), by the reciprocal as the quantize.
     case EpilogueKind::kRound:
       return fmt::format("v = rintf(v * {});", float_literal(static_cast<float>(1.0 / s.alpha)));
+    // A saturated rounding of a value its S and B scaled into [0, 1] (unit-quantize).
+    case EpilogueKind::kQuantizeUnit:
+      return fmt::format("v = __fsub_rn(unit_round_magic(sat_f(v), {}, {}), kRoundingMagic);",
+                         float_literal(s.beta - s.alpha), float_literal(12582912.0 + s.alpha));
     case EpilogueKind::kAddScaledResidual:
       break;  // its R is int8, which can_emit_op refuses for a conv (takes_int8)
   }

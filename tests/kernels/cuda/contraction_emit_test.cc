@@ -576,7 +576,7 @@ TEST(EmittedSource, FakeQuantizationIsOneSaturatedRoundingAndAnFma) {
   EXPECT_FALSE(has(src, "rintf")) << src;
   EXPECT_FALSE(has(src, "clip_f")) << "the clip is the saturation";
   EXPECT_TRUE(has(src, "v = fmaxf(v, 0.0f);  // relu")) << "the steps after the mul stay";
-  EXPECT_TRUE(has(src, "static constexpr bool kQuantizedOut = false;"));
+  EXPECT_TRUE(has(src, "static constexpr int kQuantizedOut = 0;"));
   // Without the mul (a hand-written epilogue): saturated and rounded, not multiplied.
   const TestProblem no_mul = with(conv_problem(conv_params(1, 20, 20, 64, 64, 3, 1, 1)),
                                   tc_schedule(64, 64, 32, 32, 32, 3), {step(K::kRound, 0.5f), step(K::kClip, 0.0f, 255.0f)});

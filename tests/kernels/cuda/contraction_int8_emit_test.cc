@@ -167,7 +167,7 @@ TEST(Uint8Emit, U8ActivationsCompileOnImmaAndWgmma) {
     EXPECT_TRUE(has(ks.source, "using Element = u8q;")) << ks.source;
     if (p.e.out_dtype == DType::kU8) {
       EXPECT_TRUE(has(ks.source, "using Out = u8q;"));
-      EXPECT_TRUE(has(ks.source, "static constexpr bool kQuantizedOut = true;")) << ks.source;
+      EXPECT_TRUE(has(ks.source, "static constexpr int kQuantizedOut = 1;")) << ks.source;
       EXPECT_TRUE(has(ks.source, ", 0.0f, 255.0f);  // quantize to uint8 by 1 / ")) << ks.source;
     }
     for (const char* arch : {"sm_80", "sm_90a"}) {
@@ -227,6 +227,34 @@ TEST(Int8Emit, ScaleAndBiasLeadTheEpilogue) {
 }
 
 // ---- The plan -------------------------------------------------------------------------------
+// unit-quantize's epilogue (ops::fold_unit_quantize): the lead's FFMA saturates (fma.rn.sat),
+// each rounding is one FFMA with the magic number (the dequantizing mul after it one more),
+// the residual's FFMA saturates for the last rounding, whose magic bits the store keeps: no
+// clamps (fminf / fmaxf) and no float adds.
+TEST(Int8Plan, QuantizeUnitSaturatesInTheFfmaBeforeIt) {
+  const TestProblem p = with(i8conv(conv_params(1, 28, 28, 64, 128, 1, 1, 0)), tc_schedule(128, 64, 64, 64, 32, 3),
+                             {step(K::kScale), step(K::kBias), step(K::kQuantizeUnit, -128.0f, 127.0f),
+                              step(K::kMul, 1.0f / 128), step(K::kScaledResidualAdd, 1.0f / 256),
+                              step(K::kQuantizeUnit, 0.0f, 127.0f)},
+                             DType::kI8);
+  const std::string src = emit(p.c, p.e, p.s).source;
+  EXPECT_TRUE(has(src, "static float apply_lead(Lead l, float v) { return fma_sat(v, l.scale, l.bias); }")) << src;
+  EXPECT_TRUE(has(src, "v = __fmaf_rn(unit_round_magic(v, 255.0f, 12582784.0f), 0.0078125f, -98304.0f);"));
+  EXPECT_TRUE(has(src, "v = fma_sat(0.00390625f, residual, v);"));
+  EXPECT_TRUE(has(src, "v = unit_round_magic(v, 127.0f, 12582912.0f);  // quantize_unit(0.0f, 127.0f): the store"));
+  EXPECT_TRUE(has(src, "static constexpr int kQuantizedOut = 2;"));
+  EXPECT_FALSE(has(src, "sat_f(v)"));
+  EXPECT_FALSE(has(src, "saturate_s8_f"));
+  // No lead to saturate in (a mul first): sat_f; a float output: the magic number removed.
+  const TestProblem g = with(i8conv(conv_params(1, 28, 28, 64, 128, 1, 1, 0), DType::kF16),
+                             tc_schedule(128, 64, 64, 64, 32, 3),
+                             {step(K::kMul, 0.01f), step(K::kBias), step(K::kQuantizeUnit, -3.0f, 90.0f)});
+  const std::string gsrc = emit(g.c, g.e, g.s).source;
+  EXPECT_TRUE(has(gsrc, "return v; }")) << gsrc;  // apply_lead: nothing to apply
+  EXPECT_TRUE(has(gsrc, "    v = sat_f(v);\n    v = __fsub_rn(unit_round_magic(v, 93.0f, 12582909.0f), kRoundingMagic);"));
+  EXPECT_TRUE(has(gsrc, "static constexpr int kQuantizedOut = 0;"));
+}
+
 TEST(Int8Plan, OneByteTilesInt8StoresAndInt32Partials) {
   // 128x64x64, 3 stages: (128 + 64) rows of 64 bytes per stage.
   const TestProblem p = with(i8conv(conv_params(1, 28, 28, 64, 128, 1, 1, 0)),
@@ -241,7 +269,7 @@ TEST(Int8Plan, OneByteTilesInt8StoresAndInt32Partials) {
   // The last quantize only saturates: the int8 store rounds (store_s8<false>).
   EXPECT_TRUE(has(ks.source, "v = saturate_s8_f(v, 2.0f, -128.0f, 127.0f);  // quantize to int8 by 1 / 0.5f"));
   EXPECT_FALSE(has(ks.source, "quantize_s8_f"));
-  EXPECT_TRUE(has(ks.source, "static constexpr bool kQuantizedOut = true;"));
+  EXPECT_TRUE(has(ks.source, "static constexpr int kQuantizedOut = 1;"));
   // A quantize that is not the last step rounds: the steps after it read an integer.
   const TestProblem requant = with(i8conv(conv_params(1, 28, 28, 64, 128, 1, 1, 0)), tc_schedule(128, 64, 64, 64, 32, 3),
                                    {step(K::kQuantize, 0.5f), step(K::kMul, 0.5f), step(K::kQuantize, 0.25f)});
@@ -278,13 +306,13 @@ TEST(Int8Plan, OneByteTilesInt8StoresAndInt32Partials) {
   ks = emit(folded.c, folded.e, folded.s);
   EXPECT_TRUE(has(ks.source, "v = saturate_s8_f(v, 2.0f, 0.0f, 90.0f);  // quantize to int8 by 1 / 0.5f"));
   EXPECT_FALSE(has(ks.source, "fmaxf(v, 0.0f)")) << "the relu went into the quantize";
-  EXPECT_TRUE(has(ks.source, "static constexpr bool kQuantizedOut = true;"));
+  EXPECT_TRUE(has(ks.source, "static constexpr int kQuantizedOut = 1;"));
   const TestProblem apart = with(i8conv(conv_params(1, 28, 28, 64, 128, 1, 1, 0)), tc_schedule(128, 64, 64, 64, 32, 3),
                                  {step(K::kQuantize, 0.5f), step(K::kRelu), step(K::kClip, -3.0f, -1.0f)});
   ks = emit(apart.c, apart.e, apart.s);
   EXPECT_TRUE(has(ks.source, "v = quantize_s8_f(v, 2.0f, 0.0f, 127.0f);"));
   EXPECT_TRUE(has(ks.source, "v = clip_f(v, -3.0f, -1.0f);"));
-  EXPECT_TRUE(has(ks.source, "static constexpr bool kQuantizedOut = false;"));
+  EXPECT_TRUE(has(ks.source, "static constexpr int kQuantizedOut = 0;"));
   // An f16 output reading an int8 residual.
   const TestProblem r =
       with(i8conv(conv_params(1, 14, 14, 64, 64, 1, 1, 0), DType::kF16),

@@ -63,6 +63,7 @@ struct TestProblem {
       case K::kElu: return "elu";
       case K::kRound: return "round";
       case K::kSiluQuantizedGate: return "siluq";
+      case K::kQuantizeUnit: return "qunit";
     }
     return "?";
   }

@@ -131,6 +131,10 @@ inline double apply_step(const contraction::EpilogueStep& s, double v, int64_t c
     case K::kRound: return f32_rounded_quotient(v, s.alpha);
     case K::kSiluQuantizedGate:
       return v * std::min(f32_rounded_quotient(sigmoid(v), s.alpha), 127.0) * static_cast<double>(s.beta);
+    case K::kQuantizeUnit: {  // ops::apply_epilogue_step's: f32(v) saturated, the rest exact
+      const double w = static_cast<float>(v);
+      return std::isnan(w) ? s.alpha : std::nearbyint(s.alpha + std::min(std::max(w, 0.0), 1.0) * (s.beta - s.alpha));
+    }
   }
   return v;
 }

@@ -133,18 +133,24 @@ __device__ __forceinline__ void prefetch_residual(const KernelParams& p, int bat
 
 // An epilogue's result in the output's type: from_float, but int8 by store_s8 (uint8 by
 // store_u8), which rounds, and saturates unless the epilogue's last step quantized
-// (kSaturated: saturate_s8_f to the store's range).
-template <typename Out, bool kSaturated>
+// (kQuantized 1: saturate_s8_f to the store's range); kQuantized 2: v is 1.5 * 2^23 + q, q
+// rounded and saturated already (a last quantize_unit: unit_round_magic), whose bits' low byte
+// is q's (two's complement).
+template <typename Out, int kQuantized>
 struct StoreValue {
   __device__ __forceinline__ static Out of(float v) { return from_float<Out>(v); }
 };
-template <bool kSaturated>
-struct StoreValue<s8, kSaturated> {
-  __device__ __forceinline__ static s8 of(float v) { return s8{store_s8<!kSaturated>(v)}; }
+template <int kQuantized>
+struct StoreValue<s8, kQuantized> {
+  __device__ __forceinline__ static s8 of(float v) {
+    return s8{kQuantized == 2 ? static_cast<signed char>(__float_as_int(v)) : store_s8<kQuantized == 0>(v)};
+  }
 };
-template <bool kSaturated>
-struct StoreValue<u8q, kSaturated> {
-  __device__ __forceinline__ static u8q of(float v) { return u8q{store_u8<!kSaturated>(v)}; }
+template <int kQuantized>
+struct StoreValue<u8q, kQuantized> {
+  __device__ __forceinline__ static u8q of(float v) {
+    return u8q{kQuantized == 2 ? static_cast<unsigned char>(__float_as_int(v)) : store_u8<kQuantized == 0>(v)};
+  }
 };
 
 // Output element of the fp32 result v at channel ch; kLeadApplied: v has had the epilogue's

@@ -84,6 +84,38 @@ __device__ __forceinline__ float quantize_mul_s8_f(float v, float inv_scale, flo
                                                    float m, float minus_magic_m) {
   return __fmaf_rn(__fadd_rn(saturate_s8_f(v, inv_scale, lo, hi), kRoundingMagic), m, minus_magic_m);
 }
+// quantize_unit (ops::fold_unit_quantize): the multiplication before it scaled its value into
+// [0, 1], and saturates there, in the same instruction (fma.rn.sat, mul.rn.sat, add.rn.sat:
+// the result clamped to [0, 1], NaN to 0), where a clamp takes two FMNMX; sat_f where no such
+// multiplication precedes it.
+__device__ __forceinline__ float fma_sat(float a, float b, float c) {
+  float d;
+  asm("fma.rn.sat.f32 %0, %1, %2, %3;" : "=f"(d) : "f"(a), "f"(b), "f"(c));
+  return d;
+}
+__device__ __forceinline__ float mul_sat(float a, float b) {
+  float d;
+  asm("mul.rn.sat.f32 %0, %1, %2;" : "=f"(d) : "f"(a), "f"(b));
+  return d;
+}
+__device__ __forceinline__ float add_sat(float a, float b) {
+  float d;
+  asm("add.rn.sat.f32 %0, %1, %2;" : "=f"(d) : "f"(a), "f"(b));
+  return d;
+}
+__device__ __forceinline__ float sat_f(float a) {
+  float d;
+  asm("cvt.sat.f32.f32 %0, %1;" : "=f"(d) : "f"(a));
+  return d;
+}
+// Then its rounding of w in [0, 1] to the integers of [lo, hi], as 1.5 * 2^23 + q: one FFMA,
+// w * (hi - lo) exact in it, plus lo_magic = 1.5 * 2^23 + lo (exact: |lo| < 2^22), rounded once
+// where the ulp is 1, half to even (1.5 * 2^23 is even: q's own parity decides a tie, as the
+// quantize's). The low byte of its bits is q's, for a one-byte store.
+__device__ __forceinline__ float unit_round_magic(float w, float range, float lo_magic) {
+  return __fmaf_rn(w, range, lo_magic);
+}
+
 // An epilogue's int8 store: v saturated and rounded half to even (NaN gives -128), as the low
 // byte of the bits of v + 1.5 * 2^23 (two's complement), full-rate instructions where
 // cvt.rni.sat.s8.f32 issues at a quarter of the rate. kSaturate false: v lies in [-128, 127]
