@@ -22,6 +22,7 @@
 #include "kernels/cuda/contraction_kernel.h"
 #include "kernels/cuda/op_kernels.h"
 #include "kernels/default_schedule.h"
+#include "ops/tessel_epilogue.h"
 #include "passes/group_widening.h"
 
 namespace tessel::cli {
@@ -236,9 +237,21 @@ struct BenchOpOptions {
 // (bench.h, run_int8): x, w, y int8; the conv's scale and bias per channel; a GEMM's single alpha
 // spread over the output columns once per operand set (`prepare`).
 // `schedule`: a Schedule::name() instead of the default pick (sweeps), as for fp16.
-bench::TesselKernel int8_kernel(const ir::Graph& g, int64_t gemm_columns,
-                                const std::string& schedule) {
+bench::TesselKernel int8_kernel(ir::Graph g, int64_t gemm_columns, const std::string& schedule) {
   const device::DeviceInfo device = planning_target();
+  // The compiler's unit-quantize (ops::fold_unit_quantize): in a model S and B are constants it
+  // scales once; here they are each operand set's buffers, scaled once before timing (prepare),
+  // and a GEMM without B gets one holding the offset. The check is against the reference's
+  // unscaled arithmetic.
+  ir::Node& node = g.nodes.at(0);
+  const ops::UnitQuantizeFold fold = ops::fold_unit_quantize(ops::read_epilogue(node), /*scaled_accumulator=*/true);
+  ops::write_epilogue(node, fold.steps);
+  const bool had_bias = node.inputs.at(compiler::kBiasInput) != ir::kNoValue;
+  const int64_t channels = g.type(node.inputs.at(compiler::kScaleInput)).shape.at(0);
+  if (!had_bias && fold.lead_offset != 0.0) {
+    node.inputs[compiler::kBiasInput] = g.add_value("bias", {DType::kF32, {channels}});
+    g.inputs.push_back(node.inputs[compiler::kBiasInput]);
+  }
   compiler::NodePlan plan = plan_workload(g, compiler::Options{}, device);
   if (plan.run != compiler::NodeRun::kContraction || !plan.tensor_cores())
     return {{}, plan.why.empty() ? plan.summary() : plan.why, {}};
@@ -246,16 +259,26 @@ bench::TesselKernel int8_kernel(const ir::Graph& g, int64_t gemm_columns,
   if (auto why = build_contraction(plan, schedule, device.arch(), *p)) return {{}, *why, {}};
   bench::TesselKernel k;
   k.description = plan.schedule.name();
-  if (gemm_columns > 0) {
-    k.prepare = [p, gemm_columns](const bench::Operands& ops) {
+  // Each set's scale vector (a GEMM's: its alpha per column) and bias (0 where the workload has
+  // none), scaled by the fold, by the set's scale and bias addresses.
+  k.prepare = [p, gemm_columns, channels, had_bias, fold](const bench::Operands& ops) {
+    std::vector<float> scale(static_cast<size_t>(channels)), bias(static_cast<size_t>(channels), 0.0f);
+    if (gemm_columns > 0) {
       float alpha = 0;
       device::copy_to_host(&alpha, ops.scale, sizeof alpha);
-      const std::vector<float> column(static_cast<size_t>(gemm_columns), alpha);
-      device::DeviceBuffer buffer(column.size() * sizeof(float));
-      buffer.upload(column.data(), column.size() * sizeof(float));
-      p->widened_b[ops.scale] = std::move(buffer);  // the scale vector, by the set's alpha
-    };
-  }
+      std::fill(scale.begin(), scale.end(), alpha);
+    } else {
+      device::copy_to_host(scale.data(), ops.scale, scale.size() * sizeof(float));
+    }
+    if (had_bias) device::copy_to_host(bias.data(), ops.bias, bias.size() * sizeof(float));
+    for (float& v : scale) v = static_cast<float>(v * fold.lead_factor);
+    for (float& v : bias) v = static_cast<float>(v * fold.lead_factor + fold.lead_offset);
+    for (auto [key, values] : {std::pair{ops.scale, &scale}, std::pair{ops.bias, &bias}}) {
+      device::DeviceBuffer buffer(values->size() * sizeof(float));
+      buffer.upload(values->data(), values->size() * sizeof(float));
+      p->widened_b[key] = std::move(buffer);
+    }
+  };
   const std::vector<int> extra = plan.extra_inputs;
   k.enqueue = [p, extra](const bench::Operands& ops, void* stream) {
     kernels::cuda::KernelArgs args;
@@ -264,7 +287,7 @@ bench::TesselKernel int8_kernel(const ir::Graph& g, int64_t gemm_columns,
     args.c = ops.c;
     args.workspace = p->workspace.ptr();
     for (int input : extra)
-      args.extra.push_back(input == compiler::kScaleInput ? p->b_of(ops.scale) : ops.bias);
+      args.extra.push_back(p->b_of(input == compiler::kScaleInput ? ops.scale : ops.bias));
     p->kernel->launch(args, stream);
   };
   return k;
