@@ -54,6 +54,31 @@ __device__ __forceinline__ float to_float(s8 x) {
 __device__ __forceinline__ float to_float(u8q x) {
   return __fsub_rn(__int_as_float(0x4B400000 + int(x.bits)), kRoundingMagic);
 }
+// A pair of one-byte values (bits 0-7 and 8-15 of `pair`) as floats, two instructions each
+// where to_float's sign extension, integer add and float subtract take three (the int8
+// residual of the TMA kernel's register epilogue): one LOP3 puts the low byte under the float
+// bits of 2^23 (an int8's sign bit flipped, so that it reads b + 128) and one float add takes
+// the magic number away; the high byte stays in bits 8-15, 2^23 + 256 (b + 128), and one FFMA
+// by 2^-8 takes it away. All exact: the ulp there is 1 (2^-8 after the scaling).
+template <typename T>
+struct SignedByte {
+  static constexpr bool value = false;
+};
+template <>
+struct SignedByte<s8> {
+  static constexpr bool value = true;
+};
+template <typename T>
+__device__ __forceinline__ float2 byte_pair_to_float2(u32 pair) {
+  static_assert(sizeof(T) == 1, "one-byte values");
+  constexpr bool kSigned = SignedByte<T>::value;
+  // (pair & mask) ^ bits as one lop3 (0xF0 & 0xCC ^ 0xAA = 0x6A).
+  u32 lo, hi;
+  asm("lop3.b32 %0, %1, 0xFF, %2, 0x6A;" : "=r"(lo) : "r"(pair), "r"(kSigned ? 0x4B000080u : 0x4B000000u));
+  asm("lop3.b32 %0, %1, 0xFF00, %2, 0x6A;" : "=r"(hi) : "r"(pair), "r"(kSigned ? 0x4B008000u : 0x4B000000u));
+  return make_float2(__fsub_rn(__uint_as_float(lo), kSigned ? 8388736.0f : 8388608.0f),
+                     __fmaf_rn(__uint_as_float(hi), 0.00390625f, kSigned ? -32896.0f : -32768.0f));
+}
 
 // A fused QuantizeLinear to int8, zero point 0 (the contraction and grouped-conv epilogues):
 // round half to even of v * (1 / scale), saturated; the result stays a float until the store.

@@ -331,8 +331,13 @@ struct TmaWgmmaKernel {
       }
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        const float res0 = kTmaResidual ? to_float(io[h].elem[0]) : 0.0f;
-        const float res1 = kTmaResidual ? to_float(io[h].elem[1]) : 0.0f;
+        float res0 = 0.0f, res1 = 0.0f;
+        if constexpr (kTmaResidual && sizeof(Out) == 1) {
+          const float2 r = byte_pair_to_float2<Out>(io[h].raw);
+          res0 = r.x, res1 = r.y;
+        } else if constexpr (kTmaResidual) {
+          res0 = to_float(io[h].elem[0]), res1 = to_float(io[h].elem[1]);
+        }
         io[h].elem[0] = in0 ? finish_element<P>(p, acc_to_float(acc[4 * jj + 2 * h]), ch0, res0)
                             : from_float<Out>(0.0f);
         io[h].elem[1] = in1 ? finish_element<P>(p, acc_to_float(acc[4 * jj + 2 * h + 1]), ch1, res1)
