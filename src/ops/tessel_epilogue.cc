@@ -341,6 +341,15 @@ UnitQuantizeFold fold_unit_quantize(std::vector<EpilogueStep> steps, bool scaled
     if (i > 0 && steps[i - 1].kind == EpilogueKind::kRelu) {
       lo = std::max(lo, 0.0);
       first = i - 1;
+    } else if (i > 0 && steps[i - 1].kind == EpilogueKind::kClip) {
+      // A clip before it (a ReLU6: clip(0, 6 / s) once fold-quantize-scales moved s): rounding
+      // is monotone, so it rounds the clip's bounds as it rounds the value, and clamps after.
+      const EpilogueStep rounding{steps[i].kind, s};
+      const double a = std::nearbyint(apply_epilogue_step(rounding, steps[i - 1].alpha, 0.0));
+      const double b = std::nearbyint(apply_epilogue_step(rounding, steps[i - 1].beta, 0.0));
+      lo = std::max(lo, a);
+      hi = std::min(hi, b);
+      first = i - 1;
     }
     if (!(lo < hi) || lo < -kMaxUnitBound || hi > kMaxUnitBound) continue;
     // The multiplication that takes the factor: a mul at j - 1, or (j == 0) the accumulator's S.

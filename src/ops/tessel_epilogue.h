@@ -134,7 +134,8 @@ struct QuantizeScaleFold {
 QuantizeScaleFold fold_quantize_scales(std::vector<EpilogueStep> steps, bool scaled_accumulator);
 
 // Each saturated rounding -- a quantize(s), or a round(s), with the integral clamps after it
-// (relu, clip) and a relu right before it: the integers of [lo, hi] -- rewritten as
+// (relu, clip) and a relu or a clip right before it (whose bounds it rounds as the value:
+// rounding is monotone): the integers of [lo, hi] -- rewritten as
 // quantize_unit(lo, hi) of its value scaled into [0, 1], the multiplication before it taking
 // the factor f = 1 / (s * (hi - lo)) and, where lo is not 0, S and B the offset -lo / (hi - lo):
 //   S, B, quantize(1)                                    -> S f, B f + 128/255, quantize_unit(-128, 127)

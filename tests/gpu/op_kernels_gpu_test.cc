@@ -452,12 +452,14 @@ void check_depthwise(DType t, Shape x, int64_t k, int64_t stride, int64_t dilati
       if (steps[i] == "leaky_relu") alpha[i] = 0.1;
       if (steps[i] == "quantize" || steps[i] == "mul" || steps[i] == "round") alpha[i] = 0.05;
       if (steps[i] == "silu_qgate") alpha[i] = beta[i] = 1.0 / 127;  // the gate's int8 grid
+      if (steps[i] == "quantize_unit") alpha[i] = -3.0, beta[i] = 90.0;  // unit-quantize's form
       // After a round: u8's range less a zero point of 116 (fuse's fake quantization).
       if (steps[i] == "clip" && i > 0 && steps[i - 1] == "round") alpha[i] = -116.0, beta[i] = 139.0;
     }
     // A quantize followed by nothing or by clamps (fuse's forms of a QDQ model's depthwise
     // conv, ops::fold_requantize's) stores int8.
-    const auto last_q = std::find(steps.rbegin(), steps.rend(), "quantize");
+    const auto last_q = std::find_if(steps.rbegin(), steps.rend(),
+                                     [](const std::string& s) { return s == "quantize" || s == "quantize_unit"; });
     if (last_q != steps.rend() &&
         std::all_of(steps.rbegin(), last_q, [](const std::string& s) { return s == "relu" || s == "clip"; }))
       attrs["out_dtype"] = std::string("i8");
@@ -520,6 +522,9 @@ TEST(DepthwiseConvGpu, Int8OutputAfterQuantize) {
   // The folded chain (ops::fold_requantize): the clip on the integers, clip(0, 6) here.
   check_depthwise(DType::kF16, {32, 14, 14, 96}, 3, 2, 1, {"quantize", "clip"});
   check_depthwise(DType::kF16, {2, 28, 28, 192}, 3, 1, 1, {"quantize", "relu"}, "dw_v4x16_r2x2_c2x4_s2_wr");
+  // unit-quantize's form (a value the mul scales into [0, 1] for [-3, 90]), tiled and direct.
+  check_depthwise(DType::kF16, {2, 28, 28, 192}, 3, 1, 1, {"mul", "quantize_unit"});
+  check_depthwise(DType::kF16, {2, 17, 19, 3}, 3, 1, 1, {"mul", "quantize_unit"});
   for (int vec : {8, 4, 2, 1})
     check_depthwise(DType::kF16, {2, 28, 28, 192}, 3, 1, 1, qdq,
                     fmt::format("dw_v{}x{}_r2x2_c2x4_s2_wr", vec, 64 / vec));

@@ -51,6 +51,12 @@ TEST(FoldUnitQuantize, RangesMoveIntoTheMultiplications) {
               {mul(0.3 / 127), clip(-1.0 / 127, 3.0 / 127), quantize_unit(0, 127)}, 1.0, 0.0);
   // onnxruntime's uint8: round, clip(0, 255).
   expect_fold({round(0.5), clip(0, 255)}, true, {quantize_unit(0, 255)}, 1.0 / (0.5 * 255), 0.0);
+  // A ReLU6 before the quantize (tessel quantize's MobileNet-v2: clip(0, 6 / s), quantize(1)):
+  // its bounds rounded as the value, [0, 47] for 6 / s = 46.875 (and 46.5 rounds to even 46).
+  expect_fold({clip(0, 46.875), q(1.0)}, true, {quantize_unit(0, 47)}, 1.0 / 47, 0.0);
+  expect_fold({clip(0, 46.5), q(1.0)}, true, {quantize_unit(0, 46)}, 1.0 / 46, 0.0);
+  // Past the int8 range the quantize's own saturation bounds it.
+  expect_fold({clip(-300, 300), q(1.0)}, true, {quantize_unit(-128, 127)}, 1.0 / 255, 128.0 / 255);
 }
 
 TEST(FoldUnitQuantize, OtherWalksStay) {
@@ -107,6 +113,7 @@ TEST(FoldUnitQuantize, MovesResultsByRoundingOnly) {
         {q(1.0), mul(s1), scaled_residual(sr), relu(), q(1.0)},
         {q(1.0), clip(-20, 100)},
         {q(1.0)},
+        {clip(0.0, 1.2 / s1), q(1.0)},
     };
     for (const Steps& before : chains) {
       const UnitQuantizeFold f = fold_unit_quantize(before, true);
