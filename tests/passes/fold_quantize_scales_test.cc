@@ -10,17 +10,7 @@ namespace {
 
 using testing::small_ints;
 
-std::string head(const std::string& b, const std::string& s) {
-  return R"(graph @g opset 17 {
-  input %x : f32[1,3,3,8]
-  const %sx : f32[] = [0.0625]
-  const %z : i8[] = [0]
-  const %wq : i8[8,3,3,8] = [)" + small_ints(576) + R"(]
-  const %b : f32[8] = [)" + b + R"(]
-  const %s : f32[8] = [)" + s + R"(]
-  %xq = QuantizeLinear(%x, %sx, %z) : i8[1,3,3,8] @"qx"
-)";
-}
+std::string head(const std::string& b, const std::string& s) { return testing::int8_conv_head(b, s); }
 
 // ResNet's residual epilogue: the first quantize's 1/s into S and B, the second's into the
 // dequantization and the residual's scale.

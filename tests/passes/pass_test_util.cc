@@ -51,4 +51,16 @@ std::string small_ints(int n) {
   return s;
 }
 
+std::string int8_conv_head(const std::string& bias, const std::string& scale) {
+  return R"(graph @g opset 17 {
+  input %x : f32[1,3,3,8]
+  const %sx : f32[] = [0.0625]
+  const %z : i8[] = [0]
+  const %wq : i8[8,3,3,8] = [)" + small_ints(576) + R"(]
+  const %b : f32[8] = [)" + bias + R"(]
+  const %s : f32[8] = [)" + scale + R"(]
+  %xq = QuantizeLinear(%x, %sx, %z) : i8[1,3,3,8] @"qx"
+)";
+}
+
 }  // namespace tessel::testing

@@ -12,17 +12,7 @@ namespace {
 
 using testing::small_ints;
 
-std::string head(const std::string& b, const std::string& s) {
-  return R"(graph @g opset 17 {
-  input %x : f32[1,3,3,8]
-  const %sx : f32[] = [0.0625]
-  const %z : i8[] = [0]
-  const %wq : i8[8,3,3,8] = [)" + small_ints(576) + R"(]
-  const %b : f32[8] = [)" + b + R"(]
-  const %s : f32[8] = [)" + s + R"(]
-  %xq = QuantizeLinear(%x, %sx, %z) : i8[1,3,3,8] @"qx"
-)";
-}
+std::string head(const std::string& b, const std::string& s) { return testing::int8_conv_head(b, s); }
 
 const std::string kB = "0.37, -0.21, 1.13, -0.93, 0.05, 1.71, -1.66, 0.29";
 const std::string kS = "0.0071, 0.0153, 0.0089, 0.0124, 0.0067, 0.0142, 0.0098, 0.0111";
