@@ -8,7 +8,9 @@ without PyTorch with CUDA, without a CUDA device, or where the module does not i
 """
 
 import argparse
+import atexit
 import os
+import shutil
 import sys
 import tempfile
 import traceback
@@ -32,6 +34,7 @@ sys.path.insert(0, os.path.join(ARGS.source, "tests", "models"))
 import tiny_cnns  # noqa: E402
 
 work = tempfile.mkdtemp(prefix="tessel_py_cuda_")
+atexit.register(shutil.rmtree, work, ignore_errors=True)  # no folder left per test run
 model = os.path.join(work, "tiny.onnx")
 onnx.save(tiny_cnns.tiny_classifier(batch="N"), model)
 

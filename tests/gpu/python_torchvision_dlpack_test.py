@@ -14,8 +14,10 @@ module does not import.
 """
 
 import argparse
+import atexit
 import contextlib
 import os
+import shutil
 import sys
 import tempfile
 import traceback
@@ -51,6 +53,7 @@ def check(cond, what):
 
 try:
     work = tempfile.mkdtemp(prefix="tessel_py_dlpack_")
+    atexit.register(shutil.rmtree, work, ignore_errors=True)  # no folder left per test run
     onnx_path = os.path.join(work, ARGS.model + ".onnx")
     model = tm.build_model(ARGS.model)
     x0 = tm.make_input(ARGS.model, 1).cuda()

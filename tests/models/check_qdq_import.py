@@ -24,8 +24,10 @@ order may move a value across a rounding boundary somewhere inside.
 Exit code 0 when every model matches; prints one line per model and a count line.
 """
 import argparse
+import atexit
 import logging
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -157,6 +159,8 @@ def main():
     ap.add_argument("--keep", help="write the models here and keep them")
     args = ap.parse_args()
     work = args.keep or tempfile.mkdtemp(prefix="tessel_qdq_")
+    if not args.keep:
+        atexit.register(shutil.rmtree, work, ignore_errors=True)  # no folder left per test run
     os.makedirs(work, exist_ok=True)
     rng = np.random.default_rng(11)
     x = rng.uniform(-1, 1, (1, 3, 32, 32)).astype(np.float32)

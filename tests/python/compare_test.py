@@ -13,8 +13,10 @@
 """
 
 import argparse
+import atexit
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -32,6 +34,7 @@ sys.path.insert(0, os.path.join(ARGS.source, "tests", "models"))
 import tiny_cnns  # noqa: E402
 
 WORK = tempfile.mkdtemp(prefix="tessel_py_compare_")
+atexit.register(shutil.rmtree, WORK, ignore_errors=True)  # no folder left per test run
 GOOD = os.path.join(WORK, "tiny.onnx")
 onnx.save(tiny_cnns.tiny_classifier(batch="N"), GOOD)
 

@@ -28,6 +28,7 @@ Fails at once where nvidia-pytriton is not installed (scripts/setup.sh installs 
 """
 
 import argparse
+import atexit
 import concurrent.futures
 from http.client import HTTPResponse
 import importlib.util
@@ -64,6 +65,7 @@ if importlib.util.find_spec("pytriton") is None:
     sys.exit(1)
 
 WORK = tempfile.mkdtemp(prefix="tessel_serve_test_")
+atexit.register(shutil.rmtree, WORK, ignore_errors=True)  # 58 MB a run were left behind
 MODEL = os.path.join(WORK, "tiny_classifier.onnx")
 onnx.save(tiny_cnns.tiny_classifier(batch="N"), MODEL)
 NAME = "tiny_classifier"

@@ -19,7 +19,9 @@
 """
 
 import argparse
+import atexit
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -40,6 +42,7 @@ sys.path.insert(0, os.path.join(ARGS.source, "tests", "models"))
 import tiny_cnns  # noqa: E402
 
 WORK = tempfile.mkdtemp(prefix="tessel_py_session_")
+atexit.register(shutil.rmtree, WORK, ignore_errors=True)  # no folder left per test run
 MODEL = os.path.join(WORK, "tiny_classifier.onnx")
 onnx.save(tiny_cnns.tiny_classifier(batch="N"), MODEL)
 

@@ -6,7 +6,9 @@ runs to the same numbers; the float fallback; and each user error as one line wi
 Exit code 0 when every check passes; prints one line per check and a count line.
 """
 import argparse
+import atexit
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -79,6 +81,7 @@ def main():
     ap.add_argument("--tessel", required=True)
     args = ap.parse_args()
     work = tempfile.mkdtemp(prefix="tessel_quantize_")
+    atexit.register(shutil.rmtree, work, ignore_errors=True)  # no folder left per test run
     rng = np.random.default_rng(5)
 
     classifier = os.path.join(work, "tiny_classifier.onnx")
