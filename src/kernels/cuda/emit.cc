@@ -119,9 +119,7 @@ std::string epilogue_step(const EpilogueStep& st) {
                          float_literal(st.alpha));
     case EpilogueOpKind::kQuantizeUnit:
       // emit_epilogue saturates in the step before and keeps the magic number where it can.
-      return fmt::format("v = __fsub_rn(unit_round_magic(sat_f(v), {}, {}), kRoundingMagic);  // quantize_unit({}, {})",
-                         float_literal(st.beta - st.alpha), float_literal(kRoundingMagic + st.alpha),
-                         float_literal(st.alpha), float_literal(st.beta));
+      return fmt::format("v = quantize_unit_f(v, {}, {});", float_literal(st.alpha), float_literal(st.beta));
   }
   TESSEL_ICHECK(false) << "unknown epilogue step";
   return "";
@@ -342,7 +340,7 @@ size_t emit_fake_quantize(std::ostringstream& o, const std::vector<EpilogueStep>
 size_t emit_unit_rounding(std::ostringstream& o, const std::vector<EpilogueStep>& steps, size_t i, bool saturated,
                           std::optional<ByteRange> store, bool& saturated_next, QuantizedOut& out) {
   const float lo = steps[i].alpha, hi = steps[i].beta;
-  const std::string range = float_literal(hi - lo), lo_magic = float_literal(kRoundingMagic + lo);
+  const std::string bounds = float_literal(lo) + ", " + float_literal(hi);
   const bool end = i + 1 == steps.size();
   saturated_next = false;
   out = QuantizedOut::kNone;
@@ -351,20 +349,18 @@ size_t emit_unit_rounding(std::ostringstream& o, const std::vector<EpilogueStep>
       !end && steps[i + 1].kind == EpilogueOpKind::kMul ? magic_multiplier(steps[i + 1].alpha) : std::nullopt;
   if (mul) {
     saturated_next = i + 2 < steps.size() && steps[i + 2].kind == EpilogueOpKind::kQuantizeUnit;
-    o << fmt::format("    v = {}(unit_round_magic(v, {}, {}), {}, {});  // quantize_unit({}, {}), times {} (22 bits){}\n",
-                     saturated_next ? "fma_sat" : "__fmaf_rn", range, lo_magic, float_literal(mul->m),
-                     float_literal(mul->minus_magic_m), float_literal(lo), float_literal(hi),
-                     float_literal(steps[i + 1].alpha), saturated_next ? ", saturated" : "");
+    o << fmt::format("    v = {}(unit_round_magic(v, {}), {}, {});  // quantize_unit, times {} (22 bits){}\n",
+                     saturated_next ? "fma_sat" : "__fmaf_rn", bounds, float_literal(mul->m),
+                     float_literal(mul->minus_magic_m), float_literal(steps[i + 1].alpha),
+                     saturated_next ? ", saturated" : "");
     return i + 1;
   }
   if (end && store && store->holds(lo, hi)) {
-    o << fmt::format("    v = unit_round_magic(v, {}, {});  // quantize_unit({}, {}): the store takes the low byte\n",
-                     range, lo_magic, float_literal(lo), float_literal(hi));
+    o << fmt::format("    v = unit_round_magic(v, {});  // quantize_unit: the store takes the low byte\n", bounds);
     out = QuantizedOut::kMagic;
     return i;
   }
-  o << fmt::format("    v = __fsub_rn(unit_round_magic(v, {}, {}), kRoundingMagic);  // quantize_unit({}, {})\n", range,
-                   lo_magic, float_literal(lo), float_literal(hi));
+  o << fmt::format("    v = __fsub_rn(unit_round_magic(v, {}), kRoundingMagic);  // quantize_unit\n", bounds);
   return i;
 }
 

@@ -99,8 +99,7 @@ std::string step_code(const ops::EpilogueStep& s) {
       return fmt::format("v = rintf(v * {});", float_literal(static_cast<float>(1.0 / s.alpha)));
     // A saturated rounding of a value its S and B scaled into [0, 1] (unit-quantize).
     case EpilogueKind::kQuantizeUnit:
-      return fmt::format("v = __fsub_rn(unit_round_magic(sat_f(v), {}, {}), kRoundingMagic);",
-                         float_literal(s.beta - s.alpha), float_literal(12582912.0 + s.alpha));
+      return fmt::format("v = quantize_unit_f(v, {}, {});", float_literal(s.alpha), float_literal(s.beta));
     case EpilogueKind::kAddScaledResidual:
       break;  // its R is int8, which can_emit_op refuses for a conv (takes_int8)
   }

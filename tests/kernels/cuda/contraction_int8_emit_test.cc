@@ -239,9 +239,9 @@ TEST(Int8Plan, QuantizeUnitSaturatesInTheFfmaBeforeIt) {
                              DType::kI8);
   const std::string src = emit(p.c, p.e, p.s).source;
   EXPECT_TRUE(has(src, "static float apply_lead(Lead l, float v) { return fma_sat(v, l.scale, l.bias); }")) << src;
-  EXPECT_TRUE(has(src, "v = __fmaf_rn(unit_round_magic(v, 255.0f, 12582784.0f), 0.0078125f, -98304.0f);"));
+  EXPECT_TRUE(has(src, "v = __fmaf_rn(unit_round_magic(v, -128.0f, 127.0f), 0.0078125f, -98304.0f);"));
   EXPECT_TRUE(has(src, "v = fma_sat(0.00390625f, residual, v);"));
-  EXPECT_TRUE(has(src, "v = unit_round_magic(v, 127.0f, 12582912.0f);  // quantize_unit(0.0f, 127.0f): the store"));
+  EXPECT_TRUE(has(src, "v = unit_round_magic(v, 0.0f, 127.0f);  // quantize_unit: the store takes the low byte"));
   EXPECT_TRUE(has(src, "static constexpr int kQuantizedOut = 2;"));
   EXPECT_FALSE(has(src, "sat_f(v)"));
   EXPECT_FALSE(has(src, "saturate_s8_f"));
@@ -251,7 +251,7 @@ TEST(Int8Plan, QuantizeUnitSaturatesInTheFfmaBeforeIt) {
                              {step(K::kMul, 0.01f), step(K::kBias), step(K::kQuantizeUnit, -3.0f, 90.0f)});
   const std::string gsrc = emit(g.c, g.e, g.s).source;
   EXPECT_TRUE(has(gsrc, "return v; }")) << gsrc;  // apply_lead: nothing to apply
-  EXPECT_TRUE(has(gsrc, "    v = sat_f(v);\n    v = __fsub_rn(unit_round_magic(v, 93.0f, 12582909.0f), kRoundingMagic);"));
+  EXPECT_TRUE(has(gsrc, "    v = sat_f(v);\n    v = __fsub_rn(unit_round_magic(v, -3.0f, 90.0f), kRoundingMagic);"));
   EXPECT_TRUE(has(gsrc, "static constexpr int kQuantizedOut = 0;"));
 }
 

@@ -134,11 +134,16 @@ __device__ __forceinline__ float sat_f(float a) {
   return d;
 }
 // Then its rounding of w in [0, 1] to the integers of [lo, hi], as 1.5 * 2^23 + q: one FFMA,
-// w * (hi - lo) exact in it, plus lo_magic = 1.5 * 2^23 + lo (exact: |lo| < 2^22), rounded once
-// where the ulp is 1, half to even (1.5 * 2^23 is even: q's own parity decides a tie, as the
-// quantize's). The low byte of its bits is q's, for a one-byte store.
-__device__ __forceinline__ float unit_round_magic(float w, float range, float lo_magic) {
-  return __fmaf_rn(w, range, lo_magic);
+// w * (hi - lo) exact in it, plus 1.5 * 2^23 + lo (exact: |lo| < 2^22; lo and hi are literals,
+// so both sums fold at compile time), rounded once where the ulp is 1, half to even (1.5 * 2^23
+// is even: q's own parity decides a tie, as the quantize's). The low byte of its bits is q's,
+// for a one-byte store.
+__device__ __forceinline__ float unit_round_magic(float w, float lo, float hi) {
+  return __fmaf_rn(w, hi - lo, kRoundingMagic + lo);
+}
+// The whole step where nothing before it saturated: q as a float.
+__device__ __forceinline__ float quantize_unit_f(float v, float lo, float hi) {
+  return __fsub_rn(unit_round_magic(sat_f(v), lo, hi), kRoundingMagic);
 }
 
 // An epilogue's int8 store: v saturated and rounded half to even (NaN gives -128), as the low
