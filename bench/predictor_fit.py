@@ -234,24 +234,31 @@ class Trees:
         n_split = 2 ** DEPTH - 1
         feature, threshold = [-1] * n_split, [0.0] * n_split
         leaf = [0.0] * (2 ** DEPTH)
+        order = np.asarray(order)  # [feature, row]: the rows in each feature's sorted order
+        features_index = np.arange(len(order))[:, None]
         def grow(node, mask, level):
-            n, total = int(mask.sum()), float(residual[mask].sum())
+            # A sequential sum (cumsum's), as the split gains below: numpy's pairwise sum takes
+            # another order on another CPU's vector units.
+            n = int(mask.sum())
+            total = float(np.cumsum(residual[mask])[-1]) if n else 0.0
             value = total / (n + LEAF_L2)
             best = (0.0, -1, 0.0)
             if level < DEPTH and n >= 2 * MIN_LEAF:
                 parent = total * total / (n + LEAF_L2)
-                for f in range(x.shape[1]):
-                    o = order[f][mask[order[f]]]
-                    v, left = x[o, f], np.cumsum(residual[o])[:-1]
-                    count = np.arange(1, n)
-                    ok = (v[:-1] < v[1:]) & (count >= MIN_LEAF) & (count <= n - MIN_LEAF)
-                    if not ok.any():
-                        continue
-                    gain = (left * left / (count + LEAF_L2) + (total - left) ** 2 / (n - count + LEAF_L2)
-                            - parent)
-                    i = int(np.argmax(np.where(ok, gain, -1.0)))
-                    if ok[i] and gain[i] > best[0]:
-                        best = (float(gain[i]), f, float(0.5 * (v[i] + v[i + 1])))
+                # Every feature at once: each row of `o` the node's rows in that feature's order
+                # (each holds n of them), the cumulative sums along it; the first feature and
+                # the first split of the largest positive gain win, as one feature at a time.
+                o = order[mask[order]].reshape(len(order), n)
+                v, left = x[o, features_index], np.cumsum(residual[o], axis=1)[:, :-1]
+                count = np.arange(1, n)
+                ok = (v[:, :-1] < v[:, 1:]) & (count >= MIN_LEAF) & (count <= n - MIN_LEAF)
+                gain = np.where(ok, left * left / (count + LEAF_L2) + (total - left) ** 2 / (n - count + LEAF_L2)
+                                - parent, -1.0)
+                at = np.argmax(gain, axis=1)
+                for f in range(len(order)):
+                    i = int(at[f])
+                    if ok[f, i] and gain[f, i] > best[0]:
+                        best = (float(gain[f, i]), f, float(0.5 * (v[f, i] + v[f, i + 1])))
             if best[1] < 0:  # a leaf: every leaf below this node takes its value
                 first = node
                 while first < n_split:
@@ -285,7 +292,11 @@ def fit(rows):
     """ROUNDS trees boosted on ln(t / A)."""
     kinds = sorted({op_kind(r) for r in rows} - {None})
     x = np.array([features(r, kinds) for r in rows])
-    y = np.log([r["time_us"] / max(analytical(r), 0.5) for r in rows])
+    # math.log and math.exp (the C library's, as predict.cc's std::log and std::exp), not numpy's:
+    # numpy's vector log and exp differ in their last bits between CPUs (an AVX-512 machine's
+    # from an AVX2 one's), and near-equal splits then go the other way: the trees, and so the
+    # committed header, depended on the machine that fitted them.
+    y = np.array([math.log(r["time_us"] / max(analytical(r), 0.5)) for r in rows])
     order = [np.argsort(x[:, f], kind="stable") for f in range(x.shape[1])]
     trees, f = Trees(kinds), np.zeros(len(rows))
     for _ in range(ROUNDS):
@@ -298,7 +309,7 @@ def predict(trees, rows):
     """Each row's predicted time, at least MIN_KERNEL_US."""
     x = np.array([features(r, trees.kinds) for r in rows])
     a = np.array([max(analytical(r), 0.5) for r in rows])
-    return [max(MIN_KERNEL_US, float(t)) for t in a * np.exp(trees.value(x))]
+    return [max(MIN_KERNEL_US, float(ai) * math.exp(float(v))) for ai, v in zip(a, trees.value(x))]
 
 
 def cold_weights(row):
