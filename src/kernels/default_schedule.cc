@@ -232,20 +232,42 @@ bool runs(const Contraction& c, const Schedule& s, const device::DeviceInfo& dev
 // ranking, given a 90-second tune of ResNet-50 that measured these classes
 // (bench/tune_data/checks/h200_2026-11-29d.*), still ranks mma.sync first there: its estimate
 // charges every tile the epilogue's time.
+//
+// An int8 1x1 conv or GEMM that the 256x128 tile cannot take (fewer than twice the SMs' tiles, or
+// 64 output channels, which 128-wide tiles would half waste) takes the ping-pong 128x64 tile in 5
+// stages on the same terms, with K of at least one 128-channel k-tile. Tune logs of ResNet-50,
+// DenseNet-121 and ResNeXt-50 int8 at batch 32 (H200, 2026-11-29/30, bench/tune_data/checks), on
+// the 1x1 convs whose 128x64 tiles fill the SMs twice: 128x64 s5 against the ranked default, us:
+// 56x56 256 -> 64 7.6 against 13.1 (mma.sync 128x64; five logs agree), 28x28 512 -> 128 5.9
+// against 6.7 (TMA 64x128 s7), 28x28 512 -> 256 9.2 / 10.2, 14x14 256 -> 1024 7.4 / 8.0 and with
+// the residual 9.8 / 10.2, 7x7 512 -> 2048 6.8 / 8.3, the 1024 -> 2048 stride-2 downsample with
+// the residual 12.7 / 14.0, DenseNet-121's 28x28 128-output convs over 128 to 480 channels 5.0-6.6
+// against 5.8-8.5, ResNeXt-50's 10.3 / 11.1 and 10.2 / 10.8; slower on one shape only, 14x14
+// 1024 -> 512 (8.2 against 8.0 us, the same in three logs). Not over K of less than a k-tile
+// (56x56 64 -> 64: mma.sync 7.0 us), nor over 24 or 32 channels (MobileNet-v2's 56x56 144 -> 24:
+// 18.2 against 10.5), nor a conv of several taps (the ranking's).
 std::optional<Schedule> default_large_gemm(const Contraction& c, const device::DeviceInfo& device) {
   if (!has_wgmma(device)) return std::nullopt;
   const bool int8 = contraction::int8_operands(c);
-  Schedule s = int8 ? tma_schedule(256, 128, 3, tma_raster(c, device), 0, /*cooperative=*/true)
-                    : tma_schedule(128, 256, 3, tma_raster(c, device), 0, /*cooperative=*/true);
-  s.block_k *= block_k_scale(c);
-  const std::optional<TmaLayout> l = tma_layout(c, s);
-  // int8 also takes a strided 1x1 conv (a downsample: one tap, gathered by the im2col map).
-  if (!l || (l->a_im2col && !(int8 && l->taps == 1)) || mn_tiles(c, s) < 2 * int64_t{device.sm_count} || !runs(c, s, device))
-    return std::nullopt;
-  if (int8 ? ceil_div(c.n, s.block_n) * s.block_n * 8 > 9 * c.n : l->taps * l->chunks < 32)
-    return std::nullopt;
-  s.ctas = persistent_ctas(c, s, device);
-  return s;
+  const int raster = tma_raster(c, device);
+  // An int8 contraction's candidates: the cooperative 256x128, then the ping-pong 128x64.
+  std::vector<Schedule> tiles = {int8 ? tma_schedule(256, 128, 3, raster, 0, /*cooperative=*/true)
+                                      : tma_schedule(128, 256, 3, raster, 0, /*cooperative=*/true)};
+  if (int8) tiles.push_back(tma_schedule(128, 64, 5, raster, 0));
+  for (Schedule s : tiles) {
+    s.block_k *= block_k_scale(c);
+    const std::optional<TmaLayout> l = tma_layout(c, s);
+    // int8 also takes a strided 1x1 conv (a downsample: one tap, gathered by the im2col map).
+    if (!l || (l->a_im2col && !(int8 && l->taps == 1)) ||
+        mn_tiles(c, s) < 2 * int64_t{device.sm_count} || !runs(c, s, device))
+      continue;
+    if (int8 ? ceil_div(c.n, s.block_n) * s.block_n * 8 > 9 * c.n : l->taps * l->chunks < 32)
+      continue;
+    if (int8 && s.block_n == 64 && (l->taps != 1 || c.k < s.block_k)) continue;
+    s.ctas = persistent_ctas(c, s, device);
+    return s;
+  }
+  return std::nullopt;
 }
 
 // The row-window form of TMA schedule s (Schedule::row_windows) with the most stages that fit,

@@ -615,6 +615,18 @@ TEST(DefaultSchedule, PicksTheMeasuredBestOnH100) {
     EXPECT_FALSE(default_schedule(c, kH100).mainloop == Mainloop::kTma &&
                  default_schedule(c, kH100).warp_m * 2 == default_schedule(c, kH100).block_m)
         << default_schedule(c, kH100).name();
+  // Where the 256x128 tile does not fill the SMs twice, or N is 64 wide, the ping-pong 128x64 tile
+  // in 5 stages (H200, tune logs: 56x56 256 -> 64 7.6 us against mma.sync's 13.1, 28x28 512 ->
+  // 128 5.9 against 6.7), with K of a whole k-tile at least, in N tiles wasting at most an eighth,
+  // over twice the SMs' tiles: not 56x56 64 -> 64 (K 64), 144 -> 24 (MobileNet-v2: 18.2 us against
+  // mma.sync's 10.5), a 3x3 conv, nor batch 1.
+  for (const Contraction& c : {conv(32, 56, 256, 64, 1, 1, 0, i8), conv(32, 28, 512, 128, 1, 1, 0, i8),
+                               conv(32, 7, 512, 2048, 1, 1, 0, i8), conv(32, 14, 1024, 2048, 1, 2, 0, i8)})
+    EXPECT_EQ(default_schedule(c, kH100).name(), "tma_128x64x128_s5_r1_c132");
+  for (const Contraction& c : {conv(32, 56, 64, 64, 1, 1, 0, i8), conv(32, 56, 144, 24, 1, 1, 0, i8),
+                               conv(32, 28, 128, 128, 3, 1, 1, i8), conv(1, 56, 256, 64, 1, 1, 0, i8)})
+    EXPECT_NE(default_schedule(c, kH100).name().rfind("tma_128x64x128_s5", 0), 0u)
+        << default_schedule(c, kH100).name();
   // Nor on an A100 (no TMA kernel).
   EXPECT_NE(default_schedule(gemm(8192, 8192, 8192), kA100).mainloop, Mainloop::kTma);
   // ResNet-50's stem at batch 32 over NHWC ci=3: the halo kernel with tap pairs (K 224), the
