@@ -25,7 +25,8 @@ for r in ${runs//,/ }; do
   declare -A t=()
   for side in base new; do
     bin=${!side}
-    TESSEL_CACHE_DIR=/tmp/ab_cache_$side "$bin" compile "$onnx" -o "/tmp/ab_${side}.tsl" --precision fp16 \
+    # --batch binds a symbolic batch dimension (a dynamic-batch export); a static one keeps its own.
+    TESSEL_CACHE_DIR=/tmp/ab_cache_$side "$bin" compile "$onnx" -o "/tmp/ab_${side}.tsl" --precision fp16 --batch "$b" \
       > "/tmp/ab_${side}.log" 2>&1 || { echo "$r: $side compile failed: $(tail -1 /tmp/ab_${side}.log)" >&2; continue 2; }
   done
   for ((i = 0; i < ROUNDS; ++i)); do
