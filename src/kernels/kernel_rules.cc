@@ -138,8 +138,10 @@ Reason check_halo(const Contraction& c, const Schedule& s, HaloLayout* out) {
   if (c.b_dtype != DType::kF16 && c.b_dtype != DType::kBF16)
     return fmt::format("the halo kernel needs f16 or bf16 weights, not {}", dtype_name(c.b_dtype));
   if (w->nchw_input) {
-    // A stem reading the graph's NCHW input: any float dtype, converted while it is staged.
-    if (c.a_dtype != DType::kF32 && c.a_dtype != c.b_dtype)
+    // A stem reading the graph's NCHW input: f32 or the weights' dtype, converted while it is
+    // staged, or int8 under f16 weights (a QDQ model's quantized input, staged by its bits).
+    if (c.a_dtype != DType::kF32 && c.a_dtype != c.b_dtype &&
+        !(c.a_dtype == DType::kI8 && c.b_dtype == DType::kF16))
       return fmt::format("halo kernel: NCHW input of dtype {}", dtype_name(c.a_dtype));
     if (w->channels > 16)
       return fmt::format("halo kernel: an NCHW input of {} channels (at most 16: a stem's)",

@@ -26,8 +26,9 @@
 //     with group = C (one input and one output channel per group, ops::is_depthwise), and S
 //     [C] f32, X's dequantization scale: the value the steps start from is
 //     conv(X, W)[c] * S[c] + B[c], X's integers read exactly (|x| <= 128 in any float dtype).
-//     W, and so the node's dtype, Y and R, stay float; no input_layout nchw, and no prologue
-//     but "requantize".
+//     W, and so the node's dtype, Y and R, stay float; no prologue but "requantize". Or a
+//     stem's (fuse's fold of the graph input's DequantizeLinear into a conv reading NCHW X):
+//     X i8 NCHW, W float, any group, no prologue, and S [Co] f32 holding X's per-tensor scale.
 //   tessel.Conv(X, W, B?, R?, S?) -> Y, S only for int8 (int8 X)
 //   prologue (fuse-prologue's fusion of a per-channel scale and shift, and a ReLU, before the
 //     conv): tessel.Conv(X, W, B?, R?, -, P) with P f32 [2, Ci]; the convolution reads
@@ -77,13 +78,14 @@ void check_operands(const ir::InferContext& ctx, const char* x_name, bool any_fl
   if (w == DType::kI8) {
     TESSEL_USER_CHECK((ctx.dtype(0) == DType::kI8 || ctx.dtype(0) == DType::kU8) && !any_float_x)
         << node.label() << ": W is i8, so " << x_name << " must be i8 or u8, it is "
-        << dtype_name(ctx.dtype(0)) << (any_float_x ? " (and input_layout nchw takes float X only)" : "");
+        << dtype_name(ctx.dtype(0)) << (any_float_x ? " (and input_layout nchw takes float weights only)" : "");
   } else if (ctx.dtype(0) == DType::kI8) {
     require_float_input(ctx, 1, "W");
     TESSEL_USER_CHECK(int8_input_taken)
         << node.label() << ": " << x_name << " is i8 and W " << dtype_name(w)
         << ": only a depthwise tessel.Conv (group = channels, W [C, KH, KW, 1]) over an NHWC X "
-        << "without an affine prologue reads int8 with float weights";
+        << "without an affine prologue, or a conv reading NCHW X without a prologue (a stem), "
+        << "reads int8 with float weights";
   } else {
     require_float_input(ctx, 0, x_name);
     require_float_input(ctx, 1, "W");
@@ -250,7 +252,8 @@ void infer_conv(ir::InferContext& ctx) {
   const Shape pre_store = permute_shape(y.shape, kNchwToNhwc);
   const bool depthwise = is_depthwise(ctx.shape(0), ctx.shape(1), group);
   const std::optional<Prologue> pro = read_prologue(node);
-  const bool int8_input_taken = !nchw_input && (!pro || pro->requantize) && depthwise;
+  const bool int8_input_taken =
+      nchw_input ? !pro : (!pro || pro->requantize) && depthwise;
   check_operands(ctx, "X", nchw_input, int8_input_taken, pre_store[3]);
   check_prologue(ctx, nchw_input, x_nchw[1], depthwise);
   check_bias(ctx, pre_store[3]);

@@ -49,7 +49,9 @@
 // first 3x3 conv over RGB; strided or dilated (ResNet's 7x7 stride-2 stem, the 3x3 stride-2
 // stems of MobileNet, EfficientNet and RegNet) only with f16 or bf16 weights (an fp32 engine's
 // SIMT conv keeps the NHWC copy) and at least kMinStridedStemPixels output pixels. A Cast, Transpose or Pad that some other node also reads stays. A Cast to its dtype
-// before a conv that already reads NCHW goes too (the pipeline run twice). A strided stem whose
+// before a conv that already reads NCHW goes too (the pipeline run twice), and so does a
+// per-tensor int8 DequantizeLinear with zero point 0 (a QDQ model's quantized graph input): the
+// conv reads the int8 X and its scale as S (see fold_dequantize). A strided stem whose
 // input is NHWC already (a model with an NHWC input: convert-layout's Transposes cancel) loses
 // only its channel Pad, where the halo kernel stages its pixels itself: at most 4 channels, an
 // even horizontal stride, dilation 1 (tap pairs), and the strided stems' rules above.
@@ -550,7 +552,8 @@ class StemFolder {
       if (!fold_layout(conv)) return fold_nhwc_pad(conv);
       changed = true;
     }
-    return fold_cast(conv) || changed;
+    changed |= fold_cast(conv);
+    return fold_dequantize(conv) || changed;
   }
 
   // Whether a strided or dilated stem `conv` has the halo kernel's tiles to fill the SMs (its
@@ -634,6 +637,36 @@ class StemFolder {
     }
     conv.inputs[0] = source;
     erased_[static_cast<size_t>(cast)] = 1;
+    return true;
+  }
+
+  // The DequantizeLinear before an NCHW conv (a QDQ model's graph input, quantized and
+  // dequantized again: QuantizeLinear -> DequantizeLinear -> stem): per tensor, int8, zero point
+  // 0, f16 weights (the halo kernel's, which stages int8 into f16 by its bits), no prologue. The conv reads the int8 X itself, its
+  // integers exactly, and the scale s multiplies the accumulator as S [Co] = s before the bias:
+  // conv(s * q, W) = s * conv(q, W). The stem reads a quarter of an f32 input's bytes, half of
+  // an f16 one's, and the DequantizeLinear's kernel goes. The kernels and the reference then
+  // multiply by s once, in f32, where the DequantizeLinear rounded s * q to its output dtype.
+  bool fold_dequantize(ir::Node& conv) {
+    constexpr size_t kScaleInput = 4, kPrologueInput = 5;  // ops/tessel_contraction_ops.cc
+    const int dq = sole_producer(conv.inputs[0]);
+    if (dq < 0) return false;
+    const ir::Node& d = g_.nodes[dq];
+    const DType wt = g_.type(conv.inputs[1]).dtype;
+    if (d.inputs.empty() || wt != DType::kF16) return false;
+    if ((conv.inputs.size() > kScaleInput && conv.inputs[kScaleInput] != kNoValue) ||
+        (conv.inputs.size() > kPrologueInput && conv.inputs[kPrologueInput] != kNoValue))
+      return false;
+    const std::optional<AffineQdq> q = affine_qdq(g_, d, "DequantizeLinear", d.inputs[0]);
+    if (!q || q->integer != DType::kI8 || q->zero_point != 0) return false;
+    const int64_t channels = g_.type(conv.inputs[1]).shape.at(0);
+    Tensor s(DType::kF32, {channels});
+    for (int64_t c = 0; c < channels; ++c) s.set_f64(c, static_cast<float>(q->scale));
+    if (conv.inputs.size() <= kScaleInput) conv.inputs.resize(kScaleInput + 1, kNoValue);
+    conv.inputs[kScaleInput] =
+        g_.add_constant(g_.unique_value_name(g_.value(conv.inputs[0]).name + ".dequant_scale"), std::move(s));
+    conv.inputs[0] = d.inputs[0];
+    erased_[static_cast<size_t>(dq)] = 1;
     return true;
   }
 

@@ -276,6 +276,52 @@ TEST(FuseEdgeStem, WhatStays) {
   expect_unchanged(shared);
 }
 
+// A QDQ model's quantized input (QuantizeLinear -> DequantizeLinear -> layout -> stem): the
+// stem reads the int8 X itself and the DequantizeLinear's scale becomes S [Co], applied to the
+// accumulator before the bias. A power-of-two scale keeps the reference's bits (s * q exact in
+// f16). The DequantizeLinear stays where its zero point is not 0, or another node reads it.
+std::string quantized_stem(const std::string& zero_point, const std::string& outputs = "%y") {
+  std::string t = stem("");
+  auto replace = [&](const std::string& from, const std::string& to) { t.replace(t.find(from), from.size(), to); };
+  replace("  %h = Cast(%x) {to = 10} : f16[1,3,5,6] @\"x.to_f16\"\n",
+          "  %q = QuantizeLinear(%x, %s, %z) : i8[1,3,5,6] @\"x.q\"\n"
+          "  %h = DequantizeLinear(%q, %sh, " + zero_point + ") : f16[1,3,5,6] @\"x.dq\"\n");
+  replace("  const %pads", "  const %s : f32[] = [0.03125]\n  const %sh : f16[] = [0.03125]\n"
+                          "  const %z : i8[] = [0]\n  const %z3 : i8[] = [3]\n  const %pads");
+  replace("  output %y", "  output " + outputs);
+  return t;
+}
+
+TEST(FuseEdgeStem, AQuantizedInputsDequantizeLinearBecomesTheScale) {
+  const std::string w = unpadded_rgb_weights();
+  expect_exact_fuse(quantized_stem("%z"), R"(graph @g opset 17 {
+  input %x : f32[1,3,5,6]
+  const %b : f32[2] = [0.5, -0.5]
+  const %s : f32[] = [0.03125]
+  const %z : i8[] = [0]
+  const %w.unpadded : f16[2,3,3,3] = [)" + w + R"(]
+  const %h.dequant_scale : f32[2] = [0.03125, 0.03125]
+  %q = QuantizeLinear(%x, %s, %z) : i8[1,3,5,6] @"x.q"
+  %y = tessel.Conv(%q, %w.unpadded, %b, _, %h.dequant_scale) {input_layout = "nchw", pads = [1, 1, 1, 1]} : f16[1,5,6,2] @"head"
+  output %y
+})");
+  for (const auto& [zero_point, outputs] : {std::pair<std::string, std::string>{"%z3", "%y"}, {"%z", "%y\n  output %h"}}) {
+    const std::string kept = R"(graph @g opset 17 {
+  input %x : f32[1,3,5,6]
+  const %b : f32[2] = [0.5, -0.5]
+  const %s : f32[] = [0.03125]
+  const %sh : f16[] = [0.03125]
+  const %z : i8[] = [0]
+)" + std::string(zero_point == "%z3" ? "  const %z3 : i8[] = [3]\n" : "") + R"(  const %w.unpadded : f16[2,3,3,3] = [)" + w + R"(]
+  %q = QuantizeLinear(%x, %s, %z) : i8[1,3,5,6] @"x.q"
+  %h = DequantizeLinear(%q, %sh, )" + zero_point + R"() : f16[1,3,5,6] @"x.dq"
+  %y = tessel.Conv(%h, %w.unpadded, %b) {input_layout = "nchw", pads = [1, 1, 1, 1]} : f16[1,5,6,2] @"head"
+  output )" + outputs + R"(
+})";
+    expect_exact_fuse(quantized_stem(zero_point, outputs), kept);
+  }
+}
+
 // A strided stem whose input is NHWC already (a model with an NHWC input, as tf2onnx writes
 // them: convert-layout's Transposes cancel) keeps only convert-layout's channel Pad before it.
 // Where the halo kernel takes it (at most 4 channels, an even horizontal stride, dilation 1,

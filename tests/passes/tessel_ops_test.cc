@@ -477,17 +477,35 @@ TEST(TesselConvInt8Input, DepthwiseReadsTheIntegersAndScales) {
   EXPECT_EQ(run(quantized, {{4, -128, -2, 127}}), (V{2, -72}));
 }
 
-TEST(TesselConvInt8Input, OnlyDepthwiseConvsWithTheirScaleTakeIt) {
+// A stem reading a QDQ model's int8 input in NCHW (fuse's fold of its DequantizeLinear): the same
+// numbers as the NHWC depthwise conv above, X's planes in NCHW order; and dense (group 1).
+TEST(TesselConvInt8Input, NchwStemsReadTheIntegersAndScale) {
+  EXPECT_EQ(run(int8_input_conv(R"({group = 2, input_layout = "nchw"})", "i8[1,2,1,2]"), {{4, -2, -128, 127}}),
+            (V{0.5, -17.875}));
+  // Group 1, X's planes [4, -128] and [-2, 127], W OHWI: c0 = 4 * 0.5 - 2 * 0.25 - 128 * 1.5 +
+  // 127 * -1 = -317.5, c1 = 4 - 2 - 128 + 127 = 1; * S [0.5, 0.125] + B [1, 2] = [-157.75, 2.125].
+  std::string dense = with(int8_input_conv(R"({input_layout = "nchw"})", "i8[1,2,1,2]"),
+                           "f16[2,1,2,1] = [0.5, 1.5, 0.25, -1.0]",
+                           "f16[2,1,2,2] = [0.5, 0.25, 1.5, -1.0, 1.0, 1.0, 1.0, 1.0]");
+  EXPECT_EQ(run(dense, {{4, -128, -2, 127}}), (V{-157.75, 2.125}));
+}
+
+TEST(TesselConvInt8Input, OnlyDepthwiseConvsAndStemsWithTheirScaleTakeIt) {
   EXPECT_EQ(infer_error(int8_input_conv("{group = 2}")), "");
   const std::string only_depthwise =
       "only a depthwise tessel.Conv (group = channels, W [C, KH, KW, 1]) over an NHWC X without "
-      "an affine prologue reads int8 with float weights";
+      "an affine prologue, or a conv reading NCHW X without a prologue (a stem), reads int8 with "
+      "float weights";
   // Two channels in one group (W [2, 1, 2, 2] would be the dense conv's; group 1 reads 2).
   std::string dense = with(int8_input_conv("{}"), "f16[2,1,2,1] = [0.5, 1.5, 0.25, -1.0]",
                            "f16[2,1,2,2] = [0.5, 1.5, 0.25, -1.0, 1.0, 1.0, 1.0, 1.0]");
   EXPECT_EQ(infer_error(dense), "tessel.Conv 'c': X is i8 and W f16: " + only_depthwise);
-  EXPECT_EQ(infer_error(int8_input_conv(R"({group = 2, input_layout = "nchw"})", "i8[1,2,1,2]")),
-            "tessel.Conv 'c': X is i8 and W f16: " + only_depthwise);
+  // A stem with an affine prologue.
+  std::string prologue = with(int8_input_conv(R"({group = 2, input_layout = "nchw", prologue = "affine"})",
+                                              "i8[1,2,1,2]"),
+                              "_, %s)", "_, %s, %p)");
+  prologue = with(prologue, "  %y =", "  const %p : f32[2,2] = [1.0, 1.0, 0.0, 0.0]\n  %y =");
+  EXPECT_EQ(infer_error(prologue), "tessel.Conv 'c': X is i8 and W f16: " + only_depthwise);
   std::string no_s = int8_input_conv("{group = 2}");
   no_s = with(no_s, ", _, %s)", ")");
   EXPECT_EQ(infer_error(no_s),

@@ -359,7 +359,9 @@ MatchResult match(const IndexMaps& input) {
   c.k = extent_of(c.k_dims, dims);
   c.a_dtype = c.maps.a.dtype;
   c.b_dtype = c.maps.b.dtype;
-  c.acc_dtype = accumulator_for(c.a_dtype);
+  // An int8 X under float weights (a QDQ model's stem reading its quantized input) is
+  // converted to the weights' dtype as it is read: their float accumulates.
+  c.acc_dtype = accumulator_for(is_integer(c.a_dtype) && !is_integer(c.b_dtype) ? c.b_dtype : c.a_dtype);
 
   // 4. Operands.
   OperandFacts a =

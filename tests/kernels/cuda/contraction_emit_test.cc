@@ -683,6 +683,8 @@ TEST_P(HaloCompiles, ForSm80AndSm90a) {
     EXPECT_EQ(has(out.ptx, "cp.async.ca.shared.global"), !staged);
     EXPECT_EQ(has(out.ptx, "st.shared.v4.u32"), staged);
     EXPECT_EQ(has(out.ptx, "cp.async.cg.shared.global"), w->channels % 8 == 0);
+    // A QDQ model's int8 input, one byte per element.
+    if (p.c.a_dtype == DType::kI8) EXPECT_TRUE(has(out.ptx, "ld.global.nc.u8"));
   }
 }
 

@@ -300,6 +300,17 @@ inline std::vector<TestProblem> halo_problems() {
     p.e.out_dtype = DType::kI8;
     add(std::move(p), 8, 16, 64, 32, 3, {step(K::kBias), step(K::kQuantize, 0.05f), step(K::kRelu)});
   }
+  // The same stem reading the QDQ model's int8 input itself (fuse folds the input's
+  // DequantizeLinear: its scale is S): tap pairs over odd sizes into int8, and a stride-1 3x3
+  // (8-channel chunks) into f16.
+  {
+    TestProblem p = nchw(conv_params(2, 29, 35, 3, 64, 7, 2, 3), DType::kI8);
+    p.e.out_dtype = DType::kI8;
+    add(std::move(p), 8, 16, 64, 32, 3,
+        {step(K::kScale), step(K::kBias), step(K::kQuantize, 0.05f), step(K::kRelu)});
+  }
+  add(nchw(conv_params(1, 20, 32, 3, 64, 3, 1, 1), DType::kI8), 16, 16, 64, 32, 2,
+      {step(K::kScale), step(K::kBias), step(K::kRelu)});
   // Tap pairs over NHWC stems of at most 4 channels (bench-op's one-node stems): pixels of
   // 2 * ci bytes staged through registers into 4-channel slots. ResNet's 7x7/2 over 3
   // channels, odd height and width (the last tile column's pixels and the last pair's second

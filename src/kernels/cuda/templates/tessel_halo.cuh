@@ -63,6 +63,17 @@
 
 namespace tessel {
 
+// Whether a staged X of element type A converts to the mma element E by its bits (an int8 X, a
+// QDQ model's quantized input, into f16: HaloConvKernel::stage_bits).
+template <typename A, typename E>
+struct StagedByBits {
+  static constexpr bool value = false;
+};
+template <>
+struct StagedByBits<s8, f16> {
+  static constexpr bool value = true;
+};
+
 template <typename P>
 struct HaloConvKernel {
   using Element = typename P::Element;
@@ -234,17 +245,14 @@ struct HaloConvKernel {
           } else {
 #pragma unroll
             for (int word = 0; word < 2; ++word) {
-              float v[2];
+              u32 v[2];
 #pragma unroll
               for (int h = 0; h < 2; ++h) {
                 const int c = 2 * word + h;
-                v[h] = inside && c < P::kC
-                           ? to_float(ld_element(x + ((static_cast<typename P::Index>(img) * P::kC + c) * P::kInH + iy) *
-                                                         P::kInW + ix))
-                           : 0.0f;
+                v[h] = stage_bits(x + ((static_cast<typename P::Index>(img) * P::kC + c) * P::kInH + iy) * P::kInW + ix,
+                                  inside && c < P::kC);
               }
-              staged[it][2 * px + word] =
-                  u32(from_float<Element>(v[0]).bits) | (u32(from_float<Element>(v[1]).bits) << 16);
+              staged[it][2 * px + word] = stage_word(v[0], v[1]);
             }
           }
         }
@@ -261,16 +269,14 @@ struct HaloConvKernel {
           i < kHaloPixels * kPixelChunks && iy >= 0 && iy < P::kInH && ix >= 0 && ix < P::kInW;
 #pragma unroll
       for (int e = 0; e < 8; e += 2) {
-        float v[2];
+        u32 v[2];
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int c = q * 8 + e + h;
-          v[h] = inside && c < P::kC
-                     ? to_float(ld_element(x + ((static_cast<typename P::Index>(img) * P::kC + c) * P::kInH + iy) *
-                                                   P::kInW + ix))
-                     : 0.0f;
+          v[h] = stage_bits(x + ((static_cast<typename P::Index>(img) * P::kC + c) * P::kInH + iy) * P::kInW + ix,
+                            inside && c < P::kC);
         }
-        staged[it][e / 2] = u32(from_float<Element>(v[0]).bits) | (u32(from_float<Element>(v[1]).bits) << 16);
+        staged[it][e / 2] = stage_word(v[0], v[1]);
       }
     }
   }
@@ -311,6 +317,33 @@ struct HaloConvKernel {
     }
   }
   __device__ __forceinline__ static float ld_element(const float* p) { return __ldg(p); }
+  __device__ __forceinline__ static s8 ld_element(const s8* p) {
+    return s8{static_cast<signed char>(ld_global_nc<1>(p))};
+  }
+  // One staged element of an NCHW X: the Element bits of X at p where `ok`, else of zero (read
+  // nothing). Through float (to_float, from_float), or for a QDQ model's int8 input under f16
+  // weights (its DequantizeLinear folded: S holds the scale) by bits, two integer instructions
+  // per element and one f16x2 subtract per pair (stage_word) where the float path takes four: the
+  // f16 of bits 0x6400 | (x + 128) is 1152 + x (ulp 1 in [1024, 2048)), zero's is 1152.
+  static constexpr bool kStagedByBits = StagedByBits<typename P::ElementA, Element>::value;
+  __device__ __forceinline__ static u32 stage_bits(const typename P::ElementA* p, bool ok) {
+    if constexpr (kStagedByBits) {
+      return 0x6400u | (ok ? u32(ld_global_nc<1>(p)) ^ 0x80u : 0x80u);
+    } else {
+      return u32(from_float<Element>(ok ? to_float(ld_element(p)) : 0.0f).bits);
+    }
+  }
+  // Two staged elements as one word (the first in the low half); by bits, less 1152 each.
+  __device__ __forceinline__ static u32 stage_word(u32 lo, u32 hi) {
+    const u32 w = lo | (hi << 16);
+    if constexpr (kStagedByBits) {
+      u32 d;
+      asm("sub.rn.f16x2 %0, %1, %2;" : "=r"(d) : "r"(w), "r"(0x64806480u));
+      return d;
+    } else {
+      return w;
+    }
+  }
   template <typename T>
   __device__ __forceinline__ static T ld_element(const T* p) {
     return T{ld_global_nc<2>(p)};
