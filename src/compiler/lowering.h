@@ -8,14 +8,15 @@
 #include "kernels/contraction/epilogue.h"
 #include "kernels/contraction/index_map.h"
 #include "ir/graph.h"
+#include "ops/tessel_ops.h"
 
 namespace tessel::compiler {
 
-// Node inputs of the tessel contractions (tessel_contraction_ops.cc).
-inline constexpr int kBiasInput = 2;
-inline constexpr int kResidualInput = 3;
-inline constexpr int kScaleInput = 4;  // int8: the per-channel dequantization scale S
-inline constexpr int kPrologueInput = 5;  // tessel.Conv's prologue scale and shift P
+// Node inputs of the tessel contractions (ops/tessel_ops.h).
+using ops::kBiasInput;
+using ops::kPrologueInput;
+using ops::kResidualInput;
+using ops::kScaleInput;
 
 struct ContractionSpec {
   contraction::IndexMaps maps;

@@ -57,10 +57,8 @@
 namespace tessel::ops {
 namespace {
 
-constexpr int kBias = 2;
-constexpr int kResidual = 3;
-constexpr int kScale = 4;
-constexpr int kPrologue = 5;
+constexpr int kBias = kBiasInput, kResidual = kResidualInput, kScale = kScaleInput,
+              kPrologue = kPrologueInput;
 
 // The dtype a contraction computes in and stores without out_dtype: W's, or f32 for int8 (of
 // an operand's dtype: an int8 contraction's u8 X likewise).

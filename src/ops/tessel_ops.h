@@ -20,6 +20,13 @@ namespace tessel::ops {
 
 void register_tessel_ops(ir::OpRegistry& r);
 
+// Node inputs of tessel.Conv and tessel.Gemm, (X, W, B?, R?, S?, P?) (tessel_contraction_ops.cc):
+// the passes that rewrite them and the lowering that reads them name them by these.
+inline constexpr int kBiasInput = 2;
+inline constexpr int kResidualInput = 3;
+inline constexpr int kScaleInput = 4;     // the dequantization scale S (int8 X)
+inline constexpr int kPrologueInput = 5;  // tessel.Conv's prologue P
+
 // The two groups, one per file.
 void register_tessel_contraction_ops(ir::OpRegistry& r);  // tessel.Conv, tessel.Gemm
 void register_tessel_layout_ops(ir::OpRegistry& r);       // NHWC pools, DepthToSpace

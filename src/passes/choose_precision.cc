@@ -42,6 +42,7 @@
 #include "ir/infer.h"
 #include "ir/op_registry.h"
 #include "ops/tessel_epilogue.h"
+#include "ops/tessel_ops.h"
 #include "passes/passes.h"
 #include "passes/rewrite_util.h"
 
@@ -66,7 +67,7 @@ const ir::OpFacts* fp16_facts(const std::string& op) {
 
 using ops::is_int8_contraction;
 
-constexpr size_t kResidualInput = 3;  // tessel.Conv / tessel.Gemm's R
+using ops::kResidualInput;  // tessel.Conv / tessel.Gemm's R
 
 // The float activations of an int8 contraction that take their neighbours' dtype: its result Y
 // where some node reads it and no out_dtype is set (a graph output alone stays as written), and

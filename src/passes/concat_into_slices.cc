@@ -19,6 +19,7 @@
 #include <algorithm>
 
 #include "ops/tessel_epilogue.h"
+#include "ops/tessel_ops.h"
 #include "passes/passes.h"
 #include "passes/plan_memory.h"
 #include "passes/rewrite_util.h"
@@ -26,7 +27,7 @@
 namespace tessel::passes {
 namespace {
 
-constexpr int kResidualInput = 3;  // tessel.Conv / tessel.Gemm (X, W, B?, R?)
+using ops::kResidualInput;  // tessel.Conv / tessel.Gemm (X, W, B?, R?)
 
 // A contraction the GPU lowers through the contraction generator (as the engine's
 // lowered_as_contraction: grouped convs go to the op kernels) with the plain store map, which a

@@ -11,13 +11,14 @@
 // Both apply to tessel.Conv and tessel.Gemm with an epilogue. A factor bound for S and B needs
 // both constant (fold-qdq writes them so); otherwise that rounding stays as it is.
 #include "ops/tessel_epilogue.h"
+#include "ops/tessel_ops.h"
 #include "passes/passes.h"
 #include "passes/rewrite_util.h"
 
 namespace tessel::passes {
 namespace {
 
-constexpr size_t kBias = 2, kScale = 4;  // tessel.Conv / tessel.Gemm inputs (ops/tessel_ops.h)
+constexpr int kBias = ops::kBiasInput, kScale = ops::kScaleInput;  // tessel.Conv / tessel.Gemm inputs
 
 bool has_input(const ir::Node& n, size_t i) { return n.inputs.size() > i && n.inputs[i] != ir::kNoValue; }
 

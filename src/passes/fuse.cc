@@ -79,6 +79,7 @@
 
 #include "ops/quant_common.h"
 #include "ops/tessel_epilogue.h"
+#include "ops/tessel_ops.h"
 #include "passes/passes.h"
 #include "passes/rewrite_util.h"
 
@@ -642,28 +643,28 @@ class StemFolder {
 
   // The DequantizeLinear before an NCHW conv (a QDQ model's graph input, quantized and
   // dequantized again: QuantizeLinear -> DequantizeLinear -> stem): per tensor, int8, zero point
-  // 0, f16 weights (the halo kernel's, which stages int8 into f16 by its bits), no prologue. The conv reads the int8 X itself, its
-  // integers exactly, and the scale s multiplies the accumulator as S [Co] = s before the bias:
+  // 0, f16 weights (the halo kernel's, which stages int8 into f16 by its bits), no prologue. The
+  // conv reads the int8 X itself, its integers exactly, and the scale s multiplies the
+  // accumulator as S [Co] = s before the bias:
   // conv(s * q, W) = s * conv(q, W). The stem reads a quarter of an f32 input's bytes, half of
   // an f16 one's, and the DequantizeLinear's kernel goes. The kernels and the reference then
   // multiply by s once, in f32, where the DequantizeLinear rounded s * q to its output dtype.
   bool fold_dequantize(ir::Node& conv) {
-    constexpr size_t kScaleInput = 4, kPrologueInput = 5;  // ops/tessel_contraction_ops.cc
     const int dq = sole_producer(conv.inputs[0]);
     if (dq < 0) return false;
     const ir::Node& d = g_.nodes[dq];
     const DType wt = g_.type(conv.inputs[1]).dtype;
     if (d.inputs.empty() || wt != DType::kF16) return false;
-    if ((conv.inputs.size() > kScaleInput && conv.inputs[kScaleInput] != kNoValue) ||
-        (conv.inputs.size() > kPrologueInput && conv.inputs[kPrologueInput] != kNoValue))
+    if ((conv.inputs.size() > ops::kScaleInput && conv.inputs[ops::kScaleInput] != kNoValue) ||
+        (conv.inputs.size() > ops::kPrologueInput && conv.inputs[ops::kPrologueInput] != kNoValue))
       return false;
     const std::optional<AffineQdq> q = affine_qdq(g_, d, "DequantizeLinear", d.inputs[0]);
     if (!q || q->integer != DType::kI8 || q->zero_point != 0) return false;
     const int64_t channels = g_.type(conv.inputs[1]).shape.at(0);
     Tensor s(DType::kF32, {channels});
     for (int64_t c = 0; c < channels; ++c) s.set_f64(c, static_cast<float>(q->scale));
-    if (conv.inputs.size() <= kScaleInput) conv.inputs.resize(kScaleInput + 1, kNoValue);
-    conv.inputs[kScaleInput] =
+    if (conv.inputs.size() <= ops::kScaleInput) conv.inputs.resize(ops::kScaleInput + 1, kNoValue);
+    conv.inputs[ops::kScaleInput] =
         g_.add_constant(g_.unique_value_name(g_.value(conv.inputs[0]).name + ".dequant_scale"), std::move(s));
     conv.inputs[0] = d.inputs[0];
     erased_[static_cast<size_t>(dq)] = 1;

@@ -31,13 +31,14 @@
 #include <optional>
 
 #include "ops/tessel_epilogue.h"
+#include "ops/tessel_ops.h"
 #include "passes/passes.h"
 #include "passes/rewrite_util.h"
 
 namespace tessel::passes {
 namespace {
 
-constexpr int kPrologueInput = 5;  // tessel.Conv's P (ops/tessel_contraction_ops.cc)
+using ops::kPrologueInput;  // tessel.Conv's P
 
 // A tessel.Conv that can read its X through a prologue.
 bool takes_prologue(const ir::Graph& g, const ir::Node& n) {
