@@ -684,8 +684,32 @@ TEST_P(HaloCompiles, ForSm80AndSm90a) {
     EXPECT_EQ(has(out.ptx, "st.shared.v4.u32"), staged);
     EXPECT_EQ(has(out.ptx, "cp.async.cg.shared.global"), w->channels % 8 == 0);
     // A QDQ model's int8 input, one byte per element.
-    if (p.c.a_dtype == DType::kI8) EXPECT_TRUE(has(out.ptx, "ld.global.nc.u8"));
+    if (p.c.a_dtype == DType::kI8) {
+      EXPECT_TRUE(has(out.ptx, "ld.global.nc.u8"));
+    }
   }
+}
+
+// A strided stem reads each A fragment once per row chain (HaloConvKernel::mainloop_chains):
+// ResNet's 7x7/2 over warps of 4 output rows (64x32: kMI 4, kNI 4) has, per k16 step of a kernel
+// row (2 of them: 4 tap pairs), chains of kernel rows 0, 2, 4, 6 and 1, 3, 5, which read
+// 4 + 3 and 4 + 2 A fragments, against 4 per kernel row and step without the chains (56); B
+// still takes 2 ldmatrix.x4 per (row, step), 28. The mainloop is unrolled once in the tile loop.
+TEST(HaloRowChains, StemReadsEachInputRowOncePerChain) {
+  std::optional<TestProblem> stem;
+  for (TestProblem& p : halo_problems()) {
+    if (p.what.rfind("nchw_conv7x7_s2", 0) == 0 && p.s.warp_m == 64 && p.s.warp_n == 32) {
+      stem = std::move(p);
+      break;
+    }
+  }
+  ASSERT_TRUE(stem);
+  const Compiled out = nvrtc_compile(emit(stem->c, stem->e, stem->s), "sm_90a");
+  ASSERT_TRUE(out.ok) << out.log;
+  const std::string x4 = "ldmatrix.sync.aligned.m8n8.x4.shared.b16";
+  int count = 0;
+  for (size_t at = out.ptx.find(x4); at != std::string::npos; at = out.ptx.find(x4, at + 1)) ++count;
+  EXPECT_EQ(count, 2 * ((4 + 3) + (4 + 2)) + 7 * 2 * 2);
 }
 
 std::string halo_name(const ::testing::TestParamInfo<TestProblem>& info) {

@@ -277,6 +277,11 @@ inline std::vector<TestProblem> halo_problems() {
       {step(K::kRelu)});
   add(nchw(conv_params(2, 13, 21, 8, 32, 3, 1, 2, 2), DType::kF16), 8, 16, 32, 32, 2,
       {step(K::kBias)});
+  // A strided window over 16 channels (two 8-channel chunks per tap, columns by stride phase)
+  // on the row chains (HaloConvKernel::mainloop_chains, as the tap-pair stems above): 5x5/2,
+  // warps of 2 output rows, 2 CTAs walking 6 tiles.
+  add(nchw(conv_params(2, 21, 37, 16, 32, 5, 2, 2), DType::kF16), 8, 16, 32, 32, 2,
+      {step(K::kBias), step(K::kRelu)});
   // Tap pairs on stems beyond the model list: Inception's 3x3/2 without padding (odd output
   // width, the last pair's second column past the image), a 2-channel 5x5/2, and a
   // 4-channel f16 input under an even 4x4 window (no zero tap in its last pair).

@@ -571,6 +571,59 @@ struct HaloConvKernel {
     }
   }
 
+  // Row chains (a strided window of dilation 1 over 16-pixel tile rows: the stems): output row
+  // mi's kernel row r reads halo row mi * kSH + r, so the kernel rows of one residue c (r = c,
+  // c + kSH, ...) form a chain along which A moves by one m16 tile: A(mi, r + kSH) = A(mi + 1, r).
+  // Per chain and k16 step within a kernel row a warp reads kMI + Q - 1 A fragments (Q: the
+  // chain's kernel rows) instead of kMI * Q, each kept in registers while the chain walks
+  // down; B's fragments are read once per (r, step) as in mainloop. (ResNet's 7x7/2 stem on
+  // warps of 4 output rows: 26 A ldmatrix per tile instead of 56; the mainloop's shared-memory
+  // reads 336 -> 216 wavefronts per warp.) A k16 step stays inside one kernel row: whole pairs
+  // of tap pairs, or of 8-channel chunks. No explicit prefetch into a second set of fragments:
+  // at the kernel's 128 registers, with a staged tile's 12 words live across the mainloop, that
+  // spilled (ptxas, sm_90a); the scheduler hoists the loads it has room for.
+  static constexpr int kStepsPerRow = kPairs ? kPairsPerRow / 2 : P::kS * kChunks / 2;
+  static constexpr bool kChainReuse = kSH > 1 && kDH == 1 && kTW == 16 && kMI > 1 && kGW == 1 &&
+                                      P::kGroupsPerTile == 1 && P::kR > kSH &&
+                                      (kPairs ? kPairsPerRow % 2 == 0 : kChunks % 2 == 0);
+  static_assert(!kChainReuse || kKSteps == P::kR * kStepsPerRow, "whole k16 steps per kernel row");
+
+  __device__ __forceinline__ static void mainloop_chains(float (&acc)[kMI][kNI][4], const Lanes& o, u32 halo,
+                                                         u32 weights) {
+    // The lane's pixel of the warp's first output row; with tap pairs the upper half of a step
+    // is the row's next pair, two pixels on (o.a has other windows' upper chunk already).
+    const u32 base = halo + o.a[0] + (kPairs && o.upper ? u32(2 * P::kPixelPitch) : 0u);
+    constexpr u32 kRowBytes = u32(kRowSlots * P::kPixelPitch);
+#pragma unroll
+    for (int w = 0; w < kStepsPerRow; ++w) {
+#pragma unroll
+      for (int c = 0; c < kSH; ++c) {
+        const int chain = (P::kR - c + kSH - 1) / kSH;  // kernel rows c, c + kSH, ... below kR
+        if (chain <= 0) continue;
+        const u32 at = base + u32(half_shift(2 * w)) + u32(c) * kRowBytes;
+        u32 af[kMI][4];
+#pragma unroll
+        for (int mi = 0; mi < kMI; ++mi) ldmatrix_x4(af[mi], at + u32(mi * kSH) * kRowBytes);
+#pragma unroll
+        for (int q = 0; q < chain; ++q) {
+          u32 bf[kNI][2];
+          load_b(bf, o, weights, (c + kSH * q) * kStepsPerRow + w);
+          if (q > 0) {
+#pragma unroll
+            for (int mi = 0; mi + 1 < kMI; ++mi)
+#pragma unroll
+              for (int e = 0; e < 4; ++e) af[mi][e] = af[mi + 1][e];
+            ldmatrix_x4(af[kMI - 1], at + u32((kMI - 1 + q) * kSH) * kRowBytes);  // A(kMI - 1, q)
+          }
+#pragma unroll
+          for (int mi = 0; mi < kMI; ++mi)
+#pragma unroll
+            for (int ni = 0; ni < kNI; ++ni) MmaM16N8K16<Element>::fma(acc[mi][ni], af[mi], bf[ni]);
+        }
+      }
+    }
+  }
+
   __device__ __forceinline__ static void run(const KernelParams& p) {
     extern __shared__ __align__(128) unsigned char smem[];
     const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
@@ -617,6 +670,8 @@ struct HaloConvKernel {
       float acc[kMI][kNI][4] = {};
       if constexpr (kRowReuse) {
         mainloop_rows(acc, o, halo, smem_w);
+      } else if constexpr (kChainReuse) {
+        mainloop_chains(acc, o, halo, smem_w);
       } else {
         u32 af[2][kGW][kMI][4], bf[2][kNI][2];
         load_fragments<0>(af[0], bf[0], o, halo, smem_w);
