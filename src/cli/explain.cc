@@ -71,10 +71,6 @@ std::string folded_layouts(const ir::Graph& g, const ir::Node& n) {
   if (ops::read_nchw_input(n)) {
     s += "\n    layout: reads the NCHW " + std::string(dtype_name(g.type(n.inputs.at(0)).dtype)) +
          " input itself (graph edge folded into the conv)";
-    const std::optional<ops::Prologue> pro = ops::read_prologue(n);
-    if (pro && pro->quantize)
-      s += "\n    quantize: quantizes that input to int8 as it reads it (the QuantizeLinear before the "
-           "conv folded into it)";
   }
   if (ops::read_store(n).nchw()) {
     s += "\n    layout: stores NCHW " + std::string(dtype_name(g.type(n.outputs.at(0)).dtype)) +

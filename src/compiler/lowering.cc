@@ -85,7 +85,6 @@ contraction::Epilogue epilogue_of(const ir::Graph& g, const ir::Node& n,
         << n.label() << ": prologue '" << n.get_string("prologue", "") << "' needs its operand P (input 5)";
     e.a_prologue = contraction::OperandPrologue{
         .relu = pro->relu,
-        .quantize = pro->quantize,
         .operand = static_cast<int>(extra_inputs.size()),
         .channels = g.type(n.inputs[kPrologueInput]).shape.at(1)};
     extra_inputs.push_back(kPrologueInput);

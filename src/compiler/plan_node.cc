@@ -76,13 +76,10 @@ NodePlan plan_contraction(const ir::Graph& g, const ir::Node& n, const Options& 
     plan.why = "Tensor Cores turned off (compiler::Options::tensor_cores)";
     plan.schedule = kernels::simt_schedule(c);
   } else {
-    // An A prologue is applied by the mma.sync kernel's loader alone, a quantizing one by the
-    // halo kernel's staging alone (which default_schedule gives a stem reading NCHW). (An X read
-    // inside a Concat's buffer has no conv window, contraction/conv_window.h: the halo kernel
-    // refuses it.)
-    const std::optional<contraction::OperandPrologue>& pro = plan.epilogue.a_prologue;
+    // An A prologue is applied by the mma.sync kernel's loader alone. (An X read inside a
+    // Concat's buffer has no conv window, contraction/conv_window.h: the halo kernel refuses it.)
     plan.schedule = kernels::default_schedule(
-        c, target, pro && !pro->quantize,
+        c, target, plan.epilogue.a_prologue.has_value(),
         contraction::read_bytes_per_output(plan.epilogue),
         contraction::transcendentals_per_output(plan.epilogue));
     if (plan.schedule.instruction == kernels::Instruction::kSimt)

@@ -146,9 +146,7 @@ std::array<double, fit::kFeatures> learned_features(double analytical_us, const 
     // As the schedule's name spells its tile (kernels::Schedule::name): a halo kernel's output
     // tile in pixels and no K tile, stages or split-K; a TMA kernel's without split-K.
     const double values[] = {
-        // (A quantizing prologue, a stem's, costs its staging a division per element: as
-        // the unquantized stem, for the fit.)
-        static_cast<double>(e.a_prologue.has_value() && !e.a_prologue->quantize),
+        static_cast<double>(e.a_prologue.has_value()),
         static_cast<double>(contraction::read_bytes_per_output(e) > 0),
         static_cast<double>(contraction::transcendentals_per_output(e) > 0),
         static_cast<double>(e.store.kind == StoreMap::Kind::kChannelSlice),

@@ -4,7 +4,6 @@
 #include <cmath>
 
 #include "core/error.h"
-#include "core/half.h"
 
 namespace tessel::ops {
 
@@ -19,19 +18,6 @@ int64_t quantize_value(double v, int64_t zero_point, QuantRange range) {
   // conversion to int64 defined for huge values.
   double r = std::nearbyint(std::clamp(v, -1e18, 1e18));
   return std::clamp(static_cast<int64_t>(r) + zero_point, range.lo, range.hi);
-}
-
-double quantize_quotient(DType x_dtype, double x, double scale) {
-  switch (x_dtype) {
-    case DType::kF32:
-      return static_cast<float>(x) / static_cast<float>(scale);
-    case DType::kF16:
-      return half_to_float(float_to_half(static_cast<float>(x) / static_cast<float>(scale)));
-    case DType::kBF16:
-      return bf16_to_float(float_to_bf16(static_cast<float>(x) / static_cast<float>(scale)));
-    default:
-      return x / scale;
-  }
 }
 
 void require_quant_dtype(const ir::InferContext& ctx, int i, const char* what) {

@@ -22,10 +22,6 @@ QuantRange quant_range(DType t);
 // zero point (the code of real zero).
 int64_t quantize_value(double v, int64_t zero_point, QuantRange range);
 
-// QuantizeLinear's x / scale, rounded the way ONNX's reference computes it: in x's own float
-// precision (so that a quotient that is a tie in f32 stays a tie), in double for i32 and f64.
-double quantize_quotient(DType x_dtype, double x, double scale);
-
 // UserErrors naming the node and the input (`what`) unless input i ...
 // ... has a quantized dtype (u8 or i8);
 void require_quant_dtype(const ir::InferContext& ctx, int i, const char* what);

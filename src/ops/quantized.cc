@@ -91,6 +91,21 @@ void infer_quantize(ir::InferContext& ctx) {
   ctx.set_output(0, out, ctx.shape(0));
 }
 
+// x / scale rounded the way ONNX's reference computes it: in x's own float precision (so a
+// quotient that is a tie in f32 stays a tie), in double for i32 and f64.
+double quantize_quotient(DType x_dtype, double x, double scale) {
+  switch (x_dtype) {
+    case DType::kF32:
+      return static_cast<float>(x) / static_cast<float>(scale);
+    case DType::kF16:
+      return half_to_float(float_to_half(static_cast<float>(x) / static_cast<float>(scale)));
+    case DType::kBF16:
+      return bf16_to_float(float_to_bf16(static_cast<float>(x) / static_cast<float>(scale)));
+    default:
+      return x / scale;
+  }
+}
+
 void compute_quantize(ir::KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   const Tensor& scale = ctx.input(1);

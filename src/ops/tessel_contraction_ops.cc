@@ -29,16 +29,12 @@
 //     W, and so the node's dtype, Y and R, stay float; no prologue but "requantize". Or a
 //     stem's (fuse's fold of the graph input's DequantizeLinear into a conv reading NCHW X):
 //     X i8 NCHW, W float, any group, no prologue, and S [Co] f32 holding X's per-tensor scale.
-//     Or that stem with the graph input's QuantizeLinear folded too: X float NCHW read through
-//     the prologue "quantize" (its integers, as the QuantizeLinear gives them), and S as above.
 //   tessel.Conv(X, W, B?, R?, S?) -> Y, S only for int8 (int8 X)
 //   prologue (fuse-prologue's fusion of a per-channel scale and shift, and a ReLU, before the
 //     conv): tessel.Conv(X, W, B?, R?, -, P) with P f32 [2, Ci]; the convolution reads
 //     act(X * P[0, c] + P[1, c]) rounded to W's dtype (float X in NHWC only), and pads with
 //     zeros after that, as the unfused nodes before it would. Or, a depthwise conv's int8 X,
-//     "requantize" with P f32 [1, Ci]: clamp(round_half_even(f32(X) * P[0, c]), -128, 127). Or
-//     a float NCHW X, "quantize" with P f32 [1, Ci]: clamp(round_half_even(f32(X) / P[0, c]),
-//     -128, 127), with S (the int8-input stem's form, its QuantizeLinear folded).
+//     "requantize" with P f32 [1, Ci]: clamp(round_half_even(f32(X) * P[0, c]), -128, 127).
 //   tessel.Gemm(A, W, B?, R?, S?) -> Y
 //     A [M, K] ([K, M] with trans_a = 1); W [N, K] (trans_b = 1, the default: ONNX Gemm with
 //     transB = 1, what convert-layout writes) or [K, N] (trans_b = 0); B [N]; R [M, N];
@@ -54,7 +50,6 @@
 
 #include "core/error.h"
 #include "ops/nn_common.h"
-#include "ops/quant_common.h"
 #include "ops/tessel_epilogue.h"
 #include "ops/tessel_ops.h"
 #include "ops/tessel_reference.h"
@@ -72,12 +67,10 @@ DType node_dtype(DType w) { return w == DType::kI8 || w == DType::kU8 ? DType::k
 // Operands 0 and 1 both float (X in W's dtype unless `any_float_x`) and no S; or X i8 with the
 // dequantization scale S [channels] f32, and W i8 (the int8 contraction, which also reads a u8
 // X: onnxruntime's uint8 activations with zero point 0) or, where `int8_input_taken` (a
-// depthwise tessel.Conv over NHWC X, without a prologue or with "requantize"), float. A float X
-// that the prologue "quantize" reads as integers (`x_quantized`) takes S as an int8 X does.
-// out_dtype i8 (u8) only after a last 'quantize' step (or steps ending in an integer of
-// [0, 255]: ends_quantized).
+// depthwise tessel.Conv over NHWC X, without a prologue or with "requantize"), float. out_dtype i8 (u8) only after
+// a last 'quantize' step (or steps ending in an integer of [0, 255]: ends_quantized).
 void check_operands(const ir::InferContext& ctx, const char* x_name, bool any_float_x,
-                    bool int8_input_taken, int64_t channels, bool x_quantized = false) {
+                    bool int8_input_taken, int64_t channels) {
   const ir::Node& node = ctx.node();
   const DType w = ctx.dtype(1);
   if (w == DType::kI8) {
@@ -95,16 +88,15 @@ void check_operands(const ir::InferContext& ctx, const char* x_name, bool any_fl
     require_float_input(ctx, 0, x_name);
     require_float_input(ctx, 1, "W");
     if (!any_float_x) require_same_dtype(ctx, 0, 1, x_name, "W");
-    TESSEL_USER_CHECK(!ctx.has_input(kScale) || x_quantized)
+    TESSEL_USER_CHECK(!ctx.has_input(kScale))
         << node.label() << ": the dequantization scale S (input 4) belongs to int8 contractions "
         << "and int8 inputs, " << x_name << " is " << dtype_name(ctx.dtype(0)) << " and W "
         << dtype_name(w);
   }
-  if (ctx.dtype(0) == DType::kI8 || ctx.dtype(0) == DType::kU8 || x_quantized) {
+  if (ctx.dtype(0) == DType::kI8 || ctx.dtype(0) == DType::kU8) {
     TESSEL_USER_CHECK(ctx.has_input(kScale) && ctx.dtype(kScale) == DType::kF32 &&
                       ctx.shape(kScale) == Shape{channels})
-        << node.label() << ": an int8 "
-        << (w == DType::kI8 ? "contraction" : x_quantized ? "input (prologue 'quantize')" : "input")
+        << node.label() << ": an int8 " << (w == DType::kI8 ? "contraction" : "input")
         << " needs its dequantization scale S f32[" << channels << "] as input 4"
         << (ctx.has_input(kScale) ? ", it is " + ctx.input(kScale).str() : "");
   }
@@ -123,8 +115,7 @@ void check_operands(const ir::InferContext& ctx, const char* x_name, bool any_fl
 }
 
 // The prologue attribute and its operand P come together: P f32 [2, Ci] on a float NHWC X
-// (affine), P f32 [1, Ci] on a depthwise conv's int8 NHWC X (requantize) or on a float NCHW X
-// under float weights (quantize).
+// (affine), or P f32 [1, Ci] on a depthwise conv's int8 NHWC X (requantize).
 void check_prologue(const ir::InferContext& ctx, bool nchw_input, int64_t in_channels, bool depthwise) {
   const ir::Node& node = ctx.node();
   const std::optional<Prologue> pro = read_prologue(node);
@@ -137,21 +128,16 @@ void check_prologue(const ir::InferContext& ctx, bool nchw_input, int64_t in_cha
   if (pro->requantize) {
     TESSEL_USER_CHECK(!nchw_input && depthwise && ctx.dtype(0) == DType::kI8 && ctx.dtype(1) != DType::kI8)
         << node.label() << ": prologue 'requantize' reads the int8 NHWC X of a depthwise conv";
-  } else if (pro->quantize) {
-    TESSEL_USER_CHECK(nchw_input && is_float(ctx.dtype(0)) && is_float(ctx.dtype(1)))
-        << node.label() << ": prologue 'quantize' reads a float NCHW X (input_layout nchw) under float "
-        << "weights, X is " << dtype_name(ctx.dtype(0)) << (nchw_input ? "" : " NHWC") << " and W "
-        << dtype_name(ctx.dtype(1));
   } else {
     TESSEL_USER_CHECK(!nchw_input && ctx.dtype(1) != DType::kI8)
         << node.label() << ": a prologue reads a float NHWC X (input_layout nhwc, float W)";
   }
-  const int64_t rows = pro->requantize || pro->quantize ? 1 : 2;
+  const int64_t rows = pro->requantize ? 1 : 2;
   TESSEL_USER_CHECK(ctx.dtype(kPrologue) == DType::kF32 &&
                     ctx.shape(kPrologue) == Shape({rows, in_channels}))
       << node.label() << ": prologue operand P is " << ctx.input(kPrologue).str() << ", expected f32["
       << rows << "," << in_channels << "] ("
-      << (pro->requantize ? "the factor" : pro->quantize ? "the scale" : "scale and shift") << " per input channel)";
+      << (pro->requantize ? "the factor" : "scale and shift") << " per input channel)";
 }
 
 // Bias B: one value per output channel, f32 or the node's dtype (W's).
@@ -266,7 +252,7 @@ void infer_conv(ir::InferContext& ctx) {
   const std::optional<Prologue> pro = read_prologue(node);
   const bool int8_input_taken =
       nchw_input ? !pro : (!pro || pro->requantize) && depthwise;
-  check_operands(ctx, "X", nchw_input, int8_input_taken, pre_store[3], pro && pro->quantize);
+  check_operands(ctx, "X", nchw_input, int8_input_taken, pre_store[3]);
   check_prologue(ctx, nchw_input, x_nchw[1], depthwise);
   check_bias(ctx, pre_store[3]);
   check_residual(ctx, read_epilogue(node), pre_store);
@@ -292,14 +278,6 @@ void compute_conv(ir::KernelContext& ctx) {
         const float y = static_cast<float>(v[i]) * static_cast<float>(pv.get_f64(i % c));
         v[i] = std::clamp(static_cast<double>(std::nearbyint(y)), -128.0, 127.0);
       }
-    } else if (pro->quantize) {
-      // As the QuantizeLinear it replaces, from X as stored: X / P[0, c] rounded half to even
-      // (NaN: 0) and saturated to int8. X is NCHW: c is the second axis.
-      const int64_t plane = x.shape()[2] * x.shape()[3], channels = x.shape()[1];
-      for (int64_t i = 0; i < x.numel(); ++i)
-        v[i] = static_cast<double>(quantize_value(
-            quantize_quotient(in.dtype(), in.get_f64(i), pv.get_f64(i / plane % channels)), 0,
-            quant_range(DType::kI8)));
     } else {
       // act(x * scale + shift) per channel (NHWC: the last axis), one rounding to W's dtype.
       for (int64_t i = 0; i < x.numel(); ++i) {

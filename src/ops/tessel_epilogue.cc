@@ -502,19 +502,16 @@ void write_nchw_input(ir::Node& node, bool nchw) {
 std::optional<Prologue> read_prologue(const ir::Node& node) {
   if (!node.attrs.count("prologue")) return std::nullopt;
   const std::string name = node.get_string("prologue", "");
-  TESSEL_USER_CHECK(name == "affine" || name == "affine_relu" || name == "requantize" || name == "quantize")
-      << node.label() << ": prologue '" << name
-      << "' is not supported (affine, affine_relu, requantize, quantize)";
-  return Prologue{.relu = name == "affine_relu", .requantize = name == "requantize", .quantize = name == "quantize"};
+  TESSEL_USER_CHECK(name == "affine" || name == "affine_relu" || name == "requantize")
+      << node.label() << ": prologue '" << name << "' is not supported (affine, affine_relu, requantize)";
+  return Prologue{.relu = name == "affine_relu", .requantize = name == "requantize"};
 }
 
 void write_prologue(ir::Node& node, std::optional<Prologue> prologue) {
   node.attrs.erase("prologue");
   if (prologue)
-    node.attrs["prologue"] = std::string(prologue->quantize     ? "quantize"
-                                         : prologue->requantize ? "requantize"
-                                         : prologue->relu       ? "affine_relu"
-                                                                : "affine");
+    node.attrs["prologue"] =
+        std::string(prologue->requantize ? "requantize" : prologue->relu ? "affine_relu" : "affine");
 }
 
 }  // namespace tessel::ops

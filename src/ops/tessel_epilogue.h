@@ -248,14 +248,9 @@ inline bool stem_tap_pairs(int64_t channels, int64_t stride_w, int64_t dilation_
 //    the integers on another grid, as a depthwise conv of unit weights storing int8 would
 //    give them (fold-qdq's requantization of a concat, before a norm's depthwise conv). Only
 //    a depthwise conv's int8 X; 0 stays 0, so the padding is the same either way.
-//  - "quantize": a float NCHW X read as clamp(round_half_even(X / P[0, c]), -128, 127) (f32
-//    division, as QuantizeLinear), P [1, Ci]: a QDQ model's QuantizeLinear of its graph input
-//    folded into the stem reading it (fuse), whose DequantizeLinear's scale is S. The conv
-//    then reads integers exactly as the int8-input stem does (and needs S); 0 stays 0.
 struct Prologue {
   bool relu = false;
   bool requantize = false;
-  bool quantize = false;
   bool operator==(const Prologue&) const = default;
 };
 // nullopt without the attribute; an unknown name is a UserError naming the node.

@@ -51,9 +51,7 @@
 // SIMT conv keeps the NHWC copy) and at least kMinStridedStemPixels output pixels. A Cast, Transpose or Pad that some other node also reads stays. A Cast to its dtype
 // before a conv that already reads NCHW goes too (the pipeline run twice), and so does a
 // per-tensor int8 DequantizeLinear with zero point 0 (a QDQ model's quantized graph input): the
-// conv reads the int8 X and its scale as S (see fold_dequantize), and then the QuantizeLinear
-// that wrote that int8 X from a float one: the conv reads the float X and quantizes it as it
-// stages it (prologue "quantize", fold_quantize). A strided stem whose
+// conv reads the int8 X and its scale as S (see fold_dequantize). A strided stem whose
 // input is NHWC already (a model with an NHWC input: convert-layout's Transposes cancel) loses
 // only its channel Pad, where the halo kernel stages its pixels itself: at most 4 channels, an
 // even horizontal stride, dilation 1 (tap pairs), and the strided stems' rules above.
@@ -556,8 +554,7 @@ class StemFolder {
       changed = true;
     }
     changed |= fold_cast(conv);
-    changed |= fold_dequantize(conv);
-    return fold_quantize(conv) || changed;
+    return fold_dequantize(conv) || changed;
   }
 
   // Whether a strided or dilated stem `conv` has the halo kernel's tiles to fill the SMs (its
@@ -671,38 +668,6 @@ class StemFolder {
         g_.add_constant(g_.unique_value_name(g_.value(conv.inputs[0]).name + ".dequant_scale"), std::move(s));
     conv.inputs[0] = d.inputs[0];
     erased_[static_cast<size_t>(dq)] = 1;
-    return true;
-  }
-
-  // The QuantizeLinear of that int8 X (the graph's float input, quantized: QuantizeLinear ->
-  // DequantizeLinear -> stem, its DequantizeLinear folded above): per tensor, int8, zero point
-  // 0, from f32 or the weights' dtype (what the halo kernel stages). The conv reads the float X
-  // and quantizes it as it stages it (prologue "quantize", P f32 [1, Ci] holding the scale):
-  // the same integers, bit for bit, and the QuantizeLinear's kernel, which wrote them to
-  // memory for the stem to read back, goes.
-  bool fold_quantize(ir::Node& conv) {
-    const bool scaled = conv.inputs.size() > ops::kScaleInput && conv.inputs[ops::kScaleInput] != kNoValue;
-    if (g_.type(conv.inputs[0]).dtype != DType::kI8 || !scaled || ops::read_prologue(conv) ||
-        !ops::read_nchw_input(conv))
-      return false;
-    const int qn = sole_producer(conv.inputs[0]);
-    if (qn < 0 || g_.nodes[qn].inputs.empty()) return false;
-    const ir::Node& q = g_.nodes[qn];
-    const ValueId x = q.inputs[0];
-    const std::optional<AffineQdq> a = affine_qdq(g_, q, "QuantizeLinear", x);
-    const DType xt = g_.type(x).dtype;
-    if (!a || a->integer != DType::kI8 || a->zero_point != 0 ||
-        (xt != DType::kF32 && xt != g_.type(conv.inputs[1]).dtype))
-      return false;
-    const int64_t channels = g_.type(x).shape.at(1);
-    Tensor scale(DType::kF32, {1, channels});
-    for (int64_t c = 0; c < channels; ++c) scale.set_f64(c, static_cast<float>(a->scale));
-    if (conv.inputs.size() <= ops::kPrologueInput) conv.inputs.resize(ops::kPrologueInput + 1, kNoValue);
-    conv.inputs[ops::kPrologueInput] =
-        g_.add_constant(g_.unique_value_name(g_.value(conv.inputs[0]).name + ".quantize_scale"), std::move(scale));
-    conv.inputs[0] = x;
-    ops::write_prologue(conv, ops::Prologue{.quantize = true});
-    erased_[static_cast<size_t>(qn)] = 1;
     return true;
   }
 

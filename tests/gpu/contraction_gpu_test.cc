@@ -22,9 +22,7 @@
 #include "core/half.h"
 #include "gpu/gpu_test_util.h"
 #include "device/cuda_api.h"
-#include "kernels/contraction/conv_window.h"
 #include "kernels/default_schedule.h"
-#include "ops/quant_common.h"
 
 namespace tessel::kernels::cuda::testing {
 namespace {
@@ -50,7 +48,6 @@ class ContractionGpuTest : public ::testing::Test {
 struct Operands {
   HostOperands h;
   std::vector<char> a, b, scale, bias, residual;
-  std::vector<char> quantize;  // a quantizing A prologue's scales (operand 3)
 };
 
 // Runs `k` on `o` `launches` times, its output poisoned before each; returns each launch's
@@ -60,7 +57,6 @@ std::vector<std::vector<double>> launch(const TestProblem& p, const ContractionK
   rt::DeviceBuffer da = upload(o.a), db = upload(o.b), dscale = upload(o.scale),
                    dbias = upload(o.bias);
   rt::DeviceBuffer dres = upload(o.residual.empty() ? std::vector<char>(16) : o.residual);
-  rt::DeviceBuffer dquantize = upload(o.quantize.empty() ? std::vector<char>(16) : o.quantize);
   const size_t out_bytes = output_elements(p) * dtype_size(p.e.out_dtype);
   rt::DeviceBuffer dout(out_bytes);
   rt::DeviceBuffer ws(std::max<size_t>(k.source().workspace_bytes, 16));
@@ -69,7 +65,7 @@ std::vector<std::vector<double>> launch(const TestProblem& p, const ContractionK
   args.a = da.ptr();
   args.b = db.ptr();
   args.c = dout.ptr();
-  args.extra = {dscale.ptr(), dbias.ptr(), dres.ptr(), dquantize.ptr()};
+  args.extra = {dscale.ptr(), dbias.ptr(), dres.ptr()};
   args.workspace = ws.ptr();
   std::vector<std::vector<double>> outs;
   for (int i = 0; i < launches; ++i) {
@@ -97,18 +93,6 @@ void run_and_check(const TestProblem& p, const ContractionKernel& k, std::mt1993
     return s.kind == EpilogueOpKind::kResidualAdd;
   });
   if (has_residual) o.h.residual = random_tensor(rng, output_elements(p), p.e.out_dtype, o.residual);
-  if (p.e.a_prologue && p.e.a_prologue->quantize) {
-    // A stem's folded QuantizeLinear (operand 3, scales per input channel of an NCHW A): the
-    // reference reads the integers it gives, by QuantizeLinear's own reference arithmetic.
-    // Scales of 1/250 to 1/80 put A's [-1, 1] on 80-250 steps: some saturate.
-    const std::optional<contraction::ConvWindow> w = contraction::conv_window(c);
-    ASSERT_TRUE(w && w->nchw_input && p.e.a_prologue->operand == 3);
-    const std::vector<float> q = random_tensor(rng, w->channels, DType::kF32, o.quantize, 0.004f, 0.0125f);
-    const int64_t plane = w->in_h * w->in_w;
-    for (size_t i = 0; i < o.h.a.size(); ++i)
-      o.h.a[i] = static_cast<float>(ops::quantize_value(
-          ops::quantize_quotient(c.a_dtype, o.h.a[i], q[i / plane % w->channels]), 0, ops::quant_range(DType::kI8)));
-  }
   const std::vector<double> want = reference_output(p, o.h);
   // Twice: the second launch checks that split-K counters were reset and nothing depends on
   // leftovers of the first.

@@ -4,8 +4,6 @@
 // only producers.
 #include <gtest/gtest.h>
 
-#include <cmath>
-
 #include "ir/infer.h"
 #include "ir/parser.h"
 #include "passes/pass_test_util.h"
@@ -492,39 +490,6 @@ TEST(TesselConvInt8Input, NchwStemsReadTheIntegersAndScale) {
   EXPECT_EQ(run(dense, {{4, -128, -2, 127}}), (V{-157.75, 2.125}));
 }
 
-// The stem with the graph input's QuantizeLinear folded too (prologue "quantize"): a float NCHW
-// X read as clamp(round_half_even(X / P[0, c]), -128, 127), then as the int8 X above. Planes
-// [2.25, -70] / 0.5 = [4.5, -140] -> [4, -128] (a tie to even, saturated) and [-0.625, 40] /
-// 0.25 = [-2.5, 160] -> [-2, 127]: the dense stem's integers, its result.
-std::string quantizing_stem(const std::string& layout, const std::string& x, const std::string& p) {
-  std::string t = with(int8_input_conv("{input_layout = \"" + layout + "\", prologue = \"quantize\"}", x),
-                       "f16[2,1,2,1] = [0.5, 1.5, 0.25, -1.0]",
-                       "f16[2,1,2,2] = [0.5, 0.25, 1.5, -1.0, 1.0, 1.0, 1.0, 1.0]");
-  t = with(t, "_, %s)", "_, %s, %p)");
-  return with(t, "  %y =", "  const %p : " + p + "\n  %y =");
-}
-
-TEST(TesselConvQuantizePrologue, ReadsTheQuantizeLinearsIntegers) {
-  EXPECT_EQ(run(quantizing_stem("nchw", "f32[1,2,1,2]", "f32[1,2] = [0.5, 0.25]"), {{2.25, -70, -0.625, 40}}),
-            (V{-157.75, 2.125}));
-  // NaN quantizes to 0 (as QuantizeLinear's reference): c0 = 4 * 0.5 - 128 * 1.5 + 127 * -1.
-  EXPECT_EQ(run(quantizing_stem("nchw", "f32[1,2,1,2]", "f32[1,2] = [0.5, 0.25]"), {{2.25, -70, NAN, 40}}),
-            (V{(2 - 192 - 127) * 0.5 + 1, (4 - 128 + 127) * 0.125 + 2}));
-}
-
-TEST(TesselConvQuantizePrologue, TakesAFloatNchwXWithItsScales) {
-  const std::string ok = quantizing_stem("nchw", "f32[1,2,1,2]", "f32[1,2] = [0.5, 0.25]");
-  EXPECT_EQ(infer_error(ok), "");
-  EXPECT_EQ(infer_error(quantizing_stem("nhwc", "f16[1,1,2,2]", "f32[1,2] = [0.5, 0.25]")),
-            "tessel.Conv 'c': prologue 'quantize' reads a float NCHW X (input_layout nchw) under float "
-            "weights, X is f16 NHWC and W f16");
-  EXPECT_EQ(infer_error(quantizing_stem("nchw", "f32[1,2,1,2]", "f32[2,2] = [0.5, 0.25, 0.0, 0.0]")),
-            "tessel.Conv 'c': prologue operand P is f32[2,2], expected f32[1,2] (the scale per input channel)");
-  EXPECT_EQ(infer_error(with(ok, ", _, %s, %p)", ", _, _, %p)")),
-            "tessel.Conv 'c': an int8 input (prologue 'quantize') needs its dequantization scale S "
-            "f32[2] as input 4");
-}
-
 TEST(TesselConvInt8Input, OnlyDepthwiseConvsAndStemsWithTheirScaleTakeIt) {
   EXPECT_EQ(infer_error(int8_input_conv("{group = 2}")), "");
   const std::string only_depthwise =
@@ -580,7 +545,7 @@ TEST(TesselConvPrologue, AffineThenReluBeforeTheConv) {
 TEST(TesselConvPrologue, Errors) {
   EXPECT_EQ(infer_error(with(kPrologue, "ATTRS", R"({prologue = "affine"})")), "");
   EXPECT_EQ(infer_error(with(kPrologue, "ATTRS", R"({prologue = "gelu"})")),
-            "tessel.Conv 'c': prologue 'gelu' is not supported (affine, affine_relu, requantize, quantize)");
+            "tessel.Conv 'c': prologue 'gelu' is not supported (affine, affine_relu, requantize)");
   EXPECT_EQ(infer_error(with(kPrologue, "ATTRS", "")),
             "tessel.Conv 'c': input 5 is given, so the node needs a 'prologue' attribute");
   std::string no_p = with(kPrologue, "ATTRS", R"({prologue = "affine"})");

@@ -130,8 +130,8 @@ std::string Epilogue::str() const {
   // "bias(#0) -> relu -> store f16 plain(ld=n)"
   std::string s;
   if (a_prologue)
-    s += std::string("A prologue ") + (a_prologue->quantize ? "quantize(#" : "affine(#") +
-         std::to_string(a_prologue->operand) + ")" + (a_prologue->relu ? " -> relu" : "") + " | ";
+    s += "A prologue affine(#" + std::to_string(a_prologue->operand) + ")" +
+         (a_prologue->relu ? " -> relu" : "") + " | ";
   for (const EpilogueStep& step : steps) s += step_str(step) + " -> ";
   return s + "store " + std::string(dtype_name(out_dtype)) + " " + store_str(store);
 }

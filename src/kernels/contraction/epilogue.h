@@ -79,12 +79,9 @@ struct StoreMap {
 // A prologue of A (a tessel.Conv's 'prologue', fuse-prologue): the kernel reads
 // act(A * P[0, c] + P[1, c]) instead of A, with c = k % channels (A's channel: conv K dims are
 // (kh, kw, ci), ci innermost), applied to the elements it loads and never to the zeros it
-// fills in for padding. P is f32 [2, channels], the extra operand `operand`. With `quantize`
-// (ops' prologue "quantize", a stem's folded QuantizeLinear): clamp(round_half_even(A / P[0, c]),
-// -128, 127) instead, P f32 [1, channels], A a float NCHW input (the halo kernel's staging only).
+// fills in for padding. P is f32 [2, channels], the extra operand `operand`.
 struct OperandPrologue {
   bool relu = false;
-  bool quantize = false;
   int operand = -1;
   int64_t channels = 0;
 };

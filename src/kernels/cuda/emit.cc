@@ -587,10 +587,6 @@ KernelSource emit(const Contraction& c, const Epilogue& e, const kernels::Schedu
     body << fmt::format("  using Element = {};   // the mma operands\n", kernel_element_type(c.b_dtype));
     body << fmt::format("  using ElementA = {};  // X as stored, converted while staged\n",
                         kernel_element_type(c.a_dtype));
-    const std::optional<contraction::OperandPrologue>& pro = e.a_prologue;
-    body << fmt::format("  // X staged as clamp(round(X / Q[c]), -128, 127), Q = extra operand kQuantizeOperand (-1: as it is)\n"
-                        "  static constexpr int kQuantizeOperand = {};\n",
-                        pro && pro->quantize ? pro->operand : -1);
   } else if (tc) {
     body << fmt::format("  using Element = {};{}\n", kernel_element_type(c.a_dtype),
                         c.a_dtype != c.b_dtype ? "  // A's element; B is s8 (int8 weights)" : "");

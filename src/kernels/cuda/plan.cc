@@ -10,7 +10,6 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/shape.h"
-#include "kernels/contraction/conv_window.h"
 #include "kernels/contraction/grouped.h"
 #include "kernels/kernel_rules.h"
 
@@ -320,24 +319,11 @@ Reason check_epilogue(const Epilogue& e, KernelPlan* p) {
 
 // A prologue (contraction/epilogue.h) is applied by the mma.sync kernel's A loader to the
 // vectors each thread copied, once they land in shared memory (tessel_mma.cuh): so that
-// kernel only, with A K-major in cp.async vectors of whole channels, 16-bit floats. A
-// quantizing one (a stem's folded QuantizeLinear) by the halo kernel's staging of an NCHW
-// input, element by element as it converts them (tessel_halo.cuh), and by no other kernel.
+// kernel only, with A K-major in cp.async vectors of whole channels, 16-bit floats.
 Reason check_prologue(const Contraction& c, const Epilogue& e, const Schedule& s,
                       const KernelPlan& p) {
   if (!e.a_prologue) return std::nullopt;
   const contraction::OperandPrologue& pro = *e.a_prologue;
-  if (pro.quantize) {
-    const std::optional<contraction::ConvWindow> w = contraction::conv_window(c);
-    if (s.mainloop != kernels::Mainloop::kHalo || !w || !w->nchw_input)
-      return "a quantizing A prologue runs in the halo kernel's staging of an NCHW input only";
-    if (!is_float(c.a_dtype))
-      return fmt::format("a quantizing A prologue reads a float input, not {}", dtype_name(c.a_dtype));
-    if (pro.channels != w->channels || pro.operand < 0 || pro.operand >= 4)
-      return fmt::format("a quantizing A prologue of {} channels (operand {}) over {} input channels",
-                         pro.channels, pro.operand, w->channels);
-    return std::nullopt;
-  }
   const bool simt = s.instruction == Instruction::kSimt;
   if ((!simt && s.instruction != Instruction::kMmaSync) || s.mainloop == kernels::Mainloop::kHalo ||
       s.groups_per_tile > 0)

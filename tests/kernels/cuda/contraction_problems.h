@@ -316,20 +316,6 @@ inline std::vector<TestProblem> halo_problems() {
   }
   add(nchw(conv_params(1, 20, 32, 3, 64, 3, 1, 1), DType::kI8), 16, 16, 64, 32, 2,
       {step(K::kScale), step(K::kBias), step(K::kRelu)});
-  // And with its QuantizeLinear folded too (prologue "quantize", scales as operand 3): the f32
-  // input quantized as it is staged, the same two stems.
-  for (const bool pairs : {true, false}) {
-    TestProblem p = nchw(pairs ? conv_params(2, 29, 35, 3, 64, 7, 2, 3) : conv_params(1, 20, 32, 3, 64, 3, 1, 1),
-                         DType::kF32);
-    p.e.a_prologue = contraction::OperandPrologue{.quantize = true, .operand = 3, .channels = 3};
-    if (pairs) {
-      p.e.out_dtype = DType::kI8;
-      add(std::move(p), 8, 16, 64, 32, 3,
-          {step(K::kScale), step(K::kBias), step(K::kQuantize, 0.05f), step(K::kRelu)});
-    } else {
-      add(std::move(p), 16, 16, 64, 32, 2, {step(K::kScale), step(K::kBias), step(K::kRelu)});
-    }
-  }
   // Tap pairs over NHWC stems of at most 4 channels (bench-op's one-node stems): pixels of
   // 2 * ci bytes staged through registers into 4-channel slots. ResNet's 7x7/2 over 3
   // channels, odd height and width (the last tile column's pixels and the last pair's second

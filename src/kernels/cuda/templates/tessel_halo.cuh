@@ -40,10 +40,8 @@
 //   using Element;                                  // f16 or bf16: W, and X once staged
 //   using ElementA;                                 // X as stored (Element, or float NCHW)
 //   static constexpr int kImages, kInH, kInW, kC;   // X: [kImages, kInH, kInW, kC] (kC: all
-//                                                   // groups)
-//   static constexpr bool kInputNchw;               // X is [kImages, kC, kInH, kInW] instead
-//   static constexpr int kQuantizeOperand;          // an NCHW X quantized as staged (-1: not):
-//                                                   // the extra operand of its scales, f32 [kC]
+//   groups) static constexpr bool kInputNchw;               // X is [kImages, kC, kInH, kInW]
+//   instead
 // NHWC X and W move by 16-byte cp.async (kC % 8 == 0). A stem's NCHW input (few channels,
 // often the graph's fp32 input) is gathered through registers instead, converted to Element
 // and stored one 16-byte chunk per pixel and 8 channels (with tap pairs: two 4-channel pixels),
@@ -251,8 +249,8 @@ struct HaloConvKernel {
 #pragma unroll
               for (int h = 0; h < 2; ++h) {
                 const int c = 2 * word + h;
-                v[h] = stage_bits(p, x + ((static_cast<typename P::Index>(img) * P::kC + c) * P::kInH + iy) * P::kInW + ix,
-                                  c, inside && c < P::kC);
+                v[h] = stage_bits(x + ((static_cast<typename P::Index>(img) * P::kC + c) * P::kInH + iy) * P::kInW + ix,
+                                  inside && c < P::kC);
               }
               staged[it][2 * px + word] = stage_word(v[0], v[1]);
             }
@@ -275,8 +273,8 @@ struct HaloConvKernel {
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int c = q * 8 + e + h;
-          v[h] = stage_bits(p, x + ((static_cast<typename P::Index>(img) * P::kC + c) * P::kInH + iy) * P::kInW + ix,
-                            c, inside && c < P::kC);
+          v[h] = stage_bits(x + ((static_cast<typename P::Index>(img) * P::kC + c) * P::kInH + iy) * P::kInW + ix,
+                            inside && c < P::kC);
         }
         staged[it][e / 2] = stage_word(v[0], v[1]);
       }
@@ -327,26 +325,12 @@ struct HaloConvKernel {
   // weights (its DequantizeLinear folded: S holds the scale) by bits, two integer instructions
   // per element and one f16x2 subtract per pair (stage_word) where the float path takes four: the
   // f16 of bits 0x6400 | (x + 128) is 1152 + x (ulp 1 in [1024, 2048)), zero's is 1152.
-  // With kQuantize (a QDQ model's QuantizeLinear of its float input folded too: prologue
-  // "quantize") X is staged as that QuantizeLinear's integers: X / Q[c] divided as it divides
-  // (correctly rounded, then to X's own precision), rounded half to even, saturated (NaN: 0).
   static constexpr bool kStagedByBits = StagedByBits<typename P::ElementA, Element>::value;
-  static constexpr bool kQuantize = P::kQuantizeOperand >= 0;
-  __device__ __forceinline__ static u32 stage_bits(const KernelParams& p, const typename P::ElementA* x, int c,
-                                                   bool ok) {
+  __device__ __forceinline__ static u32 stage_bits(const typename P::ElementA* p, bool ok) {
     if constexpr (kStagedByBits) {
-      return 0x6400u | (ok ? u32(ld_global_nc<1>(x)) ^ 0x80u : 0x80u);
-    } else if constexpr (kQuantize) {
-      float v = 0.0f;
-      if (ok) {
-        const float* q = static_cast<const float*>(p.extra[P::kQuantizeOperand]);
-        const float quotient =
-            to_float(from_float<typename P::ElementA>(__fdiv_rn(to_float(ld_element(x)), __ldg(q + c))));
-        v = isnan(quotient) ? 0.0f : fminf(fmaxf(rintf(quotient), -128.0f), 127.0f);
-      }
-      return u32(from_float<Element>(v).bits);
+      return 0x6400u | (ok ? u32(ld_global_nc<1>(p)) ^ 0x80u : 0x80u);
     } else {
-      return u32(from_float<Element>(ok ? to_float(ld_element(x)) : 0.0f).bits);
+      return u32(from_float<Element>(ok ? to_float(ld_element(p)) : 0.0f).bits);
     }
   }
   // Two staged elements as one word (the first in the low half); by bits, less 1152 each.
