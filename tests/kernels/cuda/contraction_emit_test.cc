@@ -712,6 +712,31 @@ TEST(HaloRowChains, StemReadsEachInputRowOncePerChain) {
   EXPECT_EQ(count, 2 * ((4 + 3) + (4 + 2)) + 7 * 2 * 2);
 }
 
+// Outputs of one or two bytes stored along n from 32-channel warp tiles that N holds whole,
+// without a residual, go from the fragments to memory through quad shuffles
+// (HaloConvKernel::store_direct): no fp32 slab in shared memory. A residual (its reads follow
+// the slab's chunks) or a last warp tile past N keeps the slab.
+TEST(HaloDirectStore, FragmentsGoStraightToMemoryWithoutAResidual) {
+  int direct = 0, slab = 0;
+  for (const TestProblem& p : halo_problems()) {
+    const bool residual = std::any_of(p.e.steps.begin(), p.e.steps.end(), [](const auto& s) {
+      return s.kind == contraction::EpilogueOpKind::kResidualAdd;
+    });
+    const bool plain = p.e.store.kind == contraction::StoreMap::Kind::kPlain;
+    const bool narrow = dtype_size(p.e.out_dtype) <= 2;
+    if (p.s.warp_n != 32 || !plain || !narrow || p.s.groups_per_tile > 0) continue;
+    SCOPED_TRACE(p.name());
+    const bool expect_direct = !residual && p.c.n % 32 == 0;
+    const Compiled out = nvrtc_compile(emit(p.c, p.e, p.s), "sm_90a");
+    ASSERT_TRUE(out.ok) << out.log;
+    EXPECT_EQ(has(out.ptx, "shfl.sync.bfly"), expect_direct);
+    EXPECT_EQ(has(out.ptx, "st.shared.v2.f32"), !expect_direct);
+    ++(expect_direct ? direct : slab);
+  }
+  EXPECT_GE(direct, 10);
+  EXPECT_GE(slab, 2);
+}
+
 std::string halo_name(const ::testing::TestParamInfo<TestProblem>& info) {
   std::string n = info.param.name();
   for (char& ch : n)

@@ -446,6 +446,91 @@ struct HaloConvKernel {
     }
   }
 
+  // Stored along n straight from the fragments (an NHWC-like store of 1- or 2-byte outputs, 8
+  // consecutive channels contiguous and aligned: the plan's store vector a multiple of 8, no
+  // residual, warp tiles 32 channels wide, whole ones in N, so that every channel a lane
+  // finishes exists): no slab. Lane (g, t) of an m16n8 fragment holds
+  // channels 2t, 2t + 1 of rows g and g + 8; its finished outputs, packed by channel pair, are
+  // transposed within the lane's quad (three shuffles per word) so that lane t holds channels
+  // 8t .. 8t + 7 of both rows, stored as one 8- (int8) or 16-byte (f16) vector per row: a quad
+  // writes a row's 32 channels whole. Against the slab (ResNet's 7x7/2 stem into int8): per
+  // warp and m16 tile, 32 shared-memory wavefronts become 3 shuffles, and the per-channel
+  // operands (scale, bias) are read for the lane's 8 channels instead of a chunk's 16 (held
+  // across the tile's m16 tiles instead, they spilled at the kernel's 128 registers).
+  static constexpr bool kDirectStore = !P::kStoreAlongM && P::kStoreNStride == 1 && P::kResidual < 0 &&
+                                       kNI == 4 && P::kStoreVec % 8 == 0 && P::kN % kWN == 0 &&
+                                       (sizeof(typename P::Out) == 1 || sizeof(typename P::Out) == 2);
+
+  // y[j] = lane (quad lane j)'s x[t] for this lane t of the quad: a 4 x 4 transpose of words.
+  __device__ __forceinline__ static void quad_transpose(const u32 (&x)[4], int t, u32 (&y)[4]) {
+    u32 got[4];
+    got[0] = t == 0 ? x[0] : t == 1 ? x[1] : t == 2 ? x[2] : x[3];
+#pragma unroll
+    for (int k = 1; k < 4; ++k) {
+      const int to = t ^ k;  // lane t ^ k wants this lane's x[t ^ k]
+      const u32 send = to == 0 ? x[0] : to == 1 ? x[1] : to == 2 ? x[2] : x[3];
+      got[k] = __shfl_xor_sync(0xffffffffu, send, k);  // lane t ^ k's x[t]
+    }
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int k = j ^ t;
+      y[j] = k == 0 ? got[0] : k == 1 ? got[1] : k == 2 ? got[2] : got[3];
+    }
+  }
+
+  __device__ __forceinline__ static void store_direct(const KernelParams& p, const float (&acc)[kMI][kNI][4],
+                                                      int tile, int wm, int n_base, int lane) {
+    using Out = typename P::Out;
+    const int g = lane / 4, t = lane % 4;
+    const int n = n_base + 8 * t;  // this lane's 8 stored channels
+#pragma unroll
+    for (int mi = 0; mi < kMI; ++mi) {
+      int m_base;
+      const int rows = slab_rows(tile, wm, mi, m_base);
+      if (rows == 0) continue;  // uniform across the warp
+      // word[h][ni]: channels 8 ni + 2t, + 1 of row g + 8h (int8: both rows in word[0]).
+      u32 word[2][kNI];
+#pragma unroll
+      for (int ni = 0; ni < kNI; ++ni)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          u32 pair = 0;
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            const int ch = P::channel(0, n_base + ni * 8 + 2 * t + e);
+            const Out o = finish_element<P>(p, acc[mi][ni][2 * h + e], ch, 0.0f);
+            pair |= u32(static_cast<u16>(o.bits) & (sizeof(Out) == 1 ? 0xffu : 0xffffu)) << (e * 8 * sizeof(Out));
+          }
+          if constexpr (sizeof(Out) == 1)
+            word[0][ni] = h == 0 ? pair : word[0][ni] | pair << 16;
+          else
+            word[h][ni] = pair;
+        }
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int r = g + 8 * h;
+        if constexpr (sizeof(Out) == 1) {
+          if (h == 1) break;
+          u32 y[4];
+          quad_transpose(word[0], t, y);
+          // Row g: the low halves (channel pairs t' = 0..3), row g + 8: the high ones.
+          const uint2 lo = make_uint2(__byte_perm(y[0], y[1], 0x5410), __byte_perm(y[2], y[3], 0x5410));
+          const uint2 hi = make_uint2(__byte_perm(y[0], y[1], 0x7632), __byte_perm(y[2], y[3], 0x7632));
+          if (g < rows && m_base + g < P::kM)
+            *reinterpret_cast<uint2*>(static_cast<Out*>(p.c) + P::store_offset(0, m_base + g, n)) = lo;
+          if (g + 8 < rows && m_base + g + 8 < P::kM)
+            *reinterpret_cast<uint2*>(static_cast<Out*>(p.c) + P::store_offset(0, m_base + g + 8, n)) = hi;
+        } else {
+          u32 y[4];
+          quad_transpose(word[h], t, y);
+          if (r < rows && m_base + r < P::kM)
+            *reinterpret_cast<uint4*>(static_cast<Out*>(p.c) + P::store_offset(0, m_base + r, n)) =
+                make_uint4(y[0], y[1], y[2], y[3]);
+        }
+      }
+    }
+  }
+
   // Fragment addressing, per lane (tessel_mma.cuh's table, K-major A and B):
   //   A, m16 tile mi: lane l addresses output pixel l % 16 of the tile's 16 and half
   //     2j + l / 16 of k16 step j: pixel shift (r * kRowSlots + the slot shift of s) of that half's
@@ -681,6 +766,8 @@ struct HaloConvKernel {
       // Epilogue. Along m (NCHW): from the fragments (store_fragments).
       if constexpr (P::kStoreAlongM) {
         store_fragments(p, acc, tile, wm, n_slice + wn * kWN, lane);
+      } else if constexpr (kDirectStore) {
+        store_direct(p, acc, tile, wm, n_slice + wn * kWN, lane);
       } else {
         // Epilogue: per m16 tile (16 pixels of one output row), stage the accumulators in this
         // buffer (every warp is done reading its pixels after the barrier) and store the pixels
