@@ -257,8 +257,13 @@ std::optional<Schedule> default_large_gemm(const Contraction& c, const device::D
   for (Schedule s : tiles) {
     s.block_k *= block_k_scale(c);
     const std::optional<TmaLayout> l = tma_layout(c, s);
-    // int8 also takes a strided 1x1 conv (a downsample: one tap, gathered by the im2col map).
-    if (!l || (l->a_im2col && !(int8 && l->taps == 1)) ||
+    // int8 also takes a conv gathered by the im2col map: a strided 1x1 (a downsample), and on
+    // the 256x128 tile a windowed one, where its tiles fill the SMs twice as for a GEMM (tune,
+    // ResNet-50 int8 at batch 256, H200, 2026-11-30: the 3x3 convs 28x28 128 -> 128 48.9
+    // against the ranked ping-pong 64x128's 55.3 us, its stride-2 one 51.9 / 55.9, 14x14 256 ->
+    // 256 39.2 / 46.5, stride 2 44.1 / 48.5; at batch 32 their tiles fill the SMs less than
+    // twice and the ranking keeps them).
+    if (!l || (l->a_im2col && !int8) ||
         mn_tiles(c, s) < 2 * int64_t{device.sm_count} || !runs(c, s, device))
       continue;
     if (int8 ? ceil_div(c.n, s.block_n) * s.block_n * 8 > 9 * c.n : l->taps * l->chunks < 32)

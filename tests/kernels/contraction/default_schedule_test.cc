@@ -600,18 +600,23 @@ TEST(DefaultSchedule, PicksTheMeasuredBestOnH100) {
   // 22.9 -> 16.6 us) and 64 -> 256 (K of one half-empty k-tile), 28x28 128 -> 512, the
   // stride-2 downsample 256 -> 512 (20.9 -> 14.1), a large GEMM. Not with fewer tiles (28x28
   // 512 -> 128: 98 tiles, 8.6 -> 10.1 us), nor 64 outputs in 128-wide tiles (9.3 -> 11.7), nor
-  // a 3x3 conv, nor at batch 1.
+  // a 3x3 conv of so few tiles, nor at batch 1. A 3x3 conv whose tiles fill the SMs twice takes
+  // it too (ResNet-50 at batch 256, tune: 28x28 128 -> 128 48.9 us against the ranked
+  // ping-pong 64x128's 55.3; 14x14 256 -> 256 39.2 / 46.5; stride 2 from 56x56 51.9 / 55.9).
   const contraction::OperandDTypes i8 = {DType::kI8, DType::kI8, DType::kF32};
   for (const Contraction& c :
        {conv(32, 56, 256, 128, 1, 1, 0, i8), conv(32, 56, 64, 256, 1, 1, 0, i8),
-        conv(32, 28, 128, 512, 1, 1, 0, i8), conv(32, 56, 256, 512, 1, 2, 0, i8)})
+        conv(32, 28, 128, 512, 1, 1, 0, i8), conv(32, 56, 256, 512, 1, 2, 0, i8),
+        conv(256, 28, 128, 128, 3, 1, 1, i8), conv(256, 14, 256, 256, 3, 1, 1, i8),
+        conv(256, 56, 128, 128, 3, 2, 1, i8)})
     EXPECT_EQ(default_schedule(c, kH100).name(), "tma_256x128x128_s3_r1_c132_w128x128");
   // (B of 64 MB, more than a quarter of L2: raster 8.)
   EXPECT_EQ(default_schedule(contraction_of(gemm_maps(8192, 8192, 8192, *contraction::parse_gemm_layout("NT"), i8)),
                              kH100).name(),
             "tma_256x128x128_s3_r8_c132_w128x128");
+  // (ResNet-50's 14x14 256 -> 256 at batch 32, 50 tiles: 128x128 measured fastest, 8.7 us.)
   for (const Contraction& c : {conv(32, 28, 512, 128, 1, 1, 0, i8), conv(32, 56, 64, 64, 1, 1, 0, i8),
-                               conv(32, 56, 128, 128, 3, 1, 1, i8), conv(1, 56, 256, 128, 1, 1, 0, i8)})
+                               conv(32, 14, 256, 256, 3, 1, 1, i8), conv(1, 56, 256, 128, 1, 1, 0, i8)})
     EXPECT_FALSE(default_schedule(c, kH100).mainloop == Mainloop::kTma &&
                  default_schedule(c, kH100).warp_m * 2 == default_schedule(c, kH100).block_m)
         << default_schedule(c, kH100).name();
