@@ -320,9 +320,6 @@ struct HaloConvKernel {
     }
   }
   __device__ __forceinline__ static float ld_element(const float* p) { return __ldg(p); }
-  __device__ __forceinline__ static s8 ld_element(const s8* p) {
-    return s8{static_cast<signed char>(ld_global_nc<1>(p))};
-  }
   // One staged element of an NCHW X: the Element bits of X at p where `ok`, else of zero (read
   // nothing). Through float (to_float, from_float), or for a QDQ model's int8 input under f16
   // weights (its DequantizeLinear folded: S holds the scale) by bits, two integer instructions
@@ -509,21 +506,20 @@ struct HaloConvKernel {
           else
             word[h][ni] = pair;
         }
+      if constexpr (sizeof(Out) == 1) {
+        u32 y[4];
+        quad_transpose(word[0], t, y);
+        // Row g: the low halves (channel pairs t' = 0..3), row g + 8: the high ones.
+        const uint2 lo = make_uint2(__byte_perm(y[0], y[1], 0x5410), __byte_perm(y[2], y[3], 0x5410));
+        const uint2 hi = make_uint2(__byte_perm(y[0], y[1], 0x7632), __byte_perm(y[2], y[3], 0x7632));
+        if (g < rows && m_base + g < P::kM)
+          *reinterpret_cast<uint2*>(static_cast<Out*>(p.c) + P::store_offset(0, m_base + g, n)) = lo;
+        if (g + 8 < rows && m_base + g + 8 < P::kM)
+          *reinterpret_cast<uint2*>(static_cast<Out*>(p.c) + P::store_offset(0, m_base + g + 8, n)) = hi;
+      } else {
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int r = g + 8 * h;
-        if constexpr (sizeof(Out) == 1) {
-          if (h == 1) break;
-          u32 y[4];
-          quad_transpose(word[0], t, y);
-          // Row g: the low halves (channel pairs t' = 0..3), row g + 8: the high ones.
-          const uint2 lo = make_uint2(__byte_perm(y[0], y[1], 0x5410), __byte_perm(y[2], y[3], 0x5410));
-          const uint2 hi = make_uint2(__byte_perm(y[0], y[1], 0x7632), __byte_perm(y[2], y[3], 0x7632));
-          if (g < rows && m_base + g < P::kM)
-            *reinterpret_cast<uint2*>(static_cast<Out*>(p.c) + P::store_offset(0, m_base + g, n)) = lo;
-          if (g + 8 < rows && m_base + g + 8 < P::kM)
-            *reinterpret_cast<uint2*>(static_cast<Out*>(p.c) + P::store_offset(0, m_base + g + 8, n)) = hi;
-        } else {
+        for (int h = 0; h < 2; ++h) {
+          const int r = g + 8 * h;
           u32 y[4];
           quad_transpose(word[h], t, y);
           if (r < rows && m_base + r < P::kM)
