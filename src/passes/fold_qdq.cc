@@ -126,6 +126,58 @@ class ConcatQuantizePusher : public NodeRewriter {
   std::set<std::string> dropped_;           // those QuantizeLinear nodes' names
 };
 
+// A QuantizeLinear after a max pool of a float value quantizes the pool's input instead
+// (MaxPoolQuantizePusher): a per-tensor QuantizeLinear of a positive scale is monotone, so
+// Q(MaxPool(x)) = MaxPool(Q(x)) exactly (taps outside the input are skipped on both sides; a
+// window of none is the lowest value, whose quantization is the integer type's lowest). The
+// conv before the pool then ends its chain at the QuantizeLinear and stores int8, and the pool
+// runs on the integers: a stem followed by a max pool whose output `tessel quantize`
+// quantized (DenseNet's, ResNet's), where the conv stored fp16 and the pool's output was
+// quantized by a kernel of its own. Only where x is read by the pool alone and is no
+// DequantizeLinear output (fold_max_pool's case), and the pool has no Indices output.
+class MaxPoolQuantizePusher : public NodeRewriter {
+ public:
+  explicit MaxPoolQuantizePusher(ir::Graph g) : NodeRewriter(std::move(g)) {
+    const std::vector<std::vector<int>> users = g_.users();
+    const std::vector<int> producers = g_.producers();
+    for (size_t i = 0; i < g_.nodes.size(); ++i) {
+      const ir::Node& pool = g_.nodes[i];
+      if (pool.op != "tessel.MaxPool" || pool.outputs.size() != 1 || pool.inputs.size() != 1) continue;
+      const ValueId x = pool.inputs[0];
+      const int p = producers[static_cast<size_t>(x)];
+      if (p < 0 || g_.nodes[static_cast<size_t>(p)].op == "DequantizeLinear" ||
+          sole_reader(g_, users, x) != static_cast<int>(i) || g_.type(x).dtype != DType::kF32)
+        continue;
+      const int q = sole_reader(g_, users, pool.outputs[0]);
+      if (q < 0) continue;
+      const ir::Node& quantize = g_.nodes[static_cast<size_t>(q)];
+      if (quantize.op != "QuantizeLinear" || quantize.inputs[0] != pool.outputs[0]) continue;
+      const std::optional<SymmetricQdq> s = symmetric_qdq(g_, quantize);
+      if (!s || !s->per_tensor() || !(s->scale->get_f64(0) > 0)) continue;
+      quantize_of_[pool.name] = q;
+      dropped_.insert(quantize.name);
+    }
+  }
+
+ private:
+  bool rewrites(const ir::Node& n) const override {
+    return quantize_of_.count(n.name) != 0 || dropped_.count(n.name) != 0;
+  }
+  void rewrite(const ir::Node& n) override {
+    if (dropped_.count(n.name)) return;  // the QuantizeLinear moved before the pool
+    const ir::Node& quantize = g_.nodes[static_cast<size_t>(quantize_of_.at(n.name))];
+    const ValueId x = n.inputs[0];
+    std::vector<ValueId> ins = quantize.inputs;
+    ins[0] = x;
+    const ValueId qx = emit("QuantizeLinear", g_.value(x).name + "_QuantizeLinear", std::move(ins),
+                            g_.type(quantize.outputs[0]).dtype, g_.type(x).shape, quantize.attrs);
+    emit_as(n, n.op, {qx}, quantize.outputs[0], n.attrs);
+  }
+
+  std::map<std::string, int> quantize_of_;  // pool name -> its QuantizeLinear's node index
+  std::set<std::string> dropped_;           // those QuantizeLinear nodes' names
+};
+
 class ReluRequantizeFolder : public NodeRewriter {
  public:
   explicit ReluRequantizeFolder(ir::Graph g) : NodeRewriter(std::move(g)) {
@@ -656,6 +708,7 @@ class QdqFolder {
 
 ir::Graph fold_qdq(ir::Graph g) {
   g = ConcatQuantizePusher(std::move(g)).run();
+  g = MaxPoolQuantizePusher(std::move(g)).run();
   g = ConcatOfIntegers(std::move(g)).run();
   g = ReluRequantizeFolder(std::move(g)).run();
   g = ChannelScaleIntoDequantize(std::move(g)).run();

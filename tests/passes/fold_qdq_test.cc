@@ -335,6 +335,47 @@ TEST(FoldQdq, MaxPoolBetweenQdqOfOneScaleRunsOnInt8) {
     testing::expect_pass_result("fold-qdq", kept, kept);
 }
 
+// A stem's max pool whose output is quantized: Q is monotone, so Q(MaxPool(r)) =
+// MaxPool(Q(r)) exactly, and the QuantizeLinear moves before the pool (for fuse to take into
+// the conv before it), the pool then running on int8. Kept where r or the pool's output has
+// another reader, where r is a graph input (no producer to store int8), and for a per-channel
+// QuantizeLinear.
+TEST(FoldQdq, QuantizeAfterAMaxPoolMovesBeforeIt) {
+  auto model = [](const std::string& extra, const std::string& pool_input = "r") {
+    return R"(graph @g opset 17 {
+  input %x : f32[1,6,6,8]
+  const %s : f32[] = [0.0625]
+  const %z : i8[] = [0]
+  %r = Relu(%x) : f32[1,6,6,8] @"relu"
+  %p = tessel.MaxPool(%)" + pool_input + R"() {kernel_shape = [3, 3], pads = [1, 1, 1, 1], strides = [2, 2]} : f32[1,3,3,8] @"pool"
+  %q = QuantizeLinear(%p, %s, %z) : i8[1,3,3,8] @"qp"
+  output %q
+)" + extra + "}";
+  };
+  testing::expect_pass_result("fold-qdq", model(""), R"(graph @g opset 17 {
+  input %x : f32[1,6,6,8]
+  const %s : f32[] = [0.0625]
+  const %z : i8[] = [0]
+  %r = Relu(%x) : f32[1,6,6,8] @"relu"
+  %rq = QuantizeLinear(%r, %s, %z) : i8[1,6,6,8] @"r_QuantizeLinear"
+  %q = tessel.MaxPool(%rq) {kernel_shape = [3, 3], pads = [1, 1, 1, 1], strides = [2, 2]} : i8[1,3,3,8] @"pool"
+  output %q
+})", 0.0, 0.0);
+  for (const std::string& kept :
+       {model("  output %r\n"), model("  output %p\n"), model("  output %r\n", "x")})
+    testing::expect_pass_result("fold-qdq", kept, kept);
+  const std::string per_channel = R"(graph @g opset 17 {
+  input %x : f32[1,6,6,2]
+  const %s : f32[2] = [0.0625, 0.125]
+  const %z : i8[2] = [0, 0]
+  %r = Relu(%x) : f32[1,6,6,2] @"relu"
+  %p = tessel.MaxPool(%r) {kernel_shape = [3, 3], pads = [1, 1, 1, 1], strides = [2, 2]} : f32[1,3,3,2] @"pool"
+  %q = QuantizeLinear(%p, %s, %z) {axis = 3} : i8[1,3,3,2] @"qp"
+  output %q
+})";
+  testing::expect_pass_result("fold-qdq", per_channel, per_channel);
+}
+
 // Inception's concat: Q(Concat(a, b)) = Concat(Q(a), Q(b)) per tensor, so each branch's chain
 // ends at a QuantizeLinear that fuse takes into its epilogue. Kept where an input has another
 // reader (DenseNet's features: quantized once per concat that reads them), where the concat
