@@ -135,10 +135,12 @@ Result quantize_model(const std::string& path, const std::vector<std::vector<Ten
       << "initializer)";
   TESSEL_USER_CHECK(!calibration.empty()) << path << ": the calibration set is empty";
 
-  // Observers: each layer's activation input and its output, as extra graph outputs.
+  // Observers: each layer's activation input, upstream values and output, as extra graph
+  // outputs.
   std::vector<std::string> observed;
   for (const auto& l : layers) {
     observed.push_back(l.activation);
+    observed.insert(observed.end(), l.upstream.begin(), l.upstream.end());
     observed.push_back(l.output);
   }
   const Runner observing(onnx::with_graph_outputs(bytes, observed, path), path, base_dir,
@@ -183,12 +185,22 @@ Result quantize_model(const std::string& path, const std::vector<std::vector<Ten
   result.classifier = options.metric == Metric::kTop1 || (options.metric == Metric::kAuto && two_d);
 
   std::vector<double> amax(layers.size());
+  std::vector<std::vector<double>> upstream_amax(layers.size());
+  std::vector<double> output_amax(layers.size());
   for (size_t i = 0; i < layers.size(); ++i) {
     const RangeObserver& o = observers.at(layers[i].activation);
     TESSEL_USER_CHECK(o.finite()) << path << ": activation '" << layers[i].activation
                                   << "' (input of " << layers[i].name
                                   << ") is not finite on the calibration set";
     amax[i] = o.threshold(options.method, options.percentile);
+    for (const std::string& v : layers[i].upstream) {
+      const RangeObserver& u = observers.at(v);
+      TESSEL_USER_CHECK(u.finite()) << path << ": value '" << v << "' (before the input of "
+                                    << layers[i].name << ") is not finite on the calibration set";
+      upstream_amax[i].push_back(u.threshold(options.method, options.percentile));
+    }
+    const RangeObserver& out = observers.at(layers[i].output);
+    if (out.finite()) output_amax[i] = out.threshold(options.method, options.percentile);
     result.layers.push_back({.name = layers[i].name,
                              .op = layers[i].op,
                              .input_amax = amax[i],
@@ -200,7 +212,8 @@ Result quantize_model(const std::string& path, const std::vector<std::vector<Ten
   // Agreement of the model with the layers in `int8` quantized.
   auto evaluate = [&](const std::vector<size_t>& int8, std::string* written) {
     std::vector<onnx::QdqLayer> chosen;
-    for (size_t i : int8) chosen.push_back({layers[i].node_index, amax[i]});
+    for (size_t i : int8)
+      chosen.push_back({layers[i].node_index, amax[i], upstream_amax[i], output_amax[i]});
     std::string qdq = onnx::write_qdq_model(bytes, chosen, path, base_dir);
     const Runner runner(qdq, path + " (quantized)", base_dir, options.import);
     std::vector<Tensor> got(calibration.size());

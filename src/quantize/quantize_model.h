@@ -4,7 +4,10 @@
 // layer alone costs against fp32, and keep the most sensitive layers in float until the
 // whole model meets the accuracy budget (then try each of them but the last back in int8,
 // keeping those the budget allows). The result is a QDQ ONNX model
-// (frontend/onnx/qdq_writer.h) that onnxruntime and TensorRT read as well as tessel.
+// (frontend/onnx/qdq_writer.h) that onnxruntime and TensorRT read as well as tessel. Besides
+// each layer's input, the values before a pre-activation norm and a concat around it (the
+// layer's upstream values, qdq_writer.h) are calibrated and quantized with the layer, and a
+// concat of quantized values takes its layers' calibrated outputs with it.
 //
 // Agreement with fp32 is measured on the first graph output over the calibration set: for a
 // classifier the fraction of rows whose top-1 class is unchanged; otherwise the relative L2

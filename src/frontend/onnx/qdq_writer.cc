@@ -49,11 +49,99 @@ std::string node_label(const NodeProto& n, int64_t index) {
   return n.name().empty() ? n.op_type() + " #" + std::to_string(index) : n.name();
 }
 
+// The node computing each value of the graph, by index.
+using Producers = std::map<std::string, int>;
+
+Producers producers_of(const GraphProto& g) {
+  Producers p;
+  for (int i = 0; i < g.node_size(); ++i)
+    for (const auto& o : g.node(i).output()) p[o] = i;
+  return p;
+}
+
+const NodeProto* producer(const GraphProto& g, const Producers& producers, const std::string& v) {
+  auto it = producers.find(v);
+  return it == producers.end() ? nullptr : &g.node(it->second);
+}
+
+bool default_domain(const NodeProto& n) { return n.domain().empty() || n.domain() == "ai.onnx"; }
+
+// The value of constant `v`: an initializer, or a Constant node's tensor; else null.
+const TensorProto* constant_value(const GraphProto& g, const Producers& producers,
+                                  const std::string& v) {
+  if (const TensorProto* t = find_initializer(g, v)) return t;
+  const NodeProto* p = producer(g, producers, v);
+  if (!p || p->op_type() != "Constant") return nullptr;
+  for (const auto& a : p->attribute())
+    if (a.name() == "value" && a.has_t()) return &a.t();
+  return nullptr;
+}
+
+// A scalar, or one value per channel of an NCHW tensor ([C, 1, 1], [1, C, 1, 1]).
+bool per_channel_shape(const TensorProto& t) {
+  const int rank = t.dims_size();
+  int64_t numel = 1;
+  for (int64_t d : t.dims()) numel *= d;
+  if (numel == 1) return true;
+  if (rank < 3 || t.dims(rank - 1) != 1 || t.dims(rank - 2) != 1) return false;
+  for (int d = 0; d + 3 < rank; ++d)
+    if (t.dims(d) != 1) return false;
+  return true;
+}
+
+// The computed input of `n` when it is a per-channel affine map of it (a BatchNormalization, a
+// Mul or Add of a per-channel constant), or empty.
+std::string affine_input(const GraphProto& g, const Producers& producers, const NodeProto& n) {
+  if (!default_domain(n) || n.output_size() < 1) return {};
+  if (n.op_type() == "BatchNormalization") {
+    if (n.input_size() != 5) return {};
+    for (int k = 1; k < 5; ++k)
+      if (!constant_value(g, producers, n.input(k))) return {};
+    return constant_value(g, producers, n.input(0)) ? std::string() : n.input(0);
+  }
+  if ((n.op_type() != "Mul" && n.op_type() != "Add") || n.input_size() != 2) return {};
+  for (int side = 0; side < 2; ++side) {
+    const TensorProto* c = constant_value(g, producers, n.input(1 - side));
+    if (c && per_channel_shape(*c) && !constant_value(g, producers, n.input(side)))
+      return n.input(side);
+  }
+  return {};
+}
+
+// QuantizableLayer::upstream of a layer reading `activation` (qdq_writer.h).
+std::vector<std::string> upstream_of(const GraphProto& g, const Producers& producers,
+                                     const std::string& activation) {
+  std::string x = activation;
+  const NodeProto* p = producer(g, producers, x);
+  if (p && default_domain(*p) && p->input_size() >= 1 &&
+      (p->op_type() == "Relu" || p->op_type() == "Clip" || p->op_type() == "LeakyRelu")) {
+    x = p->input(0);
+    p = producer(g, producers, x);
+  }
+  int affine = 0;
+  for (std::string in; p && !(in = affine_input(g, producers, *p)).empty(); ++affine) {
+    x = in;
+    p = producer(g, producers, x);
+  }
+  // No affine step; x a graph input; or x a layer's output, into which the norm folds.
+  if (affine == 0 || !p || p->op_type() == "Constant") return {};
+  const std::string& op = p->op_type();
+  if (op == "Conv" || op == "ConvTranspose" || op == "Gemm" || op == "MatMul") return {};
+  std::vector<std::string> up{x};
+  if (op == "Concat" && default_domain(*p)) {
+    for (const auto& in : p->input())
+      if (!in.empty() && !constant_value(g, producers, in) &&
+          std::find(up.begin(), up.end(), in) == up.end())
+        up.push_back(in);
+  }
+  return up;
+}
+
 // The quantizable layer node i is, or false. A weight must be a float initializer (of rank 2
 // for the dense layers) and the activation a computed value, not a constant.
-bool as_layer(const GraphProto& g, int64_t i, QuantizableLayer& layer) {
+bool as_layer(const GraphProto& g, const Producers& producers, int64_t i, QuantizableLayer& layer) {
   const NodeProto& n = g.node(static_cast<int>(i));
-  if (!n.domain().empty() && n.domain() != "ai.onnx") return false;
+  if (!default_domain(n)) return false;
   if (n.op_type() != "Conv" && n.op_type() != "Gemm" && n.op_type() != "MatMul") return false;
   if (n.input_size() < 2 || n.output_size() < 1) return false;
   const TensorProto* w = find_initializer(g, n.input(1));
@@ -75,6 +163,7 @@ bool as_layer(const GraphProto& g, int64_t i, QuantizableLayer& layer) {
     layer.weight_axis = int_attr(n, "transB", 0) ? 0 : 1;
   else
     layer.weight_axis = 1;
+  layer.upstream = upstream_of(g, producers, layer.activation);
   return true;
 }
 
@@ -166,10 +255,11 @@ NodeProto make_node(const std::string& op, const std::string& name,
 std::vector<QuantizableLayer> quantizable_layers(const std::string& model_bytes,
                                                  const std::string& what) {
   const ModelProto m = parse_model(model_bytes, what);
+  const Producers producers = producers_of(m.graph());
   std::vector<QuantizableLayer> layers;
   for (int64_t i = 0; i < m.graph().node_size(); ++i) {
     QuantizableLayer layer;
-    if (as_layer(m.graph(), i, layer)) layers.push_back(std::move(layer));
+    if (as_layer(m.graph(), producers, i, layer)) layers.push_back(std::move(layer));
   }
   return layers;
 }
@@ -195,15 +285,53 @@ std::string write_qdq_model(const std::string& model_bytes, const std::vector<Qd
   // The activations to quantize and the layers whose weights are quantized.
   std::map<std::string, double> act_amax;
   std::map<int64_t, QuantizableLayer> chosen;
+  const Producers producers = producers_of(g);
   for (const QdqLayer& l : layers) {
     QuantizableLayer layer;
-    TESSEL_ICHECK(as_layer(g, l.node_index, layer))
+    TESSEL_ICHECK(as_layer(g, producers, l.node_index, layer))
         << what << ": node " << l.node_index << " is not quantizable";
     TESSEL_USER_CHECK(std::isfinite(l.activation_amax))
         << what << ": activation '" << layer.activation << "' of " << layer.name
         << " calibrated to a non-finite range";
     act_amax.emplace(layer.activation, l.activation_amax);
+    TESSEL_ICHECK(l.upstream_amax.empty() || l.upstream_amax.size() == layer.upstream.size())
+        << what << ": " << layer.name << " has " << layer.upstream.size() << " upstream values, "
+        << l.upstream_amax.size() << " thresholds given";
+    for (size_t k = 0; k < l.upstream_amax.size(); ++k) {
+      TESSEL_USER_CHECK(std::isfinite(l.upstream_amax[k]))
+          << what << ": value '" << layer.upstream[k] << "' before the input of " << layer.name
+          << " calibrated to a non-finite range";
+      act_amax.emplace(layer.upstream[k], l.upstream_amax[k]);
+    }
     chosen.emplace(l.node_index, std::move(layer));
+  }
+
+  // A Concat of quantized values and chosen layers' outputs (qdq_writer.h).
+  std::map<std::string, double> output_amax;  // of the chosen layers with a calibrated output
+  for (const QdqLayer& l : layers)
+    if (l.output_amax > 0 && std::isfinite(l.output_amax))
+      output_amax.emplace(chosen.at(l.node_index).output, l.output_amax);
+  for (const NodeProto& n : g.node()) {
+    if (n.op_type() != "Concat" || !default_domain(n) || n.output_size() != 1 ||
+        n.input_size() == 0 || act_amax.count(n.output(0)))
+      continue;
+    std::map<std::string, double> outputs;  // the inputs to quantize with the concat
+    double amax = 0;
+    bool any_quantized = false, all = true;
+    for (const auto& in : n.input()) {
+      if (auto it = act_amax.find(in); it != act_amax.end()) {
+        any_quantized = true;
+        amax = std::max(amax, it->second);
+      } else if (auto o = output_amax.find(in); o != output_amax.end()) {
+        outputs.insert(*o);
+        amax = std::max(amax, o->second);
+      } else {
+        all = false;
+      }
+    }
+    if (!all || !any_quantized) continue;
+    act_amax.insert(outputs.begin(), outputs.end());
+    act_amax.emplace(n.output(0), amax);
   }
 
   // A quantized activation is int8 for every node that reads it (as onnxruntime's quantizer

@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
+#include "frontend/onnx/dense_block_model.h"
 #include "frontend/onnx/model_builder.h"
 #include "frontend/onnx/tensor_proto.h"
 
@@ -108,6 +111,76 @@ TEST(QdqWriter, one_pair_per_activation_for_all_readers_and_float_weights_kept_w
   EXPECT_NE(initializer(q, "w"), nullptr);  // layer c stays float and reads it
   EXPECT_EQ(q.graph().node(7).input(0), "b");
   EXPECT_EQ(q.graph().node(7).input(1), "w");
+}
+
+TEST(QdqWriter, a_pre_activation_norm_quantizes_its_input_and_the_concat_before_it) {
+  const std::string bytes = testing::dense_block_model().bytes();
+  const auto layers = quantizable_layers(bytes, "m");
+  ASSERT_EQ(layers.size(), 4u);
+  EXPECT_EQ(layers[0].upstream, std::vector<std::string>{});  // x: a graph input
+  EXPECT_EQ(layers[1].upstream, std::vector<std::string>{"p"});
+  EXPECT_EQ(layers[2].upstream, (std::vector<std::string>{"k", "p", "y1"}));
+  EXPECT_EQ(layers[3].upstream, std::vector<std::string>{});  // n3 folds into c2
+
+  const ::onnx::ModelProto q = parse(write_qdq_model(
+      bytes,
+      {{layers[0].node_index, 1.0, {}},
+       {layers[1].node_index, 1.0, {2.0}},
+       {layers[2].node_index, 1.0, {3.0, 2.0, 4.0}},
+       {layers[3].node_index, 1.0, {}, 5.0}},
+      "m", ""));
+  // Q/DQ before each quantized value's first reader, which every reader then takes.
+  const std::vector<std::string> q_dq{"QuantizeLinear", "DequantizeLinear"};
+  std::vector<std::string> want;
+  auto add = [&](std::vector<std::string> ops) { want.insert(want.end(), ops.begin(), ops.end()); };
+  add(q_dq);  // x
+  add({"DequantizeLinear", "Conv", "Relu"});
+  add(q_dq);  // p, before n1
+  add({"BatchNormalization", "Relu"});
+  add(q_dq);  // a1
+  add({"DequantizeLinear", "Conv"});
+  add(q_dq);  // y1, before the concat
+  add({"Concat"});
+  add(q_dq);  // k, before the Mul
+  add({"Mul", "Add", "Relu"});
+  add(q_dq);  // a2
+  add({"DequantizeLinear", "Conv", "BatchNormalization", "Relu"});
+  add(q_dq);  // a3
+  add({"DequantizeLinear", "Conv"});
+  add(q_dq);  // c3's output, before the concat
+  add({"Concat"});
+  add(q_dq);  // f: a concat of quantized values and c3's output, to the largest threshold
+  add({"Relu"});
+  EXPECT_EQ(ops(q), want);
+  const std::map<std::string, std::vector<std::string>> reads{
+      {"n1", {"p_dequantized"}},
+      {"cat", {"p_dequantized", "y1_dequantized"}},
+      {"scale", {"k_dequantized"}},
+      {"n3", {"y2"}},  // float: the norm folds into c2
+      {"tail", {"p_dequantized", "y1_dequantized", "out_dequantized"}},
+      {"tail_relu", {"f_dequantized"}}};
+  for (const auto& n : q.graph().node()) {
+    auto it = reads.find(n.name());
+    if (it == reads.end()) continue;
+    for (size_t k = 0; k < it->second.size(); ++k) EXPECT_EQ(n.input(static_cast<int>(k)), it->second[k]) << n.name();
+  }
+  // Each value's scale is its own threshold over 127.
+  for (const auto& [v, amax] : std::vector<std::pair<std::string, double>>{
+           {"p", 2.0}, {"k", 3.0}, {"y1", 4.0}, {"out", 5.0}, {"f", 5.0}}) {
+    const Tensor scale = tensor_from_proto(*initializer(q, v + "_scale"), v, "");
+    EXPECT_FLOAT_EQ(static_cast<float>(scale.get_f64(0)), static_cast<float>(amax / 127)) << v;
+  }
+  EXPECT_NO_THROW(import_model_bytes(q.SerializeAsString(), "written", ""));
+  // Without thresholds for them, the upstream values stay float; without c3's output
+  // threshold, so do c3's output and the tail concat.
+  const ::onnx::ModelProto plain = parse(write_qdq_model(bytes, {{layers[2].node_index, 1.0}}, "m", ""));
+  EXPECT_EQ(initializer(plain, "k_scale"), nullptr);
+  EXPECT_NE(initializer(plain, "a2_scale"), nullptr);
+  std::vector<QdqLayer> no_output{{layers[1].node_index, 1.0, {2.0}}, {layers[3].node_index, 1.0, {}}};
+  const ::onnx::ModelProto partial = parse(write_qdq_model(bytes, no_output, "m", ""));
+  EXPECT_NE(initializer(partial, "p_scale"), nullptr);
+  EXPECT_EQ(initializer(partial, "out_scale"), nullptr);
+  EXPECT_EQ(initializer(partial, "f_scale"), nullptr);
 }
 
 TEST(QdqWriter, weights_are_per_tensor_before_opset_13) {
