@@ -524,6 +524,37 @@ def resnet50(g):
     return g.gemm(x, "fc", 1000, gain=1.0, classifier=True)
 
 
+def preact_resnet50(g):
+    """ResNet-50 v2 (He et al., "Identity Mappings in Deep Residual Networks", 2016): the
+    bottlenecks pre-activated (BN, ReLU, 1x1 conv; BN, ReLU, 3x3 conv; BN, ReLU, 1x1 conv) and
+    added to the identity unactivated; a projection shortcut reads its block's pre-activated
+    input; BN and ReLU before the pool. The first norm of each block reads the residual stream
+    (a sum, not a conv), so it cannot fold into a conv: int8 runs it on the integers only where
+    its input is quantized too."""
+    x = g.conv("input", "conv1", 64, 7, 2, 3)
+    x = g.relu(g.bn(x, "bn1"), "relu")
+    x = g.maxpool(x, "maxpool", 3, 2, 1)
+    inplanes = 64
+    for li, (planes, blocks, stride) in enumerate(((64, 3, 1), (128, 4, 2), (256, 6, 2),
+                                                   (512, 3, 2)), 1):
+        for bi in range(blocks):
+            p = "layer%d.%d." % (li, bi)
+            s = stride if bi == 0 else 1
+            pre = g.relu(g.bn(x, p + "bn1"), p + "relu1")
+            idn = x
+            if bi == 0 and (s != 1 or inplanes != planes * 4):
+                idn = g.conv(pre, p + "downsample", planes * 4, 1, s, gain=1.0)
+            y = g.conv(pre, p + "conv1", planes, 1)
+            y = g.conv(g.relu(g.bn(y, p + "bn2"), p + "relu2"), p + "conv2", planes, 3, s, 1)
+            y = g.conv(g.relu(g.bn(y, p + "bn3"), p + "relu3"), p + "conv3", planes * 4, 1,
+                       gain=RESIDUAL_GAMMA ** 2)
+            x = g.add(y, idn, p + "add")
+            inplanes = planes * 4
+    x = g.relu(g.bn(x, "bn_final"), "relu_final")
+    x = g.flatten(g.global_avgpool(x, "avgpool"), "flatten")
+    return g.gemm(x, "fc", 1000, gain=1.0, classifier=True)
+
+
 def vgg16(g, small=False):
     """torchvision vgg16 (no BN). The adaptive 7x7 avg-pool is omitted (identity at 224).
     Small mode: 32x32 input -> 512x1x1 features, classifier hidden width 256, not 4096."""
@@ -740,6 +771,7 @@ def resnet18_int8_qdq(g):
 # has no BN and no classifier).
 MODELS = {
     "resnet50": (resnet50, (3, 224, 224), (3, 64, 64), 4, 8),
+    "preact_resnet50": (preact_resnet50, (3, 224, 224), (3, 64, 64), 4, 8),
     "vgg16": (vgg16, (3, 224, 224), (3, 32, 32), 4, 8),
     "mobilenet_v2": (mobilenet_v2, (3, 224, 224), (3, 64, 64), 4, 8),
     # 75 is the smallest input for which every inception spatial dim stays >= 1 (final 1x1)
