@@ -24,7 +24,7 @@
 // A max pool between a DequantizeLinear and a QuantizeLinear to the same scale runs on the
 // int8 (or uint8, zero point 0) values instead (fold_max_pool).
 //
-// A QuantizeLinear after a Concat quantizes each of its inputs instead (ConcatQuantizePusher):
+// A QuantizeLinear after a Concat quantizes each of its inputs instead (QuantizePusher):
 // per tensor it acts per element, so Q(Concat(x1, x2, ...)) = Concat(Q(x1), Q(x2), ...) exactly.
 // In Inception's QDQ form each branch conv's chain then ends at a QuantizeLinear of the
 // concat's scale, which fuse takes into its epilogue: the branches store int8 into the
@@ -84,23 +84,44 @@ constexpr char kRefusalAttr[] = "int8_refusal";
 // Input channels the int8 kernels need per pixel: 8 int8 = one 8-byte load.
 constexpr int64_t kInt8ChannelAlignment = 8;
 
-class ConcatQuantizePusher : public NodeRewriter {
+// A QuantizeLinear after a max pool of a float value quantizes the pool's input instead
+// (QuantizePusher): a per-tensor QuantizeLinear of a positive scale is monotone, so
+// Q(MaxPool(x)) = MaxPool(Q(x)) exactly (taps outside the input are skipped on both sides; a
+// window of none is the lowest value, whose quantization is the integer type's lowest). The
+// conv before the pool then ends its chain at the QuantizeLinear and stores int8, and the pool
+// runs on the integers: a stem followed by a max pool whose output `tessel quantize`
+// quantized (DenseNet's, ResNet's), where the conv stored fp16 and the pool's output was
+// quantized by a kernel of its own. Only where x is read by the pool alone and is no
+// DequantizeLinear output (fold_max_pool's case), and the pool has no Indices output.
+// The QuantizeLinear that alone reads the output of a node of op `op` (a channel Concat, or a
+// max pool: the two paragraphs above) moves onto each of the node's inputs, the node then
+// computing on the integers. Concat: each input read by the Concat alone. Max pool: its one
+// input a float value the pool alone reads, computed by a node other than a DequantizeLinear
+// (fold_max_pool's case), no Indices output. Both: a symmetric per-tensor QuantizeLinear.
+class QuantizePusher : public NodeRewriter {
  public:
-  explicit ConcatQuantizePusher(ir::Graph g) : NodeRewriter(std::move(g)) {
+  QuantizePusher(ir::Graph g, const std::string& op) : NodeRewriter(std::move(g)) {
     const std::vector<std::vector<int>> users = g_.users();
+    const std::vector<int> producers = g_.producers();
     for (size_t i = 0; i < g_.nodes.size(); ++i) {
-      const ir::Node& concat = g_.nodes[i];
-      if (concat.op != "Concat" || concat.outputs.size() != 1) continue;
-      const int q = sole_reader(g_, users, concat.outputs[0]);
+      const ir::Node& n = g_.nodes[i];
+      if (n.op != op || n.outputs.size() != 1) continue;
+      bool alone = true;
+      for (ValueId x : n.inputs) alone = alone && sole_reader(g_, users, x) == static_cast<int>(i);
+      if (!alone) continue;
+      if (op == "tessel.MaxPool") {
+        const int p = n.inputs.size() == 1 ? producers[static_cast<size_t>(n.inputs[0])] : -1;
+        if (p < 0 || g_.nodes[static_cast<size_t>(p)].op == "DequantizeLinear" ||
+            g_.type(n.inputs[0]).dtype != DType::kF32)
+          continue;
+      }
+      const int q = sole_reader(g_, users, n.outputs[0]);
       if (q < 0) continue;
       const ir::Node& quantize = g_.nodes[static_cast<size_t>(q)];
-      if (quantize.op != "QuantizeLinear" || quantize.inputs[0] != concat.outputs[0]) continue;
+      if (quantize.op != "QuantizeLinear" || quantize.inputs[0] != n.outputs[0]) continue;
       const std::optional<SymmetricQdq> s = symmetric_qdq(g_, quantize);
-      if (!s || !s->per_tensor()) continue;
-      bool alone = true;
-      for (ValueId x : concat.inputs) alone = alone && sole_reader(g_, users, x) == static_cast<int>(i);
-      if (!alone) continue;
-      quantize_of_[concat.name] = q;
+      if (!s || !s->per_tensor() || !(s->scale->get_f64(0) > 0)) continue;
+      quantize_of_[n.name] = q;
       dropped_.insert(quantize.name);
     }
   }
@@ -110,7 +131,7 @@ class ConcatQuantizePusher : public NodeRewriter {
     return quantize_of_.count(n.name) != 0 || dropped_.count(n.name) != 0;
   }
   void rewrite(const ir::Node& n) override {
-    if (dropped_.count(n.name)) return;  // the QuantizeLinear moved before the Concat
+    if (dropped_.count(n.name)) return;  // the QuantizeLinear moved before the node
     const ir::Node& quantize = g_.nodes[static_cast<size_t>(quantize_of_.at(n.name))];
     std::vector<ValueId> quantized;
     for (ValueId x : n.inputs) {
@@ -119,62 +140,10 @@ class ConcatQuantizePusher : public NodeRewriter {
       quantized.push_back(emit("QuantizeLinear", g_.value(x).name + "_QuantizeLinear", std::move(ins),
                                g_.type(quantize.outputs[0]).dtype, g_.type(x).shape, quantize.attrs));
     }
-    emit_as(n, "Concat", std::move(quantized), quantize.outputs[0], n.attrs);
+    emit_as(n, n.op, std::move(quantized), quantize.outputs[0], n.attrs);
   }
 
-  std::map<std::string, int> quantize_of_;  // Concat name -> its QuantizeLinear's node index
-  std::set<std::string> dropped_;           // those QuantizeLinear nodes' names
-};
-
-// A QuantizeLinear after a max pool of a float value quantizes the pool's input instead
-// (MaxPoolQuantizePusher): a per-tensor QuantizeLinear of a positive scale is monotone, so
-// Q(MaxPool(x)) = MaxPool(Q(x)) exactly (taps outside the input are skipped on both sides; a
-// window of none is the lowest value, whose quantization is the integer type's lowest). The
-// conv before the pool then ends its chain at the QuantizeLinear and stores int8, and the pool
-// runs on the integers: a stem followed by a max pool whose output `tessel quantize`
-// quantized (DenseNet's, ResNet's), where the conv stored fp16 and the pool's output was
-// quantized by a kernel of its own. Only where x is read by the pool alone and is no
-// DequantizeLinear output (fold_max_pool's case), and the pool has no Indices output.
-class MaxPoolQuantizePusher : public NodeRewriter {
- public:
-  explicit MaxPoolQuantizePusher(ir::Graph g) : NodeRewriter(std::move(g)) {
-    const std::vector<std::vector<int>> users = g_.users();
-    const std::vector<int> producers = g_.producers();
-    for (size_t i = 0; i < g_.nodes.size(); ++i) {
-      const ir::Node& pool = g_.nodes[i];
-      if (pool.op != "tessel.MaxPool" || pool.outputs.size() != 1 || pool.inputs.size() != 1) continue;
-      const ValueId x = pool.inputs[0];
-      const int p = producers[static_cast<size_t>(x)];
-      if (p < 0 || g_.nodes[static_cast<size_t>(p)].op == "DequantizeLinear" ||
-          sole_reader(g_, users, x) != static_cast<int>(i) || g_.type(x).dtype != DType::kF32)
-        continue;
-      const int q = sole_reader(g_, users, pool.outputs[0]);
-      if (q < 0) continue;
-      const ir::Node& quantize = g_.nodes[static_cast<size_t>(q)];
-      if (quantize.op != "QuantizeLinear" || quantize.inputs[0] != pool.outputs[0]) continue;
-      const std::optional<SymmetricQdq> s = symmetric_qdq(g_, quantize);
-      if (!s || !s->per_tensor() || !(s->scale->get_f64(0) > 0)) continue;
-      quantize_of_[pool.name] = q;
-      dropped_.insert(quantize.name);
-    }
-  }
-
- private:
-  bool rewrites(const ir::Node& n) const override {
-    return quantize_of_.count(n.name) != 0 || dropped_.count(n.name) != 0;
-  }
-  void rewrite(const ir::Node& n) override {
-    if (dropped_.count(n.name)) return;  // the QuantizeLinear moved before the pool
-    const ir::Node& quantize = g_.nodes[static_cast<size_t>(quantize_of_.at(n.name))];
-    const ValueId x = n.inputs[0];
-    std::vector<ValueId> ins = quantize.inputs;
-    ins[0] = x;
-    const ValueId qx = emit("QuantizeLinear", g_.value(x).name + "_QuantizeLinear", std::move(ins),
-                            g_.type(quantize.outputs[0]).dtype, g_.type(x).shape, quantize.attrs);
-    emit_as(n, n.op, {qx}, quantize.outputs[0], n.attrs);
-  }
-
-  std::map<std::string, int> quantize_of_;  // pool name -> its QuantizeLinear's node index
+  std::map<std::string, int> quantize_of_;  // node name -> its QuantizeLinear's node index
   std::set<std::string> dropped_;           // those QuantizeLinear nodes' names
 };
 
@@ -707,8 +676,8 @@ class QdqFolder {
 }  // namespace
 
 ir::Graph fold_qdq(ir::Graph g) {
-  g = ConcatQuantizePusher(std::move(g)).run();
-  g = MaxPoolQuantizePusher(std::move(g)).run();
+  g = QuantizePusher(std::move(g), "Concat").run();
+  g = QuantizePusher(std::move(g), "tessel.MaxPool").run();
   g = ConcatOfIntegers(std::move(g)).run();
   g = ReluRequantizeFolder(std::move(g)).run();
   g = ChannelScaleIntoDequantize(std::move(g)).run();

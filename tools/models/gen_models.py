@@ -499,27 +499,37 @@ class GraphBuilder:
 # architectures
 # ---------------------------------------------------------------------------------------
 
-def resnet50(g):
-    """torchvision resnet50 (v1.5: the stride sits on the 3x3 conv of a bottleneck)."""
+def resnet_stem(g):
+    """torchvision's ResNet stem: conv 7x7/2, BN, ReLU, max pool 3x3/2."""
     x = g.conv("input", "conv1", 64, 7, 2, 3)
     x = g.relu(g.bn(x, "bn1"), "relu")
-    x = g.maxpool(x, "maxpool", 3, 2, 1)
+    return g.maxpool(x, "maxpool", 3, 2, 1)
+
+
+def resnet50_blocks():
+    """ResNet-50's bottlenecks in order: (name prefix, planes, stride, projection shortcut)."""
     inplanes = 64
     for li, (planes, blocks, stride) in enumerate(((64, 3, 1), (128, 4, 2), (256, 6, 2),
                                                    (512, 3, 2)), 1):
         for bi in range(blocks):
-            p = "layer%d.%d." % (li, bi)
             s = stride if bi == 0 else 1
-            idn = x
-            y = g.relu(g.bn(g.conv(x, p + "conv1", planes, 1), p + "bn1"), p + "relu")
-            y = g.relu(g.bn(g.conv(y, p + "conv2", planes, 3, s, 1), p + "bn2"), p + "relu")
-            y = g.bn(g.conv(y, p + "conv3", planes * 4, 1, gain=1.0), p + "bn3",
-                     gamma_scale=RESIDUAL_GAMMA)
-            if bi == 0 and (s != 1 or inplanes != planes * 4):
-                idn = g.bn(g.conv(x, p + "downsample.0", planes * 4, 1, s, gain=1.0),
-                           p + "downsample.1")
-            x = g.relu(g.add(y, idn, p + "add"), p + "relu")
+            yield "layer%d.%d." % (li, bi), planes, s, bi == 0 and (s != 1 or inplanes != planes * 4)
             inplanes = planes * 4
+
+
+def resnet50(g):
+    """torchvision resnet50 (v1.5: the stride sits on the 3x3 conv of a bottleneck)."""
+    x = resnet_stem(g)
+    for p, planes, s, project in resnet50_blocks():
+        idn = x
+        y = g.relu(g.bn(g.conv(x, p + "conv1", planes, 1), p + "bn1"), p + "relu")
+        y = g.relu(g.bn(g.conv(y, p + "conv2", planes, 3, s, 1), p + "bn2"), p + "relu")
+        y = g.bn(g.conv(y, p + "conv3", planes * 4, 1, gain=1.0), p + "bn3",
+                 gamma_scale=RESIDUAL_GAMMA)
+        if project:
+            idn = g.bn(g.conv(x, p + "downsample.0", planes * 4, 1, s, gain=1.0),
+                       p + "downsample.1")
+        x = g.relu(g.add(y, idn, p + "add"), p + "relu")
     x = g.flatten(g.global_avgpool(x, "avgpool"), "flatten")
     return g.gemm(x, "fc", 1000, gain=1.0, classifier=True)
 
@@ -531,25 +541,15 @@ def preact_resnet50(g):
     input; BN and ReLU before the pool. The first norm of each block reads the residual stream
     (a sum, not a conv), so it cannot fold into a conv: int8 runs it on the integers only where
     its input is quantized too."""
-    x = g.conv("input", "conv1", 64, 7, 2, 3)
-    x = g.relu(g.bn(x, "bn1"), "relu")
-    x = g.maxpool(x, "maxpool", 3, 2, 1)
-    inplanes = 64
-    for li, (planes, blocks, stride) in enumerate(((64, 3, 1), (128, 4, 2), (256, 6, 2),
-                                                   (512, 3, 2)), 1):
-        for bi in range(blocks):
-            p = "layer%d.%d." % (li, bi)
-            s = stride if bi == 0 else 1
-            pre = g.relu(g.bn(x, p + "bn1"), p + "relu1")
-            idn = x
-            if bi == 0 and (s != 1 or inplanes != planes * 4):
-                idn = g.conv(pre, p + "downsample", planes * 4, 1, s, gain=1.0)
-            y = g.conv(pre, p + "conv1", planes, 1)
-            y = g.conv(g.relu(g.bn(y, p + "bn2"), p + "relu2"), p + "conv2", planes, 3, s, 1)
-            y = g.conv(g.relu(g.bn(y, p + "bn3"), p + "relu3"), p + "conv3", planes * 4, 1,
-                       gain=RESIDUAL_GAMMA ** 2)
-            x = g.add(y, idn, p + "add")
-            inplanes = planes * 4
+    x = resnet_stem(g)
+    for p, planes, s, project in resnet50_blocks():
+        pre = g.relu(g.bn(x, p + "bn1"), p + "relu1")
+        idn = g.conv(pre, p + "downsample", planes * 4, 1, s, gain=1.0) if project else x
+        y = g.conv(pre, p + "conv1", planes, 1)
+        y = g.conv(g.relu(g.bn(y, p + "bn2"), p + "relu2"), p + "conv2", planes, 3, s, 1)
+        y = g.conv(g.relu(g.bn(y, p + "bn3"), p + "relu3"), p + "conv3", planes * 4, 1,
+                   gain=RESIDUAL_GAMMA ** 2)
+        x = g.add(y, idn, p + "add")
     x = g.relu(g.bn(x, "bn_final"), "relu_final")
     x = g.flatten(g.global_avgpool(x, "avgpool"), "flatten")
     return g.gemm(x, "fc", 1000, gain=1.0, classifier=True)
