@@ -119,6 +119,29 @@ def main():
         check(f"quantize --method {method}: per-layer report", "int8" in r.stdout and
               "top-1 agreement" in r.stdout, r.stdout.strip().splitlines()[-2])
 
+    # A dense block with pre-activation norms (tiny_preact): each norm's input and the concats
+    # around it are quantized with the layers (the pool's output, the concats, the features
+    # the convs add), so that tessel's GPU plan keeps the concats int8 and runs each norm on
+    # the integers; onnxruntime runs the written model to tessel's CPU numbers.
+    preact = os.path.join(work, "preact.onnx")
+    onnx.save(tiny_cnns.tiny_preact(), preact)
+    out = os.path.join(work, "preact.int8.onnx")
+    r = tessel(args, "quantize", preact, "--calib", calib, "--method", "minmax",
+               "--max-top1-drop", "100", "-o", out)
+    ok, detail = r.returncode == 0, r.stderr.strip()
+    if ok:
+        quantized = {n.input[0] for n in onnx.load(out).graph.node if n.op_type == "QuantizeLinear"}
+        want_q = {"pool", "cat1", "cat2", "cat", "layer0.conv2", "layer1.conv2", "layer2.conv2"}
+        err = rel_l2(tessel_run(args, out, x, work), ort_run(out, x))
+        plan = tessel(args, "explain", out).stdout.splitlines()
+        kinds = {line.split()[0]: line.split()[1:3] for line in plan if len(line.split()) > 2}
+        cats_int8 = all(kinds.get(c, ["", ""])[1].startswith("i8") for c in ("cat1", "cat2", "cat"))
+        float_ops = [n for n, (op, _) in kinds.items() if op in ("Mul", "Add", "Relu")]
+        ok = want_q <= quantized and err < 1e-3 and cats_int8 and not float_ops
+        detail = (f"missing Q/DQ on {sorted(want_q - quantized)}, rel L2 vs onnxruntime {err:.2e}, "
+                  f"concats int8 {cats_int8}, float Mul/Add/Relu kernels {float_ops}")
+    check("pre-activation norms: their inputs and the concats quantized", ok, detail)
+
     # Opset 11: no `axis` on DequantizeLinear yet, so weights get one scale per tensor.
     op11 = os.path.join(work, "classifier_op11.onnx")
     onnx.save(tiny_cnns.tiny_classifier(opset=11), op11)
