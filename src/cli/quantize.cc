@@ -201,6 +201,10 @@ Action add_quantize(CLI::App& app) {
                   l.int8 ? "int8" : "float (fallback)");
       int8 += l.int8;
     }
+    if (!r.also_quantized.empty())
+      std::printf("also quantized: %zu values besides the int8 layers' inputs (pre-activation "
+                  "norms' inputs, the concats around them and their inputs), such as '%s'\n",
+                  r.also_quantized.size(), r.also_quantized.front().c_str());
     if (r.classifier) {
       std::printf(
           "all layers int8: top-1 agreement %.2f%%; written: %d of %zu layers int8, top-1 "

@@ -8,6 +8,7 @@
 #include <limits>
 #include <map>
 #include <numeric>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -269,7 +270,13 @@ Result quantize_model(const std::string& path, const std::vector<std::vector<Ten
     }
     report(options, "back to int8", tries, tries);
   }
-  for (size_t i : int8) result.layers[i].int8 = true;
+  std::set<std::string> inputs;
+  for (size_t i : int8) {
+    result.layers[i].int8 = true;
+    inputs.insert(layers[i].activation);
+  }
+  for (const std::string& v : onnx::quantized_values(result.model_bytes, path))
+    if (!inputs.count(v)) result.also_quantized.push_back(v);
   return result;
 }
 

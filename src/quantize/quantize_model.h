@@ -62,6 +62,9 @@ struct Result {
   Agreement all_int8;   // every quantizable layer in int8
   Agreement final;      // the written model
   std::vector<LayerReport> layers;
+  // Values the written model quantizes besides its int8 layers' inputs (a pre-activation
+  // norm's input, the concats around it: qdq_writer.h), in graph order.
+  std::vector<std::string> also_quantized;
 };
 
 // The budget is met when the metric of the model's kind is within its limit.

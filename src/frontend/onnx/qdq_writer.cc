@@ -264,6 +264,14 @@ std::vector<QuantizableLayer> quantizable_layers(const std::string& model_bytes,
   return layers;
 }
 
+std::vector<std::string> quantized_values(const std::string& model_bytes, const std::string& what) {
+  const ModelProto m = parse_model(model_bytes, what);
+  std::vector<std::string> values;
+  for (const NodeProto& n : m.graph().node())
+    if (n.op_type() == "QuantizeLinear" && n.input_size() > 0) values.push_back(n.input(0));
+  return values;
+}
+
 std::string with_graph_outputs(const std::string& model_bytes,
                                const std::vector<std::string>& names, const std::string& what) {
   ModelProto m = parse_model(model_bytes, what);

@@ -44,6 +44,10 @@ struct QuantizableLayer {
 std::vector<QuantizableLayer> quantizable_layers(const std::string& model_bytes,
                                                  const std::string& what);
 
+// The float values a QDQ model quantizes: the inputs of its QuantizeLinear nodes, in graph
+// order.
+std::vector<std::string> quantized_values(const std::string& model_bytes, const std::string& what);
+
 // The model with `names` appended to its graph outputs (untyped: the importer infers them),
 // so that a run of it returns those intermediate values too. Names already outputs are kept
 // once.

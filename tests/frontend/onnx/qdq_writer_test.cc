@@ -171,6 +171,8 @@ TEST(QdqWriter, a_pre_activation_norm_quantizes_its_input_and_the_concat_before_
     EXPECT_FLOAT_EQ(static_cast<float>(scale.get_f64(0)), static_cast<float>(amax / 127)) << v;
   }
   EXPECT_NO_THROW(import_model_bytes(q.SerializeAsString(), "written", ""));
+  EXPECT_EQ(quantized_values(q.SerializeAsString(), "written"),
+            (std::vector<std::string>{"x", "p", "a1", "y1", "k", "a2", "a3", "out", "f"}));
   // Without thresholds for them, the upstream values stay float; without c3's output
   // threshold, so do c3's output and the tail concat.
   const ::onnx::ModelProto plain = parse(write_qdq_model(bytes, {{layers[2].node_index, 1.0}}, "m", ""));
