@@ -22,7 +22,8 @@
 // with the real 0, as for int8. Activations with another zero point stay float, and say so.
 //
 // A max pool between a DequantizeLinear and a QuantizeLinear to the same scale runs on the
-// int8 (or uint8, zero point 0) values instead (fold_max_pool).
+// int8 (or uint8, zero point 0) values instead (fold_max_pool); a QuantizeLinear after a max
+// pool of a float value moves before it (QuantizePusher: the quantization is monotone).
 //
 // A QuantizeLinear after a Concat quantizes each of its inputs instead (QuantizePusher):
 // per tensor it acts per element, so Q(Concat(x1, x2, ...)) = Concat(Q(x1), Q(x2), ...) exactly.
@@ -84,20 +85,17 @@ constexpr char kRefusalAttr[] = "int8_refusal";
 // Input channels the int8 kernels need per pixel: 8 int8 = one 8-byte load.
 constexpr int64_t kInt8ChannelAlignment = 8;
 
-// A QuantizeLinear after a max pool of a float value quantizes the pool's input instead
-// (QuantizePusher): a per-tensor QuantizeLinear of a positive scale is monotone, so
-// Q(MaxPool(x)) = MaxPool(Q(x)) exactly (taps outside the input are skipped on both sides; a
-// window of none is the lowest value, whose quantization is the integer type's lowest). The
-// conv before the pool then ends its chain at the QuantizeLinear and stores int8, and the pool
-// runs on the integers: a stem followed by a max pool whose output `tessel quantize`
-// quantized (DenseNet's, ResNet's), where the conv stored fp16 and the pool's output was
-// quantized by a kernel of its own. Only where x is read by the pool alone and is no
-// DequantizeLinear output (fold_max_pool's case), and the pool has no Indices output.
-// The QuantizeLinear that alone reads the output of a node of op `op` (a channel Concat, or a
-// max pool: the two paragraphs above) moves onto each of the node's inputs, the node then
-// computing on the integers. Concat: each input read by the Concat alone. Max pool: its one
-// input a float value the pool alone reads, computed by a node other than a DequantizeLinear
-// (fold_max_pool's case), no Indices output. Both: a symmetric per-tensor QuantizeLinear.
+// The QuantizeLinear that alone reads the output of a node of op `op` moves onto each of the
+// node's inputs, and the node computes on the integers. A channel Concat: see the top of the
+// file; each input read by the Concat alone. A max pool: a per-tensor QuantizeLinear of a
+// positive scale is monotone, so Q(MaxPool(x)) = MaxPool(Q(x)) exactly (taps outside the input
+// are skipped on both sides; a window of none is the lowest value, whose quantization is the
+// integer type's lowest). The conv before the pool then ends its chain at the QuantizeLinear
+// and stores int8 (a stem whose pooled output `tessel quantize` quantized: DenseNet's,
+// ResNet's), where it stored fp16 and a kernel of its own quantized the pool's output. Only
+// where x is a float value the pool alone reads, computed by a node other than a
+// DequantizeLinear (fold_max_pool's case), and the pool has no Indices output. Both: a
+// symmetric per-tensor QuantizeLinear.
 class QuantizePusher : public NodeRewriter {
  public:
   QuantizePusher(ir::Graph g, const std::string& op) : NodeRewriter(std::move(g)) {
