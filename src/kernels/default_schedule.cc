@@ -246,16 +246,36 @@ bool runs(const Contraction& c, const Schedule& s, const device::DeviceInfo& dev
 // 1024 -> 512 (8.2 against 8.0 us, the same in three logs). Not over K of less than a k-tile
 // (56x56 64 -> 64: mma.sync 7.0 us), nor over 24 or 32 channels (MobileNet-v2's 56x56 144 -> 24:
 // 18.2 against 10.5), nor a conv of several taps (the ranking's).
+//
+// An int8 conv of several taps into outputs that 128-wide tiles would waste (64 or 192
+// channels) takes the cooperative 256x64 tile in 6 stages, on the same terms (its tiles fill the
+// SMs twice), in 64-byte k-tiles where the taps' channels leave half rows: B's k-tile serves
+// 256 rows instead of the ping-pong 128x64's 128. Tune log of ResNet-50 int8 at batch 32 (H200,
+// 2026-11-30, bench/tune_data/checks/h200_2026-11-30d.*), 56x56 64 -> 64 3x3 (392 tiles):
+// 256x64 in 4, 5, 6 or 8 stages 12.2-12.8 us, every ping-pong 128x64 (the ranked default s7
+// 15.3) 14.2-15.3. In the models (tessel profile, the ranked 128x64 s7 -> this): ResNet-50 int8
+// 14.4-15.9 -> 11.9-12.2 us at batch 32, 105-118 -> 90-94 at batch 256; ResNet-18 int8 (uint8
+// activations, a residual, an f16 output among them) 14.7-18.9 -> 11.8-18.0 and 106-131 ->
+// 85-103 (one of four 134.5 -> 136.2). Not on 1x1 convs: 56x56 256 -> 64 7.7 on the 128x64
+// against 8.0. Nor where a tap's channels leave zeros in its k-tiles: Inception-v3 int8's
+// 147x147 32 -> 64 3x3 (32 channels in 64-byte rows) took 131 us against mma.sync's 82.
 std::optional<Schedule> default_large_gemm(const Contraction& c, const device::DeviceInfo& device) {
   if (!has_wgmma(device)) return std::nullopt;
   const bool int8 = contraction::int8_operands(c);
   const int raster = tma_raster(c, device);
-  // An int8 contraction's candidates: the cooperative 256x128, then the ping-pong 128x64.
+  // An int8 contraction's candidates: the cooperative 256x128, the cooperative 256x64 (convs of
+  // several taps), then the ping-pong 128x64 (1x1 convs and GEMMs).
   std::vector<Schedule> tiles = {int8 ? tma_schedule(256, 128, 3, raster, 0, /*cooperative=*/true)
                                       : tma_schedule(128, 256, 3, raster, 0, /*cooperative=*/true)};
-  if (int8) tiles.push_back(tma_schedule(128, 64, 5, raster, 0));
+  if (int8) {
+    tiles.push_back(tma_schedule(256, 64, 6, raster, 0, /*cooperative=*/true));
+    tiles.push_back(tma_schedule(128, 64, 5, raster, 0));
+  }
+  const bool half_rows = tma_half_rows(c, /*taps_only=*/true);
   for (Schedule s : tiles) {
     s.block_k *= block_k_scale(c);
+    const bool wide_coop = s.block_m == 256 && s.block_n == 64;
+    if (wide_coop && half_rows) s.block_k /= 2;
     const std::optional<TmaLayout> l = tma_layout(c, s);
     // int8 also takes a conv gathered by the im2col map: a strided 1x1 (a downsample), and on
     // the 256x128 tile a windowed one, where its tiles fill the SMs twice as for a GEMM (tune,
@@ -268,11 +288,39 @@ std::optional<Schedule> default_large_gemm(const Contraction& c, const device::D
       continue;
     if (int8 ? ceil_div(c.n, s.block_n) * s.block_n * 8 > 9 * c.n : l->taps * l->chunks < 32)
       continue;
-    if (int8 && s.block_n == 64 && (l->taps != 1 || c.k < s.block_k)) continue;
+    if (wide_coop && (l->taps == 1 || c.n % 128 == 0 || l->channels % s.block_k != 0)) continue;
+    if (int8 && !wide_coop && s.block_n == 64 && (l->taps != 1 || c.k < s.block_k)) continue;
     s.ctas = persistent_ctas(c, s, device);
     return s;
   }
   return std::nullopt;
+}
+
+// An int8 conv of several taps over a long K (16 k-tiles or more: the mainloop is the time)
+// whose ping-pong 64x128 tiles, the ranking's usual pick there, take more than one wave of the
+// SMs and at most two, while 128x128 tiles fit one: the ping-pong 128x128 in 4 stages. The
+// second wave of 64x128 tiles is the first one's length on a few SMs, and a 128x128 tile reads
+// B once for 128 rows, not 64. Tune log of ResNet-50 int8 at batch 32 (H200, 2026-11-30,
+// bench/tune_data/checks/h200_2026-11-30d.*), 14x14 256 -> 256 3x3 and its stride-2 form (18
+// k-tiles; 196 tiles of 64x128, 98 of 128x128): 8.7 us against the ranked 64x128's 9.9 and 9.7,
+// the cooperative 128x128 the same 8.7; in the model 9.9-10.0 -> 8.7 each, and ResNet-18
+// int8's three (a residual, an f16 output) 10.3-11.5 -> 8.6-10.9. Not where the 64x128 tiles
+// fill the SMs three times (28x28 128 -> 128: 64x128 9.1, 128x128 10.0) or fit one wave (7x7
+// 512 -> 512: 100 tiles, 9.5), nor over fewer k-tiles (a 14x14 1x1 1024 -> 512, 8 k-tiles:
+// 8.0 against 9.9).
+std::optional<Schedule> default_one_wave_window(const Contraction& c, const device::DeviceInfo& device) {
+  if (!has_wgmma(device) || !contraction::int8_operands(c)) return std::nullopt;
+  const int raster = tma_raster(c, device);
+  Schedule narrow = tma_schedule(64, 128, 7, raster, 0), wide = tma_schedule(128, 128, 4, raster, 0);
+  narrow.block_k *= block_k_scale(c);
+  wide.block_k *= block_k_scale(c);
+  const std::optional<TmaLayout> l = tma_layout(c, wide);
+  const int64_t sms = device.sm_count;
+  if (!l || l->taps < 2 || l->taps * l->chunks < 16 || mn_tiles(c, narrow) <= sms ||
+      mn_tiles(c, narrow) > 2 * sms || mn_tiles(c, wide) > sms || !runs(c, wide, device))
+    return std::nullopt;
+  wide.ctas = persistent_ctas(c, wide, device);
+  return wide;
 }
 
 // The row-window form of TMA schedule s (Schedule::row_windows) with the most stages that fit,
@@ -840,6 +888,8 @@ Schedule default_schedule(const Contraction& c, const device::DeviceInfo& device
   if (!contraction::tensor_core_eligible(c) || device.cc_major < 8) return simt_schedule(c);
   if (!mma_sync_only && !dense_groups)
     if (std::optional<Schedule> large = default_large_gemm(c, device)) return *large;
+  if (!mma_sync_only && !dense_groups)
+    if (std::optional<Schedule> wave = default_one_wave_window(c, device)) return *wave;
   const double launch = launch_cycles(device);
   const bool hopper = device.cc_major == 9;
   auto split_wanted = [&](const Schedule& s) {

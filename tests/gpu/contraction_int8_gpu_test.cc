@@ -505,6 +505,14 @@ std::vector<TestProblem> fixed_problems(bool hopper) {
     v.push_back(tma(u8conv(conv_params(2, 11, 9, 64, 64, 3, 1, 1)), Recipe::kRequantUnitU8, 128, 64, 6, 1, 64));
     v.push_back(tma(i8gemm(130, 200, 512), Recipe::kUnitDequantF16, 64, 128, 4, 2));
     v.push_back(tma(i8conv(conv_params(1, 14, 14, 128, 72, 1, 1, 0)), Recipe::kUnitGeneric, 128, 64, 5, 2));
+    // The defaults' int8 windowed tiles (kernels::default_large_gemm, default_one_wave_window):
+    // the cooperative 256x64 in 6 stages of 64-byte rows over a 3x3 64 -> 64 conv, with the
+    // bulk-loaded residual and without, uint8 A, three tiles on one CTA, the last ending in the
+    // second warpgroup's rows; the ping-pong 128x128 in 4 stages over 18 k-tiles (3x3, 256
+    // channels), an N tail, four tiles on one CTA.
+    v.push_back(tma(i8conv(conv_params(2, 19, 17, 64, 64, 3, 1, 1)), Recipe::kResidualUnit, 256, 64, 6, 1, 64, true));
+    v.push_back(tma(u8conv(conv_params(2, 19, 17, 64, 64, 3, 1, 1)), Recipe::kRequantUnitU8, 256, 64, 6, 1, 64, true));
+    v.push_back(tma(i8conv(conv_params(2, 9, 9, 256, 136, 3, 1, 1)), Recipe::kResidualUnit, 128, 128, 4, 1));
   }
   // unit-quantize's epilogues on mma.sync: the lead applied in the fragments (saturated there).
   v.push_back(make(i8conv(conv_params(2, 14, 14, 64, 256, 1, 1, 0)), Recipe::kResidualUnit, 128, 128, 64, 64, 64, 3));

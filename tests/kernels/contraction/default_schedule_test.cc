@@ -634,6 +634,31 @@ TEST(DefaultSchedule, PicksTheMeasuredBestOnH100) {
         << default_schedule(c, kH100).name();
   // Nor on an A100 (no TMA kernel).
   EXPECT_NE(default_schedule(gemm(8192, 8192, 8192), kA100).mainloop, Mainloop::kTma);
+  // An int8 conv of several taps into 64 (or 192) outputs, whose 256x64 tiles fill the SMs twice:
+  // the cooperative 256x64 in 6 stages, 64-byte k-tiles where a tap's channels fill half a row
+  // (H200, ResNet-50 int8 at batch 32: 56x56 64 -> 64 3x3 15.3 -> 12.2 us; batch 256 117.7 ->
+  // 91.9; ResNet-18's with a residual 16.7 -> 14.6; 192 channels leave a half row too). Not on
+  // 1x1 convs, 128-multiple outputs (the 256x128's or the ranking's), at batch 8 (98 tiles), nor
+  // over 32 channels, half of each 64-byte row zeros (Inception-v3's 147x147 32 -> 64: 82 -> 131
+  // us).
+  EXPECT_EQ(default_schedule(conv(32, 56, 64, 64, 3, 1, 1, i8), kH100).name(), "tma_256x64x64_s6_r1_c132_w128x64");
+  EXPECT_EQ(default_schedule(conv(256, 56, 64, 64, 3, 1, 1, i8), kH100).name(), "tma_256x64x64_s6_r1_c132_w128x64");
+  EXPECT_EQ(default_schedule(conv(32, 28, 192, 192, 3, 1, 1, i8), kH100).name(),
+            "tma_256x64x64_s6_r1_c132_w128x64");
+  for (const Contraction& c : {conv(32, 56, 256, 64, 1, 1, 0, i8), conv(32, 28, 128, 128, 3, 1, 1, i8),
+                               conv(8, 56, 64, 64, 3, 1, 1, i8), conv(32, 56, 64, 64, 3, 1, 1),
+                               conv(32, 147, 32, 64, 3, 1, 0, i8)})
+    EXPECT_NE(default_schedule(c, kH100).name().rfind("tma_256x64", 0), 0u) << default_schedule(c, kH100).name();
+  // An int8 conv of several taps over 16 k-tiles or more, whose 64x128 tiles take between one
+  // and two waves while 128x128 tiles fit one: the ping-pong 128x128 in 4 stages (ResNet-50 int8
+  // at batch 32, 14x14 256 -> 256 3x3 and its stride-2 form: 9.9 -> 8.7 us). Not over 9 k-tiles
+  // (28x28 128 -> 128 at batch 16: 196 tiles of 64x128), where 64x128 tiles fit one wave (7x7
+  // 512 -> 512 at batch 32), fill three (28x28 128 -> 128 at batch 32), nor on a 1x1 conv.
+  EXPECT_EQ(default_schedule(conv(32, 14, 256, 256, 3, 1, 1, i8), kH100).name(), "tma_128x128x128_s4_r1_c132");
+  EXPECT_EQ(default_schedule(conv(32, 28, 256, 256, 3, 2, 1, i8), kH100).name(), "tma_128x128x128_s4_r1_c132");
+  for (const Contraction& c : {conv(16, 28, 128, 128, 3, 1, 1, i8), conv(32, 7, 512, 512, 3, 1, 1, i8),
+                               conv(32, 28, 128, 128, 3, 1, 1, i8), conv(32, 14, 1024, 256, 1, 1, 0, i8)})
+    EXPECT_NE(default_schedule(c, kH100).name(), "tma_128x128x128_s4_r1_c132") << default_schedule(c, kH100).name();
   // ResNet-50's stem at batch 32 over NHWC ci=3: the halo kernel with tap pairs (K 224), the
   // kernel its NCHW form runs in the model (64.8 us on an H200); the implicit GEMM with 2-byte
   // loads it ran before took 149.0 us in bench-op (cuDNN 83.0; SIMT on an H100: 308). At batch
