@@ -886,10 +886,10 @@ Schedule default_schedule(const Contraction& c, const device::DeviceInfo& device
            !(dense_groups && !runs_groups_as_batch(s));
   };
   if (!contraction::tensor_core_eligible(c) || device.cc_major < 8) return simt_schedule(c);
-  if (!mma_sync_only && !dense_groups)
+  if (!mma_sync_only && !dense_groups) {
     if (std::optional<Schedule> large = default_large_gemm(c, device)) return *large;
-  if (!mma_sync_only && !dense_groups)
     if (std::optional<Schedule> wave = default_one_wave_window(c, device)) return *wave;
+  }
   const double launch = launch_cycles(device);
   const bool hopper = device.cc_major == 9;
   auto split_wanted = [&](const Schedule& s) {

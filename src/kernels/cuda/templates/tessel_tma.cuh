@@ -314,7 +314,7 @@ struct TmaWgmmaKernel {
     // A bulk-loaded residual: the chunk's pairs are all read before any output is written. The
     // compiler cannot tell a pair's store from the next pair's load (one box), so interleaved
     // they ran one column at a time, each behind its shared-memory load; read first, the chunk's
-    // 32 outputs per thread are independent chains (ResNet-50's residual 1x1 convs 3-5% faster,
+    // 32 outputs per thread are independent chains (ResNet-50's residual 1x1 convs 2-5% faster,
     // int8 and fp16). Without a residual each column's outputs are stored as they are finished:
     // holding the chunk's finished outputs until its end slowed the mainloop-bound convs that
     // way (int8 3x3 64 -> 64 12.2 -> 12.8 us, fp16 3x3 256 13.6 -> 14.4).
