@@ -4,6 +4,8 @@
 // generator (kernel_rules.h); this is where the two are held to agree.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
 #include "kernels/cuda/contraction_kernel.h"
 #include "kernels/contraction/epilogue.h"
 #include "kernels/contraction/ops_maps.h"
@@ -82,6 +84,51 @@ TEST(DefaultScheduleCodegen, EveryInt8DefaultOfTheKMajorPublicWorkloadsIsImpleme
     }
   }
   EXPECT_GT(taken, 80);
+}
+
+// int8 convs outside the benchmark lists: odd and half-row channel counts, 5x5 and dilated
+// taps, strides, batch 1 to 256 (grouped int8 convs stay float: fold-qdq refuses them).
+// Whatever default the rules and the ranking give (the TMA kernel's cooperative 256x64 and
+// one-wave 128x128 among them), the generator implements it.
+TEST(DefaultScheduleCodegen, Int8ConvDefaultsOverASweepAreImplementable) {
+  int taken = 0, tma = 0, coop_256x64 = 0, tile_128x128 = 0;
+  for (int64_t n : {1, 8, 32, 256})
+    for (int64_t hw : {7, 17, 56})
+      for (int64_t ci : {32, 48, 64, 72, 192, 256})
+        for (int64_t co : {24, 64, 136, 192, 256})
+          for (int64_t k : {1, 3, 5})
+            for (int64_t stride : {1, 2})
+              for (int64_t dilation : {1, 2}) {
+                  if (k == 1 && dilation == 2) continue;
+                  contraction::Conv2dParams p;
+                  p.n = n;
+                  p.h = p.w = hw;
+                  p.ci = ci;
+                  p.co = co;
+                  p.kh = p.kw = k;
+                  p.stride_h = p.stride_w = stride;
+                  p.dilation_h = p.dilation_w = dilation;
+                  p.pad_top = p.pad_left = p.pad_bottom = p.pad_right = dilation * (k / 2);
+                  const Contraction c =
+                      matched(contraction::conv2d_nhwc_maps(p, {DType::kI8, DType::kI8, DType::kF32}));
+                  if (!contraction::tensor_core_eligible(c)) continue;
+                  const Schedule s = default_schedule(c, kH100);
+                  SCOPED_TRACE(s.name());
+                  const std::optional<std::string> why = implementable(c, s);
+                  EXPECT_FALSE(why) << "n" << n << " " << hw << "x" << hw << " " << ci << " -> " << co
+                                    << " k" << k << " s" << stride << " d" << dilation
+                                    << ": " << *why;
+                  ++taken;
+                  tma += s.mainloop == Mainloop::kTma;
+                  coop_256x64 += s.name().rfind("tma_256x64", 0) == 0;
+                  tile_128x128 += s.name().rfind("tma_128x128x128_s4", 0) == 0;
+                }
+  EXPECT_GT(taken, 1000);
+  EXPECT_GT(tma, 200);
+  EXPECT_GT(coop_256x64, 0);
+  EXPECT_GT(tile_128x128, 0);
+  std::printf("%d int8 convs: %d on the TMA kernel, %d on the cooperative 256x64, %d on the 128x128 s4\n",
+              taken, tma, coop_256x64, tile_128x128);
 }
 
 TEST(DefaultScheduleCodegen, TheWholeSpaceIsImplementable) {
