@@ -311,13 +311,13 @@ std::optional<Schedule> default_large_gemm(const Contraction& c, const device::D
 std::optional<Schedule> default_one_wave_window(const Contraction& c, const device::DeviceInfo& device) {
   if (!has_wgmma(device) || !contraction::int8_operands(c)) return std::nullopt;
   const int raster = tma_raster(c, device);
-  Schedule narrow = tma_schedule(64, 128, 7, raster, 0), wide = tma_schedule(128, 128, 4, raster, 0);
-  narrow.block_k *= block_k_scale(c);
+  Schedule wide = tma_schedule(128, 128, 4, raster, 0);
   wide.block_k *= block_k_scale(c);
   const std::optional<TmaLayout> l = tma_layout(c, wide);
   const int64_t sms = device.sm_count;
-  if (!l || l->taps < 2 || l->taps * l->chunks < 16 || mn_tiles(c, narrow) <= sms ||
-      mn_tiles(c, narrow) > 2 * sms || mn_tiles(c, wide) > sms || !runs(c, wide, device))
+  const int64_t narrow_tiles = mn_tiles(c, tma_schedule(64, 128, 7, raster, 0));
+  if (!l || l->taps < 2 || l->taps * l->chunks < 16 || narrow_tiles <= sms || narrow_tiles > 2 * sms ||
+      mn_tiles(c, wide) > sms || !runs(c, wide, device))
     return std::nullopt;
   wide.ctas = persistent_ctas(c, wide, device);
   return wide;
