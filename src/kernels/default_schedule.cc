@@ -236,12 +236,14 @@ int64_t round_area(const Contraction& c, const Schedule& s, const device::Device
 // conv or GEMM of at least 4 k-tiles (a 256x64 then in 4 stages of 128-byte rows) or whose K is
 // one 64-byte row (s in 64-byte k-tiles; its tiles filling the SMs twice), where its tiles fill
 // the CTAs as well as the ping-pong 128x64's would.
-std::optional<Schedule> cooperative_1x1(const Contraction& c, Schedule s, const device::DeviceInfo& device) {
+std::optional<Schedule> cooperative_1x1(const Contraction& c, Schedule s,
+                                        const device::DeviceInfo& device) {
   const bool half_row_k = int8_k_in_half_row(c);
   if (s.block_n == 64 && !half_row_k) s.stages = 4;
   const std::optional<TmaLayout> l = tma_layout(c, s);
   if (!l || l->taps != 1 || !runs(c, s, device)) return std::nullopt;
-  if (half_row_k ? mn_tiles(c, s) < 2 * int64_t{device.sm_count} : c.k < 4 * s.block_k) return std::nullopt;
+  if (half_row_k ? mn_tiles(c, s) < 2 * int64_t{device.sm_count} : c.k < 4 * s.block_k)
+    return std::nullopt;
   Schedule ping_pong = tma_schedule(128, 64, 5, s.raster, 0);
   ping_pong.block_k = s.block_k;
   if (!runs(c, ping_pong, device) || wave_fill(c, s, device) < wave_fill(c, ping_pong, device) ||
@@ -306,8 +308,8 @@ std::optional<Schedule> cooperative_1x1(const Contraction& c, Schedule s, const 
 // tiles fill the persistent CTAs' rounds at least as well as the ping-pong 128x64's (wave_fill):
 // the 256x128 where they number fewer than twice the SMs (more take it above, whatever K), else
 // the 256x64 in 4 stages (the most that fit in 128-byte rows), and where a CTA's rounds of them
-// cover no more outputs than its rounds of 128x64 tiles (round_area). A 256-row tile reads B once for
-// 256 rows, and where its rounds are as full it loses nothing to the smaller tile. Tune logs of
+// cover no more outputs than its rounds of 128x64 tiles (round_area). A 256-row tile reads B once
+// for 256 rows, and where its rounds are as full it loses nothing to the smaller tile. Tune logs of
 // ResNet-50 int8 at batch 32 (H200, 2026-11-30, bench/tune_data/checks/h200_2026-11-30d/e.*),
 // against the 128x64 rule's tile, us: 7x7 512 -> 2048 (K 512) 6.2 / 7.0 (112 tiles, fill 0.85,
 // against 416, 0.79), with a residual 7.5 / 8.2-8.6 and 9.4-9.6 / 10.2-10.3, the 1024 -> 2048
@@ -321,15 +323,15 @@ std::optional<Schedule> cooperative_1x1(const Contraction& c, Schedule s, const 
 // (int8_k_in_half_row: 33 to 64 channels), takes the cooperative 256-row tiles in 64-byte
 // k-tiles: the 256x128 where N is a multiple of 128 and its tiles fill the SMs twice, as above,
 // else the 256x64 in 6 stages where its tiles fill the SMs twice and the CTAs' rounds as the
-// 128x64's would (the 1x1 case above). A 128-byte k-tile multiplies as many zeros as products and moves as many
-// zero bytes. H200, 2026-11-30, bench-op --int8 (scale, bias, ReLU, int8 out; 128-byte rows ->
-// 64-byte rows), us: 56x56 64 -> 256 16.8 -> 15.0 at batch 32, 101.1 -> 92.1 at batch 256; 56x56
-// 64 -> 64 (mma.sync 256x32 before) 9.0 -> 6.4 and 48.3 -> 35.7 (the ping-pong 128x64 in 64-byte
-// rows 7.2 and 39.4, the 64x64 9.0 and 52.0). In the models (tessel profile): ResNet-50 int8's
-// layer-1 1x1 convs 1.0-1.7 us faster each at batch 32, 1.3-12.9 at 256, its batch-8 64 -> 256
-// convs (392 tiles of 256x64) 10.9 -> 7.8; without the fill condition MobileNet-v2 int8's 14x14
-// 64 -> 384 at batch 64 (294 tiles of 256x64, fill 0.74, against the 128x64's 588, 0.89) went
-// from mma.sync's 6.6 us to 10.9.
+// 128x64's would (the 1x1 case above). A 128-byte k-tile multiplies as many zeros as products and
+// moves as many zero bytes. H200, 2026-11-30, bench-op --int8 (scale, bias, ReLU, int8 out;
+// 128-byte rows -> 64-byte rows), us: 56x56 64 -> 256 16.8 -> 15.0 at batch 32, 101.1 -> 92.1 at
+// batch 256; 56x56 64 -> 64 (mma.sync 256x32 before) 9.0 -> 6.4 and 48.3 -> 35.7 (the ping-pong
+// 128x64 in 64-byte rows 7.2 and 39.4, the 64x64 9.0 and 52.0). In the models (tessel profile):
+// ResNet-50 int8's layer-1 1x1 convs 1.0-1.7 us faster each at batch 32, 1.3-12.9 at 256, its
+// batch-8 64 -> 256 convs (392 tiles of 256x64) 10.9 -> 7.8; without the fill condition
+// MobileNet-v2 int8's 14x14 64 -> 384 at batch 64 (294 tiles of 256x64, fill 0.74, against the
+// 128x64's 588, 0.89) went from mma.sync's 6.6 us to 10.9.
 std::optional<Schedule> default_large_gemm(const Contraction& c, const device::DeviceInfo& device) {
   if (!has_wgmma(device)) return std::nullopt;
   const bool int8 = contraction::int8_operands(c);
@@ -349,8 +351,9 @@ std::optional<Schedule> default_large_gemm(const Contraction& c, const device::D
     const bool wide_coop = s.block_m == 256 && s.block_n == 64;
     if ((wide_coop && half_rows) || (s.block_m == 256 && half_row_k)) s.block_k /= 2;
     const bool few_tiles = mn_tiles(c, s) < 2 * int64_t{device.sm_count};
-    const std::optional<Schedule> one_by_one =
-        int8 && s.block_m == 256 && (few_tiles || wide_coop) ? cooperative_1x1(c, s, device) : std::nullopt;
+    const std::optional<Schedule> one_by_one = int8 && s.block_m == 256 && (few_tiles || wide_coop)
+                                                   ? cooperative_1x1(c, s, device)
+                                                   : std::nullopt;
     if (one_by_one) s = *one_by_one;
     const std::optional<TmaLayout> l = tma_layout(c, s);
     // int8 also takes a conv gathered by the im2col map: a strided 1x1 (a downsample), and on
@@ -359,11 +362,12 @@ std::optional<Schedule> default_large_gemm(const Contraction& c, const device::D
     // against the ranked ping-pong 64x128's 55.3 us, its stride-2 one 51.9 / 55.9, 14x14 256 ->
     // 256 39.2 / 46.5, stride 2 44.1 / 48.5; at batch 32 their tiles fill the SMs less than
     // twice and the ranking keeps them).
-    if (!l || (l->a_im2col && !int8) || (few_tiles && !one_by_one) || !runs(c, s, device))
-      continue;
+    if (!l || (l->a_im2col && !int8) || (few_tiles && !one_by_one) || !runs(c, s, device)) continue;
     if (int8 ? ceil_div(c.n, s.block_n) * s.block_n * 8 > 9 * c.n : l->taps * l->chunks < 32)
       continue;
-    if (wide_coop && !one_by_one && (l->taps == 1 || c.n % 128 == 0 || l->channels % s.block_k != 0)) continue;
+    if (wide_coop && !one_by_one &&
+        (l->taps == 1 || c.n % 128 == 0 || l->channels % s.block_k != 0))
+      continue;
     if (int8 && !wide_coop && s.block_n == 64 && (l->taps != 1 || c.k < s.block_k)) continue;
     s.ctas = persistent_ctas(c, s, device);
     return s;

@@ -517,12 +517,16 @@ std::vector<TestProblem> fixed_problems(bool hopper) {
     // 256x64 in 4 stages of 128-byte rows, 8 tiles on one CTA, the bulk-loaded residual; the
     // cooperative 256x128 over a strided 1x1 (im2col), 3 N tiles, M ending in the first
     // warpgroup's rows.
-    v.push_back(tma(i8conv(conv_params(2, 14, 14, 512, 256, 1, 1, 0)), Recipe::kResidualUnit, 256, 64, 4, 1, 128, true));
-    v.push_back(tma(i8conv(conv_params(2, 9, 9, 512, 384, 1, 2, 0)), Recipe::kResidualUnit, 256, 128, 3, 1, 128, true));
+    v.push_back(tma(i8conv(conv_params(2, 14, 14, 512, 256, 1, 1, 0)), Recipe::kResidualUnit, 256,
+                    64, 4, 1, 128, true));
+    v.push_back(tma(i8conv(conv_params(2, 9, 9, 512, 384, 1, 2, 0)), Recipe::kResidualUnit, 256,
+                    128, 3, 1, 128, true));
     // A 1x1 conv whose K is one 64-byte row on the cooperative 256x64 in 64-byte k-tiles: the
     // bulk-loaded residual over 5 tiles on one CTA; uint8 A, strided (im2col), an f16 output.
-    v.push_back(tma(i8conv(conv_params(2, 19, 17, 64, 64, 1, 1, 0)), Recipe::kResidualUnit, 256, 64, 6, 1, 64, true));
-    v.push_back(tma(u8conv(conv_params(2, 15, 15, 64, 128, 1, 2, 0)), Recipe::kDequantF16, 256, 64, 6, 1, 64, true));
+    v.push_back(tma(i8conv(conv_params(2, 19, 17, 64, 64, 1, 1, 0)), Recipe::kResidualUnit, 256, 64,
+                    6, 1, 64, true));
+    v.push_back(tma(u8conv(conv_params(2, 15, 15, 64, 128, 1, 2, 0)), Recipe::kDequantF16, 256, 64,
+                    6, 1, 64, true));
   }
   // unit-quantize's epilogues on mma.sync: the lead applied in the fragments (saturated there).
   v.push_back(make(i8conv(conv_params(2, 14, 14, 64, 256, 1, 1, 0)), Recipe::kResidualUnit, 128, 128, 64, 64, 64, 3));
@@ -763,9 +767,12 @@ TEST_F(ContractionInt8GpuTest, SanitizerSubsetMatchesCpuReference) {
     // The defaults' 1x1 tiles: the 256x64 over K of one 64-byte row, and in 4 stages of 128-byte
     // rows over K of 4 k-tiles, several tiles on one CTA; the ping-pong 64x128, 2 tiles per
     // warpgroup.
-    ps.push_back(tma(i8conv(conv_params(2, 19, 17, 64, 64, 1, 1, 0)), Recipe::kResidualUnit, 256, 64, 6, 1, 64, true));
-    ps.push_back(tma(i8conv(conv_params(2, 9, 7, 512, 136, 1, 1, 0)), Recipe::kResidualUnit, 256, 64, 4, 1, 128, true));
-    ps.push_back(tma(i8conv(conv_params(2, 9, 7, 64, 136, 1, 1, 0)), Recipe::kResidualUnit, 64, 128, 4, 1));
+    ps.push_back(tma(i8conv(conv_params(2, 19, 17, 64, 64, 1, 1, 0)), Recipe::kResidualUnit, 256,
+                     64, 6, 1, 64, true));
+    ps.push_back(tma(i8conv(conv_params(2, 9, 7, 512, 136, 1, 1, 0)), Recipe::kResidualUnit, 256,
+                     64, 4, 1, 128, true));
+    ps.push_back(
+        tma(i8conv(conv_params(2, 9, 7, 64, 136, 1, 1, 0)), Recipe::kResidualUnit, 64, 128, 4, 1));
   }
   run_all(ps, info_.arch(), rng);
 }

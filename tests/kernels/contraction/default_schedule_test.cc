@@ -605,18 +605,18 @@ TEST(DefaultSchedule, PicksTheMeasuredBestOnH100) {
   // ping-pong 64x128's 55.3; 14x14 256 -> 256 39.2 / 46.5; stride 2 from 56x56 51.9 / 55.9).
   const contraction::OperandDTypes i8 = {DType::kI8, DType::kI8, DType::kF32};
   for (const Contraction& c :
-       {conv(32, 56, 256, 128, 1, 1, 0, i8),
-        conv(32, 28, 128, 512, 1, 1, 0, i8), conv(32, 56, 256, 512, 1, 2, 0, i8),
-        conv(256, 28, 128, 128, 3, 1, 1, i8), conv(256, 14, 256, 256, 3, 1, 1, i8),
-        conv(256, 56, 128, 128, 3, 2, 1, i8)})
+       {conv(32, 56, 256, 128, 1, 1, 0, i8), conv(32, 28, 128, 512, 1, 1, 0, i8),
+        conv(32, 56, 256, 512, 1, 2, 0, i8), conv(256, 28, 128, 128, 3, 1, 1, i8),
+        conv(256, 14, 256, 256, 3, 1, 1, i8), conv(256, 56, 128, 128, 3, 2, 1, i8)})
     EXPECT_EQ(default_schedule(c, kH100).name(), "tma_256x128x128_s3_r1_c132_w128x128");
   // (B of 64 MB, more than a quarter of L2: raster 8.)
   EXPECT_EQ(default_schedule(contraction_of(gemm_maps(8192, 8192, 8192, *contraction::parse_gemm_layout("NT"), i8)),
                              kH100).name(),
             "tma_256x128x128_s3_r8_c132_w128x128");
   // (ResNet-50's 14x14 256 -> 256 at batch 32, 50 tiles: 128x128 measured fastest, 8.7 us.)
-  for (const Contraction& c : {conv(32, 28, 512, 128, 1, 1, 0, i8), conv(32, 14, 256, 256, 3, 1, 1, i8),
-                               conv(1, 56, 256, 128, 1, 1, 0, i8)})
+  for (const Contraction& c :
+       {conv(32, 28, 512, 128, 1, 1, 0, i8), conv(32, 14, 256, 256, 3, 1, 1, i8),
+        conv(1, 56, 256, 128, 1, 1, 0, i8)})
     EXPECT_FALSE(default_schedule(c, kH100).mainloop == Mainloop::kTma &&
                  default_schedule(c, kH100).warp_m * 2 == default_schedule(c, kH100).block_m)
         << default_schedule(c, kH100).name();
@@ -625,8 +625,9 @@ TEST(DefaultSchedule, PicksTheMeasuredBestOnH100) {
   // 128 5.9 against 6.7), with K of a whole k-tile at least, in N tiles wasting at most an eighth,
   // over twice the SMs' tiles: not 56x56 64 -> 64 (K 64), 144 -> 24 (MobileNet-v2: 18.2 us against
   // mma.sync's 10.5), a 3x3 conv, nor batch 1.
-  for (const Contraction& c : {conv(32, 56, 256, 64, 1, 1, 0, i8), conv(32, 28, 512, 128, 1, 1, 0, i8),
-                               conv(32, 14, 1024, 512, 1, 1, 0, i8)})
+  for (const Contraction& c :
+       {conv(32, 56, 256, 64, 1, 1, 0, i8), conv(32, 28, 512, 128, 1, 1, 0, i8),
+        conv(32, 14, 1024, 512, 1, 1, 0, i8)})
     EXPECT_EQ(default_schedule(c, kH100).name(), "tma_128x64x128_s5_r1_c132");
   // An int8 1x1 conv of 4 k-tiles or more whose cooperative 256-row tiles fill the CTAs' rounds as
   // well as the 128x64's and cover no more outputs per CTA: the 256x128 below twice the SMs' tiles
@@ -636,21 +637,28 @@ TEST(DefaultSchedule, PicksTheMeasuredBestOnH100) {
   // 784: 8.6 / 9.1). Not 14x14 1024 -> 512 (the 256x128's 100 tiles fill 0.76 of the SMs, the
   // 128x64's 392 0.99: 8.4 against 8.1 us), nor K of 2 k-tiles (56x56 256 -> 64: 8.0 / 7.7), nor
   // batch 1's 7x7 512 -> 2048 (49 pixels: a 256-row tile would be four fifths rows past M).
-  for (const Contraction& c : {conv(32, 7, 512, 2048, 1, 1, 0, i8), conv(32, 14, 1024, 2048, 1, 2, 0, i8)})
+  for (const Contraction& c :
+       {conv(32, 7, 512, 2048, 1, 1, 0, i8), conv(32, 14, 1024, 2048, 1, 2, 0, i8)})
     EXPECT_EQ(default_schedule(c, kH100).name(), "tma_256x128x128_s3_r1_c132_w128x128");
   // A 1x1 conv whose K is one 64-byte row, more than half of it data: the cooperative 256-row
   // tiles in 64-byte k-tiles (H200 bench-op --int8: 56x56 64 -> 256 16.8 -> 15.0 us, 64 -> 64
   // 9.0 on mma.sync -> 6.4), not 32 channels (half a row of zeros), nor where the tiles fill the
   // SMs less than twice (batch 1).
-  EXPECT_EQ(default_schedule(conv(32, 56, 64, 256, 1, 1, 0, i8), kH100).name(), "tma_256x128x64_s3_r1_c132_w128x128");
-  EXPECT_EQ(default_schedule(conv(32, 56, 64, 64, 1, 1, 0, i8), kH100).name(), "tma_256x64x64_s6_r1_c132_w128x64");
-  EXPECT_EQ(default_schedule(conv(32, 112, 48, 256, 1, 2, 0, i8), kH100).name(), "tma_256x128x64_s3_r1_c132_w128x128");
-  for (const Contraction& c : {conv(32, 28, 32, 192, 1, 1, 0, i8), conv(1, 56, 64, 256, 1, 1, 0, i8)})
+  EXPECT_EQ(default_schedule(conv(32, 56, 64, 256, 1, 1, 0, i8), kH100).name(),
+            "tma_256x128x64_s3_r1_c132_w128x128");
+  EXPECT_EQ(default_schedule(conv(32, 56, 64, 64, 1, 1, 0, i8), kH100).name(),
+            "tma_256x64x64_s6_r1_c132_w128x64");
+  EXPECT_EQ(default_schedule(conv(32, 112, 48, 256, 1, 2, 0, i8), kH100).name(),
+            "tma_256x128x64_s3_r1_c132_w128x128");
+  for (const Contraction& c :
+       {conv(32, 28, 32, 192, 1, 1, 0, i8), conv(1, 56, 64, 256, 1, 1, 0, i8)})
     EXPECT_NE(default_schedule(c, kH100).block_m, 256) << default_schedule(c, kH100).name();
-  for (const Contraction& c : {conv(32, 14, 1024, 256, 1, 1, 0, i8), conv(32, 28, 512, 256, 1, 1, 0, i8)})
+  for (const Contraction& c :
+       {conv(32, 14, 1024, 256, 1, 1, 0, i8), conv(32, 28, 512, 256, 1, 1, 0, i8)})
     EXPECT_EQ(default_schedule(c, kH100).name(), "tma_256x64x128_s4_r1_c132_w128x64");
-  for (const Contraction& c : {conv(32, 14, 1024, 512, 1, 1, 0, i8), conv(32, 56, 256, 64, 1, 1, 0, i8),
-                               conv(1, 7, 512, 2048, 1, 1, 0, i8)})
+  for (const Contraction& c :
+       {conv(32, 14, 1024, 512, 1, 1, 0, i8), conv(32, 56, 256, 64, 1, 1, 0, i8),
+        conv(1, 7, 512, 2048, 1, 1, 0, i8)})
     EXPECT_EQ(default_schedule(c, kH100).name().rfind("tma_256", 0), std::string::npos)
         << default_schedule(c, kH100).name();
   for (const Contraction& c : {conv(32, 56, 64, 64, 1, 1, 0, i8), conv(32, 56, 144, 24, 1, 1, 0, i8),
