@@ -236,9 +236,9 @@ int64_t round_area(const Contraction& c, const Schedule& s, const device::Device
 // conv or GEMM of at least 4 k-tiles (a 256x64 then in 4 stages of 128-byte rows) or whose K is
 // one 64-byte row (s in 64-byte k-tiles; its tiles filling the SMs twice), where its tiles fill
 // the CTAs as well as the ping-pong 128x64's would.
-std::optional<Schedule> cooperative_1x1(const Contraction& c, Schedule s,
+// half_row_k: int8_k_in_half_row(c).
+std::optional<Schedule> cooperative_1x1(const Contraction& c, Schedule s, bool half_row_k,
                                         const device::DeviceInfo& device) {
-  const bool half_row_k = int8_k_in_half_row(c);
   if (s.block_n == 64 && !half_row_k) s.stages = 4;
   const std::optional<TmaLayout> l = tma_layout(c, s);
   if (!l || l->taps != 1 || !runs(c, s, device)) return std::nullopt;
@@ -352,7 +352,7 @@ std::optional<Schedule> default_large_gemm(const Contraction& c, const device::D
     if ((wide_coop && half_rows) || (s.block_m == 256 && half_row_k)) s.block_k /= 2;
     const bool few_tiles = mn_tiles(c, s) < 2 * int64_t{device.sm_count};
     const std::optional<Schedule> one_by_one = int8 && s.block_m == 256 && (few_tiles || wide_coop)
-                                                   ? cooperative_1x1(c, s, device)
+                                                   ? cooperative_1x1(c, s, half_row_k, device)
                                                    : std::nullopt;
     if (one_by_one) s = *one_by_one;
     const std::optional<TmaLayout> l = tma_layout(c, s);

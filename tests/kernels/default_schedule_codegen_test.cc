@@ -10,6 +10,7 @@
 #include "kernels/contraction/epilogue.h"
 #include "kernels/contraction/ops_maps.h"
 #include "kernels/contraction/workloads.h"
+#include "kernels/cuda/contraction_problems.h"
 #include "kernels/default_schedule.h"
 #include "kernels/test_devices.h"
 
@@ -86,29 +87,22 @@ TEST(DefaultScheduleCodegen, EveryInt8DefaultOfTheKMajorPublicWorkloadsIsImpleme
   EXPECT_GT(taken, 80);
 }
 
-// int8 convs outside the benchmark lists: odd and half-row channel counts, 5x5 and dilated
-// taps, strides, batch 1 to 256 (grouped int8 convs stay float: fold-qdq refuses them).
+// int8 convs outside the benchmark lists: odd and half-row channel counts, K of one 64-byte row
+// and of 8 k-tiles (the 1x1 rules), 5x5 and dilated taps, strides, batch 1 to 256 (grouped int8 convs stay float: fold-qdq refuses them).
 // Whatever default the rules and the ranking give (the TMA kernel's cooperative 256x64 and
 // one-wave 128x128 among them), the generator implements it.
 TEST(DefaultScheduleCodegen, Int8ConvDefaultsOverASweepAreImplementable) {
-  int taken = 0, tma = 0, coop_256x64 = 0, tile_128x128 = 0;
+  int taken = 0, tma = 0, coop_256x64 = 0, tile_128x128 = 0, half_row_k = 0;
   for (int64_t n : {1, 8, 32, 256})
     for (int64_t hw : {7, 17, 56})
-      for (int64_t ci : {32, 48, 64, 72, 192, 256})
+      for (int64_t ci : {32, 48, 64, 72, 192, 256, 1024})
         for (int64_t co : {24, 64, 136, 192, 256})
           for (int64_t k : {1, 3, 5})
             for (int64_t stride : {1, 2})
               for (int64_t dilation : {1, 2}) {
                   if (k == 1 && dilation == 2) continue;
-                  contraction::Conv2dParams p;
-                  p.n = n;
-                  p.h = p.w = hw;
-                  p.ci = ci;
-                  p.co = co;
-                  p.kh = p.kw = k;
-                  p.stride_h = p.stride_w = stride;
-                  p.dilation_h = p.dilation_w = dilation;
-                  p.pad_top = p.pad_left = p.pad_bottom = p.pad_right = dilation * (k / 2);
+                  const contraction::Conv2dParams p =
+                      cuda::testing::conv_params(n, hw, hw, ci, co, k, stride, dilation * (k / 2), dilation);
                   const Contraction c =
                       matched(contraction::conv2d_nhwc_maps(p, {DType::kI8, DType::kI8, DType::kF32}));
                   if (!contraction::tensor_core_eligible(c)) continue;
@@ -122,13 +116,16 @@ TEST(DefaultScheduleCodegen, Int8ConvDefaultsOverASweepAreImplementable) {
                   tma += s.mainloop == Mainloop::kTma;
                   coop_256x64 += s.name().rfind("tma_256x64", 0) == 0;
                   tile_128x128 += s.name().rfind("tma_128x128x128_s4", 0) == 0;
+                  half_row_k += k == 1 && s.name().rfind("tma_256x128x64", 0) == 0;
                 }
   EXPECT_GT(taken, 1000);
   EXPECT_GT(tma, 200);
   EXPECT_GT(coop_256x64, 0);
   EXPECT_GT(tile_128x128, 0);
-  std::printf("%d int8 convs: %d on the TMA kernel, %d on the cooperative 256x64, %d on the 128x128 s4\n",
-              taken, tma, coop_256x64, tile_128x128);
+  EXPECT_GT(half_row_k, 0);
+  std::printf("%d int8 convs: %d on the TMA kernel, %d on the cooperative 256x64, %d on the 128x128 s4, "
+              "%d 1x1 on the 256x128 in 64-byte k-tiles\n",
+              taken, tma, coop_256x64, tile_128x128, half_row_k);
 }
 
 TEST(DefaultScheduleCodegen, TheWholeSpaceIsImplementable) {
