@@ -204,6 +204,10 @@ const std::map<std::string, OpFacts>& table() {
     t["DequantizeLinear"] = quantization();
     t["DequantizeLinear"].gpu = GpuKernel::kElementwise;
     t["DequantizeLinear"].fp16 = true;
+    // fuse-mul-quantize's pair (a squeeze-excite gate's Mul and the QuantizeLinear after it):
+    // made after the layout and precision passes, one element-wise kernel.
+    t["tessel.MulQuantizeLinear"] = {.kind = OpKind::kQuantization, .gpu = GpuKernel::kElementwise,
+                                     .flops = FlopRule::kPerOutput, .fp16 = true};
     t["ConvInteger"] = quantization(FlopRule::kConv);
     t["ConvInteger"].nhwc = NhwcForm::kNone;
     t["QLinearConv"] = quantization(FlopRule::kConv);

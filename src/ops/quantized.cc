@@ -1,11 +1,14 @@
 // The quantized op family: QuantizeLinear and DequantizeLinear here (per-tensor, and per-axis
-// since opset 13); the integer contractions (QLinearConv, QLinearMatMul, ConvInteger,
+// since opset 13), and tessel.MulQuantizeLinear, a Mul whose product one QuantizeLinear reads
+// (fuse-mul-quantize); the integer contractions (QLinearConv, QLinearMatMul, ConvInteger,
 // MatMulInteger) in quant_contractions.cc.
+#include <array>
 #include <cmath>
 
 #include "core/error.h"
 #include "core/half.h"
 #include "ops/all_ops.h"
+#include "ops/broadcast.h"
 #include "ops/nn_common.h"
 #include "ops/quant_common.h"
 
@@ -153,9 +156,63 @@ void compute_dequantize(ir::KernelContext& ctx) {
   }
 }
 
+// ---- tessel.MulQuantizeLinear(a, b, y_scale[, y_zero_point]) ---------------------------------
+// QuantizeLinear(Mul(a, b), y_scale, y_zero_point) as one op: the product is rounded to a's
+// dtype as Mul stores it, then divided and rounded as QuantizeLinear does, so that the pair's
+// integers are reproduced exactly. a and b broadcast (a squeeze-excite gate [N,1,1,C] against
+// its features [N,H,W,C]); the scale and zero point are per tensor.
+
+void infer_mul_quantize(ir::InferContext& ctx) {
+  const ir::Node& node = ctx.node();
+  require_float_input(ctx, 0, "a");
+  require_same_dtype(ctx, 0, 1, "a", "b");
+  require_float_input(ctx, 2, "y_scale");
+  require_single_value(ctx, 2, "y_scale");
+  DType out = DType::kU8;
+  if (ctx.has_input(3)) {
+    require_quant_dtype(ctx, 3, "y_zero_point");
+    require_single_value(ctx, 3, "y_zero_point");
+    out = ctx.dtype(3);
+  }
+  ctx.set_output(0, out, broadcast_shapes(ctx.shape(0), ctx.shape(1), node.label()));
+}
+
+// a * b stored in `t` (f16 and bf16 round the f32 product, as Mul's widened reference does).
+double stored_product(DType t, double a, double b) {
+  switch (t) {
+    case DType::kF32: return static_cast<float>(a) * static_cast<float>(b);
+    case DType::kF16: return half_to_float(float_to_half(static_cast<float>(a) * static_cast<float>(b)));
+    case DType::kBF16: return bf16_to_float(float_to_bf16(static_cast<float>(a) * static_cast<float>(b)));
+    default: return a * b;
+  }
+}
+
+void compute_mul_quantize(ir::KernelContext& ctx) {
+  const Tensor& a = ctx.input(0);
+  const Tensor& b = ctx.input(1);
+  const double scale = ctx.input(2).get_f64(0);
+  const int64_t zero = ctx.has_input(3) ? ctx.input(3).get_i64(0) : 0;
+  Tensor& y = ctx.output(0);
+  const QuantRange range = quant_range(y.dtype());
+  const DType t = a.dtype();
+  const BroadcastRuns<2> runs(y.shape(), {&a.shape(), &b.shape()});
+  runs.for_each([&](int64_t out, int64_t count, const std::array<int64_t, 2>& in,
+                    const std::array<int64_t, 2>& step) {
+    for (int64_t i = 0; i < count; ++i) {
+      const double p = stored_product(t, a.get_f64(in[0] + i * step[0]), b.get_f64(in[1] + i * step[1]));
+      y.set_i64(out + i, quantize_value(quantize_quotient(t, p, scale), zero, range));
+    }
+  });
+}
+
 }  // namespace
 
 void register_quantized_ops(ir::OpRegistry& r) {
+  r.add({.name = "tessel.MulQuantizeLinear",
+         .min_inputs = 3,
+         .max_inputs = 4,
+         .infer = infer_mul_quantize,
+         .compute = compute_mul_quantize});
   r.add({.name = "QuantizeLinear",
          .min_inputs = 2,
          .max_inputs = 3,

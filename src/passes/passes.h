@@ -132,6 +132,11 @@ ir::Graph fold_quantize_scales(ir::Graph g);
 // clamps (fold_quantize_scales.cc, ops::fold_unit_quantize).
 ir::Graph fold_unit_quantize(ir::Graph g);
 
+// A float Mul whose product only a per-tensor QuantizeLinear reads -> one
+// tessel.MulQuantizeLinear: a quantized squeeze-excite gate in one kernel, the same integers
+// (fuse_mul_quantize.cc).
+ir::Graph fuse_mul_quantize(ir::Graph g);
+
 // A conv storing depth_to_space CRD computes its channels in DCR order (weights and bias
 // permuted at compile time) and stores DCR: contiguous channel vectors in the GPU epilogue.
 ir::Graph depth_to_space_dcr(ir::Graph g);

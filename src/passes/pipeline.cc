@@ -60,6 +60,10 @@ const std::vector<PassInfo>& all_passes() {
        "int8 epilogues: each saturated rounding's range scaled into [0, 1] by the "
        "multiplication before it, so that the kernels saturate in its FFMA",
        fold_unit_quantize},
+      {"fuse-mul-quantize",
+       "a float Mul whose product only a per-tensor QuantizeLinear reads -> one "
+       "tessel.MulQuantizeLinear (a quantized squeeze-excite gate)",
+       fuse_mul_quantize},
       {"depth-to-space-dcr",
        "convs storing depth_to_space CRD permute their weights to store DCR (contiguous vectors)",
        depth_to_space_dcr},
@@ -100,7 +104,8 @@ std::vector<std::string> gpu_pipeline(const Options& options) {
   // Slices last: fuse has settled each contraction's epilogue and store, and dce has removed the
   // dead readers that would make a producer look shared.
   names.insert(names.end(),
-               {"fuse", "fuse-prologue", "fold-quantize-scales", "unit-quantize", "depth-to-space-dcr", "dce", "nest-prefix-concats",
+               {"fuse", "fuse-prologue", "fold-quantize-scales", "unit-quantize", "fuse-mul-quantize",
+                "depth-to-space-dcr", "dce", "nest-prefix-concats",
                 "split-wide-concats", "concat-into-slices"});
   return names;
 }

@@ -251,6 +251,33 @@ TEST_F(QuantizeGpu, f16_and_bf16_inputs) {
                {{"axis", int64_t{2}}});
 }
 
+// ---- tessel.MulQuantizeLinear -----------------------------------------------------------------
+
+// A squeeze-excite gate: f16 features [N,H,W,C] times a per-image, per-channel gate [N,1,1,C],
+// quantized per tensor, bit for bit against the reference (the product rounded to f16 first);
+// features whose products sit on quantization ties (gate 1, feature (k + 0.5) s); C = 48 (16
+// outputs per thread) and 24 (8); f32 and bf16 operands; u8 without a zero point.
+TEST_F(QuantizeGpu, mul_quantize_squeeze_excite_gates) {
+  for (int64_t c : {int64_t{48}, int64_t{24}}) {
+    const Shape features{2, 7, 5, c}, gate{2, 1, 1, c};
+    std::vector<double> x = random_values(numel(features), 0.01, 6, rng);
+    std::vector<double> g = random_values(numel(gate), 0.05, 1, rng);
+    g[0] = 1;  // the first channel of image 0: products equal to the features ...
+    for (int64_t p = 0; p < 35; ++p) x[static_cast<size_t>(p * c)] = (p - 17 + 0.5) * 0.03125;  // ... on ties
+    const std::string src =
+        expect_exact("tessel.MulQuantizeLinear", {of(DType::kF16, features, x), of(DType::kF16, gate, g),
+                                                  f32({}, {0.03125}), of(DType::kI8, {}, {0})});
+    EXPECT_NE(src.find("to_float(from_float<f16>(__fmul_rn(x0, x1)))"), std::string::npos) << src;
+    EXPECT_NE(src.find(c == 48 ? "Frag<i8, 16> y;" : "Frag<i8, 8> y;"), std::string::npos) << src;
+    expect_exact("tessel.MulQuantizeLinear", {of(DType::kF16, features, x), of(DType::kF16, gate, g),
+                                              f32({}, {0.0173}), of(DType::kI8, {}, {-3})});
+    expect_exact("tessel.MulQuantizeLinear",
+                 {f32(features, x), f32(gate, g), f32({1}, {0.037f}), of(DType::kU8, {1}, {128})});
+    expect_exact("tessel.MulQuantizeLinear",
+                 {of(DType::kBF16, features, x), of(DType::kBF16, gate, g), f32({}, {0.05})});
+  }
+}
+
 // ---- DequantizeLinear -------------------------------------------------------------------------
 
 // Every i8 and u8 code with a zero point, per tensor: 16 codes per thread in, four 16-byte

@@ -266,7 +266,8 @@ def main():
 
     # The MBConv through the fp16 pipeline: each SiLU whose gate the quantizer quantized (Sigmoid,
     # QuantizeLinear, DequantizeLinear, Mul) is one silu_qgate step of its conv's epilogue (the
-    # stem, the expansion, the depthwise and the squeeze-excite reduce convs), not five kernels.
+    # stem, the expansion, the depthwise and the squeeze-excite reduce convs), not five kernels;
+    # the squeeze-excite gate's Mul and the QuantizeLinear after it are one op.
     for name, path in cases:
         if name != "tiny_mbconv_op17_pc_QInt8_sym":
             continue
@@ -275,10 +276,12 @@ def main():
             print(f"FAIL {name} gpu-fp16: {tir}")
             failed += 1
             continue
-        gates = open(tir).read().count('"silu_qgate"')
-        ok = err <= 5e-2 and gates == 4
+        text = open(tir).read()
+        gates = text.count('"silu_qgate"')
+        se = text.count("tessel.MulQuantizeLinear(")
+        ok = err <= 5e-2 and gates == 4 and se == 1
         print(f"{'ok  ' if ok else 'FAIL'} {name} gpu-fp16 pipeline: rel L2 {err:.2e}, "
-              f"{gates} SiLUs with quantized gates fused")
+              f"{gates} SiLUs with quantized gates fused, {se} gate Mul with its QuantizeLinear")
         passed += ok
         failed += not ok
 

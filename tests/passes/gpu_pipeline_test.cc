@@ -194,7 +194,8 @@ TEST(GpuPipeline, NamesAreRegisteredPasses) {
                       "canonicalize", "fold-constants", "fuse-norm-gelu", "fold-batch-norm",
                       "lower-batch-norm", "lift-1d", "lower-conv-transpose", "lower-3d", "convert-layout",
                       "fold-transposes", "fold-qdq", "choose-precision-fp16", "widen-narrow-groups",
-                      "fuse", "fuse-prologue", "fold-quantize-scales", "unit-quantize", "depth-to-space-dcr", "dce",
+                      "fuse", "fuse-prologue", "fold-quantize-scales", "unit-quantize", "fuse-mul-quantize",
+                      "depth-to-space-dcr", "dce",
                       "nest-prefix-concats",
                       "split-wide-concats", "concat-into-slices"}));
   for (const std::string& name : fp16) EXPECT_NE(passes::find_pass(name), nullptr) << name;

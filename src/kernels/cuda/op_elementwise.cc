@@ -13,7 +13,8 @@
 // bf16 inputs, rounds half to even and saturates (quantize() in tessel_op_common.cuh);
 // DequantizeLinear subtracts the zero point and multiplies by the scale in f32 (__fmul_rn, so
 // that no later add contracts into an FMA) and rounds to the scale's dtype. The reference
-// divides in double for i32 and f64 inputs; those have no GPU kernel.
+// divides in double for i32 and f64 inputs; those have no GPU kernel. tessel.MulQuantizeLinear
+// rounds its product to the operands' dtype (as a Mul stores it) and quantizes that.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -121,6 +122,8 @@ bool is_quantization(const std::string& op) {
   return op == "QuantizeLinear" || op == "DequantizeLinear";
 }
 
+constexpr const char* kMulQuantize = "tessel.MulQuantizeLinear";
+
 bool is_float_storage(DType t) { return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16; }
 bool is_int8(DType t) { return t == DType::kI8 || t == DType::kU8; }
 
@@ -168,21 +171,30 @@ std::optional<std::string> check_quantization(const ir::Graph& g, const ir::Node
 // to the output's type, or QuantizeLinear's rounding.
 std::string stored_value(const ir::Graph& g, const ir::Node& n, const std::string& expr) {
   const std::string yt = type_of(g.type(n.outputs[0]).dtype);
+  if (n.op == kMulQuantize)
+    return fmt::format("quantize<{}>({}, {})", yt, expr, given(n, 3) ? "static_cast<int>(x3)" : "0");
   if (n.op != "QuantizeLinear") return fmt::format("from_float<{}>({})", yt, expr);
   return fmt::format("quantize<{}>({}, {})", yt, expr, given(n, 2) ? "static_cast<int>(x2)" : "0");
 }
 
 // QuantizeLinear's quotient x / scale, rounded to x's precision as the reference does
 // (ops/quantized.cc, quantize_quotient), and DequantizeLinear's (x - zero point) * scale.
+// tessel.MulQuantizeLinear's: the product x0 * x1 stored in their dtype (__fmul_rn: no FMA),
+// divided by the scale x2 likewise.
 std::string quantization_expression(const ir::Graph& g, const ir::Node& n) {
   if (n.op == "DequantizeLinear") return given(n, 2) ? "__fmul_rn(x0 - x2, x1)" : "__fmul_rn(x0, x1)";
   const DType x = g.type(n.inputs[0]).dtype;
-  if (x == DType::kF32) return "__fdiv_rn(x0, x1)";
-  return fmt::format("to_float(from_float<{}>(__fdiv_rn(x0, x1)))", type_of(x));
+  const bool mul = n.op == kMulQuantize;
+  const std::string value = !mul ? "x0"
+                            : x == DType::kF32 ? "__fmul_rn(x0, x1)"
+                                               : fmt::format("to_float(from_float<{}>(__fmul_rn(x0, x1)))", type_of(x));
+  const char* scale = mul ? "x2" : "x1";
+  if (x == DType::kF32) return fmt::format("__fdiv_rn({}, {})", value, scale);
+  return fmt::format("to_float(from_float<{}>(__fdiv_rn({}, {})))", type_of(x), value, scale);
 }
 
 std::string expression(const ir::Graph& g, const ir::Node& n) {
-  if (is_quantization(n.op)) return quantization_expression(g, n);
+  if (is_quantization(n.op) || n.op == kMulQuantize) return quantization_expression(g, n);
   std::string e = op_table().at(n.op);
   auto put = [&e](const std::string& key, const std::string& value) {
     for (size_t at; (at = e.find(key)) != std::string::npos;) e.replace(at, key.size(), value);
@@ -223,7 +235,21 @@ struct Operand {
 }  // namespace
 
 
+// tessel.MulQuantizeLinear: float operands of one storage dtype, a per-tensor float scale, an
+// int8 result (its infer checked the rest).
+std::optional<std::string> check_mul_quantize(const ir::Graph& g, const ir::Node& n) {
+  if (n.inputs.size() < 3 || !given(n, 0) || !given(n, 1) || !given(n, 2))
+    return n.label() + ": expected a, b, a scale and an optional zero point";
+  const DType a = g.type(n.inputs[0]).dtype;
+  if (!is_float_storage(a))
+    return n.label() + ": operands of dtype " + std::string(dtype_name(a)) + " have no GPU kernel (f32, f16, bf16)";
+  if (!is_float_storage(g.type(n.inputs[2]).dtype)) return n.label() + ": the scale must be f32, f16 or bf16";
+  if (!is_int8(g.type(n.outputs[0]).dtype)) return n.label() + ": output must be i8 or u8";
+  return std::nullopt;
+}
+
 std::optional<std::string> check_elementwise(const ir::Graph& g, const ir::Node& n) {
+  if (n.op == kMulQuantize) return check_mul_quantize(g, n);
   if (is_quantization(n.op)) {
     if (n.inputs.size() < 2 || n.inputs.size() > 3 || !given(n, 0) || !given(n, 1))
       return n.label() + ": expected x, a scale and an optional zero point";
@@ -305,7 +331,8 @@ OpKernelSource emit_elementwise(const ir::Graph& g, const ir::Node& n) {
   // 16-byte accesses on the narrower side of a quantization: 16 int8 per thread, whose floats
   // move as several 16-byte chunks.
   size_t narrowest = dtype_size(out_type);
-  if (is_quantization(n.op)) narrowest = std::min(narrowest, dtype_size(g.type(n.inputs[0]).dtype));
+  if (is_quantization(n.op) || n.op == kMulQuantize)
+    narrowest = std::min(narrowest, dtype_size(g.type(n.inputs[0]).dtype));
   int vec = static_cast<int>(16 / narrowest);
   while (vec > 1 && dims.back() % vec != 0) vec /= 2;
   // After broadcasting, an input steps through the innermost merged dim with stride 1 or

@@ -129,7 +129,7 @@ bool takes_int8(const ir::Graph& g, const ir::Node& n) {
     return std::none_of(n.inputs.begin() + 1, n.inputs.end(), [&](ir::ValueId v) {
       return v != ir::kNoValue && is_int8(g.type(v).dtype);
     });
-  return n.op == "QuantizeLinear" || n.op == "DequantizeLinear" ||
+  return n.op == "QuantizeLinear" || n.op == "DequantizeLinear" || n.op == "tessel.MulQuantizeLinear" ||
          family(n) == ir::GpuKernel::kCopy;
 }
 

@@ -1,0 +1,49 @@
+// fuse-mul-quantize: a float Mul whose product only a per-tensor QuantizeLinear reads becomes
+// one tessel.MulQuantizeLinear:
+//
+//   %p = Mul(%a, %b) : f16[N,H,W,C]                %q = tessel.MulQuantizeLinear(%a, %b, %s, %z)
+//   %q = QuantizeLinear(%p, %s, %z) : i8[...]  ->       : i8[N,H,W,C]
+//
+// The same integers (the op rounds the product to the Mul's dtype, then divides and rounds as
+// QuantizeLinear does), one kernel where there were two and no float tensor between them. This
+// is a quantized squeeze-excite block's gate (EfficientNet, MobileNet-v3, RegNet-Y: features
+// times a per-image, per-channel sigmoid, then the QuantizeLinear before the int8 projection
+// conv), which no contraction absorbs: the gate is computed from the features' mean. Run last
+// among the fusions: a Mul that fuse folds into a contraction's epilogue (a SiLU, a per-channel
+// constant) is gone by then, and the QuantizeLinear still stands alone.
+#include "passes/passes.h"
+#include "passes/rewrite_util.h"
+
+namespace tessel::passes {
+namespace {
+
+bool float_storage(DType t) { return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16; }
+
+}  // namespace
+
+ir::Graph fuse_mul_quantize(ir::Graph g) {
+  const std::vector<std::vector<int>> users = g.users();
+  std::vector<char> erase(g.nodes.size(), 0);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const ir::Node& mul = g.nodes[i];
+    if (mul.op != "Mul" || mul.inputs.size() != 2 || mul.outputs.size() != 1) continue;
+    if (!float_storage(g.type(mul.outputs[0]).dtype)) continue;
+    const int qi = sole_reader(g, users, mul.outputs[0]);
+    if (qi < 0 || g.nodes[qi].op != "QuantizeLinear" || g.nodes[qi].inputs[0] != mul.outputs[0]) continue;
+    ir::Node& q = g.nodes[qi];
+    const std::optional<QdqParams> params = qdq_params(g, q);
+    if (!params || !params->per_tensor() || !params->tensor_zero_point()) continue;
+    // The QuantizeLinear's place (after every reader of a and b that comes before it, and
+    // before every reader of its output) takes the fused node.
+    std::vector<ir::ValueId> inputs = {mul.inputs[0], mul.inputs[1], q.inputs[1]};
+    if (q.inputs.size() > 2 && q.inputs[2] != ir::kNoValue) inputs.push_back(q.inputs[2]);
+    q.op = "tessel.MulQuantizeLinear";
+    q.inputs = std::move(inputs);
+    q.attrs.clear();  // axis: a per-tensor scale has none that matters
+    erase[i] = 1;
+  }
+  erase_nodes(g, erase);
+  return g;
+}
+
+}  // namespace tessel::passes
