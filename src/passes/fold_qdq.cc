@@ -555,7 +555,7 @@ class QdqFolder {
       const ValueId before = t ? t->inputs[0] : pad ? pad->inputs[0] : kNoValue;
       if (pad && producer(before, "DequantizeLinear")) {
         why = std::to_string(g_.type(pad->inputs[0]).shape.back()) +
-              " input channels, padded to a multiple of 8 in float: the stem stays fp16 (an "
+              " input channels, padded to a multiple of 8 in float: the conv stays fp16 (an "
               "int8 conv over so few channels would be slower than the fp16 one)";
       } else {
         why = "its input is not a DequantizeLinear output (a float producer)";

@@ -202,7 +202,7 @@ TEST(FoldQdq, PaddedStemStaysFloatAndSaysWhy) {
   const ir::Node& conv = g.nodes.back();
   ASSERT_EQ(conv.op, "tessel.Conv");
   EXPECT_EQ(conv.get_string("int8_refusal", ""),
-            "3 input channels, padded to a multiple of 8 in float: the stem stays fp16 (an int8 "
+            "3 input channels, padded to a multiple of 8 in float: the conv stays fp16 (an int8 "
             "conv over so few channels would be slower than the fp16 one)");
   EXPECT_EQ(g.type(conv.inputs[1]).dtype, DType::kF32);
   testing::expect_same_numerics(ir::parse_graph(before), g);
