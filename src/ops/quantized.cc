@@ -157,10 +157,13 @@ void compute_dequantize(ir::KernelContext& ctx) {
 }
 
 // ---- tessel.MulQuantizeLinear(a, b, y_scale[, y_zero_point]) ---------------------------------
-// QuantizeLinear(Mul(a, b), y_scale, y_zero_point) as one op: the product is rounded to a's
-// dtype as Mul stores it, then divided and rounded as QuantizeLinear does, so that the pair's
-// integers are reproduced exactly. a and b broadcast (a squeeze-excite gate [N,1,1,C] against
-// its features [N,H,W,C]); the scale and zero point are per tensor.
+// QuantizeLinear(Mul(a, b), y_scale, y_zero_point) as one op, by the reciprocal as the int8
+// epilogues quantize (ops::fold_quantize_scales): y = saturate(round_half_even(p * r) + z) with
+// p = a * b and r = 1 / y_scale, each rounded to f32. That is the pair's value up to one f32
+// rounding (a result within an ulp of a rounding tie may land one step away) and nearer the
+// float model than an fp16 engine's pair, which rounded the product to f16 between the two.
+// a and b broadcast (a squeeze-excite gate [N,1,1,C] against its features [N,H,W,C]); the
+// scale and zero point are per tensor.
 
 void infer_mul_quantize(ir::InferContext& ctx) {
   const ir::Node& node = ctx.node();
@@ -177,30 +180,20 @@ void infer_mul_quantize(ir::InferContext& ctx) {
   ctx.set_output(0, out, broadcast_shapes(ctx.shape(0), ctx.shape(1), node.label()));
 }
 
-// a * b stored in `t` (f16 and bf16 round the f32 product, as Mul's widened reference does).
-double stored_product(DType t, double a, double b) {
-  switch (t) {
-    case DType::kF32: return static_cast<float>(a) * static_cast<float>(b);
-    case DType::kF16: return half_to_float(float_to_half(static_cast<float>(a) * static_cast<float>(b)));
-    case DType::kBF16: return bf16_to_float(float_to_bf16(static_cast<float>(a) * static_cast<float>(b)));
-    default: return a * b;
-  }
-}
-
 void compute_mul_quantize(ir::KernelContext& ctx) {
   const Tensor& a = ctx.input(0);
   const Tensor& b = ctx.input(1);
-  const double scale = ctx.input(2).get_f64(0);
+  const float r = 1.0f / static_cast<float>(ctx.input(2).get_f64(0));
   const int64_t zero = ctx.has_input(3) ? ctx.input(3).get_i64(0) : 0;
   Tensor& y = ctx.output(0);
   const QuantRange range = quant_range(y.dtype());
-  const DType t = a.dtype();
   const BroadcastRuns<2> runs(y.shape(), {&a.shape(), &b.shape()});
   runs.for_each([&](int64_t out, int64_t count, const std::array<int64_t, 2>& in,
                     const std::array<int64_t, 2>& step) {
     for (int64_t i = 0; i < count; ++i) {
-      const double p = stored_product(t, a.get_f64(in[0] + i * step[0]), b.get_f64(in[1] + i * step[1]));
-      y.set_i64(out + i, quantize_value(quantize_quotient(t, p, scale), zero, range));
+      const float p = static_cast<float>(a.get_f64(in[0] + i * step[0])) *
+                      static_cast<float>(b.get_f64(in[1] + i * step[1]));
+      y.set_i64(out + i, quantize_value(p * r, zero, range));
     }
   });
 }

@@ -4,8 +4,9 @@
 //   %p = Mul(%a, %b) : f16[N,H,W,C]                %q = tessel.MulQuantizeLinear(%a, %b, %s, %z)
 //   %q = QuantizeLinear(%p, %s, %z) : i8[...]  ->       : i8[N,H,W,C]
 //
-// The same integers (the op rounds the product to the Mul's dtype, then divides and rounds as
-// QuantizeLinear does), one kernel where there were two and no float tensor between them. This
+// The same integers up to one f32 rounding (the op multiplies by the scale's reciprocal, as the
+// int8 epilogues do: a value within an ulp of a rounding tie may land one step away), one
+// kernel where there were two, and no float tensor between them. This
 // is a quantized squeeze-excite block's gate (EfficientNet, MobileNet-v3, RegNet-Y: features
 // times a per-image, per-channel sigmoid, then the QuantizeLinear before the int8 projection
 // conv), which no contraction absorbs: the gate is computed from the features' mean. Run last

@@ -133,8 +133,8 @@ ir::Graph fold_quantize_scales(ir::Graph g);
 ir::Graph fold_unit_quantize(ir::Graph g);
 
 // A float Mul whose product only a per-tensor QuantizeLinear reads -> one
-// tessel.MulQuantizeLinear: a quantized squeeze-excite gate in one kernel, the same integers
-// (fuse_mul_quantize.cc).
+// tessel.MulQuantizeLinear: a quantized squeeze-excite gate in one kernel, quantized by the
+// scale's reciprocal as the int8 epilogues are (fuse_mul_quantize.cc).
 ir::Graph fuse_mul_quantize(ir::Graph g);
 
 // A conv storing depth_to_space CRD computes its channels in DCR order (weights and bias

@@ -254,9 +254,9 @@ TEST_F(QuantizeGpu, f16_and_bf16_inputs) {
 // ---- tessel.MulQuantizeLinear -----------------------------------------------------------------
 
 // A squeeze-excite gate: f16 features [N,H,W,C] times a per-image, per-channel gate [N,1,1,C],
-// quantized per tensor, bit for bit against the reference (the product rounded to f16 first);
-// features whose products sit on quantization ties (gate 1, feature (k + 0.5) s); C = 48 (16
-// outputs per thread) and 24 (8); f32 and bf16 operands; u8 without a zero point.
+// quantized per tensor by the scale's reciprocal, bit for bit against the reference; features
+// whose products sit on quantization ties (gate 1, feature (k + 0.5) s, s a power of two); C =
+// 48 (16 outputs per thread) and 24 (8); f32 and bf16 operands; u8 without a zero point.
 TEST_F(QuantizeGpu, mul_quantize_squeeze_excite_gates) {
   for (int64_t c : {int64_t{48}, int64_t{24}}) {
     const Shape features{2, 7, 5, c}, gate{2, 1, 1, c};
@@ -267,7 +267,7 @@ TEST_F(QuantizeGpu, mul_quantize_squeeze_excite_gates) {
     const std::string src =
         expect_exact("tessel.MulQuantizeLinear", {of(DType::kF16, features, x), of(DType::kF16, gate, g),
                                                   f32({}, {0.03125}), of(DType::kI8, {}, {0})});
-    EXPECT_NE(src.find("to_float(from_float<f16>(__fmul_rn(x0, x1)))"), std::string::npos) << src;
+    EXPECT_NE(src.find("__fmul_rn(__fmul_rn(x0, x1), __frcp_rn(x2))"), std::string::npos) << src;
     EXPECT_NE(src.find(c == 48 ? "Frag<i8, 16> y;" : "Frag<i8, 8> y;"), std::string::npos) << src;
     expect_exact("tessel.MulQuantizeLinear", {of(DType::kF16, features, x), of(DType::kF16, gate, g),
                                               f32({}, {0.0173}), of(DType::kI8, {}, {-3})});

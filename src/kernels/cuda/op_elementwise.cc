@@ -14,7 +14,8 @@
 // DequantizeLinear subtracts the zero point and multiplies by the scale in f32 (__fmul_rn, so
 // that no later add contracts into an FMA) and rounds to the scale's dtype. The reference
 // divides in double for i32 and f64 inputs; those have no GPU kernel. tessel.MulQuantizeLinear
-// rounds its product to the operands' dtype (as a Mul stores it) and quantizes that.
+// multiplies its product by the scale's reciprocal (__frcp_rn, once per thread's fragment), as
+// its reference does.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -179,18 +180,14 @@ std::string stored_value(const ir::Graph& g, const ir::Node& n, const std::strin
 
 // QuantizeLinear's quotient x / scale, rounded to x's precision as the reference does
 // (ops/quantized.cc, quantize_quotient), and DequantizeLinear's (x - zero point) * scale.
-// tessel.MulQuantizeLinear's: the product x0 * x1 stored in their dtype (__fmul_rn: no FMA),
-// divided by the scale x2 likewise.
+// tessel.MulQuantizeLinear's: the product times the scale's reciprocal, each rounded to f32
+// (__fmul_rn: no FMA; x2 is the same for a thread's fragment, so its reciprocal is one).
 std::string quantization_expression(const ir::Graph& g, const ir::Node& n) {
   if (n.op == "DequantizeLinear") return given(n, 2) ? "__fmul_rn(x0 - x2, x1)" : "__fmul_rn(x0, x1)";
+  if (n.op == kMulQuantize) return "__fmul_rn(__fmul_rn(x0, x1), __frcp_rn(x2))";
   const DType x = g.type(n.inputs[0]).dtype;
-  const bool mul = n.op == kMulQuantize;
-  const std::string value = !mul ? "x0"
-                            : x == DType::kF32 ? "__fmul_rn(x0, x1)"
-                                               : fmt::format("to_float(from_float<{}>(__fmul_rn(x0, x1)))", type_of(x));
-  const char* scale = mul ? "x2" : "x1";
-  if (x == DType::kF32) return fmt::format("__fdiv_rn({}, {})", value, scale);
-  return fmt::format("to_float(from_float<{}>(__fdiv_rn({}, {})))", type_of(x), value, scale);
+  if (x == DType::kF32) return "__fdiv_rn(x0, x1)";
+  return fmt::format("to_float(from_float<{}>(__fdiv_rn(x0, x1)))", type_of(x));
 }
 
 std::string expression(const ir::Graph& g, const ir::Node& n) {
