@@ -6,11 +6,11 @@
 //
 // The same integers up to one f32 rounding (the op multiplies by the scale's reciprocal, as the
 // int8 epilogues do: a value within an ulp of a rounding tie may land one step away), one
-// kernel where there were two, and no float tensor between them. This
-// is a quantized squeeze-excite block's gate (EfficientNet, MobileNet-v3, RegNet-Y: features
-// times a per-image, per-channel sigmoid, then the QuantizeLinear before the int8 projection
-// conv), which no contraction absorbs: the gate is computed from the features' mean. Run last
-// among the fusions: a Mul that fuse folds into a contraction's epilogue (a SiLU, a per-channel
+// kernel where there were two, and no float tensor between them. This is a quantized
+// squeeze-excite block's gate (EfficientNet, MobileNet-v3, RegNet-Y: features times a
+// per-image, per-channel sigmoid, then the QuantizeLinear before the int8 projection conv),
+// which no contraction absorbs: the gate is computed from the features' mean. Run last among
+// the fusions: a Mul that fuse folds into a contraction's epilogue (a SiLU, a per-channel
 // constant) is gone by then, and the QuantizeLinear still stands alone.
 #include "passes/passes.h"
 #include "passes/rewrite_util.h"
@@ -34,8 +34,8 @@ ir::Graph fuse_mul_quantize(ir::Graph g) {
     ir::Node& q = g.nodes[qi];
     const std::optional<QdqParams> params = qdq_params(g, q);
     if (!params || !params->per_tensor() || !params->tensor_zero_point()) continue;
-    // The QuantizeLinear's place (after every reader of a and b that comes before it, and
-    // before every reader of its output) takes the fused node.
+    // The fused node takes the QuantizeLinear's place: a and b are written before the Mul, so
+    // before it, and every reader of its output comes after it.
     std::vector<ir::ValueId> inputs = {mul.inputs[0], mul.inputs[1], q.inputs[1]};
     if (q.inputs.size() > 2 && q.inputs[2] != ir::kNoValue) inputs.push_back(q.inputs[2]);
     q.op = "tessel.MulQuantizeLinear";
