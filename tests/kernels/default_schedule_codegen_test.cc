@@ -88,7 +88,8 @@ TEST(DefaultScheduleCodegen, EveryInt8DefaultOfTheKMajorPublicWorkloadsIsImpleme
 }
 
 // int8 convs outside the benchmark lists: odd and half-row channel counts, K of one 64-byte row
-// and of 8 k-tiles (the 1x1 rules), 5x5 and dilated taps, strides, batch 1 to 256 (grouped int8 convs stay float: fold-qdq refuses them).
+// and of 8 k-tiles (the 1x1 rules), 5x5 and dilated taps, strides, batch 1 to 256 (grouped
+// int8 convs stay float: fold-qdq refuses them).
 // Whatever default the rules and the ranking give (the TMA kernel's cooperative 256x64 and
 // one-wave 128x128 among them), the generator implements it.
 TEST(DefaultScheduleCodegen, Int8ConvDefaultsOverASweepAreImplementable) {

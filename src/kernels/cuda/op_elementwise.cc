@@ -169,13 +169,13 @@ std::optional<std::string> check_quantization(const ir::Graph& g, const ir::Node
 }
 
 // The value stored to output element v: the op's float expression over x0, x1, ... converted
-// to the output's type, or QuantizeLinear's rounding.
+// to the output's type, or QuantizeLinear's (tessel.MulQuantizeLinear's) rounding.
 std::string stored_value(const ir::Graph& g, const ir::Node& n, const std::string& expr) {
   const std::string yt = type_of(g.type(n.outputs[0]).dtype);
-  if (n.op == kMulQuantize)
-    return fmt::format("quantize<{}>({}, {})", yt, expr, given(n, 3) ? "static_cast<int>(x3)" : "0");
-  if (n.op != "QuantizeLinear") return fmt::format("from_float<{}>({})", yt, expr);
-  return fmt::format("quantize<{}>({}, {})", yt, expr, given(n, 2) ? "static_cast<int>(x2)" : "0");
+  if (n.op != "QuantizeLinear" && n.op != kMulQuantize) return fmt::format("from_float<{}>({})", yt, expr);
+  const size_t zero_point = n.op == kMulQuantize ? 3 : 2;  // after the operands and the scale
+  return fmt::format("quantize<{}>({}, {})", yt, expr,
+                     given(n, zero_point) ? fmt::format("static_cast<int>(x{})", zero_point) : "0");
 }
 
 // QuantizeLinear's quotient x / scale, rounded to x's precision as the reference does
