@@ -206,8 +206,16 @@ const std::map<std::string, OpFacts>& table() {
     t["DequantizeLinear"].fp16 = true;
     // fuse-mul-quantize's pair (a squeeze-excite gate's Mul and the QuantizeLinear after it):
     // made after the layout and precision passes, one element-wise kernel.
+    // integer-readers makes it before them, from a Mul of an int8 tensor's DequantizeLinear: the
+    // scales (inputs 2 and 4) keep their f32.
     t["tessel.MulQuantizeLinear"] = {.kind = OpKind::kQuantization, .gpu = GpuKernel::kElementwise,
-                                     .flops = FlopRule::kPerOutput, .fp16 = true};
+                                     .flops = FlopRule::kPerOutput, .fp16 = true,
+                                     .fp16_free_inputs = {2, 4}};
+    // integer-readers' mean of an int8 tensor, requantized (a squeeze-excite mean, a classifier's
+    // pool): the reduction kernels, int8 in and out, its scales kept in f32.
+    t["tessel.QLinearReduceMean"] = {.kind = OpKind::kQuantization, .gpu = GpuKernel::kReduce,
+                                     .flops = FlopRule::kPerInput, .fp16 = true,
+                                     .fp16_free_inputs = {1, 3}};
     t["ConvInteger"] = quantization(FlopRule::kConv);
     t["ConvInteger"].nhwc = NhwcForm::kNone;
     t["QLinearConv"] = quantization(FlopRule::kConv);

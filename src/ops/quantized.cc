@@ -1,7 +1,8 @@
 // The quantized op family: QuantizeLinear and DequantizeLinear here (per-tensor, and per-axis
-// since opset 13), and tessel.MulQuantizeLinear, a Mul whose product one QuantizeLinear reads
-// (fuse-mul-quantize); the integer contractions (QLinearConv, QLinearMatMul, ConvInteger,
-// MatMulInteger) in quant_contractions.cc.
+// since opset 13), tessel.MulQuantizeLinear, a Mul whose product one QuantizeLinear reads
+// (fuse-mul-quantize, integer-readers), and tessel.QLinearReduceMean, a mean of a quantized
+// tensor requantized (integer-readers); the integer contractions (QLinearConv, QLinearMatMul,
+// ConvInteger, MatMulInteger) in quant_contractions.cc.
 #include <array>
 #include <cmath>
 
@@ -11,6 +12,7 @@
 #include "ops/broadcast.h"
 #include "ops/nn_common.h"
 #include "ops/quant_common.h"
+#include "ops/reduce_common.h"
 
 namespace tessel::ops {
 namespace {
@@ -156,7 +158,7 @@ void compute_dequantize(ir::KernelContext& ctx) {
   }
 }
 
-// ---- tessel.MulQuantizeLinear(a, b, y_scale[, y_zero_point]) ---------------------------------
+// ---- tessel.MulQuantizeLinear(a, b, y_scale[, y_zero_point[, a_scale[, a_zero_point]]]) ------
 // QuantizeLinear(Mul(a, b), y_scale, y_zero_point) as one op, by the reciprocal as the int8
 // epilogues quantize (ops::fold_quantize_scales): y = saturate(round_half_even(p * r) + z) with
 // p = a * b and r = 1 / y_scale, each rounded to f32. That is the pair's value up to one f32
@@ -164,11 +166,29 @@ void compute_dequantize(ir::KernelContext& ctx) {
 // float model than an fp16 engine's pair, which rounded the product to f16 between the two.
 // a and b broadcast (a squeeze-excite gate [N,1,1,C] against its features [N,H,W,C]); the
 // scale and zero point are per tensor.
+//
+// With a_scale, a is a quantized tensor (i8 or u8) read as DequantizeLinear(a, a_scale,
+// a_zero_point) would give it (integer-readers: the features stay int8 between the conv that
+// writes them and the gate): p = f32(a - a_zero_point) * b and r = a_scale / y_scale, each
+// rounded to f32.
 
 void infer_mul_quantize(ir::InferContext& ctx) {
   const ir::Node& node = ctx.node();
-  require_float_input(ctx, 0, "a");
-  require_same_dtype(ctx, 0, 1, "a", "b");
+  const bool quantized_a = ctx.has_input(4);
+  if (quantized_a) {
+    require_quant_dtype(ctx, 0, "a");
+    require_float_input(ctx, 1, "b");
+    require_float_input(ctx, 4, "a_scale");
+    require_single_value(ctx, 4, "a_scale");
+    if (ctx.has_input(5)) {
+      require_same_dtype(ctx, 0, 5, "a", "a_zero_point");
+      require_single_value(ctx, 5, "a_zero_point");
+    }
+  } else {
+    TESSEL_USER_CHECK(!ctx.has_input(5)) << node.label() << ": a_zero_point given without a_scale";
+    require_float_input(ctx, 0, "a");
+    require_same_dtype(ctx, 0, 1, "a", "b");
+  }
   require_float_input(ctx, 2, "y_scale");
   require_single_value(ctx, 2, "y_scale");
   DType out = DType::kU8;
@@ -183,7 +203,10 @@ void infer_mul_quantize(ir::InferContext& ctx) {
 void compute_mul_quantize(ir::KernelContext& ctx) {
   const Tensor& a = ctx.input(0);
   const Tensor& b = ctx.input(1);
-  const float r = 1.0f / static_cast<float>(ctx.input(2).get_f64(0));
+  const bool quantized_a = ctx.has_input(4);
+  const float y_scale = static_cast<float>(ctx.input(2).get_f64(0));
+  const float r = quantized_a ? static_cast<float>(ctx.input(4).get_f64(0)) / y_scale : 1.0f / y_scale;
+  const float a_zero = ctx.has_input(5) ? static_cast<float>(ctx.input(5).get_i64(0)) : 0.0f;
   const int64_t zero = ctx.has_input(3) ? ctx.input(3).get_i64(0) : 0;
   Tensor& y = ctx.output(0);
   const QuantRange range = quant_range(y.dtype());
@@ -191,11 +214,61 @@ void compute_mul_quantize(ir::KernelContext& ctx) {
   runs.for_each([&](int64_t out, int64_t count, const std::array<int64_t, 2>& in,
                     const std::array<int64_t, 2>& step) {
     for (int64_t i = 0; i < count; ++i) {
-      const float p = static_cast<float>(a.get_f64(in[0] + i * step[0])) *
-                      static_cast<float>(b.get_f64(in[1] + i * step[1]));
+      const float av = static_cast<float>(a.get_f64(in[0] + i * step[0])) - a_zero;
+      const float p = av * static_cast<float>(b.get_f64(in[1] + i * step[1]));
       y.set_i64(out + i, quantize_value(p * r, zero, range));
     }
   });
+}
+
+// ---- tessel.QLinearReduceMean(x, x_scale, x_zero_point, y_scale, y_zero_point) ---------------
+// QuantizeLinear(ReduceMean(DequantizeLinear(x, x_scale, x_zero_point)), y_scale, y_zero_point)
+// of a quantized x (i8 or u8) over the 'axes' attribute ('keepdims' as ReduceMean's), as
+// onnxruntime's QLinearReduceMean and QLinearGlobalAveragePool define it: a squeeze-excite
+// block's mean and a classifier's pool read the int8 features (integer-readers). The mean is of
+// the integers: y = saturate(round_half_even(m * f) + y_zero_point) with m = f32(sum(x -
+// x_zero_point)) / f32(count) and f = x_scale / y_scale, each rounded to f32. The sum is exact
+// (an integer), so the result is the dequantized mean's up to the f32 roundings of m and f. The
+// zero points are optional; y's dtype is y_zero_point's, u8 without it (QuantizeLinear's rule).
+
+void infer_qlinear_reduce_mean(ir::InferContext& ctx) {
+  const ir::Node& node = ctx.node();
+  require_quant_dtype(ctx, 0, "x");
+  require_float_input(ctx, 1, "x_scale");
+  require_single_value(ctx, 1, "x_scale");
+  if (ctx.has_input(2)) {
+    require_same_dtype(ctx, 0, 2, "x", "x_zero_point");
+    require_single_value(ctx, 2, "x_zero_point");
+  }
+  require_float_input(ctx, 3, "y_scale");
+  require_single_value(ctx, 3, "y_scale");
+  DType out = DType::kU8;
+  if (ctx.has_input(4)) {
+    require_quant_dtype(ctx, 4, "y_zero_point");
+    require_single_value(ctx, 4, "y_zero_point");
+    out = ctx.dtype(4);
+  }
+  TESSEL_USER_CHECK(node.has_attr("axes")) << node.label() << ": the 'axes' attribute is required";
+  const ReducePlan plan = plan_reduce(node, ctx.shape(0), node.get_ints("axes"));
+  ctx.set_output(0, out, plan.out_shape);
+}
+
+void compute_qlinear_reduce_mean(ir::KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const ir::Node& node = ctx.node();
+  const ReducePlan plan = plan_reduce(node, x.shape(), node.get_ints("axes"));
+  const int64_t x_zero = ctx.has_input(2) ? ctx.input(2).get_i64(0) : 0;
+  const int64_t y_zero = ctx.has_input(4) ? ctx.input(4).get_i64(0) : 0;
+  const float f = static_cast<float>(ctx.input(1).get_f64(0)) / static_cast<float>(ctx.input(3).get_f64(0));
+  Tensor& y = ctx.output(0);
+  std::vector<int64_t> sums(static_cast<size_t>(y.numel()), 0);
+  for_each_reduced(x.shape(), plan, [&](int64_t out, int64_t in) { sums[out] += x.get_i64(in) - x_zero; });
+  const QuantRange range = quant_range(y.dtype());
+  const float count = static_cast<float>(plan.identity ? 1 : plan.count);
+  for (int64_t i = 0; i < y.numel(); ++i) {
+    const float m = static_cast<float>(sums[i]) / count;
+    y.set_i64(i, quantize_value(m * f, y_zero, range));
+  }
 }
 
 }  // namespace
@@ -203,9 +276,14 @@ void compute_mul_quantize(ir::KernelContext& ctx) {
 void register_quantized_ops(ir::OpRegistry& r) {
   r.add({.name = "tessel.MulQuantizeLinear",
          .min_inputs = 3,
-         .max_inputs = 4,
+         .max_inputs = 6,
          .infer = infer_mul_quantize,
          .compute = compute_mul_quantize});
+  r.add({.name = "tessel.QLinearReduceMean",
+         .min_inputs = 4,
+         .max_inputs = 5,
+         .infer = infer_qlinear_reduce_mean,
+         .compute = compute_qlinear_reduce_mean});
   r.add({.name = "QuantizeLinear",
          .min_inputs = 2,
          .max_inputs = 3,

@@ -171,6 +171,61 @@ TEST(DequantizeLinear, rejects_bad_inputs) {
       "DequantizeLinear 'node'", "input x_scale has dtype i32");
 }
 
+// ---- tessel.MulQuantizeLinear and tessel.QLinearReduceMean ----------------------------------
+
+TEST(MulQuantizeLinear, float_operands_and_int8_features) {
+  // Float, zero point 1: 0.3 * 2 / 0.1 = 6 (the f32 roundings stay near it) -> 7; -1.25 * 1
+  // times 1 / 0.1 (10 in f32) = -12.5 -> -12 (even) -> -11.
+  Tensor y = run_op("tessel.MulQuantizeLinear", {f32({2}, {0.3f, -1.25f}), f32({2}, {2, 1}), f32({}, {0.1f}),
+                                                  i8({}, {1})})[0];
+  EXPECT_EQ(y.to_i64_vector(), (I64s{7, -11}));
+  // int8 a [1,2,2] (zero point 3) times a per-row gate [1,2,1], a_scale / y_scale = 0.25:
+  // (7 - 3) * 1 * 0.25 = 1; (9 - 3) * 1 * 0.25 = 1.5 -> 2; (-5 - 3) * 0.5 * 0.25 = -1;
+  // (13 - 3) * 0.5 * 0.25 = 1.25 -> 1; u8 without y's zero point: -1 saturated at 0.
+  const Tensor a = i8({1, 2, 2}, {7, 9, -5, 13});
+  y = run_op("tessel.MulQuantizeLinear",
+             {a, f32({1, 2, 1}, {1, 0.5}), f32({}, {0.2f}), i8({}, {0}), f32({}, {0.05f}), i8({}, {3})})[0];
+  ASSERT_EQ(y.dtype(), DType::kI8);
+  EXPECT_EQ(y.to_i64_vector(), (I64s{1, 2, -1, 1}));
+  y = run_op("tessel.MulQuantizeLinear", {a, f32({1, 2, 1}, {1, 0.5}), f32({}, {0.2f}), Tensor(), f32({}, {0.05f}),
+                                          i8({}, {3})})[0];
+  ASSERT_EQ(y.dtype(), DType::kU8);
+  EXPECT_EQ(y.to_i64_vector(), (I64s{1, 2, 0, 1}));
+  expect_user_error([&] { run_op("tessel.MulQuantizeLinear", {a, f32({1}, {1}), f32({}, {0.2f}), i8({}, {0}),
+                                                             f32({}, {0.05f}), u8({}, {3})}); },
+                    "tessel.MulQuantizeLinear 'node'", "a_zero_point has dtype u8, expected the dtype of a (i8)");
+  expect_user_error([&] { run_op("tessel.MulQuantizeLinear", {f32({1}, {1}), f32({1}, {1}), f32({}, {0.2f}),
+                                                             i8({}, {0}), f32({}, {0.05f})}); },
+                    "tessel.MulQuantizeLinear 'node'", "input a has dtype f32");
+}
+
+TEST(QLinearReduceMean, means_of_the_integers_requantized) {
+  // [1,2,2,2] over H and W (axes 1, 2): channel 0 codes 1, 2, 4, 6 (zero point 1): mean of
+  // 0, 1, 3, 5 = 2.25, times 0.1 / 0.05 = 2 is 4.5 -> 4 (even), plus y's zero point -1 = 3;
+  // channel 1 codes -3, 7, 9, 11: mean of -4, 6, 8, 10 = 5 -> 10 - 1 = 9.
+  const Tensor x = i8({1, 2, 2, 2}, {1, -3, 2, 7, 4, 9, 6, 11});
+  Tensor y = run_op("tessel.QLinearReduceMean", {x, f32({}, {0.1f}), i8({}, {1}), f32({}, {0.05f}), i8({}, {-1})},
+                    {{"axes", I64s{1, 2}}, {"keepdims", int64_t{1}}})[0];
+  ASSERT_EQ(y.dtype(), DType::kI8);
+  EXPECT_EQ(y.shape(), (Shape{1, 1, 1, 2}));
+  EXPECT_EQ(y.to_i64_vector(), (I64s{3, 9}));
+  // Without zero points and keepdims 0: means 3.25 and 6, times 1.5 / 0.5 = 9.75 -> 10 and
+  // 18, u8 (no y zero point); a negative mean saturates at 0.
+  y = run_op("tessel.QLinearReduceMean", {x, f32({}, {1.5f}), Tensor(), f32({}, {0.5f})},
+             {{"axes", I64s{-3, -2}}, {"keepdims", int64_t{0}}})[0];
+  ASSERT_EQ(y.dtype(), DType::kU8);
+  EXPECT_EQ(y.shape(), (Shape{1, 2}));
+  EXPECT_EQ(y.to_i64_vector(), (I64s{10, 18}));
+  y = run_op("tessel.QLinearReduceMean", {i8({1, 2}, {-7, -9}), f32({}, {1}), Tensor(), f32({}, {1})},
+             {{"axes", I64s{1}}})[0];
+  EXPECT_EQ(y.to_i64_vector(), (I64s{0}));
+  expect_user_error([&] { run_op("tessel.QLinearReduceMean", {x, f32({}, {1}), Tensor(), f32({}, {1})}); },
+                    "tessel.QLinearReduceMean 'node'", "the 'axes' attribute is required");
+  expect_user_error([&] { run_op("tessel.QLinearReduceMean", {f32({2}, {1, 2}), f32({}, {1}), Tensor(), f32({}, {1})},
+                                 {{"axes", I64s{0}}}); },
+                    "tessel.QLinearReduceMean 'node'", "input x has dtype f32");
+}
+
 // ---- ConvInteger and QLinearConv ------------------------------------------------------------
 
 TEST(ConvInteger, u8_onnx_doc_examples) {
