@@ -278,6 +278,69 @@ TEST_F(QuantizeGpu, mul_quantize_squeeze_excite_gates) {
   }
 }
 
+// The gate over int8 features (integer-readers: the features' DequantizeLinear folded into the
+// op as a_scale and a_zero_point): i8 and u8 codes, C = 64 and 48 (16 per thread) and 24 (8);
+// a_scale / y_scale = 1/2 with a gate of 1 puts every odd code's product on a tie.
+TEST_F(QuantizeGpu, mul_quantize_reads_int8_features) {
+  for (int64_t c : {int64_t{64}, int64_t{48}, int64_t{24}}) {
+    const Shape features{2, 7, 5, c}, gate{2, 1, 1, c};
+    std::vector<double> g = random_values(numel(gate), 0.05, 1, rng);
+    g[0] = 1;
+    const Tensor xi = of(DType::kI8, features, random_ints(numel(features), -128, 127, rng));
+    const std::string src = expect_exact(
+        "tessel.MulQuantizeLinear", {xi, of(DType::kF16, gate, g), f32({}, {0.0625}), of(DType::kI8, {}, {0}),
+                                     f32({}, {0.03125})});
+    EXPECT_NE(src.find("__fmul_rn(__fmul_rn(x0, x1), __fdiv_rn(x4, x2))"), std::string::npos) << src;
+    const std::string frag = c == 24 ? "Frag<i8, 8> a0;" : "Frag<i8, 16> a0;";
+    EXPECT_NE(src.find(frag), std::string::npos) << src;
+    expect_exact("tessel.MulQuantizeLinear", {xi, of(DType::kF16, gate, g), f32({}, {0.0173}),
+                                              of(DType::kI8, {}, {-3}), f32({}, {0.041})});
+    const Tensor xu = of(DType::kU8, features, random_ints(numel(features), 0, 255, rng));
+    expect_exact("tessel.MulQuantizeLinear", {xu, f32(gate, g), f32({1}, {0.037f}), of(DType::kU8, {1}, {128}),
+                                              f32({}, {0.02}), of(DType::kU8, {}, {131})});
+  }
+}
+
+// ---- tessel.QLinearReduceMean -----------------------------------------------------------------
+
+// The mean of int8 codes requantized, bit for bit against the reference: a squeeze-excite mean
+// over NHWC pixels (the columns kernel; C = 48 and 40, 7x5 and EfficientNet's 112x112 pixels),
+// u8 codes with zero points, the rows kernel (the reduced dim innermost), the any-axes kernel,
+// and pairs whose means sit on ties (x_scale = y_scale, codes summing to odd numbers over 2).
+TEST_F(QuantizeGpu, qlinear_reduce_mean) {
+  const ir::Attributes pixels = {{"axes", Ints{1, 2}}, {"keepdims", int64_t{1}}};
+  for (const Shape& s : {Shape{2, 7, 5, 48}, Shape{2, 7, 5, 40}, Shape{2, 112, 112, 32}}) {
+    const Tensor xi = of(DType::kI8, s, random_ints(numel(s), -128, 127, rng));
+    const std::string src = expect_exact("tessel.QLinearReduceMean",
+                                         {xi, f32({}, {0.05}), of(DType::kI8, {}, {0}), f32({}, {0.0173}),
+                                          of(DType::kI8, {}, {0})},
+                                         pixels);
+    EXPECT_NE(src.find("ReduceColumns"), std::string::npos) << src;
+    const Tensor xu = of(DType::kU8, s, random_ints(numel(s), 0, 255, rng));
+    expect_exact("tessel.QLinearReduceMean",
+                 {xu, f32({}, {0.05}), of(DType::kU8, {}, {131}), f32({}, {0.021}), of(DType::kU8, {}, {128})},
+                 pixels);
+    expect_exact("tessel.QLinearReduceMean", {xi, f32({}, {0.05}), of(DType::kI8, {}, {-2}), f32({}, {0.03})},
+                 pixels);  // u8 out, no y zero point
+  }
+  const Tensor rows = of(DType::kI8, {6, 50}, random_ints(300, -128, 127, rng));
+  const std::string src = expect_exact("tessel.QLinearReduceMean",
+                                       {rows, f32({}, {0.05}), of(DType::kI8, {}, {1}), f32({}, {0.011}),
+                                        of(DType::kI8, {}, {-5})},
+                                       {{"axes", Ints{1}}, {"keepdims", int64_t{0}}});
+  EXPECT_NE(src.find("ReduceRows"), std::string::npos) << src;
+  const Tensor any = of(DType::kI8, {2, 3, 4, 5, 8}, random_ints(960, -128, 127, rng));
+  expect_exact("tessel.QLinearReduceMean",
+               {any, f32({}, {0.05}), of(DType::kI8, {}, {0}), f32({}, {0.04}), of(DType::kI8, {}, {0})},
+               {{"axes", Ints{1, 3}}, {"keepdims", int64_t{1}}});
+  std::vector<double> ties = random_ints(32, -128, 126, rng);
+  for (int64_t k = 0; k < 16; ++k) ties[static_cast<size_t>(16 + k)] = ties[static_cast<size_t>(k)] + 1;
+  expect_exact("tessel.QLinearReduceMean",
+               {of(DType::kI8, {1, 2, 1, 16}, ties), f32({}, {0.05}), of(DType::kI8, {}, {0}), f32({}, {0.05}),
+                of(DType::kI8, {}, {0})},
+               pixels);
+}
+
 // ---- DequantizeLinear -------------------------------------------------------------------------
 
 // Every i8 and u8 code with a zero point, per tensor: 16 codes per thread in, four 16-byte

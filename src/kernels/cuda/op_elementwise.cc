@@ -15,7 +15,7 @@
 // that no later add contracts into an FMA) and rounds to the scale's dtype. The reference
 // divides in double for i32 and f64 inputs; those have no GPU kernel. tessel.MulQuantizeLinear
 // multiplies its product by the scale's reciprocal (__frcp_rn, once per thread's fragment), as
-// its reference does.
+// its reference does; with an int8 a, by a_scale / y_scale (__fdiv_rn).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -184,6 +184,9 @@ std::string stored_value(const ir::Graph& g, const ir::Node& n, const std::strin
 // (__fmul_rn: no FMA; x2 is the same for a thread's fragment, so its reciprocal is one).
 std::string quantization_expression(const ir::Graph& g, const ir::Node& n) {
   if (n.op == "DequantizeLinear") return given(n, 2) ? "__fmul_rn(x0 - x2, x1)" : "__fmul_rn(x0, x1)";
+  if (n.op == kMulQuantize && given(n, 4))  // a quantized: its integers, a_scale / y_scale
+    return given(n, 5) ? "__fmul_rn(__fmul_rn(__fsub_rn(x0, x5), x1), __fdiv_rn(x4, x2))"
+                       : "__fmul_rn(__fmul_rn(x0, x1), __fdiv_rn(x4, x2))";
   if (n.op == kMulQuantize) return "__fmul_rn(__fmul_rn(x0, x1), __frcp_rn(x2))";
   const DType x = g.type(n.inputs[0]).dtype;
   if (x == DType::kF32) return "__fdiv_rn(x0, x1)";
@@ -232,15 +235,18 @@ struct Operand {
 }  // namespace
 
 
-// tessel.MulQuantizeLinear: float operands of one storage dtype, a per-tensor float scale, an
-// int8 result (its infer checked the rest).
+// tessel.MulQuantizeLinear: float operands of one storage dtype, or an int8 a with its scale
+// and a float b; per-tensor float scales, an int8 result (its infer checked the rest).
 std::optional<std::string> check_mul_quantize(const ir::Graph& g, const ir::Node& n) {
   if (n.inputs.size() < 3 || !given(n, 0) || !given(n, 1) || !given(n, 2))
     return n.label() + ": expected a, b, a scale and an optional zero point";
-  const DType a = g.type(n.inputs[0]).dtype;
-  if (!is_float_storage(a))
-    return n.label() + ": operands of dtype " + std::string(dtype_name(a)) + " have no GPU kernel (f32, f16, bf16)";
-  if (!is_float_storage(g.type(n.inputs[2]).dtype)) return n.label() + ": the scale must be f32, f16 or bf16";
+  const DType a = g.type(n.inputs[0]).dtype, b = g.type(n.inputs[1]).dtype;
+  if (given(n, 4) ? !is_int8(a) || !is_float_storage(b) : !is_float_storage(a))
+    return n.label() + ": operands of dtype " + std::string(dtype_name(a)) + " and " + std::string(dtype_name(b)) +
+           " have no GPU kernel (f32, f16, bf16; an i8 or u8 a with its scale)";
+  for (size_t k : {2, 4})
+    if (given(n, k) && !is_float_storage(g.type(n.inputs[k]).dtype))
+      return n.label() + ": the scales must be f32, f16 or bf16";
   if (!is_int8(g.type(n.outputs[0]).dtype)) return n.label() + ": output must be i8 or u8";
   return std::nullopt;
 }
@@ -352,10 +358,23 @@ OpKernelSource emit_elementwise(const ir::Graph& g, const ir::Node& n) {
                         g.type(n.inputs[ops[k].index]).str());
     body += fmt::format("    a{}.load(static_cast<const {}*>(p.in[{}]) + ({}));\n", k, t, ops[k].index, off);
   }
+  // Operands broadcast along the fragment convert once, before its loop; 8-bit integer ones
+  // along it by to_floats (two full-rate instructions per element where cvt.rn.f32.s8 issues
+  // at a quarter of the rate).
+  for (size_t k = 0; k < ops.size(); ++k) {
+    if (strides[k].back() != 1)
+      body += fmt::format("    const float x{} = to_float(a{}.v[0]);\n", ops[k].index, k);
+    else if (is_int8(ops[k].type) && vec > 1)
+      body += fmt::format("    float f{}[{}];\n    to_floats(a{}, f{});\n", k, vec, k, k);
+  }
   body += fmt::format("    Frag<{}, {}> y;\n#pragma unroll\n    for (int v = 0; v < {}; ++v) {{\n", yt, vec, vec);
-  for (size_t k = 0; k < ops.size(); ++k)
-    body += fmt::format("      const float x{} = to_float(a{}.v[{}]);\n", ops[k].index, k,
-                        strides[k].back() == 1 ? "v" : "0");
+  for (size_t k = 0; k < ops.size(); ++k) {
+    if (strides[k].back() != 1) continue;
+    if (is_int8(ops[k].type) && vec > 1)
+      body += fmt::format("      const float x{} = f{}[v];\n", ops[k].index, k);
+    else
+      body += fmt::format("      const float x{} = to_float(a{}.v[v]);\n", ops[k].index, k);
+  }
   body += fmt::format("      y.v[v] = {};\n    }}\n", stored_value(g, n, expression(g, n)));
   body += fmt::format("    y.store(static_cast<{}*>(p.out[0]) + e);\n", yt);
 

@@ -96,10 +96,13 @@ OpKernelSource emit_matmul(const ir::Graph& g, const ir::Node& n);
 std::optional<std::string> check_reduce(const ir::Graph& g, const ir::Node& n);
 OpKernelSource emit_reduce(const ir::Graph& g, const ir::Node& n);
 // The reduction `kind` (a tessel::ReduceKind, e.g. "kReduceMean") over the middle dim of a
-// contiguous [outer, r, inner] tensor of float storage `t` into [outer, inner]
+// contiguous [outer, r, inner] tensor of storage `t` into [outer, inner]
 // (templates/tessel_op_reduce.cuh: ReduceColumns, or ReduceRows when inner is 1): the Reduce*
-// ops over a run of adjacent dims, and the global pools. `what` heads the source.
+// ops over a run of adjacent dims, and the global pools. `what` heads the source. `store`
+// defines the problem's TOut and finish(p, result) (reduction_store: the result in t).
 OpKernelSource emit_reduction(const ir::Node& n, const std::string& kind, const std::string& what, DType t,
-                              int64_t outer, int64_t r, int64_t inner);
+                              int64_t outer, int64_t r, int64_t inner, const std::string& store);
+// The stored value of a float reduction: its result in t.
+std::string reduction_store(DType t);
 
 }  // namespace tessel::kernels::cuda::op_detail

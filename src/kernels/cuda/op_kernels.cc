@@ -130,7 +130,7 @@ bool takes_int8(const ir::Graph& g, const ir::Node& n) {
       return v != ir::kNoValue && is_int8(g.type(v).dtype);
     });
   return n.op == "QuantizeLinear" || n.op == "DequantizeLinear" || n.op == "tessel.MulQuantizeLinear" ||
-         family(n) == ir::GpuKernel::kCopy;
+         n.op == "tessel.QLinearReduceMean" || family(n) == ir::GpuKernel::kCopy;
 }
 
 }  // namespace

@@ -127,14 +127,44 @@ std::optional<RunView> run_view(const Shape& shape, const ops::ReducePlan& plan)
   return v;
 }
 
+constexpr const char* kQLinearMean = "tessel.QLinearReduceMean";
+
+bool is_int8(DType t) { return t == DType::kI8 || t == DType::kU8; }
+
+// tessel.QLinearReduceMean's stored value from the sum of x's integers (kReduceSum: exact in
+// f32, check_reduce bounds the count), as its reference computes it (ops/quantized.cc):
+// m = (sum - count * x_zero_point) / count and round(m * (x_scale / y_scale)) + y_zero_point,
+// each step rounded to f32 (the _rn intrinsics: nothing contracts into an FMA).
+std::string qlinear_mean_store(const ir::Graph& g, const ir::Node& n, int64_t count) {
+  auto scalar = [&](size_t k) {
+    return fmt::format("to_float(static_cast<const {}*>(p.in[{}])[0])", type_of(g.type(n.inputs[k]).dtype), k);
+  };
+  auto given = [&](size_t k) { return n.inputs.size() > k && n.inputs[k] != ir::kNoValue; };
+  const std::string c = float_literal(static_cast<float>(count));
+  const std::string sum = given(2) ? fmt::format("__fsub_rn(sum, __fmul_rn({}, {}))", c, scalar(2)) : "sum";
+  return fmt::format(
+      "  using TOut = {};\n"
+      "  __device__ __forceinline__ static TOut finish(const OpParams& p, float sum) {{\n"
+      "    const float f = __fdiv_rn({}, {});\n"
+      "    return quantize<TOut>(__fmul_rn(__fdiv_rn({}, {}), f), {});\n  }}\n",
+      type_of(g.type(n.outputs[0]).dtype), scalar(1), scalar(3), sum, c,
+      given(4) ? fmt::format("static_cast<int>(static_cast<const {}*>(p.in[4])[0])", type_of(g.type(n.inputs[4]).dtype))
+               : "0");
+}
+
 OpKernelSource emit_reduce_op(const ir::Graph& g, const ir::Node& n) {
   const Shape& shape = g.type(n.inputs[0]).shape;
-  const ops::ReducePlan plan = ops::plan_reduce(n, shape, *reduce_axes(g, n));
+  const bool qlinear = n.op == kQLinearMean;
+  const ops::ReducePlan plan = ops::plan_reduce(n, shape, qlinear ? n.get_ints("axes") : *reduce_axes(g, n));
   const std::string what = g.type(n.inputs[0]).str() + " -> " + g.type(n.outputs[0]).str();
+  const DType t = g.type(n.inputs[0]).dtype;
+  const int64_t count = plan.identity ? 1 : plan.count;
+  const std::string store = qlinear ? qlinear_mean_store(g, n, count) : reduction_store(t);
+  const std::string op_kind = qlinear ? "kReduceSum" : reduce_kinds().at(n.op);
   if (const std::optional<RunView> v = run_view(shape, plan))
-    return emit_reduction(n, reduce_kinds().at(n.op), what, g.type(n.inputs[0]).dtype, v->outer, v->r, v->inner);
+    return emit_reduction(n, op_kind, what, t, v->outer, v->r, v->inner, store);
   // The identity (noop_with_empty_axes without axes) is a sum of one element: x itself.
-  const std::string kind = plan.identity ? "kReduceSum" : reduce_kinds().at(n.op);
+  const std::string kind = plan.identity ? "kReduceSum" : op_kind;
   // Row-major input strides, split by kept / reduced dim (outermost first).
   std::vector<int64_t> stride(shape.size(), 1);
   for (int d = static_cast<int>(shape.size()) - 2; d >= 0; --d) stride[d] = stride[d + 1] * shape[d + 1];
@@ -145,15 +175,14 @@ OpKernelSource emit_reduce_op(const ir::Graph& g, const ir::Node& n) {
     (reduced ? red_stride : kept_stride).push_back(stride[d]);
   }
   const int64_t out_elems = numel(g.type(n.outputs[0]).shape);
-  const int64_t count = plan.identity ? 1 : plan.count;
   const std::string problem = fmt::format(
       "// {}: {}\nstruct Problem {{\n  using T = {};\n  static constexpr int kKind = tessel::{};\n"
       "  static constexpr i64 kOutElems = {}, kCount = {};\n"
       "  static constexpr int kKept = {}, kRed = {};\n"
       "  static constexpr i64 kKeptExtent[] = {{{}1}}, kKeptStride[] = {{{}0}};\n"
-      "  static constexpr i64 kRedExtent[] = {{{}1}}, kRedStride[] = {{{}0}};\n}};\n",
-      n.op, what, type_of(g.type(n.inputs[0]).dtype), kind, out_elems, count, kept_ext.size(),
-      red_ext.size(), i64_list(kept_ext), i64_list(kept_stride), i64_list(red_ext), i64_list(red_stride));
+      "  static constexpr i64 kRedExtent[] = {{{}1}}, kRedStride[] = {{{}0}};\n{}}};\n",
+      n.op, what, type_of(t), kind, out_elems, count, kept_ext.size(),
+      red_ext.size(), i64_list(kept_ext), i64_list(kept_stride), i64_list(red_ext), i64_list(red_stride), store);
   return make_source(n, "reduce", "tessel_op_reduce.cuh", problem,
                      "tessel::for_each_item<tessel::ReduceAny<Problem>>(p);",
                      (out_elems + kThreads - 1) / kThreads, kThreads);
@@ -298,26 +327,48 @@ OpKernelSource emit_instance_norm(const ir::Graph& g, const ir::Node& n) {
 
 }  // namespace
 
+std::string reduction_store(DType t) {
+  return fmt::format(
+      "  using TOut = {};\n"
+      "  __device__ __forceinline__ static TOut finish(const OpParams&, float v) {{ return from_float<TOut>(v); }}\n",
+      type_of(t));
+}
+
 OpKernelSource emit_reduction(const ir::Node& n, const std::string& kind, const std::string& what, DType t,
-                              int64_t outer, int64_t r, int64_t inner) {
+                              int64_t outer, int64_t r, int64_t inner, const std::string& store) {
   std::string problem = fmt::format(
       "// {} over the middle dim of [{}, {}, {}]: {}\nstruct Problem {{\n  using T = {};\n"
       "  static constexpr int kKind = tessel::{};\n  static constexpr i64 kOuter = {}, kR = {}, kInner = {};\n",
       n.op, outer, r, inner, what, type_of(t), kind, outer, r, inner);
   if (inner == 1) {
     constexpr int kWarps = kThreads / 32;
-    return make_source(n, "reduce_rows", "tessel_op_reduce.cuh", problem + "};\n",
+    return make_source(n, "reduce_rows", "tessel_op_reduce.cuh", problem + store + "};\n",
                        "tessel::ReduceRows<Problem>::run(p);", (outer + kWarps - 1) / kWarps, kThreads);
   }
   // LogSumExp's partial results are two words: 512 threads keep its shared memory at 32 KiB.
   const ColumnsLaunch l = columns_launch(t, outer, inner, kind == "kReduceLogSumExp" ? 512 : 1024);
-  problem += l.fields() + "};\n";
+  problem += l.fields() + store + "};\n";
   return make_source(n, "reduce_columns", "tessel_op_reduce.cuh", problem, "tessel::ReduceColumns<Problem>::run(p);",
                      l.blocks, l.threads);
 }
 
+// The largest count whose sums of 8-bit integers (at most 255 from their zero point) f32 holds
+// exactly.
+constexpr int64_t kExactInt8Count = (int64_t{1} << 24) / 255;
+
 std::optional<std::string> check_reduce(const ir::Graph& g, const ir::Node& n) {
   const DType t = g.type(n.inputs[0]).dtype;
+  if (n.op == kQLinearMean) {
+    if (!is_int8(t) || !is_int8(g.type(n.outputs[0]).dtype))
+      return n.label() + ": x and y must be i8 or u8";
+    for (size_t k : {1, 3})
+      if (!is_float_storage(g.type(n.inputs[k]).dtype)) return n.label() + ": the scales must be f32, f16 or bf16";
+    const ops::ReducePlan plan = ops::plan_reduce(n, g.type(n.inputs[0]).shape, n.get_ints("axes"));
+    if (plan.count > kExactInt8Count)
+      return n.label() + ": a mean of " + std::to_string(plan.count) + " integers (the kernel's f32 sums are exact up to " +
+             std::to_string(kExactInt8Count) + ")";
+    return std::nullopt;
+  }
   if (!is_float_storage(t))
     return n.label() + ": input dtype " + std::string(dtype_name(t)) +
            " has no GPU kernel (f32, f16, bf16; integer reductions need exact accumulation)";

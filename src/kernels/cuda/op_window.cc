@@ -115,7 +115,7 @@ OpKernelSource emit_pool(const ir::Graph& g, const ir::Node& n) {
   // A global pool is a mean or max over the pixels: [N, H*W, C] -> [N, C].
   if (n.op == "tessel.GlobalAveragePool" || n.op == "tessel.GlobalMaxPool")
     return emit_reduction(n, n.op == "tessel.GlobalMaxPool" ? "kReduceMax" : "kReduceMean", what, t, x[0],
-                          x[1] * x[2], x[3]);
+                          x[1] * x[2], x[3], reduction_store(t));
   const int vec = channel_vector(t, x[3]);
   const bool max = n.op == "tessel.MaxPool";
   std::string problem = fmt::format("// {}: {}\nstruct Problem {{\n  using T = {};\n", n.op, what, type_of(t));

@@ -23,6 +23,16 @@ using i32 = int;
 // The quantized types of QuantizeLinear / DequantizeLinear.
 using i8 = signed char;
 using u8 = unsigned char;
+// std::is_same, which NVRTC's headers lack.
+template <typename A, typename B>
+struct SameType {
+  static constexpr bool value = false;
+};
+template <typename A>
+struct SameType<A, A> {
+  static constexpr bool value = true;
+};
+
 // ONNX bool: one byte, 0 or 1.
 struct b8 {
   unsigned char v;
@@ -179,6 +189,16 @@ __device__ __forceinline__ void to_floats(const Frag<i8, V>& f, float (&out)[V])
   for (int i = 0; i < V; ++i)
     out[i] = __fsub_rn(__int_as_float(__byte_perm(w[i / 4], 0x4B000000u, 0x7440 + i % 4)),
                        8388736.0f);  // 2^23 + 128
+}
+// uint8 likewise, without the xor.
+template <int V>
+__device__ __forceinline__ void to_floats(const Frag<u8, V>& f, float (&out)[V]) {
+  constexpr int kWords = (V + 3) / 4;
+  u32 w[kWords] = {};
+  memcpy(w, f.v, V);
+#pragma unroll
+  for (int i = 0; i < V; ++i)
+    out[i] = __fsub_rn(__int_as_float(__byte_perm(w[i / 4], 0x4B000000u, 0x7440 + i % 4)), 8388608.0f);  // 2^23
 }
 
 // ---- Pad's source coordinates (ops/tensor_indexing.cc, pad_source) -------------------------

@@ -2,7 +2,9 @@
 // (kLog: x - max - log(sum)), the Reduce*
 // ops and LayerNormalization, all accumulating in fp32 whatever the storage type, as
 // ops/reduce.cc and ops/reduce_more.cc define them (there in double): softmax(x)_j =
-// exp(x_j - max) / sum_k exp(x_k - max), mean = sum / count, and so on.
+// exp(x_j - max) / sum_k exp(x_k - max), mean = sum / count, and so on. The Reduce* kernels
+// store P::finish(p, result) as P::TOut: the result in T, or tessel.QLinearReduceMean's
+// requantized mean of int8 integers (their f32 sums exact).
 #pragma once
 
 #include "tessel_op_common.cuh"
@@ -273,6 +275,46 @@ struct ReduceColumns {
   static constexpr i64 kChunks = (kVectors + kCols - 1) / kCols;
   static constexpr int kSlots = kLanes * kCols * kVec;
   static_assert(P::kInner % kVec == 0, "whole vectors");
+  // 8-bit integers (tessel.QLinearReduceMean's codes) are summed as integers: exact, and
+  // without a conversion per element (cvt.rn.f32.s8 issues at a quarter of the rate).
+  static constexpr bool kSigned8 = SameType<T, i8>::value, kInt8 = kSigned8 || SameType<T, u8>::value;
+  static_assert(!kInt8 || P::kKind == kReduceSum, "8-bit codes are summed");
+
+  // The sums of a lane's rows of one vector of kVec bytes, as unsigned bytes (i8: x + 128),
+  // into acc: each 32-bit word's bytes split into two words of 16-bit lanes (even bytes, odd
+  // bytes: a mask, a shift and a mask), added whole: 1.25 integer instructions per byte where
+  // to_float and an FADD take two, one of them quarter-rate. A 16-bit lane holds 257 bytes of
+  // 255, so the lanes are emptied into 32-bit sums every 256 rows.
+  __device__ __forceinline__ static void sum_int8(const T* x, int lane, Acc (&acc)[kVec]) {
+    constexpr int kWords = (kVec + 3) / 4;
+    constexpr u32 kBias = kSigned8 ? 0x80808080u : 0u;
+    u32 total[kVec] = {};
+    for (i64 r0 = lane; r0 < P::kR; r0 += 256 * kLanes) {
+      const i64 end = r0 + 256 * kLanes < P::kR ? r0 + 256 * kLanes : P::kR;
+      u32 even[kWords] = {}, odd[kWords] = {};
+#pragma unroll 4
+      for (i64 r = r0; r < end; r += kLanes) {
+        Frag<T, kVec> f;
+        f.load(x + r * P::kInner);
+        u32 w[kWords] = {};
+        memcpy(w, f.v, kVec);
+#pragma unroll
+        for (int k = 0; k < kWords; ++k) {
+          const u32 u = w[k] ^ kBias;
+          even[k] += u & 0x00ff00ffu;
+          odd[k] += (u >> 8) & 0x00ff00ffu;
+        }
+      }
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) {
+        const u32 lanes = (e % 2 == 0 ? even : odd)[e / 4];
+        total[e] += e % 4 < 2 ? lanes & 0xffffu : lanes >> 16;
+      }
+    }
+    // Exact in f32: the emitter bounds kR so that 255 * kR < 2^24.
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) acc[e].a = static_cast<float>(total[e]);
+  }
 
   __device__ __forceinline__ static void run(const OpParams& p) {
     __shared__ float partial[kSlots];
@@ -283,7 +325,9 @@ struct ReduceColumns {
     for (i64 b = blockIdx.x; b < P::kOuter * kChunks; b += gridDim.x) {
       const i64 outer = b / kChunks, v = (b % kChunks) * kCols + col;
       Acc acc[kVec];
-      if (active && v < kVectors) {
+      if constexpr (kInt8) {
+        if (active && v < kVectors) sum_int8(static_cast<const T*>(p.in[0]) + outer * P::kR * P::kInner + v * kVec, lane, acc);
+      } else if (active && v < kVectors) {
         const T* x = static_cast<const T*>(p.in[0]) + outer * P::kR * P::kInner + v * kVec;
         i64 r = lane;
         for (; r + 3 * kLanes < P::kR; r += 4 * kLanes) {
@@ -319,9 +363,11 @@ struct ReduceColumns {
           if constexpr (Acc::kTwoWords) part.m = partial_m[l * kCols * kVec + threadIdx.x];
           total.merge(part);
         }
+        // int8: the sums were of x + 128 (sum_int8's unsigned bytes).
+        if constexpr (kSigned8) total.a = __fsub_rn(total.a, 128.f * static_cast<float>(P::kR));
         if (out_v < kVectors)
-          static_cast<T*>(p.out[0])[outer * P::kInner + out_v * kVec + threadIdx.x % kVec] =
-              from_float<T>(total.result(static_cast<float>(P::kR)));
+          static_cast<typename P::TOut*>(p.out[0])[outer * P::kInner + out_v * kVec + threadIdx.x % kVec] =
+              P::finish(p, total.result(static_cast<float>(P::kR)));
       }
       __syncthreads();
     }
@@ -499,7 +545,7 @@ struct ReduceRows {
       ReduceAcc<P::kKind> acc;
       for (i64 j = lane; j < P::kR; j += 32) acc.add(to_float(x[j]));
       acc = warp_merge(acc);
-      if (lane == 0) static_cast<T*>(p.out[0])[row] = from_float<T>(acc.result(static_cast<float>(P::kR)));
+      if (lane == 0) static_cast<typename P::TOut*>(p.out[0])[row] = P::finish(p, acc.result(static_cast<float>(P::kR)));
     });
   }
 };
@@ -536,7 +582,7 @@ struct ReduceAny {
       }
       for (i64 j = 0; j < kInnerExtent; ++j) acc.add(to_float(x[off + j * kInnerStride]));
     }
-    static_cast<T*>(p.out[0])[o] = from_float<T>(acc.result(static_cast<float>(P::kCount)));
+    static_cast<typename P::TOut*>(p.out[0])[o] = P::finish(p, acc.result(static_cast<float>(P::kCount)));
   }
 };
 
