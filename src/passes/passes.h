@@ -89,6 +89,13 @@ ir::Graph fold_transposes(ir::Graph g);
 // Then every DequantizeLinear of a constant left is folded.
 ir::Graph fold_qdq(ir::Graph g);
 
+// The readers of a quantized tensor's DequantizeLinear read the int8 tensor itself where every
+// one can: a mean quantized after it -> tessel.QLinearReduceMean, a Mul by a computed operand
+// quantized after it -> tessel.MulQuantizeLinear of the integers, a shape-only op requantized
+// to the same grid -> that op on the integers (integer_readers.cc). A quantized squeeze-excite
+// block's features and a classifier's last features then stay int8.
+ir::Graph integer_readers(ir::Graph g);
+
 // Chooses storage precision (choose_precision.cc). kFp32 returns g unchanged. kFp16 stores
 // float activations and weights as fp16 with Casts only after graph inputs and before graph
 // outputs (which stay fp32); biases of tessel contractions and other operands that accept any
