@@ -897,11 +897,12 @@ class Sinker {
 // The channel-alignment Pads that convert-layout puts before a contraction whose input channels
 // are no multiple of 8 (a squeeze-excite block's 4..28 squeezed channels), folded into the
 // contraction that produces them: it computes the extra output channels from zero weights and
-// a zero bias, and its readers multiply them by their zero weights, so the values there (its
-// activation of 0, finite for every step) never count. One kernel less per such Pad (EfficientNet
-// has one per block). Taken only where every reader of the Pad is a contraction whose weights
-// are zero over the padded channels, and the producer a float contraction that only the Pad
-// reads, with a plain store and no residual.
+// a zero bias (and a zero dequantization scale S where it is int8), and its readers multiply
+// them by their zero weights, so the values there (its epilogue's value at 0, finite for every
+// step: an activation's, or an int8 code such as quantize_unit's low end) never count. One
+// kernel less per such Pad (EfficientNet has one per block, fp16 or int8). Taken only where
+// every reader of the Pad is a contraction whose weights are zero over the padded channels, and
+// the producer a contraction that only the Pad reads, with a plain store and no residual.
 class PadWidener {
  public:
   explicit PadWidener(ir::Graph g) : g_(std::move(g)), uses_(use_counts(g_)), users_(g_.users()), producers_(g_.producers()) {}
@@ -927,10 +928,10 @@ class PadWidener {
     return w == kNoValue ? nullptr : g_.value(w).data.get();
   }
 
-  // Reader r's weights are zero over input channels [from, to).
+  // Reader r's weights (float or int8) are zero over input channels [from, to).
   bool zero_input_channels(const ir::Node& r, int64_t from, int64_t to) const {
     const Tensor* w = weight(r);
-    if (!w || w->dtype() == DType::kI8) return false;
+    if (!w) return false;
     const Shape& s = w->shape();
     const bool gemm_nk = r.op == "tessel.Gemm" && r.get_int("trans_b", 1) == 1;
     const bool gemm_kn = r.op == "tessel.Gemm" && !gemm_nk;
@@ -968,18 +969,18 @@ class PadWidener {
     if (p < 0 || uses_[static_cast<size_t>(x)] != 1 || std::count(g_.outputs.begin(), g_.outputs.end(), y)) return false;
     ir::Node& q = g_.nodes[static_cast<size_t>(p)];
     const int64_t from = g_.type(x).shape.back(), to = g_.type(y).shape.back();
-    // The producer: a float contraction with a constant weight and bias, a plain NHWC store,
-    // activation steps only (no residual, no int8 S).
-    if (!is_dense(q) || q.outputs.size() != 1 || !weight(q) || weight(q)->dtype() == DType::kI8) return false;
-    if (q.inputs.size() > 3 && std::any_of(q.inputs.begin() + 3, q.inputs.end(), [](ValueId v) { return v != kNoValue; }))
-      return false;
-    if (q.inputs.size() > 2 && q.inputs[2] != kNoValue && !g_.value(q.inputs[2]).is_constant()) return false;
+    // The producer: a contraction with a constant weight and bias (and an int8 one's constant
+    // S, one per output channel), a plain NHWC store, no residual.
+    auto constant_input = [&](size_t k, int64_t numel) {
+      return q.inputs.size() <= k || q.inputs[k] == kNoValue ||
+             (g_.value(q.inputs[k]).is_constant() && g_.value(q.inputs[k]).data->numel() == numel);
+    };
+    if (!is_dense(q) || q.outputs.size() != 1 || !weight(q)) return false;
+    if (q.inputs.size() > 3 && q.inputs[3] != kNoValue) return false;
+    if (!constant_input(2, from) || !constant_input(4, from)) return false;
     if (q.op == "tessel.Conv" && ops::read_store(q).kind != StoreKind::kNhwc) return false;
-    if (ops::read_out_dtype(q)) return false;
     for (const EpilogueStep& s : ops::read_epilogue(q))
-      if (s.kind == EpilogueKind::kAddResidual || s.kind == EpilogueKind::kAddScaledResidual ||
-          s.kind == EpilogueKind::kMul || s.kind == EpilogueKind::kQuantize)
-        return false;
+      if (s.kind == EpilogueKind::kAddResidual || s.kind == EpilogueKind::kAddScaledResidual) return false;
     // Its readers: contractions reading y as A, with zero weights over the padded channels.
     for (int r : users_[static_cast<size_t>(y)]) {
       const ir::Node& reader = g_.nodes[static_cast<size_t>(r)];
@@ -992,9 +993,10 @@ class PadWidener {
     UniqueNames names = UniqueNames::of_values(g_);
     q.inputs[1] = g_.add_constant(names.fresh(g_.value(q.inputs[1]).name + ".widened"),
                                   grow(*weight(q), gemm_kn ? 1 : 0, to));
-    if (q.inputs.size() > 2 && q.inputs[2] != kNoValue)
-      q.inputs[2] = g_.add_constant(names.fresh(g_.value(q.inputs[2]).name + ".widened"),
-                                    grow(*g_.value(q.inputs[2]).data, 0, to));
+    for (size_t k : {size_t{2}, size_t{4}})  // the bias, S
+      if (q.inputs.size() > k && q.inputs[k] != kNoValue)
+        q.inputs[k] = g_.add_constant(names.fresh(g_.value(q.inputs[k]).name + ".widened"),
+                                      grow(*g_.value(q.inputs[k]).data, 0, to));
     q.outputs[0] = y;
     return true;
   }

@@ -146,6 +146,44 @@ TEST(Fuse, ChannelAlignmentPadFoldsIntoItsProducer) {
   testing::expect_pass_result("fuse", with("0.25"), with("0.25"));
 }
 
+// The same in int8 (a QDQ squeeze-excite block: the squeeze conv's int8 weights, dequantization
+// scale S and int8 store; the expand conv's int8 weights zero over the padded channels): the
+// squeeze conv computes 8 channels with zero weights, bias and S for the last 2, whose stored
+// codes (its sigmoid of 0, quantized: 10) meet the expand conv's zero weights.
+TEST(Fuse, ChannelAlignmentPadFoldsIntoAnInt8Producer) {
+  const std::string head = R"(graph @g opset 17 {
+  input %x : f32[1,1,1,8]
+  const %xs : f32[] = [0.0625]
+  const %z : i8[] = [0]
+)";
+  const std::string w1 = "1, -2, 3, -4, 5, -6, 7, -8, 2, 2, 2, 2, -2, -2, -2, -2, 0, 1, 0, 1, 0, 1, 0, 1, 3, 0, -3, 0, "
+                         "3, 0, -3, 0, 1, 1, 1, 1, 1, 1, 1, 1, -1, 4, -1, 4, -1, 4, -1, 4";
+  const std::string tail = R"(  const %w2 : i8[2,1,1,8] = [1, 2, 3, 4, 5, 6, 0, 0, -1, -2, -3, -4, -5, -6, 0, 0]
+  const %s2 : f32[2] = [0.5, 0.25]
+  %xq = QuantizeLinear(%x, %xs, %z) : i8[1,1,1,8] @"xq"
+)";
+  const std::string epilogue =
+      R"({epilogue = ["sigmoid", "quantize"], epilogue_alpha = [0.0, 0.05], epilogue_beta = [0.0, 0.0], out_dtype = "i8"})";
+  testing::expect_pass_result("fuse", head + "  const %w1 : i8[6,1,1,8] = [" + w1 + R"(]
+  const %b1 : f32[6] = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6]
+  const %s1 : f32[6] = [0.01, 0.02, 0.03, 0.01, 0.02, 0.03]
+  const %pads : i64[8] = [0, 0, 0, 0, 0, 0, 0, 2]
+)" + tail + R"(  %s = tessel.Conv(%xq, %w1, %b1, _, %s1) )" + epilogue + R"( : i8[1,1,1,6] @"squeeze"
+  %p = Pad(%s, %pads) : i8[1,1,1,8] @"s.align_channels"
+  %y = tessel.Conv(%p, %w2, _, _, %s2) : f32[1,1,1,2] @"expand"
+  output %y
+})",
+                              head + tail.substr(0, tail.find("  %xq")) +
+                                  "  const %w1.widened : i8[8,1,1,8] = [" + w1 + R"(, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]
+  const %b1.widened : f32[8] = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.0, 0.0]
+  const %s1.widened : f32[8] = [0.01, 0.02, 0.03, 0.01, 0.02, 0.03, 0.0, 0.0]
+  %xq = QuantizeLinear(%x, %xs, %z) : i8[1,1,1,8] @"xq"
+  %p = tessel.Conv(%xq, %w1.widened, %b1.widened, _, %s1.widened) )" + epilogue + R"( : i8[1,1,1,8] @"squeeze"
+  %y = tessel.Conv(%p, %w2, _, _, %s2) : f32[1,1,1,2] @"expand"
+  output %y
+})");
+}
+
 TEST(Fuse, SiluPattern) {
   testing::expect_pass_result(
       "fuse", conv_then(R"(  %s = Sigmoid(%c) : f32[1,2,2,2] @"sigmoid"
