@@ -172,31 +172,42 @@ void compute_dequantize(ir::KernelContext& ctx) {
 // writes them and the gate): p = f32(a - a_zero_point) * b and r = a_scale / y_scale, each
 // rounded to f32.
 
+// A quantized input of a fused op: `data` (input `data`) i8 or u8, dequantized by one float
+// value (input `scale`) and an optional zero point of its dtype (input scale + 1).
+void require_quantized_input(const ir::InferContext& ctx, int data, const char* data_name, int scale,
+                             const char* scale_name, const char* zp_name) {
+  require_quant_dtype(ctx, data, data_name);
+  require_float_input(ctx, scale, scale_name);
+  require_single_value(ctx, scale, scale_name);
+  if (!ctx.has_input(scale + 1)) return;
+  require_same_dtype(ctx, data, scale + 1, data_name, zp_name);
+  require_single_value(ctx, scale + 1, zp_name);
+}
+
+// The quantized output of a fused op: its scale (input `scale`) one float value, its zero point
+// (input scale + 1, optional) one 8-bit value whose dtype is the output's, u8 without it
+// (QuantizeLinear's rule).
+DType quantized_output(const ir::InferContext& ctx, int scale, const char* scale_name, const char* zp_name) {
+  require_float_input(ctx, scale, scale_name);
+  require_single_value(ctx, scale, scale_name);
+  if (!ctx.has_input(scale + 1)) return DType::kU8;
+  require_quant_dtype(ctx, scale + 1, zp_name);
+  require_single_value(ctx, scale + 1, zp_name);
+  return ctx.dtype(scale + 1);
+}
+
 void infer_mul_quantize(ir::InferContext& ctx) {
   const ir::Node& node = ctx.node();
   const bool quantized_a = ctx.has_input(4);
   if (quantized_a) {
-    require_quant_dtype(ctx, 0, "a");
+    require_quantized_input(ctx, 0, "a", 4, "a_scale", "a_zero_point");
     require_float_input(ctx, 1, "b");
-    require_float_input(ctx, 4, "a_scale");
-    require_single_value(ctx, 4, "a_scale");
-    if (ctx.has_input(5)) {
-      require_same_dtype(ctx, 0, 5, "a", "a_zero_point");
-      require_single_value(ctx, 5, "a_zero_point");
-    }
   } else {
     TESSEL_USER_CHECK(!ctx.has_input(5)) << node.label() << ": a_zero_point given without a_scale";
     require_float_input(ctx, 0, "a");
     require_same_dtype(ctx, 0, 1, "a", "b");
   }
-  require_float_input(ctx, 2, "y_scale");
-  require_single_value(ctx, 2, "y_scale");
-  DType out = DType::kU8;
-  if (ctx.has_input(3)) {
-    require_quant_dtype(ctx, 3, "y_zero_point");
-    require_single_value(ctx, 3, "y_zero_point");
-    out = ctx.dtype(3);
-  }
+  const DType out = quantized_output(ctx, 2, "y_scale", "y_zero_point");
   ctx.set_output(0, out, broadcast_shapes(ctx.shape(0), ctx.shape(1), node.label()));
 }
 
@@ -233,21 +244,8 @@ void compute_mul_quantize(ir::KernelContext& ctx) {
 
 void infer_qlinear_reduce_mean(ir::InferContext& ctx) {
   const ir::Node& node = ctx.node();
-  require_quant_dtype(ctx, 0, "x");
-  require_float_input(ctx, 1, "x_scale");
-  require_single_value(ctx, 1, "x_scale");
-  if (ctx.has_input(2)) {
-    require_same_dtype(ctx, 0, 2, "x", "x_zero_point");
-    require_single_value(ctx, 2, "x_zero_point");
-  }
-  require_float_input(ctx, 3, "y_scale");
-  require_single_value(ctx, 3, "y_scale");
-  DType out = DType::kU8;
-  if (ctx.has_input(4)) {
-    require_quant_dtype(ctx, 4, "y_zero_point");
-    require_single_value(ctx, 4, "y_zero_point");
-    out = ctx.dtype(4);
-  }
+  require_quantized_input(ctx, 0, "x", 1, "x_scale", "x_zero_point");
+  const DType out = quantized_output(ctx, 3, "y_scale", "y_zero_point");
   TESSEL_USER_CHECK(node.has_attr("axes")) << node.label() << ": the 'axes' attribute is required";
   const ReducePlan plan = plan_reduce(node, ctx.shape(0), node.get_ints("axes"));
   ctx.set_output(0, out, plan.out_shape);

@@ -174,31 +174,32 @@ __device__ __forceinline__ void to_floats(const Frag<T, V>& f, float (&out)[V]) 
 #pragma unroll
   for (int i = 0; i < V; ++i) out[i] = to_float(f.v[i]);
 }
-// int8 (a depthwise conv's int8 input: fold-qdq), exactly and without cvt.rn.f32.s8, which
-// issues at a quarter of the rate: one xor per word turns each byte x into x + 128 unsigned,
-// one prmt per element puts it under the exponent of 2^23 (bits 0x4B0000uu: 2^23 + x + 128),
-// one subtract of 2^23 + 128 leaves x: 2.25 full-rate instructions per element.
-template <int V>
-__device__ __forceinline__ void to_floats(const Frag<i8, V>& f, float (&out)[V]) {
+// 8-bit codes (a depthwise conv's int8 input: fold-qdq; the element-wise kernels' int8
+// operands), exactly and without cvt.rn.f32.s8, which issues at a quarter of the rate: for
+// int8 one xor per word turns each byte x into x + 128 unsigned, one prmt per element puts it
+// under the exponent of 2^23 (bits 0x4B0000uu: 2^23 + u), one subtract of 2^23 (+ 128) leaves
+// x: 2.25 full-rate instructions per element (2 for uint8).
+template <typename B, int V>
+__device__ __forceinline__ void codes_to_floats(const Frag<B, V>& f, float (&out)[V]) {
+  constexpr bool kSigned = SameType<B, i8>::value;
   constexpr int kWords = (V + 3) / 4;
   u32 w[kWords] = {};
   memcpy(w, f.v, V);
+  if constexpr (kSigned)
 #pragma unroll
-  for (int k = 0; k < kWords; ++k) w[k] ^= 0x80808080u;
+    for (int k = 0; k < kWords; ++k) w[k] ^= 0x80808080u;
 #pragma unroll
   for (int i = 0; i < V; ++i)
     out[i] = __fsub_rn(__int_as_float(__byte_perm(w[i / 4], 0x4B000000u, 0x7440 + i % 4)),
-                       8388736.0f);  // 2^23 + 128
+                       kSigned ? 8388736.0f : 8388608.0f);  // 2^23 + 128, 2^23
 }
-// uint8 likewise, without the xor.
+template <int V>
+__device__ __forceinline__ void to_floats(const Frag<i8, V>& f, float (&out)[V]) {
+  codes_to_floats(f, out);
+}
 template <int V>
 __device__ __forceinline__ void to_floats(const Frag<u8, V>& f, float (&out)[V]) {
-  constexpr int kWords = (V + 3) / 4;
-  u32 w[kWords] = {};
-  memcpy(w, f.v, V);
-#pragma unroll
-  for (int i = 0; i < V; ++i)
-    out[i] = __fsub_rn(__int_as_float(__byte_perm(w[i / 4], 0x4B000000u, 0x7440 + i % 4)), 8388608.0f);  // 2^23
+  codes_to_floats(f, out);
 }
 
 // ---- Pad's source coordinates (ops/tensor_indexing.cc, pad_source) -------------------------
