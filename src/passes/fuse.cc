@@ -979,8 +979,15 @@ class PadWidener {
     if (q.inputs.size() > 3 && q.inputs[3] != kNoValue) return false;
     if (!constant_input(2, from) || !constant_input(4, from)) return false;
     if (q.op == "tessel.Conv" && ops::read_store(q).kind != StoreKind::kNhwc) return false;
-    for (const EpilogueStep& s : ops::read_epilogue(q))
+    // The padded channels hold the epilogue's value at 0, which the readers' zero weights
+    // cancel only where it is finite in the stored dtype (f16: at most 65504 in magnitude).
+    double at_zero = 0.0;
+    for (const EpilogueStep& s : ops::read_epilogue(q)) {
       if (s.kind == EpilogueKind::kAddResidual || s.kind == EpilogueKind::kAddScaledResidual) return false;
+      at_zero = ops::apply_epilogue_step(s, at_zero, 0.0);
+    }
+    const DType stored = g_.type(x).dtype;
+    if (!std::isfinite(at_zero) || (stored == DType::kF16 && std::abs(at_zero) > 65504.0)) return false;
     // Its readers: contractions reading y as A, with zero weights over the padded channels.
     for (int r : users_[static_cast<size_t>(y)]) {
       const ir::Node& reader = g_.nodes[static_cast<size_t>(r)];

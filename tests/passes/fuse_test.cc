@@ -184,6 +184,24 @@ TEST(Fuse, ChannelAlignmentPadFoldsIntoAnInt8Producer) {
 })");
 }
 
+// Kept: a squeeze conv storing f16 whose epilogue at 0 (the padded channels' value: sigmoid(0)
+// times 2e5) passes f16's 65504; the infinity it stores would make the expand conv's zero
+// weights a NaN.
+TEST(Fuse, ChannelAlignmentPadStaysWhereThePaddedValueOverflows) {
+  const std::string unchanged = R"(graph @g opset 17 {
+  input %x : f16[1,1,1,4]
+  const %w1 : f16[6,1,1,4] = [0.5, 0.0, 0.0, 0.0, 0.0, 0.5, 0.0, 0.0, 0.0, 0.0, 0.5, 0.0, 0.0, 0.0, 0.0, 0.5, 0.25, 0.25, 0.0, 0.0, 0.0, 0.0, 0.25, 0.25]
+  const %b1 : f32[6] = [-20.0, -20.0, -20.0, -20.0, -20.0, -20.0]
+  const %pads : i64[8] = [0, 0, 0, 0, 0, 0, 0, 2]
+  const %w2 : f16[2,1,1,8] = [1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.0, 0.0, 0.5, -0.5, 0.5, -0.5, 0.5, -0.5, 0.0, 0.0]
+  %s = tessel.Conv(%x, %w1, %b1) {epilogue = ["sigmoid", "mul"], epilogue_alpha = [0.0, 200000.0], epilogue_beta = [0.0, 0.0]} : f16[1,1,1,6] @"squeeze"
+  %p = Pad(%s, %pads) : f16[1,1,1,8] @"s.align_channels"
+  %y = tessel.Conv(%p, %w2) : f16[1,1,1,2] @"expand"
+  output %y
+})";
+  testing::expect_pass_result("fuse", unchanged, unchanged, 1e-3, 1e-3);
+}
+
 TEST(Fuse, SiluPattern) {
   testing::expect_pass_result(
       "fuse", conv_then(R"(  %s = Sigmoid(%c) : f32[1,2,2,2] @"sigmoid"
