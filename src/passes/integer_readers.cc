@@ -9,10 +9,23 @@
 //   %p = Mul(%f, %g)                              ->  %y = tessel.MulQuantizeLinear(%q, %g, %t, %w, %s, %z)
 //   %y = QuantizeLinear(%p, %t, %w)
 //
-//   %r = Reshape(%f, ...)                         ->  %r = Reshape(%q, ...)
-//   %y = QuantizeLinear(%r, %s, %z)                   (the same grid: Q(DQ(q)) is q)
+//   %r = Transpose(%f), %u = Reshape(%r, ...)     ->  %r = Transpose(%q), %u = Reshape(%r, ...)
+//   %y = QuantizeLinear(%u, %s, %z)                   (the same grid: Q(DQ(q)) is q)
 //
-// (Reshape standing for any shape-only op: Flatten, Squeeze, Unsqueeze too.) In a quantized
+// (the Reshape after a mean standing for any shape-only op: Flatten, Squeeze, Unsqueeze too;
+// the chain of moves any of Transpose, Reshape, Flatten, Squeeze, Unsqueeze, Slice). And,
+// reader by reader, a chain of moves that ends at a
+// contraction's input moves the integers, the DequantizeLinear after it:
+//
+//   %r = Transpose(%f)                            ->  %r8 = Transpose(%q)
+//   %c = tessel.Conv(%r, ...)                         %r = DequantizeLinear(%r8, %s, %z)
+//                                                     %c = tessel.Conv(%r, ...)
+//
+// so that fold-qdq, which runs next, finds the conv's input dequantized and makes it an int8
+// conv (a QDQ ShuffleNet's channel shuffle: Reshape, Transpose, Reshape in NCHW, between the
+// layout Transposes convert-layout puts around it, each requantized to the same grid, left both
+// of its convs float). The model's input edge (a DequantizeLinear of the graph input or of its
+// QuantizeLinear) stays: fuse folds its layout into the stem. In a quantized
 // squeeze-excite block, the features a conv quantizes are dequantized once and read twice in
 // float: by the mean that computes the gate and by the Mul that applies it, each followed by a
 // QuantizeLinear (onnxruntime's QDQ EfficientNet, MobileNet-v3, RegNet-Y); a quantized
@@ -30,8 +43,8 @@
 // constant, or by a value computed element for element from %q (a SiLU's gate), is left to
 // fuse, which folds it into the conv's epilogue instead.
 //
-// Runs after fold-qdq (the DequantizeLinear of a conv's int8 input is folded into the conv by
-// then, so each one left is a float reader's) and before choose-precision and fuse.
+// Runs before fold-qdq (so that the contractions the moves reach see their input dequantized)
+// and before choose-precision and fuse.
 #include <algorithm>
 #include <set>
 
@@ -51,6 +64,35 @@ bool is_float_storage(DType t) { return t == DType::kF32 || t == DType::kF16 || 
 
 bool shape_only(const ir::Node& n) {
   return n.op == "Reshape" || n.op == "Flatten" || n.op == "Squeeze" || n.op == "Unsqueeze";
+}
+
+// An op that moves its input 0's values unchanged (its other inputs constants: a shape, Slice's
+// bounds), one output: it moves integers as it moves floats. Not DepthToSpace: fuse folds a
+// pixel shuffle between a conv's QuantizeLinear and DequantizeLinear into the conv's store.
+bool moves_values(const ir::Graph& g, const ir::Node& n) {
+  const bool move = shape_only(n) || n.op == "Transpose" || n.op == "Slice";
+  if (!move || n.outputs.size() != 1 || n.inputs.empty()) return false;
+  return std::all_of(n.inputs.begin() + 1, n.inputs.end(),
+                     [&](ir::ValueId v) { return v == ir::kNoValue || g.value(v).is_constant(); });
+}
+
+// From reader r of a value (reading it as input 0 only), the moves that each alone read the
+// one before: r and the moves after it. Returns their node indices (empty where r is not a
+// move) and, in *next, the node that alone reads the last one's output (-1: none, or several).
+std::vector<int> move_chain(const ir::Graph& g, const std::vector<std::vector<int>>& users, int r, int* next) {
+  std::vector<int> chain;
+  *next = -1;
+  for (int n = r; n >= 0 && moves_values(g, g.nodes[n]);) {
+    chain.push_back(n);
+    const ir::ValueId out = g.nodes[n].outputs[0];
+    const int after = sole_reader(g, users, out);
+    if (after < 0 || g.nodes[after].inputs[0] != out ||
+        std::count(g.nodes[after].inputs.begin(), g.nodes[after].inputs.end(), out) != 1)
+      return chain;
+    *next = after;
+    n = after;
+  }
+  return chain;
 }
 
 // A per-tensor QuantizeLinear / DequantizeLinear: its constant scale, its zero point (absent or
@@ -111,9 +153,10 @@ bool share_elementwise_source(const ir::Graph& g, const std::vector<int>& produc
 // One planned rewrite of a reader of %f (the DequantizeLinear's output).
 struct Reader {
   enum Kind { kMean, kMul, kRequantize } kind;
-  int node;                   // the mean, the Mul, or the shape-only op
+  int node;                   // the mean, the Mul, or the first move
   int quantize;               // the QuantizeLinear after it
-  int reshape = -1;           // kMean: a shape-only op between the mean and the QuantizeLinear
+  int reshape = -1;           // kMean: a shape-only op between the mean and the QuantizeLinear;
+                              // kRequantize: the last move
   std::vector<int64_t> axes;  // kMean
 };
 
@@ -140,12 +183,14 @@ std::optional<Reader> plan_reader(const ir::Graph& g, const std::vector<std::vec
     if (q < 0) return std::nullopt;
     return Reader{Reader::kMul, r, q, -1, {}};
   }
-  if (shape_only(n) && n.inputs[0] == f) {
-    const int q = quantizing_reader(g, users, n.outputs[0]);
-    if (q < 0 || !same_grid(grid, *per_tensor(g, g.nodes[q]))) return std::nullopt;
-    return Reader{Reader::kRequantize, r, q, -1, {}};
-  }
   if (n.inputs[0] != f) return std::nullopt;
+  int next = -1;
+  if (const std::vector<int> chain = move_chain(g, users, r, &next); !chain.empty()) {
+    const ir::ValueId end = g.nodes[chain.back()].outputs[0];
+    if (next < 0 || next != quantizing_reader(g, users, end) || !same_grid(grid, *per_tensor(g, g.nodes[next])))
+      return std::nullopt;
+    return Reader{Reader::kRequantize, r, next, chain.back(), {}};
+  }
   std::optional<std::vector<int64_t>> axes = mean_axes(g, n);
   if (!axes) return std::nullopt;
   const Shape& x = g.type(f).shape;
@@ -170,9 +215,63 @@ std::optional<Reader> plan_reader(const ir::Graph& g, const std::vector<std::vec
 // %q's zero point as an input (kNoValue where the DequantizeLinear has none).
 ir::ValueId zero_point(const ir::Node& n) { return n.inputs.size() > 2 ? n.inputs[2] : ir::kNoValue; }
 
-}  // namespace
+// The second form: each chain of moves from a DequantizeLinear to a contraction's input moves
+// the integers, and a DequantizeLinear after it feeds the contraction.
+ir::Graph moves_into_contractions(ir::Graph g) {
+  const std::vector<std::vector<int>> users = g.users();
+  const std::vector<int> producers = g.producers();
+  auto graph_input = [&](ir::ValueId v) { return std::count(g.inputs.begin(), g.inputs.end(), v) != 0; };
+  std::vector<std::vector<ir::Node>> after(g.nodes.size());  // DequantizeLinears after node i
+  UniqueNames values = UniqueNames::of_values(g), names = UniqueNames::of_nodes(g);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const ir::Node dq = g.nodes[i];
+    if (dq.op != "DequantizeLinear" || dq.outputs.size() != 1 || !is_int8(g.type(dq.inputs[0]).dtype) ||
+        !per_tensor(g, dq))
+      continue;
+    // The model's input edge: fuse folds its layout into the stem.
+    const ir::ValueId x = dq.inputs[0];
+    const int px = producers[x];
+    if (graph_input(x) || (px >= 0 && g.nodes[px].op == "QuantizeLinear" && graph_input(g.nodes[px].inputs[0])))
+      continue;
+    for (int r : users[dq.outputs[0]]) {
+      if (g.nodes[r].inputs[0] != dq.outputs[0] ||
+          std::count(g.nodes[r].inputs.begin(), g.nodes[r].inputs.end(), dq.outputs[0]) != 1)
+        continue;
+      int next = -1;
+      const std::vector<int> chain = move_chain(g, users, r, &next);
+      if (chain.empty() || next < 0 || (g.nodes[next].op != "tessel.Conv" && g.nodes[next].op != "tessel.Gemm"))
+        continue;
+      ir::Node& last = g.nodes[chain.back()];
+      const ir::ValueId moved = last.outputs[0];
+      const ir::ValueId ints = g.add_value(values.fresh(g.value(moved).name + ".int8"), g.type(moved));
+      ir::Node requant = dq;
+      requant.name = names.fresh(g.value(moved).name + "_DequantizeLinear");
+      requant.inputs[0] = ints;
+      requant.outputs = {moved};
+      last.outputs[0] = ints;
+      g.nodes[chain.front()].inputs[0] = x;
+      after[chain.back()].push_back(std::move(requant));
+    }
+  }
+  if (std::all_of(after.begin(), after.end(), [](const auto& a) { return a.empty(); })) return g;
+  std::vector<ir::Node> nodes;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    nodes.push_back(std::move(g.nodes[i]));
+    for (ir::Node& n : after[i]) nodes.push_back(std::move(n));
+  }
+  g.nodes = std::move(nodes);
+  // A DequantizeLinear whose readers all moved away reads on for nothing.
+  const std::vector<int> uses = use_counts(g);
+  std::vector<char> erase(g.nodes.size(), 0);
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    erase[i] = g.nodes[i].op == "DequantizeLinear" && uses[g.nodes[i].outputs[0]] == 0;
+  erase_nodes(g, erase);
+  ir::infer_types(g, ir::OpRegistry::global());
+  return g;
+}
 
-ir::Graph integer_readers(ir::Graph g) {
+// The first form (the comment at the top): every reader of a DequantizeLinear rewritten, or none.
+ir::Graph all_readers(ir::Graph g) {
   const std::vector<std::vector<int>> users = g.users();
   const std::vector<int> uses = use_counts(g);
   const std::vector<int> producers = g.producers();
@@ -223,7 +322,7 @@ ir::Graph integer_readers(ir::Graph g) {
         }
         case Reader::kRequantize:
           n.inputs[0] = q;
-          renames.emplace_back(quantize.outputs[0], n.outputs[0]);
+          renames.emplace_back(quantize.outputs[0], g.nodes[p.reshape].outputs[0]);
           erase[p.quantize] = 1;
           break;
       }
@@ -240,5 +339,9 @@ ir::Graph integer_readers(ir::Graph g) {
   ir::infer_types(g, ir::OpRegistry::global());
   return g;
 }
+
+}  // namespace
+
+ir::Graph integer_readers(ir::Graph g) { return moves_into_contractions(all_readers(std::move(g))); }
 
 }  // namespace tessel::passes

@@ -32,15 +32,16 @@ const std::vector<PassInfo>& all_passes() {
        "NHWC activations, OHWI / [N,K] weights, tessel.* ops; transposes only at the edges",
        convert_layout},
       {"fold-transposes", "compose chained Transposes; drop identity ones", fold_transposes},
+      {"integer-readers",
+       "a DequantizeLinear whose every reader can take its integers (a mean or a Mul, each "
+       "quantized after; moves requantized to its grid) -> they read the int8 tensor "
+       "(tessel.QLinearReduceMean, tessel.MulQuantizeLinear); moves into a contraction move "
+       "the integers, the DequantizeLinear after them",
+       integer_readers},
       {"fold-qdq",
        "QDQ convs (symmetric int8) -> int8 tessel.Conv with a dequantization scale; other "
        "DequantizeLinear of constants folded",
        fold_qdq},
-      {"integer-readers",
-       "a DequantizeLinear whose every reader can take its integers (a mean or a Mul, each "
-       "quantized after; a reshape requantized to its grid) -> they read the int8 tensor "
-       "(tessel.QLinearReduceMean, tessel.MulQuantizeLinear)",
-       integer_readers},
       // Precision is a parameter of choose_precision; each precision that does something is
       // a pass name of its own, so that `tessel opt --passes=...` lists can select it. fp32
       // needs none: it is the model as given.
@@ -101,7 +102,7 @@ std::vector<std::string> gpu_pipeline(const Options& options) {
   std::vector<std::string> names = {
       "canonicalize", "fold-constants", "fuse-norm-gelu", "fold-batch-norm", "lower-batch-norm",
       "lift-1d",      "lower-conv-transpose", "lower-3d", "convert-layout", "fold-transposes",
-      "fold-qdq",     "integer-readers"};
+      "integer-readers", "fold-qdq"};
   // Narrow groups are widened for the fp16 Tensor Core kernels only: in fp32 they would just
   // multiply zeros on CUDA cores.
   if (options.precision == Precision::kFp16)

@@ -14,7 +14,8 @@ pre-activation norms (tiny_preact: 13 stem channels, concats, norms after them) 
 and its symmetric int8 form through the fp16 pipeline must run each norm after a concat on the
 depthwise kernel reading the integers, and hold its concats in one int8 buffer. An MBConv
 (tiny_mbconv: SiLUs and a squeeze-excite gate) must fuse each SiLU whose gate the quantizer
-quantized into its conv's epilogue.
+quantized into its conv's epilogue. A ShuffleNet unit (tiny_shuffle) must move its channel
+shuffle's int8 features and run the conv after it on int8.
 
 onnxruntime runs with graph optimisations disabled, so that it evaluates the Q/DQ steps as
 written. Every output of these models is requantized (a Q/DQ pair at the end), so tessel must
@@ -72,6 +73,9 @@ def variants():
            dict(per_channel=False, activation_type=QuantType.QUInt8, extra_options={"ActivationSymmetric": False}))
     # EfficientNet's MBConv: SiLUs and a squeeze-excite gate, each Sigmoid's output quantized.
     yield ("tiny_mbconv_op17_pc_QInt8_sym", "tiny_mbconv", 17,
+           dict(per_channel=True, activation_type=QuantType.QInt8, extra_options={"ActivationSymmetric": True}))
+    # ShuffleNet's channel shuffle between two convs, each move requantized to the same grid.
+    yield ("tiny_shuffle_op17_pc_QInt8_sym", "tiny_shuffle", 17,
            dict(per_channel=True, activation_type=QuantType.QInt8, extra_options={"ActivationSymmetric": True}))
     # onnxruntime's own com.microsoft Q/DQ ops.
     yield ("tiny_classifier_op17_pc_QInt8_contrib", "tiny_classifier", 17,
@@ -282,6 +286,31 @@ def main():
         ok = err <= 5e-2 and gates == 4 and se == 1
         print(f"{'ok  ' if ok else 'FAIL'} {name} gpu-fp16 pipeline: rel L2 {err:.2e}, "
               f"{gates} SiLUs with quantized gates fused, {se} gate Mul with its QuantizeLinear")
+        passed += ok
+        failed += not ok
+
+    # The ShuffleNet unit through the fp16 pipeline: the channel shuffle moves the int8
+    # features (no QuantizeLinear or DequantizeLinear left between the two convs), and the conv
+    # after it, whose input convert-layout's NHWC Transpose follows the shuffle, is an int8 conv.
+    for name, path in cases:
+        if name != "tiny_shuffle_op17_pc_QInt8_sym":
+            continue
+        err, tir = through_gpu_pipeline(args.tessel, path, x, work)
+        if err is None:
+            print(f"FAIL {name} gpu-fp16: {tir}")
+            failed += 1
+            continue
+        lines = open(tir).read().splitlines()
+        # The input's QuantizeLinear and DequantizeLinear stay (the stem's edge).
+        qdq = sum((" = QuantizeLinear(" in l or " = DequantizeLinear(" in l) and '@"input_' not in l
+                  for l in lines)
+        conv = [l for l in lines if l.endswith('@"conv"')]
+        int8_conv = len(conv) == 1 and "int8_refusal" not in conv[0] and "dequant_scale" in conv[0]
+        moves = [l for l in lines if any(l.endswith(f'@"shuffle.{m}"') for m in ("reshape", "transpose", "reshape_back"))]
+        int8_moves = len(moves) == 3 and all(": i8[" in l for l in moves)
+        ok = err <= 5e-2 and int8_conv and int8_moves and qdq == 0
+        print(f"{'ok  ' if ok else 'FAIL'} {name} gpu-fp16 pipeline: rel L2 {err:.2e}, conv after "
+              f"the shuffle int8: {int8_conv}, shuffle on int8: {int8_moves}, {qdq} Q/DQ nodes left")
         passed += ok
         failed += not ok
 

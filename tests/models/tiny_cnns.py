@@ -136,5 +136,20 @@ def tiny_mbconv(batch=1, opset=17, seed=4):
     return b.classifier(x, 16, 0.3, "tiny_mbconv", batch, opset)
 
 
+def tiny_shuffle(batch=1, opset=17, seed=5):
+    """A ShuffleNet-v2 unit: a stem, a 1x1 conv, the channel shuffle (Reshape to 4 groups,
+    Transpose, Reshape back, in NCHW), a 3x3 conv, each conv with its ReLU."""
+    b = _Builder(seed)
+    x = b.node("Relu", [b.conv("input", "stem", 3, 32, stride=2)], "stem.relu")  # 32x16x16
+    x = b.node("Relu", [b.conv(x, "pw", 32, 32, k=1)], "pw.relu")
+    b.inits.append(numpy_helper.from_array(np.array([batch, 4, 8, 16, 16], np.int64), "shuffle.groups"))
+    b.inits.append(numpy_helper.from_array(np.array([batch, 32, 16, 16], np.int64), "shuffle.channels"))
+    x = b.node("Reshape", [x, "shuffle.groups"], "shuffle.reshape")
+    x = b.node("Transpose", [x], "shuffle.transpose", perm=[0, 2, 1, 3, 4])
+    x = b.node("Reshape", [x, "shuffle.channels"], "shuffle.reshape_back")
+    x = b.node("Relu", [b.conv(x, "conv", 32, 32)], "conv.relu")
+    return b.classifier(x, 32, 0.3, "tiny_shuffle", batch, opset)
+
+
 MODELS = {"tiny_classifier": tiny_classifier, "tiny_matmul": tiny_matmul, "tiny_preact": tiny_preact,
-          "tiny_mbconv": tiny_mbconv}
+          "tiny_mbconv": tiny_mbconv, "tiny_shuffle": tiny_shuffle}

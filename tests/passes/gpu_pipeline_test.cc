@@ -193,7 +193,7 @@ TEST(GpuPipeline, NamesAreRegisteredPasses) {
   EXPECT_EQ(fp16, (std::vector<std::string>{
                       "canonicalize", "fold-constants", "fuse-norm-gelu", "fold-batch-norm",
                       "lower-batch-norm", "lift-1d", "lower-conv-transpose", "lower-3d", "convert-layout",
-                      "fold-transposes", "fold-qdq", "integer-readers", "choose-precision-fp16",
+                      "fold-transposes", "integer-readers", "fold-qdq", "choose-precision-fp16",
                       "widen-narrow-groups",
                       "fuse", "fuse-prologue", "fold-quantize-scales", "unit-quantize", "fuse-mul-quantize",
                       "depth-to-space-dcr", "dce",

@@ -66,6 +66,66 @@ TEST(IntegerReaders, PoolAndReshapesKeepTheIntegers) {
                               0.0, 1.0);
 }
 
+// A channel shuffle (Reshape, Transpose, Reshape) between a DequantizeLinear and a
+// QuantizeLinear on the same grid: the moves move the integers, and both go.
+TEST(IntegerReaders, MovesRequantizedToTheirGridMoveTheIntegers) {
+  const std::string head = R"(graph @g opset 17 {
+  input %x : i8[1,4,4,8]
+  const %s : f32[] = [0.05]
+  const %z : i8[] = [0]
+  const %groups : i64[5] = [1, 4, 4, 2, 4]
+  const %channels : i64[4] = [1, 4, 4, 8]
+)";
+  testing::expect_pass_result("integer-readers", head + R"(  %f = DequantizeLinear(%x, %s, %z) : f32[1,4,4,8] @"dq"
+  %r = Reshape(%f, %groups) : f32[1,4,4,2,4] @"shuffle.reshape"
+  %t = Transpose(%r) {perm = [0, 1, 2, 4, 3]} : f32[1,4,4,4,2] @"shuffle.transpose"
+  %b = Reshape(%t, %channels) : f32[1,4,4,8] @"shuffle.reshape_back"
+  %y = QuantizeLinear(%b, %s, %z) : i8[1,4,4,8] @"requantize"
+  output %y
+})",
+                              head + R"(  %r = Reshape(%x, %groups) : i8[1,4,4,2,4] @"shuffle.reshape"
+  %t = Transpose(%r) {perm = [0, 1, 2, 4, 3]} : i8[1,4,4,4,2] @"shuffle.transpose"
+  %y = Reshape(%t, %channels) : i8[1,4,4,8] @"shuffle.reshape_back"
+  output %y
+})",
+                              0.0, 0.0);
+}
+
+// A move into a contraction's input (the NHWC Transpose convert-layout puts after a shuffle)
+// moves the integers, the DequantizeLinear after it, where fold-qdq finds it. At the model's
+// input edge (a DequantizeLinear of the graph input's QuantizeLinear) it stays: fuse folds
+// that Transpose into the stem.
+TEST(IntegerReaders, MovesIntoAContractionMoveTheIntegers) {
+  const std::string head = R"(graph @g opset 17 {
+  input %a : f32[1,8,4,4]
+  const %s : f32[] = [0.05]
+  const %z : i8[] = [0]
+  const %w : f32[8,1,1,8] = [)" + testing::small_ints(64) + R"(]
+)";
+  testing::expect_pass_result("integer-readers", head + R"(  %h = Relu(%a) : f32[1,8,4,4] @"relu"
+  %x = QuantizeLinear(%h, %s, %z) : i8[1,8,4,4] @"q"
+  %f = DequantizeLinear(%x, %s, %z) : f32[1,8,4,4] @"dq"
+  %t = Transpose(%f) {perm = [0, 2, 3, 1]} : f32[1,4,4,8] @"to_nhwc"
+  %c = tessel.Conv(%t, %w) : f32[1,4,4,8] @"conv"
+  output %c
+})",
+                              head + R"(  %h = Relu(%a) : f32[1,8,4,4] @"relu"
+  %x = QuantizeLinear(%h, %s, %z) : i8[1,8,4,4] @"q"
+  %t.int8 = Transpose(%x) {perm = [0, 2, 3, 1]} : i8[1,4,4,8] @"to_nhwc"
+  %t = DequantizeLinear(%t.int8, %s, %z) : f32[1,4,4,8] @"t_DequantizeLinear"
+  %c = tessel.Conv(%t, %w) : f32[1,4,4,8] @"conv"
+  output %c
+})",
+                              0.0, 0.0);
+  const std::string edge = head + R"(  %x = QuantizeLinear(%a, %s, %z) : i8[1,8,4,4] @"input_q"
+  %f = DequantizeLinear(%x, %s, %z) : f32[1,8,4,4] @"input_dq"
+  %t = Transpose(%f) {perm = [0, 2, 3, 1]} : f32[1,4,4,8] @"to_nhwc"
+  %c = tessel.Conv(%t, %w) : f32[1,4,4,8] @"stem"
+  output %c
+})";
+  testing::expect_pass_result("integer-readers", edge, edge, 0.0, 0.0);
+}
+
 // Left alone: a SiLU, whose Sigmoid reads the dequantized features (fuse folds it into the
 // conv's epilogue); a SiLU whose quantizer gave each reader its own DequantizeLinear (the Mul's
 // operands: x and the quantized Sigmoid of x); a Mul by a constant; a mean read by more than
