@@ -268,19 +268,24 @@ def main():
         passed += ok
         failed += not ok
 
+    def pipeline_ir(name):
+        """Case `name` through the fp16 pipeline: (rel L2 against onnxruntime, the IR's text), or
+        None after a FAIL line where it did not run."""
+        err, tir = through_gpu_pipeline(args.tessel, dict(cases)[name], x, work)
+        if err is None:
+            print(f"FAIL {name} gpu-fp16: {tir}")
+            return None
+        return err, open(tir).read()
+
     # The MBConv through the fp16 pipeline: each SiLU whose gate the quantizer quantized (Sigmoid,
     # QuantizeLinear, DequantizeLinear, Mul) is one silu_qgate step of its conv's epilogue (the
     # stem, the expansion, the depthwise and the squeeze-excite reduce convs), not five kernels;
     # the squeeze-excite gate's Mul and the QuantizeLinear after it are one op.
-    for name, path in cases:
-        if name != "tiny_mbconv_op17_pc_QInt8_sym":
-            continue
-        err, tir = through_gpu_pipeline(args.tessel, path, x, work)
-        if err is None:
-            print(f"FAIL {name} gpu-fp16: {tir}")
-            failed += 1
-            continue
-        text = open(tir).read()
+    name = "tiny_mbconv_op17_pc_QInt8_sym"
+    if (r := pipeline_ir(name)) is None:
+        failed += 1
+    else:
+        err, text = r
         gates = text.count('"silu_qgate"')
         se = text.count("tessel.MulQuantizeLinear(")
         ok = err <= 5e-2 and gates == 4 and se == 1
@@ -292,21 +297,19 @@ def main():
     # The ShuffleNet unit through the fp16 pipeline: the channel shuffle moves the int8
     # features (no QuantizeLinear or DequantizeLinear left between the two convs), and the conv
     # after it, whose input convert-layout's NHWC Transpose follows the shuffle, is an int8 conv.
-    for name, path in cases:
-        if name != "tiny_shuffle_op17_pc_QInt8_sym":
-            continue
-        err, tir = through_gpu_pipeline(args.tessel, path, x, work)
-        if err is None:
-            print(f"FAIL {name} gpu-fp16: {tir}")
-            failed += 1
-            continue
-        lines = open(tir).read().splitlines()
+    name = "tiny_shuffle_op17_pc_QInt8_sym"
+    if (r := pipeline_ir(name)) is None:
+        failed += 1
+    else:
+        err, text = r
+        lines = text.splitlines()
         # The input's QuantizeLinear and DequantizeLinear stay (the stem's edge).
         qdq = sum((" = QuantizeLinear(" in l or " = DequantizeLinear(" in l) and '@"input_' not in l
                   for l in lines)
         conv = [l for l in lines if l.endswith('@"conv"')]
         int8_conv = len(conv) == 1 and "int8_refusal" not in conv[0] and "dequant_scale" in conv[0]
-        moves = [l for l in lines if any(l.endswith(f'@"shuffle.{m}"') for m in ("reshape", "transpose", "reshape_back"))]
+        moves = [l for l in lines
+                 if any(l.endswith(f'@"shuffle.{m}"') for m in ("reshape", "transpose", "reshape_back"))]
         int8_moves = len(moves) == 3 and all(": i8[" in l for l in moves)
         ok = err <= 5e-2 and int8_conv and int8_moves and qdq == 0
         print(f"{'ok  ' if ok else 'FAIL'} {name} gpu-fp16 pipeline: rel L2 {err:.2e}, conv after "
