@@ -18,6 +18,11 @@ struct QuantRange {
 };
 QuantRange quant_range(DType t);
 
+// The most 8-bit integers (at most 255 from their zero point) whose sum f32 holds exactly:
+// tessel.QLinearReduceMean's GPU kernel sums codes in f32 over at most this many, and
+// integer-readers makes that op only for means this small.
+inline constexpr int64_t kExactInt8SumCount = (int64_t{1} << 24) / 255;
+
 // round(v) with ties to even, plus the zero point, saturated to the range. NaN maps to the
 // zero point (the code of real zero).
 int64_t quantize_value(double v, int64_t zero_point, QuantRange range);

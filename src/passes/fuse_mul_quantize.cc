@@ -16,11 +16,6 @@
 #include "passes/rewrite_util.h"
 
 namespace tessel::passes {
-namespace {
-
-bool float_storage(DType t) { return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16; }
-
-}  // namespace
 
 ir::Graph fuse_mul_quantize(ir::Graph g) {
   const std::vector<std::vector<int>> users = g.users();
@@ -28,12 +23,10 @@ ir::Graph fuse_mul_quantize(ir::Graph g) {
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const ir::Node& mul = g.nodes[i];
     if (mul.op != "Mul" || mul.inputs.size() != 2 || mul.outputs.size() != 1) continue;
-    if (!float_storage(g.type(mul.outputs[0]).dtype)) continue;
-    const int qi = sole_reader(g, users, mul.outputs[0]);
-    if (qi < 0 || g.nodes[qi].op != "QuantizeLinear" || g.nodes[qi].inputs[0] != mul.outputs[0]) continue;
+    if (!is_float_storage(g.type(mul.outputs[0]).dtype)) continue;
+    const int qi = sole_tensor_quantize(g, users, mul.outputs[0]);
+    if (qi < 0) continue;
     ir::Node& q = g.nodes[qi];
-    const std::optional<QdqParams> params = qdq_params(g, q);
-    if (!params || !params->per_tensor() || !params->tensor_zero_point()) continue;
     // The fused node takes the QuantizeLinear's place: a and b are written before the Mul, so
     // before it, and every reader of its output comes after it.
     std::vector<ir::ValueId> inputs = {mul.inputs[0], mul.inputs[1], q.inputs[1]};

@@ -49,18 +49,13 @@
 #include <set>
 
 #include "ir/infer.h"
+#include "ops/quant_common.h"
+#include "ops/reduce_common.h"
 #include "passes/passes.h"
 #include "passes/rewrite_util.h"
 
 namespace tessel::passes {
 namespace {
-
-// The kernels' f32 sums of 8-bit integers are exact over at most this many (kernels/cuda
-// op_reduce.cc, check_reduce).
-constexpr int64_t kExactInt8Count = (int64_t{1} << 24) / 255;
-
-bool is_int8(DType t) { return t == DType::kI8 || t == DType::kU8; }
-bool is_float_storage(DType t) { return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16; }
 
 bool shape_only(const ir::Node& n) {
   return n.op == "Reshape" || n.op == "Flatten" || n.op == "Squeeze" || n.op == "Unsqueeze";
@@ -160,13 +155,6 @@ struct Reader {
   std::vector<int64_t> axes;  // kMean
 };
 
-// The QuantizeLinear that alone reads value v (as its x), per tensor; -1 where none.
-int quantizing_reader(const ir::Graph& g, const std::vector<std::vector<int>>& users, ir::ValueId v) {
-  const int qi = sole_reader(g, users, v);
-  if (qi < 0 || g.nodes[qi].op != "QuantizeLinear" || g.nodes[qi].inputs[0] != v) return -1;
-  return per_tensor(g, g.nodes[qi]) ? qi : -1;
-}
-
 // How reader r of %f (DequantizeLinear `dq`'s output) reads %q instead, or nothing.
 std::optional<Reader> plan_reader(const ir::Graph& g, const std::vector<std::vector<int>>& users,
                                   const std::vector<int>& producers, const ir::Node& dq, const QdqParams& grid,
@@ -179,7 +167,7 @@ std::optional<Reader> plan_reader(const ir::Graph& g, const std::vector<std::vec
     if (g.value(other).is_constant() || !is_float_storage(g.type(other).dtype) ||
         share_elementwise_source(g, producers, f, other))
       return std::nullopt;
-    const int q = quantizing_reader(g, users, n.outputs[0]);
+    const int q = sole_tensor_quantize(g, users, n.outputs[0]);
     if (q < 0) return std::nullopt;
     return Reader{Reader::kMul, r, q, -1, {}};
   }
@@ -187,26 +175,19 @@ std::optional<Reader> plan_reader(const ir::Graph& g, const std::vector<std::vec
   int next = -1;
   if (const std::vector<int> chain = move_chain(g, users, r, &next); !chain.empty()) {
     const ir::ValueId end = g.nodes[chain.back()].outputs[0];
-    if (next < 0 || next != quantizing_reader(g, users, end) || !same_grid(grid, *per_tensor(g, g.nodes[next])))
+    if (next < 0 || next != sole_tensor_quantize(g, users, end) || !same_grid(grid, *per_tensor(g, g.nodes[next])))
       return std::nullopt;
     return Reader{Reader::kRequantize, r, next, chain.back(), {}};
   }
   std::optional<std::vector<int64_t>> axes = mean_axes(g, n);
   if (!axes) return std::nullopt;
-  const Shape& x = g.type(f).shape;
-  int64_t count = 1;
-  for (int64_t a : *axes) {
-    const int64_t d = a < 0 ? a + static_cast<int64_t>(x.size()) : a;
-    if (d < 0 || d >= static_cast<int64_t>(x.size())) return std::nullopt;
-    count *= x[d];
-  }
-  if (count > kExactInt8Count) return std::nullopt;
-  Reader mean{Reader::kMean, r, quantizing_reader(g, users, n.outputs[0]), -1, *axes};
+  if (ops::plan_reduce(n, g.type(f).shape, *axes).count > ops::kExactInt8SumCount) return std::nullopt;
+  Reader mean{Reader::kMean, r, sole_tensor_quantize(g, users, n.outputs[0]), -1, *axes};
   if (mean.quantize < 0) {
     const int s = sole_reader(g, users, n.outputs[0]);
     if (s < 0 || !shape_only(g.nodes[s]) || g.nodes[s].inputs[0] != n.outputs[0]) return std::nullopt;
     mean.reshape = s;
-    mean.quantize = quantizing_reader(g, users, g.nodes[s].outputs[0]);
+    mean.quantize = sole_tensor_quantize(g, users, g.nodes[s].outputs[0]);
     if (mean.quantize < 0) return std::nullopt;
   }
   return mean;
@@ -225,7 +206,7 @@ ir::Graph moves_into_contractions(ir::Graph g) {
   UniqueNames values = UniqueNames::of_values(g), names = UniqueNames::of_nodes(g);
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const ir::Node dq = g.nodes[i];
-    if (dq.op != "DequantizeLinear" || dq.outputs.size() != 1 || !is_int8(g.type(dq.inputs[0]).dtype) ||
+    if (dq.op != "DequantizeLinear" || dq.outputs.size() != 1 || !is_int8_operand(g.type(dq.inputs[0]).dtype) ||
         !per_tensor(g, dq))
       continue;
     // The model's input edge: fuse folds its layout into the stem.
@@ -280,7 +261,7 @@ ir::Graph all_readers(ir::Graph g) {
   bool changed = false;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const ir::Node& dq = g.nodes[i];
-    if (dq.op != "DequantizeLinear" || dq.outputs.size() != 1 || !is_int8(g.type(dq.inputs[0]).dtype)) continue;
+    if (dq.op != "DequantizeLinear" || dq.outputs.size() != 1 || !is_int8_operand(g.type(dq.inputs[0]).dtype)) continue;
     const std::optional<QdqParams> grid = per_tensor(g, dq);
     const ir::ValueId f = dq.outputs[0];
     const std::vector<int>& readers = users[f];

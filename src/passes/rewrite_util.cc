@@ -95,6 +95,15 @@ int sole_reader(const ir::Graph& g, const std::vector<std::vector<int>>& users, 
   return std::count(n.inputs.begin(), n.inputs.end(), v) == 1 ? r[0] : -1;
 }
 
+int sole_tensor_quantize(const ir::Graph& g, const std::vector<std::vector<int>>& users, ir::ValueId v) {
+  const int qi = sole_reader(g, users, v);
+  if (qi < 0 || g.nodes[static_cast<size_t>(qi)].op != "QuantizeLinear" ||
+      g.nodes[static_cast<size_t>(qi)].inputs[0] != v)
+    return -1;
+  const std::optional<QdqParams> p = qdq_params(g, g.nodes[static_cast<size_t>(qi)]);
+  return p && p->per_tensor() && p->tensor_zero_point() ? qi : -1;
+}
+
 const Tensor* channel_constant(const ir::Graph& g, ir::ValueId c, int64_t channels) {
   const Tensor* t = c == ir::kNoValue ? nullptr : g.value(c).data.get();
   if (!t || t->numel() != channels || t->shape().empty() || t->shape().back() != channels) return nullptr;

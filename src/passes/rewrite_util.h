@@ -27,6 +27,9 @@ std::vector<int> use_counts(const ir::Graph& g);
 // output. `users`: g.users().
 int sole_reader(const ir::Graph& g, const std::vector<std::vector<int>>& users, ir::ValueId v);
 
+// Float dtypes the GPU kernels store (f32, f16, bf16; not f64).
+inline bool is_float_storage(DType t) { return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16; }
+
 // c's constant when it holds `channels` values along its last axis only ([C] or [1, ..., 1, C]:
 // one per channel of an NHWC tensor), else null.
 const Tensor* channel_constant(const ir::Graph& g, ir::ValueId c, int64_t channels);
@@ -61,6 +64,10 @@ struct QdqParams {
 // n's parameters, or nothing and (when given) *why: "is block-quantized", "'s scale is not a
 // constant float", "'s zero point is not a constant" (to follow the operand's name).
 std::optional<QdqParams> qdq_params(const ir::Graph& g, const ir::Node& n, std::string* why = nullptr);
+// The index of the per-tensor QuantizeLinear (qdq_params, a single zero point) that alone reads
+// v as its x (sole_reader), or -1. fuse-mul-quantize and integer-readers fold such a
+// QuantizeLinear into the op before it.
+int sole_tensor_quantize(const ir::Graph& g, const std::vector<std::vector<int>>& users, ir::ValueId v);
 // TensorRT's symmetric form: qdq_params with the zero point absent or all zeros (*why: "has a
 // non-zero zero point (asymmetric)").
 using SymmetricQdq = QdqParams;

@@ -15,6 +15,7 @@
 
 #include "kernels/cuda/op_emit.h"
 #include "core/error.h"
+#include "ops/quant_common.h"
 #include "ops/reduce_common.h"
 #include "ops/tessel_epilogue.h"
 
@@ -128,8 +129,6 @@ std::optional<RunView> run_view(const Shape& shape, const ops::ReducePlan& plan)
 }
 
 constexpr const char* kQLinearMean = "tessel.QLinearReduceMean";
-
-bool is_int8(DType t) { return t == DType::kI8 || t == DType::kU8; }
 
 // tessel.QLinearReduceMean's stored value from the sum of x's integers (kReduceSum: exact in
 // f32, check_reduce bounds the count), as its reference computes it (ops/quantized.cc):
@@ -352,21 +351,17 @@ OpKernelSource emit_reduction(const ir::Node& n, const std::string& kind, const 
                      l.blocks, l.threads);
 }
 
-// The largest count whose sums of 8-bit integers (at most 255 from their zero point) f32 holds
-// exactly.
-constexpr int64_t kExactInt8Count = (int64_t{1} << 24) / 255;
-
 std::optional<std::string> check_reduce(const ir::Graph& g, const ir::Node& n) {
   const DType t = g.type(n.inputs[0]).dtype;
   if (n.op == kQLinearMean) {
-    if (!is_int8(t) || !is_int8(g.type(n.outputs[0]).dtype))
+    if (!is_int8_operand(t) || !is_int8_operand(g.type(n.outputs[0]).dtype))
       return n.label() + ": x and y must be i8 or u8";
     for (size_t k : {1, 3})
       if (!is_float_storage(g.type(n.inputs[k]).dtype)) return n.label() + ": the scales must be f32, f16 or bf16";
     const ops::ReducePlan plan = ops::plan_reduce(n, g.type(n.inputs[0]).shape, n.get_ints("axes"));
-    if (plan.count > kExactInt8Count)
+    if (plan.count > ops::kExactInt8SumCount)
       return n.label() + ": a mean of " + std::to_string(plan.count) + " integers (the kernel's f32 sums are exact up to " +
-             std::to_string(kExactInt8Count) + ")";
+             std::to_string(ops::kExactInt8SumCount) + ")";
     return std::nullopt;
   }
   if (!is_float_storage(t))
