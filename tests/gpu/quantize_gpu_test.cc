@@ -304,7 +304,7 @@ TEST_F(QuantizeGpu, mul_quantize_reads_int8_features) {
 // ---- tessel.QLinearReduceMean -----------------------------------------------------------------
 
 // The mean of int8 codes requantized, bit for bit against the reference: a squeeze-excite mean
-// over NHWC pixels (the columns kernel; C = 48 and 40, 7x5 and EfficientNet's 112x112 pixels),
+// over NHWC pixels (the columns kernel; C = 48, 40, 13 and 6, 7x5 to 112x112 pixels),
 // u8 codes with zero points, the rows kernel (the reduced dim innermost), the any-axes kernel,
 // and pairs whose means sit on ties (x_scale = y_scale, codes summing to odd numbers over 2).
 TEST_F(QuantizeGpu, qlinear_reduce_mean) {
@@ -323,6 +323,15 @@ TEST_F(QuantizeGpu, qlinear_reduce_mean) {
     expect_exact("tessel.QLinearReduceMean", {xi, f32({}, {0.05}), of(DType::kI8, {}, {-2}), f32({}, {0.03})},
                  pixels);  // u8 out, no y zero point
   }
+  // Odd channel counts: one code per vector (13 channels), two (6 u8 channels).
+  expect_exact("tessel.QLinearReduceMean",
+               {of(DType::kI8, {2, 7, 5, 13}, random_ints(910, -128, 127, rng)), f32({}, {0.05}),
+                of(DType::kI8, {}, {0}), f32({}, {0.02}), of(DType::kI8, {}, {0})},
+               pixels);
+  expect_exact("tessel.QLinearReduceMean",
+               {of(DType::kU8, {2, 9, 9, 6}, random_ints(972, 0, 255, rng)), f32({}, {0.05}),
+                of(DType::kU8, {}, {3}), f32({}, {0.02}), of(DType::kU8, {}, {3})},
+               pixels);
   const Tensor rows = of(DType::kI8, {6, 50}, random_ints(300, -128, 127, rng));
   const std::string src = expect_exact("tessel.QLinearReduceMean",
                                        {rows, f32({}, {0.05}), of(DType::kI8, {}, {1}), f32({}, {0.011}),
